@@ -1,0 +1,52 @@
+package ledger
+
+import "errors"
+
+// Error is a class of ledger failure with a stable numeric code. The codes are
+// part of the public contract (they are the ABCI codes clients see, listed in
+// docs/ledger.md) and must never be renumbered. Functions return errors that
+// wrap one of the values below with details a person can act on; test with
+// errors.Is and read the code with CodeOf.
+type Error struct {
+	Code uint32
+	Name string
+}
+
+func (e *Error) Error() string { return e.Name }
+
+// The ledger's error classes. Code 0 means success and is never used here.
+var (
+	ErrDecode            = &Error{1, "malformed tx"}
+	ErrTxTooLarge        = &Error{2, "tx too large"}
+	ErrWrongChainID      = &Error{3, "wrong chain id"}
+	ErrBadSignature      = &Error{4, "bad signature"}
+	ErrBadSequence       = &Error{5, "bad sequence"}
+	ErrInsufficientFunds = &Error{6, "insufficient funds"}
+	ErrInvalidAmount     = &Error{7, "invalid amount"}
+	ErrUnknownMsgType    = &Error{8, "unknown tx type"}
+	ErrInvalidAddress    = &Error{9, "invalid address"}
+	ErrInsufficientFee   = &Error{10, "insufficient fee"}
+	ErrInvalidMsg        = &Error{11, "invalid tx"}
+	ErrInvalidGenesis    = &Error{12, "invalid genesis"}
+	ErrInternal          = &Error{13, "internal error"}
+)
+
+// AllErrors lists every error class in code order.
+var AllErrors = []*Error{
+	ErrDecode, ErrTxTooLarge, ErrWrongChainID, ErrBadSignature, ErrBadSequence,
+	ErrInsufficientFunds, ErrInvalidAmount, ErrUnknownMsgType, ErrInvalidAddress,
+	ErrInsufficientFee, ErrInvalidMsg, ErrInvalidGenesis, ErrInternal,
+}
+
+// CodeOf returns the stable code of err's class, 0 for nil, and
+// ErrInternal's code for errors that belong to no class.
+func CodeOf(err error) uint32 {
+	if err == nil {
+		return 0
+	}
+	var e *Error
+	if errors.As(err, &e) {
+		return e.Code
+	}
+	return ErrInternal.Code
+}

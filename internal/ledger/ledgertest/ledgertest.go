@@ -1,0 +1,126 @@
+// Package ledgertest builds ledger states, keys and signed txs for tests,
+// and applies whole blocks in memory with the invariants checked after each.
+package ledgertest
+
+import (
+	"crypto/ed25519"
+	"crypto/sha256"
+	"testing"
+	"time"
+
+	"github.com/gpunet/gpunet/internal/address"
+	"github.com/gpunet/gpunet/internal/ledger"
+)
+
+// ChainID is the chain id of test chains.
+const ChainID = "gpunet-test"
+
+// Key is a deterministic test key.
+type Key struct {
+	Priv ed25519.PrivateKey
+	Addr address.Address
+}
+
+// NewKey derives a key from a name, so tests get the same addresses on
+// every run.
+func NewKey(name string) Key {
+	seed := sha256.Sum256([]byte("ledgertest/" + name))
+	priv := ed25519.NewKeyFromSeed(seed[:])
+	return Key{Priv: priv, Addr: address.FromPubKey(priv.Public().(ed25519.PublicKey))}
+}
+
+// Send returns a signed transfer.
+func (k Key) Send(seq uint64, to address.Address, amount uint64) []byte {
+	return k.Tx(ChainID, seq, 0, &ledger.MsgSend{To: to, Amount: ledger.Amount(amount)})
+}
+
+// Tx returns a signed tx with any envelope fields.
+func (k Key) Tx(chainID string, seq, fee uint64, msg ledger.Msg) []byte {
+	tx := &ledger.Tx{ChainID: chainID, Sequence: seq, Fee: fee, Msg: msg}
+	if err := tx.Sign(k.Priv); err != nil {
+		panic(err)
+	}
+	raw, err := tx.Encode()
+	if err != nil {
+		panic(err)
+	}
+	return raw
+}
+
+// Chain is an in-memory chain: a committed state and the blocks applied to it.
+type Chain struct {
+	L      ledger.Ledger
+	KV     *ledger.MemKV
+	Height int64
+	Hash   []byte
+}
+
+// Genesis returns a genesis that funds each named key with balance usync.
+func Genesis(balance uint64, names ...string) ledger.Genesis {
+	g := ledger.Genesis{Params: ledger.DefaultParams()}
+	for _, n := range names {
+		g.Accounts = append(g.Accounts, ledger.GenesisAccount{Address: NewKey(n).Addr, Balance: balance})
+	}
+	return g
+}
+
+// NewChain initialises a chain from g.
+func NewChain(tb testing.TB, g ledger.Genesis) *Chain {
+	tb.Helper()
+	c := &Chain{KV: ledger.NewMemKV()}
+	changes, hash, err := c.L.InitGenesis(c.KV, ChainID, g)
+	if err != nil {
+		tb.Fatalf("genesis: %v", err)
+	}
+	c.KV.Apply(changes)
+	c.Hash = hash
+	c.checkInvariants(tb)
+	return c
+}
+
+// BlockTime is the header time of block h in test chains.
+func BlockTime(h int64) time.Time { return time.Unix(1_700_000_000+h, 0).UTC() }
+
+// ApplyBlock applies txs as the next block, commits it and checks the
+// invariants. It returns each tx's result.
+func (c *Chain) ApplyBlock(tb testing.TB, txs ...[]byte) []ledger.TxResult {
+	tb.Helper()
+	c.Height++
+	b := c.L.BeginBlock(c.KV, ledger.BlockInfo{Height: c.Height, Time: BlockTime(c.Height)})
+	res := make([]ledger.TxResult, len(txs))
+	for i, tx := range txs {
+		res[i] = b.DeliverTx(tx)
+	}
+	changes, hash, err := b.End()
+	if err != nil {
+		tb.Fatalf("block %d: %v", c.Height, err)
+	}
+	c.KV.Apply(changes)
+	c.Hash = hash
+	c.checkInvariants(tb)
+	return res
+}
+
+func (c *Chain) checkInvariants(tb testing.TB) {
+	tb.Helper()
+	if err := ledger.CheckInvariants(c.KV); err != nil {
+		tb.Fatalf("after block %d: %v", c.Height, err)
+	}
+	h, err := ledger.AppHash(c.KV)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	if string(h) != string(c.Hash) {
+		tb.Fatalf("after block %d: stored app hash %x != returned %x", c.Height, h, c.Hash)
+	}
+}
+
+// Balance returns the balance of addr.
+func (c *Chain) Balance(tb testing.TB, addr address.Address) uint64 {
+	tb.Helper()
+	a, err := ledger.GetAccount(c.KV, addr)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return a.Balance
+}

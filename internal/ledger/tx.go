@@ -1,0 +1,244 @@
+package ledger
+
+import (
+	"bytes"
+	"crypto/ed25519"
+	"crypto/sha256"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"strconv"
+
+	"github.com/gpunet/gpunet/internal/address"
+)
+
+// TxVersion is the first byte of every encoded tx.
+const TxVersion = 1
+
+// signDomain separates gpunet tx signatures from any other use of a key.
+const signDomain = "gpunet/tx/v1\x00"
+
+// MsgType identifies the message a tx carries. Values are stable.
+type MsgType uint64
+
+// Message types.
+const (
+	MsgTypeSend MsgType = 1
+)
+
+func (t MsgType) String() string {
+	switch t {
+	case MsgTypeSend:
+		return "send"
+	}
+	return "type " + strconv.FormatUint(uint64(t), 10)
+}
+
+// Msg is the body of a tx: one action by the tx's sender.
+type Msg interface {
+	Type() MsgType
+	// ValidateBasic checks what can be checked without state.
+	ValidateBasic() error
+}
+
+// newMsg returns an empty message of type t, or nil for an unknown type.
+func newMsg(t MsgType) Msg {
+	switch t {
+	case MsgTypeSend:
+		return &MsgSend{}
+	}
+	return nil
+}
+
+// Tx is a signed transaction.
+//
+// Wire format (all integers unsigned varints, minimal; byte strings
+// length-prefixed):
+//
+//	version(1 byte = 1) chain_id sequence fee msg_type pubkey(32 bytes) msg_body signature(64 bytes)
+//
+// msg_body is the message as compact JSON, exactly as encoding/json writes it.
+// The signature is ed25519 over signDomain followed by every byte before it.
+type Tx struct {
+	ChainID   string
+	Sequence  uint64
+	Fee       uint64 // usync, paid to the treasury
+	PubKey    ed25519.PublicKey
+	Msg       Msg
+	Signature []byte
+}
+
+// Sender returns the address of the tx's signer.
+func (tx *Tx) Sender() address.Address { return address.FromPubKey(tx.PubKey) }
+
+func (tx *Tx) encodeUnsigned() ([]byte, error) {
+	body, err := json.Marshal(tx.Msg)
+	if err != nil {
+		return nil, err
+	}
+	if len(tx.PubKey) != ed25519.PublicKeySize {
+		return nil, fmt.Errorf("public key has %d bytes, want %d", len(tx.PubKey), ed25519.PublicKeySize)
+	}
+	e := encoder{buf: make([]byte, 0, 128+len(body))}
+	e.raw([]byte{TxVersion})
+	e.string(tx.ChainID)
+	e.uvarint(tx.Sequence)
+	e.uvarint(tx.Fee)
+	e.uvarint(uint64(tx.Msg.Type()))
+	e.raw(tx.PubKey)
+	e.bytes(body)
+	return e.buf, nil
+}
+
+// SignBytes returns the bytes the signature covers.
+func (tx *Tx) SignBytes() ([]byte, error) {
+	b, err := tx.encodeUnsigned()
+	if err != nil {
+		return nil, err
+	}
+	return append([]byte(signDomain), b...), nil
+}
+
+// Sign sets the public key and signature from priv.
+func (tx *Tx) Sign(priv ed25519.PrivateKey) error {
+	tx.PubKey = priv.Public().(ed25519.PublicKey)
+	sb, err := tx.SignBytes()
+	if err != nil {
+		return err
+	}
+	tx.Signature = ed25519.Sign(priv, sb)
+	return nil
+}
+
+// Encode returns the wire form of a signed tx.
+func (tx *Tx) Encode() ([]byte, error) {
+	b, err := tx.encodeUnsigned()
+	if err != nil {
+		return nil, err
+	}
+	if len(tx.Signature) != ed25519.SignatureSize {
+		return nil, errors.New("tx is not signed")
+	}
+	return append(b, tx.Signature...), nil
+}
+
+// TxHash returns the hash by which a tx is known: SHA-256 of its wire form,
+// as CometBFT computes it.
+func TxHash(raw []byte) [32]byte { return sha256.Sum256(raw) }
+
+// Limits on envelope fields, applied while decoding.
+const (
+	maxChainIDLen = 64
+	maxBodyLen    = 1 << 20
+)
+
+// DecodeTx parses a wire-form tx. It checks the encoding only: not the
+// signature, the chain id or anything that needs state. Every error wraps
+// ErrDecode, ErrUnknownMsgType, ErrInvalidAmount or ErrInvalidAddress and
+// says which field is wrong.
+func DecodeTx(raw []byte) (*Tx, error) {
+	if len(raw) == 0 {
+		return nil, fmt.Errorf("empty tx: %w", ErrDecode)
+	}
+	if raw[0] != TxVersion {
+		return nil, fmt.Errorf("unsupported tx version %d (this node reads version %d; is this a gpunet tx?): %w", raw[0], TxVersion, ErrDecode)
+	}
+	d := decoder{buf: raw, off: 1}
+	tx := &Tx{}
+	tx.ChainID = string(d.bytes("chain_id", maxChainIDLen))
+	tx.Sequence = d.uvarint("sequence")
+	tx.Fee = d.uvarint("fee")
+	typ := MsgType(d.uvarint("msg_type"))
+	tx.PubKey = ed25519.PublicKey(d.raw("public key", ed25519.PublicKeySize))
+	body := d.bytes("msg_body", maxBodyLen)
+	tx.Signature = d.raw("signature", ed25519.SignatureSize)
+	if err := d.done(); err != nil {
+		return nil, fmt.Errorf("%w: %w", err, ErrDecode)
+	}
+	msg := newMsg(typ)
+	if msg == nil {
+		return nil, fmt.Errorf("tx type %d is not known to this ledger: %w", uint64(typ), ErrUnknownMsgType)
+	}
+	if err := decodeMsgBody(body, msg); err != nil {
+		return nil, fmt.Errorf("%s body: %w", typ, err)
+	}
+	tx.Msg = msg
+	return tx, nil
+}
+
+// decodeMsgBody reads strict JSON: no unknown fields, no trailing data, and
+// exactly the bytes encoding/json would write, so a tx has one encoding.
+func decodeMsgBody(body []byte, msg Msg) error {
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(msg); err != nil {
+		var ae *AmountError
+		switch {
+		case errors.As(err, &ae):
+			return fmt.Errorf("%w: %w", err, ErrInvalidAmount)
+		case errors.Is(err, address.ErrInvalid):
+			return fmt.Errorf("%w: %w", err, ErrInvalidAddress)
+		}
+		return fmt.Errorf("%w: %w", err, ErrDecode)
+	}
+	if dec.More() {
+		return fmt.Errorf("trailing data after the JSON body: %w", ErrDecode)
+	}
+	canon, err := json.Marshal(msg)
+	if err != nil || !bytes.Equal(canon, body) {
+		return fmt.Errorf("body is not in canonical form (compact JSON, fields in order, as encoding/json writes it): %w", ErrDecode)
+	}
+	return nil
+}
+
+// Amount is a quantity of usync. In JSON it is a bare integer; anything else
+// (negative, fractional, exponent, quoted, beyond 2^64-1) is an AmountError.
+type Amount uint64
+
+// AmountError reports an amount that is not a non-negative 64-bit integer.
+type AmountError struct{ Text, Reason string }
+
+func (e *AmountError) Error() string { return fmt.Sprintf("amount %s %s", e.Text, e.Reason) }
+
+// UnmarshalJSON implements json.Unmarshaler.
+func (a *Amount) UnmarshalJSON(b []byte) error {
+	s := string(b)
+	switch {
+	case len(s) > 0 && s[0] == '-':
+		return &AmountError{s, "is negative"}
+	case len(s) > 0 && s[0] == '"':
+		return &AmountError{s, "must be a bare integer in usync, not a string"}
+	case bytes.ContainsAny(b, ".eE"):
+		return &AmountError{s, "must be a whole number of usync"}
+	}
+	v, err := strconv.ParseUint(s, 10, 64)
+	if err != nil {
+		if errors.Is(err, strconv.ErrRange) {
+			return &AmountError{s, fmt.Sprintf("overflows (at most %d usync)", uint64(math.MaxUint64))}
+		}
+		return &AmountError{s, "is not a number"}
+	}
+	*a = Amount(v)
+	return nil
+}
+
+// MsgSend moves tokens from the sender to another account.
+type MsgSend struct {
+	To     address.Address `json:"to"`
+	Amount Amount          `json:"amount"`
+}
+
+// Type implements Msg.
+func (*MsgSend) Type() MsgType { return MsgTypeSend }
+
+// ValidateBasic implements Msg.
+func (m *MsgSend) ValidateBasic() error {
+	if m.To.IsZero() {
+		return fmt.Errorf("recipient is the zero address: %w", ErrInvalidAddress)
+	}
+	if m.Amount == 0 {
+		return fmt.Errorf("amount must be positive, got 0: %w", ErrInvalidAmount)
+	}
+	return nil
+}
