@@ -1,0 +1,285 @@
+// Package abciapp adapts the ledger to CometBFT's ABCI and persists its state
+// in Pebble. It is the only package where ABCI types appear: it turns ledger
+// errors into ABCI codes and ledger events into ABCI events, stages a block's
+// changes in FinalizeBlock and writes them, with the app hash, in one synced
+// batch in Commit. A crash at any point leaves the store at the last
+// committed height; CometBFT's handshake replays what follows.
+package abciapp
+
+import (
+	"context"
+	"crypto/ed25519"
+	"crypto/sha256"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+
+	abci "github.com/cometbft/cometbft/abci/types"
+	"github.com/cockroachdb/pebble"
+
+	"github.com/gpunet/gpunet/internal/address"
+	"github.com/gpunet/gpunet/internal/ledger"
+)
+
+// Codespace names gpunet's codes in ABCI results.
+const Codespace = "gpunet"
+
+// AppVersion is the version of the state machine's rules.
+const AppVersion = 1
+
+// Options tune an App.
+type Options struct {
+	// CheckInvariants verifies the ledger's invariants after every block and
+	// halts the node (FinalizeBlock fails) when one breaks.
+	CheckInvariants bool
+	Logger          *slog.Logger
+}
+
+// App is the ABCI application.
+type App struct {
+	abci.BaseApplication
+
+	db     *pebble.DB
+	ledger ledger.Ledger
+	opts   Options
+	sigs   *sigCache
+
+	// Consensus connection state, touched by one goroutine at a time
+	// (CometBFT serialises InitChain, FinalizeBlock and Commit).
+	genesis []ledger.Change // staged by InitChain until the first Commit
+	pending []ledger.Change // staged by FinalizeBlock until Commit
+	pendingHeight int64
+
+	// Mempool state: an overlay of the committed state, rebuilt at Commit.
+	checkMu sync.Mutex
+	check   *ledger.Overlay
+}
+
+// Open opens (or creates) the app state in dir.
+func Open(dir string, opts Options) (*App, error) {
+	db, err := pebble.Open(dir, &pebble.Options{Logger: quietLogger{}})
+	if err != nil {
+		return nil, fmt.Errorf("open app state in %s: %w", dir, err)
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	a := &App{db: db, opts: opts, sigs: newSigCache(1 << 16)}
+	a.ledger.Verify = a.sigs.verify
+	a.check = ledger.NewOverlay(a.committed())
+	return a, nil
+}
+
+// Close closes the store.
+func (a *App) Close() error { return a.db.Close() }
+
+func (a *App) committed() ledger.KV { return pebbleKV{a.db} }
+
+// View returns a consistent read-only view of the committed state and a
+// function to release it.
+func (a *App) View() (ledger.KV, func()) {
+	snap := a.db.NewSnapshot()
+	return pebbleKV{snap}, func() { snap.Close() }
+}
+
+// Info implements abci.Application.
+func (a *App) Info(context.Context, *abci.InfoRequest) (*abci.InfoResponse, error) {
+	kv := a.committed()
+	resp := &abci.InfoResponse{Version: "gpunet", AppVersion: AppVersion}
+	if ledger.ChainID(kv) == "" {
+		return resp, nil // before genesis: CometBFT will call InitChain
+	}
+	hash, err := ledger.AppHash(kv)
+	if err != nil {
+		return nil, err
+	}
+	resp.LastBlockHeight = int64(ledger.Height(kv))
+	resp.LastBlockAppHash = hash
+	return resp, nil
+}
+
+// InitChain implements abci.Application.
+func (a *App) InitChain(_ context.Context, req *abci.InitChainRequest) (*abci.InitChainResponse, error) {
+	var g ledger.Genesis
+	if err := json.Unmarshal(req.AppStateBytes, &g); err != nil {
+		return nil, fmt.Errorf("genesis app_state: %w", err)
+	}
+	changes, hash, err := a.ledger.InitGenesis(a.committed(), req.ChainId, g)
+	if err != nil {
+		return nil, err
+	}
+	a.genesis = changes
+	a.resetCheckState()
+	return &abci.InitChainResponse{AppHash: hash}, nil
+}
+
+// CheckTx implements abci.Application.
+func (a *App) CheckTx(_ context.Context, req *abci.CheckTxRequest) (*abci.CheckTxResponse, error) {
+	a.checkMu.Lock()
+	r := a.ledger.CheckTx(a.check, req.Tx)
+	a.checkMu.Unlock()
+	if r.Err != nil {
+		return &abci.CheckTxResponse{Code: r.Code(), Codespace: Codespace, Log: r.Err.Error()}, nil
+	}
+	return &abci.CheckTxResponse{Code: abci.CodeTypeOK, GasWanted: 1}, nil
+}
+
+// FinalizeBlock implements abci.Application.
+func (a *App) FinalizeBlock(_ context.Context, req *abci.FinalizeBlockRequest) (*abci.FinalizeBlockResponse, error) {
+	base := layered(a.committed(), a.genesis)
+	b := a.ledger.BeginBlock(base, ledger.BlockInfo{Height: req.Height, Time: req.Time})
+	results := make([]*abci.ExecTxResult, len(req.Txs))
+	for i, tx := range req.Txs {
+		r := b.DeliverTx(tx)
+		res := &abci.ExecTxResult{Code: r.Code(), Events: toABCIEvents(r.Events)}
+		if r.Err != nil {
+			res.Codespace = Codespace
+			res.Log = r.Err.Error()
+		}
+		results[i] = res
+	}
+	changes, hash, err := b.End()
+	if err != nil {
+		return nil, fmt.Errorf("block %d: %w", req.Height, err)
+	}
+	if a.opts.CheckInvariants {
+		if err := ledger.CheckInvariants(layered(base, changes)); err != nil {
+			a.opts.Logger.Error("ledger invariant broken; halting", "height", req.Height, "err", err)
+			return nil, fmt.Errorf("block %d: %w", req.Height, err)
+		}
+	}
+	a.pending, a.pendingHeight = changes, req.Height
+	return &abci.FinalizeBlockResponse{TxResults: results, AppHash: hash}, nil
+}
+
+// Commit implements abci.Application: it writes the staged block in one
+// synced batch.
+func (a *App) Commit(context.Context, *abci.CommitRequest) (*abci.CommitResponse, error) {
+	batch := a.db.NewBatch()
+	for _, set := range [][]ledger.Change{a.genesis, a.pending} {
+		for _, c := range set {
+			var err error
+			if c.Value == nil {
+				err = batch.Delete(c.Key, nil)
+			} else {
+				err = batch.Set(c.Key, c.Value, nil)
+			}
+			if err != nil {
+				return nil, err
+			}
+		}
+	}
+	if err := batch.Commit(pebble.Sync); err != nil {
+		return nil, fmt.Errorf("commit block %d: %w", a.pendingHeight, err)
+	}
+	a.genesis, a.pending = nil, nil
+	a.resetCheckState()
+	return &abci.CommitResponse{}, nil
+}
+
+func (a *App) resetCheckState() {
+	a.checkMu.Lock()
+	a.check = ledger.NewOverlay(layered(a.committed(), a.genesis))
+	a.checkMu.Unlock()
+}
+
+// Query implements abci.Application. Paths: /account/ADDR, /params, /supply.
+// Values are JSON.
+func (a *App) Query(_ context.Context, req *abci.QueryRequest) (*abci.QueryResponse, error) {
+	kv, release := a.View()
+	defer release()
+	v, err := QueryState(kv, req.Path)
+	if err != nil {
+		return &abci.QueryResponse{Code: ledger.CodeOf(err), Codespace: Codespace, Log: err.Error()}, nil
+	}
+	return &abci.QueryResponse{Value: v, Height: int64(ledger.Height(kv))}, nil
+}
+
+// QueryState answers a query path against kv with JSON.
+func QueryState(kv ledger.KV, path string) ([]byte, error) {
+	switch {
+	case strings.HasPrefix(path, "/account/"):
+		addr, err := address.Parse(strings.TrimPrefix(path, "/account/"))
+		if err != nil {
+			return nil, fmt.Errorf("%w: %w", err, ledger.ErrInvalidAddress)
+		}
+		acct, err := ledger.GetAccount(kv, addr)
+		if err != nil {
+			return nil, err
+		}
+		return json.Marshal(acct)
+	case path == "/params":
+		p, err := ledger.GetParams(kv)
+		if err != nil {
+			return nil, err
+		}
+		return json.Marshal(p)
+	case path == "/supply":
+		return json.Marshal(map[string]uint64{"supply": ledger.Supply(kv), "treasury": ledger.Treasury(kv)})
+	}
+	return nil, fmt.Errorf("unknown query path %q (known: /account/ADDR, /params, /supply): %w", path, ledger.ErrInvalidMsg)
+}
+
+func toABCIEvents(evs []ledger.Event) []abci.Event {
+	if len(evs) == 0 {
+		return nil
+	}
+	out := make([]abci.Event, len(evs))
+	for i, e := range evs {
+		attrs := make([]abci.EventAttribute, len(e.Attrs))
+		for j, at := range e.Attrs {
+			attrs[j] = abci.EventAttribute{Key: at.Key, Value: at.Value, Index: true}
+		}
+		out[i] = abci.Event{Type: e.Type, Attributes: attrs}
+	}
+	return out
+}
+
+// sigCache remembers signatures already verified (normally by CheckTx) so
+// that FinalizeBlock does not verify them again. It only ever answers true
+// for a (key, message, signature) that ed25519.Verify accepted.
+type sigCache struct {
+	mu  sync.Mutex
+	max int
+	ok  map[[32]byte]struct{}
+}
+
+func newSigCache(max int) *sigCache {
+	return &sigCache{max: max, ok: make(map[[32]byte]struct{})}
+}
+
+func (c *sigCache) verify(pub ed25519.PublicKey, msg, sig []byte) bool {
+	h := sha256.New()
+	h.Write(pub)
+	h.Write(sig)
+	h.Write(msg)
+	var k [32]byte
+	h.Sum(k[:0])
+	c.mu.Lock()
+	_, hit := c.ok[k]
+	c.mu.Unlock()
+	if hit {
+		return true
+	}
+	if !ed25519.Verify(pub, msg, sig) {
+		return false
+	}
+	c.mu.Lock()
+	if len(c.ok) >= c.max {
+		clear(c.ok)
+	}
+	c.ok[k] = struct{}{}
+	c.mu.Unlock()
+	return true
+}
+
+type quietLogger struct{}
+
+func (quietLogger) Infof(string, ...any)  {}
+func (quietLogger) Errorf(string, ...any) {}
+func (quietLogger) Fatalf(format string, args ...any) {
+	panic(errors.New("pebble: " + fmt.Sprintf(format, args...)))
+}

@@ -1,0 +1,170 @@
+// Package chainclient talks to a node's HTTP API: status, accounts, and
+// building, signing and submitting txs. Every call takes a context first.
+package chainclient
+
+import (
+	"bytes"
+	"context"
+	"crypto/ed25519"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/gpunet/gpunet/internal/address"
+	"github.com/gpunet/gpunet/internal/apiserver"
+	"github.com/gpunet/gpunet/internal/ledger"
+	"github.com/gpunet/gpunet/internal/validator"
+)
+
+// Client is a client of one node's API.
+type Client struct {
+	base string
+	http *http.Client
+}
+
+// New returns a client for the API at base ("http://127.0.0.1:26680" or
+// "127.0.0.1:26680").
+func New(base string) *Client {
+	if !strings.Contains(base, "://") {
+		base = "http://" + base
+	}
+	return &Client{base: strings.TrimRight(base, "/"), http: &http.Client{Timeout: 2 * time.Minute}}
+}
+
+// Base returns the API's base URL.
+func (c *Client) Base() string { return c.base }
+
+// ErrUnreachable wraps failures to reach the node at all.
+var ErrUnreachable = errors.New("node unreachable")
+
+// APIError is an error response from the node.
+type APIError struct {
+	Status int
+	Code   uint32
+	Msg    string
+}
+
+func (e *APIError) Error() string { return e.Msg }
+
+func (c *Client) do(ctx context.Context, method, path string, body []byte, out any) (int, error) {
+	req, err := http.NewRequestWithContext(ctx, method, c.base+path, bytes.NewReader(body))
+	if err != nil {
+		return 0, err
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/octet-stream")
+	}
+	resp, err := c.http.Do(req)
+	if err != nil {
+		return 0, fmt.Errorf("%w at %s: %v (is the node running? start one with `gpunet devnet` or `gpunet node`)", ErrUnreachable, c.base, err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
+	if err != nil {
+		return resp.StatusCode, fmt.Errorf("read response from %s: %w", c.base, err)
+	}
+	if resp.StatusCode >= 400 && resp.StatusCode != http.StatusUnprocessableEntity {
+		var eb apiserver.ErrorBody
+		if json.Unmarshal(b, &eb) == nil && eb.Error != "" {
+			return resp.StatusCode, &APIError{Status: resp.StatusCode, Code: eb.Code, Msg: eb.Error}
+		}
+		return resp.StatusCode, &APIError{Status: resp.StatusCode, Msg: fmt.Sprintf("%s %s: HTTP %d: %s", method, path, resp.StatusCode, bytes.TrimSpace(b))}
+	}
+	if out != nil {
+		if err := json.Unmarshal(b, out); err != nil {
+			return resp.StatusCode, fmt.Errorf("decode response of %s %s: %w", method, path, err)
+		}
+	}
+	return resp.StatusCode, nil
+}
+
+// Status returns the node's status.
+func (c *Client) Status(ctx context.Context) (*apiserver.StatusBody, error) {
+	var s apiserver.StatusBody
+	_, err := c.do(ctx, http.MethodGet, "/v1/status", nil, &s)
+	return &s, err
+}
+
+// Account returns an account's state.
+func (c *Client) Account(ctx context.Context, a address.Address) (*apiserver.AccountBody, error) {
+	var out apiserver.AccountBody
+	_, err := c.do(ctx, http.MethodGet, "/v1/accounts/"+a.String(), nil, &out)
+	return &out, err
+}
+
+// Balance returns an account's balance.
+func (c *Client) Balance(ctx context.Context, a address.Address) (*apiserver.BalanceBody, error) {
+	var out apiserver.BalanceBody
+	_, err := c.do(ctx, http.MethodGet, "/v1/accounts/"+a.String()+"/balance", nil, &out)
+	return &out, err
+}
+
+// TxError is a tx the ledger rejected, at CheckTx or in its block.
+type TxError struct{ Result *validator.TxResult }
+
+func (e *TxError) Error() string {
+	name := "error"
+	for _, le := range ledger.AllErrors {
+		if le.Code == e.Result.Code {
+			name = le.Name
+		}
+	}
+	where := "rejected"
+	if e.Result.Height > 0 {
+		where = fmt.Sprintf("failed in block %d", e.Result.Height)
+	}
+	return fmt.Sprintf("tx %s (code %d, %s): %s", where, e.Result.Code, name, e.Result.Log)
+}
+
+// BroadcastTx submits a signed tx. With wait it returns once the tx is in
+// a block. A tx rejected or failed returns its result and a *TxError.
+func (c *Client) BroadcastTx(ctx context.Context, tx []byte, wait bool) (*validator.TxResult, error) {
+	path := "/v1/txs"
+	if !wait {
+		path += "?wait=false"
+	}
+	var res validator.TxResult
+	status, err := c.do(ctx, http.MethodPost, path, tx, &res)
+	if err != nil {
+		return nil, err
+	}
+	if res.Code != 0 {
+		return &res, &TxError{Result: &res}
+	}
+	if wait && status == http.StatusAccepted {
+		return &res, fmt.Errorf("tx %s accepted but not in a block yet; check later with its hash", res.Hash)
+	}
+	return &res, nil
+}
+
+// Signer is what SendMsg needs from a key.
+type Signer interface {
+	PrivateKey() ed25519.PrivateKey
+}
+
+// SendMsg builds a tx carrying msg from key, with the account's next
+// sequence, signs it, submits it and waits for its block.
+func (c *Client) SendMsg(ctx context.Context, key Signer, fee uint64, msg ledger.Msg) (*validator.TxResult, error) {
+	st, err := c.Status(ctx)
+	if err != nil {
+		return nil, err
+	}
+	priv := key.PrivateKey()
+	acct, err := c.Account(ctx, address.FromPubKey(priv.Public().(ed25519.PublicKey)))
+	if err != nil {
+		return nil, err
+	}
+	tx := &ledger.Tx{ChainID: st.ChainID, Sequence: acct.Sequence, Fee: fee, Msg: msg}
+	if err := tx.Sign(priv); err != nil {
+		return nil, err
+	}
+	raw, err := tx.Encode()
+	if err != nil {
+		return nil, err
+	}
+	return c.BroadcastTx(ctx, raw, true)
+}

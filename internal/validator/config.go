@@ -1,0 +1,143 @@
+package validator
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	"github.com/goccy/go-yaml"
+)
+
+// ConfigFile is where a home keeps its node configuration, relative to the
+// home.
+const ConfigFile = "config/gpunet.yaml"
+
+// Config is a node's own configuration (CometBFT's is derived from it at
+// start). Addresses are host:port.
+type Config struct {
+	ChainID string `yaml:"chain_id"`
+	Moniker string `yaml:"moniker"`
+	// API is where the HTTP API (and later the dashboard) listens.
+	API string `yaml:"api"`
+	// P2P is CometBFT's peer-to-peer listen address.
+	P2P string `yaml:"p2p"`
+	// RPC is CometBFT's own RPC listen address; empty disables it.
+	RPC string `yaml:"rpc,omitempty"`
+	// PersistentPeers are "nodeid@host:port" of the other validators.
+	PersistentPeers []string `yaml:"persistent_peers,omitempty"`
+	// BlockTime is the pause after each block (CometBFT's timeout_commit).
+	BlockTime Duration `yaml:"block_time"`
+	// CheckInvariants checks the ledger's invariants after every block and
+	// halts on a violation.
+	CheckInvariants bool `yaml:"check_invariants"`
+	// Devnet marks a home made by `gpunet devnet`, which it may reset.
+	Devnet bool `yaml:"devnet,omitempty"`
+	// LogLevel is CometBFT's log level in logs/cometbft.log: debug, info, error.
+	LogLevel string `yaml:"log_level,omitempty"`
+}
+
+// Duration is a time.Duration written as "1s", "200ms" in YAML.
+type Duration time.Duration
+
+// MarshalYAML implements yaml.BytesMarshaler's text form.
+func (d Duration) MarshalYAML() (any, error) { return time.Duration(d).String(), nil }
+
+// UnmarshalYAML accepts "1s", "250ms".
+func (d *Duration) UnmarshalYAML(b []byte) error {
+	var s string
+	if err := yaml.Unmarshal(b, &s); err != nil {
+		return err
+	}
+	v, err := time.ParseDuration(s)
+	if err != nil {
+		return fmt.Errorf("block_time %q: %w (use e.g. 1s or 200ms)", s, err)
+	}
+	*d = Duration(v)
+	return nil
+}
+
+// Validate checks the fields a node needs.
+func (c *Config) Validate() error {
+	if c.ChainID == "" {
+		return errors.New("chain_id is empty")
+	}
+	for name, addr := range map[string]string{"api": c.API, "p2p": c.P2P} {
+		if err := checkHostPort(addr); err != nil {
+			return fmt.Errorf("%s: %w", name, err)
+		}
+	}
+	if c.RPC != "" {
+		if err := checkHostPort(c.RPC); err != nil {
+			return fmt.Errorf("rpc: %w", err)
+		}
+	}
+	if c.BlockTime < Duration(10*time.Millisecond) || c.BlockTime > Duration(time.Minute) {
+		return fmt.Errorf("block_time %s out of range [10ms, 1m]", time.Duration(c.BlockTime))
+	}
+	return nil
+}
+
+func checkHostPort(addr string) error {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return fmt.Errorf("address %q: %w (want host:port)", addr, err)
+	}
+	if host == "" {
+		return fmt.Errorf("address %q has no host", addr)
+	}
+	if p, err := strconv.Atoi(port); err != nil || p < 0 || p > 65535 {
+		return fmt.Errorf("address %q: bad port", addr)
+	}
+	return nil
+}
+
+// LoadConfig reads home's config.
+func LoadConfig(home string) (*Config, error) {
+	path := filepath.Join(home, ConfigFile)
+	b, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, fmt.Errorf("%s is not a gpunet home (no %s): run `gpunet init --home %s` or `gpunet devnet --home %s`: %w", home, ConfigFile, home, home, err)
+	}
+	if err != nil {
+		return nil, err
+	}
+	var c Config
+	if err := yaml.UnmarshalWithOptions(b, &c, yaml.Strict()); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	if err := c.Validate(); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return &c, nil
+}
+
+// SaveConfig writes c to home atomically.
+func SaveConfig(home string, c *Config) error {
+	b, err := yaml.Marshal(c)
+	if err != nil {
+		return err
+	}
+	path := filepath.Join(home, ConfigFile)
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return err
+	}
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, b, 0o600); err != nil {
+		return err
+	}
+	return os.Rename(tmp, path)
+}
+
+// FreeAddr returns a loopback host:port that was free a moment ago.
+func FreeAddr() (string, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	defer l.Close()
+	return l.Addr().String(), nil
+}

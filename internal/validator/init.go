@@ -1,0 +1,120 @@
+package validator
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/cometbft/cometbft/crypto"
+	"github.com/cometbft/cometbft/crypto/ed25519"
+	"github.com/cometbft/cometbft/p2p"
+	"github.com/cometbft/cometbft/privval"
+	cmttypes "github.com/cometbft/cometbft/types"
+
+	"github.com/gpunet/gpunet/internal/ledger"
+)
+
+// InitOptions describe a new network.
+type InitOptions struct {
+	ChainID    string
+	Validators int // number of validators; more than 1 writes home/node0 … home/nodeN-1
+	Genesis    ledger.Genesis
+	BlockTime  time.Duration
+	Devnet     bool
+	// GenesisTime is the chain's start time; zero means now.
+	GenesisTime time.Time
+}
+
+// Init writes the homes of a new network: keys, genesis and config for each
+// validator, with distinct free loopback ports and each validator a
+// persistent peer of the others. It returns the homes written.
+func Init(home string, o InitOptions) ([]string, error) {
+	if o.Validators < 1 || o.Validators > 64 {
+		return nil, fmt.Errorf("--validators %d out of range [1, 64]", o.Validators)
+	}
+	if o.ChainID == "" {
+		return nil, errors.New("chain id is empty")
+	}
+	if o.BlockTime == 0 {
+		o.BlockTime = time.Second
+	}
+	homes := []string{home}
+	if o.Validators > 1 {
+		homes = homes[:0]
+		for i := 0; i < o.Validators; i++ {
+			homes = append(homes, filepath.Join(home, fmt.Sprintf("node%d", i)))
+		}
+	}
+	for _, h := range homes {
+		if _, err := os.Stat(filepath.Join(h, ConfigFile)); err == nil {
+			return nil, fmt.Errorf("%s is already initialised (remove it or choose another --home)", h)
+		}
+	}
+	appState, err := json.Marshal(o.Genesis)
+	if err != nil {
+		return nil, err
+	}
+	gt := o.GenesisTime
+	if gt.IsZero() {
+		gt = time.Now().UTC().Truncate(time.Millisecond)
+	}
+	gen := &cmttypes.GenesisDoc{
+		GenesisTime:     gt,
+		ChainID:         o.ChainID,
+		InitialHeight:   1,
+		ConsensusParams: cmttypes.DefaultConsensusParams(),
+		AppState:        appState,
+	}
+	var cfgs []*Config
+	var ids []string
+	for i, h := range homes {
+		for _, d := range []string{"config", "data", "logs"} {
+			if err := os.MkdirAll(filepath.Join(h, d), 0o700); err != nil {
+				return nil, err
+			}
+		}
+		pv, err := privval.GenFilePV(filepath.Join(h, "config/priv_validator_key.json"), filepath.Join(h, "data/priv_validator_state.json"), func() (crypto.PrivKey, error) { return ed25519.GenPrivKey(), nil })
+		if err != nil {
+			return nil, err
+		}
+		pv.Save()
+		nk, err := p2p.LoadOrGenNodeKey(filepath.Join(h, "config/node_key.json"))
+		if err != nil {
+			return nil, err
+		}
+		pub, err := pv.GetPubKey()
+		if err != nil {
+			return nil, err
+		}
+		name := fmt.Sprintf("node%d", i)
+		gen.Validators = append(gen.Validators, cmttypes.GenesisValidator{Address: pub.Address(), PubKey: pub, Power: 10, Name: name})
+		c := &Config{ChainID: o.ChainID, Moniker: name, BlockTime: Duration(o.BlockTime), Devnet: o.Devnet, LogLevel: "info"}
+		for _, p := range []*string{&c.API, &c.P2P, &c.RPC} {
+			if *p, err = FreeAddr(); err != nil {
+				return nil, err
+			}
+		}
+		cfgs = append(cfgs, c)
+		ids = append(ids, string(nk.ID())+"@"+c.P2P)
+	}
+	if err := gen.ValidateAndComplete(); err != nil {
+		return nil, fmt.Errorf("genesis: %w", err)
+	}
+	for i, h := range homes {
+		for j, id := range ids {
+			if j != i {
+				cfgs[i].PersistentPeers = append(cfgs[i].PersistentPeers, id)
+			}
+		}
+		if err := gen.SaveAs(filepath.Join(h, "config/genesis.json")); err != nil {
+			return nil, err
+		}
+		if err := SaveConfig(h, cfgs[i]); err != nil {
+			return nil, err
+		}
+	}
+	return homes, nil
+}

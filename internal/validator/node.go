@@ -1,0 +1,329 @@
+package validator
+
+import (
+	"context"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	cmtcfg "github.com/cometbft/cometbft/config"
+	cmtlog "github.com/cometbft/cometbft/libs/log"
+	nm "github.com/cometbft/cometbft/node"
+	"github.com/cometbft/cometbft/p2p"
+	"github.com/cometbft/cometbft/privval"
+	"github.com/cometbft/cometbft/proxy"
+	"github.com/cometbft/cometbft/rpc/client/local"
+	cmttypes "github.com/cometbft/cometbft/types"
+
+	"github.com/gpunet/gpunet/internal/abciapp"
+	"github.com/gpunet/gpunet/internal/ledger"
+)
+
+// Node is a running validator.
+type Node struct {
+	home   string
+	cfg    *Config
+	app    *abciapp.App
+	cmt    *nm.Node
+	rpc    *local.Local
+	logOut io.Closer
+	log    *slog.Logger
+}
+
+// StartOptions tune Start.
+type StartOptions struct {
+	Logger *slog.Logger
+	// CheckInvariants forces invariant checks on, whatever the config says.
+	CheckInvariants bool
+	// CometLog, when set, receives CometBFT's log instead of
+	// home/logs/cometbft.log.
+	CometLog io.Writer
+}
+
+// Start runs the validator of home until ctx ends or Stop is called.
+func Start(ctx context.Context, home string, o StartOptions) (*Node, error) {
+	c, err := LoadConfig(home)
+	if err != nil {
+		return nil, err
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	cfg := cmtConfig(home, c)
+	if err := cfg.ValidateBasic(); err != nil {
+		return nil, fmt.Errorf("cometbft config: %w", err)
+	}
+	var logW io.Writer = o.CometLog
+	var logC io.Closer
+	if logW == nil {
+		f, err := os.OpenFile(filepath.Join(home, "logs/cometbft.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+		if err != nil {
+			return nil, err
+		}
+		logW, logC = f, f
+	}
+	cmtLogger := cmtlog.NewTMLogger(cmtlog.NewSyncWriter(logW))
+	lvl := c.LogLevel
+	if lvl == "" {
+		lvl = "info"
+	}
+	if opt, err := cmtlog.AllowLevel(lvl); err == nil {
+		cmtLogger = cmtlog.NewFilter(cmtLogger, opt)
+	}
+
+	app, err := abciapp.Open(filepath.Join(home, "data/app"), abciapp.Options{
+		CheckInvariants: c.CheckInvariants || o.CheckInvariants,
+		Logger:          o.Logger,
+	})
+	if err != nil {
+		closeIf(logC)
+		return nil, err
+	}
+	pv := privval.LoadFilePV(cfg.PrivValidatorKeyFile(), cfg.PrivValidatorStateFile())
+	nodeKey, err := p2p.LoadNodeKey(cfg.NodeKeyFile())
+	if err != nil {
+		app.Close()
+		closeIf(logC)
+		return nil, fmt.Errorf("node key: %w", err)
+	}
+	n, err := nm.NewNode(ctx, cfg, pv, nodeKey,
+		proxy.NewUnsyncLocalClientCreator(app),
+		nm.DefaultGenesisDocProviderFunc(cfg),
+		cmtcfg.DefaultDBProvider,
+		nm.DefaultMetricsProvider(cfg.Instrumentation),
+		cmtLogger,
+	)
+	if err != nil {
+		app.Close()
+		closeIf(logC)
+		return nil, fmt.Errorf("create cometbft node: %w", err)
+	}
+	if err := n.Start(); err != nil {
+		app.Close()
+		closeIf(logC)
+		return nil, fmt.Errorf("start cometbft node: %w", err)
+	}
+	node := &Node{home: home, cfg: c, app: app, cmt: n, rpc: local.New(n), logOut: logC, log: o.Logger}
+	return node, nil
+}
+
+func closeIf(c io.Closer) {
+	if c != nil {
+		c.Close()
+	}
+}
+
+func cmtConfig(home string, c *Config) *cmtcfg.Config {
+	cfg := cmtcfg.DefaultConfig()
+	cfg.SetRoot(home)
+	cfg.Moniker = c.Moniker
+	cfg.P2P.ListenAddress = "tcp://" + c.P2P
+	cfg.P2P.PersistentPeers = strings.Join(c.PersistentPeers, ",")
+	cfg.P2P.AddrBookStrict = false // peers are on loopback in local networks
+	cfg.P2P.AllowDuplicateIP = true
+	cfg.P2P.PexReactor = len(c.PersistentPeers) > 0
+	cfg.P2P.PersistentPeersMaxDialPeriod = 2 * time.Second
+	if c.RPC != "" {
+		cfg.RPC.ListenAddress = "tcp://" + c.RPC
+	} else {
+		cfg.RPC.ListenAddress = ""
+	}
+	cfg.GRPC.ListenAddress = ""
+	cfg.Instrumentation.Prometheus = false
+	bt := time.Duration(c.BlockTime)
+	cfg.Consensus.TimeoutCommit = bt
+	// Scale the round timeouts with the block time so fast local chains
+	// recover quickly from a missing validator, within CometBFT's bounds.
+	cfg.Consensus.TimeoutPropose = clamp(3*bt, 500*time.Millisecond, 3*time.Second)
+	cfg.Consensus.TimeoutPrevote = clamp(bt, 200*time.Millisecond, time.Second)
+	cfg.Consensus.TimeoutPrecommit = clamp(bt, 200*time.Millisecond, time.Second)
+	cfg.Consensus.PeerGossipSleepDuration = 20 * time.Millisecond
+	cfg.Mempool.Size = 50000
+	cfg.Mempool.CacheSize = 100000
+	cfg.Mempool.MaxTxsBytes = 256 << 20
+	return cfg
+}
+
+func clamp(v, lo, hi time.Duration) time.Duration { return max(lo, min(v, hi)) }
+
+// Stop stops the node and closes its stores.
+func (n *Node) Stop() error {
+	var errs []error
+	if n.cmt.IsRunning() {
+		errs = append(errs, n.cmt.Stop())
+		n.cmt.Wait()
+	}
+	errs = append(errs, n.app.Close())
+	if n.logOut != nil {
+		errs = append(errs, n.logOut.Close())
+	}
+	return errors.Join(errs...)
+}
+
+// Config returns the node's configuration.
+func (n *Node) Config() *Config { return n.cfg }
+
+// Home returns the node's home.
+func (n *Node) Home() string { return n.home }
+
+// View returns a consistent read-only view of the committed ledger state.
+func (n *Node) View() (ledger.KV, func()) { return n.app.View() }
+
+// Status is what `gpunet status` shows.
+type Status struct {
+	ChainID         string      `json:"chain_id"`
+	Moniker         string      `json:"moniker"`
+	NodeID          string      `json:"node_id"`
+	Height          int64       `json:"height"`
+	AppHash         string      `json:"app_hash"`
+	LatestBlockTime time.Time   `json:"latest_block_time"`
+	CatchingUp      bool        `json:"catching_up"`
+	Peers           int         `json:"peers"`
+	Validators      []Validator `json:"validators"`
+}
+
+// Validator is one member of the validator set.
+type Validator struct {
+	Address     string `json:"address"`
+	PubKey      string `json:"pub_key"`
+	VotingPower int64  `json:"voting_power"`
+}
+
+// Status reports the node's view of the chain. Height and app hash are the
+// app's last committed pair: the state after executing block Height.
+func (n *Node) Status(ctx context.Context) (*Status, error) {
+	st, err := n.rpc.Status(ctx)
+	if err != nil {
+		return nil, err
+	}
+	kv, release := n.View()
+	height := int64(ledger.Height(kv))
+	hash, err := ledger.AppHash(kv)
+	release()
+	if err != nil {
+		return nil, err
+	}
+	s := &Status{
+		ChainID:         st.NodeInfo.Network,
+		Moniker:         st.NodeInfo.Moniker,
+		NodeID:          string(st.NodeInfo.DefaultNodeID),
+		Height:          height,
+		AppHash:         strings.ToUpper(hex.EncodeToString(hash)),
+		LatestBlockTime: st.SyncInfo.LatestBlockTime,
+		CatchingUp:      st.SyncInfo.CatchingUp,
+		Peers:           n.cmt.Switch().Peers().Size(),
+	}
+	perPage := 100
+	vals, err := n.rpc.Validators(ctx, nil, nil, &perPage)
+	if err != nil {
+		return nil, err
+	}
+	for _, v := range vals.Validators {
+		s.Validators = append(s.Validators, Validator{
+			Address:     v.Address.String(),
+			PubKey:      hex.EncodeToString(v.PubKey.Bytes()),
+			VotingPower: v.VotingPower,
+		})
+	}
+	return s, nil
+}
+
+// TxResult is the outcome of a tx: rejected by CheckTx (Height 0) or
+// included in a block.
+type TxResult struct {
+	Hash      string         `json:"tx_hash"`
+	Height    int64          `json:"height"`
+	Code      uint32         `json:"code"`
+	Codespace string         `json:"codespace,omitempty"`
+	Log       string         `json:"log,omitempty"`
+	Events    []ledger.Event `json:"events,omitempty"`
+}
+
+// BroadcastTx submits a tx to the mempool and returns CheckTx's verdict.
+func (n *Node) BroadcastTx(ctx context.Context, tx []byte) (*TxResult, error) {
+	r, err := n.rpc.BroadcastTxSync(ctx, tx)
+	if err != nil {
+		return nil, err
+	}
+	return &TxResult{Hash: r.Hash.String(), Code: r.Code, Codespace: r.Codespace, Log: r.Log}, nil
+}
+
+// GetTx returns an included tx's result, or nil if it is not (yet) in a
+// block.
+func (n *Node) GetTx(ctx context.Context, hash []byte) (*TxResult, error) {
+	r, err := n.rpc.Tx(ctx, hash, false)
+	if err != nil {
+		if strings.Contains(err.Error(), "not found") {
+			return nil, nil
+		}
+		return nil, err
+	}
+	res := &TxResult{Hash: r.Hash.String(), Height: r.Height, Code: r.TxResult.Code, Codespace: r.TxResult.Codespace, Log: r.TxResult.Log}
+	for _, e := range r.TxResult.Events {
+		ev := ledger.Event{Type: e.Type}
+		for _, a := range e.Attributes {
+			ev.Attrs = append(ev.Attrs, ledger.Attr{Key: a.Key, Value: a.Value})
+		}
+		res.Events = append(res.Events, ev)
+	}
+	return res, nil
+}
+
+// WaitTx waits until the tx with hash is in a block, or ctx ends.
+func (n *Node) WaitTx(ctx context.Context, hash []byte) (*TxResult, error) {
+	delay := 10 * time.Millisecond
+	for {
+		r, err := n.GetTx(ctx, hash)
+		if err != nil || r != nil {
+			return r, err
+		}
+		select {
+		case <-ctx.Done():
+			return nil, fmt.Errorf("tx %X not included yet: %w", hash, ctx.Err())
+		case <-time.After(delay):
+		}
+		delay = min(2*delay, 100*time.Millisecond)
+	}
+}
+
+// Mempool returns the number of txs waiting in the mempool.
+func (n *Node) Mempool() int { return n.cmt.Mempool().Size() }
+
+// Height returns the height of the latest block in the block store.
+func (n *Node) Height() int64 { return n.cmt.BlockStore().Height() }
+
+// Subscribe returns a channel of new-block heights; it closes when ctx ends
+// or the node stops.
+func (n *Node) Subscribe(ctx context.Context, client string) (<-chan int64, error) {
+	sub, err := n.cmt.EventBus().Subscribe(ctx, client, cmttypes.EventQueryNewBlock, 64)
+	if err != nil {
+		return nil, err
+	}
+	out := make(chan int64, 64)
+	go func() {
+		defer close(out)
+		defer n.cmt.EventBus().Unsubscribe(context.Background(), client, cmttypes.EventQueryNewBlock)
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-sub.Canceled():
+				return
+			case m := <-sub.Out():
+				if ev, ok := m.Data().(cmttypes.EventDataNewBlock); ok {
+					select {
+					case out <- ev.Block.Height:
+					default:
+					}
+				}
+			}
+		}
+	}()
+	return out, nil
+}
