@@ -211,6 +211,10 @@ func (s *Server) submitTx(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	res, err := s.chain.BroadcastTx(r.Context(), body)
+	if errors.Is(err, validator.ErrDuplicateTx) {
+		writeError(w, http.StatusConflict, ledger.ErrBadSequence.Code, err.Error())
+		return
+	}
 	if err != nil {
 		writeError(w, http.StatusServiceUnavailable, 0, "broadcast: "+err.Error())
 		return

@@ -15,6 +15,7 @@ import (
 	cmtcfg "github.com/cometbft/cometbft/config"
 	cmtlog "github.com/cometbft/cometbft/libs/log"
 	nm "github.com/cometbft/cometbft/node"
+	"github.com/cometbft/cometbft/mempool"
 	"github.com/cometbft/cometbft/p2p"
 	"github.com/cometbft/cometbft/privval"
 	"github.com/cometbft/cometbft/proxy"
@@ -245,10 +246,20 @@ type TxResult struct {
 	Events    []ledger.Event `json:"events,omitempty"`
 }
 
+// ErrDuplicateTx is returned by BroadcastTx for a tx the node has seen
+// recently (in the mempool or just committed).
+var ErrDuplicateTx = errors.New("duplicate tx")
+
 // BroadcastTx submits a tx to the mempool and returns CheckTx's verdict.
 func (n *Node) BroadcastTx(ctx context.Context, tx []byte) (*TxResult, error) {
 	r, err := n.rpc.BroadcastTxSync(ctx, tx)
-	if err != nil {
+	var invalid mempool.ErrInvalidTx
+	switch {
+	case errors.As(err, &invalid):
+		return &TxResult{Hash: fmt.Sprintf("%X", cmttypes.Tx(tx).Hash()), Code: invalid.Code, Codespace: invalid.Codespace, Log: invalid.Log}, nil
+	case errors.Is(err, mempool.ErrTxInCache):
+		return nil, fmt.Errorf("%w: tx %X was already submitted recently", ErrDuplicateTx, cmttypes.Tx(tx).Hash())
+	case err != nil:
 		return nil, err
 	}
 	return &TxResult{Hash: r.Hash.String(), Code: r.Code, Codespace: r.Codespace, Log: r.Log}, nil

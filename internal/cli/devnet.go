@@ -1,0 +1,97 @@
+package cli
+
+import (
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/gpunet/gpunet/internal/daemon"
+	"github.com/gpunet/gpunet/internal/devnet"
+	"github.com/gpunet/gpunet/internal/validator"
+)
+
+func devnetCmd(e *env) *cobra.Command {
+	var (
+		reset     bool
+		blockTime time.Duration
+		api       string
+	)
+	c := &cobra.Command{
+		Use:   "devnet",
+		Short: "Run a local network (one validator, funded keys alice and bob) until interrupted",
+		Long: `Run a local development network in --home until interrupted.
+
+The first run creates the chain and the funded dev keys alice and bob in the
+home's keyring; later runs resume the chain with all its state; --reset
+starts afresh. Ports are free loopback ports picked at each start unless
+--api is given; other commands with the same --home find the node by itself.`,
+		Args: exactArgs(),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			created, err := devnet.Setup(e.home, devnet.Options{Reset: reset, BlockTime: blockTime})
+			if err != nil {
+				return err
+			}
+			// Fresh ports every start so several devnets run side by side.
+			c, err := validator.LoadConfig(e.home)
+			if err != nil {
+				return err
+			}
+			for _, p := range []*string{&c.P2P, &c.RPC, &c.API} {
+				if *p, err = validator.FreeAddr(); err != nil {
+					return err
+				}
+			}
+			if err := validator.SaveConfig(e.home, c); err != nil {
+				return err
+			}
+			if api == "" {
+				api = c.API
+			}
+			logger := slog.New(slog.NewTextHandler(e.stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+			d, err := daemon.Start(cmd.Context(), e.home, daemon.Options{Logger: logger, APIAddr: api, CheckInvariants: true})
+			if err != nil {
+				return err
+			}
+			defer d.Stop()
+			kr, err := e.keyring()
+			if err != nil {
+				return err
+			}
+			type devKey struct {
+				Name    string `json:"name"`
+				Address string `json:"address"`
+			}
+			var ks []devKey
+			for _, n := range devnet.DevKeys {
+				k, err := kr.Get(n)
+				if err != nil {
+					return err
+				}
+				ks = append(ks, devKey{n, k.Address.String()})
+			}
+			if e.output == "json" {
+				json.NewEncoder(e.stdout).Encode(map[string]any{"chain_id": c.ChainID, "api": d.APIURL, "home": e.home, "created": created, "keys": ks})
+			} else {
+				verb := "resumed"
+				if created {
+					verb = "created"
+				}
+				fmt.Fprintf(e.stdout, "gpunet devnet %s: chain %s, home %s\n  api:  %s\n  funded keys:\n", verb, c.ChainID, e.home, d.APIURL)
+				for _, k := range ks {
+					fmt.Fprintf(e.stdout, "    %-6s %s\n", k.Name, k.Address)
+				}
+				fmt.Fprintf(e.stdout, "Try: gpunet --home %s tx send bob 5sync --from alice\n     gpunet --home %s query balance bob\nPress Ctrl-C to stop.\n", e.home, e.home)
+			}
+			<-cmd.Context().Done()
+			fmt.Fprintln(e.stderr, "stopping devnet…")
+			return nil
+		},
+	}
+	c.Flags().BoolVar(&reset, "reset", false, "delete the devnet's chain and keys in --home and start afresh")
+	c.Flags().DurationVar(&blockTime, "block-time", 0, "pause after each block (default 1s; kept in the home)")
+	c.Flags().StringVar(&api, "api", "", "API listen address host:port (default: a free loopback port)")
+	return c
+}

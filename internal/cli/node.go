@@ -1,0 +1,113 @@
+package cli
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/gpunet/gpunet/internal/address"
+	"github.com/gpunet/gpunet/internal/daemon"
+	"github.com/gpunet/gpunet/internal/ledger"
+	"github.com/gpunet/gpunet/internal/validator"
+)
+
+func initCmd(e *env) *cobra.Command {
+	var (
+		chainID    string
+		validators int
+		blockTime  time.Duration
+		accounts   []string
+	)
+	c := &cobra.Command{
+		Use:   "init",
+		Short: "Write a new network's home(s): validator keys, genesis, config",
+		Long: `Write a new network into --home.
+
+With --validators 1 (the default) --home becomes one validator's home; run it
+with 'gpunet node --home DIR'. With --validators N, --home gets N homes,
+node0 … nodeN-1, on distinct free loopback ports, each a peer of the others;
+start one 'gpunet node --home DIR/nodeI' per home.
+
+--account ADDR=AMOUNT (repeatable) funds accounts at genesis.`,
+		Args: exactArgs(),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			g := ledger.Genesis{Params: ledger.DefaultParams()}
+			for _, spec := range accounts {
+				ga, err := parseGenesisAccount(e, spec)
+				if err != nil {
+					return usageError{fmt.Errorf("--account %q: %w", spec, err)}
+				}
+				g.Accounts = append(g.Accounts, ga)
+			}
+			homes, err := validator.Init(e.home, validator.InitOptions{ChainID: chainID, Validators: validators, Genesis: g, BlockTime: blockTime})
+			if err != nil {
+				return err
+			}
+			out := struct {
+				ChainID string   `json:"chain_id"`
+				Homes   []string `json:"homes"`
+			}{chainID, homes}
+			return e.print(out, func(w io.Writer) {
+				fmt.Fprintf(w, "Initialised chain %q with %d validator(s):\n", chainID, len(homes))
+				for _, h := range homes {
+					fmt.Fprintf(w, "  gpunet node --home %s\n", h)
+				}
+			})
+		},
+	}
+	c.Flags().StringVar(&chainID, "chain-id", "gpunet-local", "chain id")
+	c.Flags().IntVar(&validators, "validators", 1, "number of validators")
+	c.Flags().DurationVar(&blockTime, "block-time", time.Second, "pause after each block")
+	c.Flags().StringArrayVar(&accounts, "account", nil, "genesis allocation ADDR=AMOUNT or KEYNAME=AMOUNT (repeatable)")
+	return c
+}
+
+func parseGenesisAccount(e *env, spec string) (ledger.GenesisAccount, error) {
+	var ga ledger.GenesisAccount
+	for i := len(spec) - 1; i >= 0; i-- {
+		if spec[i] == '=' {
+			a, err := e.resolveAddress(spec[:i])
+			if err != nil {
+				return ga, err
+			}
+			amt, err := parseAmount(spec[i+1:])
+			if err != nil {
+				return ga, err
+			}
+			return ledger.GenesisAccount{Address: a, Balance: amt}, nil
+		}
+	}
+	return ga, fmt.Errorf("want ADDR=AMOUNT, e.g. %s=1000sync", address.Address{1}.String())
+}
+
+func nodeCmd(e *env) *cobra.Command {
+	var api string
+	c := &cobra.Command{
+		Use:   "node",
+		Short: "Run the validator of --home until interrupted",
+		Args:  exactArgs(),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			logger := slog.New(slog.NewTextHandler(e.stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
+			d, err := daemon.Start(cmd.Context(), e.home, daemon.Options{Logger: logger, APIAddr: api})
+			if err != nil {
+				return err
+			}
+			c := d.Node.Config()
+			if e.output == "json" {
+				json.NewEncoder(e.stdout).Encode(map[string]string{"chain_id": c.ChainID, "moniker": c.Moniker, "api": d.APIURL, "home": e.home})
+			} else {
+				fmt.Fprintf(e.stdout, "node %s of chain %s running\n  api:  %s\n  home: %s\n  logs: %s/logs/cometbft.log\nPress Ctrl-C to stop.\n", c.Moniker, c.ChainID, d.APIURL, e.home, e.home)
+			}
+			<-cmd.Context().Done()
+			fmt.Fprintln(e.stderr, "stopping…")
+			return d.Stop()
+		},
+	}
+	c.Flags().StringVar(&api, "api", "", "API listen address host:port (default: from the home's config)")
+	return c
+}
+

@@ -1,0 +1,140 @@
+// Package cli is the gpunet command line: one file per verb group. It parses
+// flags, calls library packages and prints; it holds no business logic.
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/gpunet/gpunet/internal/chainclient"
+	"github.com/gpunet/gpunet/internal/keys"
+	"github.com/gpunet/gpunet/internal/validator"
+)
+
+// Exit codes.
+const (
+	ExitOK    = 0
+	ExitError = 1
+	ExitUsage = 2
+)
+
+// env holds what every command shares: global flags and output streams.
+type env struct {
+	home   string
+	node   string
+	output string
+	stdout io.Writer
+	stderr io.Writer
+}
+
+// usageError marks errors in how a command was called.
+type usageError struct{ error }
+
+// Run runs the gpunet command line with args (without the program name) and
+// returns the process exit code.
+func Run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	e := &env{stdout: stdout, stderr: stderr}
+	root := &cobra.Command{
+		Use:           "gpunet",
+		Short:         "gpunet: a decentralized GPU compute network",
+		SilenceUsage:  true,
+		SilenceErrors: true,
+		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error {
+			if e.output != "text" && e.output != "json" {
+				return usageError{fmt.Errorf("--output %q: want text or json", e.output)}
+			}
+			return nil
+		},
+	}
+	root.SetArgs(args)
+	root.SetOut(stdout)
+	root.SetErr(stderr)
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
+	pf := root.PersistentFlags()
+	pf.StringVar(&e.home, "home", defaultHome(), "gpunet home directory (env GPUNET_HOME)")
+	pf.StringVar(&e.node, "node", os.Getenv("GPUNET_NODE"), "node API address (default: the API of the node in --home; env GPUNET_NODE)")
+	pf.StringVarP(&e.output, "output", "o", "text", "output format: text or json")
+	root.AddCommand(
+		versionCmd(e), initCmd(e), nodeCmd(e), devnetCmd(e), statusCmd(e),
+		keysCmd(e), txCmd(e), queryCmd(e), benchCmd(e),
+	)
+	err := root.ExecuteContext(ctx)
+	if err == nil {
+		return ExitOK
+	}
+	if e.output == "json" {
+		json.NewEncoder(stderr).Encode(map[string]string{"error": err.Error()})
+	} else {
+		fmt.Fprintln(stderr, "Error:", err)
+	}
+	var ue usageError
+	if errors.As(err, &ue) || isCobraUsage(err) {
+		return ExitUsage
+	}
+	return ExitError
+}
+
+func isCobraUsage(err error) bool {
+	msg := err.Error()
+	for _, p := range []string{"unknown command", "unknown flag", "unknown shorthand flag", "accepts ", "requires ", "invalid argument"} {
+		if strings.Contains(msg, p) {
+			return true
+		}
+	}
+	return false
+}
+
+func defaultHome() string {
+	if h := os.Getenv("GPUNET_HOME"); h != "" {
+		return h
+	}
+	if h, err := os.UserHomeDir(); err == nil {
+		return filepath.Join(h, ".gpunet")
+	}
+	return ".gpunet"
+}
+
+// print writes v as JSON with --output json, or calls text otherwise.
+func (e *env) print(v any, text func(w io.Writer)) error {
+	if e.output == "json" {
+		enc := json.NewEncoder(e.stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(v)
+	}
+	text(e.stdout)
+	return nil
+}
+
+func (e *env) keyring() (*keys.Keyring, error) {
+	return keys.Open(filepath.Join(e.home, "keyring"))
+}
+
+// client returns a client for --node, or for the API of the node in --home.
+func (e *env) client() (*chainclient.Client, error) {
+	if e.node != "" {
+		return chainclient.New(e.node), nil
+	}
+	c, err := validator.LoadConfig(e.home)
+	if err != nil {
+		return nil, fmt.Errorf("no node to talk to: pass --node ADDR, or use the --home of a running node (%w)", err)
+	}
+	return chainclient.New(c.API), nil
+}
+
+// exactArgs is cobra.ExactArgs with a message that names the arguments.
+func exactArgs(names ...string) cobra.PositionalArgs {
+	return func(cmd *cobra.Command, args []string) error {
+		if len(args) != len(names) {
+			return usageError{fmt.Errorf("%s takes %d argument(s) (%v), got %d; see `%s --help`", cmd.CommandPath(), len(names), names, len(args), cmd.CommandPath())}
+		}
+		return nil
+	}
+}

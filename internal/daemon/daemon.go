@@ -1,0 +1,72 @@
+// Package daemon runs what one node process serves: the validator and, on
+// top of it, the HTTP API (later also the blob gateway, the dashboard and,
+// in a devnet, providers). `gpunet node` and `gpunet devnet` both use it.
+package daemon
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+
+	"github.com/gpunet/gpunet/internal/apiserver"
+	"github.com/gpunet/gpunet/internal/validator"
+)
+
+// Options tune Start.
+type Options struct {
+	Logger *slog.Logger
+	// APIAddr overrides the config's API address (host:port; port 0 picks a
+	// free one).
+	APIAddr         string
+	CheckInvariants bool
+}
+
+// Daemon is a running node process.
+type Daemon struct {
+	Node   *validator.Node
+	APIURL string
+	cancel context.CancelFunc
+	apiErr <-chan error
+}
+
+// Start starts home's validator and its API.
+func Start(ctx context.Context, home string, o Options) (*Daemon, error) {
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	n, err := validator.Start(ctx, home, validator.StartOptions{Logger: o.Logger, CheckInvariants: o.CheckInvariants})
+	if err != nil {
+		return nil, err
+	}
+	addr := n.Config().API
+	if o.APIAddr != "" {
+		addr = o.APIAddr
+	}
+	actx, cancel := context.WithCancel(context.Background())
+	api := apiserver.New(n, o.Logger)
+	bound, apiErr, err := api.ListenAndServe(actx, addr)
+	if err != nil {
+		cancel()
+		n.Stop()
+		return nil, fmt.Errorf("%w (another node or devnet on this port? pick one with --api)", err)
+	}
+	api.BaseURL = "http://" + bound.String()
+	if bound.String() != n.Config().API {
+		// Record where the API really is so other commands in this home
+		// find it.
+		c := *n.Config()
+		c.API = bound.String()
+		if err := validator.SaveConfig(home, &c); err != nil {
+			o.Logger.Warn("could not record the API address in the home", "err", err)
+		}
+	}
+	return &Daemon{Node: n, APIURL: api.BaseURL, cancel: cancel, apiErr: apiErr}, nil
+}
+
+// Stop stops the API and the validator.
+func (d *Daemon) Stop() error {
+	d.cancel()
+	apiErr := <-d.apiErr
+	return errors.Join(apiErr, d.Node.Stop())
+}

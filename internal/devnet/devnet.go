@@ -1,0 +1,86 @@
+// Package devnet sets up a local development network in a home: a single
+// validator, funded dev keys (alice, bob) in the home's keyring, and a
+// genesis that gives them tokens.
+package devnet
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/gpunet/gpunet/internal/keys"
+	"github.com/gpunet/gpunet/internal/ledger"
+	"github.com/gpunet/gpunet/internal/validator"
+)
+
+// ChainID is the devnet's chain id.
+const ChainID = "gpunet-devnet"
+
+// DevKeys are the funded dev keys.
+var DevKeys = []string{"alice", "bob"}
+
+// DevBalance is what each dev key starts with: 1,000,000 SYNC.
+const DevBalance = 1_000_000 * 1_000_000
+
+// Options tune Setup.
+type Options struct {
+	Reset     bool
+	BlockTime time.Duration
+}
+
+// Setup makes home a devnet home if it is not one yet (or when Reset is
+// set) and reports whether it created a new chain. A home that holds a
+// non-devnet node is never touched.
+func Setup(home string, o Options) (created bool, err error) {
+	c, err := validator.LoadConfig(home)
+	switch {
+	case err == nil && !c.Devnet:
+		return false, fmt.Errorf("%s holds a node that is not a devnet; devnet will not touch it (use another --home)", home)
+	case err == nil && !o.Reset:
+		if o.BlockTime > 0 && time.Duration(c.BlockTime) != o.BlockTime {
+			c.BlockTime = validator.Duration(o.BlockTime)
+			if err := validator.SaveConfig(home, c); err != nil {
+				return false, err
+			}
+		}
+		return false, nil
+	case err == nil && o.Reset:
+		for _, d := range []string{"config", "data", "logs", "keyring"} {
+			if err := os.RemoveAll(filepath.Join(home, d)); err != nil {
+				return false, err
+			}
+		}
+	case !errors.Is(err, os.ErrNotExist):
+		return false, err
+	}
+	kr, err := keys.Open(filepath.Join(home, "keyring"))
+	if err != nil {
+		return false, err
+	}
+	g := ledger.Genesis{Params: ledger.DefaultParams()}
+	for _, name := range DevKeys {
+		k, err := kr.Get(name)
+		if errors.Is(err, keys.ErrNotFound) {
+			k, err = kr.Add(name)
+		}
+		if err != nil {
+			return false, err
+		}
+		g.Accounts = append(g.Accounts, ledger.GenesisAccount{Address: k.Address, Balance: DevBalance})
+	}
+	bt := o.BlockTime
+	if bt == 0 {
+		bt = time.Second
+	}
+	if _, err := validator.Init(home, validator.InitOptions{ChainID: ChainID, Validators: 1, Genesis: g, BlockTime: bt, Devnet: true}); err != nil {
+		return false, err
+	}
+	c, err = validator.LoadConfig(home)
+	if err != nil {
+		return false, err
+	}
+	c.CheckInvariants = true
+	return true, validator.SaveConfig(home, c)
+}
