@@ -17,8 +17,8 @@ import (
 	"strings"
 	"sync"
 
-	abci "github.com/cometbft/cometbft/abci/types"
 	"github.com/cockroachdb/pebble"
+	abci "github.com/cometbft/cometbft/abci/types"
 
 	"github.com/gpunet/gpunet/internal/address"
 	"github.com/gpunet/gpunet/internal/ledger"
@@ -49,8 +49,8 @@ type App struct {
 
 	// Consensus connection state, touched by one goroutine at a time
 	// (CometBFT serialises InitChain, FinalizeBlock and Commit).
-	genesis []ledger.Change // staged by InitChain until the first Commit
-	pending []ledger.Change // staged by FinalizeBlock until Commit
+	genesis       []ledger.Change // staged by InitChain until the first Commit
+	pending       []ledger.Change // staged by FinalizeBlock until Commit
 	pendingHeight int64
 
 	// Mempool state: an overlay of the committed state, rebuilt at Commit.

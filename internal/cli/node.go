@@ -110,4 +110,3 @@ func nodeCmd(e *env) *cobra.Command {
 	c.Flags().StringVar(&api, "api", "", "API listen address host:port (default: from the home's config)")
 	return c
 }
-
