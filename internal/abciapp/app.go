@@ -56,6 +56,9 @@ type App struct {
 	// Mempool state: an overlay of the committed state, rebuilt at Commit.
 	checkMu sync.Mutex
 	check   *ledger.Overlay
+
+	closeOnce sync.Once
+	closeErr  error
 }
 
 // Open opens (or creates) the app state in dir.
@@ -73,8 +76,11 @@ func Open(dir string, opts Options) (*App, error) {
 	return a, nil
 }
 
-// Close closes the store.
-func (a *App) Close() error { return a.db.Close() }
+// Close closes the store. Later calls do nothing.
+func (a *App) Close() error {
+	a.closeOnce.Do(func() { a.closeErr = a.db.Close() })
+	return a.closeErr
+}
 
 func (a *App) committed() ledger.KV { return pebbleKV{a.db} }
 
