@@ -1,0 +1,124 @@
+package daemon
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gpunet/gpunet/internal/chainclient"
+	"github.com/gpunet/gpunet/internal/ledger"
+	lt "github.com/gpunet/gpunet/internal/ledger/ledgertest"
+	"github.com/gpunet/gpunet/internal/validator"
+)
+
+var alice, bob = lt.NewKey("alice"), lt.NewKey("bob")
+
+// startNode runs a real single-validator chain in-process.
+func startNode(t *testing.T) *Daemon {
+	t.Helper()
+	home := t.TempDir()
+	if _, err := validator.Init(home, validator.InitOptions{
+		ChainID: lt.ChainID, Validators: 1, Genesis: lt.Genesis(1_000_000, "alice"), BlockTime: 50 * time.Millisecond,
+	}); err != nil {
+		t.Fatal(err)
+	}
+	d, err := Start(t.Context(), home, Options{APIAddr: "127.0.0.1:0", CheckInvariants: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := d.Stop(); err != nil {
+			t.Errorf("stop: %v", err)
+		}
+	})
+	return d
+}
+
+func TestNodeServesTxsAndState(t *testing.T) {
+	d := startNode(t)
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	cl := chainclient.New(d.APIURL)
+
+	st, err := cl.Status(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.ChainID != lt.ChainID || st.API != d.APIURL || len(st.Validators) != 1 {
+		t.Fatalf("status: %+v", st)
+	}
+
+	res, err := cl.BroadcastTx(ctx, alice.Send(0, bob.Addr, 250), true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Code != 0 || res.Height < 1 || len(res.Hash) != 64 {
+		t.Fatalf("tx result: %+v", res)
+	}
+	b, err := cl.Balance(ctx, bob.Addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b.Balance != 250 || b.Denom != "usync" {
+		t.Fatalf("bob: %+v", b)
+	}
+
+	// Rejections come back with their code and message, and change nothing.
+	_, err = cl.BroadcastTx(ctx, alice.Send(0, bob.Addr, 250), true)
+	var txErr *chainclient.TxError
+	if !errors.As(err, &txErr) && !strings.Contains(err.Error(), "already submitted") {
+		t.Fatalf("replay: got %v", err)
+	}
+	_, err = cl.BroadcastTx(ctx, alice.Send(1, bob.Addr, 10_000_000), true)
+	if !errors.As(err, &txErr) || txErr.Result.Code != ledger.ErrInsufficientFunds.Code {
+		t.Fatalf("overspend: got %v", err)
+	}
+	if b2, _ := cl.Balance(ctx, bob.Addr); b2.Balance != 250 {
+		t.Fatalf("bob after rejected txs = %d, want 250", b2.Balance)
+	}
+}
+
+func TestAPIRejectsBadRequests(t *testing.T) {
+	d := startNode(t)
+	for _, tc := range []struct {
+		method, path, ctype string
+		body                []byte
+		status              int
+		want                string
+	}{
+		{"GET", "/v1/accounts/gpu1typo", "", nil, 400, "invalid address"},
+		{"GET", "/v1/accounts/" + alice.Addr.String()[:20] + "x/balance", "", nil, 400, "invalid address"},
+		{"GET", "/v1/txs/xyz", "", nil, 400, "64 hex"},
+		{"GET", "/v1/txs/" + strings.Repeat("ab", 32), "", nil, 404, "not in any block"},
+		{"POST", "/v1/txs", "application/octet-stream", nil, 400, "empty"},
+		{"POST", "/v1/txs", "text/plain", []byte("zz"), 400, "not hex"},
+		{"POST", "/v1/txs", "application/octet-stream", []byte("garbage"), 422, "version"},
+		{"POST", "/v1/txs", "application/octet-stream", bytes.Repeat([]byte{1}, 3<<20), 413, "limit"},
+		{"POST", "/v1/txs?timeout=forever", "application/octet-stream", alice.Send(0, bob.Addr, 1), 400, "timeout"},
+		{"GET", "/v2/nothing", "", nil, 404, "no such endpoint"},
+		{"DELETE", "/v1/status", "", nil, 404, "no such endpoint: DELETE"},
+	} {
+		req, _ := http.NewRequest(tc.method, d.APIURL+tc.path, bytes.NewReader(tc.body))
+		if tc.ctype != "" {
+			req.Header.Set("Content-Type", tc.ctype)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != tc.status || !strings.Contains(string(body), tc.want) {
+			t.Errorf("%s %s: HTTP %d %s, want %d containing %q", tc.method, tc.path, resp.StatusCode, body, tc.status, tc.want)
+		}
+		if !json.Valid(body) {
+			t.Errorf("%s %s: body is not JSON: %s", tc.method, tc.path, body)
+		}
+	}
+}
