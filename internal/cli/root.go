@@ -61,7 +61,7 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	pf := root.PersistentFlags()
 	pf.StringVar(&e.home, "home", defaultHome(), "gpunet home directory (env GPUNET_HOME)")
 	pf.StringVar(&e.node, "node", os.Getenv("GPUNET_NODE"), "node API address (default: the API of the node in --home; env GPUNET_NODE)")
-	pf.StringVarP(&e.output, "output", "o", "text", "output format: text or json")
+	pf.StringVar(&e.output, "output", "text", "output format: text or json")
 	root.AddCommand(
 		versionCmd(e), initCmd(e), nodeCmd(e), devnetCmd(e), statusCmd(e),
 		keysCmd(e), txCmd(e), queryCmd(e), benchCmd(e),
