@@ -55,7 +55,12 @@ starts afresh. Ports are free loopback ports picked at each start unless
 			if err != nil {
 				return err
 			}
-			defer d.Stop()
+			stopped := false
+			defer func() {
+				if !stopped {
+					d.Stop()
+				}
+			}()
 			kr, err := e.keyring()
 			if err != nil {
 				return err
@@ -87,7 +92,8 @@ starts afresh. Ports are free loopback ports picked at each start unless
 			}
 			<-cmd.Context().Done()
 			fmt.Fprintln(e.stderr, "stopping devnet…")
-			return nil
+			stopped = true
+			return d.Stop()
 		},
 	}
 	c.Flags().BoolVar(&reset, "reset", false, "delete the devnet's chain and keys in --home and start afresh")
