@@ -1,0 +1,466 @@
+// Package bench measures the ledger's throughput through consensus: it
+// pushes pre-signed transfers through one in-process CometBFT validator
+// running gpunet's ABCI app and, in the same run and with the same node
+// configuration, CometBFT's own kvstore example app with txs of exactly the
+// same sizes, and reports both rates, their ratio and commit latencies. The
+// ratio is the figure to track: on a shared, noisy machine the absolute
+// rates move with the load of everything else, the ratio much less.
+//
+// It is the engine of `gpunet bench ledger` and of the Go benchmarks in this
+// package. It builds its CometBFT nodes itself (homes written by
+// validator.Init, a node configuration mirroring validator.Start's) so that
+// either app can be plugged in.
+package bench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"runtime"
+	"runtime/pprof"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	abci "github.com/cometbft/cometbft/abci/types"
+	"github.com/cometbft/cometbft/mempool"
+	cmttypes "github.com/cometbft/cometbft/types"
+
+	"github.com/gpunet/gpunet/internal/abciapp"
+)
+
+// Defaults of Options.
+const (
+	DefaultTxs        = 20000
+	DefaultSenders    = 200
+	DefaultBlockTime  = 20 * time.Millisecond
+	DefaultSubmitters = 2
+	DefaultTimeout    = 5 * time.Minute
+)
+
+// Target is the acceptance target: the ledger's rate and its ratio to the
+// kvstore's, both at least these.
+var Target = TargetFigures{TxPerS: 4000, Ratio: 0.5}
+
+// TargetFigures are the figures a run must reach.
+type TargetFigures struct {
+	TxPerS float64 `json:"tx_per_s"`
+	Ratio  float64 `json:"ratio"`
+}
+
+// Options tune a run. Zero fields take the defaults.
+type Options struct {
+	// Txs is the number of txs each phase pushes through.
+	Txs int
+	// Senders is the number of genesis-funded accounts signing the
+	// ledger's transfers, round-robin.
+	Senders int
+	// BlockTime is CometBFT's timeout_commit, the same for both phases.
+	BlockTime time.Duration
+	// Submitters is the number of goroutines pushing txs into the mempool.
+	// Each sender's txs all go through one of them, in sequence order.
+	Submitters int
+	// Dir receives the phases' homes (DIR/ledger, DIR/kvstore), which are
+	// kept; empty means a temporary directory removed afterwards.
+	Dir string
+	// Timeout bounds each phase.
+	Timeout time.Duration
+	// Progress, if set, receives a line as each phase starts and ends.
+	Progress io.Writer
+	// CPUProfile, if set, receives a CPU profile (pprof) of the ledger
+	// phase's measured window, from the first submission to the last commit.
+	CPUProfile io.Writer
+}
+
+// Validate fills in the defaults of zero fields and checks the rest.
+func (o *Options) Validate() error {
+	if o.Txs == 0 {
+		o.Txs = DefaultTxs
+	}
+	if o.Senders == 0 {
+		o.Senders = DefaultSenders
+	}
+	if o.BlockTime == 0 {
+		o.BlockTime = DefaultBlockTime
+	}
+	if o.Submitters == 0 {
+		o.Submitters = DefaultSubmitters
+	}
+	if o.Timeout == 0 {
+		o.Timeout = DefaultTimeout
+	}
+	switch {
+	case o.Txs < 1 || o.Txs > 1_000_000:
+		return fmt.Errorf("txs %d out of range [1, 1000000]", o.Txs)
+	case o.Senders < 1 || o.Senders > 100_000:
+		return fmt.Errorf("senders %d out of range [1, 100000]", o.Senders)
+	case o.BlockTime < time.Millisecond || o.BlockTime > 10*time.Second:
+		return fmt.Errorf("block time %s out of range [1ms, 10s]", o.BlockTime)
+	case o.Submitters < 1 || o.Submitters > 64:
+		return fmt.Errorf("submitters %d out of range [1, 64]", o.Submitters)
+	}
+	return nil
+}
+
+// Result is the outcome of a run.
+type Result struct {
+	Date        time.Time     `json:"date"`
+	Txs         int           `json:"txs"`
+	TxBytes     float64       `json:"tx_bytes_avg"`
+	Senders     int           `json:"senders"`
+	BlockTime   string        `json:"block_time"`
+	Submitters  int           `json:"submitters"`
+	GOMAXPROCS  int           `json:"gomaxprocs"`
+	Ledger      Phase         `json:"ledger"`
+	KVStore     Phase         `json:"kvstore"`
+	Ratio       float64       `json:"ratio"` // ledger tx/s over kvstore tx/s
+	Target      TargetFigures `json:"target"`
+	MeetsTarget bool          `json:"meets_target"` // both of the below, with no ledger tx failed
+	MeetsTxPerS bool          `json:"meets_tx_per_s"`
+	MeetsRatio  bool          `json:"meets_ratio"`
+	Dir         string        `json:"dir,omitempty"` // where the homes were kept
+}
+
+// Phase is what one app achieved.
+type Phase struct {
+	App string `json:"app"`
+	// TxPerS is Txs over the time from the first submission until the block
+	// holding the last tx was committed.
+	TxPerS    float64 `json:"tx_per_s"`
+	ElapsedMs float64 `json:"elapsed_ms"`
+	// Commit latency of a tx: from its submission to the NewBlock event of
+	// the block holding it (fired once the block is committed).
+	LatencyP50Ms float64 `json:"latency_p50_ms"`
+	LatencyP99Ms float64 `json:"latency_p99_ms"`
+	// Blocks holding the txs, and the most txs in one of them.
+	Blocks      int `json:"blocks"`
+	MaxBlockTxs int `json:"max_block_txs"`
+	// The app's own time per block with txs, in FinalizeBlock and in Commit.
+	FinalizeP50Ms float64 `json:"finalize_p50_ms"`
+	FinalizeP99Ms float64 `json:"finalize_p99_ms"`
+	CommitP50Ms   float64 `json:"commit_p50_ms"`
+	CommitP99Ms   float64 `json:"commit_p99_ms"`
+	// The app's mean CheckTx time for new txs, and the rechecks CometBFT
+	// ran on txs left in the mempool after each block.
+	CheckTxAvgUs float64 `json:"checktx_avg_us"`
+	Rechecks     int64   `json:"rechecks"`
+	RecheckAvgUs float64 `json:"recheck_avg_us"`
+	// CPUCores is the process's CPU time over the phase's elapsed time:
+	// near GOMAXPROCS means CPU-bound; well below means waiting (or a
+	// machine busy with other work).
+	CPUCores   float64 `json:"cpu_cores"`
+	Rejected   int     `json:"rejected"` // refused by CheckTx
+	Failed     int     `json:"failed"`   // in a block with a non-zero code
+	FirstError string  `json:"first_error,omitempty"`
+}
+
+// Run runs both phases: the ledger first, then the kvstore.
+func Run(ctx context.Context, o Options) (*Result, error) {
+	if err := o.Validate(); err != nil {
+		return nil, err
+	}
+	dir := o.Dir
+	if dir == "" {
+		tmp, err := os.MkdirTemp("", "gpunet-bench-")
+		if err != nil {
+			return nil, err
+		}
+		defer os.RemoveAll(tmp)
+		dir = tmp
+	} else {
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			return nil, err
+		}
+		tmp, err := os.MkdirTemp(dir, "bench-")
+		if err != nil {
+			return nil, err
+		}
+		dir = tmp
+	}
+	progress := func(format string, args ...any) {
+		if o.Progress != nil {
+			fmt.Fprintf(o.Progress, format+"\n", args...)
+		}
+	}
+
+	progress("signing %d transfers from %d senders…", o.Txs, o.Senders)
+	w := NewWorkload(o.Senders)
+	ledgerTxs := w.Txs(benchChainID, 0, o.Txs)
+	kvTxs, err := KVStoreTxs(ledgerTxs)
+	if err != nil {
+		return nil, err
+	}
+	var total int
+	for _, tx := range ledgerTxs {
+		total += len(tx)
+	}
+	res := &Result{
+		Date:       time.Now().UTC().Truncate(time.Second),
+		Txs:        o.Txs,
+		TxBytes:    float64(total) / float64(o.Txs),
+		Senders:    o.Senders,
+		BlockTime:  o.BlockTime.String(),
+		Submitters: o.Submitters,
+		GOMAXPROCS: runtime.GOMAXPROCS(0),
+		Target:     Target,
+	}
+	if o.Dir != "" {
+		res.Dir = dir
+	}
+	// Each submitter owns the senders s with s mod Submitters == g and
+	// submits their txs in index order, so sequences arrive in order. The
+	// kvstore's txs go through the same partition of indexes.
+	lanes := make([][]int, o.Submitters)
+	for i := range o.Txs {
+		g := w.Sender(i) % o.Submitters
+		lanes[g] = append(lanes[g], i)
+	}
+
+	g := w.Genesis()
+	progress("phase 1/2: gpunet ledger app")
+	home := filepath.Join(dir, "ledger")
+	if err := initHome(home, g, o.BlockTime); err != nil {
+		return nil, err
+	}
+	la, err := abciapp.Open(appDir(home), abciapp.Options{})
+	if err != nil {
+		return nil, err
+	}
+	res.Ledger, err = runPhase(ctx, "gpunet-ledger", home, la, la.Close, ledgerTxs, lanes, o, o.CPUProfile)
+	if err != nil {
+		return nil, fmt.Errorf("ledger phase: %w", err)
+	}
+	progress("  %.0f tx/s", res.Ledger.TxPerS)
+	runtime.GC()
+
+	progress("phase 2/2: cometbft kvstore app")
+	home = filepath.Join(dir, "kvstore")
+	if err := initHome(home, g, o.BlockTime); err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(appDir(home), 0o700); err != nil {
+		return nil, err
+	}
+	ka, err := openKVStore(appDir(home))
+	if err != nil {
+		return nil, err
+	}
+	res.KVStore, err = runPhase(ctx, "cometbft-kvstore", home, ka, ka.Close, kvTxs, lanes, o, nil)
+	if err != nil {
+		return nil, fmt.Errorf("kvstore phase: %w", err)
+	}
+	progress("  %.0f tx/s", res.KVStore.TxPerS)
+
+	if res.KVStore.TxPerS > 0 {
+		res.Ratio = res.Ledger.TxPerS / res.KVStore.TxPerS
+	}
+	res.MeetsTxPerS = res.Ledger.TxPerS >= Target.TxPerS
+	res.MeetsRatio = res.Ratio >= Target.Ratio
+	res.MeetsTarget = res.MeetsTxPerS && res.MeetsRatio && res.Ledger.Failed == 0 && res.Ledger.Rejected == 0
+	return res, nil
+}
+
+// runPhase starts a node on home running app, waits for it to make blocks,
+// then pushes txs through lanes of submitters and follows the blocks until
+// every accepted tx is committed.
+func runPhase(ctx context.Context, name, home string, app abci.Application, closeApp func() error, txs [][]byte, lanes [][]int, o Options, profile io.Writer) (ph Phase, err error) {
+	ph.App = name
+	ctx, cancel := context.WithTimeout(ctx, o.Timeout)
+	defer cancel()
+
+	index := make(map[cmttypes.TxKey]int, len(txs))
+	for i, tx := range txs {
+		index[cmttypes.Tx(tx).Key()] = i
+	}
+
+	timed := &timedApp{Application: app}
+	node, err := startNode(ctx, home, o.BlockTime, len(txs), timed)
+	if err != nil {
+		closeApp()
+		return ph, err
+	}
+	defer func() {
+		err = errors.Join(err, node.stop(), closeApp())
+	}()
+	sub, err := node.EventBus().Subscribe(ctx, "gpunet-bench", cmttypes.EventQueryNewBlock, 4096)
+	if err != nil {
+		return ph, err
+	}
+	// Warm up: let the node make two blocks before loading it.
+	for h := int64(0); h < 2; {
+		select {
+		case m := <-sub.Out():
+			if ev, ok := m.Data().(cmttypes.EventDataNewBlock); ok {
+				h = ev.Block.Height
+			}
+		case <-sub.Canceled():
+			return ph, fmt.Errorf("block subscription cancelled: %w", sub.Err())
+		case <-ctx.Done():
+			return ph, fmt.Errorf("node made no blocks: %w", ctx.Err())
+		}
+	}
+	timed.reset()
+
+	var (
+		submitted = make([]time.Time, len(txs))
+		committed = make([]time.Time, len(txs))
+		rejected  atomic.Int64
+		errMu     sync.Mutex
+		firstErr  string
+		fatal     error
+	)
+	noteErr := func(s string, f error) {
+		errMu.Lock()
+		if firstErr == "" {
+			firstErr = s
+		}
+		if f != nil && fatal == nil {
+			fatal = f
+		}
+		errMu.Unlock()
+	}
+	mp := node.Mempool()
+	subDone := make(chan struct{})
+	var wg sync.WaitGroup
+	stopProfile := func() {}
+	if profile != nil {
+		if err := pprof.StartCPUProfile(profile); err != nil {
+			return ph, err
+		}
+		var once sync.Once
+		stopProfile = func() { once.Do(pprof.StopCPUProfile) }
+		defer stopProfile()
+	}
+	cpu0 := processCPU()
+	start := time.Now()
+	for _, lane := range lanes {
+		wg.Go(func() {
+			for _, i := range lane {
+				for {
+					if ctx.Err() != nil {
+						return
+					}
+					submitted[i] = time.Now()
+					rr, err := mp.CheckTx(txs[i], "")
+					var full mempool.ErrMempoolIsFull
+					if errors.As(err, &full) {
+						time.Sleep(time.Millisecond)
+						continue
+					}
+					if err != nil {
+						rejected.Add(1)
+						noteErr(fmt.Sprintf("tx %d: %v", i, err), nil)
+						break
+					}
+					rr.Wait()
+					if r := rr.Response.GetCheckTx(); r == nil || r.Code != abci.CodeTypeOK {
+						rejected.Add(1)
+						if r != nil {
+							noteErr(fmt.Sprintf("tx %d: CheckTx code %d: %s", i, r.Code, r.Log), nil)
+						}
+					}
+					break
+				}
+			}
+		})
+	}
+	go func() { wg.Wait(); close(subDone) }()
+
+	var (
+		seen, blocks, maxTxs, failed int
+		end                          time.Time
+		subsDone                     bool
+	)
+	for end.IsZero() {
+		select {
+		case m := <-sub.Out():
+			now := time.Now()
+			ev, ok := m.Data().(cmttypes.EventDataNewBlock)
+			if !ok {
+				continue
+			}
+			n := 0
+			for j, tx := range ev.Block.Txs {
+				i, ok := index[tx.Key()]
+				if !ok {
+					continue
+				}
+				n++
+				committed[i] = now
+				if j < len(ev.ResultFinalizeBlock.TxResults) {
+					if r := ev.ResultFinalizeBlock.TxResults[j]; r.Code != abci.CodeTypeOK {
+						failed++
+						noteErr(fmt.Sprintf("tx %d at height %d: code %d: %s", i, ev.Block.Height, r.Code, r.Log), nil)
+					}
+				}
+			}
+			if n > 0 {
+				seen += n
+				blocks++
+				maxTxs = max(maxTxs, n)
+			}
+			if subsDone && seen >= len(txs)-int(rejected.Load()) {
+				end = now
+			}
+		case <-subDone:
+			subsDone, subDone = true, nil
+			if seen >= len(txs)-int(rejected.Load()) {
+				end = time.Now()
+			}
+		case <-sub.Canceled():
+			return ph, fmt.Errorf("block subscription cancelled: %w", sub.Err())
+		case <-ctx.Done():
+			return ph, fmt.Errorf("%d of %d txs committed after %s: %w", seen, len(txs), time.Since(start).Round(time.Millisecond), ctx.Err())
+		}
+	}
+	cpu := processCPU() - cpu0
+	stopProfile()
+	wg.Wait()
+	errMu.Lock()
+	defer errMu.Unlock()
+	if fatal != nil {
+		return ph, fatal
+	}
+
+	elapsed := end.Sub(start)
+	ph.ElapsedMs = ms(elapsed)
+	ph.TxPerS = float64(seen) / elapsed.Seconds()
+	ph.CPUCores = cpu.Seconds() / elapsed.Seconds()
+	ph.Blocks, ph.MaxBlockTxs, ph.Failed = blocks, maxTxs, failed
+	ph.Rejected = int(rejected.Load())
+	ph.FirstError = firstErr
+	var lat []time.Duration
+	for i := range txs {
+		if !committed[i].IsZero() {
+			lat = append(lat, committed[i].Sub(submitted[i]))
+		}
+	}
+	ph.LatencyP50Ms, ph.LatencyP99Ms = ms(percentile(lat, 50)), ms(percentile(lat, 99))
+	fin, com := timed.durations()
+	ph.FinalizeP50Ms, ph.FinalizeP99Ms = ms(percentile(fin, 50)), ms(percentile(fin, 99))
+	ph.CommitP50Ms, ph.CommitP99Ms = ms(percentile(com, 50)), ms(percentile(com, 99))
+	if n := timed.checkN.Load(); n > 0 {
+		ph.CheckTxAvgUs = float64(timed.checkNs.Load()) / float64(n) / 1e3
+	}
+	ph.Rechecks = timed.recheckN.Load()
+	if ph.Rechecks > 0 {
+		ph.RecheckAvgUs = float64(timed.recheckNs.Load()) / float64(ph.Rechecks) / 1e3
+	}
+	return ph, nil
+}
+
+// percentile returns the p-th percentile (nearest rank) of ds, sorting it.
+func percentile(ds []time.Duration, p float64) time.Duration {
+	if len(ds) == 0 {
+		return 0
+	}
+	slices.Sort(ds)
+	k := int(float64(len(ds))*p/100+0.999999) - 1
+	return ds[min(max(k, 0), len(ds)-1)]
+}
+
+func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1e3 }

@@ -1,0 +1,173 @@
+package bench
+
+import (
+	"context"
+	"crypto/ed25519"
+	"flag"
+	"testing"
+	"time"
+
+	"github.com/gpunet/gpunet/internal/ledger"
+)
+
+var (
+	flagTxs       = flag.Int("bench.txs", DefaultTxs, "txs per phase in BenchmarkLedgerVsKVStore")
+	flagBlockTime = flag.Duration("bench.blocktime", DefaultBlockTime, "block time in BenchmarkLedgerVsKVStore")
+)
+
+// TestBenchSmall runs both phases with a few hundred txs: both must finish
+// and every ledger transfer must succeed.
+func TestBenchSmall(t *testing.T) {
+	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
+	defer cancel()
+	res, err := Run(ctx, Options{Txs: 500, Senders: 50, BlockTime: 10 * time.Millisecond, Dir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []Phase{res.Ledger, res.KVStore} {
+		if p.Rejected != 0 || p.Failed != 0 {
+			t.Errorf("%s: %d rejected, %d failed; first: %s", p.App, p.Rejected, p.Failed, p.FirstError)
+		}
+		if p.TxPerS <= 0 || p.Blocks == 0 || p.LatencyP50Ms <= 0 || p.LatencyP99Ms < p.LatencyP50Ms {
+			t.Errorf("%s: implausible figures %+v", p.App, p)
+		}
+	}
+	if res.Ratio <= 0 {
+		t.Errorf("ratio %v", res.Ratio)
+	}
+	t.Logf("ledger %.0f tx/s, kvstore %.0f tx/s, ratio %.2f", res.Ledger.TxPerS, res.KVStore.TxPerS, res.Ratio)
+}
+
+func TestKVStoreTxsMatchSizes(t *testing.T) {
+	w := NewWorkload(7)
+	txs := w.Txs(benchChainID, 0, 300)
+	kv, err := KVStoreTxs(txs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]bool{}
+	for i := range txs {
+		if len(kv[i]) != len(txs[i]) {
+			t.Fatalf("tx %d: kvstore %d bytes, ledger %d", i, len(kv[i]), len(txs[i]))
+		}
+		if seen[string(kv[i])] {
+			t.Fatalf("duplicate kvstore tx %q", kv[i])
+		}
+		seen[string(kv[i])] = true
+	}
+}
+
+// BenchmarkLedgerVsKVStore is `gpunet bench ledger` as a Go benchmark:
+// each iteration runs both phases. Set the load with -bench.txs and
+// -bench.blocktime.
+func BenchmarkLedgerVsKVStore(b *testing.B) {
+	var ledgerRate, kvRate, ratio, p50, p99 float64
+	for i := 0; i < b.N; i++ {
+		res, err := Run(b.Context(), Options{Txs: *flagTxs, BlockTime: *flagBlockTime})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if res.Ledger.Rejected != 0 || res.Ledger.Failed != 0 {
+			b.Fatalf("ledger: %d rejected, %d failed; first: %s", res.Ledger.Rejected, res.Ledger.Failed, res.Ledger.FirstError)
+		}
+		ledgerRate += res.Ledger.TxPerS
+		kvRate += res.KVStore.TxPerS
+		ratio += res.Ratio
+		p50 += res.Ledger.LatencyP50Ms
+		p99 += res.Ledger.LatencyP99Ms
+	}
+	n := float64(b.N)
+	b.ReportMetric(ledgerRate/n, "ledger-tx/s")
+	b.ReportMetric(kvRate/n, "kvstore-tx/s")
+	b.ReportMetric(ratio/n, "ratio")
+	b.ReportMetric(p50/n, "ledger-p50-ms")
+	b.ReportMetric(p99/n, "ledger-p99-ms")
+	b.ReportMetric(0, "ns/op")
+}
+
+const deliverBlockTxs = 1000
+
+// verifiers are the signature checks the ledger benchmarks run with:
+// ed25519.Verify itself, or none at all, as for a tx whose signature
+// abciapp's cache already holds.
+var verifiers = []struct {
+	name   string
+	verify ledger.Verifier
+}{
+	{"verify", nil},
+	{"cached", func(ed25519.PublicKey, []byte, []byte) bool { return true }},
+}
+
+// BenchmarkDeliverTx applies blocks of 1000 pre-signed transfers from 200
+// senders to an in-memory state with the ledger alone: no CometBFT, no disk.
+// "verify" checks every signature as DeliverTx does by itself; "cached"
+// models abciapp's signature cache, which DeliverTx hits for txs CheckTx
+// already verified. Signing happens with the timer stopped.
+func BenchmarkDeliverTx(b *testing.B) {
+	for _, bc := range verifiers {
+		b.Run(bc.name, func(b *testing.B) {
+			w := NewWorkload(DefaultSenders)
+			kv := ledger.NewMemKV()
+			l := ledger.Ledger{Verify: bc.verify}
+			changes, _, err := l.InitGenesis(kv, benchChainID, w.Genesis())
+			if err != nil {
+				b.Fatal(err)
+			}
+			kv.Apply(changes)
+			b.ReportAllocs()
+			b.ResetTimer()
+			for h := 1; h <= b.N; h++ {
+				b.StopTimer()
+				txs := w.Txs(benchChainID, (h-1)*deliverBlockTxs, deliverBlockTxs)
+				b.StartTimer()
+				blk := l.BeginBlock(kv, ledger.BlockInfo{Height: int64(h), Time: time.Unix(1_700_000_000+int64(h), 0)})
+				for i, tx := range txs {
+					if r := blk.DeliverTx(tx); r.Err != nil {
+						b.Fatalf("block %d tx %d: %v", h, i, r.Err)
+					}
+				}
+				changes, _, err := blk.End()
+				if err != nil {
+					b.Fatal(err)
+				}
+				kv.Apply(changes)
+			}
+			b.ReportMetric(float64(b.N*deliverBlockTxs)/b.Elapsed().Seconds(), "tx/s")
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*deliverBlockTxs), "ns/tx")
+		})
+	}
+}
+
+// BenchmarkCheckTx admits pre-signed transfers to a mempool state with the
+// ledger alone: the cost CometBFT pays, serially, for each new tx before it
+// can enter a block. "verify" checks every signature, as the node's first
+// CheckTx of a tx does; "cached" leaves out the signature check, as the
+// node's rechecks do.
+func BenchmarkCheckTx(b *testing.B) {
+	for _, bc := range verifiers {
+		b.Run(bc.name, func(b *testing.B) {
+			w := NewWorkload(DefaultSenders)
+			kv := ledger.NewMemKV()
+			l := ledger.Ledger{Verify: bc.verify}
+			changes, _, err := l.InitGenesis(kv, benchChainID, w.Genesis())
+			if err != nil {
+				b.Fatal(err)
+			}
+			kv.Apply(changes)
+			state := ledger.NewOverlay(kv)
+			b.ReportAllocs()
+			b.ResetTimer()
+			for n := 0; n < b.N; n += deliverBlockTxs {
+				b.StopTimer()
+				txs := w.Txs(benchChainID, n, min(deliverBlockTxs, b.N-n))
+				b.StartTimer()
+				for i, tx := range txs {
+					if r := l.CheckTx(state, tx); r.Err != nil {
+						b.Fatalf("tx %d: %v", n+i, r.Err)
+					}
+				}
+			}
+			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "tx/s")
+		})
+	}
+}
