@@ -56,6 +56,9 @@ func New(chain Chain, log *slog.Logger) *Server {
 	s.mux.HandleFunc("GET /v1/supply", s.query("/supply"))
 	s.mux.HandleFunc("POST /v1/txs", s.submitTx)
 	s.mux.HandleFunc("GET /v1/txs/{hash}", s.getTx)
+	s.mux.HandleFunc("GET /v1/providers", s.providers)
+	s.mux.HandleFunc("GET /v1/providers/{addr}", s.provider)
+	s.mux.HandleFunc("GET /v1/offers", s.offersList)
 	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, 0, fmt.Sprintf("no such endpoint: %s %s", r.Method, r.URL.Path))
 	})
