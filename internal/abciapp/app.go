@@ -52,6 +52,9 @@ type App struct {
 	genesis       []ledger.Change // staged by InitChain until the first Commit
 	pending       []ledger.Change // staged by FinalizeBlock until Commit
 	pendingHeight int64
+	// viewMu makes a view's snapshot and genesis layer agree: held for
+	// writing while genesis is set and while it is committed.
+	viewMu sync.RWMutex
 
 	// Mempool state: an overlay of the committed state, rebuilt at Commit.
 	checkMu sync.Mutex
@@ -63,7 +66,7 @@ type App struct {
 
 // Open opens (or creates) the app state in dir.
 func Open(dir string, opts Options) (*App, error) {
-	db, err := pebble.Open(dir, &pebble.Options{Logger: quietLogger{}})
+	db, err := pebble.Open(dir, &pebble.Options{Logger: QuietPebbleLogger{}})
 	if err != nil {
 		return nil, fmt.Errorf("open app state in %s: %w", dir, err)
 	}
@@ -84,11 +87,15 @@ func (a *App) Close() error {
 
 func (a *App) committed() ledger.KV { return pebbleKV{a.db} }
 
-// View returns a consistent read-only view of the committed state and a
-// function to release it.
+// View returns a consistent read-only view of the committed state (with the
+// genesis state before the first block is committed) and a function to
+// release it.
 func (a *App) View() (ledger.KV, func()) {
+	a.viewMu.RLock()
 	snap := a.db.NewSnapshot()
-	return pebbleKV{snap}, func() { snap.Close() }
+	g := a.genesis
+	a.viewMu.RUnlock()
+	return layered(pebbleKV{snap}, g), func() { snap.Close() }
 }
 
 // Info implements abci.Application.
@@ -117,7 +124,9 @@ func (a *App) InitChain(_ context.Context, req *abci.InitChainRequest) (*abci.In
 	if err != nil {
 		return nil, err
 	}
+	a.viewMu.Lock()
 	a.genesis = changes
+	a.viewMu.Unlock()
 	a.resetCheckState()
 	return &abci.InitChainResponse{AppHash: hash}, nil
 }
@@ -188,6 +197,10 @@ func (a *App) Commit(context.Context, *abci.CommitRequest) (*abci.CommitResponse
 				return nil, err
 			}
 		}
+	}
+	if a.genesis != nil {
+		a.viewMu.Lock()
+		defer a.viewMu.Unlock()
 	}
 	if err := batch.Commit(pebble.Sync); err != nil {
 		return nil, fmt.Errorf("commit block %d: %w", a.pendingHeight, err)
@@ -293,10 +306,17 @@ func (c *sigCache) verify(pub ed25519.PublicKey, msg, sig []byte) bool {
 	return true
 }
 
-type quietLogger struct{}
+// QuietPebbleLogger keeps Pebble's routine messages (WAL recovery after a
+// crash, compactions) off the terminal; fatal errors still panic.
+type QuietPebbleLogger struct{}
 
-func (quietLogger) Infof(string, ...any)  {}
-func (quietLogger) Errorf(string, ...any) {}
-func (quietLogger) Fatalf(format string, args ...any) {
+// Infof implements pebble.Logger.
+func (QuietPebbleLogger) Infof(string, ...any) {}
+
+// Errorf implements pebble.Logger.
+func (QuietPebbleLogger) Errorf(string, ...any) {}
+
+// Fatalf implements pebble.Logger.
+func (QuietPebbleLogger) Fatalf(format string, args ...any) {
 	panic(errors.New("pebble: " + fmt.Sprintf(format, args...)))
 }

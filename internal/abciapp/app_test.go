@@ -108,6 +108,14 @@ func TestGenesisReplayedIfNeverCommitted(t *testing.T) {
 	dir := t.TempDir()
 	a := openApp(t, dir)
 	h1 := initChain(t, a)
+	// Reads between InitChain and the first commit see the genesis state.
+	kv, release := a.View()
+	acct, _ := ledger.GetAccount(kv, alice.Addr)
+	hash, _ := ledger.AppHash(kv)
+	release()
+	if acct.Balance != 1000 || !bytes.Equal(hash, h1) {
+		t.Fatalf("view before the first commit: balance %d hash %x, want 1000 %x", acct.Balance, hash, h1)
+	}
 	a.Close()
 	b := openApp(t, dir)
 	if got := info(t, b).LastBlockHeight; got != 0 {

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"log/slog"
@@ -62,14 +63,24 @@ starts afresh. Ports are free loopback ports picked at each start unless
 			if err != nil {
 				return err
 			}
-			defer d.Stop()
-			// Providers stop with the command's context, marking themselves
-			// offline before the node stops (defers run last-in first-out).
-			provs, err := devnet.RunProviders(cmd.Context(), e.home, d.APIURL, devnet.ProviderOptions{N: nprov, Logger: logger, Poll: providerPoll(time.Duration(c.BlockTime))})
+			// Providers run under their own context so that every exit path
+			// stops them (they mark themselves offline) before the node.
+			pctx, stopProviders := context.WithCancel(cmd.Context())
+			var provs *devnet.Providers
+			stopped := false
+			defer func() {
+				if !stopped {
+					stopProviders()
+					if provs != nil {
+						provs.Wait()
+					}
+					d.Stop()
+				}
+			}()
+			provs, err = devnet.RunProviders(pctx, e.home, d.APIURL, devnet.ProviderOptions{N: nprov, Logger: logger, Poll: providerPoll(time.Duration(c.BlockTime))})
 			if err != nil {
 				return fmt.Errorf("start devnet providers: %w", err)
 			}
-			defer provs.Wait()
 			if err := provs.WaitReady(cmd.Context(), time.Minute); err != nil {
 				return err
 			}
@@ -114,7 +125,10 @@ starts afresh. Ports are free loopback ports picked at each start unless
 			}
 			<-cmd.Context().Done()
 			fmt.Fprintln(e.stderr, "stopping devnet…")
-			return nil
+			stopped = true
+			stopProviders()
+			provs.Wait()
+			return d.Stop()
 		},
 	}
 	c.Flags().BoolVar(&reset, "reset", false, "delete the devnet's chain and keys in --home and start afresh")

@@ -12,6 +12,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/cockroachdb/pebble"
+	dbm "github.com/cometbft/cometbft-db"
 	cmtcfg "github.com/cometbft/cometbft/config"
 	cmtlog "github.com/cometbft/cometbft/libs/log"
 	"github.com/cometbft/cometbft/mempool"
@@ -96,7 +98,7 @@ func Start(ctx context.Context, home string, o StartOptions) (*Node, error) {
 	n, err := nm.NewNode(ctx, cfg, pv, nodeKey,
 		proxy.NewUnsyncLocalClientCreator(app),
 		nm.DefaultGenesisDocProviderFunc(cfg),
-		cmtcfg.DefaultDBProvider,
+		quietDBProvider,
 		nm.DefaultMetricsProvider(cfg.Instrumentation),
 		cmtLogger,
 	)
@@ -112,6 +114,15 @@ func Start(ctx context.Context, home string, o StartOptions) (*Node, error) {
 	}
 	node := &Node{home: home, cfg: c, app: app, cmt: n, rpc: local.New(n), logOut: logC, log: o.Logger}
 	return node, nil
+}
+
+// quietDBProvider opens CometBFT's stores like its default provider does,
+// with Pebble's routine logging (WAL recovery after a crash) kept quiet.
+func quietDBProvider(ctx *cmtcfg.DBContext) (dbm.DB, error) {
+	if ctx.Config.DBBackend != string(dbm.PebbleDBBackend) {
+		return cmtcfg.DefaultDBProvider(ctx)
+	}
+	return dbm.NewPebbleDBWithOpts(ctx.ID, ctx.Config.DBDir(), &pebble.Options{Logger: abciapp.QuietPebbleLogger{}})
 }
 
 func closeIf(c io.Closer) {
