@@ -1,6 +1,7 @@
 package apiserver
 
 import (
+	"math"
 	"net/http"
 	"slices"
 	"strconv"
@@ -45,7 +46,8 @@ func OfferOf(p *ledger.Provider) offers.Offer {
 		counts[g.Class]++
 		if n := counts[g.Class]; n > o.Count || (n == o.Count && g.Class < o.GPU) {
 			o.GPU, o.Count = g.Class, n
-			o.VRAM = float64(g.VRAM) / (1 << 30)
+			// Whole GiB, as GPUs are sold: an RTX 4090's 24564 MiB is 24.
+			o.VRAM = math.Round(float64(g.VRAM) / (1 << 30))
 			o.ComputeCap = g.ComputeCap
 		}
 	}
@@ -154,4 +156,3 @@ func (s *Server) provider(w http.ResponseWriter, r *http.Request) {
 	}
 	writeJSON(w, http.StatusOK, body)
 }
-

@@ -121,7 +121,7 @@ starts afresh. Ports are free loopback ports picked at each start unless
 					st := a.Status()
 					fmt.Fprintf(e.stdout, "    %-10s %s\n", st.Name, st.Address)
 				}
-				fmt.Fprintf(e.stdout, "Try: gpunet --home %s offers -o price\n     gpunet --home %s tx send bob 5sync --from alice\n     gpunet --home %s query balance bob\nPress Ctrl-C to stop.\n", e.home, e.home)
+				fmt.Fprintf(e.stdout, "Try: gpunet --home %s offers -o price\n     gpunet --home %s tx send bob 5sync --from alice\n     gpunet --home %s query balance bob\nPress Ctrl-C to stop.\n", e.home, e.home, e.home)
 			}
 			<-cmd.Context().Done()
 			fmt.Fprintln(e.stderr, "stopping devnet…")

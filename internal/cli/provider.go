@@ -149,9 +149,9 @@ per class ("RTX_4090=0.8sync,cpu=0.01sync").`,
 				return fmt.Errorf("%s: %w", e.providerStatusFile(name), err)
 			}
 			out := struct {
-				Agent provider.Status        `json:"agent"`
+				Agent provider.Status         `json:"agent"`
 				Chain *apiserver.ProviderBody `json:"chain"`
-				Error string                 `json:"chain_error,omitempty"`
+				Error string                  `json:"chain_error,omitempty"`
 			}{Agent: st}
 			if a, err := address.Parse(st.Address); err == nil {
 				if cl, err := e.client(); err != nil {

@@ -94,6 +94,12 @@ type Status struct {
 	UpdatedAt  time.Time            `json:"updated_at"`
 }
 
+// Key returns the provider's address as recorded in the status.
+func (s Status) Key() address.Address {
+	a, _ := address.Parse(s.Address)
+	return a
+}
+
 // Agent is a running provider agent.
 type Agent struct {
 	o    Options
