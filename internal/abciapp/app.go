@@ -145,7 +145,7 @@ func (a *App) CheckTx(_ context.Context, req *abci.CheckTxRequest) (*abci.CheckT
 // FinalizeBlock implements abci.Application.
 func (a *App) FinalizeBlock(_ context.Context, req *abci.FinalizeBlockRequest) (*abci.FinalizeBlockResponse, error) {
 	base := layered(a.committed(), a.genesis)
-	b := a.ledger.BeginBlock(base, ledger.BlockInfo{Height: req.Height, Time: req.Time})
+	b := a.ledger.BeginBlock(base, ledger.BlockInfo{Height: req.Height, Time: req.Time, Seed: blockSeed(req.Hash)})
 	results := make([]*abci.ExecTxResult, len(req.Txs))
 	for i, tx := range req.Txs {
 		r := b.DeliverTx(tx)
@@ -167,7 +167,18 @@ func (a *App) FinalizeBlock(_ context.Context, req *abci.FinalizeBlockRequest) (
 		}
 	}
 	a.pending, a.pendingHeight = changes, req.Height
-	return &abci.FinalizeBlockResponse{TxResults: results, AppHash: hash}, nil
+	return &abci.FinalizeBlockResponse{TxResults: results, AppHash: hash, Events: toABCIEvents(b.Events())}, nil
+}
+
+// blockSeed derives the ledger's per-block randomness from the block hash,
+// which every validator has and no one could know before the proposal.
+func blockSeed(blockHash []byte) ledger.Hash {
+	h := sha256.New()
+	h.Write([]byte("gpunet/block-seed/v1\x00"))
+	h.Write(blockHash)
+	var s ledger.Hash
+	h.Sum(s[:0])
+	return s
 }
 
 // Commit implements abci.Application: it writes the staged block in one

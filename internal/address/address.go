@@ -225,3 +225,19 @@ func convertBitsStrict(data []byte) ([]byte, error) {
 	}
 	return out, nil
 }
+
+// DecodeBech32 decodes any bech32 string (BIP-173) into its prefix and data
+// bytes. The ledger uses it to check age X25519 recipients ("age1…").
+func DecodeBech32(s string) (hrp string, data []byte, err error) {
+	hrp, five, err := bech32Decode(s)
+	if err != nil {
+		return "", nil, err
+	}
+	data, err = convertBitsStrict(five)
+	return hrp, data, err
+}
+
+// EncodeBech32 encodes data as a bech32 string with prefix hrp.
+func EncodeBech32(hrp string, data []byte) (string, error) {
+	return bech32Encode(hrp, convertBits(data, 8, 5, true))
+}

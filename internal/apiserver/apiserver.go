@@ -56,6 +56,9 @@ func New(chain Chain, log *slog.Logger) *Server {
 	s.mux.HandleFunc("GET /v1/supply", s.query("/supply"))
 	s.mux.HandleFunc("POST /v1/txs", s.submitTx)
 	s.mux.HandleFunc("GET /v1/txs/{hash}", s.getTx)
+	s.mux.HandleFunc("GET /v1/providers", s.providers)
+	s.mux.HandleFunc("GET /v1/providers/{addr}", s.provider)
+	s.mux.HandleFunc("GET /v1/offers", s.offersList)
 	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, 0, fmt.Sprintf("no such endpoint: %s %s", r.Method, r.URL.Path))
 	})
@@ -67,26 +70,31 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.mux.Serve
 
 // ListenAndServe serves on addr until ctx ends. It returns once the
 // listener is bound, serving in the background; the returned channel gets
-// the server's final error.
+// the server's final error after every request in flight has finished.
+// Requests see ctx end, so long waits (a tx waiting for its block) stop
+// at once.
 func (s *Server) ListenAndServe(ctx context.Context, addr string) (net.Addr, <-chan error, error) {
 	l, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, nil, fmt.Errorf("api listen on %s: %w", addr, err)
 	}
-	srv := &http.Server{Handler: s, ReadHeaderTimeout: 10 * time.Second}
+	srv := &http.Server{
+		Handler:           s,
+		ReadHeaderTimeout: 10 * time.Second,
+		BaseContext:       func(net.Listener) context.Context { return ctx },
+	}
+	serveErr := make(chan error, 1)
+	go func() { serveErr <- srv.Serve(l) }()
 	done := make(chan error, 1)
-	go func() {
-		err := srv.Serve(l)
-		if errors.Is(err, http.ErrServerClosed) {
-			err = nil
-		}
-		done <- err
-	}()
 	go func() {
 		<-ctx.Done()
 		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
-		srv.Shutdown(sctx)
+		err := srv.Shutdown(sctx)
+		if serr := <-serveErr; !errors.Is(serr, http.ErrServerClosed) {
+			err = errors.Join(err, serr)
+		}
+		done <- err
 	}()
 	return l.Addr(), done, nil
 }

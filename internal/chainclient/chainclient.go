@@ -11,12 +11,14 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"strings"
 	"time"
 
 	"github.com/gpunet/gpunet/internal/address"
 	"github.com/gpunet/gpunet/internal/apiserver"
 	"github.com/gpunet/gpunet/internal/ledger"
+	"github.com/gpunet/gpunet/internal/offers"
 	"github.com/gpunet/gpunet/internal/validator"
 )
 
@@ -167,4 +169,48 @@ func (c *Client) SendMsg(ctx context.Context, key Signer, fee uint64, msg ledger
 		return nil, err
 	}
 	return c.BroadcastTx(ctx, raw, true)
+}
+
+// IsNotFound reports whether err is the node saying a thing does not exist.
+func IsNotFound(err error) bool {
+	var ae *APIError
+	return errors.As(err, &ae) && ae.Status == http.StatusNotFound
+}
+
+// Provider returns a provider's offer and record; IsNotFound(err) when a is
+// not registered.
+func (c *Client) Provider(ctx context.Context, a address.Address) (*apiserver.ProviderBody, error) {
+	var out apiserver.ProviderBody
+	if _, err := c.do(ctx, http.MethodGet, "/v1/providers/"+a.String(), nil, &out); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+// Providers returns every registered provider as an offer.
+func (c *Client) Providers(ctx context.Context) ([]offers.Offer, error) {
+	var out []offers.Offer
+	_, err := c.do(ctx, http.MethodGet, "/v1/providers", nil, &out)
+	return out, err
+}
+
+// Offers returns the offers matching query, sorted by sortKeys; all
+// includes providers that cannot take jobs now.
+func (c *Client) Offers(ctx context.Context, query, sortKeys string, all bool) ([]offers.Offer, error) {
+	v := url.Values{}
+	v.Set("q", query)
+	v.Set("sort", sortKeys)
+	if all {
+		v.Set("all", "true")
+	}
+	var out []offers.Offer
+	_, err := c.do(ctx, http.MethodGet, "/v1/offers?"+v.Encode(), nil, &out)
+	return out, err
+}
+
+// Params returns the ledger's parameters.
+func (c *Client) Params(ctx context.Context) (*ledger.Params, error) {
+	var p ledger.Params
+	_, err := c.do(ctx, http.MethodGet, "/v1/params", nil, &p)
+	return &p, err
 }

@@ -45,10 +45,15 @@ func parseAmount(s string) (uint64, error) {
 
 // formatAmount writes usync as SYNC for people: "2.5 SYNC (2500000 usync)".
 func formatAmount(u uint64) string {
+	return fmt.Sprintf("%s (%d usync)", formatSync(u), u)
+}
+
+// formatSync writes usync as SYNC: "2.5 SYNC".
+func formatSync(u uint64) string {
 	whole, frac := u/1_000_000, u%1_000_000
 	s := fmt.Sprintf("%d", whole)
 	if frac != 0 {
 		s += strings.TrimRight(fmt.Sprintf(".%06d", frac), "0")
 	}
-	return fmt.Sprintf("%s SYNC (%d usync)", s, u)
+	return s + " SYNC"
 }

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"log/slog"
@@ -13,11 +14,18 @@ import (
 	"github.com/gpunet/gpunet/internal/validator"
 )
 
+// providerPoll is how often devnet providers look at the chain: twice a
+// block, so challenges are answered in the next block or the one after.
+func providerPoll(blockTime time.Duration) time.Duration {
+	return max(50*time.Millisecond, min(blockTime/2, time.Second))
+}
+
 func devnetCmd(e *env) *cobra.Command {
 	var (
 		reset     bool
 		blockTime time.Duration
 		api       string
+		nprov     int
 	)
 	c := &cobra.Command{
 		Use:   "devnet",
@@ -55,12 +63,27 @@ starts afresh. Ports are free loopback ports picked at each start unless
 			if err != nil {
 				return err
 			}
+			// Providers run under their own context so that every exit path
+			// stops them (they mark themselves offline) before the node.
+			pctx, stopProviders := context.WithCancel(cmd.Context())
+			var provs *devnet.Providers
 			stopped := false
 			defer func() {
 				if !stopped {
+					stopProviders()
+					if provs != nil {
+						provs.Wait()
+					}
 					d.Stop()
 				}
 			}()
+			provs, err = devnet.RunProviders(pctx, e.home, d.APIURL, devnet.ProviderOptions{N: nprov, Logger: logger, Poll: providerPoll(time.Duration(c.BlockTime))})
+			if err != nil {
+				return fmt.Errorf("start devnet providers: %w", err)
+			}
+			if err := provs.WaitReady(cmd.Context(), time.Minute); err != nil {
+				return err
+			}
 			kr, err := e.keyring()
 			if err != nil {
 				return err
@@ -78,7 +101,12 @@ starts afresh. Ports are free loopback ports picked at each start unless
 				ks = append(ks, devKey{n, k.Address.String()})
 			}
 			if e.output == "json" {
-				json.NewEncoder(e.stdout).Encode(map[string]any{"chain_id": c.ChainID, "api": d.APIURL, "home": e.home, "created": created, "keys": ks})
+				var ps []devKey
+				for _, a := range provs.Agents {
+					st := a.Status()
+					ps = append(ps, devKey{st.Name, st.Address})
+				}
+				json.NewEncoder(e.stdout).Encode(map[string]any{"chain_id": c.ChainID, "api": d.APIURL, "home": e.home, "created": created, "keys": ks, "providers": ps})
 			} else {
 				verb := "resumed"
 				if created {
@@ -88,16 +116,24 @@ starts afresh. Ports are free loopback ports picked at each start unless
 				for _, k := range ks {
 					fmt.Fprintf(e.stdout, "    %-6s %s\n", k.Name, k.Address)
 				}
-				fmt.Fprintf(e.stdout, "Try: gpunet --home %s tx send bob 5sync --from alice\n     gpunet --home %s query balance bob\nPress Ctrl-C to stop.\n", e.home, e.home)
+				fmt.Fprintf(e.stdout, "  providers:\n")
+				for _, a := range provs.Agents {
+					st := a.Status()
+					fmt.Fprintf(e.stdout, "    %-10s %s\n", st.Name, st.Address)
+				}
+				fmt.Fprintf(e.stdout, "Try: gpunet --home %s offers -o price\n     gpunet --home %s tx send bob 5sync --from alice\n     gpunet --home %s query balance bob\nPress Ctrl-C to stop.\n", e.home, e.home, e.home)
 			}
 			<-cmd.Context().Done()
 			fmt.Fprintln(e.stderr, "stopping devnet…")
 			stopped = true
+			stopProviders()
+			provs.Wait()
 			return d.Stop()
 		},
 	}
 	c.Flags().BoolVar(&reset, "reset", false, "delete the devnet's chain and keys in --home and start afresh")
 	c.Flags().DurationVar(&blockTime, "block-time", 0, "pause after each block (default 1s; kept in the home)")
 	c.Flags().StringVar(&api, "api", "", "API listen address host:port (default: a free loopback port)")
+	c.Flags().IntVar(&nprov, "providers", 3, "in-process providers to run (keys provider-1 … provider-N)")
 	return c
 }

@@ -73,5 +73,44 @@ func queryCmd(e *env) *cobra.Command {
 			})
 		},
 	})
+	c.AddCommand(&cobra.Command{
+		Use:   "providers",
+		Short: "List every registered provider (as offers; see `gpunet offers` to search)",
+		Args:  exactArgs(),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cl, err := e.client()
+			if err != nil {
+				return err
+			}
+			list, err := cl.Providers(cmd.Context())
+			if err != nil {
+				return err
+			}
+			return e.print(list, func(w io.Writer) { printOffers(w, list) })
+		},
+	})
+	c.AddCommand(&cobra.Command{
+		Use:   "provider ADDR|KEY",
+		Short: "Show a provider: offer, stake, reputation, liveness, earnings",
+		Args:  exactArgs("ADDR"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			a, err := e.resolveAddress(args[0])
+			if err != nil {
+				return err
+			}
+			cl, err := e.client()
+			if err != nil {
+				return err
+			}
+			p, err := cl.Provider(cmd.Context(), a)
+			if err != nil {
+				return err
+			}
+			return e.print(p, func(w io.Writer) {
+				fmt.Fprintf(w, "provider %s\n", p.Address)
+				printProvider(w, p)
+			})
+		},
+	})
 	return c
 }

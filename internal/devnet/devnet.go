@@ -60,6 +60,8 @@ func Setup(home string, o Options) (created bool, err error) {
 		return false, err
 	}
 	g := ledger.Genesis{Params: ledger.DefaultParams()}
+	g.Params.UnbondingBlocks = 100 // a devnet does not need to wait a week
+	g.Params.LivenessWindow = 5    // nor long to notice a provider is gone
 	for _, name := range DevKeys {
 		k, err := kr.Get(name)
 		if errors.Is(err, keys.ErrNotFound) {

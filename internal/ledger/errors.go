@@ -29,6 +29,10 @@ var (
 	ErrInvalidMsg        = &Error{11, "invalid tx"}
 	ErrInvalidGenesis    = &Error{12, "invalid genesis"}
 	ErrInternal          = &Error{13, "internal error"}
+	ErrUnknownProvider   = &Error{14, "unknown provider"}
+	ErrAlreadyRegistered = &Error{15, "provider already registered"}
+	ErrInsufficientStake = &Error{16, "insufficient stake"}
+	ErrNoChallenge       = &Error{17, "no open challenge"}
 )
 
 // AllErrors lists every error class in code order.
@@ -36,6 +40,7 @@ var AllErrors = []*Error{
 	ErrDecode, ErrTxTooLarge, ErrWrongChainID, ErrBadSignature, ErrBadSequence,
 	ErrInsufficientFunds, ErrInvalidAmount, ErrUnknownMsgType, ErrInvalidAddress,
 	ErrInsufficientFee, ErrInvalidMsg, ErrInvalidGenesis, ErrInternal,
+	ErrUnknownProvider, ErrAlreadyRegistered, ErrInsufficientStake, ErrNoChallenge,
 }
 
 // CodeOf returns the stable code of err's class, 0 for nil, and

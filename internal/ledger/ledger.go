@@ -111,6 +111,9 @@ func (l *Ledger) InitGenesis(base KV, chainID string, g Genesis) ([]Change, []by
 	}
 	setUint(o, keySupply, supply)
 	setUint(o, keyTreasury, 0)
+	setUint(o, keyStaked, 0)
+	setUint(o, keyUnbonding, 0)
+	setUint(o, keyOnlineCount, 0)
 	setUint(o, keyHeight, 0)
 	return finish(base, o)
 }
@@ -119,6 +122,9 @@ func (l *Ledger) InitGenesis(base KV, chainID string, g Genesis) ([]Change, []by
 type BlockInfo struct {
 	Height int64
 	Time   time.Time // the block header's time, never the wall clock
+	// Seed is the block's randomness: the adapter derives it from the
+	// block hash, which no one knows before the block is proposed.
+	Seed Hash
 }
 
 // Block is one block being applied.
@@ -130,6 +136,7 @@ type Block struct {
 	params Params
 	chain  string
 	err    error
+	events []Event
 }
 
 // BeginBlock starts applying a block on the committed state base.
@@ -141,8 +148,25 @@ func (l *Ledger) BeginBlock(base KV, info BlockInfo) *Block {
 			b.err = fmt.Errorf("block height %d does not follow state height %d: %w", info.Height, h, ErrInternal)
 		}
 	}
+	if b.err == nil {
+		b.events, b.err = b.begin()
+	}
 	return b
 }
+
+// begin runs what happens at the start of every block, before its txs.
+func (b *Block) begin() ([]Event, error) {
+	h := uint64(b.info.Height)
+	evs, err := releaseUnbonded(b.state, h)
+	if err != nil {
+		return nil, err
+	}
+	more, err := expireChallenges(b.state, h, b.params)
+	return append(evs, more...), err
+}
+
+// Events returns the block-level events (not those of its txs) so far.
+func (b *Block) Events() []Event { return b.events }
 
 // DeliverTx applies one tx of the block. A tx whose envelope is bad (cannot
 // be decoded, wrong chain, bad signature or sequence, fee not paid) leaves
@@ -159,7 +183,7 @@ func (b *Block) DeliverTx(raw []byte) TxResult {
 	}
 	ante.Flush(b.state)
 	msgState := NewOverlay(b.state)
-	events, err := execute(msgState, tx, b.info)
+	events, err := execute(msgState, tx, b.params, b.info)
 	if err != nil {
 		return TxResult{Err: err}
 	}
@@ -173,7 +197,13 @@ func (b *Block) End() ([]Change, []byte, error) {
 	if b.err != nil {
 		return nil, nil, b.err
 	}
-	setUint(b.state, keyHeight, uint64(b.info.Height))
+	h := uint64(b.info.Height)
+	evs, err := issueChallenges(b.state, h, b.info.Seed, b.params)
+	if err != nil {
+		return nil, nil, err
+	}
+	b.events = append(b.events, evs...)
+	setUint(b.state, keyHeight, h)
 	return finish(b.base, b.state)
 }
 
@@ -191,7 +221,7 @@ func (l *Ledger) CheckTx(state *Overlay, raw []byte) TxResult {
 	if err != nil {
 		return TxResult{Err: err}
 	}
-	events, err := execute(txState, tx, BlockInfo{Height: int64(Height(state)) + 1})
+	events, err := execute(txState, tx, params, BlockInfo{Height: int64(Height(state)) + 1})
 	if err != nil {
 		return TxResult{Err: err}
 	}
@@ -250,10 +280,23 @@ func (l *Ledger) ante(o *Overlay, chainID string, p Params, raw []byte) (*Tx, er
 }
 
 // execute applies a tx's message. Handlers live beside their state area.
-func execute(o *Overlay, tx *Tx, info BlockInfo) ([]Event, error) {
+func execute(o *Overlay, tx *Tx, params Params, info BlockInfo) ([]Event, error) {
+	from := tx.Sender()
 	switch m := tx.Msg.(type) {
 	case *MsgSend:
-		return execSend(o, tx.Sender(), m)
+		return execSend(o, from, m)
+	case *MsgRegisterProvider:
+		return execRegisterProvider(o, from, m, info)
+	case *MsgUpdateProvider:
+		return execUpdateProvider(o, from, m, info)
+	case *MsgSetProviderStatus:
+		return execSetProviderStatus(o, from, m)
+	case *MsgStake:
+		return execStake(o, from, m)
+	case *MsgUnstake:
+		return execUnstake(o, from, m, params, info)
+	case *MsgLivenessProof:
+		return execLivenessProof(o, from, m, info)
 	}
 	return nil, fmt.Errorf("no handler for %s: %w", tx.Msg.Type(), ErrUnknownMsgType)
 }

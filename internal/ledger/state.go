@@ -74,17 +74,60 @@ type Params struct {
 	MaxTxBytes uint64 `json:"max_tx_bytes"`
 	// MinFee is the smallest fee, in usync, a tx must carry.
 	MinFee uint64 `json:"min_fee"`
+	// MinStakePerGPU is the stake, in usync per GPU, below which a GPU
+	// provider is not schedulable.
+	MinStakePerGPU uint64 `json:"min_stake_per_gpu"`
+	// MinStakeCPU is the stake, in usync, below which a CPU-only provider
+	// is not schedulable.
+	MinStakeCPU uint64 `json:"min_stake_cpu"`
+	// UnbondingBlocks is how long unstaked tokens stay slashable before
+	// they return to the balance.
+	UnbondingBlocks uint64 `json:"unbonding_blocks"`
+	// LivenessWindow is K: a liveness challenge issued in block H must be
+	// answered in a block no later than H+K.
+	LivenessWindow uint64 `json:"liveness_window"`
+	// LivenessMaxMissed misses in a row mark a provider offline.
+	LivenessMaxMissed uint64 `json:"liveness_max_missed"`
+	// LivenessRatePPM is the share of online providers challenged each
+	// block, in parts per million (at least one, at most
+	// LivenessMaxPerBlock).
+	LivenessRatePPM     uint64 `json:"liveness_rate_ppm"`
+	LivenessMaxPerBlock uint64 `json:"liveness_max_per_block"`
 }
 
 // DefaultParams returns the parameters a new chain starts with.
 func DefaultParams() Params {
-	return Params{MaxTxBytes: 256 << 10, MinFee: 0}
+	return Params{
+		MaxTxBytes:          256 << 10,
+		MinFee:              0,
+		MinStakePerGPU:      100_000_000, // 100 SYNC
+		MinStakeCPU:         10_000_000,  // 10 SYNC
+		UnbondingBlocks:     100_800,     // a week of 6 s blocks
+		LivenessWindow:      10,
+		LivenessMaxMissed:   3,
+		LivenessRatePPM:     100_000, // 10% of online providers per block
+		LivenessMaxPerBlock: 100,
+	}
 }
 
 // Validate checks that p can run a chain.
 func (p Params) Validate() error {
 	if p.MaxTxBytes < 512 || p.MaxTxBytes > maxBodyLen {
 		return fmt.Errorf("params.max_tx_bytes %d out of range [512, %d]", p.MaxTxBytes, maxBodyLen)
+	}
+	switch {
+	case p.MinStakePerGPU == 0 || p.MinStakeCPU == 0:
+		return fmt.Errorf("params.min_stake_per_gpu and min_stake_cpu must be positive")
+	case p.UnbondingBlocks == 0:
+		return fmt.Errorf("params.unbonding_blocks must be positive")
+	case p.LivenessWindow == 0 || p.LivenessWindow > 10_000:
+		return fmt.Errorf("params.liveness_window %d out of range [1, 10000]", p.LivenessWindow)
+	case p.LivenessMaxMissed == 0:
+		return fmt.Errorf("params.liveness_max_missed must be positive")
+	case p.LivenessRatePPM > ppm:
+		return fmt.Errorf("params.liveness_rate_ppm %d above 1000000", p.LivenessRatePPM)
+	case p.LivenessMaxPerBlock == 0 || p.LivenessMaxPerBlock > 10_000:
+		return fmt.Errorf("params.liveness_max_per_block %d out of range [1, 10000]", p.LivenessMaxPerBlock)
 	}
 	return nil
 }
@@ -136,7 +179,9 @@ func AppHash(kv KV) ([]byte, error) {
 }
 
 // CheckInvariants verifies what must hold after every block: the supply
-// equals every balance plus the treasury, and no sum overflows.
+// equals every balance plus the treasury, the stake and the unbonding
+// stake; the recorded totals match their parts; the online index matches
+// the online providers; no sum overflows.
 func CheckInvariants(kv KV) error {
 	var total uint64
 	var err error
@@ -169,8 +214,41 @@ func CheckInvariants(kv KV) error {
 	if !add(Treasury(kv), "treasury") {
 		return err
 	}
+	var staked, online uint64
+	if perr := IterateProviders(kv, func(p *Provider) bool {
+		staked += p.Stake
+		if p.Online {
+			online++
+			if a := kv.Get(onlineKey(p.OnlineIndex)); string(a) != string(p.Address[:]) {
+				err = fmt.Errorf("invariant: online index %d does not point at %s: %w", p.OnlineIndex, p.Address, ErrInternal)
+				return false
+			}
+		}
+		return add(p.Stake, "stake of "+p.Address.String())
+	}); perr != nil {
+		return perr
+	}
+	if err != nil {
+		return err
+	}
+	if s := Staked(kv); s != staked {
+		return fmt.Errorf("invariant: recorded stake %d != sum of provider stakes %d: %w", s, staked, ErrInternal)
+	}
+	if n := OnlineCount(kv); n != online {
+		return fmt.Errorf("invariant: online count %d != online providers %d: %w", n, online, ErrInternal)
+	}
+	var unbonding uint64
+	for _, u := range GetUnbondings(kv, address.Address{}) {
+		unbonding += u.Amount
+		if !add(u.Amount, "unbonding of "+u.Address.String()) {
+			return err
+		}
+	}
+	if u := UnbondingTotal(kv); u != unbonding {
+		return fmt.Errorf("invariant: recorded unbonding %d != sum of entries %d: %w", u, unbonding, ErrInternal)
+	}
 	if s := Supply(kv); s != total {
-		return fmt.Errorf("invariant: supply %d != balances + treasury %d: %w", s, total, ErrInternal)
+		return fmt.Errorf("invariant: supply %d != balances + treasury + stake + unbonding = %d: %w", s, total, ErrInternal)
 	}
 	return nil
 }

@@ -24,13 +24,28 @@ type MsgType uint64
 
 // Message types.
 const (
-	MsgTypeSend MsgType = 1
+	MsgTypeSend              MsgType = 1
+	MsgTypeRegisterProvider  MsgType = 2
+	MsgTypeUpdateProvider    MsgType = 3
+	MsgTypeSetProviderStatus MsgType = 4
+	MsgTypeStake             MsgType = 5
+	MsgTypeUnstake           MsgType = 6
+	MsgTypeLivenessProof     MsgType = 7
 )
 
+var msgNames = map[MsgType]string{
+	MsgTypeSend:              "send",
+	MsgTypeRegisterProvider:  "register_provider",
+	MsgTypeUpdateProvider:    "update_provider",
+	MsgTypeSetProviderStatus: "set_provider_status",
+	MsgTypeStake:             "stake",
+	MsgTypeUnstake:           "unstake",
+	MsgTypeLivenessProof:     "liveness_proof",
+}
+
 func (t MsgType) String() string {
-	switch t {
-	case MsgTypeSend:
-		return "send"
+	if n, ok := msgNames[t]; ok {
+		return n
 	}
 	return "type " + strconv.FormatUint(uint64(t), 10)
 }
@@ -47,6 +62,18 @@ func newMsg(t MsgType) Msg {
 	switch t {
 	case MsgTypeSend:
 		return &MsgSend{}
+	case MsgTypeRegisterProvider:
+		return &MsgRegisterProvider{}
+	case MsgTypeUpdateProvider:
+		return &MsgUpdateProvider{}
+	case MsgTypeSetProviderStatus:
+		return &MsgSetProviderStatus{}
+	case MsgTypeStake:
+		return &MsgStake{}
+	case MsgTypeUnstake:
+		return &MsgUnstake{}
+	case MsgTypeLivenessProof:
+		return &MsgLivenessProof{}
 	}
 	return nil
 }

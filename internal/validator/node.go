@@ -37,6 +37,8 @@ type Node struct {
 	rpc    *local.Local
 	logOut io.Closer
 	log    *slog.Logger
+
+	closeTxIndex func()
 }
 
 // StartOptions tune Start.
@@ -95,24 +97,41 @@ func Start(ctx context.Context, home string, o StartOptions) (*Node, error) {
 		closeIf(logC)
 		return nil, fmt.Errorf("node key: %w", err)
 	}
+	// CometBFT v1.0.1 never closes its tx index store; remember it and
+	// close it in Stop, or a node cannot be restarted in the same process.
+	var txIndex dbm.DB
+	dbProvider := func(c *cmtcfg.DBContext) (dbm.DB, error) {
+		db, err := quietDBProvider(c)
+		if err == nil && c.ID == "tx_index" {
+			txIndex = db
+		}
+		return db, err
+	}
+	closeTxIndex := func() {
+		if txIndex != nil {
+			txIndex.Close()
+		}
+	}
 	n, err := nm.NewNode(ctx, cfg, pv, nodeKey,
 		proxy.NewUnsyncLocalClientCreator(app),
 		nm.DefaultGenesisDocProviderFunc(cfg),
-		quietDBProvider,
+		dbProvider,
 		nm.DefaultMetricsProvider(cfg.Instrumentation),
 		cmtLogger,
 	)
 	if err != nil {
+		closeTxIndex()
 		app.Close()
 		closeIf(logC)
 		return nil, fmt.Errorf("create cometbft node: %w", err)
 	}
 	if err := n.Start(); err != nil {
+		closeTxIndex()
 		app.Close()
 		closeIf(logC)
 		return nil, fmt.Errorf("start cometbft node: %w", err)
 	}
-	node := &Node{home: home, cfg: c, app: app, cmt: n, rpc: local.New(n), logOut: logC, log: o.Logger}
+	node := &Node{home: home, cfg: c, app: app, cmt: n, rpc: local.New(n), logOut: logC, log: o.Logger, closeTxIndex: closeTxIndex}
 	return node, nil
 }
 
@@ -171,6 +190,7 @@ func (n *Node) Stop() error {
 		errs = append(errs, n.cmt.Stop())
 		n.cmt.Wait()
 	}
+	n.closeTxIndex()
 	errs = append(errs, n.app.Close())
 	if n.logOut != nil {
 		errs = append(errs, n.logOut.Close())

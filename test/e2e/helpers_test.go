@@ -222,9 +222,14 @@ func (d devnetInfo) addr(t testing.TB, name string) string {
 }
 
 // startDevnet runs `gpunet devnet` in home and waits until it is serving.
+// Unless extra says otherwise it runs no providers, so tests of the chain
+// and the CLI see only the dev keys.
 func startDevnet(t testing.TB, home string, extra ...string) (*proc, devnetInfo) {
 	t.Helper()
 	args := append([]string{"devnet", "--home", home, "--output", "json"}, extra...)
+	if !slices.Contains(extra, "--providers") {
+		args = append(args, "--providers", "0")
+	}
 	p := startProc(t, "devnet "+filepath.Base(home), args...)
 	var info devnetInfo
 	p.jsonLine(60*time.Second, &info)

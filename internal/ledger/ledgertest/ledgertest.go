@@ -5,6 +5,7 @@ package ledgertest
 import (
 	"crypto/ed25519"
 	"crypto/sha256"
+	"fmt"
 	"testing"
 	"time"
 
@@ -81,12 +82,40 @@ func NewChain(tb testing.TB, g ledger.Genesis) *Chain {
 // BlockTime is the header time of block h in test chains.
 func BlockTime(h int64) time.Time { return time.Unix(1_700_000_000+h, 0).UTC() }
 
+// BlockSeed is the seed of block h in test chains.
+func BlockSeed(h int64) ledger.Hash {
+	return sha256.Sum256([]byte(fmt.Sprintf("ledgertest/seed/%d", h)))
+}
+
+// ProviderInfo returns a valid declaration: count GPUs of class (a
+// CPU-only provider when count is 0), priced at pricePerHour usync.
+func ProviderInfo(class string, count int, pricePerHour uint64) ledger.ProviderInfo {
+	pi := ledger.ProviderInfo{
+		Inventory: ledger.Inventory{CPUCores: 16, CPUModel: "Test CPU", RAM: 64 << 30, Disk: 500 << 30, OS: "linux", Arch: "amd64"},
+		Measured:  ledger.Measured{Int8GOPS: 1000, BandwidthMBs: 20000, Device: "cpu"},
+		Region:    "eu",
+		Executors: []string{"wasm"},
+		MaxJobs:   4,
+	}
+	for i := 0; i < count; i++ {
+		pi.Inventory.GPUs = append(pi.Inventory.GPUs, ledger.GPUSpec{Class: class, VRAM: 24 << 30, ComputeCap: "8.9"})
+	}
+	askClass := ledger.CPUClass
+	if count > 0 {
+		askClass = class
+	}
+	pi.Asks = []ledger.Ask{{Class: askClass, PricePerHour: ledger.Amount(pricePerHour)}}
+	key := sha256.Sum256([]byte("enc/" + class))
+	pi.EncryptionKey, _ = address.EncodeBech32("age", key[:])
+	return pi
+}
+
 // ApplyBlock applies txs as the next block, commits it and checks the
 // invariants. It returns each tx's result.
 func (c *Chain) ApplyBlock(tb testing.TB, txs ...[]byte) []ledger.TxResult {
 	tb.Helper()
 	c.Height++
-	b := c.L.BeginBlock(c.KV, ledger.BlockInfo{Height: c.Height, Time: BlockTime(c.Height)})
+	b := c.L.BeginBlock(c.KV, ledger.BlockInfo{Height: c.Height, Time: BlockTime(c.Height), Seed: BlockSeed(c.Height)})
 	res := make([]ledger.TxResult, len(txs))
 	for i, tx := range txs {
 		res[i] = b.DeliverTx(tx)

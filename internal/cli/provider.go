@@ -1,0 +1,210 @@
+package cli
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/gpunet/gpunet/internal/address"
+	"github.com/gpunet/gpunet/internal/apiserver"
+	"github.com/gpunet/gpunet/internal/provider"
+)
+
+// providerStatusFile is where the agent run with key name keeps its status.
+func (e *env) providerStatusFile(name string) string {
+	return filepath.Join(e.home, "provider", name+".json")
+}
+
+// parsePrices reads --price values: "AMOUNT" for every class this machine
+// has, or "CLASS=AMOUNT" (repeatable, comma-separated). Amounts are per
+// unit-hour (per GPU, or per CPU core), e.g. 0.8sync.
+func parsePrices(specs []string) (all uint64, byClass map[string]uint64, err error) {
+	byClass = map[string]uint64{}
+	for _, spec := range specs {
+		for _, part := range strings.Split(spec, ",") {
+			part = strings.TrimSpace(part)
+			if part == "" {
+				continue
+			}
+			class, amt, found := strings.Cut(part, "=")
+			if !found {
+				amt, class = class, ""
+			}
+			v, err := parseAmount(strings.TrimSuffix(strings.TrimSuffix(amt, "/h"), "/hour"))
+			if err != nil {
+				return 0, nil, fmt.Errorf("--price %q: %w (write e.g. 0.8sync, or RTX_4090=0.8sync,cpu=0.01sync; per unit-hour)", part, err)
+			}
+			if class == "" {
+				all = v
+			} else {
+				byClass[class] = v
+			}
+		}
+	}
+	return all, byClass, nil
+}
+
+func providerCmd(e *env) *cobra.Command {
+	c := &cobra.Command{Use: "provider", Short: "Rent out this machine: the provider agent"}
+	var (
+		from, stake, region string
+		prices, executors   []string
+		maxJobs             uint64
+		bench               time.Duration
+	)
+	start := &cobra.Command{
+		Use:   "start --from KEY",
+		Short: "Detect and measure this machine, register it, stake, and serve until interrupted",
+		Long: `Run the provider agent until interrupted.
+
+It detects the machine (NVIDIA GPUs through NVML; without them it runs as a
+CPU-only provider), measures int8 GEMM throughput and memory bandwidth,
+registers (or updates) the provider KEY on the ledger, keeps --stake bonded
+(default: the ledger's minimum for this hardware), answers liveness
+challenges, and on Ctrl-C marks the provider offline.
+
+--price sets asks per unit-hour: one amount for every class ("0.8sync"), or
+per class ("RTX_4090=0.8sync,cpu=0.01sync").`,
+		Args: exactArgs(),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			kr, err := e.keyring()
+			if err != nil {
+				return err
+			}
+			key, err := kr.Get(from)
+			if err != nil {
+				return err
+			}
+			cl, err := e.client()
+			if err != nil {
+				return err
+			}
+			var stakeAmt uint64
+			if stake != "" {
+				if stakeAmt, err = parseAmount(stake); err != nil {
+					return usageError{fmt.Errorf("--stake: %w", err)}
+				}
+			}
+			all, byClass, err := parsePrices(prices)
+			if err != nil {
+				return usageError{err}
+			}
+			logger := slog.New(slog.NewTextHandler(e.stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
+			o := provider.Options{
+				Key: key, Chain: cl, Region: region, Stake: stakeAmt, MaxJobs: maxJobs,
+				Executors: executors, BenchBudget: bench, DiskPath: e.home,
+				StatusFile: e.providerStatusFile(key.Name), Logger: logger,
+			}
+			o.Prices = providerPrices(all, byClass)
+			if e.output == "json" {
+				json.NewEncoder(e.stdout).Encode(map[string]string{"name": key.Name, "address": key.Address.String(), "node": cl.Base()})
+			} else {
+				fmt.Fprintf(e.stdout, "provider %s (%s) starting against %s; Ctrl-C stops it and marks it offline\n", key.Name, key.Address, cl.Base())
+			}
+			return provider.New(o).Run(cmd.Context())
+		},
+	}
+	f := start.Flags()
+	f.StringVar(&from, "from", "", "key of the provider (its identity on the ledger; required)")
+	f.StringVar(&stake, "stake", "", "stake to keep bonded, e.g. 200sync (default: the ledger's minimum)")
+	f.StringVar(&region, "region", "eu", "region of this machine, e.g. eu, us-east")
+	f.StringArrayVar(&prices, "price", nil, "asks per unit-hour: AMOUNT or CLASS=AMOUNT[,…]")
+	f.StringSliceVar(&executors, "executors", nil, "sandboxes offered (default: wasm, plus oci when runc is installed)")
+	f.Uint64Var(&maxJobs, "max-jobs", 4, "jobs run at once")
+	f.DurationVar(&bench, "bench-time", 2*time.Second, "time spent measuring the machine at start")
+	start.MarkFlagRequired("from")
+	c.AddCommand(start)
+
+	var statusFrom string
+	status := &cobra.Command{
+		Use:   "status [--from KEY]",
+		Short: "Show what the agent detected, measured, registered and earned",
+		Args:  exactArgs(),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			name := statusFrom
+			if name == "" {
+				matches, _ := filepath.Glob(filepath.Join(e.home, "provider", "*.json"))
+				if len(matches) != 1 {
+					return usageError{fmt.Errorf("found %d provider status files in %s/provider; name the provider with --from KEY", len(matches), e.home)}
+				}
+				name = strings.TrimSuffix(filepath.Base(matches[0]), ".json")
+			}
+			var st provider.Status
+			b, err := os.ReadFile(e.providerStatusFile(name))
+			if errors.Is(err, os.ErrNotExist) {
+				return fmt.Errorf("no agent has run as %q in %s (start one with `gpunet provider start --from %s`)", name, e.home, name)
+			}
+			if err != nil {
+				return err
+			}
+			if err := json.Unmarshal(b, &st); err != nil {
+				return fmt.Errorf("%s: %w", e.providerStatusFile(name), err)
+			}
+			out := struct {
+				Agent provider.Status         `json:"agent"`
+				Chain *apiserver.ProviderBody `json:"chain"`
+				Error string                  `json:"chain_error,omitempty"`
+			}{Agent: st}
+			if a, err := address.Parse(st.Address); err == nil {
+				if cl, err := e.client(); err != nil {
+					out.Error = err.Error()
+				} else if out.Chain, err = cl.Provider(cmd.Context(), a); err != nil {
+					out.Error = err.Error()
+				}
+			}
+			return e.print(out, func(w io.Writer) {
+				fmt.Fprintf(w, "provider %s (%s)\n", st.Name, st.Address)
+				if st.Inventory != nil {
+					fmt.Fprintf(w, "detected:    %s\n", st.Inventory.Summary())
+				}
+				if st.Figures != nil {
+					fmt.Fprintf(w, "measured:    %.3f int8 TOPS, %.1f GB/s memory bandwidth (%s)\n", st.Figures.Int8TOPS, st.Figures.MemBandwidthGBs, st.Figures.Device)
+				}
+				fmt.Fprintf(w, "agent:       connected %v at %s\n", st.Connected, st.UpdatedAt.Format(time.RFC3339))
+				if st.LastError != "" {
+					fmt.Fprintf(w, "last error:  %s\n", st.LastError)
+				}
+				if out.Chain == nil {
+					fmt.Fprintf(w, "ledger:      unavailable (%s)\n", out.Error)
+					return
+				}
+				printProvider(w, out.Chain)
+			})
+		},
+	}
+	status.Flags().StringVar(&statusFrom, "from", "", "the provider's key (default: the only one that ran in --home)")
+	c.AddCommand(status)
+	return c
+}
+
+func providerPrices(all uint64, byClass map[string]uint64) map[string]uint64 {
+	if all != 0 {
+		byClass[provider.AnyClass] = all
+	}
+	return byClass
+}
+
+// printProvider writes a provider's ledger record for people.
+func printProvider(w io.Writer, p *apiserver.ProviderBody) {
+	r := p.Record
+	fmt.Fprintf(w, "registered:  at height %d (updated %d), region %s, executors %s\n", r.RegisteredHeight, r.UpdatedHeight, r.Region, strings.Join(r.Executors, ","))
+	fmt.Fprintf(w, "offer:       %d× %s, %d cores, %.0f GiB RAM, %.0f GiB disk, %.3f TOPS, %.4f SYNC/h per unit\n", p.Count, p.GPU, p.CPU, p.RAM, p.Disk, p.TOPS, p.Price)
+	fmt.Fprintf(w, "online:      %v (schedulable %v)\n", r.Online, p.Schedulable)
+	fmt.Fprintf(w, "stake:       %s (minimum %s)\n", formatAmount(r.Stake), formatAmount(p.RequiredStake))
+	for _, u := range p.Unbonding {
+		fmt.Fprintf(w, "unbonding:   %s until height %d\n", formatAmount(u.Amount), u.CompletionHeight)
+	}
+	fmt.Fprintf(w, "reputation:  %.3f, uptime %.1f%% (%d answered, %d missed)\n", p.Reputation, 100*p.Uptime, r.Answered, r.Missed)
+	if r.Challenge != nil {
+		fmt.Fprintf(w, "challenge:   open since height %d, answer by %d\n", r.Challenge.Height, r.Challenge.Deadline)
+	}
+	fmt.Fprintf(w, "earned:      %s\n", formatAmount(r.Earned))
+}

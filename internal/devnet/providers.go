@@ -1,0 +1,158 @@
+package devnet
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/NVIDIA/go-nvml/pkg/nvml"
+
+	"github.com/gpunet/gpunet/internal/chainclient"
+	"github.com/gpunet/gpunet/internal/hwinfo"
+	"github.com/gpunet/gpunet/internal/keys"
+	"github.com/gpunet/gpunet/internal/ledger"
+	"github.com/gpunet/gpunet/internal/provider"
+)
+
+// ProviderKey is the keyring name of the devnet's i-th provider (from 1).
+func ProviderKey(i int) string { return fmt.Sprintf("provider-%d", i) }
+
+// ProviderFunding is what the devnet gives a provider key that has less:
+// enough to stake for a machine with 8 GPUs at the default minimum.
+const ProviderFunding = 10_000 * 1_000_000
+
+// devnet providers are spread over regions and priced apart so that
+// searching and sorting offers shows something.
+var providerRegions = []string{"eu", "us-east", "ap-south"}
+
+// ProviderOptions tune RunProviders.
+type ProviderOptions struct {
+	N      int
+	Logger *slog.Logger
+	// NVML, if set, gives provider i (from 1) a simulated GPU inventory;
+	// nil entries and missing ones detect the real machine.
+	NVML func(i int) nvml.Interface
+	// Poll is how often agents look at the chain.
+	Poll time.Duration
+}
+
+// Providers are the devnet's running provider agents.
+type Providers struct {
+	Agents []*provider.Agent
+	wg     sync.WaitGroup
+	errs   []error
+	mu     sync.Mutex
+}
+
+// Wait waits for every agent to stop and returns their errors.
+func (p *Providers) Wait() []error {
+	p.wg.Wait()
+	return p.errs
+}
+
+// RunProviders funds (from alice) and starts n in-process provider agents
+// against the API at api. They share one measurement of the machine, which
+// they all run on. They stop when ctx ends.
+func RunProviders(ctx context.Context, home, api string, o ProviderOptions) (*Providers, error) {
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	kr, err := keys.Open(filepath.Join(home, "keyring"))
+	if err != nil {
+		return nil, err
+	}
+	cl := chainclient.New(api)
+	alice, err := kr.Get(DevKeys[0])
+	if err != nil {
+		return nil, err
+	}
+	real, err := hwinfo.Detect(ctx, hwinfo.Options{DiskPath: home})
+	if err != nil {
+		return nil, err
+	}
+	fig, err := hwinfo.NewCPUBenchmarker(0).Run(ctx, time.Second)
+	if err != nil {
+		return nil, err
+	}
+	ps := &Providers{}
+	for i := 1; i <= o.N; i++ {
+		name := ProviderKey(i)
+		k, err := kr.Get(name)
+		if err != nil {
+			if k, err = kr.Add(name); err != nil {
+				return nil, err
+			}
+		}
+		acct, err := cl.Account(ctx, k.Address)
+		if err != nil {
+			return nil, err
+		}
+		if acct.Balance < ProviderFunding/2 {
+			if _, err := cl.SendMsg(ctx, alice, 0, &ledger.MsgSend{To: k.Address, Amount: ledger.Amount(ProviderFunding)}); err != nil {
+				return nil, fmt.Errorf("fund %s: %w", name, err)
+			}
+		}
+		inv := real
+		if o.NVML != nil {
+			if lib := o.NVML(i); lib != nil {
+				if inv, err = hwinfo.Detect(ctx, hwinfo.Options{NVML: lib, DiskPath: home}); err != nil {
+					return nil, err
+				}
+			}
+		}
+		a := provider.New(provider.Options{
+			Key:        k,
+			Chain:      cl,
+			Region:     providerRegions[(i-1)%len(providerRegions)],
+			Prices:     map[string]uint64{provider.AnyClass: uint64(provider.DefaultGPUPrice) * uint64(3+i) / 4, ledger.CPUClass: uint64(provider.DefaultCPUPrice) * uint64(3+i) / 4},
+			Inventory:  inv,
+			Figures:    &fig,
+			Poll:       o.Poll,
+			StatusFile: filepath.Join(home, "provider", name+".json"),
+			Logger:     o.Logger,
+		})
+		ps.Agents = append(ps.Agents, a)
+		ps.wg.Add(1)
+		go func() {
+			defer ps.wg.Done()
+			if err := a.Run(ctx); err != nil {
+				o.Logger.Error("provider stopped", "provider", name, "err", err)
+				ps.mu.Lock()
+				ps.errs = append(ps.errs, fmt.Errorf("%s: %w", name, err))
+				ps.mu.Unlock()
+			}
+		}()
+	}
+	return ps, nil
+}
+
+// WaitReady waits until every agent is registered, online and staked.
+func (p *Providers) WaitReady(ctx context.Context, timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	for {
+		ready := 0
+		var last provider.Status
+		for _, a := range p.Agents {
+			st := a.Status()
+			if st.Registered && st.Online && st.Stake > 0 {
+				ready++
+			} else {
+				last = st
+			}
+		}
+		if ready == len(p.Agents) {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("devnet providers not ready after %s: %s is registered=%v online=%v stake=%d (%s)", timeout, last.Name, last.Registered, last.Online, last.Stake, last.LastError)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}

@@ -1,0 +1,155 @@
+package ledger
+
+import (
+	"encoding/binary"
+	"fmt"
+	"slices"
+	"strconv"
+
+	"github.com/gpunet/gpunet/internal/address"
+)
+
+// Staking: a provider bonds tokens as collateral. Unstaked tokens wait out
+// the unbonding period (params.unbonding_blocks) before they return to the
+// balance, so stake can still be slashed for what was done while bonded.
+
+// MsgStake bonds Amount of the sender's balance to its provider stake.
+type MsgStake struct {
+	Amount Amount `json:"amount"`
+}
+
+// MsgUnstake starts unbonding Amount of the sender's provider stake.
+type MsgUnstake struct {
+	Amount Amount `json:"amount"`
+}
+
+// Type implements Msg.
+func (*MsgStake) Type() MsgType { return MsgTypeStake }
+
+// Type implements Msg.
+func (*MsgUnstake) Type() MsgType { return MsgTypeUnstake }
+
+// ValidateBasic implements Msg.
+func (m *MsgStake) ValidateBasic() error { return positive(m.Amount) }
+
+// ValidateBasic implements Msg.
+func (m *MsgUnstake) ValidateBasic() error { return positive(m.Amount) }
+
+func positive(a Amount) error {
+	if a == 0 {
+		return fmt.Errorf("amount must be positive, got 0: %w", ErrInvalidAmount)
+	}
+	return nil
+}
+
+var (
+	prefixUnbonding = []byte("unbond/")
+	keyUnbonding    = []byte("chain/unbonding")
+)
+
+// unbondingKey orders entries by the height at which they complete.
+func unbondingKey(height uint64, a address.Address) []byte {
+	k := binary.BigEndian.AppendUint64(slices.Clone(prefixUnbonding), height)
+	return append(k, a[:]...)
+}
+
+// Unbonding is stake on its way back to an account's balance.
+type Unbonding struct {
+	Address address.Address `json:"address"`
+	Amount  uint64          `json:"amount"`
+	// CompletionHeight is the first block at whose start the amount is
+	// back in the balance.
+	CompletionHeight uint64 `json:"completion_height"`
+}
+
+// Staked returns the total bonded stake.
+func Staked(kv KV) uint64 { return getUint(kv, keyStaked) }
+
+// UnbondingTotal returns the total stake unbonding.
+func UnbondingTotal(kv KV) uint64 { return getUint(kv, keyUnbonding) }
+
+// GetUnbondings returns addr's unbonding entries (all when addr is zero),
+// soonest first.
+func GetUnbondings(kv KV, addr address.Address) []Unbonding {
+	var out []Unbonding
+	kv.Iterate(prefixUnbonding, prefixEnd(prefixUnbonding), func(k, v []byte) bool {
+		u := Unbonding{CompletionHeight: binary.BigEndian.Uint64(k[len(prefixUnbonding):]), Amount: binary.BigEndian.Uint64(v)}
+		copy(u.Address[:], k[len(prefixUnbonding)+8:])
+		if addr.IsZero() || u.Address == addr {
+			out = append(out, u)
+		}
+		return true
+	})
+	return out
+}
+
+func execStake(o *Overlay, from address.Address, m *MsgStake) ([]Event, error) {
+	p, err := mustProvider(o, from)
+	if err != nil {
+		return nil, err
+	}
+	acct, err := GetAccount(o, from)
+	if err != nil {
+		return nil, err
+	}
+	amt := uint64(m.Amount)
+	if acct.Balance < amt {
+		return nil, fmt.Errorf("%s has %dusync, cannot stake %dusync: %w", from, acct.Balance, amt, ErrInsufficientFunds)
+	}
+	acct.Balance -= amt
+	p.Stake += amt
+	setAccount(o, &acct)
+	setProvider(o, p)
+	setUint(o, keyStaked, Staked(o)+amt)
+	return []Event{{Type: "stake", Attrs: []Attr{{"provider", from.String()}, {"amount", strconv.FormatUint(amt, 10)}, {"stake", strconv.FormatUint(p.Stake, 10)}}}}, nil
+}
+
+func execUnstake(o *Overlay, from address.Address, m *MsgUnstake, params Params, info BlockInfo) ([]Event, error) {
+	p, err := mustProvider(o, from)
+	if err != nil {
+		return nil, err
+	}
+	amt := uint64(m.Amount)
+	if amt > p.Stake {
+		return nil, fmt.Errorf("%s has %dusync staked, cannot unstake %dusync: %w", from, p.Stake, amt, ErrInsufficientStake)
+	}
+	p.Stake -= amt
+	setProvider(o, p)
+	setUint(o, keyStaked, Staked(o)-amt)
+	done := uint64(info.Height) + params.UnbondingBlocks
+	k := unbondingKey(done, from)
+	setUint(o, k, getUint(o, k)+amt)
+	setUint(o, keyUnbonding, UnbondingTotal(o)+amt)
+	return []Event{{Type: "unstake", Attrs: []Attr{
+		{"provider", from.String()}, {"amount", strconv.FormatUint(amt, 10)}, {"completion_height", strconv.FormatUint(done, 10)},
+	}}}, nil
+}
+
+// releaseUnbonded returns to their balances the unbonding entries that
+// complete at or before height.
+func releaseUnbonded(o *Overlay, height uint64) ([]Event, error) {
+	end := unbondingKey(height+1, address.Address{})
+	var done []Change
+	o.Iterate(prefixUnbonding, end, func(k, v []byte) bool {
+		done = append(done, Change{Key: slices.Clone(k), Value: slices.Clone(v)})
+		return true
+	})
+	var events []Event
+	for _, c := range done {
+		addr, err := address.FromBytes(c.Key[len(prefixUnbonding)+8:])
+		if err != nil {
+			return nil, fmt.Errorf("unbonding key %x: %w: %w", c.Key, err, ErrInternal)
+		}
+		amt := binary.BigEndian.Uint64(c.Value)
+		acct, err := GetAccount(o, addr)
+		if err != nil {
+			return nil, err
+		}
+		acct.Balance += amt
+		setAccount(o, &acct)
+		setUint(o, keyUnbonding, UnbondingTotal(o)-amt)
+		o.Delete(c.Key)
+		events = append(events, Event{Type: "unbonded", Attrs: []Attr{{"address", addr.String()}, {"amount", strconv.FormatUint(amt, 10)}}})
+	}
+	return events, nil
+}

@@ -1,0 +1,403 @@
+// Package provider is the provider agent: it detects and measures the
+// machine, registers it on the ledger (updating the registration when
+// anything changes), keeps its stake at the target, answers liveness
+// challenges, reconnects when its node goes away, and marks itself offline
+// when stopped. Jobs will run here too, through the Executor interface.
+package provider
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"reflect"
+	"sync"
+	"time"
+
+	"github.com/NVIDIA/go-nvml/pkg/nvml"
+
+	"github.com/gpunet/gpunet/internal/address"
+	"github.com/gpunet/gpunet/internal/apiserver"
+	"github.com/gpunet/gpunet/internal/chainclient"
+	"github.com/gpunet/gpunet/internal/hwinfo"
+	"github.com/gpunet/gpunet/internal/keys"
+	"github.com/gpunet/gpunet/internal/ledger"
+	"github.com/gpunet/gpunet/internal/validator"
+)
+
+// Chain is what the agent needs from a node.
+type Chain interface {
+	Provider(ctx context.Context, a address.Address) (*apiserver.ProviderBody, error)
+	Params(ctx context.Context) (*ledger.Params, error)
+	SendMsg(ctx context.Context, key chainclient.Signer, fee uint64, msg ledger.Msg) (*validator.TxResult, error)
+}
+
+// Options configure an agent.
+type Options struct {
+	Key   *keys.Key
+	Chain Chain
+	// Region is where the machine is, e.g. "eu" or "us-east".
+	Region string
+	// Prices are asks in usync per unit-hour by hardware class ("cpu" for
+	// CPU cores); classes not listed get DefaultGPUPrice / DefaultCPUPrice.
+	Prices map[string]uint64
+	// Stake is the stake to keep bonded; 0 means the ledger's minimum for
+	// this hardware.
+	Stake   uint64
+	MaxJobs uint64
+	// Executors overrides the detected executors.
+	Executors []string
+	// NVML overrides the NVML library (tests and devnet simulations).
+	NVML nvml.Interface
+	// Inventory and Figures, when set, replace detection and the benchmark
+	// (in-process devnet providers on one machine share one measurement).
+	Inventory   *hwinfo.Inventory
+	Figures     *hwinfo.Figures
+	BenchBudget time.Duration
+	DiskPath    string
+	// Poll is how often the agent looks at its record on the chain.
+	Poll time.Duration
+	// StatusFile is where the agent writes Status for `provider status`.
+	StatusFile string
+	Logger     *slog.Logger
+}
+
+// AnyClass in Options.Prices prices every class not listed by name.
+const AnyClass = "*"
+
+// Default asks, usync per unit-hour.
+const (
+	DefaultGPUPrice = 1_000_000 // 1 SYNC per GPU-hour
+	DefaultCPUPrice = 20_000    // 0.02 SYNC per core-hour
+)
+
+// Status is what the agent knows about itself.
+type Status struct {
+	Name       string               `json:"name"`
+	Address    string               `json:"address"`
+	Inventory  *hwinfo.Inventory    `json:"inventory"`
+	Figures    *hwinfo.Figures      `json:"measured"`
+	Declared   *ledger.ProviderInfo `json:"declared,omitempty"`
+	Registered bool                 `json:"registered"`
+	Online     bool                 `json:"online"`
+	Stake      uint64               `json:"stake"`
+	Reputation uint64               `json:"reputation"`
+	Answered   uint64               `json:"answered"`
+	Missed     uint64               `json:"missed"`
+	Earned     uint64               `json:"earned"`
+	Connected  bool                 `json:"connected"`
+	LastError  string               `json:"last_error,omitempty"`
+	UpdatedAt  time.Time            `json:"updated_at"`
+}
+
+// Key returns the provider's address as recorded in the status.
+func (s Status) Key() address.Address {
+	a, _ := address.Parse(s.Address)
+	return a
+}
+
+// Agent is a running provider agent.
+type Agent struct {
+	o    Options
+	log  *slog.Logger
+	mu   sync.Mutex
+	st   Status
+	info ledger.ProviderInfo
+
+	lastAnswered uint64
+}
+
+// New returns an agent; Run starts it.
+func New(o Options) *Agent {
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.Poll == 0 {
+		o.Poll = 500 * time.Millisecond
+	}
+	if o.BenchBudget == 0 {
+		o.BenchBudget = 2 * time.Second
+	}
+	if o.MaxJobs == 0 {
+		o.MaxJobs = 4
+	}
+	a := &Agent{o: o, log: o.Logger.With("provider", o.Key.Name)}
+	a.st = Status{Name: o.Key.Name, Address: o.Key.Address.String()}
+	return a
+}
+
+// Status returns a snapshot of the agent's status.
+func (a *Agent) Status() Status {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.st
+}
+
+func (a *Agent) update(f func(s *Status)) {
+	a.mu.Lock()
+	f(&a.st)
+	a.st.UpdatedAt = time.Now().UTC()
+	st := a.st
+	a.mu.Unlock()
+	if a.o.StatusFile == "" {
+		return
+	}
+	b, _ := json.MarshalIndent(st, "", "  ")
+	tmp := a.o.StatusFile + ".tmp"
+	if err := os.MkdirAll(filepath.Dir(a.o.StatusFile), 0o700); err == nil {
+		if err := os.WriteFile(tmp, b, 0o600); err == nil {
+			os.Rename(tmp, a.o.StatusFile)
+		}
+	}
+}
+
+// Run detects, measures and registers the machine, then serves until ctx
+// ends, when it marks the provider offline. It returns an error only when
+// the machine cannot be described (detection or the benchmark failed);
+// node outages are waited out.
+func (a *Agent) Run(ctx context.Context) error {
+	if err := a.prepare(ctx); err != nil {
+		return err
+	}
+	connected := false
+	backoff := a.o.Poll
+	for {
+		err := a.connect(ctx)
+		if err == nil {
+			if !connected {
+				a.log.Info("provider online", "address", a.o.Key.Address)
+			}
+			connected, backoff = true, a.o.Poll
+			a.update(func(s *Status) { s.Connected, s.LastError = true, "" })
+			err = a.serve(ctx)
+		}
+		if ctx.Err() != nil {
+			a.goOffline()
+			return nil
+		}
+		if errors.Is(err, errMarkedOffline) {
+			a.log.Warn("the ledger marked this provider offline (missed liveness challenges?); coming back online")
+			continue
+		}
+		if connected {
+			a.log.Warn("lost the node; retrying", "err", err)
+		} else {
+			a.log.Warn("cannot reach the node; retrying", "err", err, "in", backoff)
+		}
+		connected = false
+		a.update(func(s *Status) { s.Connected, s.LastError = false, err.Error() })
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(backoff):
+		}
+		backoff = min(2*backoff, 5*time.Second)
+	}
+}
+
+// prepare detects and benchmarks the machine and builds the declaration.
+func (a *Agent) prepare(ctx context.Context) error {
+	inv := a.o.Inventory
+	if inv == nil {
+		var err error
+		inv, err = hwinfo.Detect(ctx, hwinfo.Options{NVML: a.o.NVML, DiskPath: a.o.DiskPath})
+		if err != nil {
+			return fmt.Errorf("detect hardware: %w", err)
+		}
+	}
+	for _, n := range inv.Notes {
+		a.log.Info("hardware: " + n)
+	}
+	if len(inv.GPUs) == 0 {
+		a.log.Info("no GPU found: running as a CPU-only provider")
+	}
+	a.log.Info("detected " + inv.Summary())
+	fig := a.o.Figures
+	if fig == nil {
+		f, err := hwinfo.NewCPUBenchmarker(0).Run(ctx, a.o.BenchBudget)
+		if err != nil {
+			return fmt.Errorf("benchmark: %w", err)
+		}
+		fig = &f
+	}
+	a.log.Info("measured", "device", fig.Device, "int8_tops", fmt.Sprintf("%.3f", fig.Int8TOPS), "mem_bandwidth_gbs", fmt.Sprintf("%.1f", fig.MemBandwidthGBs))
+	a.info = Declaration(inv, fig, a.o)
+	if err := a.info.Validate(); err != nil {
+		return fmt.Errorf("this machine's declaration would be rejected: %w", err)
+	}
+	info := a.info
+	a.update(func(s *Status) { s.Inventory, s.Figures, s.Declared = inv, fig, &info })
+	return nil
+}
+
+// Declaration turns what was detected and measured into what the provider
+// declares on the ledger.
+func Declaration(inv *hwinfo.Inventory, fig *hwinfo.Figures, o Options) ledger.ProviderInfo {
+	pi := ledger.ProviderInfo{
+		Inventory: ledger.Inventory{
+			CPUCores: uint64(inv.CPUCores), CPUModel: truncate(inv.CPUModel), RAM: inv.RAMBytes, Disk: inv.DiskFreeBytes,
+			OS: inv.OS, Arch: inv.Arch, Driver: truncate(inv.DriverVersion), CUDA: truncate(inv.CUDAVersion),
+		},
+		Measured:      ledger.Measured{Int8GOPS: uint64(fig.Int8TOPS * 1000), BandwidthMBs: uint64(fig.MemBandwidthGBs * 1000), Device: truncate(fig.Device)},
+		Region:        o.Region,
+		Executors:     o.Executors,
+		MaxJobs:       o.MaxJobs,
+		EncryptionKey: o.Key.Recipient(),
+	}
+	if len(pi.Executors) == 0 {
+		pi.Executors = DetectExecutors()
+	}
+	price := func(class string, def uint64) ledger.Amount {
+		if p, ok := o.Prices[class]; ok {
+			return ledger.Amount(p)
+		}
+		if p, ok := o.Prices[AnyClass]; ok {
+			return ledger.Amount(p)
+		}
+		return ledger.Amount(def)
+	}
+	seen := map[string]bool{}
+	for _, g := range inv.GPUs {
+		pi.Inventory.GPUs = append(pi.Inventory.GPUs, ledger.GPUSpec{Class: g.Class, VRAM: g.VRAMBytes, ComputeCap: g.ComputeCapability, UUID: truncate(g.UUID)})
+		if !seen[g.Class] {
+			seen[g.Class] = true
+			pi.Asks = append(pi.Asks, ledger.Ask{Class: g.Class, PricePerHour: price(g.Class, DefaultGPUPrice)})
+		}
+	}
+	if len(inv.GPUs) == 0 {
+		pi.Asks = append(pi.Asks, ledger.Ask{Class: ledger.CPUClass, PricePerHour: price(ledger.CPUClass, DefaultCPUPrice)})
+	}
+	return pi
+}
+
+func truncate(s string) string {
+	if len(s) > 128 {
+		return s[:128]
+	}
+	return s
+}
+
+// DetectExecutors lists the sandboxes this machine can run: wasm always
+// (it is built into gpunet), oci when runc is installed.
+func DetectExecutors() []string {
+	ex := []string{"wasm"}
+	if _, err := exec.LookPath("runc"); err == nil {
+		ex = append([]string{"oci"}, ex...)
+	}
+	return ex
+}
+
+// connect brings the registration in line with the machine: register or
+// update, come online, top up the stake.
+func (a *Agent) connect(ctx context.Context) error {
+	addr := a.o.Key.Address
+	p, err := a.o.Chain.Provider(ctx, addr)
+	switch {
+	case chainclient.IsNotFound(err):
+		a.log.Info("registering", "region", a.info.Region, "executors", a.info.Executors)
+		if _, err := a.o.Chain.SendMsg(ctx, a.o.Key, 0, &ledger.MsgRegisterProvider{ProviderInfo: a.info}); err != nil {
+			return fmt.Errorf("register: %w", err)
+		}
+	case err != nil:
+		return err
+	default:
+		if !reflect.DeepEqual(normalise(p.Record.ProviderInfo), normalise(a.info)) {
+			a.log.Info("updating the registration: the machine or its settings changed")
+			if _, err := a.o.Chain.SendMsg(ctx, a.o.Key, 0, &ledger.MsgUpdateProvider{ProviderInfo: a.info}); err != nil {
+				return fmt.Errorf("update registration: %w", err)
+			}
+		}
+		if !p.Record.Online {
+			if _, err := a.o.Chain.SendMsg(ctx, a.o.Key, 0, &ledger.MsgSetProviderStatus{Online: true}); err != nil {
+				return fmt.Errorf("come online: %w", err)
+			}
+		}
+	}
+	p, err = a.o.Chain.Provider(ctx, addr)
+	if err != nil {
+		return err
+	}
+	target := a.o.Stake
+	if target == 0 {
+		target = p.RequiredStake
+	}
+	if p.Record.Stake < target {
+		need := target - p.Record.Stake
+		a.log.Info("staking", "amount_usync", need, "target_usync", target)
+		if _, err := a.o.Chain.SendMsg(ctx, a.o.Key, 0, &ledger.MsgStake{Amount: ledger.Amount(need)}); err != nil {
+			return fmt.Errorf("stake %dusync: %w", need, err)
+		}
+	}
+	return a.refresh(ctx)
+}
+
+func normalise(pi ledger.ProviderInfo) ledger.ProviderInfo {
+	b, _ := json.Marshal(pi)
+	var out ledger.ProviderInfo
+	json.Unmarshal(b, &out)
+	return out
+}
+
+// errMarkedOffline is refresh finding the provider offline on the ledger,
+// e.g. after missing challenges while its node was unreachable.
+var errMarkedOffline = errors.New("the ledger has this provider offline")
+
+// refresh reads the record and answers an open challenge.
+func (a *Agent) refresh(ctx context.Context) error {
+	p, err := a.o.Chain.Provider(ctx, a.o.Key.Address)
+	if err != nil {
+		return err
+	}
+	r := p.Record
+	a.update(func(s *Status) {
+		s.Registered, s.Online, s.Stake, s.Reputation = true, r.Online, r.Stake, r.Reputation
+		s.Answered, s.Missed, s.Earned = r.Answered, r.Missed, r.Earned
+	})
+	if !r.Online {
+		return errMarkedOffline
+	}
+	if c := r.Challenge; c != nil && c.Height != a.lastAnswered {
+		proof := ledger.LivenessProof(c.Seed, a.o.Key.Address)
+		if _, err := a.o.Chain.SendMsg(ctx, a.o.Key, 0, &ledger.MsgLivenessProof{Height: c.Height, Proof: proof}); err != nil {
+			var txErr *chainclient.TxError
+			if !errors.As(err, &txErr) || txErr.Result.Code != ledger.ErrNoChallenge.Code {
+				return fmt.Errorf("answer liveness challenge of height %d: %w", c.Height, err)
+			}
+		}
+		a.lastAnswered = c.Height
+		a.log.Debug("answered liveness challenge", "height", c.Height)
+	}
+	return nil
+}
+
+// serve polls the chain until an error or ctx ends.
+func (a *Agent) serve(ctx context.Context) error {
+	t := time.NewTicker(a.o.Poll)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-t.C:
+			if err := a.refresh(ctx); err != nil {
+				return err
+			}
+		}
+	}
+}
+
+// goOffline tells the ledger the provider is leaving.
+func (a *Agent) goOffline() {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if _, err := a.o.Chain.SendMsg(ctx, a.o.Key, 0, &ledger.MsgSetProviderStatus{Online: false}); err != nil {
+		a.log.Warn("could not mark the provider offline; it will be after missing liveness challenges", "err", err)
+		return
+	}
+	a.update(func(s *Status) { s.Online = false })
+	a.log.Info("provider marked offline")
+}
