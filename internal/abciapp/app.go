@@ -98,6 +98,15 @@ func (a *App) View() (ledger.KV, func()) {
 	return layered(pebbleKV{snap}, g), func() { snap.Close() }
 }
 
+// NextSequence returns the sequence the mempool expects in addr's next tx:
+// the committed sequence plus the sender's txs waiting in the mempool.
+func (a *App) NextSequence(addr address.Address) (uint64, error) {
+	a.checkMu.Lock()
+	defer a.checkMu.Unlock()
+	acct, err := ledger.GetAccount(a.check, addr)
+	return acct.Sequence, err
+}
+
 // Info implements abci.Application.
 func (a *App) Info(context.Context, *abci.InfoRequest) (*abci.InfoResponse, error) {
 	kv := a.committed()

@@ -29,6 +29,7 @@ type Chain interface {
 	BroadcastTx(ctx context.Context, tx []byte) (*validator.TxResult, error)
 	GetTx(ctx context.Context, hash []byte) (*validator.TxResult, error)
 	WaitTx(ctx context.Context, hash []byte) (*validator.TxResult, error)
+	NextSequence(addr address.Address) (uint64, error)
 }
 
 // Server is the HTTP API.
@@ -152,13 +153,22 @@ func (s *Server) account(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusInternalServerError, ledger.CodeOf(err), err.Error())
 		return
 	}
-	writeJSON(w, http.StatusOK, AccountBody{Account: acct, Height: ledger.Height(kv)})
+	next, err := s.chain.NextSequence(a)
+	if err != nil {
+		writeError(w, http.StatusInternalServerError, ledger.CodeOf(err), err.Error())
+		return
+	}
+	writeJSON(w, http.StatusOK, AccountBody{Account: acct, NextSequence: next, Height: ledger.Height(kv)})
 }
 
 // AccountBody is GET /v1/accounts/{addr}.
 type AccountBody struct {
 	ledger.Account
-	Height uint64 `json:"height"`
+	// NextSequence is the sequence the account's next tx must carry,
+	// counting its txs waiting in the mempool ("sequence" counts only
+	// committed ones).
+	NextSequence uint64 `json:"next_sequence"`
+	Height       uint64 `json:"height"`
 }
 
 // BalanceBody is GET /v1/accounts/{addr}/balance.

@@ -148,27 +148,42 @@ type Signer interface {
 	PrivateKey() ed25519.PrivateKey
 }
 
-// SendMsg builds a tx carrying msg from key, with the account's next
-// sequence, signs it, submits it and waits for its block.
+// SendMsg builds a tx carrying msg from key with the account's next
+// sequence, signs it, submits it and waits for its block. When another tx
+// of the same key takes the sequence first (the mempool rejects it with a
+// bad sequence), it signs again with the next one, a few times.
 func (c *Client) SendMsg(ctx context.Context, key Signer, fee uint64, msg ledger.Msg) (*validator.TxResult, error) {
 	st, err := c.Status(ctx)
 	if err != nil {
 		return nil, err
 	}
 	priv := key.PrivateKey()
-	acct, err := c.Account(ctx, address.FromPubKey(priv.Public().(ed25519.PublicKey)))
-	if err != nil {
-		return nil, err
+	from := address.FromPubKey(priv.Public().(ed25519.PublicKey))
+	for attempt := 1; ; attempt++ {
+		acct, err := c.Account(ctx, from)
+		if err != nil {
+			return nil, err
+		}
+		tx := &ledger.Tx{ChainID: st.ChainID, Sequence: acct.NextSequence, Fee: fee, Msg: msg}
+		if err := tx.Sign(priv); err != nil {
+			return nil, err
+		}
+		raw, err := tx.Encode()
+		if err != nil {
+			return nil, err
+		}
+		res, err := c.BroadcastTx(ctx, raw, true)
+		var txErr *TxError
+		if attempt < 5 && errors.As(err, &txErr) && txErr.Result.Height == 0 && txErr.Result.Code == ledger.ErrBadSequence.Code {
+			select {
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			case <-time.After(time.Duration(attempt) * 100 * time.Millisecond):
+			}
+			continue
+		}
+		return res, err
 	}
-	tx := &ledger.Tx{ChainID: st.ChainID, Sequence: acct.Sequence, Fee: fee, Msg: msg}
-	if err := tx.Sign(priv); err != nil {
-		return nil, err
-	}
-	raw, err := tx.Encode()
-	if err != nil {
-		return nil, err
-	}
-	return c.BroadcastTx(ctx, raw, true)
 }
 
 // IsNotFound reports whether err is the node saying a thing does not exist.

@@ -25,6 +25,7 @@ import (
 	cmttypes "github.com/cometbft/cometbft/types"
 
 	"github.com/gpunet/gpunet/internal/abciapp"
+	"github.com/gpunet/gpunet/internal/address"
 	"github.com/gpunet/gpunet/internal/ledger"
 )
 
@@ -206,6 +207,10 @@ func (n *Node) Home() string { return n.home }
 
 // View returns a consistent read-only view of the committed ledger state.
 func (n *Node) View() (ledger.KV, func()) { return n.app.View() }
+
+// NextSequence returns the sequence addr's next tx must carry, counting its
+// txs waiting in the mempool.
+func (n *Node) NextSequence(addr address.Address) (uint64, error) { return n.app.NextSequence(addr) }
 
 // Status is what `gpunet status` shows.
 type Status struct {
