@@ -3,6 +3,7 @@ package abciapp
 import (
 	"bytes"
 	"context"
+	"crypto/ed25519"
 	"encoding/json"
 	"strings"
 	"testing"
@@ -223,4 +224,45 @@ func TestSigCacheOnlyRemembersValid(t *testing.T) {
 	if len(c.ok) > 2 {
 		t.Fatalf("cache holds %d entries, max 2", len(c.ok))
 	}
+}
+
+// The cache must answer exactly as crypto/ed25519 does, on valid
+// signatures, tampered ones and arbitrary bytes.
+func TestSigCacheMatchesStdlib(t *testing.T) {
+	c := newSigCache(1 << 10)
+	for i := 0; i < 200; i++ {
+		k := lt.NewKey(string(rune('a' + i%26)))
+		msg := []byte{byte(i), byte(i >> 8), 7}
+		sig := ed25519.Sign(k.Priv, msg)
+		pub := k.Priv.Public().(ed25519.PublicKey)
+		cases := [][3][]byte{
+			{pub, msg, sig},
+			{pub, append(msg, 1), sig},
+			{pub, msg, append(append([]byte{}, sig[:63]...), sig[63]^0x80)},
+			{append(append([]byte{}, pub[:31]...), pub[31]^1), msg, sig},
+		}
+		for j, tc := range cases {
+			want := ed25519.Verify(tc[0], tc[1], tc[2])
+			if got := c.verify(tc[0], tc[1], tc[2]); got != want {
+				t.Fatalf("key %d case %d: got %v, crypto/ed25519 says %v", i, j, got, want)
+			}
+		}
+	}
+}
+
+func FuzzSigCacheMatchesStdlib(f *testing.F) {
+	k := lt.NewKey("fuzz")
+	msg := []byte("hello")
+	f.Add([]byte(k.Priv.Public().(ed25519.PublicKey)), msg, ed25519.Sign(k.Priv, msg))
+	f.Add(make([]byte, 32), msg, make([]byte, 64))
+	f.Fuzz(func(t *testing.T, pub, msg, sig []byte) {
+		if len(pub) != 32 || len(sig) != 64 {
+			return
+		}
+		c := newSigCache(4)
+		want := ed25519.Verify(pub, msg, sig)
+		if got := c.verify(pub, msg, sig); got != want {
+			t.Fatalf("got %v, crypto/ed25519 says %v", got, want)
+		}
+	})
 }
