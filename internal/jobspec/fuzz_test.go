@@ -1,0 +1,65 @@
+package jobspec
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"unicode/utf8"
+)
+
+// FuzzParse checks that Parse never panics; that its errors are Errors with
+// positions inside the input; and that a spec it accepts is valid and
+// marshals to YAML that parses to the same spec.
+func FuzzParse(f *testing.F) {
+	f.Add(designExample)
+	f.Add(minimalWASM)
+	f.Add(minimalOCI)
+	for _, tt := range errorTests {
+		if len(tt.src) < 4096 {
+			f.Add(tt.src)
+		}
+	}
+	f.Add(minimalOCI + "args: [\"\\x01\", \"a\\nb\", \"~\", \"null\", \"0x10\", \"1e3\", \".inf\", \"- x\", \"#c\", \"é\", \" lead\", \"\\t\"]\n")
+	f.Add(minimalOCI + "env: {A: \"\\r\\n\", B: |\n    literal\n    text\n, C: >\n  folded\n}\n")
+	f.Add(minimalOCI + "resources: {cpu: 0.001, memory: 1.5GiB, gpu: {count: 2, models: [rtx 4090], min_vram: 24Gi, min_compute_cap: 9}}\n")
+	f.Add(minimalOCI + "command: &c [a]\nargs: *c\nresources:\n  gpu:\n    <<: [{count: 1}, {min_vram: 1GiB}]\n")
+	f.Add(minimalOCI + "region: eu\nregion_required: true\ntier: spot\ncheckpoint: /ck\ntimeout: 1d0h1m1.5s\nmax_price: 1e-6\n")
+	f.Add("? name\n: x\n")
+	f.Add("name: !!str 123\n")
+	f.Fuzz(func(t *testing.T, src string) {
+		for _, base := range []string{"", "/base"} {
+			s, err := Parse([]byte(src), base)
+			if err != nil {
+				var es Errors
+				if !errors.As(err, &es) || len(es) == 0 {
+					t.Fatalf("Parse error %T %v, want a non-empty Errors", err, err)
+				}
+				// YAML breaks lines at \n, \r\n and a lone \r.
+				lines := strings.Count(strings.ReplaceAll(strings.ReplaceAll(src, "\r\n", "\n"), "\r", "\n"), "\n") + 1
+				for _, e := range es {
+					if e.Msg == "" || e.Line < 0 || e.Line > lines || e.Line > 0 && e.Column < 0 {
+						t.Fatalf("bad error %#v for %d lines", e, lines)
+					}
+				}
+				if s != nil {
+					t.Fatal("Parse returned a spec with its error")
+				}
+				return
+			}
+			if err := s.Validate(); err != nil {
+				t.Fatalf("Parse accepted a spec that Validate rejects: %v", err)
+			}
+			out := mustYAML(t, s)
+			if !utf8.ValidString(out) {
+				t.Fatalf("marshalled spec is not UTF-8: %q", out)
+			}
+			again, err := Parse([]byte(out), base)
+			if err != nil {
+				t.Fatalf("marshalled spec does not parse: %v\ninput:\n%s\nmarshalled:\n%s", err, src, out)
+			}
+			if !sameSpec(s, again) {
+				t.Fatalf("round trip changed the spec:\n%#v\n%#v\nmarshalled:\n%s", *s, *again, out)
+			}
+		}
+	})
+}

@@ -1,0 +1,357 @@
+// Package jobspec reads and validates job specs (YAML): the file a consumer
+// writes to say what to run, on what hardware, for how long and at what
+// price (DESIGN.md §7; docs/jobspec.md documents every field).
+//
+// [Parse] turns YAML into a [Spec] with defaults filled in and checks it;
+// [Load] also checks that the local files it names exist. Problems come
+// back all at once as [Errors], each naming the field (e.g.
+// "resources.gpu.count" or "inputs[1].from"), its line and column, and
+// what would be right. A parsed Spec marshals back to YAML (goccy/go-yaml)
+// that parses to the same Spec.
+//
+// The package is pure apart from Load: it reads no clock and touches no
+// files, so the CLI, the API server and tests can share one definition of
+// a valid spec.
+package jobspec
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// Spec is a job spec. Parse returns it with defaults filled in and local
+// paths (Module, Inputs[].From) joined to the spec's directory.
+type Spec struct {
+	Name           string            `yaml:"name" json:"name"`                                           // [a-z0-9][a-z0-9._-]{0,63}
+	Executor       string            `yaml:"executor" json:"executor"`                                   // ExecutorWASM or ExecutorOCI
+	Module         string            `yaml:"module,omitempty" json:"module,omitempty"`                   // wasm: a local file or a blob "sha256:<hex>"
+	Image          string            `yaml:"image,omitempty" json:"image,omitempty"`                     // oci: registry/repo@sha256:<hex>, always by digest
+	Command        []string          `yaml:"command,omitempty" json:"command,omitempty"`                 // oci: replaces the image's entrypoint
+	Args           []string          `yaml:"args,omitempty" json:"args,omitempty"`                       // arguments to the module or command
+	Env            map[string]string `yaml:"env,omitempty" json:"env,omitempty"`                         // environment variables
+	Inputs         []Input           `yaml:"inputs,omitempty" json:"inputs,omitempty"`                   // files and directories the job reads
+	Outputs        []string          `yaml:"outputs" json:"outputs"`                                     // absolute guest paths collected after the job
+	Resources      Resources         `yaml:"resources" json:"resources"`                                 // what the job needs
+	MaxPrice       Price             `yaml:"max_price" json:"max_price"`                                 // usync per hour for the whole job, a ceiling
+	Timeout        Duration          `yaml:"timeout" json:"timeout"`                                     // wall-clock limit, MinTimeout … MaxTimeout
+	Verification   string            `yaml:"verification" json:"verification"`                           // VerifyNone, VerifySpot or VerifyFull
+	Region         string            `yaml:"region,omitempty" json:"region,omitempty"`                   // preferred provider region
+	RegionRequired bool              `yaml:"region_required,omitempty" json:"region_required,omitempty"` // Region is a hard constraint
+	Tier           string            `yaml:"tier" json:"tier"`                                           // TierSpot, TierOnDemand or TierPriority
+	Deterministic  *bool             `yaml:"deterministic" json:"deterministic"`                         // nil: true for wasm, false for oci
+	Checkpoint     string            `yaml:"checkpoint,omitempty" json:"checkpoint,omitempty"`           // guest path resumed from on reassignment
+
+	// pos maps field paths to where their values were written, so that
+	// Validate's errors can point at them. Empty for a Spec built in code.
+	pos map[string]position
+}
+
+// Input is a file or directory the job reads.
+type Input struct {
+	Path string `yaml:"path" json:"path"` // absolute guest path where the job sees it
+	From string `yaml:"from" json:"from"` // local file or directory, or a blob "sha256:<hex>"
+}
+
+// Resources is what a job needs from one provider.
+type Resources struct {
+	CPU    float64 `yaml:"cpu" json:"cpu"`       // cores
+	Memory Bytes   `yaml:"memory" json:"memory"` // RAM
+	Disk   Bytes   `yaml:"disk" json:"disk"`     // scratch space for inputs, outputs and the job's files
+	GPU    GPU     `yaml:"gpu" json:"gpu"`       // GPUs; none when Count is 0
+}
+
+// GPU is a job's GPU requirement. Models, MinVRAM and MinComputeCap narrow
+// which GPUs qualify; each needs Count ≥ 1.
+type GPU struct {
+	Count         int      `yaml:"count" json:"count"`                                         // 0 … MaxGPUs
+	Models        []string `yaml:"models,omitempty" json:"models,omitempty"`                   // hardware classes, any of which will do, e.g. RTX_4090
+	MinVRAM       Bytes    `yaml:"min_vram,omitempty" json:"min_vram,omitempty"`               // memory per GPU
+	MinComputeCap string   `yaml:"min_compute_cap,omitempty" json:"min_compute_cap,omitempty"` // CUDA compute capability, e.g. "8.0"
+}
+
+// Values of Spec.Executor.
+const (
+	ExecutorWASM = "wasm" // a WebAssembly module run with WASI
+	ExecutorOCI  = "oci"  // an OCI container image
+)
+
+// Values of Spec.Verification (DESIGN.md §5).
+const (
+	VerifyNone = "none" // reputation only
+	VerifySpot = "spot" // replicated at random, at an adaptive rate
+	VerifyFull = "full" // always at least two replicas; needs a deterministic job
+)
+
+// Values of Spec.Tier.
+const (
+	TierSpot     = "spot"      // cheapest; may be interrupted
+	TierOnDemand = "on-demand" // runs to completion at the agreed price
+	TierPriority = "priority"  // placed first, at a higher price
+)
+
+// Defaults and limits.
+const (
+	DefaultCPU          = 1.0
+	DefaultMemory       = 256 * MiB
+	DefaultDisk         = 1 * GiB
+	DefaultVerification = VerifySpot
+	DefaultTier         = TierOnDemand
+
+	MaxCPU     = 1024
+	MinMemory  = 1 * MiB
+	MaxMemory  = 4 * TiB
+	MinDisk    = 1 * MiB
+	MaxDisk    = 64 * TiB
+	MaxVRAM    = 4 * TiB
+	MaxGPUs    = 64
+	MinTimeout = Duration(1e9)             // 1s
+	MaxTimeout = Duration(7 * 24 * 3600e9) // 7 days
+	MaxEnv     = 128
+	MaxInputs  = 1024
+	MaxOutputs = 64
+	MaxArgs    = 4096 // command and args together
+
+	// MaxPriceLimit bounds max_price (10^9 SYNC per hour) far above any
+	// real price, so that escrow arithmetic cannot overflow.
+	MaxPriceLimit Price = 1e9 * usyncPerSync
+
+	// MaxSpecSize bounds a spec file. Specs travel in transactions; data
+	// belongs in inputs.
+	MaxSpecSize = 64 << 10
+)
+
+// Parse reads a spec from YAML, fills in defaults, joins relative local
+// paths (module, inputs[].from) to baseDir and validates the result. It
+// does not touch the filesystem; Load also checks the files. On error it
+// returns nil and an [Errors] listing every problem found.
+func Parse(data []byte, baseDir string) (*Spec, error) {
+	s, errs := decode(data)
+	if s == nil {
+		return nil, errs.err()
+	}
+	s.setDefaults(func(field string) bool { return s.pos[field].given })
+	s.Module = resolve(baseDir, s.Module)
+	for i := range s.Inputs {
+		s.Inputs[i].From = resolve(baseDir, s.Inputs[i].From)
+	}
+	for _, e := range s.validate() {
+		if !errs.covers(e.Field) {
+			errs = append(errs, e)
+		}
+	}
+	if err := errs.err(); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// Load reads the spec file at path, parses it with the file's directory as
+// the base for relative paths, and checks that the local files it names
+// exist: the module a readable WebAssembly file, each input's from a
+// regular file or a directory. Each error names the file.
+func Load(path string) (*Spec, error) {
+	data, err := readSpec(path)
+	if err != nil {
+		return nil, fmt.Errorf("read job spec: %w", err)
+	}
+	s, err := Parse(data, filepath.Dir(path))
+	if err == nil {
+		err = s.checkFiles()
+	}
+	var es Errors
+	if errors.As(err, &es) {
+		for _, e := range es {
+			e.File = path
+		}
+	}
+	if err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// readSpec reads the file at path, but no more than one byte past
+// MaxSpecSize: enough for Parse to say it is too large.
+func readSpec(path string) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return io.ReadAll(io.LimitReader(f, MaxSpecSize+1))
+}
+
+// IsDeterministic reports whether the job's output is a function of its
+// inputs alone, so that replicas can be compared by hash: Deterministic
+// when set, otherwise true for wasm and false for oci.
+func (s *Spec) IsDeterministic() bool {
+	if s.Deterministic != nil {
+		return *s.Deterministic
+	}
+	return s.Executor == ExecutorWASM
+}
+
+// LocalModule returns the module's local path; ok is false when Module is
+// a blob reference or empty.
+func (s *Spec) LocalModule() (path string, ok bool) {
+	return localPath(s.Module)
+}
+
+// LocalPath returns the input's local path; ok is false when From is a
+// blob reference or empty.
+func (in *Input) LocalPath() (path string, ok bool) {
+	return localPath(in.From)
+}
+
+// IsBlobRef reports whether s refers to an uploaded blob ("sha256:…")
+// rather than a local path. It does not check the digest's syntax.
+func IsBlobRef(s string) bool {
+	return strings.HasPrefix(s, blobPrefix)
+}
+
+const blobPrefix = "sha256:"
+
+func localPath(s string) (string, bool) {
+	if s == "" || IsBlobRef(s) {
+		return "", false
+	}
+	return s, true
+}
+
+// SetDefaults fills in the fields a spec may leave out: resources.cpu,
+// memory and disk when zero, verification and tier when empty, and
+// deterministic when nil (true for wasm, false for oci). Parse has done
+// this already; it is for specs built in code.
+func (s *Spec) SetDefaults() {
+	s.setDefaults(func(string) bool { return false })
+}
+
+// setDefaults fills in the zero fields that were not given.
+func (s *Spec) setDefaults(given func(field string) bool) {
+	if s.Resources.CPU == 0 && !given("resources.cpu") {
+		s.Resources.CPU = DefaultCPU
+	}
+	if s.Resources.Memory == 0 && !given("resources.memory") {
+		s.Resources.Memory = DefaultMemory
+	}
+	if s.Resources.Disk == 0 && !given("resources.disk") {
+		s.Resources.Disk = DefaultDisk
+	}
+	if s.Verification == "" {
+		s.Verification = DefaultVerification
+	}
+	if s.Tier == "" {
+		s.Tier = DefaultTier
+	}
+	if s.Deterministic == nil && (s.Executor == ExecutorWASM || s.Executor == ExecutorOCI) {
+		d := s.Executor == ExecutorWASM
+		s.Deterministic = &d
+	}
+}
+
+// resolve joins a relative local path to baseDir.
+func resolve(baseDir, p string) string {
+	if p == "" || IsBlobRef(p) || baseDir == "" || filepath.IsAbs(p) {
+		return p
+	}
+	return filepath.Join(baseDir, p)
+}
+
+// wasmMagic starts every WebAssembly binary.
+var wasmMagic = []byte("\x00asm")
+
+// checkFiles checks that the local files the spec names exist and are of
+// the right kind.
+func (s *Spec) checkFiles() error {
+	var errs Errors
+	add := func(field, msg string) {
+		p := s.posOf(field)
+		errs = append(errs, &Error{Field: field, Line: p.line, Column: p.col, Msg: msg})
+	}
+	if path, ok := s.LocalModule(); ok {
+		if msg := checkFile(path, false); msg != "" {
+			add("module", msg)
+		} else if head, err := readHead(path, len(wasmMagic)); err != nil {
+			add("module", fmt.Sprintf("cannot read %s: %v", path, unwrapPathError(err)))
+		} else if !bytes.Equal(head, wasmMagic) {
+			add("module", fmt.Sprintf("%s is not a WebAssembly binary (it does not start with \\0asm); compile it to .wasm first", path))
+		}
+	}
+	for i := range s.Inputs {
+		if path, ok := s.Inputs[i].LocalPath(); ok {
+			if msg := checkFile(path, true); msg != "" {
+				add(fmt.Sprintf("inputs[%d].from", i), msg)
+			}
+		}
+	}
+	return errs.err()
+}
+
+// checkFile returns what is wrong with the local file at path, or "".
+func checkFile(path string, dirOK bool) string {
+	fi, err := os.Stat(path)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return fmt.Sprintf("%s does not exist (relative paths are relative to the spec's directory)", path)
+	case err != nil:
+		return fmt.Sprintf("cannot read %s: %v", path, unwrapPathError(err))
+	case fi.IsDir() && !dirOK:
+		return fmt.Sprintf("%s is a directory; want a file", path)
+	case fi.IsDir(), fi.Mode().IsRegular():
+	default:
+		want := "a regular file or a directory"
+		if !dirOK {
+			want = "a regular file"
+		}
+		return fmt.Sprintf("%s is a %s; want %s", path, fileKind(fi.Mode()), want)
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return fmt.Sprintf("cannot read %s: %v", path, unwrapPathError(err))
+	}
+	f.Close()
+	return ""
+}
+
+func fileKind(m fs.FileMode) string {
+	switch {
+	case m&fs.ModeNamedPipe != 0:
+		return "named pipe"
+	case m&fs.ModeSocket != 0:
+		return "socket"
+	case m&fs.ModeDevice != 0:
+		return "device"
+	}
+	return "special file"
+}
+
+// readHead returns up to n bytes from the start of the file at path.
+func readHead(path string, n int) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	buf := make([]byte, n)
+	k, err := f.Read(buf)
+	if k > 0 {
+		err = nil
+	}
+	return buf[:k], err
+}
+
+// unwrapPathError drops the operation and path that a message already
+// names.
+func unwrapPathError(err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	return err
+}

@@ -1,0 +1,476 @@
+package jobspec
+
+import (
+	"fmt"
+	"math"
+	"path"
+	"regexp"
+	"slices"
+	"strings"
+	"unicode/utf8"
+)
+
+// Validate checks everything about s that does not need the filesystem,
+// and returns every problem found as [Errors], or nil. It expects defaults
+// filled in (Parse and SetDefaults do that): an empty verification or tier
+// is an error here.
+func (s *Spec) Validate() error {
+	return s.validate().err()
+}
+
+func (s *Spec) validate() Errors {
+	v := &validator{s: s}
+	v.name()
+	v.program()
+	v.env()
+	v.inputs()
+	v.outputs()
+	v.resources()
+	v.terms()
+	return v.errs
+}
+
+type validator struct {
+	s    *Spec
+	errs Errors
+}
+
+func (v *validator) errorf(field, format string, args ...any) {
+	p := v.s.posOf(field)
+	v.errs = append(v.errs, &Error{Field: field, Line: p.line, Column: p.col, Msg: fmt.Sprintf(format, args...)})
+}
+
+// posOf returns where field, or the nearest field containing it, was
+// written.
+func (s *Spec) posOf(field string) position {
+	for f := field; f != ""; {
+		if p, ok := s.pos[f]; ok && p.line > 0 {
+			return p
+		}
+		i := strings.LastIndexAny(f, ".[")
+		if i < 0 {
+			break
+		}
+		f = f[:i]
+	}
+	return position{}
+}
+
+// given reports whether the spec's YAML wrote a value for field.
+func (s *Spec) given(field string) bool {
+	return s.pos[field].given
+}
+
+var (
+	nameRE         = regexp.MustCompile(`^[a-z0-9][a-z0-9._-]{0,63}$`)
+	blobRE         = regexp.MustCompile(`^sha256:[0-9a-f]{64}$`)
+	gpuModelRE     = regexp.MustCompile(`^[A-Z0-9][A-Z0-9_]{0,63}$`)
+	computeCapRE   = regexp.MustCompile(`^[0-9]{1,2}\.[0-9]{1,2}$`)
+	regionRE       = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
+	nameBadCharsRE = regexp.MustCompile(`[^a-z0-9._-]+`)
+)
+
+func (v *validator) name() {
+	name := v.s.Name
+	switch {
+	case name == "":
+		v.errorf("name", "is required: a short name for the job, e.g. name: wordcount")
+	case !nameRE.MatchString(name):
+		msg := fmt.Sprintf("%q is not a valid name: use 1 to 64 lower-case letters, digits, '.', '_' or '-', starting with a letter or digit", clip(name))
+		if alt := strings.TrimLeft(nameBadCharsRE.ReplaceAllString(strings.ToLower(name), "-"), "._-"); alt != "" {
+			if len(alt) > 64 {
+				alt = alt[:64]
+			}
+			if nameRE.MatchString(alt) {
+				msg += fmt.Sprintf(", e.g. %q", alt)
+			}
+		}
+		v.errorf("name", "%s", msg)
+	}
+}
+
+var executorAliases = map[string]string{
+	"docker": ExecutorOCI, "container": ExecutorOCI, "podman": ExecutorOCI, "runc": ExecutorOCI,
+	"wasi": ExecutorWASM, "webassembly": ExecutorWASM, "wasmtime": ExecutorWASM, "wazero": ExecutorWASM,
+}
+
+// program checks the executor and what it runs: module or image, command
+// and args.
+func (v *validator) program() {
+	s := v.s
+	switch s.Executor {
+	case "":
+		v.errorf("executor", `is required: "wasm" for a WebAssembly module or "oci" for a container image`)
+	case ExecutorWASM:
+		if s.Module == "" {
+			v.errorf("module", "is required for the wasm executor: a local .wasm file (e.g. ./wc.wasm) or an uploaded blob (sha256:…)")
+		}
+		if s.Image != "" {
+			v.errorf("image", "is for the oci executor; a wasm job runs its module (set executor: oci to run an image)")
+		}
+		if len(s.Command) > 0 {
+			v.errorf("command", "is for the oci executor; a wasm job runs its module's _start, so pass arguments in args")
+		}
+	case ExecutorOCI:
+		if s.Image == "" {
+			v.errorf("image", "is required for the oci executor: an image by digest, e.g. ghcr.io/org/app@sha256:<64 hex digits>")
+		}
+		if s.Module != "" {
+			v.errorf("module", "is for the wasm executor; an oci job runs its image (set executor: wasm to run a module)")
+		}
+	default:
+		msg := fmt.Sprintf(`%q is not an executor; use "wasm" or "oci"`, clip(s.Executor))
+		meant := suggest(s.Executor, []string{ExecutorWASM, ExecutorOCI})
+		if meant == "" {
+			meant = executorAliases[strings.ToLower(s.Executor)]
+		}
+		if meant != "" {
+			msg += fmt.Sprintf(" (did you mean %q?)", meant)
+		}
+		v.errorf("executor", "%s", msg)
+	}
+	if s.Module != "" {
+		v.localOrBlob("module", s.Module)
+	}
+	if s.Image != "" {
+		if msg := imageProblem(s.Image); msg != "" {
+			v.errorf("image", "%s", msg)
+		}
+	}
+	if n := len(s.Command) + len(s.Args); n > MaxArgs {
+		v.errorf("args", "command and args have %d entries together; at most %d are allowed", n, MaxArgs)
+	}
+	for _, list := range []struct {
+		field string
+		args  []string
+	}{{"command", s.Command}, {"args", s.Args}} {
+		for i, a := range list.args {
+			if strings.IndexByte(a, 0) >= 0 {
+				v.errorf(fmt.Sprintf("%s[%d]", list.field, i), "contains a NUL byte, which a process argument cannot hold")
+			}
+		}
+	}
+}
+
+// localOrBlob checks a module or input source: a blob reference or a
+// local path.
+func (v *validator) localOrBlob(field, p string) {
+	switch {
+	case IsBlobRef(p):
+		if !blobRE.MatchString(p) {
+			v.errorf(field, "%q is not a blob reference: write sha256: followed by 64 lower-case hex digits (or ./%s for a local file of that name)", clip(p), clip(p))
+		}
+	case strings.IndexByte(p, 0) >= 0:
+		v.errorf(field, "local path %q contains a NUL byte", clip(p))
+	case len(p) > 4096:
+		v.errorf(field, "local path is %d bytes long; at most 4096 are allowed", len(p))
+	}
+}
+
+func (v *validator) env() {
+	s := v.s
+	if len(s.Env) > MaxEnv {
+		v.errorf("env", "has %d variables; at most %d are allowed", len(s.Env), MaxEnv)
+	}
+	keys := make([]string, 0, len(s.Env))
+	for k := range s.Env {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
+		field := envField("env", k)
+		if !identRE.MatchString(k) {
+			v.errorf(field, "%q is not a valid variable name: use letters, digits and _, not starting with a digit (e.g. LANG or MY_VAR)", clip(k))
+		}
+		if strings.IndexByte(s.Env[k], 0) >= 0 {
+			v.errorf(field, "the value contains a NUL byte, which an environment variable cannot hold")
+		}
+	}
+}
+
+func (v *validator) inputs() {
+	s := v.s
+	if len(s.Inputs) > MaxInputs {
+		v.errorf("inputs", "has %d entries; at most %d are allowed (upload a directory instead)", len(s.Inputs), MaxInputs)
+	}
+	for i, in := range s.Inputs {
+		field := fmt.Sprintf("inputs[%d]", i)
+		if in.Path == "" {
+			v.errorf(field+".path", "is required: where the job sees the input, e.g. path: /in/data.csv")
+		} else if msg := guestPathProblem(in.Path); msg != "" {
+			v.errorf(field+".path", "%s", msg)
+		} else {
+			v.conflicts(field+".path", in.Path, i, func(j int) string { return s.Inputs[j].Path },
+				"%s is already the path of inputs[%d]; each input needs its own path",
+				"%s is inside inputs[%d].path %s; inputs may not nest",
+				"%s contains inputs[%d].path %s; inputs may not nest")
+		}
+		if in.From == "" {
+			v.errorf(field+".from", "is required: a local file or directory (relative to the spec's directory) or an uploaded blob (sha256:…)")
+		} else {
+			v.localOrBlob(field+".from", in.From)
+		}
+	}
+}
+
+func (v *validator) outputs() {
+	s := v.s
+	if len(s.Outputs) == 0 {
+		v.errorf("outputs", "at least one is required: a path in the job's filesystem collected after it ends, e.g. outputs: [/out]")
+	}
+	if len(s.Outputs) > MaxOutputs {
+		v.errorf("outputs", "has %d entries; at most %d are allowed (collect a directory instead)", len(s.Outputs), MaxOutputs)
+	}
+	for i, out := range s.Outputs {
+		field := fmt.Sprintf("outputs[%d]", i)
+		if msg := guestPathProblem(out); msg != "" {
+			v.errorf(field, "%s", msg)
+			continue
+		}
+		v.conflicts(field, out, i, func(j int) string { return s.Outputs[j] },
+			"%s is listed twice (also outputs[%d])",
+			"%s is inside outputs[%d] %s, which is collected already",
+			"%s contains outputs[%d] %s; collect only one of them")
+	}
+	if s.Checkpoint != "" {
+		if msg := guestPathProblem(s.Checkpoint); msg != "" {
+			v.errorf("checkpoint", "%s", msg)
+		}
+	}
+}
+
+// conflicts reports the first of the guest paths before index i (read by
+// at) that p repeats, lies inside or contains.
+func (v *validator) conflicts(field, p string, i int, at func(int) string, same, inside, contains string) {
+	if i >= max(MaxInputs, MaxOutputs) {
+		return // too many to compare, and reported as such
+	}
+	for j := range i {
+		other := at(j)
+		switch {
+		case p == other:
+			v.errorf(field, same, p, j)
+		case within(p, other):
+			v.errorf(field, inside, p, j, other)
+		case within(other, p):
+			v.errorf(field, contains, p, j, other)
+		default:
+			continue
+		}
+		return
+	}
+}
+
+// within reports whether guest path p is strictly inside dir.
+func within(p, dir string) bool {
+	return strings.HasPrefix(p, dir+"/")
+}
+
+// guestPathProblem says what is wrong with a path in the job's filesystem,
+// or returns "".
+func guestPathProblem(p string) string {
+	switch {
+	case p == "":
+		return "is empty; write an absolute path such as /out"
+	case strings.ContainsFunc(p, func(r rune) bool { return r < 0x20 || r == 0x7f }):
+		return fmt.Sprintf("%q contains a control character", clip(p))
+	case len(p) > 4096:
+		return fmt.Sprintf("is %d bytes long; at most 4096 are allowed", len(p))
+	case !strings.HasPrefix(p, "/"):
+		msg := fmt.Sprintf("%q is not absolute: paths in the job's filesystem start with /", clip(p))
+		if c := path.Clean(p); c != ".." && !strings.HasPrefix(c, "../") {
+			msg += fmt.Sprintf(", e.g. %q", clip("/"+c))
+		}
+		return msg
+	case slices.Contains(strings.Split(p, "/"), ".."):
+		return fmt.Sprintf("%q contains \"..\"; write the path without it", clip(p))
+	case p == "/":
+		return "cannot be / itself; use a directory such as /in or /out"
+	case path.Clean(p) != p:
+		return fmt.Sprintf("%q is not in its simplest form; write %q", clip(p), clip(path.Clean(p)))
+	}
+	return ""
+}
+
+func (v *validator) resources() {
+	r := v.s.Resources
+	switch {
+	case math.IsNaN(r.CPU) || math.IsInf(r.CPU, 0):
+		v.errorf("resources.cpu", "must be a number of cores, e.g. 1 or 0.5")
+	case r.CPU <= 0:
+		v.errorf("resources.cpu", "%g cores: must be more than 0, e.g. 1 or 0.5", r.CPU)
+	case r.CPU > MaxCPU:
+		v.errorf("resources.cpu", "%g cores is more than the %d a job may ask for", r.CPU, MaxCPU)
+	}
+	v.size("resources.memory", r.Memory, MinMemory, MaxMemory, "256MiB")
+	v.size("resources.disk", r.Disk, MinDisk, MaxDisk, "1GiB")
+
+	g := r.GPU
+	switch {
+	case g.Count < 0:
+		v.errorf("resources.gpu.count", "%d: must not be negative (0 for no GPU)", g.Count)
+	case g.Count > MaxGPUs:
+		v.errorf("resources.gpu.count", "%d GPUs is more than the %d a job may ask for", g.Count, MaxGPUs)
+	}
+	if g.Count == 0 {
+		var asks []string
+		if len(g.Models) > 0 {
+			asks = append(asks, "models")
+		}
+		if g.MinVRAM > 0 {
+			asks = append(asks, "min_vram")
+		}
+		if g.MinComputeCap != "" {
+			asks = append(asks, "min_compute_cap")
+		}
+		if len(asks) > 0 {
+			v.errorf("resources.gpu.count", "is 0, but %s describe the GPU wanted: set count: 1 or more, or remove them", strings.Join(asks, " and "))
+		}
+	}
+	for i, m := range g.Models {
+		field := fmt.Sprintf("resources.gpu.models[%d]", i)
+		switch n := NormalizeGPUModel(m); {
+		case m == "":
+			v.errorf(field, "is empty; write a hardware class such as RTX_4090 or A100_80GB")
+		case n == "CPU":
+			v.errorf(field, "cpu is not a GPU class; a CPU-only job sets gpu.count: 0")
+		case !gpuModelRE.MatchString(n):
+			v.errorf(field, "%q is not a hardware class: use up to 64 letters, digits and _, e.g. RTX_4090 or A100_80GB (see gpunet offers)", clip(m))
+		case n != m:
+			v.errorf(field, "%q is written %q", clip(m), clip(n))
+		case slices.Contains(g.Models[:i], m):
+			v.errorf(field, "%s is listed twice", m)
+		}
+	}
+	if g.MinVRAM != 0 {
+		v.size("resources.gpu.min_vram", g.MinVRAM, MinMemory, MaxVRAM, "24GiB")
+	}
+	if c := g.MinComputeCap; c != "" && !computeCapRE.MatchString(c) {
+		v.errorf("resources.gpu.min_compute_cap", `%q is not a compute capability: write major.minor, e.g. "8.0" or "8.6"`, clip(c))
+	}
+}
+
+// size checks that b is within [lo, hi].
+func (v *validator) size(field string, b, lo, hi Bytes, example string) {
+	switch {
+	case b == 0:
+		v.errorf(field, "must be more than 0, e.g. %s", example)
+	case b < lo:
+		v.errorf(field, "%s is less than the minimum %s (a number without a unit is bytes: write e.g. %s)", b, lo, example)
+	case b > hi:
+		v.errorf(field, "%s is more than the maximum %s", b, hi)
+	}
+}
+
+var (
+	verifications = []string{VerifyNone, VerifySpot, VerifyFull}
+	tiers         = []string{TierSpot, TierOnDemand, TierPriority}
+)
+
+// terms checks price, timeout, verification, placement and checkpoint.
+func (v *validator) terms() {
+	s := v.s
+	switch {
+	case s.MaxPrice == 0 && !s.given("max_price"):
+		v.errorf("max_price", "is required: the most the job may cost, in SYNC per hour for the whole job, e.g. max_price: 0.5")
+	case s.MaxPrice == 0:
+		v.errorf("max_price", "must be more than 0 SYNC per hour, e.g. 0.5 or 500000usync")
+	case s.MaxPrice > MaxPriceLimit:
+		v.errorf("max_price", "%s is more than the maximum %s", s.MaxPrice, MaxPriceLimit)
+	}
+
+	switch {
+	case s.Timeout == 0 && !s.given("timeout"):
+		v.errorf("timeout", "is required: how long the job may run, e.g. timeout: 10m")
+	case s.Timeout < MinTimeout:
+		v.errorf("timeout", "%s is shorter than the minimum %s", s.Timeout, MinTimeout)
+	case s.Timeout > MaxTimeout:
+		v.errorf("timeout", "%s is longer than the maximum %s (168h); split the work, and use checkpoint to resume", s.Timeout, MaxTimeout)
+	}
+
+	v.oneOf("verification", s.Verification, verifications)
+	v.oneOf("tier", s.Tier, tiers)
+
+	if s.Verification == VerifyFull && !s.IsDeterministic() {
+		const full = "full needs a deterministic job, because replicas' outputs are compared by hash"
+		if s.given("deterministic") {
+			v.errorf("verification", "%s, but this one says deterministic: false; use verification: spot or none", full)
+		} else {
+			v.errorf("verification", "%s, and an oci job is not deterministic unless it says so: add deterministic: true if the same inputs always give byte-identical outputs, or use verification: spot or none", full)
+		}
+	}
+
+	if s.Region != "" && !regionRE.MatchString(s.Region) {
+		v.errorf("region", "%q is not a region: use up to 64 letters, digits, '.', '_' or '-', e.g. eu or us-east", clip(s.Region))
+	}
+	if s.RegionRequired && s.Region == "" {
+		v.errorf("region_required", "is true, but no region is given: set region (e.g. region: eu) or remove region_required")
+	}
+}
+
+// oneOf checks that an enumerated field has one of its values.
+func (v *validator) oneOf(field, value string, values []string) {
+	if slices.Contains(values, value) {
+		return
+	}
+	if value == "" {
+		v.errorf(field, "is empty; use %s", quoteList(values))
+		return
+	}
+	msg := fmt.Sprintf("%q is not one of %s", clip(value), quoteList(values))
+	if meant := suggest(value, values); meant != "" {
+		msg += fmt.Sprintf(" (did you mean %q?)", meant)
+	}
+	v.errorf(field, "%s", msg)
+}
+
+// Image references, after the grammar of distribution/reference: an
+// optional registry host, lower-case path components, an optional tag, and
+// the digest this network insists on.
+var (
+	imageNameRE = regexp.MustCompile(`^` +
+		`(?:(?:[a-zA-Z0-9](?:[a-zA-Z0-9-]*[a-zA-Z0-9])?(?:\.[a-zA-Z0-9](?:[a-zA-Z0-9-]*[a-zA-Z0-9])?)*|\[[0-9a-fA-F:]+\])(?::[0-9]+)?/)?` +
+		`[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*(?:/[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*)*` +
+		`(?::[A-Za-z0-9_][A-Za-z0-9_.-]{0,127})?$`)
+	imageDigestRE = regexp.MustCompile(`^sha256:[0-9a-f]{64}$`)
+)
+
+// DigestHint says how to find an image's digest; error messages about
+// images without one end with it.
+const DigestHint = "find the digest with `crane digest REF` or `docker buildx imagetools inspect REF`"
+
+// imageProblem says what is wrong with an image reference, or returns "".
+func imageProblem(ref string) string {
+	if len(ref) > 512 {
+		return fmt.Sprintf("is %d bytes long; at most 512 are allowed", len(ref))
+	}
+	name, digest, hasDigest := strings.Cut(ref, "@")
+	if !imageNameRE.MatchString(name) {
+		return fmt.Sprintf("%q is not an image reference: write registry/repository@sha256:<64 hex digits>, with the repository in lower case", clip(ref))
+	}
+	if !hasDigest {
+		bare := name
+		if i := strings.LastIndex(name, ":"); i > strings.LastIndex(name, "/") {
+			bare = name[:i]
+		}
+		return fmt.Sprintf("%q is not pinned by digest; write %s@sha256:<64 hex digits> so that every provider runs the same bytes (%s)",
+			ref, bare, strings.ReplaceAll(DigestHint, "REF", name))
+	}
+	if !imageDigestRE.MatchString(digest) {
+		return fmt.Sprintf("%q has a bad digest %q: write sha256: followed by 64 lower-case hex digits (%s)", ref, clip(digest), strings.ReplaceAll(DigestHint, "REF", name))
+	}
+	return ""
+}
+
+// clip shortens a value quoted in an error message.
+func clip(s string) string {
+	const most = 80
+	if len(s) <= most {
+		return s
+	}
+	cut := most
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "…"
+}
