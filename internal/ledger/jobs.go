@@ -244,13 +244,23 @@ var (
 
 func u64(b []byte, v uint64) []byte { return binary.BigEndian.AppendUint64(b, v) }
 
-func jobKey(id uint64) []byte                          { return u64(slices.Clone(prefixJob), id) }
-func jobQueueKey(id uint64) []byte                     { return u64(slices.Clone(prefixJobQueue), id) }
-func jobOwnerKey(a address.Address, id uint64) []byte  { return u64(append(slices.Clone(prefixJobOwner), a[:]...), id) }
-func jobProvKey(a address.Address, id uint64) []byte   { return u64(append(slices.Clone(prefixJobProv), a[:]...), id) }
-func jobDueKey(at int64, id uint64) []byte             { return u64(u64(slices.Clone(prefixJobDue), uint64(max(at, 0))), id) }
-func jobAttrs(j *Job, more ...Attr) []Attr             { return append([]Attr{{jobEventAttrName, strconv.FormatUint(j.ID, 10)}}, more...) }
-func jobEvent(typ string, j *Job, more ...Attr) Event { return Event{Type: typ, Attrs: jobAttrs(j, more...)} }
+func jobKey(id uint64) []byte      { return u64(slices.Clone(prefixJob), id) }
+func jobQueueKey(id uint64) []byte { return u64(slices.Clone(prefixJobQueue), id) }
+func jobOwnerKey(a address.Address, id uint64) []byte {
+	return u64(append(slices.Clone(prefixJobOwner), a[:]...), id)
+}
+func jobProvKey(a address.Address, id uint64) []byte {
+	return u64(append(slices.Clone(prefixJobProv), a[:]...), id)
+}
+func jobDueKey(at int64, id uint64) []byte {
+	return u64(u64(slices.Clone(prefixJobDue), uint64(max(at, 0))), id)
+}
+func jobAttrs(j *Job, more ...Attr) []Attr {
+	return append([]Attr{{jobEventAttrName, strconv.FormatUint(j.ID, 10)}}, more...)
+}
+func jobEvent(typ string, j *Job, more ...Attr) Event {
+	return Event{Type: typ, Attrs: jobAttrs(j, more...)}
+}
 
 // GetJob reads a job; ok is false if there is none with that id.
 func GetJob(kv KV, id uint64) (*Job, bool, error) {
