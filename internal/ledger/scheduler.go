@@ -191,52 +191,52 @@ func syncString(usync uint64) string {
 	return strings.TrimRight(strings.TrimRight(s, "0"), ".") + " SYNC"
 }
 
-// place tries to assign j; it records the reason when it cannot.
-func place(o *Overlay, j *Job, p Params, info BlockInfo) ([]Event, error) {
-	s := &j.Spec
+// findCandidates returns the providers that can run s now, best first,
+// and the tally of why the others cannot. It only reads.
+func findCandidates(kv KV, s *JobSpec, p Params) ([]candidate, *verdict, error) {
 	units := s.Units()
 	classes := s.GPUModels
 	if s.GPUCount == 0 {
 		classes = []string{CPUClass}
 	} else if len(classes) == 0 {
-		classes = indexedGPUClasses(o)
+		classes = indexedGPUClasses(kv)
 	}
 	maxUnit := s.MaxPricePerHour / units
 	var cands []candidate
-	var v verdict
+	v := &verdict{}
 	budget := scanLimit
 	for _, class := range classes {
-		cp := classPrefix(class)
-		end := providerIndexKey(class, maxUnit+1, address.Address{})
 		if budget <= 0 {
 			break
 		}
+		cp := classPrefix(class)
+		end := providerIndexKey(class, maxUnit+1, address.Address{})
 		found := 0
 		hasEntries := false
 		var err error
-		o.Iterate(cp, end, func(k, _ []byte) bool {
+		kv.Iterate(cp, end, func(k, _ []byte) bool {
 			hasEntries = true
 			budget--
 			var a address.Address
 			copy(a[:], k[len(k)-address.Len:])
-			pr, e := mustProvider(o, a)
+			pr, e := mustProvider(kv, a)
 			if e != nil {
 				err = e
 				return false
 			}
 			v.seen++
 			price := binary.BigEndian.Uint64(k[len(cp):]) * units
-			if fits(pr, s, class, p, &v) {
+			if fits(pr, s, class, p, v) {
 				cands = append(cands, candidate{p: pr, price: price})
 				found++
 			}
 			return found < candidatesPerClass && budget > 0
 		})
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		// The cheapest ask above the ceiling, for the reason.
-		o.Iterate(end, prefixEnd(cp), func(k, _ []byte) bool {
+		kv.Iterate(end, prefixEnd(cp), func(k, _ []byte) bool {
 			hasEntries = true
 			if price := binary.BigEndian.Uint64(k[len(cp):]) * units; v.cheapestAbove == 0 || price < v.cheapestAbove {
 				v.cheapestAbove = price
@@ -246,18 +246,6 @@ func place(o *Overlay, j *Job, p Params, info BlockInfo) ([]Event, error) {
 		if hasEntries {
 			v.classes++
 		}
-	}
-	replicas := int(s.PlannedReplicas())
-	if len(cands) < replicas {
-		reason := v.String(s)
-		if len(cands) > 0 {
-			reason = fmt.Sprintf("needs %d distinct providers for verification %s, %d fit; %s", replicas, s.Verification, len(cands), reason)
-		}
-		if j.Reason != reason {
-			j.Reason = reason
-			setJob(o, j, j.Deadline)
-		}
-		return nil, nil
 	}
 	for i := range cands {
 		cands[i].score = score(&cands[i], s)
@@ -271,6 +259,92 @@ func place(o *Overlay, j *Job, p Params, info BlockInfo) ([]Event, error) {
 		}
 		return bytes.Compare(a.p.Address[:], b.p.Address[:])
 	})
+	// A provider appears once (at its best) even if several of its
+	// classes fit.
+	seen := make(map[address.Address]bool, len(cands))
+	out := cands[:0]
+	for _, c := range cands {
+		if !seen[c.p.Address] {
+			seen[c.p.Address] = true
+			out = append(out, c)
+		}
+	}
+	return out, v, nil
+}
+
+// unplacedReason explains why a job with these candidates cannot start.
+func unplacedReason(s *JobSpec, cands []candidate, v *verdict) string {
+	reason := v.String(s)
+	if n := len(cands); n > 0 {
+		reason = fmt.Sprintf("needs %d distinct providers for verification %s, %d fit; %s", s.PlannedReplicas(), s.Verification, n, reason)
+	}
+	return reason
+}
+
+// Quote is what a job would get if it were submitted now.
+type Quote struct {
+	Matching     int    `json:"matching"`       // providers that can run it now
+	PricePerHour uint64 `json:"price_per_hour"` // usync per hour of the provider it would get (per replica)
+	Replicas     uint64 `json:"replicas"`
+	// MaxCost is what the job costs if it runs to its timeout at that
+	// price, fee included; Escrow is what submitting it locks.
+	MaxCost uint64       `json:"max_cost"`
+	Escrow  uint64       `json:"escrow"`
+	Reason  string       `json:"reason,omitempty"` // why it would not be placed
+	Best    []QuoteOffer `json:"best"`
+}
+
+// QuoteOffer is one provider a job could get.
+type QuoteOffer struct {
+	Provider     address.Address `json:"provider"`
+	PricePerHour uint64          `json:"price_per_hour"`
+	Score        uint64          `json:"score"`
+}
+
+// QuoteJob answers what submitting s now would give.
+func QuoteJob(kv KV, s *JobSpec) (*Quote, error) {
+	if err := s.Validate(); err != nil {
+		return nil, err
+	}
+	p, err := GetParams(kv)
+	if err != nil {
+		return nil, err
+	}
+	cands, v, err := findCandidates(kv, s, p)
+	if err != nil {
+		return nil, err
+	}
+	q := &Quote{Matching: len(cands), Replicas: s.PlannedReplicas(), Escrow: JobEscrow(s, p), Best: []QuoteOffer{}}
+	if uint64(len(cands)) < q.Replicas {
+		q.Reason = unplacedReason(s, cands, v)
+	}
+	for i, c := range cands {
+		if uint64(i) < q.Replicas {
+			q.PricePerHour = max(q.PricePerHour, c.price)
+			cost := mulDiv(c.price, s.TimeoutSeconds, 3600)
+			q.MaxCost += cost + mulDiv(cost, p.ProtocolFeeBps, 10_000)
+		}
+		if i < 5 {
+			q.Best = append(q.Best, QuoteOffer{Provider: c.p.Address, PricePerHour: c.price, Score: c.score})
+		}
+	}
+	return q, nil
+}
+
+// place tries to assign j; it records the reason when it cannot.
+func place(o *Overlay, j *Job, p Params, info BlockInfo) ([]Event, error) {
+	cands, v, err := findCandidates(o, &j.Spec, p)
+	if err != nil {
+		return nil, err
+	}
+	replicas := int(j.Spec.PlannedReplicas())
+	if len(cands) < replicas {
+		if reason := unplacedReason(&j.Spec, cands, v); j.Reason != reason {
+			j.Reason = reason
+			setJob(o, j, j.Deadline)
+		}
+		return nil, nil
+	}
 	now := info.Time.Unix()
 	old := j.Deadline
 	var names []string
