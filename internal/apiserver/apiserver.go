@@ -4,6 +4,7 @@
 package apiserver
 
 import (
+	"bytes"
 	"context"
 	"encoding/hex"
 	"encoding/json"
@@ -60,6 +61,10 @@ func New(chain Chain, log *slog.Logger) *Server {
 	s.mux.HandleFunc("GET /v1/providers", s.providers)
 	s.mux.HandleFunc("GET /v1/providers/{addr}", s.provider)
 	s.mux.HandleFunc("GET /v1/offers", s.offersList)
+	s.mux.HandleFunc("GET /v1/providers/{addr}/jobs", s.providerJobs)
+	s.mux.HandleFunc("GET /v1/jobs/{id}", s.job)
+	s.mux.HandleFunc("GET /v1/jobs", s.jobs)
+	s.mux.HandleFunc("POST /v1/quote", s.quote)
 	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, 0, fmt.Sprintf("no such endpoint: %s %s", r.Method, r.URL.Path))
 	})
@@ -105,6 +110,8 @@ type ErrorBody struct {
 	Error string `json:"error"`
 	Code  uint32 `json:"code,omitempty"`
 }
+
+func bytesReader(b []byte) io.Reader { return bytes.NewReader(b) }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {
 	w.Header().Set("Content-Type", "application/json")

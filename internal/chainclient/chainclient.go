@@ -229,3 +229,37 @@ func (c *Client) Params(ctx context.Context) (*ledger.Params, error) {
 	_, err := c.do(ctx, http.MethodGet, "/v1/params", nil, &p)
 	return &p, err
 }
+
+// Job returns a job; IsNotFound(err) when there is none.
+func (c *Client) Job(ctx context.Context, id uint64) (*ledger.Job, error) {
+	var j ledger.Job
+	if _, err := c.do(ctx, http.MethodGet, fmt.Sprintf("/v1/jobs/%d", id), nil, &j); err != nil {
+		return nil, err
+	}
+	return &j, nil
+}
+
+// Jobs returns owner's jobs, newest first.
+func (c *Client) Jobs(ctx context.Context, owner address.Address, limit int) (*apiserver.JobList, error) {
+	var out apiserver.JobList
+	_, err := c.do(ctx, http.MethodGet, fmt.Sprintf("/v1/jobs?owner=%s&limit=%d", owner, limit), nil, &out)
+	return &out, err
+}
+
+// ProviderJobs returns the unfinished jobs assigned to a provider.
+func (c *Client) ProviderJobs(ctx context.Context, provider address.Address) (*apiserver.JobList, error) {
+	var out apiserver.JobList
+	_, err := c.do(ctx, http.MethodGet, "/v1/providers/"+provider.String()+"/jobs", nil, &out)
+	return &out, err
+}
+
+// Quote asks what submitting spec now would give.
+func (c *Client) Quote(ctx context.Context, spec *ledger.JobSpec) (*ledger.Quote, error) {
+	b, err := json.Marshal(spec)
+	if err != nil {
+		return nil, err
+	}
+	var q ledger.Quote
+	_, err = c.do(ctx, http.MethodPost, "/v1/quote", b, &q)
+	return &q, err
+}
