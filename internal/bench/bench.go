@@ -6,6 +6,10 @@
 // ratio is the figure to track: on a shared, noisy machine the absolute
 // rates move with the load of everything else, the ratio much less.
 //
+// Txs reach the node either as clients send them, through CometBFT's RPC
+// (broadcast_tx_sync over loopback HTTP, the default), or straight into its
+// mempool in process; see Options.Submit.
+//
 // It is the engine of `gpunet bench ledger` and of the Go benchmarks in this
 // package. It builds its CometBFT nodes itself (homes written by
 // validator.Init, a node configuration mirroring validator.Start's) so that
@@ -27,7 +31,6 @@ import (
 	"time"
 
 	abci "github.com/cometbft/cometbft/abci/types"
-	"github.com/cometbft/cometbft/mempool"
 	cmttypes "github.com/cometbft/cometbft/types"
 
 	"github.com/gpunet/gpunet/internal/abciapp"
@@ -35,11 +38,15 @@ import (
 
 // Defaults of Options.
 const (
-	DefaultTxs        = 20000
-	DefaultSenders    = 200
-	DefaultBlockTime  = 20 * time.Millisecond
-	DefaultSubmitters = 2
-	DefaultTimeout    = 5 * time.Minute
+	DefaultTxs       = 20000
+	DefaultSenders   = 200
+	DefaultBlockTime = 20 * time.Millisecond
+	DefaultSubmit    = SubmitRPC
+	// Submitters by mode: an RPC round trip leaves a goroutine waiting on
+	// the network, so that mode needs more of them in flight.
+	DefaultRPCSubmitters     = 8
+	DefaultMempoolSubmitters = 2
+	DefaultTimeout           = 5 * time.Minute
 )
 
 // Target is the acceptance target: the ledger's rate and its ratio to the
@@ -61,8 +68,13 @@ type Options struct {
 	Senders int
 	// BlockTime is CometBFT's timeout_commit, the same for both phases.
 	BlockTime time.Duration
-	// Submitters is the number of goroutines pushing txs into the mempool.
-	// Each sender's txs all go through one of them, in sequence order.
+	// Submit is how txs reach the node: SubmitRPC (default) or
+	// SubmitMempool.
+	Submit string
+	// Submitters is the number of goroutines submitting txs, each waiting
+	// for CheckTx's verdict on a tx before sending its next; zero means
+	// DefaultRPCSubmitters or DefaultMempoolSubmitters, by Submit. Each
+	// sender's txs all go through one of them, in sequence order.
 	Submitters int
 	// Dir receives the phases' homes (DIR/ledger, DIR/kvstore), which are
 	// kept; empty means a temporary directory removed afterwards.
@@ -87,13 +99,21 @@ func (o *Options) Validate() error {
 	if o.BlockTime == 0 {
 		o.BlockTime = DefaultBlockTime
 	}
+	if o.Submit == "" {
+		o.Submit = DefaultSubmit
+	}
 	if o.Submitters == 0 {
-		o.Submitters = DefaultSubmitters
+		o.Submitters = DefaultMempoolSubmitters
+		if o.Submit == SubmitRPC {
+			o.Submitters = DefaultRPCSubmitters
+		}
 	}
 	if o.Timeout == 0 {
 		o.Timeout = DefaultTimeout
 	}
 	switch {
+	case o.Submit != SubmitRPC && o.Submit != SubmitMempool:
+		return fmt.Errorf("submission mode %q: want %q or %q", o.Submit, SubmitRPC, SubmitMempool)
 	case o.Txs < 1 || o.Txs > 1_000_000:
 		return fmt.Errorf("txs %d out of range [1, 1000000]", o.Txs)
 	case o.Senders < 1 || o.Senders > 100_000:
@@ -113,6 +133,7 @@ type Result struct {
 	TxBytes     float64       `json:"tx_bytes_avg"`
 	Senders     int           `json:"senders"`
 	BlockTime   string        `json:"block_time"`
+	Submit      string        `json:"submit"` // "rpc" or "mempool"
 	Submitters  int           `json:"submitters"`
 	GOMAXPROCS  int           `json:"gomaxprocs"`
 	Ledger      Phase         `json:"ledger"`
@@ -152,10 +173,13 @@ type Phase struct {
 	// CPUCores is the process's CPU time over the phase's elapsed time:
 	// near GOMAXPROCS means CPU-bound; well below means waiting (or a
 	// machine busy with other work).
-	CPUCores   float64 `json:"cpu_cores"`
-	Rejected   int     `json:"rejected"` // refused by CheckTx
-	Failed     int     `json:"failed"`   // in a block with a non-zero code
-	FirstError string  `json:"first_error,omitempty"`
+	CPUCores float64 `json:"cpu_cores"`
+	// RPCConns is the number of TCP connections the RPC clients opened:
+	// about one per submitter when HTTP keep-alive works (rpc mode only).
+	RPCConns   int64  `json:"rpc_connections,omitempty"`
+	Rejected   int    `json:"rejected"` // refused by CheckTx
+	Failed     int    `json:"failed"`   // in a block with a non-zero code
+	FirstError string `json:"first_error,omitempty"`
 }
 
 // Run runs both phases: the ledger first, then the kvstore.
@@ -204,6 +228,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		TxBytes:    float64(total) / float64(o.Txs),
 		Senders:    o.Senders,
 		BlockTime:  o.BlockTime.String(),
+		Submit:     o.Submit,
 		Submitters: o.Submitters,
 		GOMAXPROCS: runtime.GOMAXPROCS(0),
 		Target:     Target,
@@ -278,7 +303,7 @@ func runPhase(ctx context.Context, name, home string, app abci.Application, clos
 	}
 
 	timed := &timedApp{Application: app}
-	node, err := startNode(ctx, home, o.BlockTime, len(txs), timed)
+	node, err := startNode(ctx, home, o.Submit == SubmitRPC, o.BlockTime, len(txs), timed)
 	if err != nil {
 		closeApp()
 		return ph, err
@@ -323,7 +348,17 @@ func runPhase(ctx context.Context, name, home string, app abci.Application, clos
 		}
 		errMu.Unlock()
 	}
-	mp := node.Mempool()
+	// One submit function per lane, made before the clock starts.
+	var dials atomic.Int64
+	submits := make([]submitFunc, len(lanes))
+	for g := range lanes {
+		submit, release, err := node.submitter(o.Submit, &dials)
+		if err != nil {
+			return ph, err
+		}
+		defer release()
+		submits[g] = submit
+	}
 	subDone := make(chan struct{})
 	var wg sync.WaitGroup
 	stopProfile := func() {}
@@ -337,7 +372,8 @@ func runPhase(ctx context.Context, name, home string, app abci.Application, clos
 	}
 	cpu0 := processCPU()
 	start := time.Now()
-	for _, lane := range lanes {
+	for g, lane := range lanes {
+		submit := submits[g]
 		wg.Go(func() {
 			for _, i := range lane {
 				for {
@@ -345,23 +381,20 @@ func runPhase(ctx context.Context, name, home string, app abci.Application, clos
 						return
 					}
 					submitted[i] = time.Now()
-					rr, err := mp.CheckTx(txs[i], "")
-					var full mempool.ErrMempoolIsFull
-					if errors.As(err, &full) {
+					code, log, err := submit(ctx, txs[i])
+					if errors.Is(err, errMempoolFull) {
 						time.Sleep(time.Millisecond)
 						continue
 					}
 					if err != nil {
+						if ctx.Err() != nil {
+							return
+						}
 						rejected.Add(1)
 						noteErr(fmt.Sprintf("tx %d: %v", i, err), nil)
-						break
-					}
-					rr.Wait()
-					if r := rr.Response.GetCheckTx(); r == nil || r.Code != abci.CodeTypeOK {
+					} else if code != abci.CodeTypeOK {
 						rejected.Add(1)
-						if r != nil {
-							noteErr(fmt.Sprintf("tx %d: CheckTx code %d: %s", i, r.Code, r.Log), nil)
-						}
+						noteErr(fmt.Sprintf("tx %d: CheckTx code %d: %s", i, code, log), nil)
 					}
 					break
 				}
@@ -432,6 +465,7 @@ func runPhase(ctx context.Context, name, home string, app abci.Application, clos
 	ph.CPUCores = cpu.Seconds() / elapsed.Seconds()
 	ph.Blocks, ph.MaxBlockTxs, ph.Failed = blocks, maxTxs, failed
 	ph.Rejected = int(rejected.Load())
+	ph.RPCConns = dials.Load()
 	ph.FirstError = firstErr
 	var lat []time.Duration
 	for i := range txs {

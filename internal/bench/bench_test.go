@@ -13,29 +13,77 @@ import (
 var (
 	flagTxs       = flag.Int("bench.txs", DefaultTxs, "txs per phase in BenchmarkLedgerVsKVStore")
 	flagBlockTime = flag.Duration("bench.blocktime", DefaultBlockTime, "block time in BenchmarkLedgerVsKVStore")
+	flagSubmit    = flag.String("bench.submit", DefaultSubmit, "submission mode in BenchmarkLedgerVsKVStore: rpc or mempool")
 )
 
-// TestBenchSmall runs both phases with a few hundred txs: both must finish
-// and every ledger transfer must succeed.
+// TestBenchSmall runs both phases with a few hundred txs in each submission
+// mode: both must finish and every ledger transfer must succeed.
 func TestBenchSmall(t *testing.T) {
-	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
-	defer cancel()
-	res, err := Run(ctx, Options{Txs: 500, Senders: 50, BlockTime: 10 * time.Millisecond, Dir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
+	for _, mode := range []string{SubmitRPC, SubmitMempool} {
+		t.Run(mode, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
+			defer cancel()
+			res, err := Run(ctx, Options{Txs: 300, Senders: 50, BlockTime: 10 * time.Millisecond, Submit: mode, Dir: t.TempDir()})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.Submit != mode {
+				t.Errorf("result says submission %q, want %q", res.Submit, mode)
+			}
+			wantSubmitters := DefaultMempoolSubmitters
+			if mode == SubmitRPC {
+				wantSubmitters = DefaultRPCSubmitters
+			}
+			if res.Submitters != wantSubmitters {
+				t.Errorf("%d submitters, want the mode's default %d", res.Submitters, wantSubmitters)
+			}
+			for _, p := range []Phase{res.Ledger, res.KVStore} {
+				if p.Rejected != 0 || p.Failed != 0 {
+					t.Errorf("%s: %d rejected, %d failed; first: %s", p.App, p.Rejected, p.Failed, p.FirstError)
+				}
+				if p.TxPerS <= 0 || p.Blocks == 0 || p.LatencyP50Ms <= 0 || p.LatencyP99Ms < p.LatencyP50Ms {
+					t.Errorf("%s: implausible figures %+v", p.App, p)
+				}
+				// Over RPC, each submitter's client keeps its connection
+				// alive for all its txs (net/http may now and then dial a
+				// spare one when a request starts before the last response's
+				// connection is back in the idle pool); in process there is
+				// none.
+				switch {
+				case mode == SubmitRPC && (p.RPCConns < int64(res.Submitters) || p.RPCConns > int64(res.Txs/10)):
+					t.Errorf("%s: %d RPC connections opened for %d txs from %d submitters: keep-alive broken?", p.App, p.RPCConns, res.Txs, res.Submitters)
+				case mode == SubmitMempool && p.RPCConns != 0:
+					t.Errorf("%s: %d RPC connections opened in mempool mode", p.App, p.RPCConns)
+				}
+			}
+			if res.Ratio <= 0 {
+				t.Errorf("ratio %v", res.Ratio)
+			}
+			t.Logf("%s: ledger %.0f tx/s, kvstore %.0f tx/s, ratio %.2f", mode, res.Ledger.TxPerS, res.KVStore.TxPerS, res.Ratio)
+		})
 	}
-	for _, p := range []Phase{res.Ledger, res.KVStore} {
-		if p.Rejected != 0 || p.Failed != 0 {
-			t.Errorf("%s: %d rejected, %d failed; first: %s", p.App, p.Rejected, p.Failed, p.FirstError)
+}
+
+func TestOptionsSubmit(t *testing.T) {
+	for _, c := range []struct {
+		submit, want string
+		submitters   int
+		ok           bool
+	}{
+		{"", SubmitRPC, DefaultRPCSubmitters, true},
+		{SubmitRPC, SubmitRPC, DefaultRPCSubmitters, true},
+		{SubmitMempool, SubmitMempool, DefaultMempoolSubmitters, true},
+		{"grpc", "grpc", DefaultMempoolSubmitters, false},
+	} {
+		o := Options{Submit: c.submit}
+		err := o.Validate()
+		if (err == nil) != c.ok {
+			t.Errorf("submit %q: error %v, want ok %v", c.submit, err, c.ok)
 		}
-		if p.TxPerS <= 0 || p.Blocks == 0 || p.LatencyP50Ms <= 0 || p.LatencyP99Ms < p.LatencyP50Ms {
-			t.Errorf("%s: implausible figures %+v", p.App, p)
+		if o.Submit != c.want || o.Submitters != c.submitters {
+			t.Errorf("submit %q: got %q with %d submitters, want %q with %d", c.submit, o.Submit, o.Submitters, c.want, c.submitters)
 		}
 	}
-	if res.Ratio <= 0 {
-		t.Errorf("ratio %v", res.Ratio)
-	}
-	t.Logf("ledger %.0f tx/s, kvstore %.0f tx/s, ratio %.2f", res.Ledger.TxPerS, res.KVStore.TxPerS, res.Ratio)
 }
 
 func TestKVStoreTxsMatchSizes(t *testing.T) {
@@ -58,12 +106,12 @@ func TestKVStoreTxsMatchSizes(t *testing.T) {
 }
 
 // BenchmarkLedgerVsKVStore is `gpunet bench ledger` as a Go benchmark:
-// each iteration runs both phases. Set the load with -bench.txs and
-// -bench.blocktime.
+// each iteration runs both phases. Set the load with -bench.txs,
+// -bench.blocktime and -bench.submit.
 func BenchmarkLedgerVsKVStore(b *testing.B) {
 	var ledgerRate, kvRate, ratio, p50, p99 float64
 	for i := 0; i < b.N; i++ {
-		res, err := Run(b.Context(), Options{Txs: *flagTxs, BlockTime: *flagBlockTime})
+		res, err := Run(b.Context(), Options{Txs: *flagTxs, BlockTime: *flagBlockTime, Submit: *flagSubmit})
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -40,10 +40,10 @@ func initHome(home string, g ledger.Genesis, blockTime time.Duration) error {
 }
 
 // cometConfig mirrors validator's node configuration (cmtConfig in
-// internal/validator/node.go) for a lone validator, with the RPC listener off
-// (the benchmark talks to the node in process), the block time given, and
-// a mempool that holds at least txs (so that no tx is ever turned away).
-func cometConfig(home string, blockTime time.Duration, txs int) (*cmtcfg.Config, error) {
+// internal/validator/node.go) for a lone validator, with CometBFT's RPC
+// listening on rpcAddr (host:port; empty turns it off), the block time given,
+// and a mempool that holds at least txs (so that no tx is ever turned away).
+func cometConfig(home, rpcAddr string, blockTime time.Duration, txs int) (*cmtcfg.Config, error) {
 	p2pAddr, err := validator.FreeAddr()
 	if err != nil {
 		return nil, err
@@ -56,6 +56,9 @@ func cometConfig(home string, blockTime time.Duration, txs int) (*cmtcfg.Config,
 	cfg.P2P.AllowDuplicateIP = true
 	cfg.P2P.PexReactor = false
 	cfg.RPC.ListenAddress = ""
+	if rpcAddr != "" {
+		cfg.RPC.ListenAddress = "tcp://" + rpcAddr
+	}
 	cfg.GRPC.ListenAddress = ""
 	cfg.Instrumentation.Prometheus = false
 	cfg.Consensus.TimeoutCommit = blockTime
@@ -77,19 +80,31 @@ func clamp(v, lo, hi time.Duration) time.Duration { return max(lo, min(v, hi)) }
 // benchNode is a running CometBFT node and the stores it leaves open.
 type benchNode struct {
 	*nm.Node
+	// rpcAddr is where CometBFT's RPC listens (host:port), if it does.
+	rpcAddr string
 	// CometBFT v1.0.1 never closes the tx indexer's store (node.OnStop
 	// closes the block, state and evidence stores only); left open, its
 	// background compactions crash the process once the home is removed.
+	// Each is guarded: see validator.GuardDB.
 	leaked []dbm.DB
 }
 
-// startNode starts a CometBFT node on home running app in process. Both
+// startNode starts a CometBFT node on home running app in process, with its
+// RPC listening on a free loopback port when rpc is set. Both
 // phases use the unsynchronised local client (as validator.Start does for
 // the ledger): the apps' CheckTx may run beside FinalizeBlock, and CometBFT
 // itself serialises consensus calls and holds the mempool lock across
 // Commit and the recheck that follows it.
-func startNode(ctx context.Context, home string, blockTime time.Duration, txs int, app abci.Application) (*benchNode, error) {
-	cfg, err := cometConfig(home, blockTime, txs)
+func startNode(ctx context.Context, home string, rpc bool, blockTime time.Duration, txs int, app abci.Application) (*benchNode, error) {
+	var rpcAddr string
+	if rpc {
+		a, err := validator.FreeAddr()
+		if err != nil {
+			return nil, err
+		}
+		rpcAddr = a
+	}
+	cfg, err := cometConfig(home, rpcAddr, blockTime, txs)
 	if err != nil {
 		return nil, err
 	}
@@ -98,11 +113,13 @@ func startNode(ctx context.Context, home string, blockTime time.Duration, txs in
 	if err != nil {
 		return nil, fmt.Errorf("node key: %w", err)
 	}
-	bn := &benchNode{}
+	bn := &benchNode{rpcAddr: rpcAddr}
 	dbProvider := func(c *cmtcfg.DBContext) (dbm.DB, error) {
-		db, err := quietDBProvider(c)
+		db, err := validator.QuietDBProvider(c)
 		if err == nil && c.ID == "tx_index" {
-			bn.leaked = append(bn.leaked, db)
+			g := validator.GuardDB(db)
+			bn.leaked = append(bn.leaked, g)
+			return g, nil
 		}
 		return db, err
 	}
@@ -142,15 +159,6 @@ func (n *benchNode) closeLeaked() error {
 	}
 	n.leaked = nil
 	return errors.Join(errs...)
-}
-
-// quietDBProvider opens CometBFT's stores as validator.Start does: like
-// CometBFT's default provider, with Pebble's routine logging kept quiet.
-func quietDBProvider(c *cmtcfg.DBContext) (dbm.DB, error) {
-	if c.Config.DBBackend != string(dbm.PebbleDBBackend) {
-		return cmtcfg.DefaultDBProvider(c)
-	}
-	return dbm.NewPebbleDBWithOpts(c.ID, c.Config.DBDir(), &pebble.Options{Logger: abciapp.QuietPebbleLogger{}})
 }
 
 // openKVStore opens CometBFT's kvstore example app persisting in dir, as

@@ -102,9 +102,10 @@ func Start(ctx context.Context, home string, o StartOptions) (*Node, error) {
 	// close it in Stop, or a node cannot be restarted in the same process.
 	var txIndex dbm.DB
 	dbProvider := func(c *cmtcfg.DBContext) (dbm.DB, error) {
-		db, err := quietDBProvider(c)
+		db, err := QuietDBProvider(c)
 		if err == nil && c.ID == "tx_index" {
-			txIndex = db
+			txIndex = GuardDB(db)
+			return txIndex, nil
 		}
 		return db, err
 	}
@@ -136,9 +137,9 @@ func Start(ctx context.Context, home string, o StartOptions) (*Node, error) {
 	return node, nil
 }
 
-// quietDBProvider opens CometBFT's stores like its default provider does,
+// QuietDBProvider opens CometBFT's stores like its default provider does,
 // with Pebble's routine logging (WAL recovery after a crash) kept quiet.
-func quietDBProvider(ctx *cmtcfg.DBContext) (dbm.DB, error) {
+func QuietDBProvider(ctx *cmtcfg.DBContext) (dbm.DB, error) {
 	if ctx.Config.DBBackend != string(dbm.PebbleDBBackend) {
 		return cmtcfg.DefaultDBProvider(ctx)
 	}
