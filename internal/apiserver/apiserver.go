@@ -71,6 +71,10 @@ func New(chain Chain, log *slog.Logger) *Server {
 	return s
 }
 
+// Handle mounts another handler on the API (the blob gateway, the
+// dashboard), with http.ServeMux patterns.
+func (s *Server) Handle(pattern string, h http.Handler) { s.mux.Handle(pattern, h) }
+
 // ServeHTTP implements http.Handler.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.mux.ServeHTTP(w, r) }
 
