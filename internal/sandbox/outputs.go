@@ -1,0 +1,268 @@
+package sandbox
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+)
+
+// Errors an OutputError wraps, for callers that need to tell them apart.
+var (
+	ErrOutputPath     = errors.New("invalid output path")
+	ErrOutputMissing  = errors.New("missing")
+	ErrOutputSymlink  = errors.New("is a symbolic link")
+	ErrOutputEscapes  = errors.New("escapes the work dir")
+	ErrOutputTooLarge = errors.New("outputs exceed the disk limit")
+)
+
+// OutputError is a problem with a declared output that is the job's doing
+// (it did not write it, wrote a symbolic link, wrote too much). Executors
+// turn it into a failed Result whose Reason is its message; any other error
+// from CollectOutputs is the provider's.
+type OutputError struct {
+	Path string // the guest path, as declared or as found under it
+	Err  error  // one of the ErrOutput… values, possibly wrapped
+}
+
+func (e *OutputError) Error() string {
+	if errors.Is(e.Err, ErrOutputMissing) {
+		return "output " + e.Path + " missing"
+	}
+	return "output " + e.Path + ": " + e.Err.Error()
+}
+
+func (e *OutputError) Unwrap() error { return e.Err }
+
+// maxGuestPath bounds the length of a guest path; Linux's PATH_MAX.
+const maxGuestPath = 4096
+
+// CleanGuestPath checks a guest path from a job spec and returns it in
+// canonical form. It must be absolute ("/out"), must not contain a ".."
+// element, a NUL byte or a backslash, and is returned cleaned ("//out/./x/"
+// becomes "/out/x"). "/" means the whole work directory. The checks are
+// lexical; CollectOutputs also refuses paths that leave the work directory
+// through symbolic links.
+func CleanGuestPath(p string) (string, error) {
+	switch {
+	case p == "":
+		return "", fmt.Errorf("%w: empty", ErrOutputPath)
+	case len(p) > maxGuestPath:
+		return "", fmt.Errorf("%w: longer than %d bytes", ErrOutputPath, maxGuestPath)
+	case !strings.HasPrefix(p, "/"):
+		return "", fmt.Errorf("%w: %q is not absolute", ErrOutputPath, p)
+	case strings.ContainsAny(p, "\x00\\"):
+		return "", fmt.Errorf("%w: %q contains a NUL byte or a backslash", ErrOutputPath, p)
+	}
+	for _, el := range strings.Split(p, "/") {
+		if el == ".." {
+			return "", fmt.Errorf("%w: %q contains \"..\"", ErrOutputPath, p)
+		}
+	}
+	return path.Clean(p), nil
+}
+
+// CollectOutputs copies the declared outputs of a job out of workDir into
+// dst, each at its guest path (the guest's "/out/a.txt" becomes
+// dst/out/a.txt); dst is created if needed. Outputs may be files or
+// directories; an output nested in another is collected once.
+//
+// It is safe against a hostile job: paths go through CleanGuestPath and are
+// resolved inside workDir with an os.Root, so neither ".." nor a symbolic
+// link can make it read outside; a declared output that is a symbolic link
+// is refused, and symbolic links, devices, pipes and sockets inside an
+// output directory are skipped. maxBytes, if not 0, bounds the total size of
+// the files copied, checked while copying.
+//
+// Problems that are the job's doing are returned as an *OutputError (the
+// first one met; what was copied before it stays in dst). Other errors are
+// the provider's.
+func CollectOutputs(workDir string, outputs []string, dst string, maxBytes uint64) error {
+	cleaned := make([]string, 0, len(outputs))
+	for _, o := range outputs {
+		c, err := CleanGuestPath(o)
+		if err != nil {
+			return &OutputError{Path: o, Err: err}
+		}
+		cleaned = append(cleaned, c)
+	}
+	cleaned = outermost(cleaned)
+
+	if err := os.MkdirAll(dst, 0o755); err != nil {
+		return fmt.Errorf("create output dir: %w", err)
+	}
+	root, err := os.OpenRoot(workDir)
+	if err != nil {
+		return fmt.Errorf("open work dir: %w", err)
+	}
+	defer root.Close()
+
+	c := &collector{root: root, dst: dst, limit: maxBytes}
+	for _, p := range cleaned {
+		rel := strings.TrimPrefix(p, "/")
+		if rel == "" {
+			rel = "."
+		}
+		st, err := root.Lstat(rel)
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+			return &OutputError{Path: p, Err: ErrOutputMissing}
+		case err != nil:
+			// os.Root refuses components that are symbolic links leading
+			// out of the root; that, or an unreadable path, is the job's.
+			return &OutputError{Path: p, Err: fmt.Errorf("%w: %v", ErrOutputEscapes, err)}
+		case st.Mode()&fs.ModeSymlink != 0:
+			return &OutputError{Path: p, Err: ErrOutputSymlink}
+		}
+		if err := c.copy(rel, st); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// outermost sorts paths and drops those inside another one.
+func outermost(paths []string) []string {
+	sort.Strings(paths)
+	var out []string
+	for _, p := range paths {
+		if n := len(out); n > 0 {
+			last := out[n-1]
+			if p == last || last == "/" || strings.HasPrefix(p, last+"/") {
+				continue
+			}
+		}
+		out = append(out, p)
+	}
+	return out
+}
+
+type collector struct {
+	root  *os.Root
+	dst   string
+	limit uint64 // 0: none
+	used  uint64
+}
+
+// copy copies rel (already Lstat'ed as st) from the root into dst.
+func (c *collector) copy(rel string, st fs.FileInfo) error {
+	target := filepath.Join(c.dst, filepath.FromSlash(rel))
+	switch {
+	case st.IsDir():
+		if err := os.MkdirAll(target, 0o755); err != nil {
+			return fmt.Errorf("create output dir: %w", err)
+		}
+		d, err := c.root.Open(rel)
+		if err != nil {
+			return &OutputError{Path: guestPath(rel), Err: err}
+		}
+		entries, err := d.ReadDir(-1)
+		d.Close()
+		if err != nil {
+			return &OutputError{Path: guestPath(rel), Err: err}
+		}
+		// Name order, so that which file trips a limit does not depend on
+		// the host file system.
+		slices.SortFunc(entries, func(a, b fs.DirEntry) int { return strings.Compare(a.Name(), b.Name()) })
+		for _, e := range entries {
+			if !e.Type().IsDir() && !e.Type().IsRegular() {
+				continue // symbolic links, devices, pipes, sockets
+			}
+			child := path.Join(rel, e.Name())
+			info, err := c.root.Lstat(child)
+			if err != nil {
+				return &OutputError{Path: guestPath(child), Err: err}
+			}
+			if err := c.copy(child, info); err != nil {
+				return err
+			}
+		}
+		return nil
+	case st.Mode().IsRegular():
+		return c.copyFile(rel, st, target)
+	default:
+		return nil
+	}
+}
+
+func (c *collector) copyFile(rel string, st fs.FileInfo, target string) error {
+	if err := os.MkdirAll(filepath.Dir(target), 0o755); err != nil {
+		return fmt.Errorf("create output dir: %w", err)
+	}
+	src, err := c.root.Open(rel)
+	if err != nil {
+		return &OutputError{Path: guestPath(rel), Err: err}
+	}
+	defer src.Close()
+	mode := fs.FileMode(0o644)
+	if st.Mode()&0o111 != 0 {
+		mode = 0o755
+	}
+	out, err := os.OpenFile(target, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, mode)
+	if err != nil {
+		return fmt.Errorf("create output file: %w", err)
+	}
+	var r io.Reader = src
+	if c.limit > 0 {
+		// Read one byte more than allowed to notice a file that grew.
+		r = io.LimitReader(src, int64(min(c.limit-c.used+1, 1<<62)))
+	}
+	n, err := io.Copy(out, r)
+	c.used += uint64(n)
+	if cerr := out.Close(); err == nil && cerr != nil {
+		return fmt.Errorf("write output file: %w", cerr)
+	}
+	if err != nil {
+		var pe *fs.PathError
+		if errors.As(err, &pe) && pe.Op == "write" {
+			return fmt.Errorf("write output file: %w", err)
+		}
+		return &OutputError{Path: guestPath(rel), Err: err}
+	}
+	if c.limit > 0 && c.used > c.limit {
+		return &OutputError{Path: guestPath(rel), Err: fmt.Errorf("%w of %s", ErrOutputTooLarge, FormatBytes(c.limit))}
+	}
+	return nil
+}
+
+func guestPath(rel string) string {
+	if rel == "." {
+		return "/"
+	}
+	return "/" + rel
+}
+
+// Finish ends a run the way every executor must: it collects job.Outputs
+// into a new directory beside job.WorkDir, records it in res.OutputDir, and
+// turns a clean exit whose outputs are missing or too large into a failure
+// whose Reason names the output. It sets res.Finished. An error is the
+// provider's; res.OutputDir is then empty and nothing is left behind.
+func Finish(job *Job, res *Result) error {
+	work := filepath.Clean(job.WorkDir)
+	dir, err := os.MkdirTemp(filepath.Dir(work), filepath.Base(work)+".out-")
+	if err != nil {
+		return fmt.Errorf("create output dir: %w", err)
+	}
+	err = CollectOutputs(work, job.Outputs, dir, job.Limits.DiskBytes)
+	var oe *OutputError
+	switch {
+	case errors.As(err, &oe):
+		if !res.Failed {
+			res.Failed = true
+			res.Reason = oe.Error()
+		}
+	case err != nil:
+		os.RemoveAll(dir)
+		return err
+	}
+	res.OutputDir = dir
+	res.Finished = time.Now()
+	return nil
+}

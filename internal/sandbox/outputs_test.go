@@ -1,0 +1,217 @@
+package sandbox_test
+
+import (
+	"errors"
+	"io/fs"
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gpunet/gpunet/internal/sandbox"
+)
+
+// workTree makes base/work holding outputs, symbolic links that stay inside
+// and that lead out, and base/outside/secret.txt next to it. It returns the
+// work dir.
+func workTree(t testing.TB) string {
+	t.Helper()
+	base := t.TempDir()
+	work := filepath.Join(base, "work")
+	files := map[string]string{
+		"work/out/a.txt":        "A",
+		"work/out/sub/b.txt":    "BB",
+		"work/result.txt":       "R",
+		"work/in/input.txt":     "input",
+		"outside/secret.txt":    "SECRET",
+		"outside/dir/other.txt": "SECRET",
+	}
+	for name, content := range files {
+		p := filepath.Join(base, filepath.FromSlash(name))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	links := map[string]string{
+		"work/out/escape":   "../../outside/secret.txt",
+		"work/out/abs":      filepath.Join(base, "outside"),
+		"work/out/inside":   "a.txt",
+		"work/linkdir":      "../outside",
+		"work/outlink":      "out",
+		"work/result2.txt":  "result.txt",
+		"work/out/sub/loop": "../sub",
+	}
+	for name, target := range links {
+		if err := os.Symlink(target, filepath.Join(base, filepath.FromSlash(name))); err != nil {
+			t.Skip("cannot create symbolic links here:", err)
+		}
+	}
+	return work
+}
+
+// tree lists the regular files under dir with their contents.
+func tree(t testing.TB, dir string) map[string]string {
+	t.Helper()
+	got := map[string]string{}
+	if _, err := os.Stat(dir); errors.Is(err, fs.ErrNotExist) {
+		return got
+	}
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.Type()&fs.ModeSymlink != 0 {
+			t.Errorf("collected a symbolic link: %s", p)
+		}
+		if d.Type().IsRegular() {
+			b, err := os.ReadFile(p)
+			if err != nil {
+				return err
+			}
+			rel, _ := filepath.Rel(dir, p)
+			got[filepath.ToSlash(rel)] = string(b)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return got
+}
+
+func TestCollectOutputs(t *testing.T) {
+	work := workTree(t)
+	outFiles := map[string]string{"out/a.txt": "A", "out/sub/b.txt": "BB"}
+	tests := []struct {
+		name    string
+		outputs []string
+		max     uint64
+		want    map[string]string // files collected
+		wantErr error             // an ErrOutput… value; nil for success
+		errMsg  string            // a substring of the error
+	}{
+		{name: "directory", outputs: []string{"/out"}, want: outFiles},
+		{name: "nothing declared", outputs: nil, want: map[string]string{}},
+		{name: "file", outputs: []string{"/result.txt"}, want: map[string]string{"result.txt": "R"}},
+		{name: "nested outputs once", outputs: []string{"/out/a.txt", "/out", "/out/sub"}, want: outFiles},
+		{name: "unclean path", outputs: []string{"//out/./sub/"}, want: map[string]string{"out/sub/b.txt": "BB"}},
+		{name: "whole work dir", outputs: []string{"/"}, want: map[string]string{
+			"out/a.txt": "A", "out/sub/b.txt": "BB", "result.txt": "R", "in/input.txt": "input"}},
+		{name: "through a link inside", outputs: []string{"/outlink/a.txt"}, want: map[string]string{"outlink/a.txt": "A"}},
+		{name: "within limit", outputs: []string{"/out"}, max: 3, want: outFiles},
+		{name: "over limit", outputs: []string{"/out"}, max: 2, wantErr: sandbox.ErrOutputTooLarge, errMsg: "output /out/sub/b.txt: outputs exceed the disk limit of 2 B"},
+		{name: "missing", outputs: []string{"/out", "/nope"}, wantErr: sandbox.ErrOutputMissing, errMsg: "output /nope missing"},
+		{name: "declared symlink", outputs: []string{"/result2.txt"}, wantErr: sandbox.ErrOutputSymlink},
+		{name: "symlink to outside dir", outputs: []string{"/linkdir"}, wantErr: sandbox.ErrOutputSymlink},
+		{name: "through a link outside", outputs: []string{"/linkdir/secret.txt"}, wantErr: sandbox.ErrOutputEscapes},
+		{name: "through an absolute link", outputs: []string{"/out/abs/secret.txt"}, wantErr: sandbox.ErrOutputEscapes},
+		{name: "relative", outputs: []string{"out"}, wantErr: sandbox.ErrOutputPath, errMsg: "not absolute"},
+		{name: "dot-dot", outputs: []string{"/../outside/secret.txt"}, wantErr: sandbox.ErrOutputPath},
+		{name: "dot-dot inside", outputs: []string{"/out/../result.txt"}, wantErr: sandbox.ErrOutputPath},
+		{name: "empty", outputs: []string{""}, wantErr: sandbox.ErrOutputPath},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			dst := filepath.Join(t.TempDir(), "dst")
+			err := sandbox.CollectOutputs(work, tc.outputs, dst, tc.max)
+			if tc.wantErr == nil {
+				if err != nil {
+					t.Fatalf("got %v, want success", err)
+				}
+				if got := tree(t, dst); !maps.Equal(got, tc.want) {
+					t.Errorf("collected %v, want %v", got, tc.want)
+				}
+				return
+			}
+			var oe *sandbox.OutputError
+			if !errors.As(err, &oe) || !errors.Is(err, tc.wantErr) {
+				t.Fatalf("got %v, want an *OutputError wrapping %v", err, tc.wantErr)
+			}
+			if !strings.Contains(err.Error(), tc.errMsg) {
+				t.Errorf("got %q, want it to contain %q", err, tc.errMsg)
+			}
+			for p, content := range tree(t, dst) {
+				if content == "SECRET" {
+					t.Errorf("collected %s from outside the work dir", p)
+				}
+			}
+		})
+	}
+}
+
+func TestCleanGuestPath(t *testing.T) {
+	tests := []struct {
+		in, want string // want "" for an error
+	}{
+		{"/out", "/out"},
+		{"/", "/"},
+		{"//out//x/", "/out/x"},
+		{"/./out/.", "/out"},
+		{"/out/..", ""},
+		{"/..", ""},
+		{"/a/../b", ""},
+		{"/a..b", "/a..b"},
+		{"/...", "/..."},
+		{"out", ""},
+		{"./out", ""},
+		{"", ""},
+		{"/out\x00", ""},
+		{`/out\..\..`, ""},
+		{"/" + strings.Repeat("a", 5000), ""},
+	}
+	for _, tc := range tests {
+		got, err := sandbox.CleanGuestPath(tc.in)
+		if tc.want == "" {
+			if err == nil || !errors.Is(err, sandbox.ErrOutputPath) {
+				t.Errorf("CleanGuestPath(%q) = %q, %v; want an ErrOutputPath", tc.in, got, err)
+			}
+			continue
+		}
+		if err != nil || got != tc.want {
+			t.Errorf("CleanGuestPath(%q) = %q, %v; want %q", tc.in, got, err, tc.want)
+		}
+	}
+}
+
+func TestFinish(t *testing.T) {
+	work := workTree(t)
+	tests := []struct {
+		name       string
+		outputs    []string
+		res        sandbox.Result
+		wantFailed bool
+		wantReason string
+		wantFiles  []string
+	}{
+		{"clean", []string{"/out"}, sandbox.Result{Reason: "exited 0"}, false, "exited 0", []string{"out/a.txt", "out/sub/b.txt"}},
+		{"missing output fails a clean exit", []string{"/nope"}, sandbox.Result{Reason: "exited 0"}, true, "output /nope missing", nil},
+		{"a failure keeps its reason", []string{"/nope"}, sandbox.Result{ExitCode: 3, Failed: true, Reason: "exited 3"}, true, "exited 3", nil},
+		{"a failure keeps its outputs", []string{"/result.txt"}, sandbox.Result{ExitCode: 3, Failed: true, Reason: "exited 3"}, true, "exited 3", []string{"result.txt"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			job := &sandbox.Job{ID: "j", WorkDir: work, Outputs: tc.outputs, Limits: sandbox.Limits{Timeout: time.Second}}
+			res := tc.res
+			if err := sandbox.Finish(job, &res); err != nil {
+				t.Fatal(err)
+			}
+			defer os.RemoveAll(res.OutputDir)
+			if filepath.Dir(res.OutputDir) != filepath.Dir(work) {
+				t.Errorf("OutputDir %s is not beside the work dir %s", res.OutputDir, work)
+			}
+			if res.Failed != tc.wantFailed || res.Reason != tc.wantReason || res.Finished.IsZero() {
+				t.Errorf("got failed %v reason %q finished %v; want %v %q", res.Failed, res.Reason, res.Finished, tc.wantFailed, tc.wantReason)
+			}
+			got := slices.Sorted(maps.Keys(tree(t, res.OutputDir)))
+			if !slices.Equal(got, tc.wantFiles) {
+				t.Errorf("collected %v, want %v", got, tc.wantFiles)
+			}
+		})
+	}
+}

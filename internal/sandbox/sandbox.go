@@ -1,0 +1,209 @@
+// Package sandbox defines how a provider runs a job: the Executor interface
+// its executors implement (wasm/, oci/, and the scriptable fake/), the Job
+// and Result they exchange, and the helpers every executor shares to check a
+// job and collect its outputs safely.
+//
+// The split of responsibilities is the one Nomad uses for task drivers: the
+// provider agent fetches and decrypts inputs into Job.WorkDir, calls
+// Executor.Run, streams the logs it is given, and uploads what Run collected
+// into Result.OutputDir. An executor confines the job to its work directory,
+// enforces its Limits, and reports what the job did; it never talks to the
+// network or the ledger.
+package sandbox
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"strings"
+	"time"
+)
+
+// Limits are the resources a job may use. An executor enforces them and
+// reports a breach in Result.Reason.
+type Limits struct {
+	// MemoryBytes is a hard cap on the job's memory; 0 means the executor's
+	// default (wasm: DefaultMemoryBytes).
+	MemoryBytes uint64
+	// Timeout is the wall time the job may run for, not counting the time
+	// the executor spends preparing it (compiling, pulling). Required > 0.
+	Timeout time.Duration
+	// CPU is the number of cores the job was granted. Advisory for wasm,
+	// whose guests run on one thread.
+	CPU float64
+	// DiskBytes is the most the job may write under its work directory;
+	// 0 means no limit. Executors enforce it at output collection at least.
+	DiskBytes uint64
+}
+
+// DefaultMemoryBytes is the memory cap of a job whose Limits.MemoryBytes is
+// 0, for executors that have no better default.
+const DefaultMemoryBytes = 256 << 20
+
+// Job is one run of a consumer's program on this provider.
+type Job struct {
+	// ID is the ledger's job ID. Replicas of a job on different providers
+	// share it, so executors may derive deterministic seeds from it.
+	ID string
+	// Module is, for wasm, the host path of the WebAssembly module file.
+	Module string
+	// Image is, for oci, the image reference (always by digest).
+	Image string
+	// Args are argv[1:]. Executors pass a fixed argv[0] ("job") so that
+	// the program's view does not depend on the provider.
+	Args []string
+	// Env is the job's whole environment: nothing of the provider's leaks
+	// in.
+	Env map[string]string
+	// WorkDir is the host directory the job sees as its root "/". The
+	// caller has already placed the inputs inside it (WorkDir/in/input.txt
+	// is the job's "/in/input.txt"), and removes it after Run.
+	WorkDir string
+	// Outputs are the guest paths (files or directories) to collect after
+	// the run, e.g. "/out". See CleanGuestPath for what is accepted.
+	Outputs []string
+	Limits  Limits
+	// Deterministic fixes the clock and the randomness the job sees (the
+	// default for wasm jobs): the same module, inputs, args, env and job ID
+	// then give byte-identical outputs on any machine, which is what lets
+	// replicas be compared by hash.
+	Deterministic bool
+}
+
+// Result is what a job did. Every field but OutputDir describes the job;
+// OutputDir is the one thing the caller must clean up.
+type Result struct {
+	// ExitCode is the program's exit status, or -1 when it did not exit by
+	// itself (trap, timeout, cancellation, invalid module).
+	ExitCode int
+	// Reason says in words how the job ended: "exited 0", "exited 3",
+	// "timed out after 10s", "out of memory (limit 256 MiB)", "trap: …",
+	// "cancelled", "invalid module: …", "output /out missing".
+	Reason string
+	// Failed is true for anything but a clean exit 0 with every declared
+	// output present and within the limits.
+	Failed bool
+	// OutputDir is a host directory holding the collected outputs at their
+	// guest paths (OutputDir/out/result.txt for the job's
+	// "/out/result.txt"). Executors always set it when Run returns a nil
+	// error, even for failed jobs (whose outputs may be partial or absent);
+	// the caller removes it.
+	OutputDir string
+	// Started is when the executor began the job (including compilation);
+	// Finished is after its outputs were collected.
+	Started, Finished time.Time
+	// Metered is the run time to bill: from the job's first instruction to
+	// its end, excluding compilation or image pull.
+	Metered time.Duration
+	// CompileTime is how long this run waited for the program to be
+	// compiled or pulled; near zero when it was cached.
+	CompileTime time.Duration
+	// PeakMemoryBytes is the most memory the job held, where the executor
+	// can tell (wasm: the largest linear memory); 0 when unknown.
+	PeakMemoryBytes uint64
+}
+
+// Executor runs jobs in a sandbox.
+//
+// Run returns a Result for everything the job itself did, including traps,
+// timeouts, running out of memory, a bad module and missing outputs; it
+// returns an error only when the provider's side failed (the job was
+// malformed, the module file is unreadable, a directory cannot be created).
+// logs receives the job's stdout and stderr, interleaved, as they are
+// written, so the caller can stream them; it may be nil. The job waits for
+// each write, so logs should buffer rather than block on a slow network.
+// Run must return promptly once ctx is done, with Reason "cancelled".
+//
+// Implementations must be safe for concurrent use by multiple goroutines.
+type Executor interface {
+	// Name is the executor's name in job specs and offers: "wasm", "oci",
+	// "fake".
+	Name() string
+	Run(ctx context.Context, job *Job, logs io.Writer) (*Result, error)
+}
+
+// ErrInvalidJob is wrapped by the errors ValidateJob returns.
+var ErrInvalidJob = errors.New("invalid job")
+
+// ValidateJob checks what every executor needs of a job: an ID, an existing
+// work directory, a positive timeout, sane limits, output paths that
+// CleanGuestPath accepts, and args and env an OS can pass (no NUL bytes, no
+// "=" in env names). Executor-specific fields (Module, Image) are checked by
+// each executor. Errors wrap ErrInvalidJob.
+func ValidateJob(job *Job) error {
+	if job == nil {
+		return fmt.Errorf("%w: nil job", ErrInvalidJob)
+	}
+	if job.ID == "" {
+		return fmt.Errorf("%w: ID is empty", ErrInvalidJob)
+	}
+	if job.WorkDir == "" {
+		return fmt.Errorf("%w: WorkDir is empty", ErrInvalidJob)
+	}
+	if st, err := os.Stat(job.WorkDir); err != nil {
+		return fmt.Errorf("%w: WorkDir: %v", ErrInvalidJob, err)
+	} else if !st.IsDir() {
+		return fmt.Errorf("%w: WorkDir %s is not a directory", ErrInvalidJob, job.WorkDir)
+	}
+	if job.Limits.Timeout <= 0 {
+		return fmt.Errorf("%w: Limits.Timeout must be positive, got %s", ErrInvalidJob, job.Limits.Timeout)
+	}
+	if c := job.Limits.CPU; c < 0 || math.IsNaN(c) || math.IsInf(c, 0) {
+		return fmt.Errorf("%w: Limits.CPU must be a non-negative number of cores, got %v", ErrInvalidJob, c)
+	}
+	for i, a := range job.Args {
+		if strings.IndexByte(a, 0) >= 0 {
+			return fmt.Errorf("%w: Args[%d] contains a NUL byte", ErrInvalidJob, i)
+		}
+	}
+	for k, v := range job.Env {
+		if k == "" || strings.ContainsAny(k, "=\x00") {
+			return fmt.Errorf("%w: Env name %q must be non-empty without '=' or NUL", ErrInvalidJob, k)
+		}
+		if strings.IndexByte(v, 0) >= 0 {
+			return fmt.Errorf("%w: Env %s contains a NUL byte", ErrInvalidJob, k)
+		}
+	}
+	for _, o := range job.Outputs {
+		if _, err := CleanGuestPath(o); err != nil {
+			return fmt.Errorf("%w: Outputs: %v", ErrInvalidJob, err)
+		}
+	}
+	return nil
+}
+
+// FormatBytes writes n in binary units the way Reasons use them: "256 MiB",
+// "1.5 GiB", "512 B".
+func FormatBytes(n uint64) string {
+	const unit = 1024
+	if n < unit {
+		return fmt.Sprintf("%d B", n)
+	}
+	units := []string{"KiB", "MiB", "GiB", "TiB", "PiB", "EiB"}
+	v, i := float64(n)/unit, 0
+	for v >= unit && i < len(units)-1 {
+		v /= unit
+		i++
+	}
+	s := fmt.Sprintf("%.1f", v)
+	s = strings.TrimSuffix(s, ".0")
+	return s + " " + units[i]
+}
+
+// ExitReason is the Reason of a program that exited with code: "exited 3".
+func ExitReason(code int) string { return fmt.Sprintf("exited %d", code) }
+
+// TimeoutReason is the Reason of a job stopped by its Limits.Timeout.
+func TimeoutReason(d time.Duration) string { return "timed out after " + d.String() }
+
+// OOMReason is the Reason of a job that wanted more than its memory limit.
+func OOMReason(limit uint64) string { return "out of memory (limit " + FormatBytes(limit) + ")" }
+
+// DiskReason is the Reason of a job that wrote more than Limits.DiskBytes.
+func DiskReason(limit uint64) string { return "disk limit exceeded (limit " + FormatBytes(limit) + ")" }
+
+// ReasonCancelled is the Reason of a job whose context was cancelled.
+const ReasonCancelled = "cancelled"

@@ -1,0 +1,519 @@
+package wasm_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/gpunet/gpunet/examples"
+	"github.com/gpunet/gpunet/examples/mandelbrot/kernel"
+	"github.com/gpunet/gpunet/examples/wordcount/count"
+	"github.com/gpunet/gpunet/internal/sandbox"
+	"github.com/gpunet/gpunet/internal/sandbox/wasm"
+)
+
+// exampleCases are the committed examples, each with the native run of its
+// kernel to compare the wasm run with.
+var exampleCases = []struct {
+	name      string
+	committed string // the committed module
+	pkg       string // its source
+	args      []string
+	input     []byte // placed at /in/input.txt when set
+	output    string // the guest path to compare
+	native    func(t *testing.T) []byte
+}{
+	{
+		name:      "wordcount",
+		committed: "../../../examples/wordcount/wordcount.wasm",
+		pkg:       "github.com/gpunet/gpunet/examples/wordcount",
+		args:      []string{"/in/input.txt"},
+		input:     examples.WordcountInput,
+		output:    "/out/counts.txt",
+		native: func(t *testing.T) []byte {
+			var c count.Counts
+			if err := c.Add(bytes.NewReader(examples.WordcountInput)); err != nil {
+				t.Fatal(err)
+			}
+			var b bytes.Buffer
+			c.Report(&b)
+			return b.Bytes()
+		},
+	},
+	{
+		name:      "mandelbrot",
+		committed: "../../../examples/mandelbrot/mandelbrot.wasm",
+		pkg:       "github.com/gpunet/gpunet/examples/mandelbrot",
+		args:      []string{"160", "120", "300"},
+		output:    "/out/mandelbrot.pgm",
+		native: func(t *testing.T) []byte {
+			return kernel.PGM(160, 120, kernel.Render(kernel.Whole, 160, 120, 300))
+		},
+	},
+}
+
+// TestExamples runs each committed example module and a fresh build of its
+// source, and checks both give what the same kernel gives natively.
+func TestExamples(t *testing.T) {
+	e := executor(t)
+	for _, tc := range exampleCases {
+		t.Run(tc.name, func(t *testing.T) {
+			committed, err := os.ReadFile(tc.committed)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := tc.native(t)
+			var logs []string
+			for _, mod := range []string{tc.committed, buildWASM(t, tc.pkg)} {
+				job := newJob(t, mod, tc.args...)
+				job.Outputs = []string{"/out"}
+				if tc.input != nil {
+					put(t, job, "/in/input.txt", tc.input)
+				}
+				res, log := run(t, e, job)
+				if res.Failed || res.ExitCode != 0 || res.Reason != "exited 0" {
+					t.Fatalf("%s: result %+v, logs:\n%s", mod, res, log)
+				}
+				if got := output(t, res, tc.output); !bytes.Equal(got, want) {
+					t.Errorf("%s: %s differs from the native kernel's:\ngot  %.200q\nwant %.200q", mod, tc.output, got, want)
+				}
+				if res.Metered <= 0 || res.Started.After(res.Finished) {
+					t.Errorf("%s: Metered %v, Started %v, Finished %v", mod, res.Metered, res.Started, res.Finished)
+				}
+				logs = append(logs, log)
+			}
+			if logs[0] != logs[1] || !strings.HasPrefix(logs[0], tc.name+": ") {
+				t.Errorf("logs of committed and rebuilt module: %q, %q", logs[0], logs[1])
+			}
+			// The embedded copy is the committed one.
+			embedded := map[string][]byte{"wordcount": examples.WordcountWASM, "mandelbrot": examples.MandelbrotWASM}[tc.name]
+			if !bytes.Equal(embedded, committed) {
+				t.Errorf("examples.%s differs from %s", tc.name, tc.committed)
+			}
+		})
+	}
+}
+
+func TestDeterministic(t *testing.T) {
+	e := executor(t)
+	mod := guest(t)
+	entropy := func(id string, deterministic bool) string {
+		job := newJob(t, mod, "entropy")
+		job.ID, job.Deterministic = id, deterministic
+		job.Outputs = []string{"/out"}
+		res, logs := run(t, e, job)
+		if res.Failed {
+			t.Fatalf("result %+v, logs:\n%s", res, logs)
+		}
+		return string(output(t, res, "/out/entropy.txt"))
+	}
+	a, b := entropy("job-1", true), entropy("job-1", true)
+	if a != b {
+		t.Fatalf("two deterministic runs differ:\n%s\n%s", a, b)
+	}
+	for _, want := range []string{
+		"now 2000-01-01T00:00:00",
+		"slept true",
+		"readdir a,b,c",
+		"mtime 2000-01-01T00:00:00Z",
+	} {
+		if !strings.Contains(a, want) {
+			t.Errorf("deterministic run lacks %q:\n%s", want, a)
+		}
+	}
+	if other := entropy("job-2", true); randLines(other) == randLines(a) {
+		t.Errorf("jobs with different IDs got the same randomness:\n%s", other)
+	}
+	if x, y := entropy("job-1", false), entropy("job-1", false); randLines(x) == randLines(y) || randLines(x) == randLines(a) {
+		t.Errorf("non-deterministic runs share randomness:\n%s\n%s", x, y)
+	}
+}
+
+func randLines(s string) string {
+	var keep []string
+	for _, l := range strings.Split(s, "\n") {
+		if strings.HasPrefix(l, "rand ") || strings.HasPrefix(l, "crypto/rand ") {
+			keep = append(keep, l)
+		}
+	}
+	return strings.Join(keep, "\n")
+}
+
+func TestOutcomes(t *testing.T) {
+	e := executor(t)
+	tests := []struct {
+		name      string
+		module    func(t *testing.T) string
+		args      []string
+		memory    uint64
+		outputs   []string
+		wantCode  int
+		wantFail  bool
+		reason    string // prefix
+		wantInLog string
+	}{
+		{name: "exit 0", args: []string{"hello"}, wantCode: 0, reason: "exited 0", wantInLog: "hello from stderr"},
+		{name: "exit 3", args: []string{"exit", "3"}, wantCode: 3, wantFail: true, reason: "exited 3"},
+		{name: "missing output", args: []string{"hello"}, outputs: []string{"/out"}, wantCode: 0, wantFail: true, reason: "output /out missing"},
+		{name: "output present", args: []string{"write", "/out/a.txt", "10"}, outputs: []string{"/out"}, reason: "exited 0"},
+		{name: "go panic", args: []string{"panic"}, wantCode: 2, wantFail: true, reason: "exited 2", wantInLog: "guest panic"},
+		{name: "out of bounds", args: []string{"trap"}, wantCode: -1, wantFail: true, reason: "trap: out of bounds memory access"},
+		{name: "unreachable", module: hand(secType, secFunc, secExportStart, secCodeUnreachable), wantCode: -1, wantFail: true, reason: "trap: unreachable", wantInLog: "wasm stack trace"},
+		{name: "allocate in a loop", args: []string{"alloc"}, memory: 64 << 20, wantCode: 2, wantFail: true, reason: "out of memory (limit 64 MiB)", wantInLog: "out of memory"},
+		{name: "one big allocation", args: []string{"bigalloc", "200"}, memory: 64 << 20, wantCode: 2, wantFail: true, reason: "out of memory (limit 64 MiB)"},
+		{name: "allocation within limit", args: []string{"bigalloc", "16"}, memory: 64 << 20, reason: "exited 0"},
+		{name: "limit rounded to pages", args: []string{"alloc"}, memory: 64<<20 + 1000, wantCode: 2, wantFail: true, reason: "out of memory (limit 64 MiB)"},
+		{name: "initial memory over limit", module: hand(secType, secFunc, secMemoryHuge, secExportStart, secCodeNop), wantCode: -1, wantFail: true, reason: "out of memory (limit 128 MiB)"},
+		{name: "exported initial memory over limit", module: hand(secType, secFunc, secMemoryHuge, secExportStartMemory, secCodeNop), wantCode: -1, wantFail: true, reason: "out of memory (limit 128 MiB)"},
+		{name: "garbage", module: func(t *testing.T) string { return writeModule(t, []byte("not wasm")) }, wantCode: -1, wantFail: true, reason: "invalid module: "},
+		{name: "no _start", module: hand(), wantCode: -1, wantFail: true, reason: "invalid module: no _start"},
+		{name: "unresolved import", module: hand(secType, secImportEnv, secExportStart), wantCode: -1, wantFail: true, reason: "invalid module: "},
+		{name: "sleep is virtual when deterministic", args: []string{"sleep", "1h"}, reason: "exited 0", wantInLog: "woke"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			mod := ""
+			if tc.module != nil {
+				mod = tc.module(t)
+			} else {
+				mod = guest(t)
+			}
+			job := newJob(t, mod, tc.args...)
+			job.Outputs = tc.outputs
+			if tc.memory != 0 {
+				job.Limits.MemoryBytes = tc.memory
+			}
+			res, logs := run(t, e, job)
+			if res.ExitCode != tc.wantCode || res.Failed != tc.wantFail || !strings.HasPrefix(res.Reason, tc.reason) {
+				t.Errorf("got exit %d failed %v reason %q; want exit %d failed %v reason %q…\nlogs:\n%s",
+					res.ExitCode, res.Failed, res.Reason, tc.wantCode, tc.wantFail, tc.reason, logs)
+			}
+			if !strings.Contains(logs, tc.wantInLog) {
+				t.Errorf("logs lack %q:\n%s", tc.wantInLog, logs)
+			}
+		})
+	}
+}
+
+func hand(sections ...[]byte) func(t *testing.T) string {
+	return func(t *testing.T) string { return writeModule(t, module(sections...)) }
+}
+
+func TestTimeout(t *testing.T) {
+	e := executor(t)
+	mod := guest(t)
+	for _, tc := range []struct {
+		name          string
+		args          []string
+		deterministic bool
+	}{
+		{"busy loop", []string{"spin"}, true},
+		{"real sleep", []string{"sleep", "1h"}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			job := newJob(t, mod, tc.args...)
+			job.Deterministic = tc.deterministic
+			job.Limits.Timeout = time.Second
+			start := time.Now()
+			res, logs := run(t, e, job)
+			took := time.Since(start)
+			if !res.Failed || res.Reason != "timed out after 1s" || res.ExitCode != -1 {
+				t.Errorf("result %+v; want timed out after 1s\nlogs:\n%s", res, logs)
+			}
+			if took > 2*time.Second+res.CompileTime {
+				t.Errorf("took %v (compile %v) to stop a job with a 1s timeout", took, res.CompileTime)
+			}
+			if res.Metered < time.Second || res.Metered > 2*time.Second {
+				t.Errorf("Metered %v, want about 1s", res.Metered)
+			}
+		})
+	}
+}
+
+// notifyWriter reports the first write containing a word.
+type notifyWriter struct {
+	word string
+	once sync.Once
+	seen chan struct{}
+}
+
+func (w *notifyWriter) Write(p []byte) (int, error) {
+	if bytes.Contains(p, []byte(w.word)) {
+		w.once.Do(func() { close(w.seen) })
+	}
+	return len(p), nil
+}
+
+// TestCancelStreamsLogs checks that logs arrive while the job runs and that
+// cancelling the context stops it promptly.
+func TestCancelStreamsLogs(t *testing.T) {
+	e := executor(t)
+	job := newJob(t, guest(t), "spin")
+	ctx, cancel := context.WithCancel(t.Context())
+	ready := &notifyWriter{word: "ready", seen: make(chan struct{})}
+	var cancelled time.Time
+	go func() {
+		select {
+		case <-ready.seen: // streamed before Run returned
+			cancelled = time.Now()
+			cancel()
+		case <-time.After(20 * time.Second):
+			cancel()
+		}
+	}()
+	res, logs := runCtx(t, ctx, e, job, ready)
+	if cancelled.IsZero() {
+		t.Fatalf("\"ready\" was not streamed while the job ran; result %+v, logs %q", res, logs)
+	}
+	if took := time.Since(cancelled); took > time.Second {
+		t.Errorf("stopped %v after cancel", took)
+	}
+	if !res.Failed || res.Reason != "cancelled" || res.ExitCode != -1 {
+		t.Errorf("result %+v; want cancelled", res)
+	}
+}
+
+func TestEnvAndArgs(t *testing.T) {
+	job := newJob(t, guest(t), "env", "a b", "")
+	job.Env = map[string]string{"LANG": "C", "Z": "last", "EMPTY": ""}
+	res, logs := run(t, executor(t), job)
+	if res.Failed {
+		t.Fatalf("result %+v, logs %s", res, logs)
+	}
+	want := `argv ["job" "env" "a b" ""]` + "\n" + `env ["EMPTY=" "LANG=C" "Z=last"]` + "\n"
+	if logs != want {
+		t.Errorf("got\n%s\nwant\n%s", logs, want)
+	}
+}
+
+func TestDiskLimit(t *testing.T) {
+	e := executor(t)
+	mod := guest(t)
+	for _, tc := range []struct {
+		name   string
+		size   string
+		reason string
+	}{
+		{"within", "100000", "exited 0"},
+		{"over", "2000000", "disk limit exceeded (limit 1 MiB)"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			job := newJob(t, mod, "write", "/out/big", tc.size)
+			job.Outputs = []string{"/out"}
+			job.Limits.DiskBytes = 1 << 20
+			res, logs := run(t, e, job)
+			if res.Reason != tc.reason || res.Failed != (tc.reason != "exited 0") {
+				t.Errorf("result %+v, want reason %q\nlogs:\n%s", res, tc.reason, logs)
+			}
+			if st, err := os.Stat(filepath.Join(job.WorkDir, "out", "big")); err == nil && st.Size() > 1<<20 {
+				t.Errorf("the job left %d bytes on disk with a 1 MiB limit", st.Size())
+			}
+		})
+	}
+}
+
+// TestConfinement runs a guest that tries every way out of its root it can
+// express, and checks that nothing outside the work dir changed.
+func TestConfinement(t *testing.T) {
+	job := newJob(t, guest(t))
+	base := filepath.Dir(job.WorkDir)
+	secret := filepath.Join(base, "secret", "passwd")
+	if err := os.MkdirAll(filepath.Dir(secret), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(secret, []byte("original\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	etc, _ := os.ReadFile("/etc/passwd")
+	rel, _ := filepath.Rel(job.WorkDir, secret) // ../secret/passwd
+	job.Args = []string{"escape", rel}
+
+	res, logs := run(t, executor(t), job)
+	t.Logf("result %+v, guest says:\n%s", res, logs)
+	if res.ExitCode != 0 {
+		t.Errorf("the guest did not finish cleanly: %+v", res)
+	}
+	if got, _ := os.ReadFile(secret); string(got) != "original\n" {
+		t.Errorf("host file outside the work dir now holds %q", got)
+	}
+	if got, _ := os.ReadFile("/etc/passwd"); !bytes.Equal(got, etc) {
+		t.Errorf("/etc/passwd changed")
+	}
+	entries, _ := os.ReadDir(base)
+	var names []string
+	for _, e := range entries {
+		names = append(names, e.Name())
+	}
+	want := []string{"secret", "work", filepath.Base(res.OutputDir)}
+	slices.Sort(want)
+	if !slices.Equal(names, want) {
+		t.Errorf("beside the work dir: %v, want %v", names, want)
+	}
+	if st, err := os.Lstat(filepath.Join(job.WorkDir, "link")); err == nil && st.Mode()&os.ModeSymlink != 0 {
+		t.Errorf("the guest created a symbolic link in its work dir")
+	}
+	if !strings.Contains(logs, "symlink "+rel+": ") || strings.Contains(logs, "symlink "+rel+": ok") {
+		t.Errorf("symlink creation was not refused:\n%s", logs)
+	}
+}
+
+func TestSymlinkInWorkDirRefused(t *testing.T) {
+	job := newJob(t, guest(t), "hello")
+	if err := os.Symlink("/etc", filepath.Join(job.WorkDir, "etc")); err != nil {
+		t.Skip("cannot create symbolic links here:", err)
+	}
+	res, _ := run(t, executor(t), job)
+	if !res.Failed || res.Reason != "invalid work dir: /etc is a symbolic link" {
+		t.Errorf("result %+v", res)
+	}
+}
+
+func TestConcurrentRuns(t *testing.T) {
+	e := executor(t)
+	mod := guest(t)
+	var wg sync.WaitGroup
+	for i := range 4 {
+		wg.Go(func() {
+			job := newJob(t, mod, "exit", string(rune('0'+i)))
+			res, err := e.Run(t.Context(), job, nil)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			defer os.RemoveAll(res.OutputDir)
+			if res.ExitCode != i {
+				t.Errorf("run %d: exit %d (%s)", i, res.ExitCode, res.Reason)
+			}
+		})
+	}
+	wg.Wait()
+}
+
+func TestProviderErrors(t *testing.T) {
+	e := executor(t)
+	job := newJob(t, filepath.Join(t.TempDir(), "absent.wasm"), "hello")
+	if _, err := e.Run(t.Context(), job, nil); err == nil || errors.Is(err, sandbox.ErrInvalidJob) {
+		t.Errorf("missing module file: err %v, want a provider error", err)
+	}
+	job = newJob(t, guest(t), "hello")
+	job.Limits.Timeout = 0
+	if _, err := e.Run(t.Context(), job, nil); !errors.Is(err, sandbox.ErrInvalidJob) {
+		t.Errorf("zero timeout: err %v, want ErrInvalidJob", err)
+	}
+	job = newJob(t, "", "hello")
+	if _, err := e.Run(t.Context(), job, nil); !errors.Is(err, sandbox.ErrInvalidJob) {
+		t.Errorf("no module: err %v, want ErrInvalidJob", err)
+	}
+}
+
+// TestCompilationCache checks that a module compiles once: later runs on the
+// same executor take it from memory, and a new executor on the same cache
+// directory (a provider restart) loads it from disk.
+func TestCompilationCache(t *testing.T) {
+	mod := guest(t)
+	dir := t.TempDir()
+	compile := func(e *wasm.Executor) time.Duration {
+		res, logs := run(t, e, newJob(t, mod, "hello"))
+		if res.Failed {
+			t.Fatalf("result %+v, logs %s", res, logs)
+		}
+		return res.CompileTime
+	}
+	e1, err := wasm.New(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cold, warm := compile(e1), compile(e1)
+	e1.Close()
+	files := 0
+	filepath.WalkDir(dir, func(_ string, d os.DirEntry, _ error) error {
+		if d != nil && !d.IsDir() {
+			files++
+		}
+		return nil
+	})
+	if files == 0 {
+		t.Errorf("nothing cached in %s", dir)
+	}
+	e2, err := wasm.New(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e2.Close()
+	restarted := compile(e2)
+	t.Logf("compile: cold %v, same executor %v, new executor on the same cache %v", cold, warm, restarted)
+	if warm > cold/10 {
+		t.Errorf("second run compiled for %v after a cold compile of %v", warm, cold)
+	}
+	if restarted > cold/2 {
+		t.Errorf("restarted executor compiled for %v after a cold compile of %v", restarted, cold)
+	}
+}
+
+func TestClose(t *testing.T) {
+	e, err := wasm.New("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	job := newJob(t, guest(t), "spin")
+	ready := &notifyWriter{word: "ready", seen: make(chan struct{})}
+	done := make(chan *sandbox.Result)
+	go func() {
+		res, err := e.Run(t.Context(), job, ready)
+		if err != nil {
+			t.Error(err)
+		}
+		done <- res
+	}()
+	select {
+	case <-ready.seen:
+	case <-time.After(20 * time.Second):
+		t.Fatal("job did not start")
+	}
+	e.Close()
+	res := <-done
+	if res == nil || res.Reason != "cancelled" {
+		t.Errorf("job running at Close: %+v", res)
+	}
+	if res != nil {
+		os.RemoveAll(res.OutputDir)
+	}
+	if _, err := e.Run(t.Context(), newJob(t, guest(t), "hello"), nil); err == nil {
+		t.Errorf("Run after Close succeeded")
+	}
+}
+
+// BenchmarkMandelbrot compares the mandelbrot example's kernel run natively
+// with the committed module run by the executor (compilation excluded; the
+// wasm figure includes instantiation and output collection).
+func BenchmarkMandelbrot(b *testing.B) {
+	const w, h, iter = 320, 240, 1000
+	b.Run("native", func(b *testing.B) {
+		for b.Loop() {
+			kernel.PGM(w, h, kernel.Render(kernel.Whole, w, h, iter))
+		}
+	})
+	b.Run("wasm", func(b *testing.B) {
+		e := executor(b)
+		job := newJob(b, exampleCases[1].committed, "320", "240", "1000")
+		job.Outputs = []string{"/out"}
+		var metered time.Duration
+		for b.Loop() {
+			res, err := e.Run(b.Context(), job, nil)
+			if err != nil || res.Failed {
+				b.Fatalf("%v %+v", err, res)
+			}
+			metered += res.Metered
+			os.RemoveAll(res.OutputDir)
+		}
+		b.ReportMetric(float64(metered.Nanoseconds())/float64(b.N), "metered-ns/op")
+	})
+}
