@@ -355,4 +355,3 @@ func printJob(w io.Writer, j *ledger.Job) {
 		fmt.Fprintf(w, "escrow:   %s\n", formatSync(j.Escrow))
 	}
 }
-

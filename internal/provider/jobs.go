@@ -303,4 +303,3 @@ func (c *cappedBuffer) Bytes() []byte {
 	}
 	return bytes.Clone(c.buf.Bytes())
 }
-
