@@ -91,3 +91,40 @@ func TestWASIJobEndToEnd(t *testing.T) {
 		}
 	}
 }
+
+// TestJobWaitsForMatchingProvider: a job nobody can take stays queued with
+// the reason, and runs once a provider that fits joins.
+func TestJobWaitsForMatchingProvider(t *testing.T) {
+	n := startNetwork(t, "consumer", "cpu", "gamer")
+	cpu, _ := runAgent(t, n, "cpu", nvmlsim.Lib(nvmlsim.GPU{}, 0), "eu", 36_000)
+	waitFor(t, "cpu provider ready", func() bool { return ready(cpu) })
+	key, _ := n.kr.Get("consumer")
+	jc := jobclient.New(n.cl, key, n.home, "provider-test")
+	s := wordcountSpec(t)
+	s.Resources.GPU.Count = 1
+	s.Resources.GPU.Models = []string{"RTX_4090"}
+	s.Resources.GPU.MinVRAM = 20 << 30
+	s.MaxPrice = 2_000_000
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	id, err := jc.Submit(ctx, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var j *ledger.Job
+	waitFor(t, "a reason", func() bool {
+		j, err = n.cl.Job(ctx, id)
+		return err == nil && strings.Contains(j.Reason, "no online provider offers RTX_4090")
+	})
+	if j.State != ledger.JobQueued {
+		t.Fatalf("state %s", j.State)
+	}
+	gamer, _ := runAgent(t, n, "gamer", nvmlsim.Lib(nvmlsim.RTX4090, 1), "eu", 500_000)
+	done, err := jc.Follow(ctx, id, 20*time.Millisecond, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if done.State != ledger.JobSucceeded || done.Assignments[0].Provider != gamer.Status().Key() || done.Assignments[0].PricePerHour != 500_000 {
+		t.Fatalf("after the GPU provider joined: %s %q %+v", done.State, done.Reason, done.Assignments)
+	}
+}
