@@ -40,6 +40,7 @@ type Server struct {
 	// BaseURL is reported in /v1/status as "api".
 	BaseURL string
 	mux     *http.ServeMux
+	logs    logRelay
 }
 
 // maxTxBody bounds a POST /v1/txs body; the ledger's own limit is lower.
@@ -65,6 +66,8 @@ func New(chain Chain, log *slog.Logger) *Server {
 	s.mux.HandleFunc("GET /v1/jobs/{id}", s.job)
 	s.mux.HandleFunc("GET /v1/jobs", s.jobs)
 	s.mux.HandleFunc("POST /v1/quote", s.quote)
+	s.mux.HandleFunc("POST /v1/jobs/{id}/logs", s.postLog)
+	s.mux.HandleFunc("GET /v1/jobs/{id}/logs", s.getLog)
 	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, 0, fmt.Sprintf("no such endpoint: %s %s", r.Method, r.URL.Path))
 	})

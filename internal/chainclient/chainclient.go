@@ -3,6 +3,8 @@
 package chainclient
 
 import (
+	"encoding/hex"
+	"strconv"
 	"bytes"
 	"context"
 	"crypto/ed25519"
@@ -262,4 +264,34 @@ func (c *Client) Quote(ctx context.Context, spec *ledger.JobSpec) (*ledger.Quote
 	var q ledger.Quote
 	_, err = c.do(ctx, http.MethodPost, "/v1/quote", b, &q)
 	return &q, err
+}
+
+// PostLog sends chunk seq of job id's live log, signed by the provider's key.
+func (c *Client) PostLog(ctx context.Context, key Signer, job, seq uint64, data []byte) error {
+	priv := key.PrivateKey()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, fmt.Sprintf("%s/v1/jobs/%d/logs", c.base, job), bytes.NewReader(data))
+	if err != nil {
+		return err
+	}
+	req.Header.Set("X-Gpunet-Provider", address.FromPubKey(priv.Public().(ed25519.PublicKey)).String())
+	req.Header.Set("X-Gpunet-Seq", strconv.FormatUint(seq, 10))
+	req.Header.Set("X-Gpunet-Signature", hex.EncodeToString(ed25519.Sign(priv, apiserver.LogSignBytes(job, seq, data))))
+	resp, err := c.http.Do(req)
+	if err != nil {
+		return fmt.Errorf("%w at %s: %v", ErrUnreachable, c.base, err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusCreated {
+		var eb apiserver.ErrorBody
+		json.NewDecoder(io.LimitReader(resp.Body, 1<<16)).Decode(&eb)
+		return &APIError{Status: resp.StatusCode, Code: eb.Code, Msg: eb.Error}
+	}
+	return nil
+}
+
+// Logs returns job id's live log chunks from seq from.
+func (c *Client) Logs(ctx context.Context, job, from uint64) (*apiserver.LogPage, error) {
+	var p apiserver.LogPage
+	_, err := c.do(ctx, http.MethodGet, fmt.Sprintf("/v1/jobs/%d/logs?from=%d", job, from), nil, &p)
+	return &p, err
 }

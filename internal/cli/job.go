@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -124,14 +125,22 @@ Ctrl-C detaches without cancelling: reattach with gpunet job status|logs|get ID.
 				return err
 			}
 			start := time.Now()
-			if e.output != "json" {
+			text := e.output != "json"
+			if text {
 				fmt.Fprintf(e.stdout, "job %d submitted\n", id)
 			}
+			// The job's log streams to stdout while it runs, lines marked
+			// "│"; state changes are marked with their time.
+			stopLogs := func() {}
+			if text {
+				stopLogs = e.streamLogs(cmd.Context(), jc, id, poll)
+			}
 			j, err := jc.Follow(cmd.Context(), id, poll, func(j *ledger.Job) {
-				if e.output != "json" {
+				if text {
 					fmt.Fprintf(e.stdout, "  %6.1fs  %-9s %s\n", time.Since(start).Seconds(), j.State, j.Reason)
 				}
 			})
+			stopLogs()
 			if errors.Is(err, context.Canceled) {
 				fmt.Fprintf(e.stderr, "detached; job %d goes on. Reattach with: gpunet job status %d, gpunet job logs %d --from %s, gpunet job get %d --from %s\n", id, id, id, from, id, from)
 				return nil
@@ -207,7 +216,7 @@ Ctrl-C detaches without cancelling: reattach with gpunet job status|logs|get ID.
 
 	logs := &cobra.Command{
 		Use:   "logs ID --from KEY",
-		Short: "Print a finished job's log, decrypted",
+		Short: "Print a job's log, decrypted: live while it runs, the full log once it is done",
 		Args:  exactArgs("ID"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			id, err := parseID(args[0])
@@ -223,12 +232,29 @@ Ctrl-C detaches without cancelling: reattach with gpunet job status|logs|get ID.
 				return err
 			}
 			if !j.Done() && j.State != ledger.JobVerifying {
-				return fmt.Errorf("job %d is %s; its log arrives with its result", id, j.State)
+				// Follow the live relay until the job ends.
+				var next uint64
+				for !j.Done() {
+					if err := jc.StreamLogs(cmd.Context(), id, &next, e.stdout); err != nil {
+						return err
+					}
+					jc.GrantIfNeeded(cmd.Context(), j)
+					select {
+					case <-cmd.Context().Done():
+						return nil
+					case <-time.After(poll):
+					}
+					if j, err = jc.Chain.Job(cmd.Context(), id); err != nil {
+						return err
+					}
+				}
+				return jc.StreamLogs(cmd.Context(), id, &next, e.stdout)
 			}
 			return jc.FetchLogs(cmd.Context(), j, e.stdout)
 		},
 	}
 	addFrom(logs)
+	logs.Flags().DurationVar(&poll, "poll", 300*time.Millisecond, "how often to look for new log output")
 
 	get := &cobra.Command{
 		Use:   "get ID --from KEY [--out DIR]",
@@ -298,6 +324,58 @@ Ctrl-C detaches without cancelling: reattach with gpunet job status|logs|get ID.
 
 	c.AddCommand(run, submit, status, logs, get, cancel, list)
 	return c
+}
+
+// streamLogs prints job id's live log, each line prefixed with "│ ",
+// until the returned function is called.
+func (e *env) streamLogs(ctx context.Context, jc *jobclient.Client, id uint64, poll time.Duration) func() {
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	w := &prefixWriter{w: e.stdout, prefix: "  │ "}
+	go func() {
+		defer close(done)
+		var next uint64
+		for {
+			jc.StreamLogs(ctx, id, &next, w)
+			select {
+			case <-ctx.Done():
+				jc.StreamLogs(context.Background(), id, &next, w) // what came last
+				w.flush()
+				return
+			case <-time.After(poll):
+			}
+		}
+	}()
+	return func() {
+		cancel()
+		<-done
+	}
+}
+
+// prefixWriter writes whole lines to w, each with prefix.
+type prefixWriter struct {
+	w      io.Writer
+	prefix string
+	buf    []byte
+}
+
+func (p *prefixWriter) Write(b []byte) (int, error) {
+	p.buf = append(p.buf, b...)
+	for {
+		i := bytes.IndexByte(p.buf, '\n')
+		if i < 0 {
+			return len(b), nil
+		}
+		fmt.Fprintf(p.w, "%s%s\n", p.prefix, p.buf[:i])
+		p.buf = p.buf[i+1:]
+	}
+}
+
+func (p *prefixWriter) flush() {
+	if len(p.buf) > 0 {
+		fmt.Fprintf(p.w, "%s%s\n", p.prefix, p.buf)
+		p.buf = nil
+	}
 }
 
 // finishJob fetches a finished job's outputs into out and prints its end.

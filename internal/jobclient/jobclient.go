@@ -7,6 +7,7 @@
 package jobclient
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -294,4 +295,28 @@ func (c *Client) fetch(ctx context.Context, ref string, use func(io.Reader) erro
 		return fmt.Errorf("decrypt %s: %w", ref, err)
 	}
 	return use(plain)
+}
+
+// StreamLogs writes job id's live log to w as the provider relays it, from
+// chunk *next on (updating it), until ctx ends. Chunks that fail to decrypt
+// are reported in the stream, not fatal.
+func (c *Client) StreamLogs(ctx context.Context, id uint64, next *uint64, w io.Writer) error {
+	page, err := c.Chain.Logs(ctx, id, *next)
+	if err != nil {
+		return err
+	}
+	if page.Dropped > 0 {
+		fmt.Fprintf(w, "[gpunet: %d earlier log chunks are no longer held by the node]\n", page.Dropped)
+	}
+	for _, ch := range page.Chunks {
+		plain, err := seal.Decrypt(bytes.NewReader(ch.Data), c.Key.Identity())
+		if err == nil {
+			_, err = io.Copy(w, plain)
+		}
+		if err != nil {
+			fmt.Fprintf(w, "[gpunet: log chunk %d from %s unreadable: %v]\n", ch.Seq, ch.Provider, err)
+		}
+	}
+	*next = page.Next
+	return nil
 }

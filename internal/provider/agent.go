@@ -38,6 +38,7 @@ type Chain interface {
 	Params(ctx context.Context) (*ledger.Params, error)
 	SendMsg(ctx context.Context, key chainclient.Signer, fee uint64, msg ledger.Msg) (*validator.TxResult, error)
 	ProviderJobs(ctx context.Context, provider address.Address) (*apiserver.JobList, error)
+	PostLog(ctx context.Context, key chainclient.Signer, job, seq uint64, data []byte) error
 }
 
 // Options configure an agent.

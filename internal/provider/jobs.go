@@ -155,21 +155,23 @@ func (a *Agent) execute(ctx context.Context, j *ledger.Job, started bool) (*ledg
 			return nil, fmt.Errorf("start: %w", err)
 		}
 	}
+	owner, err := seal.ParseRecipient(j.ConsumerKey)
+	if err != nil {
+		return nil, err
+	}
 	logs := &cappedBuffer{max: maxLogBytes}
+	stream := a.streamLogs(ctx, j.ID, owner, logs)
 	res, err := ex.Run(ctx, &sandbox.Job{
 		ID: fmt.Sprint(j.ID), Module: module, Image: s.Image, Args: s.Args, Env: s.Env, WorkDir: root, Outputs: s.Outputs,
 		Limits:        sandbox.Limits{MemoryBytes: s.Memory, Timeout: time.Duration(s.TimeoutSeconds) * time.Second, CPU: float64(s.CPUMilli) / 1000, DiskBytes: s.Disk},
 		Deterministic: s.Deterministic,
 	}, logs)
+	stream()
 	if err != nil {
 		return nil, fmt.Errorf("executor: %w", err)
 	}
 	if res.OutputDir != "" {
 		defer os.RemoveAll(res.OutputDir)
-	}
-	owner, err := seal.ParseRecipient(j.ConsumerKey)
-	if err != nil {
-		return nil, err
 	}
 	out := &ledger.JobResult{
 		MeteredSeconds: uint64(math.Ceil(res.Metered.Seconds())),
@@ -252,6 +254,67 @@ func (a *Agent) uploadSealed(ctx context.Context, dir string, owner age.Recipien
 	var m ledger.Hash
 	plain.Sum(m[:0])
 	return m, h, nil
+}
+
+// logFlushInterval is how often a running job's new log output is relayed.
+const logFlushInterval = 300 * time.Millisecond
+
+// streamLogs relays what the job logs, encrypted to its owner, through the
+// node while it runs. The returned function sends the rest and stops. A
+// relay failure costs only the live view: the full log goes with the result.
+func (a *Agent) streamLogs(ctx context.Context, job uint64, owner age.Recipient, logs *cappedBuffer) func() {
+	var sent int
+	var seq uint64
+	flush := func() {
+		b := logs.Bytes()
+		if len(b) <= sent {
+			return
+		}
+		chunk := b[sent:min(len(b), sent+128<<10)]
+		var sealed bytes.Buffer
+		enc, err := seal.Encrypt(&sealed, owner)
+		if err == nil {
+			enc.Write(chunk)
+			err = enc.Close()
+		}
+		if err == nil {
+			err = a.o.Chain.PostLog(ctx, a.o.Key, job, seq, sealed.Bytes())
+		}
+		if err != nil {
+			a.log.Debug("live log relay", "job", job, "err", err)
+			return
+		}
+		seq++
+		sent += len(chunk)
+	}
+	done := make(chan struct{})
+	stopped := make(chan struct{})
+	go func() {
+		defer close(stopped)
+		t := time.NewTicker(logFlushInterval)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-ctx.Done():
+				return
+			case <-t.C:
+				flush()
+			}
+		}
+	}()
+	return func() {
+		close(done)
+		<-stopped
+		for i := 0; i < 64 && len(logs.Bytes()) > sent; i++ {
+			before := sent
+			flush()
+			if sent == before {
+				break
+			}
+		}
+	}
 }
 
 func writeFile(path string, r io.Reader) error {

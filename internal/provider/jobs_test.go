@@ -3,6 +3,8 @@ package provider_test
 import (
 	"bytes"
 	"context"
+	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -14,6 +16,8 @@ import (
 	"github.com/gpunet/gpunet/internal/jobclient"
 	"github.com/gpunet/gpunet/internal/jobspec"
 	"github.com/gpunet/gpunet/internal/ledger"
+	"github.com/gpunet/gpunet/internal/sandbox"
+	"github.com/gpunet/gpunet/internal/sandbox/fake"
 )
 
 // wordcountSpec loads the bundled wordcount example.
@@ -126,5 +130,62 @@ func TestJobWaitsForMatchingProvider(t *testing.T) {
 	}
 	if done.State != ledger.JobSucceeded || done.Assignments[0].Provider != gamer.Status().Key() || done.Assignments[0].PricePerHour != 500_000 {
 		t.Fatalf("after the GPU provider joined: %s %q %+v", done.State, done.Reason, done.Assignments)
+	}
+}
+
+// TestLiveLogs: a job's log reaches its owner, decrypted, while the job
+// still runs; the relay refuses posts from anyone but the job's provider.
+func TestLiveLogs(t *testing.T) {
+	n := startNetwork(t, "consumer", "p", "stranger")
+	release := make(chan struct{})
+	slow := fake.New(func(ctx context.Context, job *sandbox.Job, logs io.Writer) (*sandbox.Result, error) {
+		fmt.Fprintln(logs, "step 1 of 2: warming up")
+		select {
+		case <-release:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+		fmt.Fprintln(logs, "step 2 of 2: done")
+		os.MkdirAll(filepath.Join(job.WorkDir, "out"), 0o755)
+		return fake.Exit(0), nil
+	}).WithName("wasm")
+	n.sb = map[string]sandbox.Executor{"wasm": slow}
+	a, _ := runAgent(t, n, "p", nvmlsim.Lib(nvmlsim.GPU{}, 0), "eu", 36_000)
+	waitFor(t, "provider ready", func() bool { return ready(a) })
+	key, _ := n.kr.Get("consumer")
+	jc := jobclient.New(n.cl, key, n.home, "provider-test")
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	id, err := jc.Submit(ctx, wordcountSpec(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	go jc.Follow(ctx, id, 20*time.Millisecond, nil) // grants the key
+	var live bytes.Buffer
+	var next uint64
+	waitFor(t, "the first log line while the job runs", func() bool {
+		jc.StreamLogs(ctx, id, &next, &live)
+		return strings.Contains(live.String(), "warming up")
+	})
+	if j, _ := n.cl.Job(ctx, id); j.State != ledger.JobRunning {
+		t.Fatalf("job is %s, want running while its log streams", j.State)
+	}
+	// Only the job's provider may post, with a valid signature.
+	stranger, _ := n.kr.Get("stranger")
+	if err := n.cl.PostLog(ctx, stranger, id, 0, []byte("forged")); err == nil || !strings.Contains(err.Error(), "not running job") {
+		t.Fatalf("a stranger's post: %v", err)
+	}
+	close(release)
+	j, err := jc.Follow(ctx, id, 20*time.Millisecond, nil)
+	if err != nil || j.State != ledger.JobSucceeded {
+		t.Fatalf("job: %v %+v", err, j)
+	}
+	jc.StreamLogs(ctx, id, &next, &live)
+	if !strings.Contains(live.String(), "step 2 of 2") {
+		t.Errorf("live log %q lacks the last line", live.String())
+	}
+	var full bytes.Buffer
+	if err := jc.FetchLogs(ctx, j, &full); err != nil || full.String() != "step 1 of 2: warming up\nstep 2 of 2: done\n" {
+		t.Errorf("committed log %q, err %v", full.String(), err)
 	}
 }
