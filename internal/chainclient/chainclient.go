@@ -3,17 +3,17 @@
 package chainclient
 
 import (
-	"encoding/hex"
-	"strconv"
 	"bytes"
 	"context"
 	"crypto/ed25519"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"time"
 
