@@ -4,6 +4,7 @@
 package apiserver
 
 import (
+	"bytes"
 	"context"
 	"encoding/hex"
 	"encoding/json"
@@ -39,6 +40,7 @@ type Server struct {
 	// BaseURL is reported in /v1/status as "api".
 	BaseURL string
 	mux     *http.ServeMux
+	logs    logRelay
 }
 
 // maxTxBody bounds a POST /v1/txs body; the ledger's own limit is lower.
@@ -60,11 +62,21 @@ func New(chain Chain, log *slog.Logger) *Server {
 	s.mux.HandleFunc("GET /v1/providers", s.providers)
 	s.mux.HandleFunc("GET /v1/providers/{addr}", s.provider)
 	s.mux.HandleFunc("GET /v1/offers", s.offersList)
+	s.mux.HandleFunc("GET /v1/providers/{addr}/jobs", s.providerJobs)
+	s.mux.HandleFunc("GET /v1/jobs/{id}", s.job)
+	s.mux.HandleFunc("GET /v1/jobs", s.jobs)
+	s.mux.HandleFunc("POST /v1/quote", s.quote)
+	s.mux.HandleFunc("POST /v1/jobs/{id}/logs", s.postLog)
+	s.mux.HandleFunc("GET /v1/jobs/{id}/logs", s.getLog)
 	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, 0, fmt.Sprintf("no such endpoint: %s %s", r.Method, r.URL.Path))
 	})
 	return s
 }
+
+// Handle mounts another handler on the API (the blob gateway, the
+// dashboard), with http.ServeMux patterns.
+func (s *Server) Handle(pattern string, h http.Handler) { s.mux.Handle(pattern, h) }
 
 // ServeHTTP implements http.Handler.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.mux.ServeHTTP(w, r) }
@@ -105,6 +117,8 @@ type ErrorBody struct {
 	Error string `json:"error"`
 	Code  uint32 `json:"code,omitempty"`
 }
+
+func bytesReader(b []byte) io.Reader { return bytes.NewReader(b) }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {
 	w.Header().Set("Content-Type", "application/json")

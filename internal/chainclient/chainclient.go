@@ -6,12 +6,14 @@ import (
 	"bytes"
 	"context"
 	"crypto/ed25519"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"time"
 
@@ -227,5 +229,69 @@ func (c *Client) Offers(ctx context.Context, query, sortKeys string, all bool) (
 func (c *Client) Params(ctx context.Context) (*ledger.Params, error) {
 	var p ledger.Params
 	_, err := c.do(ctx, http.MethodGet, "/v1/params", nil, &p)
+	return &p, err
+}
+
+// Job returns a job; IsNotFound(err) when there is none.
+func (c *Client) Job(ctx context.Context, id uint64) (*ledger.Job, error) {
+	var j ledger.Job
+	if _, err := c.do(ctx, http.MethodGet, fmt.Sprintf("/v1/jobs/%d", id), nil, &j); err != nil {
+		return nil, err
+	}
+	return &j, nil
+}
+
+// Jobs returns owner's jobs, newest first.
+func (c *Client) Jobs(ctx context.Context, owner address.Address, limit int) (*apiserver.JobList, error) {
+	var out apiserver.JobList
+	_, err := c.do(ctx, http.MethodGet, fmt.Sprintf("/v1/jobs?owner=%s&limit=%d", owner, limit), nil, &out)
+	return &out, err
+}
+
+// ProviderJobs returns the unfinished jobs assigned to a provider.
+func (c *Client) ProviderJobs(ctx context.Context, provider address.Address) (*apiserver.JobList, error) {
+	var out apiserver.JobList
+	_, err := c.do(ctx, http.MethodGet, "/v1/providers/"+provider.String()+"/jobs", nil, &out)
+	return &out, err
+}
+
+// Quote asks what submitting spec now would give.
+func (c *Client) Quote(ctx context.Context, spec *ledger.JobSpec) (*ledger.Quote, error) {
+	b, err := json.Marshal(spec)
+	if err != nil {
+		return nil, err
+	}
+	var q ledger.Quote
+	_, err = c.do(ctx, http.MethodPost, "/v1/quote", b, &q)
+	return &q, err
+}
+
+// PostLog sends chunk seq of job id's live log, signed by the provider's key.
+func (c *Client) PostLog(ctx context.Context, key Signer, job, seq uint64, data []byte) error {
+	priv := key.PrivateKey()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, fmt.Sprintf("%s/v1/jobs/%d/logs", c.base, job), bytes.NewReader(data))
+	if err != nil {
+		return err
+	}
+	req.Header.Set("X-Gpunet-Provider", address.FromPubKey(priv.Public().(ed25519.PublicKey)).String())
+	req.Header.Set("X-Gpunet-Seq", strconv.FormatUint(seq, 10))
+	req.Header.Set("X-Gpunet-Signature", hex.EncodeToString(ed25519.Sign(priv, apiserver.LogSignBytes(job, seq, data))))
+	resp, err := c.http.Do(req)
+	if err != nil {
+		return fmt.Errorf("%w at %s: %v", ErrUnreachable, c.base, err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusCreated {
+		var eb apiserver.ErrorBody
+		json.NewDecoder(io.LimitReader(resp.Body, 1<<16)).Decode(&eb)
+		return &APIError{Status: resp.StatusCode, Code: eb.Code, Msg: eb.Error}
+	}
+	return nil
+}
+
+// Logs returns job id's live log chunks from seq from.
+func (c *Client) Logs(ctx context.Context, job, from uint64) (*apiserver.LogPage, error) {
+	var p apiserver.LogPage
+	_, err := c.do(ctx, http.MethodGet, fmt.Sprintf("/v1/jobs/%d/logs?from=%d", job, from), nil, &p)
 	return &p, err
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/gpunet/gpunet/internal/daemon"
 	"github.com/gpunet/gpunet/internal/devnet"
+	"github.com/gpunet/gpunet/internal/ledger"
 	"github.com/gpunet/gpunet/internal/validator"
 )
 
@@ -26,6 +27,7 @@ func devnetCmd(e *env) *cobra.Command {
 		blockTime time.Duration
 		api       string
 		nprov     int
+		example   bool
 	)
 	c := &cobra.Command{
 		Use:   "devnet",
@@ -123,6 +125,9 @@ starts afresh. Ports are free loopback ports picked at each start unless
 				}
 				fmt.Fprintf(e.stdout, "Try: gpunet --home %s offers -o price\n     gpunet --home %s tx send bob 5sync --from alice\n     gpunet --home %s query balance bob\nPress Ctrl-C to stop.\n", e.home, e.home, e.home)
 			}
+			if example && nprov > 0 {
+				go e.runExample(cmd.Context(), d.APIURL)
+			}
 			<-cmd.Context().Done()
 			fmt.Fprintln(e.stderr, "stopping devnet…")
 			stopped = true
@@ -135,5 +140,35 @@ starts afresh. Ports are free loopback ports picked at each start unless
 	c.Flags().DurationVar(&blockTime, "block-time", 0, "pause after each block (default 1s; kept in the home)")
 	c.Flags().StringVar(&api, "api", "", "API listen address host:port (default: a free loopback port)")
 	c.Flags().IntVar(&nprov, "providers", 3, "in-process providers to run (keys provider-1 … provider-N)")
+	c.Flags().BoolVar(&example, "example", true, "run the bundled wordcount example job once the providers are up")
 	return c
+}
+
+// runExample runs the bundled example job and prints its verified output.
+func (e *env) runExample(ctx context.Context, api string) {
+	start := time.Now()
+	text := e.output != "json"
+	if text {
+		fmt.Fprintln(e.stdout, "Running the bundled example job (examples/wordcount) on the devnet's providers:")
+	}
+	res, err := devnet.RunExample(ctx, e.home, api, func(j *ledger.Job) {
+		if text {
+			fmt.Fprintf(e.stdout, "  job %d %6.2fs  %-9s %s\n", j.ID, time.Since(start).Seconds(), j.State, j.Reason)
+		}
+	})
+	if ctx.Err() != nil {
+		return
+	}
+	if err != nil {
+		fmt.Fprintf(e.stderr, "example job: %v\n", err)
+		return
+	}
+	j := res.Job
+	if !text {
+		json.NewEncoder(e.stdout).Encode(map[string]any{"example_job": j.ID, "state": j.State, "out": res.OutDir, "output": string(res.Output), "cost": j.Cost + j.Fee})
+		return
+	}
+	fmt.Fprintf(e.stdout, "Example job %d succeeded on %s in %.2fs; cost %s + %s fee. Its decrypted output (%s/out/counts.txt):\n%s",
+		j.ID, j.Assignments[0].Provider, time.Since(start).Seconds(), formatSync(j.Cost), formatSync(j.Fee), res.OutDir, res.Output)
+	fmt.Fprintf(e.stdout, "Run it yourself: gpunet --home %s job run %s/examples/wordcount/job.yaml --from alice\n", e.home, e.home)
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/gpunet/gpunet/internal/address"
 	"github.com/gpunet/gpunet/internal/apiserver"
+	"github.com/gpunet/gpunet/internal/blob"
 	"github.com/gpunet/gpunet/internal/provider"
 )
 
@@ -104,6 +105,14 @@ per class ("RTX_4090=0.8sync,cpu=0.01sync").`,
 				StatusFile: e.providerStatusFile(key.Name), Logger: logger,
 			}
 			o.Prices = providerPrices(all, byClass)
+			sb, closeSB, err := provider.Sandboxes(filepath.Join(e.home, "provider"))
+			if err != nil {
+				return err
+			}
+			defer closeSB()
+			o.Sandboxes = sb
+			o.Blobs = blob.NewClient(cl.Base())
+			o.WorkDir = filepath.Join(e.home, "provider", key.Name, "jobs")
 			if e.output == "json" {
 				json.NewEncoder(e.stdout).Encode(map[string]string{"name": key.Name, "address": key.Address.String(), "node": cl.Base()})
 			} else {

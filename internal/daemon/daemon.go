@@ -8,10 +8,16 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"path/filepath"
 
 	"github.com/gpunet/gpunet/internal/apiserver"
+	"github.com/gpunet/gpunet/internal/blob"
 	"github.com/gpunet/gpunet/internal/validator"
 )
+
+// DefaultMaxBlobBytes is the largest blob a node's gateway stores unless its
+// config says otherwise.
+const DefaultMaxBlobBytes = 4 << 30
 
 // Options tune Start.
 type Options struct {
@@ -43,8 +49,20 @@ func Start(ctx context.Context, home string, o Options) (*Daemon, error) {
 	if o.APIAddr != "" {
 		addr = o.APIAddr
 	}
+	maxBlob := n.Config().MaxBlobBytes
+	if maxBlob == 0 {
+		maxBlob = DefaultMaxBlobBytes
+	}
+	blobs, err := blob.OpenStore(filepath.Join(home, "data", "blobs"), maxBlob)
+	if err != nil {
+		n.Stop()
+		return nil, err
+	}
 	actx, cancel := context.WithCancel(context.Background())
 	api := apiserver.New(n, o.Logger)
+	gw := blob.NewHandler(blobs, o.Logger)
+	api.Handle("/v1/blobs", gw)
+	api.Handle("/v1/blobs/", gw)
 	bound, apiErr, err := api.ListenAndServe(actx, addr)
 	if err != nil {
 		cancel()

@@ -10,11 +10,13 @@ import (
 
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
 
+	"github.com/gpunet/gpunet/internal/blob"
 	"github.com/gpunet/gpunet/internal/chainclient"
 	"github.com/gpunet/gpunet/internal/hwinfo"
 	"github.com/gpunet/gpunet/internal/keys"
 	"github.com/gpunet/gpunet/internal/ledger"
 	"github.com/gpunet/gpunet/internal/provider"
+	"github.com/gpunet/gpunet/internal/sandbox"
 )
 
 // ProviderKey is the keyring name of the devnet's i-th provider (from 1).
@@ -45,11 +47,21 @@ type Providers struct {
 	wg     sync.WaitGroup
 	errs   []error
 	mu     sync.Mutex
+
+	// The agents share one set of executors (and the wasm compilation
+	// cache).
+	sandboxes      map[string]sandbox.Executor
+	closeSandboxes func()
 }
 
-// Wait waits for every agent to stop and returns their errors.
+// Wait waits for every agent to stop, closes the executors and returns the
+// agents' errors.
 func (p *Providers) Wait() []error {
 	p.wg.Wait()
+	if p.closeSandboxes != nil {
+		p.closeSandboxes()
+		p.closeSandboxes = nil
+	}
 	return p.errs
 }
 
@@ -78,6 +90,13 @@ func RunProviders(ctx context.Context, home, api string, o ProviderOptions) (*Pr
 		return nil, err
 	}
 	ps := &Providers{}
+	if o.N > 0 {
+		sb, closeSB, err := provider.Sandboxes(filepath.Join(home, "provider"))
+		if err != nil {
+			return nil, err
+		}
+		ps.sandboxes, ps.closeSandboxes = sb, closeSB
+	}
 	for i := 1; i <= o.N; i++ {
 		name := ProviderKey(i)
 		k, err := kr.Get(name)
@@ -113,6 +132,9 @@ func RunProviders(ctx context.Context, home, api string, o ProviderOptions) (*Pr
 			Poll:       o.Poll,
 			StatusFile: filepath.Join(home, "provider", name+".json"),
 			Logger:     o.Logger,
+			Sandboxes:  ps.sandboxes,
+			Blobs:      blob.NewClient(api),
+			WorkDir:    filepath.Join(home, "provider", name, "jobs"),
 		})
 		ps.Agents = append(ps.Agents, a)
 		ps.wg.Add(1)

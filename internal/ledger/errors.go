@@ -33,6 +33,9 @@ var (
 	ErrAlreadyRegistered = &Error{15, "provider already registered"}
 	ErrInsufficientStake = &Error{16, "insufficient stake"}
 	ErrNoChallenge       = &Error{17, "no open challenge"}
+	ErrUnknownJob        = &Error{18, "unknown job"}
+	ErrNotJobParty       = &Error{19, "not a party to the job"}
+	ErrJobState          = &Error{20, "job is not in the right state"}
 )
 
 // AllErrors lists every error class in code order.
@@ -41,6 +44,7 @@ var AllErrors = []*Error{
 	ErrInsufficientFunds, ErrInvalidAmount, ErrUnknownMsgType, ErrInvalidAddress,
 	ErrInsufficientFee, ErrInvalidMsg, ErrInvalidGenesis, ErrInternal,
 	ErrUnknownProvider, ErrAlreadyRegistered, ErrInsufficientStake, ErrNoChallenge,
+	ErrUnknownJob, ErrNotJobParty, ErrJobState,
 }
 
 // CodeOf returns the stable code of err's class, 0 for nil, and

@@ -114,6 +114,7 @@ func (l *Ledger) InitGenesis(base KV, chainID string, g Genesis) ([]Change, []by
 	setUint(o, keyStaked, 0)
 	setUint(o, keyUnbonding, 0)
 	setUint(o, keyOnlineCount, 0)
+	setUint(o, keyEscrow, 0)
 	setUint(o, keyHeight, 0)
 	return finish(base, o)
 }
@@ -161,7 +162,12 @@ func (b *Block) begin() ([]Event, error) {
 	if err != nil {
 		return nil, err
 	}
-	more, err := expireChallenges(b.state, h, b.params)
+	more, err := expireChallenges(b.state, h, b.params, b.info)
+	if err != nil {
+		return nil, err
+	}
+	evs = append(evs, more...)
+	more, err = expireJobs(b.state, b.info.Time.Unix(), b.params, b.info)
 	return append(evs, more...), err
 }
 
@@ -198,7 +204,12 @@ func (b *Block) End() ([]Change, []byte, error) {
 		return nil, nil, b.err
 	}
 	h := uint64(b.info.Height)
-	evs, err := issueChallenges(b.state, h, b.info.Seed, b.params)
+	evs, err := schedule(b.state, b.params, b.info)
+	if err != nil {
+		return nil, nil, err
+	}
+	b.events = append(b.events, evs...)
+	evs, err = issueChallenges(b.state, h, b.info.Seed, b.params)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -290,13 +301,23 @@ func execute(o *Overlay, tx *Tx, params Params, info BlockInfo) ([]Event, error)
 	case *MsgUpdateProvider:
 		return execUpdateProvider(o, from, m, info)
 	case *MsgSetProviderStatus:
-		return execSetProviderStatus(o, from, m)
+		return execSetProviderStatus(o, from, m, params, info)
 	case *MsgStake:
 		return execStake(o, from, m)
 	case *MsgUnstake:
 		return execUnstake(o, from, m, params, info)
 	case *MsgLivenessProof:
 		return execLivenessProof(o, from, m, info)
+	case *MsgSubmitJob:
+		return execSubmitJob(o, from, m, params, info)
+	case *MsgGrantKey:
+		return execGrantKey(o, from, m, params, info)
+	case *MsgStartJob:
+		return execStartJob(o, from, m, params, info)
+	case *MsgCommitResult:
+		return execCommitResult(o, from, m, params, info)
+	case *MsgCancelJob:
+		return execCancelJob(o, from, m, params, info)
 	}
 	return nil, fmt.Errorf("no handler for %s: %w", tx.Msg.Type(), ErrUnknownMsgType)
 }

@@ -217,7 +217,7 @@ func TestAppHashDeterministic(t *testing.T) {
 	// Golden: a change to the encoding, the key layout or the rules that
 	// changes this hash is a consensus-breaking change. Update it only on
 	// purpose.
-	const golden = "9935d472b336c23e5e90bc899a025359145d3da7557a56ca0ef6f57dadcd3c10"
+	const golden = "02cebdce8c9e222929d27b515e7661ecceed8d2bad9786dbe1ec2b80f4569866"
 	if got := hex.EncodeToString(a.Hash); got != golden {
 		t.Errorf("app hash = %s, want golden %s", got, golden)
 	}

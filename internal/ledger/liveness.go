@@ -50,7 +50,7 @@ func execLivenessProof(o *Overlay, from address.Address, m *MsgLivenessProof, in
 
 // expireChallenges counts as missed every challenge whose deadline is
 // before height.
-func expireChallenges(o *Overlay, height uint64, params Params) ([]Event, error) {
+func expireChallenges(o *Overlay, height uint64, params Params, info BlockInfo) ([]Event, error) {
 	var expired []address.Address
 	o.Iterate(prefixLivenessDeadline, livenessDeadlineKey(height, address.Address{}), func(k, _ []byte) bool {
 		var a address.Address
@@ -70,7 +70,8 @@ func expireChallenges(o *Overlay, height uint64, params Params) ([]Event, error)
 		p.MissedInARow++
 		p.Reputation -= p.Reputation / reputationLossDiv
 		ev := Event{Type: "liveness_missed", Attrs: []Attr{{"provider", a.String()}, {"missed_in_a_row", strconv.FormatUint(p.MissedInARow, 10)}}}
-		if p.MissedInARow >= params.LivenessMaxMissed && p.Online {
+		wentOffline := p.MissedInARow >= params.LivenessMaxMissed && p.Online
+		if wentOffline {
 			if err := setOffline(o, p); err != nil {
 				return nil, err
 			}
@@ -78,6 +79,13 @@ func expireChallenges(o *Overlay, height uint64, params Params) ([]Event, error)
 		}
 		setProvider(o, p)
 		events = append(events, ev)
+		if wentOffline {
+			evs, err := reassignJobsOf(o, a, params, info)
+			if err != nil {
+				return nil, err
+			}
+			events = append(events, evs...)
+		}
 	}
 	return events, nil
 }

@@ -102,6 +102,7 @@ type Provider struct {
 	MissedInARow     uint64             `json:"missed_in_a_row"`
 	Challenge        *LivenessChallenge `json:"challenge,omitempty"`
 	Earned           uint64             `json:"earned"` // usync paid for jobs
+	Jobs             uint64             `json:"jobs"`   // jobs assigned and not finished
 }
 
 // Uptime returns the fraction of liveness challenges answered, in parts
@@ -174,7 +175,13 @@ func mustProvider(kv KV, addr address.Address) (*Provider, error) {
 	return p, nil
 }
 
+// setProvider stores p and keeps the scheduler's index in step with it.
 func setProvider(o *Overlay, p *Provider) {
+	old, _, err := GetProvider(o, p.Address)
+	if err != nil {
+		panic(err) // a corrupt record; the block fails and the node halts
+	}
+	reindexProvider(o, old, p)
 	b, err := json.Marshal(p)
 	if err != nil {
 		panic(err) // unreachable: Provider always marshals
@@ -465,7 +472,7 @@ func execUpdateProvider(o *Overlay, from address.Address, m *MsgUpdateProvider, 
 	return []Event{{Type: "provider_updated", Attrs: []Attr{{"provider", from.String()}}}}, nil
 }
 
-func execSetProviderStatus(o *Overlay, from address.Address, m *MsgSetProviderStatus) ([]Event, error) {
+func execSetProviderStatus(o *Overlay, from address.Address, m *MsgSetProviderStatus, params Params, info BlockInfo) ([]Event, error) {
 	p, err := mustProvider(o, from)
 	if err != nil {
 		return nil, err
@@ -483,5 +490,13 @@ func execSetProviderStatus(o *Overlay, from address.Address, m *MsgSetProviderSt
 		}
 	}
 	setProvider(o, p)
-	return []Event{{Type: "provider_status", Attrs: []Attr{{"provider", from.String()}, {"online", strconv.FormatBool(m.Online)}}}}, nil
+	events := []Event{{Type: "provider_status", Attrs: []Attr{{"provider", from.String()}, {"online", strconv.FormatBool(m.Online)}}}}
+	if !m.Online {
+		evs, err := reassignJobsOf(o, from, params, info)
+		if err != nil {
+			return nil, err
+		}
+		events = append(events, evs...)
+	}
+	return events, nil
 }

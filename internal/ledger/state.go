@@ -93,6 +93,22 @@ type Params struct {
 	// LivenessMaxPerBlock).
 	LivenessRatePPM     uint64 `json:"liveness_rate_ppm"`
 	LivenessMaxPerBlock uint64 `json:"liveness_max_per_block"`
+	// ProtocolFeeBps is the fee on what a job pays its providers, in basis
+	// points, paid by the job's owner to the treasury.
+	ProtocolFeeBps uint64 `json:"protocol_fee_bps"`
+	// JobGrantTimeout is how long, in seconds of block time, the owner of
+	// a placed job has to grant its key.
+	JobGrantTimeout uint64 `json:"job_grant_timeout"`
+	// JobStartTimeout is how long an assigned provider has, after the
+	// grant, to start the job before it is reassigned.
+	JobStartTimeout uint64 `json:"job_start_timeout"`
+	// JobResultGrace is how long past the job's timeout a provider has to
+	// report its result before the job is reassigned.
+	JobResultGrace uint64 `json:"job_result_grace"`
+	// JobMaxAttempts is how many placements a job gets before it fails.
+	JobMaxAttempts uint64 `json:"job_max_attempts"`
+	// MaxPlacementsPerBlock bounds the scheduler's work per block.
+	MaxPlacementsPerBlock uint64 `json:"max_placements_per_block"`
 }
 
 // DefaultParams returns the parameters a new chain starts with.
@@ -107,6 +123,13 @@ func DefaultParams() Params {
 		LivenessMaxMissed:   3,
 		LivenessRatePPM:     100_000, // 10% of online providers per block
 		LivenessMaxPerBlock: 100,
+
+		ProtocolFeeBps:        100, // 1%
+		JobGrantTimeout:       120,
+		JobStartTimeout:       120,
+		JobResultGrace:        120,
+		JobMaxAttempts:        3,
+		MaxPlacementsPerBlock: 1000,
 	}
 }
 
@@ -128,6 +151,12 @@ func (p Params) Validate() error {
 		return fmt.Errorf("params.liveness_rate_ppm %d above 1000000", p.LivenessRatePPM)
 	case p.LivenessMaxPerBlock == 0 || p.LivenessMaxPerBlock > 10_000:
 		return fmt.Errorf("params.liveness_max_per_block %d out of range [1, 10000]", p.LivenessMaxPerBlock)
+	case p.ProtocolFeeBps > 5_000:
+		return fmt.Errorf("params.protocol_fee_bps %d above 5000 (50%%)", p.ProtocolFeeBps)
+	case p.JobGrantTimeout == 0 || p.JobStartTimeout == 0 || p.JobResultGrace == 0:
+		return fmt.Errorf("params.job_grant_timeout, job_start_timeout and job_result_grace must be positive")
+	case p.JobMaxAttempts == 0 || p.MaxPlacementsPerBlock == 0:
+		return fmt.Errorf("params.job_max_attempts and max_placements_per_block must be positive")
 	}
 	return nil
 }
@@ -244,11 +273,50 @@ func CheckInvariants(kv KV) error {
 			return err
 		}
 	}
+	var escrow uint64
+	var jerr error
+	kv.Iterate(prefixJob, prefixEnd(prefixJob), func(k, v []byte) bool {
+		j, ok, e := GetJob(kv, binary.BigEndian.Uint64(k[len(prefixJob):]))
+		if e != nil || !ok {
+			jerr = fmt.Errorf("invariant: job record %x unreadable: %w", k, ErrInternal)
+			return false
+		}
+		escrow += j.Escrow
+		if !j.Done() {
+			// The escrow covers what the job may still be charged.
+			var most uint64
+			for _, a := range j.Assignments {
+				if a.Result == nil {
+					most += mulDiv(a.PricePerHour, j.Spec.TimeoutSeconds, 3600)
+				}
+			}
+			if j.State == JobQueued {
+				most = mulDiv(j.Spec.MaxPricePerHour, j.Spec.TimeoutSeconds, 3600) * j.Spec.PlannedReplicas()
+			}
+			if j.Escrow < most {
+				jerr = fmt.Errorf("invariant: job %d escrow %d < %d it may still be charged: %w", j.ID, j.Escrow, most, ErrInternal)
+				return false
+			}
+		} else if j.Escrow != 0 {
+			jerr = fmt.Errorf("invariant: finished job %d still holds escrow %d: %w", j.ID, j.Escrow, ErrInternal)
+			return false
+		}
+		return add(j.Escrow, fmt.Sprintf("escrow of job %d", j.ID))
+	})
+	if jerr != nil {
+		return jerr
+	}
+	if err != nil {
+		return err
+	}
+	if e := Escrowed(kv); e != escrow {
+		return fmt.Errorf("invariant: recorded escrow %d != sum of jobs' escrow %d: %w", e, escrow, ErrInternal)
+	}
 	if u := UnbondingTotal(kv); u != unbonding {
 		return fmt.Errorf("invariant: recorded unbonding %d != sum of entries %d: %w", u, unbonding, ErrInternal)
 	}
 	if s := Supply(kv); s != total {
-		return fmt.Errorf("invariant: supply %d != balances + treasury + stake + unbonding = %d: %w", s, total, ErrInternal)
+		return fmt.Errorf("invariant: supply %d != balances + treasury + stake + unbonding + escrow = %d: %w", s, total, ErrInternal)
 	}
 	return nil
 }

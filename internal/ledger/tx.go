@@ -31,6 +31,11 @@ const (
 	MsgTypeStake             MsgType = 5
 	MsgTypeUnstake           MsgType = 6
 	MsgTypeLivenessProof     MsgType = 7
+	MsgTypeSubmitJob         MsgType = 8
+	MsgTypeGrantKey          MsgType = 9
+	MsgTypeStartJob          MsgType = 10
+	MsgTypeCommitResult      MsgType = 11
+	MsgTypeCancelJob         MsgType = 12
 )
 
 var msgNames = map[MsgType]string{
@@ -41,6 +46,11 @@ var msgNames = map[MsgType]string{
 	MsgTypeStake:             "stake",
 	MsgTypeUnstake:           "unstake",
 	MsgTypeLivenessProof:     "liveness_proof",
+	MsgTypeSubmitJob:         "submit_job",
+	MsgTypeGrantKey:          "grant_key",
+	MsgTypeStartJob:          "start_job",
+	MsgTypeCommitResult:      "commit_result",
+	MsgTypeCancelJob:         "cancel_job",
 }
 
 func (t MsgType) String() string {
@@ -74,6 +84,16 @@ func newMsg(t MsgType) Msg {
 		return &MsgUnstake{}
 	case MsgTypeLivenessProof:
 		return &MsgLivenessProof{}
+	case MsgTypeSubmitJob:
+		return &MsgSubmitJob{}
+	case MsgTypeGrantKey:
+		return &MsgGrantKey{}
+	case MsgTypeStartJob:
+		return &MsgStartJob{}
+	case MsgTypeCommitResult:
+		return &MsgCommitResult{}
+	case MsgTypeCancelJob:
+		return &MsgCancelJob{}
 	}
 	return nil
 }

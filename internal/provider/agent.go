@@ -12,9 +12,9 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"sync"
 	"time"
 
@@ -22,10 +22,13 @@ import (
 
 	"github.com/gpunet/gpunet/internal/address"
 	"github.com/gpunet/gpunet/internal/apiserver"
+	"github.com/gpunet/gpunet/internal/blob"
 	"github.com/gpunet/gpunet/internal/chainclient"
 	"github.com/gpunet/gpunet/internal/hwinfo"
 	"github.com/gpunet/gpunet/internal/keys"
 	"github.com/gpunet/gpunet/internal/ledger"
+	"github.com/gpunet/gpunet/internal/sandbox"
+	"github.com/gpunet/gpunet/internal/sandbox/wasm"
 	"github.com/gpunet/gpunet/internal/validator"
 )
 
@@ -34,6 +37,8 @@ type Chain interface {
 	Provider(ctx context.Context, a address.Address) (*apiserver.ProviderBody, error)
 	Params(ctx context.Context) (*ledger.Params, error)
 	SendMsg(ctx context.Context, key chainclient.Signer, fee uint64, msg ledger.Msg) (*validator.TxResult, error)
+	ProviderJobs(ctx context.Context, provider address.Address) (*apiserver.JobList, error)
+	PostLog(ctx context.Context, key chainclient.Signer, job, seq uint64, data []byte) error
 }
 
 // Options configure an agent.
@@ -49,8 +54,15 @@ type Options struct {
 	// this hardware.
 	Stake   uint64
 	MaxJobs uint64
-	// Executors overrides the detected executors.
+	// Sandboxes are the executors jobs run in, by name ("wasm", "oci").
+	Sandboxes map[string]sandbox.Executor
+	// Executors overrides the executors declared (default: the names of
+	// Sandboxes).
 	Executors []string
+	// Blobs is the blob gateway jobs' data moves through.
+	Blobs *blob.Client
+	// WorkDir holds running jobs' files.
+	WorkDir string
 	// NVML overrides the NVML library (tests and devnet simulations).
 	NVML nvml.Interface
 	// Inventory and Figures, when set, replace detection and the benchmark
@@ -109,6 +121,7 @@ type Agent struct {
 	info ledger.ProviderInfo
 
 	lastAnswered uint64
+	runs         runs
 }
 
 // New returns an agent; Run starts it.
@@ -126,6 +139,7 @@ func New(o Options) *Agent {
 		o.MaxJobs = 4
 	}
 	a := &Agent{o: o, log: o.Logger.With("provider", o.Key.Name)}
+	a.runs.byID = map[uint64]context.CancelFunc{}
 	a.st = Status{Name: o.Key.Name, Address: o.Key.Address.String()}
 	return a
 }
@@ -176,6 +190,7 @@ func (a *Agent) Run(ctx context.Context) error {
 			err = a.serve(ctx)
 		}
 		if ctx.Err() != nil {
+			a.stopRuns()
 			a.goOffline()
 			return nil
 		}
@@ -249,7 +264,10 @@ func Declaration(inv *hwinfo.Inventory, fig *hwinfo.Figures, o Options) ledger.P
 		EncryptionKey: o.Key.Recipient(),
 	}
 	if len(pi.Executors) == 0 {
-		pi.Executors = DetectExecutors()
+		for name := range o.Sandboxes {
+			pi.Executors = append(pi.Executors, name)
+		}
+		slices.Sort(pi.Executors)
 	}
 	price := func(class string, def uint64) ledger.Amount {
 		if p, ok := o.Prices[class]; ok {
@@ -281,14 +299,15 @@ func truncate(s string) string {
 	return s
 }
 
-// DetectExecutors lists the sandboxes this machine can run: wasm always
-// (it is built into gpunet), oci when runc is installed.
-func DetectExecutors() []string {
-	ex := []string{"wasm"}
-	if _, err := exec.LookPath("runc"); err == nil {
-		ex = append([]string{"oci"}, ex...)
+// Sandboxes returns the executors this machine offers: wasm (built into
+// gpunet, its compilation cache under dir). Close them with the returned
+// function.
+func Sandboxes(dir string) (map[string]sandbox.Executor, func(), error) {
+	w, err := wasm.New(filepath.Join(dir, "wasm-cache"))
+	if err != nil {
+		return nil, nil, fmt.Errorf("wasm executor: %w", err)
 	}
-	return ex
+	return map[string]sandbox.Executor{"wasm": w}, func() { w.Close() }, nil
 }
 
 // connect brings the registration in line with the machine: register or
@@ -371,7 +390,7 @@ func (a *Agent) refresh(ctx context.Context) error {
 		a.lastAnswered = c.Height
 		a.log.Debug("answered liveness challenge", "height", c.Height)
 	}
-	return nil
+	return a.syncJobs(ctx)
 }
 
 // serve polls the chain until an error or ctx ends.

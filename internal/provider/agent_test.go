@@ -9,6 +9,7 @@ import (
 
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
 
+	"github.com/gpunet/gpunet/internal/blob"
 	"github.com/gpunet/gpunet/internal/chainclient"
 	"github.com/gpunet/gpunet/internal/daemon"
 	"github.com/gpunet/gpunet/internal/hwinfo"
@@ -17,6 +18,7 @@ import (
 	"github.com/gpunet/gpunet/internal/ledger"
 	"github.com/gpunet/gpunet/internal/offers"
 	"github.com/gpunet/gpunet/internal/provider"
+	"github.com/gpunet/gpunet/internal/sandbox"
 	"github.com/gpunet/gpunet/internal/validator"
 )
 
@@ -26,6 +28,21 @@ type network struct {
 	kr        *keys.Keyring
 	d         *daemon.Daemon
 	cl        *chainclient.Client
+	sb        map[string]sandbox.Executor
+}
+
+// sandboxes returns the network's shared real wasm executor.
+func (n *network) sandboxes(t *testing.T) map[string]sandbox.Executor {
+	t.Helper()
+	if n.sb == nil {
+		sb, closeSB, err := provider.Sandboxes(filepath.Join(n.home, "sandbox"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(closeSB)
+		n.sb = sb
+	}
+	return n.sb
 }
 
 func startNetwork(t *testing.T, names ...string) *network {
@@ -97,6 +114,7 @@ func runAgent(t *testing.T, n *network, name string, lib nvml.Interface, region 
 	a := provider.New(provider.Options{
 		Key: k, Chain: n.cl, Region: region, Prices: map[string]uint64{provider.AnyClass: price},
 		Inventory: inv, Figures: figures(), Poll: 25 * time.Millisecond,
+		Sandboxes: n.sandboxes(t), Blobs: blob.NewClient(n.cl.Base()), WorkDir: filepath.Join(n.home, "work", name),
 	})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})

@@ -38,6 +38,8 @@ type Config struct {
 	Devnet bool `yaml:"devnet,omitempty"`
 	// LogLevel is CometBFT's log level in logs/cometbft.log: debug, info, error.
 	LogLevel string `yaml:"log_level,omitempty"`
+	// MaxBlobBytes is the largest blob the node's gateway stores (0: 4 GiB).
+	MaxBlobBytes int64 `yaml:"max_blob_bytes,omitempty"`
 }
 
 // Duration is a time.Duration written as "1s", "200ms" in YAML.
@@ -74,6 +76,9 @@ func (c *Config) Validate() error {
 		if err := checkHostPort(c.RPC); err != nil {
 			return fmt.Errorf("rpc: %w", err)
 		}
+	}
+	if c.MaxBlobBytes < 0 {
+		return fmt.Errorf("max_blob_bytes %d is negative", c.MaxBlobBytes)
 	}
 	if c.BlockTime < Duration(10*time.Millisecond) || c.BlockTime > Duration(time.Minute) {
 		return fmt.Errorf("block_time %s out of range [10ms, 1m]", time.Duration(c.BlockTime))

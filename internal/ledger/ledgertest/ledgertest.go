@@ -54,7 +54,15 @@ type Chain struct {
 	KV     *ledger.MemKV
 	Height int64
 	Hash   []byte
+	// Offset is added to every later block's time (see Advance).
+	Offset time.Duration
 }
+
+// Advance moves the chain's clock forward: later blocks are d later.
+func (c *Chain) Advance(d time.Duration) { c.Offset += d }
+
+// Now is the time of the last applied block.
+func (c *Chain) Now() time.Time { return BlockTime(c.Height).Add(c.Offset) }
 
 // Genesis returns a genesis that funds each named key with balance usync.
 func Genesis(balance uint64, names ...string) ledger.Genesis {
@@ -105,6 +113,9 @@ func ProviderInfo(class string, count int, pricePerHour uint64) ledger.ProviderI
 		askClass = class
 	}
 	pi.Asks = []ledger.Ask{{Class: askClass, PricePerHour: ledger.Amount(pricePerHour)}}
+	if count > 0 {
+		pi.Asks = append(pi.Asks, ledger.Ask{Class: ledger.CPUClass, PricePerHour: ledger.Amount(max(1, pricePerHour/10))})
+	}
 	key := sha256.Sum256([]byte("enc/" + class))
 	pi.EncryptionKey, _ = address.EncodeBech32("age", key[:])
 	return pi
@@ -115,7 +126,7 @@ func ProviderInfo(class string, count int, pricePerHour uint64) ledger.ProviderI
 func (c *Chain) ApplyBlock(tb testing.TB, txs ...[]byte) []ledger.TxResult {
 	tb.Helper()
 	c.Height++
-	b := c.L.BeginBlock(c.KV, ledger.BlockInfo{Height: c.Height, Time: BlockTime(c.Height), Seed: BlockSeed(c.Height)})
+	b := c.L.BeginBlock(c.KV, ledger.BlockInfo{Height: c.Height, Time: BlockTime(c.Height).Add(c.Offset), Seed: BlockSeed(c.Height)})
 	res := make([]ledger.TxResult, len(txs))
 	for i, tx := range txs {
 		res[i] = b.DeliverTx(tx)
@@ -152,4 +163,20 @@ func (c *Chain) Balance(tb testing.TB, addr address.Address) uint64 {
 		tb.Fatal(err)
 	}
 	return a.Balance
+}
+
+// WasmJob returns a valid spec of a CPU wasm job.
+func WasmJob(name string, maxPricePerHour, timeoutSeconds uint64) ledger.JobSpec {
+	return ledger.JobSpec{
+		Name: name, Executor: "wasm", Module: "sha256:" + fmt.Sprintf("%064x", 1),
+		Outputs: []string{"/out"}, CPUMilli: 1000, Memory: 256 << 20, Disk: 1 << 30,
+		MaxPricePerHour: maxPricePerHour, TimeoutSeconds: timeoutSeconds, Verification: "spot", Deterministic: true,
+	}
+}
+
+// AgeKey is a syntactically valid age recipient for tests.
+func AgeKey(name string) string {
+	k := sha256.Sum256([]byte("age/" + name))
+	s, _ := address.EncodeBech32("age", k[:])
+	return s
 }

@@ -1,0 +1,198 @@
+package apiserver
+
+import (
+	"crypto/ed25519"
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"sync"
+
+	"github.com/gpunet/gpunet/internal/address"
+	"github.com/gpunet/gpunet/internal/ledger"
+)
+
+// Live logs: while a job runs, its provider posts the log in chunks, each
+// encrypted to the job's owner and signed by the provider; the node keeps
+// the latest chunks of each running job in memory and the owner polls them.
+// This relay is a convenience of one node, not consensus state: the full
+// log is the encrypted blob the provider commits with its result.
+
+// LogChunk is one piece of a job's live log.
+type LogChunk struct {
+	Seq      uint64          `json:"seq"`
+	Provider address.Address `json:"provider"`
+	Data     []byte          `json:"data"` // age-encrypted to the job's owner
+}
+
+// LogPage is GET /v1/jobs/{id}/logs.
+type LogPage struct {
+	Chunks []LogChunk `json:"chunks"`
+	// Next is the seq to ask from next time.
+	Next uint64 `json:"next"`
+	// Dropped counts chunks no longer held (the relay keeps the latest).
+	Dropped uint64 `json:"dropped"`
+}
+
+// Limits of the relay.
+const (
+	maxLogChunkBytes = 256 << 10
+	maxChunksPerJob  = 512
+	maxRelayedJobs   = 4096
+)
+
+// LogSignBytes is what a provider signs to post chunk seq of job id.
+func LogSignBytes(job, seq uint64, data []byte) []byte {
+	sum := sha256.Sum256(data)
+	b := []byte("gpunet/log/v1\x00")
+	b = binary.BigEndian.AppendUint64(b, job)
+	b = binary.BigEndian.AppendUint64(b, seq)
+	return append(b, sum[:]...)
+}
+
+type jobLog struct {
+	chunks []LogChunk
+	next   uint64                     // the seq the next chunk gets
+	first  uint64                     // the seq of chunks[0]
+	posted map[address.Address]uint64 // each provider's next post number
+}
+
+type logRelay struct {
+	mu   sync.Mutex
+	jobs map[uint64]*jobLog
+	// order of first sight, to evict the oldest job when full
+	order []uint64
+}
+
+func (r *logRelay) get(id uint64) *jobLog {
+	if r.jobs == nil {
+		r.jobs = map[uint64]*jobLog{}
+	}
+	l := r.jobs[id]
+	if l == nil {
+		if len(r.order) >= maxRelayedJobs {
+			delete(r.jobs, r.order[0])
+			r.order = r.order[1:]
+		}
+		l = &jobLog{posted: map[address.Address]uint64{}}
+		r.jobs[id] = l
+		r.order = append(r.order, id)
+	}
+	return l
+}
+
+// postLog serves POST /v1/jobs/{id}/logs from the job's provider:
+// headers X-Gpunet-Provider (address), X-Gpunet-Seq (the provider's post
+// number for this job: 0, 1, …) and X-Gpunet-Signature (hex ed25519 over
+// LogSignBytes of that number).
+func (s *Server) postLog(w http.ResponseWriter, r *http.Request) {
+	id, ok := parseJobID(w, r.PathValue("id"))
+	if !ok {
+		return
+	}
+	prov, err := address.Parse(r.Header.Get("X-Gpunet-Provider"))
+	if err != nil {
+		writeError(w, http.StatusBadRequest, ledger.ErrInvalidAddress.Code, "X-Gpunet-Provider: "+err.Error())
+		return
+	}
+	seq, err := strconv.ParseUint(r.Header.Get("X-Gpunet-Seq"), 10, 64)
+	if err != nil {
+		writeError(w, http.StatusBadRequest, 0, "X-Gpunet-Seq: want an integer")
+		return
+	}
+	sig, err := hex.DecodeString(r.Header.Get("X-Gpunet-Signature"))
+	if err != nil || len(sig) != ed25519.SignatureSize {
+		writeError(w, http.StatusBadRequest, ledger.ErrBadSignature.Code, "X-Gpunet-Signature: want 128 hex characters")
+		return
+	}
+	data, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxLogChunkBytes))
+	if err != nil || len(data) == 0 {
+		writeError(w, http.StatusRequestEntityTooLarge, 0, fmt.Sprintf("log chunk: want 1 to %d bytes", maxLogChunkBytes))
+		return
+	}
+	kv, release := s.chain.View()
+	j, found, err := ledger.GetJob(kv, id)
+	var pub []byte
+	if err == nil {
+		var acct ledger.Account
+		acct, err = ledger.GetAccount(kv, prov)
+		pub = acct.PubKey
+	}
+	release()
+	switch {
+	case err != nil:
+		writeError(w, http.StatusInternalServerError, ledger.CodeOf(err), err.Error())
+		return
+	case !found:
+		writeError(w, http.StatusNotFound, ledger.ErrUnknownJob.Code, fmt.Sprintf("no job %d", id))
+		return
+	}
+	assigned := false
+	for _, a := range j.Assignments {
+		assigned = assigned || a.Provider == prov
+	}
+	if !assigned || j.Done() {
+		writeError(w, http.StatusForbidden, ledger.ErrNotJobParty.Code, fmt.Sprintf("%s is not running job %d", prov, id))
+		return
+	}
+	if len(pub) != ed25519.PublicKeySize || !ed25519.Verify(pub, LogSignBytes(id, seq, data), sig) {
+		writeError(w, http.StatusForbidden, ledger.ErrBadSignature.Code, "log chunk signature does not verify for "+prov.String())
+		return
+	}
+	s.logs.mu.Lock()
+	defer s.logs.mu.Unlock()
+	l := s.logs.get(id)
+	// X-Gpunet-Seq numbers a provider's own posts, so a signed chunk
+	// cannot be replayed.
+	if want := l.posted[prov]; seq != want {
+		writeError(w, http.StatusConflict, 0, fmt.Sprintf("log post %d from %s, want %d", seq, prov, want))
+		return
+	}
+	l.posted[prov]++
+	l.chunks = append(l.chunks, LogChunk{Seq: l.next, Provider: prov, Data: data})
+	l.next++
+	if len(l.chunks) > maxChunksPerJob {
+		l.chunks = l.chunks[1:]
+		l.first++
+	}
+	writeJSON(w, http.StatusCreated, map[string]uint64{"next": l.next})
+}
+
+// getLog serves GET /v1/jobs/{id}/logs?from=SEQ. Chunks are ciphertext
+// only the owner can read, so reads need no authentication.
+func (s *Server) getLog(w http.ResponseWriter, r *http.Request) {
+	id, ok := parseJobID(w, r.PathValue("id"))
+	if !ok {
+		return
+	}
+	var from uint64
+	if f := r.URL.Query().Get("from"); f != "" {
+		var err error
+		if from, err = strconv.ParseUint(f, 10, 64); err != nil {
+			writeError(w, http.StatusBadRequest, 0, "from: want an integer")
+			return
+		}
+	}
+	s.logs.mu.Lock()
+	defer s.logs.mu.Unlock()
+	page := LogPage{Chunks: []LogChunk{}, Next: from}
+	l := s.logs.jobs[id]
+	if l == nil {
+		writeJSON(w, http.StatusOK, page)
+		return
+	}
+	if from < l.first {
+		page.Dropped = l.first - from
+		from = l.first
+	}
+	for _, c := range l.chunks {
+		if c.Seq >= from {
+			page.Chunks = append(page.Chunks, c)
+		}
+	}
+	page.Next = max(from, l.next)
+	writeJSON(w, http.StatusOK, page)
+}

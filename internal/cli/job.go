@@ -1,0 +1,435 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/gpunet/gpunet/internal/jobclient"
+	"github.com/gpunet/gpunet/internal/jobspec"
+	"github.com/gpunet/gpunet/internal/ledger"
+)
+
+// jobClient returns the consumer client for key name.
+func (e *env) jobClient(ctx context.Context, name string) (*jobclient.Client, error) {
+	kr, err := e.keyring()
+	if err != nil {
+		return nil, err
+	}
+	key, err := kr.Get(name)
+	if err != nil {
+		return nil, err
+	}
+	cl, err := e.client()
+	if err != nil {
+		return nil, err
+	}
+	st, err := cl.Status(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return jobclient.New(cl, key, e.home, st.ChainID), nil
+}
+
+func loadSpec(path string) (*jobspec.Spec, error) {
+	s, err := jobspec.Load(path)
+	if err != nil {
+		return nil, usageError{err}
+	}
+	return s, nil
+}
+
+func parseID(s string) (uint64, error) {
+	id, err := strconv.ParseUint(s, 10, 64)
+	if err != nil || id == 0 {
+		return 0, usageError{fmt.Errorf("job id %q: want a positive integer", s)}
+	}
+	return id, nil
+}
+
+func quoteCmd(e *env) *cobra.Command {
+	return &cobra.Command{
+		Use:   "quote SPEC.yaml",
+		Short: "How many providers can run a job now, what it would cost, or why nobody can",
+		Args:  exactArgs("SPEC"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			s, err := loadSpec(args[0])
+			if err != nil {
+				return err
+			}
+			cl, err := e.client()
+			if err != nil {
+				return err
+			}
+			module := ""
+			if s.Executor == "wasm" {
+				module = "sha256:" + fmt.Sprintf("%064x", 0) // placeholder: quoting uploads nothing
+			}
+			ls := jobclient.LedgerSpec(s, module)
+			q, err := cl.Quote(cmd.Context(), &ls)
+			if err != nil {
+				return err
+			}
+			return e.print(q, func(w io.Writer) {
+				fmt.Fprintf(w, "%d provider(s) can run %q now\n", q.Matching, s.Name)
+				if q.Reason != "" {
+					fmt.Fprintf(w, "it would wait: %s\n", q.Reason)
+				} else {
+					fmt.Fprintf(w, "price: %s/h per replica (%d replica(s)); at most %s if it runs its full %s\n",
+						formatSync(q.PricePerHour), q.Replicas, formatSync(q.MaxCost), time.Duration(s.Timeout))
+				}
+				fmt.Fprintf(w, "submitting locks %s in escrow (max price × timeout × replicas + fee); unused escrow is refunded\n", formatSync(q.Escrow))
+				for _, b := range q.Best {
+					fmt.Fprintf(w, "  %s  %s/h  score %d\n", b.Provider, formatSync(b.PricePerHour), b.Score)
+				}
+			})
+		},
+	}
+}
+
+func jobCmd(e *env) *cobra.Command {
+	c := &cobra.Command{Use: "job", Short: "Run and manage jobs"}
+	var from, out string
+	var poll time.Duration
+	addFrom := func(cmd *cobra.Command) {
+		cmd.Flags().StringVar(&from, "from", "", "the consumer's key (required)")
+		cmd.MarkFlagRequired("from")
+	}
+
+	run := &cobra.Command{
+		Use:   "run SPEC.yaml --from KEY [--out DIR]",
+		Short: "Submit a job, follow it to the end, then fetch and decrypt its outputs",
+		Long: `Validate the spec, encrypt and upload its module and inputs, submit it with
+escrow, follow it through queued → assigned → running → verifying → done,
+then download and decrypt the outputs into --out and print the cost.
+Ctrl-C detaches without cancelling: reattach with gpunet job status|logs|get ID.`,
+		Args: exactArgs("SPEC"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			s, err := loadSpec(args[0])
+			if err != nil {
+				return err
+			}
+			jc, err := e.jobClient(cmd.Context(), from)
+			if err != nil {
+				return err
+			}
+			id, err := jc.Submit(cmd.Context(), s)
+			if err != nil {
+				return err
+			}
+			start := time.Now()
+			text := e.output != "json"
+			if text {
+				fmt.Fprintf(e.stdout, "job %d submitted\n", id)
+			}
+			// The job's log streams to stdout while it runs, lines marked
+			// "│"; state changes are marked with their time.
+			stopLogs := func() {}
+			if text {
+				stopLogs = e.streamLogs(cmd.Context(), jc, id, poll)
+			}
+			j, err := jc.Follow(cmd.Context(), id, poll, func(j *ledger.Job) {
+				if text {
+					fmt.Fprintf(e.stdout, "  %6.1fs  %-9s %s\n", time.Since(start).Seconds(), j.State, j.Reason)
+				}
+			})
+			stopLogs()
+			if errors.Is(err, context.Canceled) {
+				fmt.Fprintf(e.stderr, "detached; job %d goes on. Reattach with: gpunet job status %d, gpunet job logs %d --from %s, gpunet job get %d --from %s\n", id, id, id, from, id, from)
+				return nil
+			}
+			if err != nil {
+				return err
+			}
+			return e.finishJob(cmd.Context(), jc, j, out)
+		},
+	}
+	addFrom(run)
+	run.Flags().StringVar(&out, "out", "", "where to put the outputs (default ./job-ID)")
+	run.Flags().DurationVar(&poll, "poll", 250*time.Millisecond, "how often to look at the job")
+
+	submit := &cobra.Command{
+		Use:   "submit SPEC.yaml --from KEY",
+		Short: "Submit a job and return its id",
+		Args:  exactArgs("SPEC"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			s, err := loadSpec(args[0])
+			if err != nil {
+				return err
+			}
+			jc, err := e.jobClient(cmd.Context(), from)
+			if err != nil {
+				return err
+			}
+			id, err := jc.Submit(cmd.Context(), s)
+			if err != nil {
+				return err
+			}
+			// Grant the key at once if the job was placed in its block.
+			if j, err := jc.Chain.Job(cmd.Context(), id); err == nil {
+				jc.GrantIfNeeded(cmd.Context(), j)
+			}
+			return e.print(map[string]uint64{"id": id}, func(w io.Writer) {
+				fmt.Fprintf(w, "job %d submitted; follow it with: gpunet job status %d --from %s\n", id, id, from)
+			})
+		},
+	}
+	addFrom(submit)
+
+	status := &cobra.Command{
+		Use:   "status ID [--from KEY]",
+		Short: "Show a job: state, reason, assignment, cost (with --from, also grants its key if due)",
+		Args:  exactArgs("ID"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			id, err := parseID(args[0])
+			if err != nil {
+				return err
+			}
+			cl, err := e.client()
+			if err != nil {
+				return err
+			}
+			j, err := cl.Job(cmd.Context(), id)
+			if err != nil {
+				return err
+			}
+			if from != "" {
+				if jc, err := e.jobClient(cmd.Context(), from); err == nil {
+					if granted, err := jc.GrantIfNeeded(cmd.Context(), j); err != nil {
+						return err
+					} else if granted {
+						j, _ = cl.Job(cmd.Context(), id)
+					}
+				}
+			}
+			return e.print(j, func(w io.Writer) { printJob(w, j) })
+		},
+	}
+	status.Flags().StringVar(&from, "from", "", "the owner's key, to grant the job key if the job waits for it")
+
+	logs := &cobra.Command{
+		Use:   "logs ID --from KEY",
+		Short: "Print a job's log, decrypted: live while it runs, the full log once it is done",
+		Args:  exactArgs("ID"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			id, err := parseID(args[0])
+			if err != nil {
+				return err
+			}
+			jc, err := e.jobClient(cmd.Context(), from)
+			if err != nil {
+				return err
+			}
+			j, err := jc.Chain.Job(cmd.Context(), id)
+			if err != nil {
+				return err
+			}
+			if !j.Done() && j.State != ledger.JobVerifying {
+				// Follow the live relay until the job ends.
+				var next uint64
+				for !j.Done() {
+					if err := jc.StreamLogs(cmd.Context(), id, &next, e.stdout); err != nil {
+						return err
+					}
+					jc.GrantIfNeeded(cmd.Context(), j)
+					select {
+					case <-cmd.Context().Done():
+						return nil
+					case <-time.After(poll):
+					}
+					if j, err = jc.Chain.Job(cmd.Context(), id); err != nil {
+						return err
+					}
+				}
+				return jc.StreamLogs(cmd.Context(), id, &next, e.stdout)
+			}
+			return jc.FetchLogs(cmd.Context(), j, e.stdout)
+		},
+	}
+	addFrom(logs)
+	logs.Flags().DurationVar(&poll, "poll", 300*time.Millisecond, "how often to look for new log output")
+
+	get := &cobra.Command{
+		Use:   "get ID --from KEY [--out DIR]",
+		Short: "Download and decrypt a finished job's outputs",
+		Args:  exactArgs("ID"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			id, err := parseID(args[0])
+			if err != nil {
+				return err
+			}
+			jc, err := e.jobClient(cmd.Context(), from)
+			if err != nil {
+				return err
+			}
+			j, err := jc.Chain.Job(cmd.Context(), id)
+			if err != nil {
+				return err
+			}
+			return e.finishJob(cmd.Context(), jc, j, out)
+		},
+	}
+	addFrom(get)
+	get.Flags().StringVar(&out, "out", "", "where to put the outputs (default ./job-ID)")
+
+	cancel := &cobra.Command{
+		Use:   "cancel ID --from KEY",
+		Short: "Cancel a job; unused escrow is refunded",
+		Args:  exactArgs("ID"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			id, err := parseID(args[0])
+			if err != nil {
+				return err
+			}
+			return e.sendMsg(cmd, from, 0, &ledger.MsgCancelJob{JobID: id})
+		},
+	}
+	addFrom(cancel)
+
+	list := &cobra.Command{
+		Use:   "list --from KEY",
+		Short: "List a key's jobs, newest first",
+		Args:  exactArgs(),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			a, err := e.resolveAddress(from)
+			if err != nil {
+				return err
+			}
+			cl, err := e.client()
+			if err != nil {
+				return err
+			}
+			l, err := cl.Jobs(cmd.Context(), a, 100)
+			if err != nil {
+				return err
+			}
+			return e.print(l.Jobs, func(w io.Writer) {
+				tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+				fmt.Fprintln(tw, "ID\tNAME\tSTATE\tCOST\tREASON")
+				for _, j := range l.Jobs {
+					fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\n", j.ID, j.Spec.Name, j.State, formatSync(j.Cost+j.Fee), j.Reason)
+				}
+				tw.Flush()
+			})
+		},
+	}
+	addFrom(list)
+
+	c.AddCommand(run, submit, status, logs, get, cancel, list)
+	return c
+}
+
+// streamLogs prints job id's live log, each line prefixed with "│ ",
+// until the returned function is called.
+func (e *env) streamLogs(ctx context.Context, jc *jobclient.Client, id uint64, poll time.Duration) func() {
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	w := &prefixWriter{w: e.stdout, prefix: "  │ "}
+	go func() {
+		defer close(done)
+		var next uint64
+		for {
+			jc.StreamLogs(ctx, id, &next, w)
+			select {
+			case <-ctx.Done():
+				jc.StreamLogs(context.Background(), id, &next, w) // what came last
+				w.flush()
+				return
+			case <-time.After(poll):
+			}
+		}
+	}()
+	return func() {
+		cancel()
+		<-done
+	}
+}
+
+// prefixWriter writes whole lines to w, each with prefix.
+type prefixWriter struct {
+	w      io.Writer
+	prefix string
+	buf    []byte
+}
+
+func (p *prefixWriter) Write(b []byte) (int, error) {
+	p.buf = append(p.buf, b...)
+	for {
+		i := bytes.IndexByte(p.buf, '\n')
+		if i < 0 {
+			return len(b), nil
+		}
+		fmt.Fprintf(p.w, "%s%s\n", p.prefix, p.buf[:i])
+		p.buf = p.buf[i+1:]
+	}
+}
+
+func (p *prefixWriter) flush() {
+	if len(p.buf) > 0 {
+		fmt.Fprintf(p.w, "%s%s\n", p.prefix, p.buf)
+		p.buf = nil
+	}
+}
+
+// finishJob fetches a finished job's outputs into out and prints its end.
+func (e *env) finishJob(ctx context.Context, jc *jobclient.Client, j *ledger.Job, out string) error {
+	if !j.Done() {
+		return fmt.Errorf("job %d is %s (%s); outputs arrive when it is done", j.ID, j.State, j.Reason)
+	}
+	if out == "" {
+		out = fmt.Sprintf("job-%d", j.ID)
+	}
+	var fetchErr error
+	if j.State != ledger.JobCancelled {
+		fetchErr = jc.FetchOutputs(ctx, j, out)
+	}
+	type summary struct {
+		*ledger.Job
+		Out string `json:"out,omitempty"`
+	}
+	s := summary{Job: j}
+	if fetchErr == nil && j.State != ledger.JobCancelled {
+		s.Out = out
+	}
+	if err := e.print(s, func(w io.Writer) {
+		printJob(w, j)
+		if s.Out != "" {
+			fmt.Fprintf(w, "outputs:  %s\n", s.Out)
+		}
+	}); err != nil {
+		return err
+	}
+	if fetchErr != nil {
+		return fmt.Errorf("job %d: outputs: %w", j.ID, fetchErr)
+	}
+	if j.State != ledger.JobSucceeded {
+		return fmt.Errorf("job %d %s: %s", j.ID, j.State, j.Reason)
+	}
+	return nil
+}
+
+func printJob(w io.Writer, j *ledger.Job) {
+	fmt.Fprintf(w, "job %d %q (%s) owned by %s\nstate:    %s\n", j.ID, j.Spec.Name, j.Spec.Executor, j.Owner, j.State)
+	if j.Reason != "" {
+		fmt.Fprintf(w, "reason:   %s\n", j.Reason)
+	}
+	for _, a := range j.Assignments {
+		fmt.Fprintf(w, "provider: %s at %s/h", a.Provider, formatSync(a.PricePerHour))
+		if a.Result != nil {
+			fmt.Fprintf(w, ", ran %ds, exit %d", a.Result.MeteredSeconds, a.Result.ExitCode)
+		}
+		fmt.Fprintln(w)
+	}
+	if j.Done() {
+		fmt.Fprintf(w, "cost:     %s to providers + %s fee; %s refunded\n", formatSync(j.Cost), formatSync(j.Fee), formatSync(j.Refund))
+	} else {
+		fmt.Fprintf(w, "escrow:   %s\n", formatSync(j.Escrow))
+	}
+}

@@ -1,0 +1,322 @@
+// Package jobclient is the consumer's side of a job: it turns a spec into a
+// submission (module and inputs encrypted under a fresh job key and
+// uploaded to the blob gateway), grants the job key to the providers the
+// ledger assigns, follows the job, and fetches and decrypts its outputs and
+// logs. Job keys are kept under the home so that any later command can
+// grant them.
+package jobclient
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"filippo.io/age"
+
+	"github.com/gpunet/gpunet/internal/blob"
+	"github.com/gpunet/gpunet/internal/chainclient"
+	"github.com/gpunet/gpunet/internal/jobspec"
+	"github.com/gpunet/gpunet/internal/keys"
+	"github.com/gpunet/gpunet/internal/ledger"
+	"github.com/gpunet/gpunet/internal/seal"
+)
+
+// Client acts for one consumer key.
+type Client struct {
+	Chain *chainclient.Client
+	Blobs *blob.Client
+	Key   *keys.Key
+	// Dir keeps the job keys: Dir/<id>.key.
+	Dir string
+}
+
+// New returns a client talking to the node at chain (blobs go through the
+// same node's gateway), keeping job keys under home/jobs/<chain id>.
+func New(chain *chainclient.Client, key *keys.Key, home, chainID string) *Client {
+	return &Client{Chain: chain, Blobs: blob.NewClient(chain.Base()), Key: key, Dir: filepath.Join(home, "jobs", chainID)}
+}
+
+// LedgerSpec is the on-chain part of s, with module the blob holding the
+// (encrypted) module.
+func LedgerSpec(s *jobspec.Spec, module string) ledger.JobSpec {
+	ls := ledger.JobSpec{
+		Name: s.Name, Executor: s.Executor, Module: module, Image: s.Image,
+		Command: s.Command, Args: s.Args, Env: s.Env, Outputs: s.Outputs,
+		CPUMilli: uint64(math.Ceil(s.Resources.CPU * 1000)), Memory: uint64(s.Resources.Memory), Disk: uint64(s.Resources.Disk),
+		GPUCount: uint64(s.Resources.GPU.Count), GPUModels: s.Resources.GPU.Models,
+		MinVRAM: uint64(s.Resources.GPU.MinVRAM), MinComputeCap: s.Resources.GPU.MinComputeCap,
+		MaxPricePerHour: uint64(s.MaxPrice), TimeoutSeconds: uint64(time.Duration(s.Timeout) / time.Second),
+		Verification: s.Verification, Deterministic: s.IsDeterministic(),
+		Region: s.Region, RegionRequired: s.RegionRequired,
+	}
+	for _, in := range s.Inputs {
+		ls.Inputs = append(ls.Inputs, in.Path)
+	}
+	return ls
+}
+
+// Prepare encrypts and uploads a spec's module and inputs under a new job
+// key and returns the submission and the key.
+func (c *Client) Prepare(ctx context.Context, s *jobspec.Spec) (*ledger.MsgSubmitJob, *age.X25519Identity, error) {
+	key, err := seal.NewJobKey()
+	if err != nil {
+		return nil, nil, err
+	}
+	module := ""
+	if path, ok := s.LocalModule(); ok {
+		h, err := c.uploadSealed(ctx, key.Recipient(), func(w io.Writer) error {
+			f, err := os.Open(path)
+			if err != nil {
+				return fmt.Errorf("module: %w", err)
+			}
+			defer f.Close()
+			_, err = io.Copy(w, f)
+			return err
+		})
+		if err != nil {
+			return nil, nil, fmt.Errorf("upload module %s: %w", path, err)
+		}
+		module = h.String()
+	} else if s.Executor == "wasm" {
+		// A module already in the gateway: it must be sealed to this job's
+		// key, so only a local module can be used with a fresh key.
+		return nil, nil, errors.New("module: give a local .wasm file; a blob reference cannot be re-sealed to a new job key")
+	}
+	msg := &ledger.MsgSubmitJob{Spec: LedgerSpec(s, module), ConsumerKey: c.Key.Recipient()}
+	if len(s.Inputs) > 0 {
+		files := map[string]string{}
+		for _, in := range s.Inputs {
+			files[in.Path] = in.From
+		}
+		h, err := c.uploadSealed(ctx, key.Recipient(), func(w io.Writer) error { return seal.PackFiles(w, files) })
+		if err != nil {
+			return nil, nil, fmt.Errorf("upload inputs: %w", err)
+		}
+		msg.InputBlob = h.String()
+	}
+	return msg, key, nil
+}
+
+func (c *Client) uploadSealed(ctx context.Context, to age.Recipient, produce func(io.Writer) error) (blob.Hash, error) {
+	pr, pw := io.Pipe()
+	go func() {
+		enc, err := seal.Encrypt(pw, to)
+		if err == nil {
+			err = produce(enc)
+			if cerr := enc.Close(); err == nil {
+				err = cerr
+			}
+		}
+		pw.CloseWithError(err)
+	}()
+	h, _, err := c.Blobs.Put(ctx, pr)
+	pr.CloseWithError(err)
+	return h, err
+}
+
+// Submit prepares and submits s and returns the new job's id.
+func (c *Client) Submit(ctx context.Context, s *jobspec.Spec) (uint64, error) {
+	msg, key, err := c.Prepare(ctx, s)
+	if err != nil {
+		return 0, err
+	}
+	res, err := c.Chain.SendMsg(ctx, c.Key, 0, msg)
+	if err != nil {
+		return 0, err
+	}
+	for _, e := range res.Events {
+		if e.Type != "job_submitted" {
+			continue
+		}
+		for _, a := range e.Attrs {
+			if a.Key == "job" {
+				id, err := strconv.ParseUint(a.Value, 10, 64)
+				if err != nil {
+					return 0, fmt.Errorf("job id %q in the tx result: %w", a.Value, err)
+				}
+				return id, c.saveKey(id, key)
+			}
+		}
+	}
+	return 0, fmt.Errorf("tx %s has no job_submitted event", res.Hash)
+}
+
+func (c *Client) keyPath(id uint64) string { return filepath.Join(c.Dir, fmt.Sprintf("%d.key", id)) }
+
+func (c *Client) saveKey(id uint64, k *age.X25519Identity) error {
+	if err := os.MkdirAll(c.Dir, 0o700); err != nil {
+		return err
+	}
+	return os.WriteFile(c.keyPath(id), []byte(k.String()+"\n"), 0o600)
+}
+
+func (c *Client) loadKey(id uint64) (*age.X25519Identity, error) {
+	b, err := os.ReadFile(c.keyPath(id))
+	if err != nil {
+		return nil, fmt.Errorf("job %d's key is not in %s (was it submitted from another home?): %w", id, c.Dir, err)
+	}
+	return age.ParseX25519Identity(strings.TrimSpace(string(b)))
+}
+
+// GrantIfNeeded grants the job key to assigned providers that lack it. It
+// reports whether it sent a grant.
+func (c *Client) GrantIfNeeded(ctx context.Context, j *ledger.Job) (bool, error) {
+	if j.State != ledger.JobAssigned || j.Owner != c.Key.Address {
+		return false, nil
+	}
+	var grants []ledger.Grant
+	key := (*age.X25519Identity)(nil)
+	for _, a := range j.Assignments {
+		if a.KeyGrant != nil {
+			continue
+		}
+		if key == nil {
+			var err error
+			if key, err = c.loadKey(j.ID); err != nil {
+				return false, err
+			}
+		}
+		p, err := c.Chain.Provider(ctx, a.Provider)
+		if err != nil {
+			return false, fmt.Errorf("provider %s: %w", a.Provider, err)
+		}
+		wrapped, err := seal.WrapKey(key, p.Record.EncryptionKey)
+		if err != nil {
+			return false, fmt.Errorf("wrap the job key to %s: %w", a.Provider, err)
+		}
+		grants = append(grants, ledger.Grant{Provider: a.Provider, WrappedKey: wrapped})
+	}
+	if len(grants) == 0 {
+		return false, nil
+	}
+	_, err := c.Chain.SendMsg(ctx, c.Key, 0, &ledger.MsgGrantKey{JobID: j.ID, Grants: grants})
+	var txErr *chainclient.TxError
+	if errors.As(err, &txErr) && txErr.Result.Code == ledger.ErrJobState.Code {
+		return false, nil // it moved on meanwhile (reassigned, cancelled)
+	}
+	return err == nil, err
+}
+
+// Follow watches job id until it ends or ctx does, granting the job key
+// whenever it is assigned. onChange sees each new state or reason.
+func (c *Client) Follow(ctx context.Context, id uint64, poll time.Duration, onChange func(*ledger.Job)) (*ledger.Job, error) {
+	var last string
+	for {
+		j, err := c.Chain.Job(ctx, id)
+		if err != nil {
+			return nil, err
+		}
+		if sig := j.State + "\x00" + j.Reason; sig != last {
+			last = sig
+			if onChange != nil {
+				onChange(j)
+			}
+		}
+		if j.Done() {
+			return j, nil
+		}
+		if _, err := c.GrantIfNeeded(ctx, j); err != nil {
+			return j, err
+		}
+		select {
+		case <-ctx.Done():
+			return j, ctx.Err()
+		case <-time.After(poll):
+		}
+	}
+}
+
+// result picks the result whose outputs a finished job delivers.
+func result(j *ledger.Job) (*ledger.JobResult, error) {
+	for _, a := range j.Assignments {
+		if a.Result != nil {
+			return a.Result, nil
+		}
+	}
+	return nil, fmt.Errorf("job %d is %s and has no result (%s)", j.ID, j.State, j.Reason)
+}
+
+// FetchOutputs downloads, decrypts and unpacks a job's outputs into dir.
+func (c *Client) FetchOutputs(ctx context.Context, j *ledger.Job, dir string) error {
+	r, err := result(j)
+	if err != nil {
+		return err
+	}
+	return c.fetch(ctx, r.OutputBlob, func(plain io.Reader) error {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return err
+		}
+		return seal.UnpackDir(plain, dir, seal.Limits{})
+	})
+}
+
+// FetchLogs writes a finished job's log to w.
+func (c *Client) FetchLogs(ctx context.Context, j *ledger.Job, w io.Writer) error {
+	r, err := result(j)
+	if err != nil {
+		return err
+	}
+	if r.LogBlob == "" {
+		return nil
+	}
+	return c.fetch(ctx, r.LogBlob, func(plain io.Reader) error {
+		_, err := io.Copy(w, plain)
+		return err
+	})
+}
+
+func (c *Client) fetch(ctx context.Context, ref string, use func(io.Reader) error) error {
+	h, err := blob.ParseHash(ref)
+	if err != nil {
+		return err
+	}
+	tmp, err := os.CreateTemp("", "gpunet-blob-*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name())
+	defer tmp.Close()
+	if _, err := c.Blobs.Get(ctx, h, tmp); err != nil {
+		return fmt.Errorf("download %s: %w", ref, err)
+	}
+	if _, err := tmp.Seek(0, io.SeekStart); err != nil {
+		return err
+	}
+	plain, err := seal.Decrypt(tmp, c.Key.Identity())
+	if err != nil {
+		return fmt.Errorf("decrypt %s: %w", ref, err)
+	}
+	return use(plain)
+}
+
+// StreamLogs writes job id's live log to w as the provider relays it, from
+// chunk *next on (updating it), until ctx ends. Chunks that fail to decrypt
+// are reported in the stream, not fatal.
+func (c *Client) StreamLogs(ctx context.Context, id uint64, next *uint64, w io.Writer) error {
+	page, err := c.Chain.Logs(ctx, id, *next)
+	if err != nil {
+		return err
+	}
+	if page.Dropped > 0 {
+		fmt.Fprintf(w, "[gpunet: %d earlier log chunks are no longer held by the node]\n", page.Dropped)
+	}
+	for _, ch := range page.Chunks {
+		plain, err := seal.Decrypt(bytes.NewReader(ch.Data), c.Key.Identity())
+		if err == nil {
+			_, err = io.Copy(w, plain)
+		}
+		if err != nil {
+			fmt.Fprintf(w, "[gpunet: log chunk %d from %s unreadable: %v]\n", ch.Seq, ch.Provider, err)
+		}
+	}
+	*next = page.Next
+	return nil
+}

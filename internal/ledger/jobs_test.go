@@ -1,0 +1,250 @@
+package ledger_test
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gpunet/gpunet/internal/ledger"
+	lt "github.com/gpunet/gpunet/internal/ledger/ledgertest"
+)
+
+var consumer = lt.NewKey("consumer")
+
+// jobChain has a funded consumer and two registered, staked CPU providers
+// asking 36,000 and 72,000 usync per core-hour (10 and 20 usync a second).
+func jobChain(t *testing.T) *lt.Chain {
+	t.Helper()
+	g := lt.Genesis(100_000_000_000, "consumer", "prov1", "prov2", "prov3")
+	g.Params.LivenessRatePPM = 0 // liveness is tested elsewhere
+	c := lt.NewChain(t, g)
+	for i, k := range []lt.Key{prov1, prov2} {
+		must(t, []ledger.TxResult{send(t, c, k, &ledger.MsgRegisterProvider{ProviderInfo: lt.ProviderInfo("", 0, uint64(36_000*(i+1)))})})
+		must(t, []ledger.TxResult{send(t, c, k, &ledger.MsgStake{Amount: 10_000_000})})
+	}
+	return c
+}
+
+func job(t *testing.T, c *lt.Chain, id uint64) *ledger.Job {
+	t.Helper()
+	j, ok, err := ledger.GetJob(c.KV, id)
+	if err != nil || !ok {
+		t.Fatalf("job %d: ok=%v err=%v", id, ok, err)
+	}
+	return j
+}
+
+func submit(t *testing.T, c *lt.Chain, spec ledger.JobSpec) ledger.TxResult {
+	t.Helper()
+	return send(t, c, consumer, &ledger.MsgSubmitJob{Spec: spec, ConsumerKey: lt.AgeKey("consumer")})
+}
+
+// runJob grants, starts and commits job id on its single provider.
+func runJob(t *testing.T, c *lt.Chain, id uint64, metered uint64, failed bool) lt.Key {
+	t.Helper()
+	j := job(t, c, id)
+	if j.State != ledger.JobAssigned {
+		t.Fatalf("job %d is %s (%s), want assigned", id, j.State, j.Reason)
+	}
+	p := keyOf(t, j.Assignments[0].Provider.String())
+	must(t, []ledger.TxResult{send(t, c, consumer, &ledger.MsgGrantKey{JobID: id, Grants: []ledger.Grant{{Provider: p.Addr, WrappedKey: []byte("wrapped")}}})})
+	must(t, []ledger.TxResult{send(t, c, p, &ledger.MsgStartJob{JobID: id})})
+	if got := job(t, c, id).State; got != ledger.JobRunning {
+		t.Fatalf("after start: %s", got)
+	}
+	c.Advance(time.Duration(metered) * time.Second)
+	must(t, []ledger.TxResult{send(t, c, p, &ledger.MsgCommitResult{JobID: id, Result: ledger.JobResult{
+		ManifestHash: ledger.Hash{7}, OutputBlob: "sha256:" + strings.Repeat("ab", 32), MeteredSeconds: metered, Failed: failed, Reason: map[bool]string{true: "exited 1"}[failed],
+	}})})
+	return p
+}
+
+func keyOf(t *testing.T, addr string) lt.Key {
+	for _, k := range []lt.Key{prov1, prov2, prov3, consumer} {
+		if k.Addr.String() == addr {
+			return k
+		}
+	}
+	t.Fatalf("no test key for %s", addr)
+	return lt.Key{}
+}
+
+func TestJobLifecycleSettlesExactly(t *testing.T) {
+	for _, failed := range []bool{false, true} {
+		c := jobChain(t)
+		before := c.Balance(t, consumer.Addr)
+		// max 0.1 SYNC/h for 10 minutes: escrow 100000 × 600/3600 = 16666, + 1% fee 166.
+		must(t, []ledger.TxResult{submit(t, c, lt.WasmJob("wc", 100_000, 600))})
+		j := job(t, c, 1)
+		if j.Escrow != 16_666+166 || c.Balance(t, consumer.Addr) != before-j.Escrow {
+			t.Fatalf("escrow %d, balance %d → %d", j.Escrow, before, c.Balance(t, consumer.Addr))
+		}
+		if j.State != ledger.JobAssigned || j.Assignments[0].Provider != prov1.Addr || j.Assignments[0].PricePerHour != 36_000 {
+			t.Fatalf("placement: %s %+v (want the cheaper prov1)", j.State, j.Assignments)
+		}
+		provBefore := c.Balance(t, prov1.Addr)
+		treasury := ledger.Treasury(c.KV)
+		runJob(t, c, 1, 250, failed)
+		j = job(t, c, 1)
+		wantState := ledger.JobSucceeded
+		if failed {
+			wantState = ledger.JobFailed
+		}
+		// 250 s at 36000/h = 2500 usync; fee 25; refund 16832 - 2525.
+		if j.State != wantState || j.Cost != 2500 || j.Fee != 25 || j.Refund != 16_832-2525 || j.Escrow != 0 {
+			t.Fatalf("settled: %s cost %d fee %d refund %d escrow %d", j.State, j.Cost, j.Fee, j.Refund, j.Escrow)
+		}
+		if got := c.Balance(t, prov1.Addr) - provBefore; got != 2500 {
+			t.Errorf("provider paid %d, want 2500", got)
+		}
+		if got := ledger.Treasury(c.KV) - treasury; got != 25 {
+			t.Errorf("treasury got %d, want 25", got)
+		}
+		if got := before - c.Balance(t, consumer.Addr); got != 2525 {
+			t.Errorf("consumer paid %d, want 2525", got)
+		}
+		if p := provider(t, c, prov1); p.Jobs != 0 || p.Earned != 2500 {
+			t.Errorf("provider after the job: jobs %d earned %d", p.Jobs, p.Earned)
+		}
+	}
+}
+
+func TestJobRejections(t *testing.T) {
+	c := jobChain(t)
+	poor := lt.Genesis(10, "prov3")
+	_ = poor
+	huge := lt.WasmJob("huge", 1_000_000_000_000, 7*24*3600)
+	if r := submit(t, c, huge); !errors.Is(r.Err, ledger.ErrInsufficientFunds) || !strings.Contains(r.Err.Error(), "escrow") {
+		t.Fatalf("insufficient funds: %v", r.Err)
+	}
+	bad := lt.WasmJob("bad", 100, 60)
+	bad.Module = "./wc.wasm"
+	if r := submit(t, c, bad); !errors.Is(r.Err, ledger.ErrInvalidMsg) || !strings.Contains(r.Err.Error(), "module") {
+		t.Fatalf("module not a blob: %v", r.Err)
+	}
+	oci := lt.WasmJob("oci", 100, 60)
+	oci.Executor, oci.Module, oci.Image = "oci", "", "docker.io/library/python:3.12"
+	if r := submit(t, c, oci); !errors.Is(r.Err, ledger.ErrInvalidMsg) || !strings.Contains(r.Err.Error(), "digest") {
+		t.Fatalf("image without digest: %v", r.Err)
+	}
+	full := lt.WasmJob("full", 100, 60)
+	full.Verification, full.Deterministic = "full", false
+	if r := submit(t, c, full); !errors.Is(r.Err, ledger.ErrInvalidMsg) || !strings.Contains(r.Err.Error(), "deterministic") {
+		t.Fatalf("full verification of a non-deterministic job: %v", r.Err)
+	}
+	must(t, []ledger.TxResult{submit(t, c, lt.WasmJob("ok", 100_000, 60))})
+	if r := send(t, c, prov2, &ledger.MsgCancelJob{JobID: 1}); !errors.Is(r.Err, ledger.ErrNotJobParty) {
+		t.Fatalf("cancel by a stranger: %v", r.Err)
+	}
+	if r := send(t, c, prov2, &ledger.MsgStartJob{JobID: 1}); !errors.Is(r.Err, ledger.ErrNotJobParty) {
+		t.Fatalf("start by an unassigned provider: %v", r.Err)
+	}
+	if r := send(t, c, prov1, &ledger.MsgStartJob{JobID: 1}); !errors.Is(r.Err, ledger.ErrJobState) || !strings.Contains(r.Err.Error(), "granted") {
+		t.Fatalf("start before the grant: %v", r.Err)
+	}
+	if r := send(t, c, consumer, &ledger.MsgGrantKey{JobID: 1, Grants: []ledger.Grant{{Provider: prov2.Addr, WrappedKey: []byte("k")}}}); !errors.Is(r.Err, ledger.ErrNotJobParty) {
+		t.Fatalf("grant to an unassigned provider: %v", r.Err)
+	}
+	if r := send(t, c, consumer, &ledger.MsgCancelJob{JobID: 99}); !errors.Is(r.Err, ledger.ErrUnknownJob) {
+		t.Fatalf("cancel unknown job: %v", r.Err)
+	}
+}
+
+func TestUnplaceableJobExplainsAndWaits(t *testing.T) {
+	c := jobChain(t)
+	gpu := lt.WasmJob("gpu", 2_000_000, 60)
+	gpu.GPUCount, gpu.GPUModels, gpu.MinVRAM = 1, []string{"RTX_4090"}, 24<<30
+	must(t, []ledger.TxResult{submit(t, c, gpu)})
+	j := job(t, c, 1)
+	if j.State != ledger.JobQueued || !strings.Contains(j.Reason, "no online provider offers RTX_4090") {
+		t.Fatalf("queued: %s %q", j.State, j.Reason)
+	}
+	cheap := lt.WasmJob("cheap", 10_000, 60) // below every ask (36000/h)
+	must(t, []ledger.TxResult{submit(t, c, cheap)})
+	if j := job(t, c, 2); j.State != ledger.JobQueued || !strings.Contains(j.Reason, "cheapest other ask 0.036 SYNC/h > max 0.01 SYNC/h") {
+		t.Fatalf("too cheap: %s %q", j.State, j.Reason)
+	}
+	big := lt.WasmJob("big", 1_000_000, 60)
+	big.Memory = 1 << 40
+	must(t, []ledger.TxResult{submit(t, c, big)})
+	if j := job(t, c, 3); !strings.Contains(j.Reason, "0 of 2 providers within the price can run it: 2 have less than 1048576 MiB RAM") {
+		t.Fatalf("too big: %q", j.Reason)
+	}
+	// A matching provider joins: the GPU job is placed on it.
+	must(t, []ledger.TxResult{send(t, c, prov3, &ledger.MsgRegisterProvider{ProviderInfo: lt.ProviderInfo("RTX_4090", 1, 500_000)})})
+	if j := job(t, c, 1); j.State != ledger.JobQueued || !strings.Contains(j.Reason, "under-staked") {
+		t.Fatalf("before staking: %s %q", j.State, j.Reason)
+	}
+	must(t, []ledger.TxResult{send(t, c, prov3, &ledger.MsgStake{Amount: 100_000_000})})
+	if j := job(t, c, 1); j.State != ledger.JobAssigned || j.Assignments[0].Provider != prov3.Addr || j.Assignments[0].PricePerHour != 500_000 {
+		t.Fatalf("after a match joined: %s %q %+v", j.State, j.Reason, j.Assignments)
+	}
+}
+
+func TestJobTimeoutReassignsThenFails(t *testing.T) {
+	c := jobChain(t)
+	must(t, []ledger.TxResult{submit(t, c, lt.WasmJob("slow", 100_000, 60))})
+	before := c.Balance(t, consumer.Addr) + job(t, c, 1).Escrow
+	for attempt := 1; attempt <= 3; attempt++ {
+		j := job(t, c, 1)
+		if j.State != ledger.JobAssigned || j.Attempts != uint64(attempt) {
+			t.Fatalf("attempt %d: %s attempts %d (%s)", attempt, j.State, j.Attempts, j.Reason)
+		}
+		p := keyOf(t, j.Assignments[0].Provider.String())
+		must(t, []ledger.TxResult{send(t, c, consumer, &ledger.MsgGrantKey{JobID: 1, Grants: []ledger.Grant{{Provider: p.Addr, WrappedKey: []byte("k")}}})})
+		must(t, []ledger.TxResult{send(t, c, p, &ledger.MsgStartJob{JobID: 1})})
+		// Never reports: past timeout + grace the job moves on.
+		c.Advance(60*time.Second + 121*time.Second)
+		c.ApplyBlock(t)
+	}
+	j := job(t, c, 1)
+	if j.State != ledger.JobFailed || !strings.Contains(j.Reason, "gave up after 3 placements") || j.Cost != 0 {
+		t.Fatalf("after 3 silent placements: %s %q cost %d", j.State, j.Reason, j.Cost)
+	}
+	if got := c.Balance(t, consumer.Addr); got != before {
+		t.Fatalf("consumer balance %d, want %d (everything refunded)", got, before)
+	}
+}
+
+func TestCancelPaysElapsedAndRefundsRest(t *testing.T) {
+	c := jobChain(t)
+	must(t, []ledger.TxResult{submit(t, c, lt.WasmJob("c", 360_000, 3600))}) // 100 usync/s
+	j := job(t, c, 1)
+	p := keyOf(t, j.Assignments[0].Provider.String())
+	must(t, []ledger.TxResult{send(t, c, consumer, &ledger.MsgGrantKey{JobID: 1, Grants: []ledger.Grant{{Provider: p.Addr, WrappedKey: []byte("k")}}})})
+	must(t, []ledger.TxResult{send(t, c, p, &ledger.MsgStartJob{JobID: 1})})
+	started := c.Now()
+	c.Advance(99 * time.Second)
+	must(t, []ledger.TxResult{send(t, c, consumer, &ledger.MsgCancelJob{JobID: 1})})
+	secs := uint64(c.Now().Sub(started).Seconds())
+	j = job(t, c, 1)
+	wantCost := 36_000 * secs / 3600 // prov1's price for a 1-core job
+	if j.State != ledger.JobCancelled || j.Cost != wantCost || j.Fee != wantCost/100 || j.Escrow != 0 || j.Refund != 360_000+3_600-wantCost-wantCost/100 {
+		t.Fatalf("cancelled after %ds: %s cost %d (want %d) fee %d refund %d", secs, j.State, j.Cost, wantCost, j.Fee, j.Refund)
+	}
+	if r := send(t, c, consumer, &ledger.MsgCancelJob{JobID: 1}); !errors.Is(r.Err, ledger.ErrJobState) {
+		t.Fatalf("second cancel: %v", r.Err)
+	}
+}
+
+func TestProviderOfflineMidJobReassigns(t *testing.T) {
+	c := jobChain(t)
+	must(t, []ledger.TxResult{submit(t, c, lt.WasmJob("r", 100_000, 600))})
+	j := job(t, c, 1)
+	first := keyOf(t, j.Assignments[0].Provider.String())
+	must(t, []ledger.TxResult{send(t, c, consumer, &ledger.MsgGrantKey{JobID: 1, Grants: []ledger.Grant{{Provider: first.Addr, WrappedKey: []byte("k")}}})})
+	must(t, []ledger.TxResult{send(t, c, first, &ledger.MsgStartJob{JobID: 1})})
+	must(t, []ledger.TxResult{send(t, c, first, &ledger.MsgSetProviderStatus{Online: false})})
+	j = job(t, c, 1)
+	if j.State != ledger.JobAssigned || j.Assignments[0].Provider == first.Addr || j.Attempts != 2 {
+		t.Fatalf("after the provider left: %s %q %+v", j.State, j.Reason, j.Assignments)
+	}
+	if provider(t, c, first).Jobs != 0 {
+		t.Fatal("the departed provider still holds the job")
+	}
+	runJob(t, c, 1, 10, false)
+	if j := job(t, c, 1); j.State != ledger.JobSucceeded {
+		t.Fatalf("reassigned job: %s %q", j.State, j.Reason)
+	}
+}

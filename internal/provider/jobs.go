@@ -1,0 +1,368 @@
+package provider
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"filippo.io/age"
+
+	"github.com/gpunet/gpunet/internal/address"
+	"github.com/gpunet/gpunet/internal/blob"
+	"github.com/gpunet/gpunet/internal/ledger"
+	"github.com/gpunet/gpunet/internal/sandbox"
+	"github.com/gpunet/gpunet/internal/seal"
+)
+
+// Running jobs. Each poll the agent compares the jobs the ledger assigns to
+// it with the runs it has: it starts a run for an assigned job whose key was
+// granted, and cancels a run whose job went elsewhere or ended. A run
+// fetches and decrypts the module and inputs, starts the job on the ledger,
+// runs it in its executor, uploads the outputs and logs encrypted to the
+// job's owner, and commits the result.
+
+// maxLogBytes bounds the log a run keeps for the owner.
+const maxLogBytes = 8 << 20
+
+type runs struct {
+	mu      sync.Mutex
+	byID    map[uint64]context.CancelFunc
+	wg      sync.WaitGroup
+	results map[uint64]string // last outcome per job, for the status
+}
+
+// syncJobs starts and stops runs to match the ledger.
+func (a *Agent) syncJobs(ctx context.Context) error {
+	list, err := a.o.Chain.ProviderJobs(ctx, a.o.Key.Address)
+	if err != nil {
+		return err
+	}
+	me := a.o.Key.Address
+	want := map[uint64]bool{}
+	for _, j := range list.Jobs {
+		as := assignmentOf(j, me)
+		if as == nil || as.Result != nil || as.KeyGrant == nil || j.Done() {
+			continue
+		}
+		want[j.ID] = true
+		a.runs.mu.Lock()
+		_, running := a.runs.byID[j.ID]
+		if !running {
+			rctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+			a.runs.byID[j.ID] = cancel
+			a.runs.wg.Add(1)
+			go func() {
+				defer a.runs.wg.Done()
+				a.runJob(rctx, j, as.StartedAt != 0)
+				a.runs.mu.Lock()
+				delete(a.runs.byID, j.ID)
+				a.runs.mu.Unlock()
+			}()
+		}
+		a.runs.mu.Unlock()
+	}
+	a.runs.mu.Lock()
+	for id, cancel := range a.runs.byID {
+		if !want[id] {
+			a.log.Info("job no longer ours; stopping it", "job", id)
+			cancel()
+		}
+	}
+	a.runs.mu.Unlock()
+	return nil
+}
+
+// stopRuns cancels every run and waits for them.
+func (a *Agent) stopRuns() {
+	a.runs.mu.Lock()
+	for _, cancel := range a.runs.byID {
+		cancel()
+	}
+	a.runs.mu.Unlock()
+	a.runs.wg.Wait()
+}
+
+func assignmentOf(j *ledger.Job, me address.Address) *ledger.Assignment {
+	for i := range j.Assignments {
+		if j.Assignments[i].Provider == me {
+			return &j.Assignments[i]
+		}
+	}
+	return nil
+}
+
+// runJob runs one job to its committed result. Failures of the provider's
+// own side are logged and not committed: the ledger reassigns the job at its
+// deadline.
+func (a *Agent) runJob(ctx context.Context, j *ledger.Job, started bool) {
+	log := a.log.With("job", j.ID)
+	res, err := a.execute(ctx, j, started)
+	if ctx.Err() != nil {
+		log.Info("job run stopped", "reason", context.Cause(ctx))
+		return
+	}
+	if err != nil {
+		log.Error("job run failed on this provider; the ledger will reassign it", "err", err)
+		return
+	}
+	if _, err := a.o.Chain.SendMsg(ctx, a.o.Key, 0, &ledger.MsgCommitResult{JobID: j.ID, Result: *res}); err != nil {
+		log.Error("commit result", "err", err)
+		return
+	}
+	log.Info("job done", "failed", res.Failed, "reason", res.Reason, "metered_seconds", res.MeteredSeconds)
+}
+
+func (a *Agent) execute(ctx context.Context, j *ledger.Job, started bool) (*ledger.JobResult, error) {
+	s := &j.Spec
+	ex, ok := a.o.Sandboxes[s.Executor]
+	if !ok {
+		return nil, fmt.Errorf("no %s executor on this provider", s.Executor)
+	}
+	as := assignmentOf(j, a.o.Key.Address)
+	jobKey, err := seal.UnwrapKey(as.KeyGrant, a.o.Key.Identity())
+	if err != nil {
+		return nil, fmt.Errorf("unwrap the job key: %w", err)
+	}
+	dir := filepath.Join(a.o.WorkDir, fmt.Sprintf("job-%d", j.ID))
+	os.RemoveAll(dir)
+	defer os.RemoveAll(dir)
+	root := filepath.Join(dir, "root")
+	if err := os.MkdirAll(root, 0o700); err != nil {
+		return nil, err
+	}
+	module := ""
+	if s.Executor == "wasm" {
+		module = filepath.Join(dir, "module.wasm")
+		if err := a.fetchDecrypted(ctx, s.Module, jobKey, func(r io.Reader) error { return writeFile(module, r) }); err != nil {
+			return nil, fmt.Errorf("module: %w", err)
+		}
+	}
+	if j.InputBlob != "" {
+		lim := seal.Limits{MaxBytes: int64(min(s.Disk, math.MaxInt64)), MaxEntries: 100_000}
+		if err := a.fetchDecrypted(ctx, j.InputBlob, jobKey, func(r io.Reader) error { return seal.UnpackDir(r, root, lim) }); err != nil {
+			return nil, fmt.Errorf("inputs: %w", err)
+		}
+	}
+	if !started {
+		if _, err := a.o.Chain.SendMsg(ctx, a.o.Key, 0, &ledger.MsgStartJob{JobID: j.ID}); err != nil {
+			return nil, fmt.Errorf("start: %w", err)
+		}
+	}
+	owner, err := seal.ParseRecipient(j.ConsumerKey)
+	if err != nil {
+		return nil, err
+	}
+	logs := &cappedBuffer{max: maxLogBytes}
+	stream := a.streamLogs(ctx, j.ID, owner, logs)
+	res, err := ex.Run(ctx, &sandbox.Job{
+		ID: fmt.Sprint(j.ID), Module: module, Image: s.Image, Args: s.Args, Env: s.Env, WorkDir: root, Outputs: s.Outputs,
+		Limits:        sandbox.Limits{MemoryBytes: s.Memory, Timeout: time.Duration(s.TimeoutSeconds) * time.Second, CPU: float64(s.CPUMilli) / 1000, DiskBytes: s.Disk},
+		Deterministic: s.Deterministic,
+	}, logs)
+	stream()
+	if err != nil {
+		return nil, fmt.Errorf("executor: %w", err)
+	}
+	if res.OutputDir != "" {
+		defer os.RemoveAll(res.OutputDir)
+	}
+	out := &ledger.JobResult{
+		MeteredSeconds: uint64(math.Ceil(res.Metered.Seconds())),
+		ExitCode:       int64(res.ExitCode),
+		Failed:         res.Failed,
+		Reason:         truncateReason(res.Reason),
+	}
+	outDir := res.OutputDir
+	if outDir == "" {
+		outDir = filepath.Join(dir, "no-outputs")
+		os.MkdirAll(outDir, 0o700)
+	}
+	manifest, outBlob, err := a.uploadSealed(ctx, dir, owner, func(w io.Writer) error { return seal.PackDir(w, outDir) })
+	if err != nil {
+		return nil, fmt.Errorf("outputs: %w", err)
+	}
+	out.ManifestHash, out.OutputBlob = manifest, outBlob.String()
+	_, logBlob, err := a.uploadSealed(ctx, dir, owner, func(w io.Writer) error { _, err := w.Write(logs.Bytes()); return err })
+	if err != nil {
+		return nil, fmt.Errorf("logs: %w", err)
+	}
+	out.LogBlob = logBlob.String()
+	return out, nil
+}
+
+// fetchDecrypted downloads a blob, checks its hash, decrypts it with key
+// and hands the plaintext to use.
+func (a *Agent) fetchDecrypted(ctx context.Context, ref string, key *age.X25519Identity, use func(io.Reader) error) error {
+	h, err := blob.ParseHash(ref)
+	if err != nil {
+		return err
+	}
+	tmp, err := os.CreateTemp(a.o.WorkDir, "blob-*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name())
+	defer tmp.Close()
+	if _, err := a.o.Blobs.Get(ctx, h, tmp); err != nil {
+		return fmt.Errorf("download %s: %w", ref, err)
+	}
+	if _, err := tmp.Seek(0, io.SeekStart); err != nil {
+		return err
+	}
+	plain, err := seal.Decrypt(tmp, key)
+	if err != nil {
+		return fmt.Errorf("decrypt %s: %w", ref, err)
+	}
+	return use(plain)
+}
+
+// uploadSealed writes what produce writes, encrypted to owner, to a
+// temporary file and uploads it; it returns the SHA-256 of the plaintext
+// and the blob's hash.
+func (a *Agent) uploadSealed(ctx context.Context, dir string, owner age.Recipient, produce func(io.Writer) error) (ledger.Hash, blob.Hash, error) {
+	f, err := os.CreateTemp(dir, "sealed-*")
+	if err != nil {
+		return ledger.Hash{}, blob.Hash{}, err
+	}
+	defer os.Remove(f.Name())
+	defer f.Close()
+	enc, err := seal.Encrypt(f, owner)
+	if err != nil {
+		return ledger.Hash{}, blob.Hash{}, err
+	}
+	plain := sha256.New()
+	if err := produce(io.MultiWriter(enc, plain)); err != nil {
+		return ledger.Hash{}, blob.Hash{}, err
+	}
+	if err := enc.Close(); err != nil {
+		return ledger.Hash{}, blob.Hash{}, err
+	}
+	if err := f.Close(); err != nil {
+		return ledger.Hash{}, blob.Hash{}, err
+	}
+	h, _, err := a.o.Blobs.PutFile(ctx, f.Name())
+	if err != nil {
+		return ledger.Hash{}, blob.Hash{}, err
+	}
+	var m ledger.Hash
+	plain.Sum(m[:0])
+	return m, h, nil
+}
+
+// logFlushInterval is how often a running job's new log output is relayed.
+const logFlushInterval = 300 * time.Millisecond
+
+// streamLogs relays what the job logs, encrypted to its owner, through the
+// node while it runs. The returned function sends the rest and stops. A
+// relay failure costs only the live view: the full log goes with the result.
+func (a *Agent) streamLogs(ctx context.Context, job uint64, owner age.Recipient, logs *cappedBuffer) func() {
+	var sent int
+	var seq uint64
+	flush := func() {
+		b := logs.Bytes()
+		if len(b) <= sent {
+			return
+		}
+		chunk := b[sent:min(len(b), sent+128<<10)]
+		var sealed bytes.Buffer
+		enc, err := seal.Encrypt(&sealed, owner)
+		if err == nil {
+			enc.Write(chunk)
+			err = enc.Close()
+		}
+		if err == nil {
+			err = a.o.Chain.PostLog(ctx, a.o.Key, job, seq, sealed.Bytes())
+		}
+		if err != nil {
+			a.log.Debug("live log relay", "job", job, "err", err)
+			return
+		}
+		seq++
+		sent += len(chunk)
+	}
+	done := make(chan struct{})
+	stopped := make(chan struct{})
+	go func() {
+		defer close(stopped)
+		t := time.NewTicker(logFlushInterval)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-ctx.Done():
+				return
+			case <-t.C:
+				flush()
+			}
+		}
+	}()
+	return func() {
+		close(done)
+		<-stopped
+		for i := 0; i < 64 && len(logs.Bytes()) > sent; i++ {
+			before := sent
+			flush()
+			if sent == before {
+				break
+			}
+		}
+	}
+}
+
+func writeFile(path string, r io.Reader) error {
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(f, r); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+func truncateReason(s string) string {
+	if len(s) > 500 {
+		return s[:500]
+	}
+	return s
+}
+
+// cappedBuffer keeps the first max bytes written to it, safe for
+// concurrent writers, and notes what it dropped.
+type cappedBuffer struct {
+	mu      sync.Mutex
+	buf     bytes.Buffer
+	max     int
+	dropped int
+}
+
+func (c *cappedBuffer) Write(p []byte) (int, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	room := c.max - c.buf.Len()
+	if room >= len(p) {
+		c.buf.Write(p)
+	} else {
+		c.buf.Write(p[:max(room, 0)])
+		c.dropped += len(p) - max(room, 0)
+	}
+	return len(p), nil
+}
+
+func (c *cappedBuffer) Bytes() []byte {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.dropped > 0 {
+		return append(bytes.Clone(c.buf.Bytes()), fmt.Sprintf("\n[gpunet: %d more bytes of log dropped]\n", c.dropped)...)
+	}
+	return bytes.Clone(c.buf.Bytes())
+}

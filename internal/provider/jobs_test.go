@@ -1,0 +1,191 @@
+package provider_test
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gpunet/gpunet/examples/wordcount/count"
+	"github.com/gpunet/gpunet/internal/hwinfo/nvmlsim"
+	"github.com/gpunet/gpunet/internal/jobclient"
+	"github.com/gpunet/gpunet/internal/jobspec"
+	"github.com/gpunet/gpunet/internal/ledger"
+	"github.com/gpunet/gpunet/internal/sandbox"
+	"github.com/gpunet/gpunet/internal/sandbox/fake"
+)
+
+// wordcountSpec loads the bundled wordcount example.
+func wordcountSpec(t *testing.T) *jobspec.Spec {
+	t.Helper()
+	s, err := jobspec.Load("../../examples/wordcount/job.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// TestWASIJobEndToEnd runs the wordcount example as a job on a real chain:
+// the consumer encrypts and uploads it, a provider agent runs it in the
+// real wasm sandbox, and the decrypted output equals the program run
+// natively on the same input. The escrow settles to the base unit.
+func TestWASIJobEndToEnd(t *testing.T) {
+	n := startNetwork(t, "consumer", "p")
+	a, _ := runAgent(t, n, "p", nvmlsim.Lib(nvmlsim.GPU{}, 0), "eu", 36_000)
+	waitFor(t, "provider ready", func() bool { return ready(a) })
+	key, err := n.kr.Get("consumer")
+	if err != nil {
+		t.Fatal(err)
+	}
+	jc := jobclient.New(n.cl, key, n.home, "provider-test")
+	before, _ := n.cl.Balance(t.Context(), key.Address)
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	id, err := jc.Submit(ctx, wordcountSpec(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var states []string
+	j, err := jc.Follow(ctx, id, 20*time.Millisecond, func(j *ledger.Job) { states = append(states, j.State) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if j.State != ledger.JobSucceeded {
+		t.Fatalf("job %s: %s (states %v)", j.State, j.Reason, states)
+	}
+	out := t.TempDir()
+	if err := jc.FetchOutputs(ctx, j, out); err != nil {
+		t.Fatal(err)
+	}
+	got, err := os.ReadFile(filepath.Join(out, "out", "counts.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	in, err := os.Open("../../examples/wordcount/input.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer in.Close()
+	var c count.Counts
+	if err := c.Add(in); err != nil {
+		t.Fatal(err)
+	}
+	var want bytes.Buffer
+	c.Report(&want)
+	if !bytes.Equal(got, want.Bytes()) {
+		t.Fatalf("job output differs from the native run:\n%s\n---\n%s", got, want.Bytes())
+	}
+	var logs bytes.Buffer
+	if err := jc.FetchLogs(ctx, j, &logs); err != nil || !strings.Contains(logs.String(), "words") {
+		t.Errorf("logs %q, err %v", logs.String(), err)
+	}
+	// Exact settlement: the owner paid cost + fee, nothing else.
+	after, _ := n.cl.Balance(t.Context(), key.Address)
+	if before.Balance-after.Balance != j.Cost+j.Fee || j.Escrow != 0 || j.Refund == 0 {
+		t.Fatalf("balance %d → %d, cost %d fee %d refund %d", before.Balance, after.Balance, j.Cost, j.Fee, j.Refund)
+	}
+	for _, s := range []string{ledger.JobAssigned, ledger.JobSucceeded} {
+		if !strings.Contains(strings.Join(states, " "), s) {
+			t.Errorf("states %v never showed %s", states, s)
+		}
+	}
+}
+
+// TestJobWaitsForMatchingProvider: a job nobody can take stays queued with
+// the reason, and runs once a provider that fits joins.
+func TestJobWaitsForMatchingProvider(t *testing.T) {
+	n := startNetwork(t, "consumer", "cpu", "gamer")
+	cpu, _ := runAgent(t, n, "cpu", nvmlsim.Lib(nvmlsim.GPU{}, 0), "eu", 36_000)
+	waitFor(t, "cpu provider ready", func() bool { return ready(cpu) })
+	key, _ := n.kr.Get("consumer")
+	jc := jobclient.New(n.cl, key, n.home, "provider-test")
+	s := wordcountSpec(t)
+	s.Resources.GPU.Count = 1
+	s.Resources.GPU.Models = []string{"RTX_4090"}
+	s.Resources.GPU.MinVRAM = 20 << 30
+	s.MaxPrice = 2_000_000
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	id, err := jc.Submit(ctx, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var j *ledger.Job
+	waitFor(t, "a reason", func() bool {
+		j, err = n.cl.Job(ctx, id)
+		return err == nil && strings.Contains(j.Reason, "no online provider offers RTX_4090")
+	})
+	if j.State != ledger.JobQueued {
+		t.Fatalf("state %s", j.State)
+	}
+	gamer, _ := runAgent(t, n, "gamer", nvmlsim.Lib(nvmlsim.RTX4090, 1), "eu", 500_000)
+	done, err := jc.Follow(ctx, id, 20*time.Millisecond, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if done.State != ledger.JobSucceeded || done.Assignments[0].Provider != gamer.Status().Key() || done.Assignments[0].PricePerHour != 500_000 {
+		t.Fatalf("after the GPU provider joined: %s %q %+v", done.State, done.Reason, done.Assignments)
+	}
+}
+
+// TestLiveLogs: a job's log reaches its owner, decrypted, while the job
+// still runs; the relay refuses posts from anyone but the job's provider.
+func TestLiveLogs(t *testing.T) {
+	n := startNetwork(t, "consumer", "p", "stranger")
+	release := make(chan struct{})
+	slow := fake.New(func(ctx context.Context, job *sandbox.Job, logs io.Writer) (*sandbox.Result, error) {
+		fmt.Fprintln(logs, "step 1 of 2: warming up")
+		select {
+		case <-release:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+		fmt.Fprintln(logs, "step 2 of 2: done")
+		os.MkdirAll(filepath.Join(job.WorkDir, "out"), 0o755)
+		return fake.Exit(0), nil
+	}).WithName("wasm")
+	n.sb = map[string]sandbox.Executor{"wasm": slow}
+	a, _ := runAgent(t, n, "p", nvmlsim.Lib(nvmlsim.GPU{}, 0), "eu", 36_000)
+	waitFor(t, "provider ready", func() bool { return ready(a) })
+	key, _ := n.kr.Get("consumer")
+	jc := jobclient.New(n.cl, key, n.home, "provider-test")
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	id, err := jc.Submit(ctx, wordcountSpec(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	go jc.Follow(ctx, id, 20*time.Millisecond, nil) // grants the key
+	var live bytes.Buffer
+	var next uint64
+	waitFor(t, "the first log line while the job runs", func() bool {
+		jc.StreamLogs(ctx, id, &next, &live)
+		return strings.Contains(live.String(), "warming up")
+	})
+	if j, _ := n.cl.Job(ctx, id); j.State != ledger.JobRunning {
+		t.Fatalf("job is %s, want running while its log streams", j.State)
+	}
+	// Only the job's provider may post, with a valid signature.
+	stranger, _ := n.kr.Get("stranger")
+	if err := n.cl.PostLog(ctx, stranger, id, 0, []byte("forged")); err == nil || !strings.Contains(err.Error(), "not running job") {
+		t.Fatalf("a stranger's post: %v", err)
+	}
+	close(release)
+	j, err := jc.Follow(ctx, id, 20*time.Millisecond, nil)
+	if err != nil || j.State != ledger.JobSucceeded {
+		t.Fatalf("job: %v %+v", err, j)
+	}
+	jc.StreamLogs(ctx, id, &next, &live)
+	if !strings.Contains(live.String(), "step 2 of 2") {
+		t.Errorf("live log %q lacks the last line", live.String())
+	}
+	var full bytes.Buffer
+	if err := jc.FetchLogs(ctx, j, &full); err != nil || full.String() != "step 1 of 2: warming up\nstep 2 of 2: done\n" {
+		t.Errorf("committed log %q, err %v", full.String(), err)
+	}
+}
