@@ -189,3 +189,55 @@ func TestLiveLogs(t *testing.T) {
 		t.Errorf("committed log %q, err %v", full.String(), err)
 	}
 }
+
+// TestFailingJobsFailCleanly: jobs that run out of memory or time fail with
+// the reason, are paid for what they ran, and the agent goes on serving.
+func TestFailingJobsFailCleanly(t *testing.T) {
+	n := startNetwork(t, "consumer", "p")
+	a, _ := runAgent(t, n, "p", nvmlsim.Lib(nvmlsim.GPU{}, 0), "eu", 36_000)
+	waitFor(t, "provider ready", func() bool { return ready(a) })
+	key, _ := n.kr.Get("consumer")
+	jc := jobclient.New(n.cl, key, n.home, "provider-test")
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	defer cancel()
+	mandel, err := jobspec.Load("../../examples/mandelbrot/job.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name   string
+		mutate func(s *jobspec.Spec)
+		reason string
+	}{
+		{"out of memory", func(s *jobspec.Spec) { s.Resources.Memory = 2 << 20 }, "out of memory"},
+		{"out of time", func(s *jobspec.Spec) {
+			s.Args = []string{"4000", "3000", "5000"}
+			s.Timeout = jobspec.Duration(time.Second)
+		}, "timed out"},
+	} {
+		s := *mandel
+		tc.mutate(&s)
+		id, err := jc.Submit(ctx, &s)
+		if err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		j, err := jc.Follow(ctx, id, 20*time.Millisecond, nil)
+		if err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		if j.State != ledger.JobFailed || !strings.Contains(j.Reason, tc.reason) {
+			t.Errorf("%s: %s %q", tc.name, j.State, j.Reason)
+		}
+		if j.Escrow != 0 || j.Cost+j.Fee+j.Refund == 0 {
+			t.Errorf("%s: not settled: %+v", tc.name, j)
+		}
+	}
+	// The agent still serves.
+	id, err := jc.Submit(ctx, wordcountSpec(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if j, err := jc.Follow(ctx, id, 20*time.Millisecond, nil); err != nil || j.State != ledger.JobSucceeded {
+		t.Fatalf("a good job after the failures: %v %+v", err, j)
+	}
+}
