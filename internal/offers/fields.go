@@ -1,6 +1,7 @@
 package offers
 
 import (
+	"github.com/gpunet/gpunet/internal/typo"
 	"slices"
 	"strings"
 )
@@ -190,7 +191,7 @@ func suggest(name string) string {
 	name = strings.ToLower(name)
 	best, bestD := "", len(name)+1
 	consider := func(cand string) {
-		if d := editDistance(name, cand); d < bestD {
+		if d := typo.Distance(name, cand); d < bestD {
 			best, bestD = cand, d
 		}
 	}
@@ -206,35 +207,4 @@ func suggest(name string) string {
 		return ""
 	}
 	return best
-}
-
-// editDistance is the optimal string alignment distance between a and b:
-// insertions, deletions, substitutions and transpositions of adjacent bytes
-// each cost one.
-func editDistance(a, b string) int {
-	if len(a) > 64 || len(b) > 64 {
-		// Not a typo of any field name; don't spend quadratic time on it.
-		return max(len(a), len(b))
-	}
-	prev2 := make([]int, len(b)+1)
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-			if i > 1 && j > 1 && a[i-1] == b[j-2] && a[i-2] == b[j-1] {
-				cur[j] = min(cur[j], prev2[j-2]+1)
-			}
-		}
-		prev2, prev, cur = prev, cur, prev2
-	}
-	return prev[len(b)]
 }

@@ -371,19 +371,7 @@ func TestParseErrorCaret(t *testing.T) {
 	}
 }
 
-func TestEditDistance(t *testing.T) {
-	tests := []struct {
-		a, b string
-		want int
-	}{
-		{"", "", 0}, {"vram", "vram", 0}, {"vrm", "vram", 1}, {"regoin", "region", 1},
-		{"prcie", "price", 1}, {"abc", "", 3}, {"kitten", "sitting", 3},
-	}
-	for _, tt := range tests {
-		if got := editDistance(tt.a, tt.b); got != tt.want {
-			t.Errorf("editDistance(%q, %q) = %d, want %d", tt.a, tt.b, got, tt.want)
-		}
-	}
+func TestSuggest(t *testing.T) {
 	for _, tt := range []struct{ in, want string }{
 		{"vrm", "vram"}, {"GPUS", "gpu"}, {"x", ""}, {"uptim", "uptime"}, {"numgpus", "num_gpus"}, {"zzzzzz", ""},
 	} {
