@@ -93,7 +93,12 @@ func (c *Client) Prepare(ctx context.Context, s *jobspec.Spec) (*ledger.MsgSubmi
 	msg := &ledger.MsgSubmitJob{Spec: LedgerSpec(s, module), ConsumerKey: c.Key.Recipient()}
 	if len(s.Inputs) > 0 {
 		files := map[string]string{}
-		for _, in := range s.Inputs {
+		for i, in := range s.Inputs {
+			if jobspec.IsBlobRef(in.From) {
+				// Like the module, a gateway blob cannot be re-sealed to
+				// this job's key.
+				return nil, nil, fmt.Errorf("inputs[%d].from %s: give a local file or directory; blob references are not supported yet", i, in.From)
+			}
 			files[in.Path] = in.From
 		}
 		h, err := c.uploadSealed(ctx, key.Recipient(), func(w io.Writer) error { return seal.PackFiles(w, files) })

@@ -101,6 +101,7 @@ var errorTests = []struct {
 	{"gpu count huge", minimalWASM + "resources: {gpu: {count: 99999999999999999999}}\n", "resources.gpu.count", 7, []string{"out of range"}},
 	{"gpu count negative", minimalWASM + "resources: {gpu: {count: -1}}\n", "resources.gpu.count", 7, []string{"must not be negative"}},
 	{"gpu model syntax", minimalWASM + "resources: {gpu: {count: 1, models: [\"RTX 4090!\"]}}\n", "resources.gpu.models[0]", 7, []string{"not a hardware class", "RTX_4090"}},
+	{"gpu model long", minimalWASM + "resources: {gpu: {count: 1, models: [" + strings.Repeat("A", 33) + "]}}\n", "resources.gpu.models[0]", 7, []string{"up to 32"}},
 	{"gpu model cpu", minimalWASM + "resources: {gpu: {count: 1, models: [cpu]}}\n", "resources.gpu.models[0]", 7, []string{"not a GPU class", "count: 0"}},
 	{"gpu model twice", minimalWASM + "resources: {gpu: {count: 1, models: [L4, l4]}}\n", "resources.gpu.models[1]", 7, []string{"L4 is listed twice"}},
 	{"gpu models without count", minimalWASM + "resources: {gpu: {models: [L4], min_vram: 8GiB}}\n", "resources.gpu.count", 7, []string{"is 0, but models and min_vram", "count: 1"}},
@@ -133,6 +134,8 @@ var errorTests = []struct {
 	{"bad blob", set(minimalWASM, "module", "sha256:xyz"), "module", 3, []string{"not a blob reference", "64 lower-case hex digits", "./sha256:xyz"}},
 	{"upper-case blob", set(minimalWASM, "module", "sha256:"+strings.ToUpper(digest)), "module", 3, []string{"not a blob reference"}},
 	{"home directory", set(minimalWASM, "module", "~/wc.wasm"), "module", 3, []string{"~ is not expanded"}},
+	{"too many args", minimalOCI + "command: [run]\nargs: [" + strings.Repeat("a, ", 127) + "a]\n", "args", 8, []string{"129 entries together; at most 128"}},
+	{"image name too long", set(minimalOCI, "image", strings.Repeat("a", 256)+"@sha256:"+digest), "image", 3, []string{"at most 255"}},
 	{"NUL in args", minimalWASM + "args: [\"a\\0b\"]\n", "args[0]", 7, []string{"NUL"}},
 
 	// Guest paths.
@@ -154,6 +157,7 @@ var errorTests = []struct {
 	{"env key dash", minimalWASM + "env: {MY-VAR: 1}\n", `env["MY-VAR"]`, 7, []string{`"MY-VAR" is not a valid variable name`}},
 	{"env key digit", minimalWASM + "env: {1A: x}\n", `env["1A"]`, 7, []string{"not starting with a digit"}},
 	{"env NUL", minimalWASM + "env: {A: \"x\\0\"}\n", "env.A", 7, []string{"NUL"}},
+	{"env name too long", minimalWASM + "env: {" + strings.Repeat("A", 129) + ": x}\n", "env." + strings.Repeat("A", 129), 7, []string{"at most 128"}},
 	{"env too many", minimalWASM + "env: {" + envList(129) + "}\n", "env", 7, []string{"129 variables; at most 128"}},
 
 	// Name.
@@ -173,8 +177,9 @@ var errorTests = []struct {
 	{"price zero", set(minimalWASM, "max_price", "0"), "max_price", 5, []string{"must be more than 0"}},
 	{"price negative", set(minimalWASM, "max_price", "-1"), "max_price", 5, []string{"negative"}},
 	{"price too fine", set(minimalWASM, "max_price", "0.0000001"), "max_price", 5, []string{"finer than 1 usync"}},
-	{"price absurd", set(minimalWASM, "max_price", "2e9"), "max_price", 5, []string{"more than the maximum 1000000000 SYNC/h"}},
+	{"price absurd", set(minimalWASM, "max_price", "2e6"), "max_price", 5, []string{"more than the maximum 1000000 SYNC/h"}},
 	{"region syntax", minimalWASM + "region: eu west\n", "region", 7, []string{"not a region", "us-east"}},
+	{"region case", minimalWASM + "region: EU\n", "region", 7, []string{"not a region", `write "eu"`}},
 	{"region required without region", minimalWASM + "region_required: true\n", "region_required", 7, []string{"no region is given"}},
 }
 

@@ -95,7 +95,8 @@ const (
 	TierPriority = "priority"  // placed first, at a higher price
 )
 
-// Defaults and limits.
+// Defaults and limits. The limits are within the ledger's own (a spec
+// that passes here is not refused on chain for its shape).
 const (
 	DefaultCPU          = 1.0
 	DefaultMemory       = 256 * MiB
@@ -113,13 +114,13 @@ const (
 	MinTimeout = Duration(1e9)             // 1s
 	MaxTimeout = Duration(7 * 24 * 3600e9) // 7 days
 	MaxEnv     = 128
-	MaxInputs  = 1024
+	MaxInputs  = 128
 	MaxOutputs = 64
-	MaxArgs    = 4096 // command and args together
+	MaxArgs    = 128 // command and args together
 
-	// MaxPriceLimit bounds max_price (10^9 SYNC per hour) far above any
+	// MaxPriceLimit bounds max_price (10^6 SYNC per hour) far above any
 	// real price, so that escrow arithmetic cannot overflow.
-	MaxPriceLimit Price = 1e9 * usyncPerSync
+	MaxPriceLimit Price = 1e6 * usyncPerSync
 
 	// MaxSpecSize bounds a spec file. Specs travel in transactions; data
 	// belongs in inputs.

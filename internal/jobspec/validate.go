@@ -64,9 +64,9 @@ func (s *Spec) given(field string) bool {
 var (
 	nameRE         = regexp.MustCompile(`^[a-z0-9][a-z0-9._-]{0,63}$`)
 	blobRE         = regexp.MustCompile(`^sha256:[0-9a-f]{64}$`)
-	gpuModelRE     = regexp.MustCompile(`^[A-Z0-9][A-Z0-9_]{0,63}$`)
+	gpuModelRE     = regexp.MustCompile(`^[A-Z0-9][A-Z0-9_]{0,31}$`)
 	computeCapRE   = regexp.MustCompile(`^[0-9]{1,2}\.[0-9]{1,2}$`)
-	regionRE       = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
+	regionRE       = regexp.MustCompile(`^[a-z0-9][a-z0-9-]{0,31}$`)
 	nameBadCharsRE = regexp.MustCompile(`[^a-z0-9._-]+`)
 )
 
@@ -179,8 +179,11 @@ func (v *validator) env() {
 	slices.Sort(keys)
 	for _, k := range keys {
 		field := envField("env", k)
-		if !identRE.MatchString(k) {
+		switch {
+		case !identRE.MatchString(k):
 			v.errorf(field, "%q is not a valid variable name: use letters, digits and _, not starting with a digit (e.g. LANG or MY_VAR)", clip(k))
+		case len(k) > maxEnvName:
+			v.errorf(field, "the name is %d characters long; at most %d are allowed", len(k), maxEnvName)
 		}
 		if strings.IndexByte(s.Env[k], 0) >= 0 {
 			v.errorf(field, "the value contains a NUL byte, which an environment variable cannot hold")
@@ -335,7 +338,7 @@ func (v *validator) resources() {
 		case n == "CPU":
 			v.errorf(field, "cpu is not a GPU class; a CPU-only job sets gpu.count: 0")
 		case !gpuModelRE.MatchString(n):
-			v.errorf(field, "%q is not a hardware class: use up to 64 letters, digits and _, e.g. RTX_4090 or A100_80GB (see gpunet offers)", clip(m))
+			v.errorf(field, "%q is not a hardware class: use up to 32 letters, digits and _, e.g. RTX_4090 or A100_80GB (see gpunet offers)", clip(m))
 		case n != m:
 			v.errorf(field, "%q is written %q", clip(m), clip(n))
 		case slices.Contains(g.Models[:i], m):
@@ -401,7 +404,11 @@ func (v *validator) terms() {
 	}
 
 	if s.Region != "" && !regionRE.MatchString(s.Region) {
-		v.errorf("region", "%q is not a region: use up to 64 letters, digits, '.', '_' or '-', e.g. eu or us-east", clip(s.Region))
+		msg := fmt.Sprintf("%q is not a region: use up to 32 lower-case letters, digits and '-', e.g. eu or us-east", clip(s.Region))
+		if lower := strings.ToLower(s.Region); regionRE.MatchString(lower) {
+			msg += fmt.Sprintf(" (write %q)", lower)
+		}
+		v.errorf("region", "%s", msg)
 	}
 	if s.RegionRequired && s.Region == "" {
 		v.errorf("region_required", "is true, but no region is given: set region (e.g. region: eu) or remove region_required")
@@ -429,10 +436,15 @@ func (v *validator) oneOf(field, value string, values []string) {
 // the digest this network insists on.
 var (
 	imageNameRE = regexp.MustCompile(`^` +
-		`(?:(?:[a-zA-Z0-9](?:[a-zA-Z0-9-]*[a-zA-Z0-9])?(?:\.[a-zA-Z0-9](?:[a-zA-Z0-9-]*[a-zA-Z0-9])?)*|\[[0-9a-fA-F:]+\])(?::[0-9]+)?/)?` +
+		`(?:[a-zA-Z0-9](?:[a-zA-Z0-9-]*[a-zA-Z0-9])?(?:\.[a-zA-Z0-9](?:[a-zA-Z0-9-]*[a-zA-Z0-9])?)*(?::[0-9]+)?/)?` +
 		`[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*(?:/[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*)*` +
 		`(?::[A-Za-z0-9_][A-Za-z0-9_.-]{0,127})?$`)
 	imageDigestRE = regexp.MustCompile(`^sha256:[0-9a-f]{64}$`)
+)
+
+const (
+	maxImageName = 255 // the reference before @sha256:…
+	maxEnvName   = 128
 )
 
 // DigestHint says how to find an image's digest; error messages about
@@ -441,10 +453,10 @@ const DigestHint = "find the digest with `crane digest REF` or `docker buildx im
 
 // imageProblem says what is wrong with an image reference, or returns "".
 func imageProblem(ref string) string {
-	if len(ref) > 512 {
-		return fmt.Sprintf("is %d bytes long; at most 512 are allowed", len(ref))
-	}
 	name, digest, hasDigest := strings.Cut(ref, "@")
+	if len(name) > maxImageName {
+		return fmt.Sprintf("the name before @ is %d characters long; at most %d are allowed", len(name), maxImageName)
+	}
 	if !imageNameRE.MatchString(name) {
 		return fmt.Sprintf("%q is not an image reference: write registry/repository@sha256:<64 hex digits>, with the repository in lower case", clip(ref))
 	}
