@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"strconv"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -98,6 +99,7 @@ func jobCmd(e *env) *cobra.Command {
 	c := &cobra.Command{Use: "job", Short: "Run and manage jobs"}
 	var from, out string
 	var poll time.Duration
+	var queue bool
 	addFrom := func(cmd *cobra.Command) {
 		cmd.Flags().StringVar(&from, "from", "", "the consumer's key (required)")
 		cmd.MarkFlagRequired("from")
@@ -118,6 +120,9 @@ Ctrl-C detaches without cancelling: reattach with gpunet job status|logs|get ID.
 			}
 			jc, err := e.jobClient(cmd.Context(), from)
 			if err != nil {
+				return err
+			}
+			if err := checkPlaceable(cmd.Context(), jc, s, queue); err != nil {
 				return err
 			}
 			id, err := jc.Submit(cmd.Context(), s)
@@ -152,6 +157,7 @@ Ctrl-C detaches without cancelling: reattach with gpunet job status|logs|get ID.
 		},
 	}
 	addFrom(run)
+	run.Flags().BoolVar(&queue, "queue", false, "submit even if max_price is below every ask (the job waits for a cheaper provider)")
 	run.Flags().StringVar(&out, "out", "", "where to put the outputs (default ./job-ID)")
 	run.Flags().DurationVar(&poll, "poll", 250*time.Millisecond, "how often to look at the job")
 
@@ -168,6 +174,9 @@ Ctrl-C detaches without cancelling: reattach with gpunet job status|logs|get ID.
 			if err != nil {
 				return err
 			}
+			if err := checkPlaceable(cmd.Context(), jc, s, queue); err != nil {
+				return err
+			}
 			id, err := jc.Submit(cmd.Context(), s)
 			if err != nil {
 				return err
@@ -182,6 +191,7 @@ Ctrl-C detaches without cancelling: reattach with gpunet job status|logs|get ID.
 		},
 	}
 	addFrom(submit)
+	submit.Flags().BoolVar(&queue, "queue", false, "submit even if max_price is below every ask (the job waits for a cheaper provider)")
 
 	status := &cobra.Command{
 		Use:   "status ID [--from KEY]",
@@ -376,6 +386,29 @@ func (p *prefixWriter) flush() {
 		fmt.Fprintf(p.w, "%s%s\n", p.prefix, p.buf)
 		p.buf = nil
 	}
+}
+
+// checkPlaceable refuses a job whose max_price is below every ask of the
+// providers that could otherwise run it, unless the user asked to queue it
+// anyway: a job that cannot be placed waits, and that is rarely what a
+// price typo wants.
+func checkPlaceable(ctx context.Context, jc *jobclient.Client, s *jobspec.Spec, queue bool) error {
+	if queue {
+		return nil
+	}
+	module := ""
+	if s.Executor == "wasm" {
+		module = "sha256:" + fmt.Sprintf("%064x", 0)
+	}
+	ls := jobclient.LedgerSpec(s, module)
+	q, err := jc.Chain.Quote(ctx, &ls)
+	if err != nil {
+		return err
+	}
+	if q.Matching == 0 && strings.Contains(q.Reason, "cheapest other ask") && strings.HasPrefix(q.Reason, "0 of 0 providers") {
+		return usageError{fmt.Errorf("max_price %s/h is below every ask that fits this job (%s); raise max_price, or pass --queue to submit it anyway and wait for a cheaper provider", formatSync(ls.MaxPricePerHour), q.Reason)}
+	}
+	return nil
 }
 
 // finishJob fetches a finished job's outputs into out and prints its end.
