@@ -94,6 +94,72 @@ func TestWASIJobEndToEnd(t *testing.T) {
 			t.Errorf("states %v never showed %s", states, s)
 		}
 	}
+	// The gateway only ever held ciphertext: neither the input text nor
+	// the output appears anywhere under the node's blob store.
+	input, _ := os.ReadFile("../../examples/wordcount/input.txt")
+	marks := [][]byte{input[:40], want.Bytes()[:30], logs.Bytes()[:20]}
+	filepath.Walk(filepath.Join(n.home, "data", "blobs"), func(path string, info os.FileInfo, err error) error {
+		if err != nil || info.IsDir() {
+			return err
+		}
+		b, _ := os.ReadFile(path)
+		for _, m := range marks {
+			if bytes.Contains(b, m) {
+				t.Errorf("plaintext %q found in the gateway's %s", m, path)
+			}
+		}
+		return nil
+	})
+}
+
+// TestCancelRunningJob: cancelling a running job pays the provider its
+// elapsed seconds at the agreed price and refunds the rest, exactly.
+func TestCancelRunningJob(t *testing.T) {
+	n := startNetwork(t, "consumer", "p")
+	n.sb = map[string]sandbox.Executor{"wasm": fake.New(fake.Block()).WithName("wasm")}
+	a, _ := runAgent(t, n, "p", nvmlsim.Lib(nvmlsim.GPU{}, 0), "eu", 36_000)
+	waitFor(t, "provider ready", func() bool { return ready(a) })
+	key, _ := n.kr.Get("consumer")
+	jc := jobclient.New(n.cl, key, n.home, "provider-test")
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	before, _ := n.cl.Balance(ctx, key.Address)
+	id, err := jc.Submit(ctx, wordcountSpec(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	fctx, stop := context.WithCancel(ctx)
+	go jc.Follow(fctx, id, 20*time.Millisecond, nil)
+	waitFor(t, "running", func() bool {
+		j, err := n.cl.Job(ctx, id)
+		return err == nil && j.State == ledger.JobRunning
+	})
+	stop()
+	time.Sleep(1500 * time.Millisecond)
+	if _, err := n.cl.SendMsg(ctx, key, 0, &ledger.MsgCancelJob{JobID: id}); err != nil {
+		t.Fatal(err)
+	}
+	j, err := n.cl.Job(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a0 := j.Assignments[0]
+	elapsed := uint64(j.FinishedAt - a0.StartedAt)
+	wantCost := a0.PricePerHour * elapsed / 3600
+	wantFee := wantCost * 100 / 10_000
+	escrow := j.Cost + j.Fee + j.Refund
+	if j.State != ledger.JobCancelled || elapsed == 0 || j.Cost != wantCost || j.Fee != wantFee || j.Escrow != 0 {
+		t.Fatalf("cancelled after %ds: %s cost %d (want %d) fee %d (want %d) escrow %d", elapsed, j.State, j.Cost, wantCost, j.Fee, wantFee, j.Escrow)
+	}
+	after, _ := n.cl.Balance(ctx, key.Address)
+	if before.Balance-after.Balance != escrow-j.Refund {
+		t.Fatalf("owner paid %d, want %d", before.Balance-after.Balance, escrow-j.Refund)
+	}
+	// The provider stops the run: the job is no longer its.
+	waitFor(t, "the run stopped", func() bool {
+		l, err := n.cl.ProviderJobs(ctx, a.Status().Key())
+		return err == nil && len(l.Jobs) == 0
+	})
 }
 
 // TestJobWaitsForMatchingProvider: a job nobody can take stays queued with
@@ -228,8 +294,10 @@ func TestFailingJobsFailCleanly(t *testing.T) {
 		if j.State != ledger.JobFailed || !strings.Contains(j.Reason, tc.reason) {
 			t.Errorf("%s: %s %q", tc.name, j.State, j.Reason)
 		}
-		if j.Escrow != 0 || j.Cost+j.Fee+j.Refund == 0 {
-			t.Errorf("%s: not settled: %+v", tc.name, j)
+		r := j.Assignments[0].Result
+		cost := j.Assignments[0].PricePerHour * r.MeteredSeconds / 3600
+		if j.Escrow != 0 || j.Cost != cost || j.Fee != cost*100/10_000 || j.Refund == 0 {
+			t.Errorf("%s: settled cost %d (want %d for %ds) fee %d refund %d escrow %d", tc.name, j.Cost, cost, r.MeteredSeconds, j.Fee, j.Refund, j.Escrow)
 		}
 	}
 	// The agent still serves.
