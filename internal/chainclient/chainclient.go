@@ -155,6 +155,17 @@ type Signer interface {
 // of the same key takes the sequence first (the mempool rejects it with a
 // bad sequence), it signs again with the next one, a few times.
 func (c *Client) SendMsg(ctx context.Context, key Signer, fee uint64, msg ledger.Msg) (*validator.TxResult, error) {
+	return c.sendMsg(ctx, key, fee, msg, true)
+}
+
+// SubmitMsg is SendMsg without waiting for the block: it returns once the
+// mempool accepted the tx. Later txs of the same key take the next
+// sequence, so they land after it.
+func (c *Client) SubmitMsg(ctx context.Context, key Signer, fee uint64, msg ledger.Msg) (*validator.TxResult, error) {
+	return c.sendMsg(ctx, key, fee, msg, false)
+}
+
+func (c *Client) sendMsg(ctx context.Context, key Signer, fee uint64, msg ledger.Msg, wait bool) (*validator.TxResult, error) {
 	st, err := c.Status(ctx)
 	if err != nil {
 		return nil, err
@@ -174,7 +185,7 @@ func (c *Client) SendMsg(ctx context.Context, key Signer, fee uint64, msg ledger
 		if err != nil {
 			return nil, err
 		}
-		res, err := c.BroadcastTx(ctx, raw, true)
+		res, err := c.BroadcastTx(ctx, raw, wait)
 		var txErr *TxError
 		if attempt < 5 && errors.As(err, &txErr) && txErr.Result.Height == 0 && txErr.Result.Code == ledger.ErrBadSequence.Code {
 			select {

@@ -37,6 +37,7 @@ type Chain interface {
 	Provider(ctx context.Context, a address.Address) (*apiserver.ProviderBody, error)
 	Params(ctx context.Context) (*ledger.Params, error)
 	SendMsg(ctx context.Context, key chainclient.Signer, fee uint64, msg ledger.Msg) (*validator.TxResult, error)
+	SubmitMsg(ctx context.Context, key chainclient.Signer, fee uint64, msg ledger.Msg) (*validator.TxResult, error)
 	ProviderJobs(ctx context.Context, provider address.Address) (*apiserver.JobList, error)
 	PostLog(ctx context.Context, key chainclient.Signer, job, seq uint64, data []byte) error
 }

@@ -151,7 +151,9 @@ func (a *Agent) execute(ctx context.Context, j *ledger.Job, started bool) (*ledg
 		}
 	}
 	if !started {
-		if _, err := a.o.Chain.SendMsg(ctx, a.o.Key, 0, &ledger.MsgStartJob{JobID: j.ID}); err != nil {
+		// No need to wait for the block: the result, sent later with the
+		// next sequence, cannot land before it.
+		if _, err := a.o.Chain.SubmitMsg(ctx, a.o.Key, 0, &ledger.MsgStartJob{JobID: j.ID}); err != nil {
 			return nil, fmt.Errorf("start: %w", err)
 		}
 	}
