@@ -66,6 +66,7 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		versionCmd(e), initCmd(e), nodeCmd(e), devnetCmd(e), statusCmd(e),
 		keysCmd(e), txCmd(e), queryCmd(e), benchCmd(e),
 		providerCmd(e), offersCmd(e), stakeCmd(e), quoteCmd(e), jobCmd(e),
+		sandboxExecCmd(e),
 	)
 	err := root.ExecuteContext(ctx)
 	if err == nil {

@@ -73,6 +73,8 @@ func deterministicRand(jobID string) *rand.ChaCha8 {
 // the executor tells "out of memory" from any other failure.
 type memoryCap struct {
 	limit uint64
+	// onGrow, if set, is told each new peak (outside the lock).
+	onGrow func(peak uint64)
 
 	mu      sync.Mutex
 	refused bool
@@ -103,12 +105,17 @@ type linearMemory struct {
 func (l *linearMemory) Reallocate(size uint64) []byte {
 	m := l.cap
 	m.mu.Lock()
-	defer m.mu.Unlock()
 	if size > m.limit {
 		m.refused = true
+		m.mu.Unlock()
 		return nil
 	}
+	grew := size > m.peak
 	m.peak = max(m.peak, size)
+	m.mu.Unlock()
+	if grew && m.onGrow != nil {
+		m.onGrow(size)
+	}
 	if size <= uint64(cap(l.buf)) {
 		l.buf = l.buf[:size] // never exposed before, so still zero
 		return l.buf

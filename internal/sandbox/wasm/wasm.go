@@ -4,32 +4,39 @@
 // deterministically (fixed clock and seeded randomness) so that replicas of
 // a job on different providers produce byte-identical outputs.
 //
-// Compiled modules are cached twice: on disk in the executor's cache
-// directory (so a provider compiles a module once across restarts), and in
-// memory by the SHA-256 of the module's bytes.
+// Each job runs in a sandbox process of its own (see ChildMain), which the
+// executor kills to stop the job at its timeout or on cancellation; that
+// lets the guest's compiled code run without wazero's checks for a done
+// context, which made tight loops several times slower. By default the
+// sandbox process is the running executable itself, started again with
+// ChildEnv set (see WithCommand).
+//
+// Compiled modules are cached on disk in the executor's cache directory,
+// shared by every sandbox process (so a module is compiled once, also
+// across restarts); the executor remembers which modules it has seen
+// compiled, so that concurrent first runs of one module compile it once.
+// Loading a large module from the disk cache still takes tens of
+// milliseconds, so for modules run more than once the executor keeps a few
+// spare sandbox processes with the module loaded (see WithSpares).
 package wasm
 
 import (
+	"bufio"
+	"bytes"
 	"context"
-	"crypto/rand"
 	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"io/fs"
 	"os"
+	"os/exec"
 	"path/filepath"
-	"slices"
 	"strings"
 	"sync"
 	"time"
-
-	"github.com/tetratelabs/wazero"
-	"github.com/tetratelabs/wazero/api"
-	"github.com/tetratelabs/wazero/experimental"
-	"github.com/tetratelabs/wazero/experimental/sysfs"
-	"github.com/tetratelabs/wazero/imports/wasi_snapshot_preview1"
-	"github.com/tetratelabs/wazero/sys"
 
 	"github.com/gpunet/gpunet/internal/sandbox"
 )
@@ -37,91 +44,146 @@ import (
 // Name is the executor's name in job specs and offers.
 const Name = "wasm"
 
-// maxCachedModules bounds the in-memory cache of compiled modules; the
-// disk cache is not bounded here.
-const maxCachedModules = 32
-
 // argv0 is the program name every job sees.
 const argv0 = "job"
 
-// Executor runs WASI modules. It is safe for concurrent use; each Run
-// gets its own module instance, memory and file system view.
+// cacheLayout is the subdirectory of the cache directory the sandbox
+// processes use. Code compiled for in-process runs (with termination
+// checks, by earlier versions) sits beside it and is not reused: wazero's
+// cache key does not tell the two apart.
+const cacheLayout = "noclose"
+
+// maxKnownModules bounds the executor's memory of compiled modules.
+const maxKnownModules = 4096
+
+// DefaultSpares is how many spare sandbox processes an executor keeps by
+// default (see WithSpares).
+const DefaultSpares = 2
+
+// spareIdle is how long a spare sandbox process waits for a job before it
+// is let go.
+const spareIdle = 10 * time.Minute
+
+// Executor runs WASI modules, each run in a sandbox process of its own. It
+// is safe for concurrent use.
 type Executor struct {
-	rt    wazero.Runtime
-	cache wazero.CompilationCache
+	path  string   // the sandbox process's program
+	argv0 string   // its argv[0], if not path
+	args  []string // and its arguments
+
+	cacheDir  string // the sandbox processes' compilation cache
+	tempCache string // removed by Close: New("") made it
+	maxSpares int
 
 	// closing is cancelled by Close, which ends every running job.
 	closing context.Context
 	close   context.CancelFunc
 	running sync.WaitGroup
 
-	mu      sync.Mutex
-	closed  bool
-	modules map[[sha256.Size]byte]*module
-	useTick uint64
+	mu       sync.Mutex
+	closed   bool
+	modules  map[[sha256.Size]byte]*moduleState
+	spares   map[[sha256.Size]byte]*child
+	spareSeq uint64
 }
 
-// module is a compiled module in the in-memory cache.
-type module struct {
-	ready    chan struct{} // closed once compiled (or failed)
-	compiled wazero.CompiledModule
-	err      error
-	users    int    // runs using compiled now; not evicted while > 0
-	lastUsed uint64 // Executor.useTick at last use
+// moduleState is what the executor knows of a module it has run.
+type moduleState struct {
+	done chan struct{} // closed once compiled into the disk cache, or failed
+	ok   bool          // compiled; set before done is closed
 }
 
 var _ sandbox.Executor = (*Executor)(nil)
 
+// Option configures an Executor.
+type Option func(*Executor)
+
+// WithCommand sets the program New's executor starts for each job, and its
+// arguments. The program must run ChildMain when started with ChildEnv set
+// in its environment, which every program linking this package does (its
+// init function sees to it), and "gpunet sandbox-exec" does too.
+//
+// The default is the running executable (/proc/self/exe on Linux, else
+// os.Executable with symbolic links resolved) with the argument
+// "sandbox-exec". Set this when the executable cannot be started again: a
+// program that was deleted, or runs somewhere exec is not allowed.
+func WithCommand(path string, args ...string) Option {
+	return func(e *Executor) { e.path, e.args = path, args }
+}
+
+// WithSpares sets how many spare sandbox processes the executor keeps
+// (default DefaultSpares; 0 for none). Starting a sandbox process and
+// loading a module from the disk cache takes tens of milliseconds for a
+// large module (about 40 ms for a Go one), so from a module's second run
+// on, the executor starts another process for it as the job ends, which
+// loads the module and waits for the module's next job; each holds the
+// module's compiled code and a Go runtime (about 35 MiB for a Go module)
+// until it gets a job, a more recent module takes its place, or it has
+// waited ten minutes.
+func WithSpares(n int) Option {
+	return func(e *Executor) { e.maxSpares = max(n, 0) }
+}
+
 // New returns an executor whose compiled modules persist in cacheDir
-// (created if missing; "" keeps them in memory only). Close releases it.
-func New(cacheDir string) (*Executor, error) {
-	var cache wazero.CompilationCache
-	if cacheDir == "" {
-		cache = wazero.NewCompilationCache()
-	} else {
-		var err error
-		if cache, err = wazero.NewCompilationCacheWithDir(cacheDir); err != nil {
-			return nil, fmt.Errorf("wasm: compilation cache: %w", err)
+// (created if missing; "" keeps them in a temporary directory removed by
+// Close). Close releases it.
+func New(cacheDir string, opts ...Option) (*Executor, error) {
+	e := &Executor{
+		args:      []string{"sandbox-exec"},
+		maxSpares: DefaultSpares,
+		modules:   make(map[[sha256.Size]byte]*moduleState),
+		spares:    make(map[[sha256.Size]byte]*child),
+	}
+	for _, o := range opts {
+		o(e)
+	}
+	if e.path == "" {
+		p, err := selfExe()
+		if err != nil {
+			return nil, fmt.Errorf("wasm: sandbox process: %w", err)
+		}
+		e.path = p
+		if len(os.Args) > 0 {
+			e.argv0 = os.Args[0] // "gpunet sandbox-exec" in ps, not "/proc/self/exe …"
 		}
 	}
-	// One runtime serves every job. Its memory limit is wasm32's whole
-	// 4 GiB: each job's own limit is enforced per instance by a memoryCap
-	// (see env.go), which unlike WithMemoryLimitPages applies per job and
-	// tells us when a job ran out of memory.
-	//
-	// WithCloseOnContextDone is what lets a timeout or a cancellation stop
-	// a guest stuck in a loop. wazero implements it with a call out of the
-	// guest's code at every loop iteration, which makes tight loops several
-	// times slower (about 6x for the mandelbrot example; see
-	// BenchmarkMandelbrot), but nothing cheaper can stop a guest running in
-	// this process.
-	cfg := wazero.NewRuntimeConfig().
-		WithCompilationCache(cache).
-		WithCloseOnContextDone(true).
-		WithMemoryLimitPages(65536)
-	ctx := context.Background()
-	rt := wazero.NewRuntimeWithConfig(ctx, cfg)
-	if _, err := wasi_snapshot_preview1.Instantiate(ctx, rt); err != nil {
-		rt.Close(ctx)
-		cache.Close(ctx)
-		return nil, fmt.Errorf("wasm: instantiate WASI: %w", err)
+	if cacheDir == "" {
+		dir, err := os.MkdirTemp("", "gpunet-wasm-cache-")
+		if err != nil {
+			return nil, fmt.Errorf("wasm: compilation cache: %w", err)
+		}
+		e.tempCache, cacheDir = dir, dir
 	}
-	closing, cancel := context.WithCancel(context.Background())
-	return &Executor{
-		rt:      rt,
-		cache:   cache,
-		closing: closing,
-		close:   cancel,
-		modules: make(map[[sha256.Size]byte]*module),
-	}, nil
+	dir, err := filepath.Abs(filepath.Join(cacheDir, cacheLayout))
+	if err == nil {
+		err = os.MkdirAll(dir, 0o700)
+	}
+	if err != nil {
+		if e.tempCache != "" {
+			os.RemoveAll(e.tempCache)
+		}
+		return nil, fmt.Errorf("wasm: compilation cache: %w", err)
+	}
+	e.cacheDir = dir
+	e.closing, e.close = context.WithCancel(context.Background())
+	return e, nil
+}
+
+// executable is os.Executable with symbolic links resolved.
+func executable() (string, error) {
+	p, err := os.Executable()
+	if err != nil {
+		return "", err
+	}
+	return filepath.EvalSymlinks(p)
 }
 
 // Name returns "wasm".
 func (e *Executor) Name() string { return Name }
 
-// Close ends the jobs still running (they report "cancelled"), waits for
-// them, and releases the runtime. The disk cache stays for the next
-// executor on the same directory.
+// Close ends the jobs still running (their sandbox processes are killed and
+// they report "cancelled"), waits for them, and ends the spare processes.
+// The disk cache stays for the next executor on the same directory.
 func (e *Executor) Close() error {
 	e.mu.Lock()
 	if e.closed {
@@ -132,15 +194,19 @@ func (e *Executor) Close() error {
 	e.mu.Unlock()
 	e.close()
 	e.running.Wait()
-	ctx := context.Background()
-	err := e.rt.Close(ctx)
-	if cerr := e.cache.Close(ctx); err == nil {
-		err = cerr
+	e.mu.Lock()
+	spares := e.spares
+	e.spares = nil
+	e.mu.Unlock()
+	for _, c := range spares {
+		c.idle.Stop()
+		c.discard()
 	}
-	return err
+	if e.tempCache != "" {
+		return os.RemoveAll(e.tempCache)
+	}
+	return nil
 }
-
-var errTimeout = errors.New("job timed out")
 
 // Run runs job.Module as a WASI command: argv is "job" followed by
 // job.Args, the environment is exactly job.Env, the file system is
@@ -181,177 +247,566 @@ func (e *Executor) Run(ctx context.Context, job *sandbox.Job, logs io.Writer) (*
 
 // run fills res with what the job did.
 func (e *Executor) run(ctx context.Context, job *sandbox.Job, logs *sandbox.LogWriter, res *sandbox.Result) error {
-	fail := func(reason string) error {
-		res.Failed, res.Reason = true, reason
-		return nil
-	}
-
-	bin, err := os.ReadFile(job.Module)
+	module, err := openModule(job.Module)
 	if err != nil {
 		return fmt.Errorf("wasm: read module: %w", err)
 	}
+	keep := false // module handed on to a spare
+	defer func() {
+		if !keep {
+			module.f.Close()
+		}
+	}()
 	workDir, err := filepath.EvalSymlinks(job.WorkDir)
+	if err == nil {
+		workDir, err = filepath.Abs(workDir)
+	}
 	if err != nil {
 		return fmt.Errorf("wasm: work dir: %w", err)
 	}
 	if link, err := findSymlink(workDir); err != nil {
 		return fmt.Errorf("wasm: work dir: %w", err)
 	} else if link != "" {
-		return fail("invalid work dir: /" + link + " is a symbolic link")
+		return fail(res, "invalid work dir: /"+link+" is a symbolic link")
 	}
-
-	t0 := time.Now()
-	mod, release, err := e.compile(ctx, bin)
-	res.CompileTime = time.Since(t0)
-	if err != nil {
-		if ctx.Err() != nil {
-			return fail(sandbox.ReasonCancelled)
-		}
-		return fail("invalid module: " + err.Error())
-	}
-	defer release()
-	if _, ok := mod.ExportedFunctions()["_start"]; !ok {
-		return fail("invalid module: no _start function (not a WASI command)")
-	}
-
 	memLimit := job.Limits.MemoryBytes
 	if memLimit == 0 {
 		memLimit = sandbox.DefaultMemoryBytes
 	}
 	memLimit = memLimit &^ (1<<16 - 1) // whole 64 KiB pages
-	for _, m := range slices.Concat(mod.ImportedMemories(), exportedMemories(mod)) {
-		if need := uint64(m.Min()) << 16; need > memLimit {
-			res.PeakMemoryBytes = need
-			return fail(sandbox.OOMReason(memLimit))
+	req := &childJob{
+		JobID:         job.ID,
+		Args:          job.Args,
+		Env:           job.Env,
+		WorkDir:       workDir,
+		MemoryBytes:   memLimit,
+		DiskBytes:     job.Limits.DiskBytes,
+		Deterministic: job.Deterministic,
+	}
+
+	t0 := time.Now()
+	for attempt := 0; ; attempt++ {
+		// Wait while another run compiles the same module: it will be in
+		// the disk cache then.
+		compiled, known, err := e.awaitCompile(ctx, module.sum)
+		if err != nil || ctx.Err() != nil {
+			res.CompileTime = time.Since(t0)
+			return fail(res, sandbox.ReasonCancelled)
+		}
+		var c *child
+		if known && attempt == 0 {
+			c = e.takeSpare(module.sum)
+		}
+		spare := c != nil
+		if c == nil {
+			if c, err = e.startChild(module); err != nil {
+				compiled(false)
+				return err
+			}
+		}
+		err = e.runOn(ctx, c, spare, job, req, logs, res, t0, compiled)
+		if err == errSpareDied {
+			continue // before it started the job: try a new process
+		}
+		// A module run before gets a spare process for its next run. It
+		// starts now rather than with the job, so that its loading does
+		// not slow the job down (and inflate Metered) on a small machine.
+		if err == nil && known && e.maxSpares > 0 {
+			keep = e.addSpare(module)
+		}
+		return err
+	}
+}
+
+// module is a job's module file, open.
+type module struct {
+	f   *os.File
+	sum [sha256.Size]byte
+}
+
+func openModule(path string) (*module, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	st, err := f.Stat()
+	if err == nil && !st.Mode().IsRegular() {
+		err = fmt.Errorf("%s is not a regular file", path)
+	}
+	h := sha256.New()
+	if err == nil {
+		_, err = io.Copy(h, io.NewSectionReader(f, 0, st.Size()))
+	}
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	m := &module{f: f}
+	h.Sum(m.sum[:0])
+	return m, nil
+}
+
+// child is one sandbox process.
+type child struct {
+	cmd    *exec.Cmd
+	stdin  *os.File
+	logs   *switchWriter // its fd 1
+	events chan childMessage
+	stderr *headBuffer
+	exited chan struct{} // closed once reaped, its output all read
+	// waitErr is cmd.Wait's error, set before exited is closed.
+	waitErr error
+
+	mu     sync.Mutex
+	reaped bool
+
+	// While a spare:
+	idle *time.Timer
+	seq  uint64
+}
+
+var errSpareDied = errors.New("spare sandbox process died")
+
+// startChild starts a sandbox process and sends it the module.
+func (e *Executor) startChild(m *module) (*child, error) {
+	prep, err := json.Marshal(&childPrepare{
+		Protocol:     childProtocol,
+		ModuleFD:     moduleFD,
+		ModuleSHA256: hex.EncodeToString(m.sum[:]),
+		CacheDir:     e.cacheDir,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("wasm: %w", err)
+	}
+	stdinR, stdinW, err := os.Pipe()
+	if err != nil {
+		return nil, fmt.Errorf("wasm: sandbox process: %w", err)
+	}
+	reportR, reportW, err := os.Pipe()
+	if err != nil {
+		stdinR.Close()
+		stdinW.Close()
+		return nil, fmt.Errorf("wasm: sandbox process: %w", err)
+	}
+	c := &child{
+		stdin:  stdinW,
+		logs:   &switchWriter{w: io.Discard},
+		events: make(chan childMessage, 16),
+		stderr: &headBuffer{max: 4 << 10},
+		exited: make(chan struct{}),
+	}
+	cmd := exec.Command(e.path, e.args...)
+	if e.argv0 != "" {
+		cmd.Args[0] = e.argv0
+	}
+	cmd.Env = childEnviron()
+	cmd.Stdin = stdinR
+	cmd.Stdout = c.logs
+	cmd.Stderr = c.stderr
+	cmd.ExtraFiles = []*os.File{reportW, m.f} // fds 3 (reportFD) and 4 (moduleFD)
+	cmd.SysProcAttr = sysProcAttr()
+	cmd.WaitDelay = time.Second // for pipes left open: there should be none
+	err = cmd.Start()
+	stdinR.Close()
+	reportW.Close()
+	if err != nil {
+		stdinW.Close()
+		reportR.Close()
+		return nil, fmt.Errorf("wasm: start sandbox process: %w", err)
+	}
+	c.cmd = cmd
+	go readReports(reportR, c.events)
+	go func() {
+		err := cmd.Wait()
+		c.mu.Lock()
+		c.reaped = true
+		c.mu.Unlock()
+		c.waitErr = err
+		close(c.exited)
+	}()
+	// The pipe is empty, so this small write does not block.
+	stdinW.Write(append(prep, '\n'))
+	return c, nil
+}
+
+// kill kills the process (group), unless it is already gone.
+func (c *child) kill() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	// Not once reaped: the process group's ID could be anyone's.
+	if !c.reaped {
+		killProcess(c.cmd.Process)
+	}
+}
+
+// discard ends a child that has no job to finish.
+func (c *child) discard() {
+	c.kill()
+	<-c.exited
+	c.stdin.Close()
+}
+
+// runOn runs the job on c, applying its timeout and ctx, and fills res.
+// compiled is told whether the module compiled. It returns errSpareDied
+// when c, a spare, died before it started the job.
+func (e *Executor) runOn(ctx context.Context, c *child, spare bool, job *sandbox.Job, req *childJob, logs *sandbox.LogWriter, res *sandbox.Result, t0 time.Time, compiled func(bool)) error {
+	defer c.stdin.Close()
+	defer compiled(false) // unless already told otherwise
+	msg, err := json.Marshal(req)
+	if err != nil {
+		c.discard()
+		return fmt.Errorf("wasm: %w", err)
+	}
+	c.logs.set(logs)
+	// The job stays in the pipe until the child has loaded the module;
+	// stdin then stays open until we are done (see ChildMain).
+	go c.stdin.Write(append(msg, '\n'))
+
+	var (
+		started, killed time.Time
+		timer           *time.Timer
+		timeout         <-chan time.Time
+		done            = ctx.Done()
+		events          = c.events
+		result          *childMessage
+		outcome         string // a reason when we killed it
+		badReport       error
+	)
+	handle := func(m childMessage) {
+		switch m.Event {
+		case "ready":
+			compiled(true)
+		case "start":
+			if started.IsZero() {
+				started = time.Now()
+				res.CompileTime = started.Sub(t0)
+				compiled(true)
+				timer = time.NewTimer(job.Limits.Timeout)
+				timeout = timer.C
+			}
+		case "peak":
+			res.PeakMemoryBytes = max(res.PeakMemoryBytes, m.Peak)
+		case "result":
+			result = &m
+		case "":
+			badReport = errors.New(m.Error)
 		}
 	}
-	if ctx.Err() != nil {
-		return fail(sandbox.ReasonCancelled)
+	for exited := false; !exited; {
+		select {
+		case m, ok := <-events:
+			if !ok {
+				events = nil
+				continue
+			}
+			handle(m)
+		case <-c.exited:
+			exited = true
+		case <-done:
+			done = nil
+			killed = time.Now()
+			c.kill()
+			if result == nil {
+				outcome = sandbox.ReasonCancelled
+			}
+		case <-timeout:
+			timeout = nil
+			killed = time.Now()
+			c.kill()
+			if result == nil {
+				outcome = sandbox.TimeoutReason(job.Limits.Timeout)
+			}
+		}
+	}
+	if timer != nil {
+		timer.Stop()
+	}
+	// The process is gone, so its report pipe is closed: read what is
+	// left of it.
+	if events != nil {
+		drain := time.NewTimer(time.Second)
+	loop:
+		for {
+			select {
+			case m, ok := <-events:
+				if !ok {
+					break loop
+				}
+				handle(m)
+			case <-drain.C:
+				break loop
+			}
+		}
+		drain.Stop()
+	}
+	if started.IsZero() {
+		res.CompileTime = time.Since(t0)
 	}
 
-	// The job's clock starts now: Timeout counts from here, as does
-	// Metered, and compilation counts toward neither.
-	runCtx, stop := context.WithTimeoutCause(ctx, job.Limits.Timeout, errTimeout)
-	defer stop()
-	memCap := &memoryCap{limit: memLimit}
-	var budget *diskBudget
-	if job.Limits.DiskBytes > 0 {
-		budget = &diskBudget{limit: int64(min(job.Limits.DiskBytes, 1<<62))}
-	}
-	cfg := moduleConfig(runCtx, job, workDir, logs, budget)
-	instCtx := experimental.WithMemoryAllocator(runCtx, memCap)
-
-	start := time.Now()
-	inst, err := instantiate(instCtx, e.rt, mod, cfg)
-	if err == nil {
-		_, err = inst.ExportedFunction("_start").Call(runCtx)
-		inst.Close(context.Background())
-	}
-	res.Metered = time.Since(start)
-	res.PeakMemoryBytes = memCap.peakBytes()
-
-	var exit *sys.ExitError
 	switch {
-	case err != nil && runCtx.Err() != nil && (!errors.As(err, &exit) || isContextExit(exit)):
-		res.Failed, res.Reason = true, sandbox.ReasonCancelled
-		if context.Cause(runCtx) == errTimeout {
-			res.Reason = sandbox.TimeoutReason(job.Limits.Timeout)
+	case outcome != "":
+		res.Failed, res.Reason = true, outcome
+		if !started.IsZero() {
+			res.Metered = killed.Sub(started)
 		}
 		return nil
-	case err == nil:
-		res.ExitCode, res.Reason = 0, sandbox.ExitReason(0)
-	case errors.As(err, &exit):
-		res.ExitCode = int(int32(exit.ExitCode()))
-		res.Reason = sandbox.ExitReason(res.ExitCode)
-		res.Failed = res.ExitCode != 0
-	case errors.Is(err, errInstantiate):
-		res.Failed = true
-		res.Reason = "invalid module: " + strings.TrimPrefix(err.Error(), errInstantiate.Error()+": ")
-	default:
-		logs.Notef("trap: %s", strings.TrimSpace(err.Error()))
-		res.Failed, res.Reason = true, "trap: "+trapMessage(err)
+	case result == nil:
+		if spare && started.IsZero() && ctx.Err() == nil {
+			return errSpareDied
+		}
+		why := "exited without a report"
+		if c.waitErr != nil {
+			why = c.waitErr.Error()
+		}
+		if badReport != nil {
+			why += " (" + badReport.Error() + ")"
+		}
+		if line := c.stderr.summary(); line != "" {
+			why += ": " + line
+		}
+		if !started.IsZero() {
+			res.Metered = time.Since(started)
+		}
+		return fail(res, "sandbox process died: "+why)
+	case result.Error != "":
+		return fmt.Errorf("wasm: sandbox process: %s", result.Error)
 	}
-	if res.Failed && memCap.wasRefused() {
-		res.Reason = sandbox.OOMReason(memLimit)
-	}
-	if budget.wasExceeded() {
-		res.Failed, res.Reason = true, sandbox.DiskReason(job.Limits.DiskBytes)
+	compiled(result.Compiled)
+	res.ExitCode = result.ExitCode
+	res.Failed = result.Failed
+	res.Reason = result.Reason
+	res.Metered = time.Duration(result.MeteredNS)
+	res.PeakMemoryBytes = max(res.PeakMemoryBytes, result.PeakMemoryBytes)
+	if res.Reason == "" {
+		res.Failed, res.Reason = true, "sandbox process died: empty report"
 	}
 	return nil
 }
 
-// moduleConfig is the guest's whole view of the world.
-func moduleConfig(ctx context.Context, job *sandbox.Job, workDir string, logs io.Writer, budget *diskBudget) wazero.ModuleConfig {
-	fsc := wazero.NewFSConfig().(sysfs.FSConfig).
-		WithSysFSMount(newGuestFS(workDir, job.Deterministic, budget), "/")
-	cfg := wazero.NewModuleConfig().
-		WithName(""). // anonymous, so that one module can run many times at once
-		WithStartFunctions().
-		WithArgs(append([]string{argv0}, job.Args...)...).
-		WithStdin(strings.NewReader("")).
-		WithStdout(logs).
-		WithStderr(logs).
-		WithFSConfig(fsc)
-	keys := make([]string, 0, len(job.Env))
-	for k := range job.Env {
-		keys = append(keys, k)
+// takeSpare returns the spare process for the module whose hash is key, if
+// there is one alive.
+func (e *Executor) takeSpare(key [sha256.Size]byte) *child {
+	e.mu.Lock()
+	c := e.spares[key]
+	if c != nil {
+		delete(e.spares, key)
+		c.idle.Stop()
 	}
-	slices.Sort(keys)
-	for _, k := range keys {
-		cfg = cfg.WithEnv(k, job.Env[k])
+	e.mu.Unlock()
+	if c == nil {
+		return nil
 	}
-	if job.Deterministic {
-		clock := &virtualClock{}
-		return cfg.
-			WithWalltime(clock.walltime, 1).
-			WithNanotime(clock.nanotime, 1).
-			WithNanosleep(clock.nanosleep).
-			WithRandSource(deterministicRand(job.ID))
+	select {
+	case <-c.exited:
+		c.stdin.Close()
+		return nil
+	default:
+		return c
 	}
-	return cfg.
-		WithSysWalltime().
-		WithSysNanotime().
-		WithNanosleep(realSleep(ctx)).
-		WithRandSource(rand.Reader)
 }
 
-var errInstantiate = errors.New("instantiate")
-
-// instantiate links and initialises the module without running _start. A
-// failure here is the module's (a missing import, a bad segment) and is
-// reported as an invalid module. It turns wazero's panic on an initial
-// memory the allocator refused into an error.
-func instantiate(ctx context.Context, rt wazero.Runtime, mod wazero.CompiledModule, cfg wazero.ModuleConfig) (inst api.Module, err error) {
-	defer func() {
-		if p := recover(); p != nil {
-			err = fmt.Errorf("%w: initial memory: %v", errInstantiate, p)
+// addSpare starts a spare process for m, in the background, unless there
+// is one. It reports whether it took m (and will close it).
+func (e *Executor) addSpare(m *module) bool {
+	e.mu.Lock()
+	if e.closed || e.spares[m.sum] != nil {
+		e.mu.Unlock()
+		return false
+	}
+	e.running.Add(1)
+	e.mu.Unlock()
+	go func() {
+		defer e.running.Done()
+		defer m.f.Close()
+		c, err := e.startChild(m)
+		if err != nil {
+			return
+		}
+		var victims []*child
+		e.mu.Lock()
+		if e.closed || e.spares[m.sum] != nil {
+			victims = append(victims, c)
+		} else {
+			for len(e.spares) >= e.maxSpares {
+				var oldest [sha256.Size]byte
+				var v *child
+				for k, s := range e.spares {
+					if v == nil || s.seq < v.seq {
+						oldest, v = k, s
+					}
+				}
+				delete(e.spares, oldest)
+				v.idle.Stop()
+				victims = append(victims, v)
+			}
+			e.spareSeq++
+			c.seq = e.spareSeq
+			e.spares[m.sum] = c
+			c.idle = time.AfterFunc(spareIdle, func() {
+				e.mu.Lock()
+				mine := e.spares[m.sum] == c
+				if mine {
+					delete(e.spares, m.sum)
+				}
+				e.mu.Unlock()
+				if mine {
+					c.discard()
+				}
+			})
+		}
+		e.mu.Unlock()
+		for _, v := range victims {
+			v.discard()
 		}
 	}()
-	inst, err = rt.InstantiateModule(ctx, mod, cfg)
-	if err != nil {
-		return nil, fmt.Errorf("%w: %w", errInstantiate, err)
+	return true
+}
+
+// fail records a failed job in res; it returns nil for run to return.
+func fail(res *sandbox.Result, reason string) error {
+	res.Failed, res.Reason = true, reason
+	return nil
+}
+
+// switchWriter is a sandbox process's stdout: discarded until it has a
+// job, then the job's logs.
+type switchWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (s *switchWriter) set(w io.Writer) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.w = w
+}
+
+func (s *switchWriter) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	w := s.w
+	s.mu.Unlock()
+	return w.Write(p)
+}
+
+// readReports sends the childMessages read from r on events, and closes
+// both at EOF. A line that is not a message is sent with no Event and the
+// problem in Error.
+func readReports(r *os.File, events chan<- childMessage) {
+	defer close(events)
+	defer r.Close()
+	sc := bufio.NewScanner(r)
+	sc.Buffer(nil, 1<<20)
+	for sc.Scan() {
+		var m childMessage
+		if err := json.Unmarshal(sc.Bytes(), &m); err != nil || m.Event == "" {
+			m = childMessage{Error: fmt.Sprintf("bad report line %.100q", sc.Bytes())}
+		}
+		events <- m
 	}
-	return inst, nil
-}
-
-func isContextExit(e *sys.ExitError) bool {
-	c := e.ExitCode()
-	return c == sys.ExitCodeContextCanceled || c == sys.ExitCodeDeadlineExceeded
-}
-
-// trapMessage is the first line of a wazero runtime error, without its
-// "wasm error: " prefix: "unreachable", "out of bounds memory access".
-func trapMessage(err error) string {
-	msg, _, _ := strings.Cut(err.Error(), "\n")
-	return strings.TrimPrefix(msg, "wasm error: ")
-}
-
-func exportedMemories(mod wazero.CompiledModule) []api.MemoryDefinition {
-	var ms []api.MemoryDefinition
-	for _, m := range mod.ExportedMemories() {
-		ms = append(ms, m)
+	if err := sc.Err(); err != nil {
+		events <- childMessage{Error: "report: " + err.Error()}
+		io.Copy(io.Discard, r)
 	}
-	return ms
+}
+
+// childEnviron is the sandbox process's environment: the marker that makes
+// it one, and the Go runtime's settings from ours. Nothing else of the
+// provider's environment reaches it (the guest's is job.Env anyway).
+func childEnviron() []string {
+	env := []string{ChildEnv + "=" + ChildEnvValue}
+	for _, k := range []string{"GODEBUG", "GOGC", "GOMEMLIMIT", "GOMAXPROCS", "GOTRACEBACK", "GORACE", "TMPDIR"} {
+		if v, ok := os.LookupEnv(k); ok {
+			env = append(env, k+"="+v)
+		}
+	}
+	return env
+}
+
+// headBuffer keeps the first max bytes written to it.
+type headBuffer struct {
+	mu  sync.Mutex
+	max int
+	buf bytes.Buffer
+}
+
+func (h *headBuffer) Write(p []byte) (int, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if room := h.max - h.buf.Len(); room > 0 {
+		h.buf.Write(p[:min(len(p), room)])
+	}
+	return len(p), nil
+}
+
+// summary is the line that best explains a crash: a Go panic or fatal
+// error if there is one, else the last line.
+func (h *headBuffer) summary() string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	var last string
+	for _, l := range strings.Split(h.buf.String(), "\n") {
+		l = strings.TrimSpace(l)
+		if strings.HasPrefix(l, "panic: ") || strings.HasPrefix(l, "fatal error: ") {
+			return truncate(l, 200)
+		}
+		if l != "" {
+			last = l
+		}
+	}
+	return truncate(last, 200)
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
+}
+
+// awaitCompile waits while another run's sandbox process compiles the
+// module whose hash is key. known is true when the module is known to be
+// compiled already. Otherwise the caller compiles it, and must then call
+// compiled once its sandbox process has compiled the module (true) or
+// failed to (false); only the first call counts.
+func (e *Executor) awaitCompile(ctx context.Context, key [sha256.Size]byte) (compiled func(ok bool), known bool, err error) {
+	for {
+		e.mu.Lock()
+		m := e.modules[key]
+		if m == nil {
+			if len(e.modules) >= maxKnownModules {
+				for k, m := range e.modules {
+					if m.ok {
+						delete(e.modules, k)
+					}
+				}
+			}
+			m = &moduleState{done: make(chan struct{})}
+			e.modules[key] = m
+			e.mu.Unlock()
+			var once sync.Once
+			return func(ok bool) {
+				once.Do(func() {
+					e.mu.Lock()
+					if ok {
+						m.ok = true
+					} else if e.modules[key] == m {
+						delete(e.modules, key) // the next run tries again
+					}
+					e.mu.Unlock()
+					close(m.done)
+				})
+			}, false, nil
+		}
+		e.mu.Unlock()
+		select {
+		case <-m.done:
+			if m.ok {
+				return func(bool) {}, true, nil
+			}
+		case <-ctx.Done():
+			return nil, false, ctx.Err()
+		}
+	}
 }
 
 // findSymlink returns the first symbolic link under dir, relative to it,
@@ -370,70 +825,4 @@ func findSymlink(dir string) (string, error) {
 		return nil
 	})
 	return found, err
-}
-
-// compile returns the compiled module for bin, from the in-memory cache,
-// the disk cache or by compiling it; concurrent runs of one module compile
-// it once. release must be called when the run no longer needs it.
-func (e *Executor) compile(ctx context.Context, bin []byte) (wazero.CompiledModule, func(), error) {
-	key := sha256.Sum256(bin)
-	e.mu.Lock()
-	m, ok := e.modules[key]
-	if !ok {
-		m = &module{ready: make(chan struct{})}
-		e.modules[key] = m
-	}
-	m.users++
-	e.useTick++
-	m.lastUsed = e.useTick
-	e.mu.Unlock()
-
-	release := func() {
-		e.mu.Lock()
-		m.users--
-		e.evictLocked()
-		e.mu.Unlock()
-	}
-	if !ok {
-		// Not under ctx: others may be waiting for this compilation, and
-		// wazero cannot interrupt one anyway.
-		compiled, err := e.rt.CompileModule(context.Background(), bin)
-		e.mu.Lock()
-		m.compiled, m.err = compiled, err
-		if err != nil {
-			delete(e.modules, key) // a bad module is not worth keeping
-		}
-		e.mu.Unlock()
-		close(m.ready)
-	}
-	select {
-	case <-m.ready:
-	case <-ctx.Done():
-		release()
-		return nil, nil, ctx.Err()
-	}
-	if m.err != nil {
-		release()
-		return nil, nil, m.err
-	}
-	return m.compiled, release, nil
-}
-
-// evictLocked closes the least recently used idle modules beyond
-// maxCachedModules.
-func (e *Executor) evictLocked() {
-	for len(e.modules) > maxCachedModules {
-		var oldest [sha256.Size]byte
-		var victim *module
-		for k, m := range e.modules {
-			if m.users == 0 && m.compiled != nil && (victim == nil || m.lastUsed < victim.lastUsed) {
-				oldest, victim = k, m
-			}
-		}
-		if victim == nil {
-			return
-		}
-		delete(e.modules, oldest)
-		victim.compiled.Close(context.Background())
-	}
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -414,9 +415,10 @@ func TestProviderErrors(t *testing.T) {
 	}
 }
 
-// TestCompilationCache checks that a module compiles once: later runs on the
-// same executor take it from memory, and a new executor on the same cache
-// directory (a provider restart) loads it from disk.
+// TestCompilationCache checks that a module compiles once: a later run on
+// the same executor loads it from the disk cache (in a new sandbox process),
+// and so does a new executor on the same cache directory (a provider
+// restart).
 func TestCompilationCache(t *testing.T) {
 	mod := guest(t)
 	dir := t.TempDir()
@@ -491,29 +493,223 @@ func TestClose(t *testing.T) {
 	}
 }
 
-// BenchmarkMandelbrot compares the mandelbrot example's kernel run natively
-// with the committed module run by the executor (compilation excluded; the
-// wasm figure includes instantiation and output collection).
-func BenchmarkMandelbrot(b *testing.B) {
-	const w, h, iter = 320, 240, 1000
-	b.Run("native", func(b *testing.B) {
-		for b.Loop() {
-			kernel.PGM(w, h, kernel.Render(kernel.Whole, w, h, iter))
-		}
-	})
-	b.Run("wasm", func(b *testing.B) {
-		e := executor(b)
-		job := newJob(b, exampleCases[1].committed, "320", "240", "1000")
-		job.Outputs = []string{"/out"}
-		var metered time.Duration
-		for b.Loop() {
-			res, err := e.Run(b.Context(), job, nil)
-			if err != nil || res.Failed {
-				b.Fatalf("%v %+v", err, res)
+// TestTightLoopKilledAtTimeout runs a guest whose _start is a bare "loop
+// br 0": it never calls out of its compiled code, and the runtime has no
+// context-done checks (WithCloseOnContextDone), so only killing its sandbox
+// process can stop it.
+func TestTightLoopKilledAtTimeout(t *testing.T) {
+	e := executor(t)
+	job := newJob(t, writeModule(t, module(secType, secFunc, secExportStart, secCodeLoop)))
+	job.Limits.Timeout = 500 * time.Millisecond
+	start := time.Now()
+	res, logs := run(t, e, job)
+	took := time.Since(start)
+	if !res.Failed || res.Reason != "timed out after 500ms" || res.ExitCode != -1 {
+		t.Errorf("result %+v; want timed out after 500ms\nlogs:\n%s", res, logs)
+	}
+	if took > job.Limits.Timeout+time.Second+res.CompileTime {
+		t.Errorf("took %v (compile %v) to stop a tight loop with a %v timeout", took, res.CompileTime, job.Limits.Timeout)
+	}
+	if res.Metered < job.Limits.Timeout || res.Metered > job.Limits.Timeout+time.Second {
+		t.Errorf("Metered %v, want about %v", res.Metered, job.Limits.Timeout)
+	}
+}
+
+// TestPeakMemoryAtTimeout checks that a job killed at its timeout still
+// reports the memory it held, which its sandbox process streams as it grows.
+func TestPeakMemoryAtTimeout(t *testing.T) {
+	job := newJob(t, guest(t), "bigalloc", "16")
+	res, _ := run(t, executor(t), job)
+	if res.Failed || res.PeakMemoryBytes < 16<<20 {
+		t.Fatalf("bigalloc 16: %+v", res)
+	}
+	job = newJob(t, guest(t), "spin")
+	job.Limits.Timeout = 300 * time.Millisecond
+	res, _ = run(t, executor(t), job)
+	if res.Reason != "timed out after 300ms" || res.PeakMemoryBytes == 0 {
+		t.Errorf("spin: %+v; want a timeout with PeakMemoryBytes set", res)
+	}
+}
+
+// TestSandboxProcessDied checks that a sandbox process that ends without a
+// report fails its job with the reason, rather than the executor.
+func TestSandboxProcessDied(t *testing.T) {
+	sh, err := exec.LookPath("sh")
+	if err != nil {
+		t.Skip("no sh")
+	}
+	for _, tc := range []struct {
+		name, script, reason string
+	}{
+		{"exit", "echo 'goroutine 1:' >&2; echo 'fatal error: boom' >&2; echo more >&2; exit 7", "sandbox process died: exit status 7: fatal error: boom"},
+		{"killed", "kill -KILL $$", "sandbox process died: signal: killed"},
+		{"silent", "exit 0", "sandbox process died: exited without a report"},
+		{"bad report", "echo nonsense >&3; exit 0", `sandbox process died: exited without a report (bad report line "nonsense")`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e, err := wasm.New(t.TempDir(), wasm.WithCommand(sh, "-c", tc.script))
+			if err != nil {
+				t.Fatal(err)
 			}
-			metered += res.Metered
-			os.RemoveAll(res.OutputDir)
+			defer e.Close()
+			res, _ := run(t, e, newJob(t, guest(t), "hello"))
+			if !res.Failed || res.ExitCode != -1 || res.Reason != tc.reason {
+				t.Errorf("result %+v; want reason %q", res, tc.reason)
+			}
+		})
+	}
+}
+
+// TestChildEnvironment checks that nothing of the provider's environment
+// reaches the sandbox process but the Go runtime's settings.
+func TestChildEnvironment(t *testing.T) {
+	sh, err := exec.LookPath("sh")
+	if err != nil {
+		t.Skip("no sh")
+	}
+	t.Setenv("GPUNET_SECRET", "hunter2")
+	t.Setenv("GOGC", "150")
+	// The job's reason ends with the last line the child wrote to stderr.
+	script := `echo "[$GPUNET_SECRET] [$GOGC] [$` + wasm.ChildEnv + `]" >&2; exit 1`
+	e, err := wasm.New(t.TempDir(), wasm.WithCommand(sh, "-c", script))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	res, _ := run(t, e, newJob(t, guest(t), "hello"))
+	if want := "[] [150] [" + wasm.ChildEnvValue + "]"; !strings.HasSuffix(res.Reason, want) {
+		t.Errorf("reason %q; want it to end %q", res.Reason, want)
+	}
+}
+
+// BenchmarkMandelbrotVsNative compares the mandelbrot example's kernel run
+// natively with the committed module run by the executor, interleaved so
+// that both see the same load. Compilation is excluded (the module is in the
+// disk cache). Sub-benchmarks: "spare", the default executor, whose jobs
+// find a sandbox process with the module loaded; "fresh", WithSpares(0),
+// whose every job starts a process and loads the module from the disk
+// cache. Each iteration waits 150 ms untimed first (so that a spare loading
+// in the background does not slow the native run down). Per run it reports:
+//
+//	native-ms       the kernel and PGM encoding, natively
+//	wasm-ms         Run's whole wall time: sandbox process start (unless
+//	                spare), cache load (unless spare), the guest, output
+//	                collection
+//	metered-ms      the guest alone (Result.Metered)
+//	start-ms        what the job waited for before its first instruction
+//	                (Result.CompileTime)
+//	wasm/native     wasm-ms / native-ms
+//	metered/native  metered-ms / native-ms
+func BenchmarkMandelbrotVsNative(b *testing.B) {
+	const w, h, iter = 320, 240, 1000
+	for _, tc := range []struct {
+		name   string
+		spares int
+	}{{"spare", wasm.DefaultSpares}, {"fresh", 0}} {
+		b.Run(tc.name, func(b *testing.B) {
+			e, err := wasm.New(filepath.Join(tmpRoot, "cache"), wasm.WithSpares(tc.spares))
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer e.Close()
+			job := newJob(b, exampleCases[1].committed, "320", "240", "1000")
+			job.Outputs = []string{"/out"}
+			runOnce := func() *sandbox.Result {
+				res, err := e.Run(b.Context(), job, nil)
+				if err != nil || res.Failed {
+					b.Fatalf("%v %+v", err, res)
+				}
+				os.RemoveAll(res.OutputDir)
+				return res
+			}
+			runOnce() // compile into the cache
+			runOnce() // start a spare
+			var native, wall, metered, start time.Duration
+			for b.Loop() {
+				// Untimed: let the spare for the next run load, so that
+				// it does not compete with the native run.
+				time.Sleep(150 * time.Millisecond)
+				t := time.Now()
+				kernel.PGM(w, h, kernel.Render(kernel.Whole, w, h, iter))
+				native += time.Since(t)
+				t = time.Now()
+				res := runOnce()
+				wall += time.Since(t)
+				metered += res.Metered
+				start += res.CompileTime
+			}
+			ms := func(d time.Duration) float64 { return float64(d) / 1e6 / float64(b.N) }
+			b.ReportMetric(ms(native), "native-ms")
+			b.ReportMetric(ms(wall), "wasm-ms")
+			b.ReportMetric(ms(metered), "metered-ms")
+			b.ReportMetric(ms(start), "start-ms")
+			b.ReportMetric(float64(wall)/float64(native), "wasm/native")
+			b.ReportMetric(float64(metered)/float64(native), "metered/native")
+		})
+	}
+}
+
+// BenchmarkWarmStart is the fixed cost of a job whose module is in the
+// disk cache: a module that does nothing, and the Go test guest saying
+// hello, run by an executor with spares (the default) and without
+// (a process start and a cache load per job). Each iteration first waits
+// 150 ms untimed, for the spare to load. start-ms is Result.CompileTime,
+// the wait before the guest's first instruction.
+func BenchmarkWarmStart(b *testing.B) {
+	for _, tc := range []struct {
+		name string
+		mod  func() string
+	}{
+		{"nop", func() string { return writeModule(b, module(secType, secFunc, secExportStart, secCodeNop)) }},
+		{"go-hello", func() string { return guest(b) }},
+	} {
+		for _, spares := range []int{wasm.DefaultSpares, 0} {
+			name := tc.name + "/spare"
+			if spares == 0 {
+				name = tc.name + "/fresh"
+			}
+			b.Run(name, func(b *testing.B) {
+				e, err := wasm.New(filepath.Join(tmpRoot, "cache"), wasm.WithSpares(spares))
+				if err != nil {
+					b.Fatal(err)
+				}
+				defer e.Close()
+				job := newJob(b, tc.mod(), "hello")
+				runOnce := func() *sandbox.Result {
+					res, err := e.Run(b.Context(), job, nil)
+					if err != nil || res.Failed {
+						b.Fatalf("%v %+v", err, res)
+					}
+					os.RemoveAll(res.OutputDir)
+					return res
+				}
+				runOnce() // compile into the cache
+				runOnce() // start a spare
+				var start time.Duration
+				for b.Loop() {
+					b.StopTimer()
+					time.Sleep(150 * time.Millisecond) // the spare loads
+					b.StartTimer()
+					start += runOnce().CompileTime
+				}
+				b.ReportMetric(float64(start)/1e6/float64(b.N), "start-ms")
+			})
 		}
-		b.ReportMetric(float64(metered.Nanoseconds())/float64(b.N), "metered-ns/op")
-	})
+	}
+}
+
+// BenchmarkProcessStart is the cost of starting this binary as a sandbox
+// process that gives up at once (an empty request).
+func BenchmarkProcessStart(b *testing.B) {
+	exe, err := os.Executable()
+	if err != nil {
+		b.Fatal(err)
+	}
+	for b.Loop() {
+		cmd := exec.Command(exe)
+		cmd.Env = []string{wasm.ChildEnv + "=" + wasm.ChildEnvValue}
+		if err := cmd.Run(); err == nil {
+			b.Fatal("the sandbox process accepted an empty request")
+		}
+	}
 }
