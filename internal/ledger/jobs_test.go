@@ -248,3 +248,23 @@ func TestProviderOfflineMidJobReassigns(t *testing.T) {
 		t.Fatalf("reassigned job: %s %q", j.State, j.Reason)
 	}
 }
+
+// TestEachQueuedJobPlacedOnce: the scheduler's walk of the queue wraps
+// around from its cursor; a job must never be placed twice in a block (a
+// bug found by the job benchmark: jobs got two assignments).
+func TestEachQueuedJobPlacedOnce(t *testing.T) {
+	c := jobChain(t)
+	must(t, []ledger.TxResult{submit(t, c, lt.WasmJob("first", 100_000, 60))}) // moves the cursor past 0
+	seq := seqOf(t, c, consumer)
+	var txs [][]byte
+	for i := uint64(0); i < 3; i++ {
+		txs = append(txs, consumer.Tx(lt.ChainID, seq+i, 0, &ledger.MsgSubmitJob{Spec: lt.WasmJob("many", 100_000, 60), ConsumerKey: lt.AgeKey("consumer")}))
+	}
+	must(t, c.ApplyBlock(t, txs...))
+	for id := uint64(1); id <= 4; id++ {
+		j := job(t, c, id)
+		if j.Attempts > 1 || len(j.Assignments) > 1 {
+			t.Errorf("job %d: %d attempts, %d assignments", id, j.Attempts, len(j.Assignments))
+		}
+	}
+}

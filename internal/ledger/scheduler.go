@@ -107,16 +107,17 @@ func indexedGPUClasses(kv KV) []string {
 func schedule(o *Overlay, p Params, info BlockInfo) ([]Event, error) {
 	var queued []uint64
 	cursor := getUint(o, keyQueueCursor)
-	collect := func(start []byte) {
-		o.Iterate(start, prefixEnd(prefixJobQueue), func(k, _ []byte) bool {
+	collect := func(start, end []byte) {
+		o.Iterate(start, end, func(k, _ []byte) bool {
 			queued = append(queued, binary.BigEndian.Uint64(k[len(prefixJobQueue):]))
 			return uint64(len(queued)) < p.MaxPlacementsPerBlock
 		})
 	}
-	collect(jobQueueKey(cursor))
+	collect(jobQueueKey(cursor), prefixEnd(prefixJobQueue))
 	if uint64(len(queued)) < p.MaxPlacementsPerBlock && cursor > 0 {
-		collect(prefixJobQueue) // wrap around
-		queued = slices.Compact(queued)
+		// Wrap around, up to where this block's walk began: each queued
+		// job is looked at once per block.
+		collect(prefixJobQueue, jobQueueKey(cursor))
 	}
 	var events []Event
 	for _, id := range queued {

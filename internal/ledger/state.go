@@ -282,6 +282,18 @@ func CheckInvariants(kv KV) error {
 			return false
 		}
 		escrow += j.Escrow
+		seen := map[address.Address]bool{}
+		for _, a := range j.Assignments {
+			if seen[a.Provider] {
+				jerr = fmt.Errorf("invariant: job %d assigned twice to %s: %w", j.ID, a.Provider, ErrInternal)
+				return false
+			}
+			seen[a.Provider] = true
+		}
+		if uint64(len(j.Assignments)) > j.Spec.PlannedReplicas() {
+			jerr = fmt.Errorf("invariant: job %d has %d assignments, plans %d: %w", j.ID, len(j.Assignments), j.Spec.PlannedReplicas(), ErrInternal)
+			return false
+		}
 		if !j.Done() {
 			// The escrow covers what the job may still be charged.
 			var most uint64
