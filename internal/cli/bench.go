@@ -14,7 +14,7 @@ import (
 
 func benchCmd(e *env) *cobra.Command {
 	c := &cobra.Command{Use: "bench", Short: "Run benchmarks"}
-	c.AddCommand(benchLedgerCmd(e))
+	c.AddCommand(benchLedgerCmd(e), benchSchedulerCmd(e), benchJobCmd(e), benchWasmCmd(e))
 	return c
 }
 
@@ -132,4 +132,277 @@ func printBench(w io.Writer, r *bench.Result) {
 	if r.Dir != "" {
 		fmt.Fprintf(w, "homes kept in %s\n", r.Dir)
 	}
+}
+
+func met(ok bool) string {
+	if ok {
+		return "met"
+	}
+	return "NOT met"
+}
+
+func benchSchedulerCmd(e *env) *cobra.Command {
+	var (
+		o          bench.SchedOptions
+		cpuprofile string
+	)
+	c := &cobra.Command{
+		Use:   "scheduler",
+		Short: "Measure the ledger's job placements/s and per-placement latency at 1k, 10k and 100k providers",
+		Long: `Measure the scheduler that places jobs at the end of every block.
+
+For each --providers count, a state is built through the ledger itself
+(genesis, then blocks of MsgRegisterProvider and MsgStake txs; not timed)
+with a mixed market: CPU-only machines and eight GPU classes, 1 to 8 GPUs,
+varied asks, regions, executors and job slots, 3% under-staked. Then:
+
+  throughput  --jobs MsgSubmitJob txs of mixed requirements in blocks of
+              --block-jobs. Each block's End(), which runs the scheduler and
+              reserves the chosen providers, is timed; placements/s is the
+              jobs placed over the time in End(). An untimed block after each
+              cancels its jobs, so every timed block starts from idle
+              providers.
+  latency     --latency-jobs blocks holding one MsgSubmitJob each; each
+              End() is one sample of the time to place one job (p50/p99).
+
+End() also folds the block's changes into the state's lattice hash; that
+share is re-measured and the rate without it printed too. The store is
+Pebble in memory (--store pebble, what nodes run on) or a B-tree
+(--store btree). The target is checked at 100,000 providers: >= 20,000
+placements/s, p99 <= 250 µs, and >= 0.5 × the rate at the smallest count.`,
+		Args: exactArgs(),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := o.Validate(); err != nil {
+				return usageError{err}
+			}
+			if e.output != "json" {
+				o.Progress = e.stderr
+			}
+			if cpuprofile != "" {
+				f, err := os.Create(cpuprofile)
+				if err != nil {
+					return err
+				}
+				defer f.Close()
+				o.CPUProfile = f
+			}
+			res, err := bench.RunScheduler(cmd.Context(), o)
+			if err != nil {
+				return err
+			}
+			return e.print(res, func(w io.Writer) { printSched(w, res) })
+		},
+	}
+	f := c.Flags()
+	f.IntSliceVar(&o.Providers, "providers", bench.DefaultSchedProviders, "provider counts to measure")
+	f.IntVar(&o.Jobs, "jobs", bench.DefaultSchedJobs, "jobs submitted in the throughput phase, per provider count")
+	f.IntVar(&o.BlockJobs, "block-jobs", bench.DefaultSchedBlockJobs, "submissions per block in the throughput phase (also the chain's max_placements_per_block)")
+	f.IntVar(&o.LatencyJobs, "latency-jobs", bench.DefaultSchedLatencyJobs, "one-job blocks in the latency phase")
+	f.IntVar(&o.Consumers, "consumers", bench.DefaultSchedConsumers, "accounts submitting the jobs")
+	f.StringVar(&o.Store, "store", bench.DefaultSchedStore, "the state's store: pebble (in memory) or btree")
+	f.Uint64Var(&o.Seed, "seed", bench.DefaultSchedSeed, "seed of the market (providers and jobs)")
+	f.StringVar(&cpuprofile, "cpuprofile", "", "write a CPU profile (pprof) of the largest count's measured phases to this file")
+	return c
+}
+
+func printSched(w io.Writer, r *bench.SchedResult) {
+	fmt.Fprintf(w, "gpunet bench scheduler  %s\n", r.Date.Format(time.RFC3339))
+	fmt.Fprintf(w, "store %s, %d jobs in blocks of %d, %d one-job blocks, %d consumers, seed %d, GOMAXPROCS %d\n\n",
+		r.Store, r.Jobs, r.BlockJobs, r.LatencyJobs, r.Consumers, r.Seed, r.GOMAXPROCS)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "providers\tstate keys\tsetup\tplaced\tplacements/s\tw/o hash\trecords read/job\tEnd/block p50\tone-job End mean\tp50\tp90\tp99\tmax\tempty End\thash p50\t")
+	for _, s := range r.Sizes {
+		fmt.Fprintf(tw, "%d\t%d\t%.1fs\t%d/%d\t%.0f\t%.0f\t%.0f\t%.1fms\t%.0fµs\t%.0fµs\t%.0fµs\t%.0fµs\t%.0fµs\t%.0fµs\t%.0fµs\t\n",
+			s.Providers, s.StateKeys, s.SetupSeconds, s.Placed, s.Submitted, s.PlacementsPerS, s.SchedulerPerS, s.ProviderReadsPerJob, s.EndP50Ms,
+			s.LatencyMeanUs, s.LatencyP50Us, s.LatencyP90Us, s.LatencyP99Us, s.LatencyMaxUs, s.EmptyEndP50Us, s.LatencyHashP50Us)
+	}
+	tw.Flush()
+	for _, s := range r.Sizes {
+		if s.Duplicates > 0 {
+			fmt.Fprintf(w, "%d providers: %d placements of jobs already placed in the same block (ledger bug): figures suspect\n", s.Providers, s.Duplicates)
+		}
+	}
+	if len(r.Sizes) > 1 {
+		fmt.Fprintf(w, "\nplacements/s, largest count over smallest: %.2f\n", r.RatioLargestToSmallest)
+	}
+	if r.MeetsPlacementsPerS != nil {
+		fmt.Fprintf(w, "target at %d providers: >= %.0f placements/s %s; p99 <= %.0fµs %s",
+			r.Target.Providers, r.Target.PlacementsPerS, met(*r.MeetsPlacementsPerS), r.Target.P99Us, met(*r.MeetsP99))
+		if r.MeetsRatio != nil {
+			fmt.Fprintf(w, "; >= %.1f × the smallest count's rate %s", r.Target.Ratio, met(*r.MeetsRatio))
+		}
+		fmt.Fprintln(w)
+	}
+}
+
+func benchJobCmd(e *env) *cobra.Command {
+	var o bench.JobsOptions
+	c := &cobra.Command{
+		Use:   "job",
+		Short: "Measure submit → verified result for no-op WASI jobs on an in-process devnet, and jobs/s sustained",
+		Long: `Measure no-op WASI jobs end to end on a devnet run in this process.
+
+A devnet home (devnet.Setup: one validator, --block-time) gets its node and
+API (daemon.Start), --providers provider agents (devnet.RunProviders, the real
+wasm executor, polling every --poll) and consumer keys funded by alice. Each
+job is a 127-byte WASI module that creates /out, submitted with jobclient as
+` + "`gpunet job run`" + ` does (sealed, uploaded, submitted; key granted when
+assigned; followed every --poll until it ends).
+
+A job's time runs from the start of the submission to the commit of the
+block holding its result; its blocks are that height minus the submission's.
+
+  latency    --latency-jobs jobs, one at a time.
+  sustained  --sustained-jobs jobs from --concurrency consumers, each sending
+             its next job when its last one ended: jobs/s is the jobs that
+             succeeded over the phase's time (until the last job ended or
+             was given up on after --job-timeout, then cancelled).
+             --serial-submit makes the consumers take turns at submitting.
+
+The target, at 200 ms blocks: <= 4 blocks and p50 <= 1 s (latency phase).`,
+		Args: exactArgs(),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if o.SustainedJobs == 0 {
+				o.SustainedJobs = -1 // skip the phase
+			}
+			if o.SustainedJobs < -1 || o.LatencyJobs < 1 || o.Concurrency < 1 || o.Providers < 1 || o.BlockTime <= 0 || o.Poll <= 0 || o.JobTimeout <= 0 {
+				return usageError{fmt.Errorf("--latency-jobs, --concurrency, --providers, --block-time, --poll and --job-timeout must be positive, --sustained-jobs not negative")}
+			}
+			if err := o.Validate(); err != nil {
+				return usageError{err}
+			}
+			if cmd.Flags().Changed("home") {
+				o.Dir = e.home
+			}
+			if e.output != "json" {
+				o.Progress = e.stderr
+			}
+			res, err := bench.RunJobs(cmd.Context(), o)
+			if err != nil {
+				return err
+			}
+			return e.print(res, func(w io.Writer) { printJobs(w, res) })
+		},
+	}
+	f := c.Flags()
+	f.DurationVar(&o.BlockTime, "block-time", bench.DefaultJobsBlockTime, "the devnet's block time (timeout_commit)")
+	f.DurationVar(&o.Poll, "poll", bench.DefaultJobsPoll, "how often provider agents and consumers look at the chain")
+	f.IntVar(&o.Providers, "providers", bench.DefaultJobsProviders, "provider agents")
+	f.IntVar(&o.LatencyJobs, "latency-jobs", bench.DefaultJobsLatency, "jobs run one at a time")
+	f.IntVar(&o.SustainedJobs, "sustained-jobs", bench.DefaultJobsSustained, "jobs run in the sustained phase (0 skips it)")
+	f.IntVar(&o.Concurrency, "concurrency", bench.DefaultJobsConcurrency, "consumers submitting at once in the sustained phase")
+	f.StringVar(&o.Verification, "verification", "spot", "the jobs' verification: none, spot or full")
+	f.DurationVar(&o.JobTimeout, "job-timeout", bench.DefaultJobsTimeout, "give up on (and cancel) a job after this long")
+	f.BoolVar(&o.SerialSubmit, "serial-submit", false, "sustained phase: consumers take turns submitting, one submission per block (avoids the ledger placing twice jobs submitted in the same block)")
+	return c
+}
+
+func printJobs(w io.Writer, r *bench.JobsResult) {
+	fmt.Fprintf(w, "gpunet bench job  %s\n", r.Date.Format(time.RFC3339))
+	fmt.Fprintf(w, "devnet: block time %s, %d providers, poll %s, verification %s, no-op module of %d bytes, GOMAXPROCS %d (setup %.1fs)\n",
+		r.BlockTime, r.Providers, r.Poll, r.Verification, r.ModuleBytes, r.GOMAXPROCS, r.SetupSeconds)
+	if r.SerialSubmit {
+		fmt.Fprintln(w, "sustained phase: submissions serialised, one per block")
+	}
+	fmt.Fprintln(w)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "phase\tconsumers\tsucceeded\tjobs/s\tp50\tp90\tp99\tmax\tblocks p50\tmax\tsubmit p50\tseen p50\tcpu\t")
+	for _, p := range []struct {
+		name string
+		ph   bench.JobsPhase
+	}{{"latency", r.Latency}, {"sustained", r.Sustained}} {
+		if p.ph.Jobs == 0 {
+			continue
+		}
+		rate := "-"
+		if p.ph.JobsPerS > 0 {
+			rate = fmt.Sprintf("%.2f", p.ph.JobsPerS)
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%d/%d\t%s\t%.0fms\t%.0fms\t%.0fms\t%.0fms\t%d\t%d\t%.0fms\t%.0fms\t%.2f\t\n",
+			p.name, p.ph.Concurrency, p.ph.Succeeded, p.ph.Jobs, rate, p.ph.P50Ms, p.ph.P90Ms, p.ph.P99Ms, p.ph.MaxMs,
+			p.ph.BlocksP50, p.ph.BlocksMax, p.ph.SubmitP50Ms, p.ph.ObservedP50Ms, p.ph.CPUCores)
+	}
+	tw.Flush()
+	for _, p := range []struct {
+		name string
+		ph   bench.JobsPhase
+	}{{"latency", r.Latency}, {"sustained", r.Sustained}} {
+		if p.ph.Failed > 0 || p.ph.MultiAssigned > 0 {
+			fmt.Fprintf(w, "%s: %d failed, %d placed on more providers than planned; first: %s\n", p.name, p.ph.Failed, p.ph.MultiAssigned, p.ph.FirstError)
+		}
+	}
+	fmt.Fprintf(w, "\ntarget (at %s blocks): <= %d blocks %s; p50 <= %.0fms %s\n",
+		r.Target.BlockTime, r.Target.Blocks, met(r.MeetsBlocks), r.Target.P50Ms, met(r.MeetsP50))
+	if r.BlockTime != r.Target.BlockTime {
+		fmt.Fprintf(w, "(this run's blocks are %s: the verdict is for the target's figures, not its block time)\n", r.BlockTime)
+	}
+	if r.Dir != "" {
+		fmt.Fprintf(w, "devnet home kept in %s\n", r.Dir)
+	}
+}
+
+func benchWasmCmd(e *env) *cobra.Command {
+	var o bench.WasmOptions
+	c := &cobra.Command{
+		Use:   "wasm",
+		Short: "Compare the mandelbrot kernel run natively and as WebAssembly, in the same run",
+		Long: `Run the mandelbrot example's kernel natively and as the example's committed
+WASI module (built by Go's compiler), with the same arguments, --reps times
+each, interleaved, and print the medians and their ratios to native:
+
+  native        kernel.Render (+ PGM encoding and checksum) in this process
+  executor      gpunet's wasm executor as providers run jobs (its compile
+                cache warm; Result.Metered is timed: instantiation and run)
+  wazero        a bare wazero runtime, same compiler, WITHOUT
+                WithCloseOnContextDone (a guest that cannot be interrupted)
+  wazero+close  the same runtime with WithCloseOnContextDone, as the
+                executor configures it
+
+Compilation happens once per runtime before the timed runs and is printed
+apart. Every variant's image is checked against the native one. The target
+(<= 1.5× native) is stated for LLVM-compiled guests.`,
+		Args: exactArgs(),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if o.Width < 1 || o.Height < 1 || o.MaxIter < 1 || o.Reps < 1 {
+				return usageError{fmt.Errorf("--width, --height, --maxiter and --reps must be positive")}
+			}
+			if e.output != "json" {
+				o.Progress = e.stderr
+			}
+			res, err := bench.RunWasm(cmd.Context(), o)
+			if err != nil {
+				return err
+			}
+			return e.print(res, func(w io.Writer) { printWasm(w, res) })
+		},
+	}
+	f := c.Flags()
+	f.IntVar(&o.Width, "width", bench.DefaultWasmWidth, "image width")
+	f.IntVar(&o.Height, "height", bench.DefaultWasmHeight, "image height")
+	f.IntVar(&o.MaxIter, "maxiter", bench.DefaultWasmMaxIter, "iterations per pixel at most")
+	f.IntVar(&o.Reps, "reps", bench.DefaultWasmReps, "timed runs of each variant")
+	return c
+}
+
+func printWasm(w io.Writer, r *bench.WasmResult) {
+	fmt.Fprintf(w, "gpunet bench wasm  %s\n", r.Date.Format(time.RFC3339))
+	fmt.Fprintf(w, "kernel %s %v, %d reps each (medians), module %d bytes, GOMAXPROCS %d\nimage sha256 %s (the same in every variant)\n\n",
+		r.Kernel, r.Args, r.Reps, r.ModuleBytes, r.GOMAXPROCS, r.Checksum)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "variant\tp50\tmin\tmax\t× native\tcompile (once)\t")
+	for _, v := range r.Variants {
+		compile := "-"
+		if v.CompileMs > 0 {
+			compile = fmt.Sprintf("%.0fms", v.CompileMs)
+		}
+		fmt.Fprintf(tw, "%s\t%.1fms\t%.1fms\t%.1fms\t%.2f\t%s\t\n", v.Name, v.P50Ms, v.MinMs, v.MaxMs, v.Ratio, compile)
+	}
+	tw.Flush()
+	for _, v := range r.Variants {
+		if v.Name == "executor" {
+			fmt.Fprintf(w, "executor: whole Run p50 %.1fms (instantiation, run, output collection)\n", v.WallP50Ms)
+		}
+	}
+	fmt.Fprintf(w, "target: executor <= %.1f× native %s (the target is stated for LLVM-compiled guests; this module is built by Go's compiler)\n",
+		r.Target, met(r.MeetsTarget))
 }

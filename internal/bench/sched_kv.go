@@ -1,0 +1,141 @@
+package bench
+
+import (
+	"fmt"
+
+	"github.com/cockroachdb/pebble"
+	"github.com/cockroachdb/pebble/vfs"
+	"github.com/google/btree"
+
+	"github.com/gpunet/gpunet/internal/abciapp"
+	"github.com/gpunet/gpunet/internal/ledger"
+)
+
+// Stores the scheduler benchmark can run the ledger on. ledger.MemKV is not
+// one of them: its Iterate collects and sorts every key of the state on each
+// call, so at 100k providers (about a million keys) each of the
+// scheduler's index scans would cost a full sort of the state, a cost no
+// real node has.
+const (
+	// StorePebble is Pebble, the store nodes run on (abciapp), on an
+	// in-memory file system: the node's read path without disk noise.
+	StorePebble = "pebble"
+	// StoreBTree is an in-memory B-tree: the ledger's own cost, with the
+	// store's as small as it gets.
+	StoreBTree = "btree"
+)
+
+// schedKV is a committed state the benchmark applies blocks to.
+type schedKV interface {
+	ledger.KV
+	Apply(changes []ledger.Change) error
+	Close() error
+}
+
+func openSchedKV(kind string) (schedKV, error) {
+	switch kind {
+	case StorePebble:
+		db, err := pebble.Open("", &pebble.Options{FS: vfs.NewMem(), Logger: abciapp.QuietPebbleLogger{}})
+		if err != nil {
+			return nil, err
+		}
+		return &pebbleStore{db: db}, nil
+	case StoreBTree:
+		return &btreeStore{t: btree.NewG(32, func(a, b kvItem) bool { return a.k < b.k })}, nil
+	}
+	return nil, fmt.Errorf("store %q: want %q or %q", kind, StorePebble, StoreBTree)
+}
+
+// pebbleStore reads as abciapp's pebbleKV does (values copied out) and
+// writes a block's changes in one batch, unsynced (the file system is in
+// memory anyway).
+type pebbleStore struct{ db *pebble.DB }
+
+func (p *pebbleStore) Get(key []byte) []byte {
+	v, closer, err := p.db.Get(key)
+	if err == pebble.ErrNotFound {
+		return nil
+	}
+	if err != nil {
+		panic("bench store read: " + err.Error())
+	}
+	out := append([]byte(nil), v...)
+	closer.Close()
+	return out
+}
+
+func (p *pebbleStore) Iterate(start, end []byte, fn func(k, v []byte) bool) {
+	it, err := p.db.NewIter(&pebble.IterOptions{LowerBound: start, UpperBound: end})
+	if err != nil {
+		panic("bench store iterate: " + err.Error())
+	}
+	defer it.Close()
+	for ok := it.First(); ok; ok = it.Next() {
+		if !fn(it.Key(), it.Value()) {
+			return
+		}
+	}
+}
+
+func (p *pebbleStore) Apply(changes []ledger.Change) error {
+	b := p.db.NewBatch()
+	for _, c := range changes {
+		var err error
+		if c.Value == nil {
+			err = b.Delete(c.Key, nil)
+		} else {
+			err = b.Set(c.Key, c.Value, nil)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return b.Commit(pebble.NoSync)
+}
+
+func (p *pebbleStore) Close() error { return p.db.Close() }
+
+type kvItem struct {
+	k string
+	v []byte
+}
+
+// btreeStore is an ordered in-memory KV.
+type btreeStore struct{ t *btree.BTreeG[kvItem] }
+
+func (s *btreeStore) Get(key []byte) []byte {
+	it, ok := s.t.Get(kvItem{k: string(key)})
+	if !ok {
+		return nil
+	}
+	return it.v
+}
+
+func (s *btreeStore) Iterate(start, end []byte, fn func(k, v []byte) bool) {
+	visit := func(it kvItem) bool { return fn([]byte(it.k), it.v) }
+	if end == nil {
+		s.t.AscendGreaterOrEqual(kvItem{k: string(start)}, visit)
+		return
+	}
+	s.t.AscendRange(kvItem{k: string(start)}, kvItem{k: string(end)}, visit)
+}
+
+func (s *btreeStore) Apply(changes []ledger.Change) error {
+	for _, c := range changes {
+		if c.Value == nil {
+			s.t.Delete(kvItem{k: string(c.Key)})
+		} else {
+			s.t.ReplaceOrInsert(kvItem{k: string(c.Key), v: c.Value})
+		}
+	}
+	return nil
+}
+
+func (s *btreeStore) Close() error { return nil }
+
+// countKeys returns the number of keys in kv.
+func countKeys(kv ledger.KV) int {
+	n := 0
+	kv.Iterate(nil, nil, func(_, _ []byte) bool { n++; return true })
+	return n
+}
