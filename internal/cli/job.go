@@ -114,18 +114,7 @@ then download and decrypt the outputs into --out and print the cost.
 Ctrl-C detaches without cancelling: reattach with gpunet job status|logs|get ID.`,
 		Args: exactArgs("SPEC"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			s, err := loadSpec(args[0])
-			if err != nil {
-				return err
-			}
-			jc, err := e.jobClient(cmd.Context(), from)
-			if err != nil {
-				return err
-			}
-			if err := checkPlaceable(cmd.Context(), jc, s, queue); err != nil {
-				return err
-			}
-			id, err := jc.Submit(cmd.Context(), s)
+			jc, id, err := e.submitSpec(cmd.Context(), args[0], from, queue)
 			if err != nil {
 				return err
 			}
@@ -166,18 +155,7 @@ Ctrl-C detaches without cancelling: reattach with gpunet job status|logs|get ID.
 		Short: "Submit a job and return its id",
 		Args:  exactArgs("SPEC"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			s, err := loadSpec(args[0])
-			if err != nil {
-				return err
-			}
-			jc, err := e.jobClient(cmd.Context(), from)
-			if err != nil {
-				return err
-			}
-			if err := checkPlaceable(cmd.Context(), jc, s, queue); err != nil {
-				return err
-			}
-			id, err := jc.Submit(cmd.Context(), s)
+			jc, id, err := e.submitSpec(cmd.Context(), args[0], from, queue)
 			if err != nil {
 				return err
 			}
@@ -386,6 +364,24 @@ func (p *prefixWriter) flush() {
 		fmt.Fprintf(p.w, "%s%s\n", p.prefix, p.buf)
 		p.buf = nil
 	}
+}
+
+// submitSpec loads the spec at path, checks that it can be placed (unless
+// queue), and submits it as key from.
+func (e *env) submitSpec(ctx context.Context, path, from string, queue bool) (*jobclient.Client, uint64, error) {
+	s, err := loadSpec(path)
+	if err != nil {
+		return nil, 0, err
+	}
+	jc, err := e.jobClient(ctx, from)
+	if err != nil {
+		return nil, 0, err
+	}
+	if err := checkPlaceable(ctx, jc, s, queue); err != nil {
+		return nil, 0, err
+	}
+	id, err := jc.Submit(ctx, s)
+	return jc, id, err
 }
 
 // checkPlaceable refuses a job whose max_price is below every ask of the
