@@ -155,24 +155,34 @@ func parseAddr(w http.ResponseWriter, r *http.Request) (address.Address, bool) {
 	return a, true
 }
 
-func (s *Server) account(w http.ResponseWriter, r *http.Request) {
+// readAccount reads the account named in the path; on failure it has
+// written the error response.
+func (s *Server) readAccount(w http.ResponseWriter, r *http.Request) (ledger.Account, uint64, bool) {
 	a, ok := parseAddr(w, r)
 	if !ok {
-		return
+		return ledger.Account{}, 0, false
 	}
 	kv, release := s.chain.View()
 	defer release()
 	acct, err := ledger.GetAccount(kv, a)
 	if err != nil {
 		writeError(w, http.StatusInternalServerError, ledger.CodeOf(err), err.Error())
+		return acct, 0, false
+	}
+	return acct, ledger.Height(kv), true
+}
+
+func (s *Server) account(w http.ResponseWriter, r *http.Request) {
+	acct, height, ok := s.readAccount(w, r)
+	if !ok {
 		return
 	}
-	next, err := s.chain.NextSequence(a)
+	next, err := s.chain.NextSequence(acct.Address)
 	if err != nil {
 		writeError(w, http.StatusInternalServerError, ledger.CodeOf(err), err.Error())
 		return
 	}
-	writeJSON(w, http.StatusOK, AccountBody{Account: acct, NextSequence: next, Height: ledger.Height(kv)})
+	writeJSON(w, http.StatusOK, AccountBody{Account: acct, NextSequence: next, Height: height})
 }
 
 // AccountBody is GET /v1/accounts/{addr}.
@@ -194,18 +204,11 @@ type BalanceBody struct {
 }
 
 func (s *Server) balance(w http.ResponseWriter, r *http.Request) {
-	a, ok := parseAddr(w, r)
+	acct, height, ok := s.readAccount(w, r)
 	if !ok {
 		return
 	}
-	kv, release := s.chain.View()
-	defer release()
-	acct, err := ledger.GetAccount(kv, a)
-	if err != nil {
-		writeError(w, http.StatusInternalServerError, ledger.CodeOf(err), err.Error())
-		return
-	}
-	writeJSON(w, http.StatusOK, BalanceBody{Address: a.String(), Balance: acct.Balance, Denom: "usync", Height: ledger.Height(kv)})
+	writeJSON(w, http.StatusOK, BalanceBody{Address: acct.Address.String(), Balance: acct.Balance, Denom: "usync", Height: height})
 }
 
 func (s *Server) query(path string) http.HandlerFunc {
