@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"errors"
 	"fmt"
 
 	"github.com/cockroachdb/pebble"
@@ -35,46 +36,23 @@ type schedKV interface {
 func openSchedKV(kind string) (schedKV, error) {
 	switch kind {
 	case StorePebble:
-		db, err := pebble.Open("", &pebble.Options{FS: vfs.NewMem(), Logger: abciapp.QuietPebbleLogger{}})
+		db, err := abciapp.OpenPebble("", vfs.NewMem())
 		if err != nil {
 			return nil, err
 		}
-		return &pebbleStore{db: db}, nil
+		return &pebbleStore{PebbleKV: abciapp.NewPebbleKV(db), db: db}, nil
 	case StoreBTree:
 		return &btreeStore{t: btree.NewG(32, func(a, b kvItem) bool { return a.k < b.k })}, nil
 	}
 	return nil, fmt.Errorf("store %q: want %q or %q", kind, StorePebble, StoreBTree)
 }
 
-// pebbleStore reads as abciapp's pebbleKV does (values copied out) and
+// pebbleStore reads through abciapp's PebbleKV, as a node does, and
 // writes a block's changes in one batch, unsynced (the file system is in
 // memory anyway).
-type pebbleStore struct{ db *pebble.DB }
-
-func (p *pebbleStore) Get(key []byte) []byte {
-	v, closer, err := p.db.Get(key)
-	if err == pebble.ErrNotFound {
-		return nil
-	}
-	if err != nil {
-		panic("bench store read: " + err.Error())
-	}
-	out := append([]byte(nil), v...)
-	closer.Close()
-	return out
-}
-
-func (p *pebbleStore) Iterate(start, end []byte, fn func(k, v []byte) bool) {
-	it, err := p.db.NewIter(&pebble.IterOptions{LowerBound: start, UpperBound: end})
-	if err != nil {
-		panic("bench store iterate: " + err.Error())
-	}
-	defer it.Close()
-	for ok := it.First(); ok; ok = it.Next() {
-		if !fn(it.Key(), it.Value()) {
-			return
-		}
-	}
+type pebbleStore struct {
+	*abciapp.PebbleKV
+	db *pebble.DB
 }
 
 func (p *pebbleStore) Apply(changes []ledger.Change) error {
@@ -90,10 +68,13 @@ func (p *pebbleStore) Apply(changes []ledger.Change) error {
 			return err
 		}
 	}
-	return b.Commit(pebble.NoSync)
+	if err := b.Commit(pebble.NoSync); err != nil {
+		return err
+	}
+	return p.PebbleKV.Reset()
 }
 
-func (p *pebbleStore) Close() error { return p.db.Close() }
+func (p *pebbleStore) Close() error { return errors.Join(p.PebbleKV.Reset(), p.db.Close()) }
 
 type kvItem struct {
 	k string

@@ -1,8 +1,9 @@
 package ledger
 
 import (
+	"crypto/aes"
+	"crypto/cipher"
 	"crypto/sha256"
-	"crypto/sha3"
 	"encoding/binary"
 	"fmt"
 )
@@ -13,48 +14,67 @@ import (
 // area. A lattice hash is a sum of per-entry hashes in (Z/2^16)^1024, so a
 // block updates it in time proportional to what the block changed, and two
 // nodes with the same state have the same hash however they got there.
+//
+// An entry's vector is 2 KiB of AES-256-CTR keystream (zero IV) under the
+// key SHA-256(uvarint(len(key)) ‖ key ‖ value): a PRG seeded by a
+// collision-resistant hash, which is what the construction asks of its
+// per-entry function. It costs about 1 µs an entry on a machine with AES
+// instructions; SHAKE128 took 7.
 
-const ltLanes = 1024
+const (
+	ltLanes = 1024
+	ltWords = ltLanes / 4 // lanes are packed four to a uint64
+	// ltHigh has the top bit of each lane of a word.
+	ltHigh = 0x8000_8000_8000_8000
+)
 
-// LtHash is the running lattice hash of a state.
-type LtHash [ltLanes]uint16
+// LtHash is the running lattice hash of a state: 1024 lanes of 16 bits,
+// packed four to a word with lane 4i+j in bits 16j of word i, so that the
+// words' little-endian bytes are the lanes' little-endian bytes in order.
+type LtHash [ltWords]uint64
 
-func entryHash(key, value []byte) *LtHash {
-	h := sha3.NewSHAKE128()
+// entryStream fills buf with the entry's vector.
+func entryStream(key, value []byte, buf *[2 * ltLanes]byte) {
+	h := sha256.New()
 	var n [binary.MaxVarintLen64]byte
 	h.Write(n[:binary.PutUvarint(n[:], uint64(len(key)))])
 	h.Write(key)
 	h.Write(value)
-	var buf [2 * ltLanes]byte
-	h.Read(buf[:])
-	var e LtHash
-	for i := range e {
-		e[i] = binary.LittleEndian.Uint16(buf[2*i:])
+	var seed [sha256.Size]byte
+	block, err := aes.NewCipher(h.Sum(seed[:0]))
+	if err != nil {
+		panic(err) // unreachable: the key is 32 bytes
 	}
-	return &e
+	var iv [aes.BlockSize]byte
+	clear(buf[:])
+	cipher.NewCTR(block, iv[:]).XORKeyStream(buf[:], buf[:])
 }
 
-// Add mixes the entry (key, value) into h.
+// Add mixes the entry (key, value) into h: lane-wise addition mod 2^16.
 func (h *LtHash) Add(key, value []byte) {
-	e := entryHash(key, value)
+	var buf [2 * ltLanes]byte
+	entryStream(key, value, &buf)
 	for i := range h {
-		h[i] += e[i]
+		a, b := h[i], binary.LittleEndian.Uint64(buf[8*i:])
+		h[i] = ((a &^ ltHigh) + (b &^ ltHigh)) ^ ((a ^ b) & ltHigh)
 	}
 }
 
-// Remove takes the entry (key, value) out of h.
+// Remove takes the entry (key, value) out of h: lane-wise subtraction.
 func (h *LtHash) Remove(key, value []byte) {
-	e := entryHash(key, value)
+	var buf [2 * ltLanes]byte
+	entryStream(key, value, &buf)
 	for i := range h {
-		h[i] -= e[i]
+		a, b := h[i], binary.LittleEndian.Uint64(buf[8*i:])
+		h[i] = ((a | ltHigh) - (b &^ ltHigh)) ^ ((a ^ ^b) & ltHigh)
 	}
 }
 
-// Bytes returns the little-endian encoding of h.
+// Bytes returns the little-endian encoding of h's lanes.
 func (h *LtHash) Bytes() []byte {
-	out := make([]byte, 2*ltLanes)
-	for i, v := range h {
-		binary.LittleEndian.PutUint16(out[2*i:], v)
+	out := make([]byte, 0, 2*ltLanes)
+	for _, w := range h {
+		out = binary.LittleEndian.AppendUint64(out, w)
 	}
 	return out
 }
@@ -74,7 +94,7 @@ func ltHashFromBytes(b []byte) (*LtHash, error) {
 		return nil, fmt.Errorf("stored lattice hash has %d bytes, want %d", len(b), 2*ltLanes)
 	}
 	for i := range h {
-		h[i] = binary.LittleEndian.Uint16(b[2*i:])
+		h[i] = binary.LittleEndian.Uint64(b[8*i:])
 	}
 	return &h, nil
 }

@@ -239,6 +239,7 @@ var (
 	prefixJobProv    = []byte("jobprov/")
 	prefixJobDue     = []byte("jobdue/")
 	keyQueueCursor   = []byte("jobs/cursor")
+	keyQueueLen      = []byte("jobs/queued")
 	jobEventAttrName = "job"
 )
 
@@ -246,6 +247,25 @@ func u64(b []byte, v uint64) []byte { return binary.BigEndian.AppendUint64(b, v)
 
 func jobKey(id uint64) []byte      { return u64(slices.Clone(prefixJob), id) }
 func jobQueueKey(id uint64) []byte { return u64(slices.Clone(prefixJobQueue), id) }
+
+// enqueueJob puts a job in the scheduler's queue (if it is not there).
+func enqueueJob(o *Overlay, id uint64) {
+	if k := jobQueueKey(id); o.Get(k) == nil {
+		o.Set(k, []byte{1})
+		setUint(o, keyQueueLen, QueueLen(o)+1)
+	}
+}
+
+// dequeueJob takes a job out of the scheduler's queue (if it is there).
+func dequeueJob(o *Overlay, id uint64) {
+	if k := jobQueueKey(id); o.Get(k) != nil {
+		o.Delete(k)
+		setUint(o, keyQueueLen, QueueLen(o)-1)
+	}
+}
+
+// QueueLen is the number of jobs waiting for a provider.
+func QueueLen(kv KV) uint64 { return getUint(kv, keyQueueLen) }
 func jobOwnerKey(a address.Address, id uint64) []byte {
 	return u64(append(slices.Clone(prefixJobOwner), a[:]...), id)
 }
@@ -477,7 +497,7 @@ func execSubmitJob(o *Overlay, from address.Address, m *MsgSubmitJob, p Params, 
 		SubmittedAt: info.Time.Unix(), Height: uint64(info.Height), Assignments: []Assignment{},
 	}
 	setJob(o, j, 0)
-	o.Set(jobQueueKey(id), []byte{1})
+	enqueueJob(o, id)
 	o.Set(jobOwnerKey(from, id), []byte{1})
 	return []Event{jobEvent("job_submitted", j, Attr{"owner", from.String()}, Attr{"escrow", strconv.FormatUint(escrow, 10)})}, nil
 }
@@ -667,7 +687,7 @@ func finishJob(o *Overlay, j *Job, info BlockInfo) ([]Event, error) {
 			return nil, err
 		}
 	}
-	o.Delete(jobQueueKey(j.ID))
+	dequeueJob(o, j.ID)
 	setJob(o, j, old)
 	return []Event{jobEvent("job_"+j.State, j, Attr{"cost", strconv.FormatUint(j.Cost, 10)}, Attr{"refund", strconv.FormatUint(j.Refund, 10)})}, nil
 }
@@ -783,7 +803,7 @@ func reassign(o *Overlay, j *Job, gone []address.Address, why string, p Params, 
 	j.State = JobQueued
 	j.Reason = fmt.Sprintf("%s (%s); placing it again", why, strings.Join(names, ", "))
 	j.Deadline = 0
-	o.Set(jobQueueKey(j.ID), []byte{1})
+	enqueueJob(o, j.ID)
 	setJob(o, j, old)
 	return []Event{jobEvent("job_reassigned", j, Attr{"providers", strings.Join(names, ",")})}, nil
 }

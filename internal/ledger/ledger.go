@@ -358,7 +358,7 @@ func finish(base KV, o *Overlay) ([]Change, []byte, error) {
 		if bytes.HasPrefix(c.Key, []byte(metaPrefix)) {
 			continue
 		}
-		if old := base.Get(c.Key); old != nil {
+		if old := o.baseGet(c.Key); old != nil {
 			h.Remove(c.Key, old)
 		}
 		if c.Value != nil {

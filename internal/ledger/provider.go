@@ -181,6 +181,12 @@ func setProvider(o *Overlay, p *Provider) {
 	if err != nil {
 		panic(err) // a corrupt record; the block fails and the node halts
 	}
+	setProviderFrom(o, old, p)
+}
+
+// setProviderFrom is setProvider for a caller that holds the stored record
+// (old; nil for a new provider), which spares decoding it again.
+func setProviderFrom(o *Overlay, old, p *Provider) {
 	reindexProvider(o, old, p)
 	b, err := json.Marshal(p)
 	if err != nil {

@@ -26,7 +26,8 @@ var (
 )
 
 const (
-	candidatesPerClass = 32   // feasible providers scored per class
+	candidatesPerClass = 8    // feasible offers a placement scores per class
+	quotePerClass      = 32   // feasible offers a quote counts per class
 	scanLimit          = 2048 // index entries a job may look at per block
 )
 
@@ -41,36 +42,48 @@ func classPrefix(class string) []byte {
 	return append(append(slices.Clone(prefixProviderIndex), class...), '/')
 }
 
-// indexEntries returns the index keys a provider record should have.
-func indexEntries(p *Provider) [][]byte {
+// indexEntries returns the index entries (key and offer summary) a
+// provider record should have.
+func indexEntries(p *Provider) []Change {
 	if p == nil || !p.Online {
 		return nil
 	}
-	keys := make([][]byte, 0, len(p.Asks))
+	out := make([]Change, 0, len(p.Asks))
 	for _, a := range p.Asks {
-		keys = append(keys, providerIndexKey(a.Class, uint64(a.PricePerHour), p.Address))
+		out = append(out, Change{
+			Key:   providerIndexKey(a.Class, uint64(a.PricePerHour), p.Address),
+			Value: encodeOffer(p, a.Class),
+		})
 	}
-	return keys
+	return out
 }
 
 // reindexProvider moves a provider's index entries from those of old to
 // those of p.
 func reindexProvider(o *Overlay, old, p *Provider) {
 	before, after := indexEntries(old), indexEntries(p)
-	same := len(before) == len(after)
-	for i := 0; same && i < len(before); i++ {
-		same = bytes.Equal(before[i], after[i])
+	sameKeys := len(before) == len(after)
+	for i := 0; sameKeys && i < len(before); i++ {
+		sameKeys = bytes.Equal(before[i].Key, after[i].Key)
 	}
-	if same {
+	if sameKeys {
+		for i, e := range after {
+			if !bytes.Equal(before[i].Value, e.Value) {
+				// The entry holds what old's record says (an invariant):
+				// the app hash will need that old value.
+				o.noteBase(e.Key, before[i].Value)
+				o.Set(e.Key, e.Value)
+			}
+		}
 		return
 	}
-	for _, k := range before {
-		o.Delete(k)
-		adjustClassCount(o, k, -1)
+	for _, e := range before {
+		o.Delete(e.Key)
+		adjustClassCount(o, e.Key, -1)
 	}
-	for _, k := range after {
-		o.Set(k, []byte{1})
-		adjustClassCount(o, k, +1)
+	for _, e := range after {
+		o.Set(e.Key, e.Value)
+		adjustClassCount(o, e.Key, +1)
 	}
 }
 
@@ -105,6 +118,10 @@ func indexedGPUClasses(kv KV) []string {
 
 // schedule places queued jobs.
 func schedule(o *Overlay, p Params, info BlockInfo) ([]Event, error) {
+	n := QueueLen(o)
+	if n == 0 {
+		return nil, nil
+	}
 	var queued []uint64
 	cursor := getUint(o, keyQueueCursor)
 	collect := func(start, end []byte) {
@@ -114,7 +131,9 @@ func schedule(o *Overlay, p Params, info BlockInfo) ([]Event, error) {
 		})
 	}
 	collect(jobQueueKey(cursor), prefixEnd(prefixJobQueue))
-	if uint64(len(queued)) < p.MaxPlacementsPerBlock && cursor > 0 {
+	// Wrap around only if jobs wait before the cursor: the range behind
+	// it is mostly the tombstones of jobs placed long ago.
+	if uint64(len(queued)) < min(p.MaxPlacementsPerBlock, n) && cursor > 0 {
 		// Wrap around, up to where this block's walk began: each queued
 		// job is looked at once per block.
 		collect(prefixJobQueue, jobQueueKey(cursor))
@@ -138,7 +157,7 @@ func schedule(o *Overlay, p Params, info BlockInfo) ([]Event, error) {
 }
 
 type candidate struct {
-	p     *Provider
+	addr  address.Address
 	price uint64 // usync per hour for this job
 	score uint64
 }
@@ -193,8 +212,12 @@ func syncString(usync uint64) string {
 }
 
 // findCandidates returns the providers that can run s now, best first,
-// and the tally of why the others cannot. It only reads.
-func findCandidates(kv KV, s *JobSpec, p Params) ([]candidate, *verdict, error) {
+// and the tally of why the others cannot. It only reads. In each class it
+// scans the offers from the cheapest ask up to the job's ceiling and scores
+// the first perClass that fit (so the best price, then reputation, load,
+// speed and region among them wins), looking at no more than scanLimit
+// offers in all.
+func findCandidates(kv KV, s *JobSpec, p Params, perClass int) ([]candidate, *verdict, error) {
 	units := s.Units()
 	classes := s.GPUModels
 	if s.GPUCount == 0 {
@@ -203,9 +226,12 @@ func findCandidates(kv KV, s *JobSpec, p Params) ([]candidate, *verdict, error) 
 		classes = indexedGPUClasses(kv)
 	}
 	maxUnit := s.MaxPricePerHour / units
+	need := newNeeds(s, p)
 	var cands []candidate
 	v := &verdict{}
 	budget := scanLimit
+	var of offer
+	var scanned, empty []string
 	for _, class := range classes {
 		if budget <= 0 {
 			break
@@ -215,41 +241,29 @@ func findCandidates(kv KV, s *JobSpec, p Params) ([]candidate, *verdict, error) 
 		found := 0
 		hasEntries := false
 		var err error
-		kv.Iterate(cp, end, func(k, _ []byte) bool {
+		kv.Iterate(cp, end, func(k, val []byte) bool {
 			hasEntries = true
 			budget--
-			var a address.Address
-			copy(a[:], k[len(k)-address.Len:])
-			pr, e := mustProvider(kv, a)
-			if e != nil {
-				err = e
+			if err = decodeOffer(cp, k, val, &of); err != nil {
 				return false
 			}
 			v.seen++
-			price := binary.BigEndian.Uint64(k[len(cp):]) * units
-			if fits(pr, s, class, p, v) {
-				cands = append(cands, candidate{p: pr, price: price})
+			if need.fits(&of, v) {
+				price := of.pricePerUnit * units
+				cands = append(cands, candidate{addr: of.addr, price: price, score: score(&of, price, s)})
 				found++
 			}
-			return found < candidatesPerClass && budget > 0
+			return found < perClass && budget > 0
 		})
 		if err != nil {
 			return nil, nil, err
 		}
-		// The cheapest ask above the ceiling, for the reason.
-		kv.Iterate(end, prefixEnd(cp), func(k, _ []byte) bool {
-			hasEntries = true
-			if price := binary.BigEndian.Uint64(k[len(cp):]) * units; v.cheapestAbove == 0 || price < v.cheapestAbove {
-				v.cheapestAbove = price
-			}
-			return false
-		})
 		if hasEntries {
 			v.classes++
+		} else {
+			empty = append(empty, class)
 		}
-	}
-	for i := range cands {
-		cands[i].score = score(&cands[i], s)
+		scanned = append(scanned, class)
 	}
 	slices.SortFunc(cands, func(a, b candidate) int {
 		if a.score != b.score {
@@ -258,19 +272,38 @@ func findCandidates(kv KV, s *JobSpec, p Params) ([]candidate, *verdict, error) 
 			}
 			return 1
 		}
-		return bytes.Compare(a.p.Address[:], b.p.Address[:])
+		return bytes.Compare(a.addr[:], b.addr[:])
 	})
 	// A provider appears once (at its best) even if several of its
 	// classes fit.
-	seen := make(map[address.Address]bool, len(cands))
-	out := cands[:0]
-	for _, c := range cands {
-		if !seen[c.p.Address] {
-			seen[c.p.Address] = true
-			out = append(out, c)
+	if len(classes) > 1 {
+		seen := make(map[address.Address]bool, len(cands))
+		out := cands[:0]
+		for _, c := range cands {
+			if !seen[c.addr] {
+				seen[c.addr] = true
+				out = append(out, c)
+			}
+		}
+		cands = out
+	}
+	if len(cands) < int(s.PlannedReplicas()) {
+		// The job will not be placed: find, for its reason, the cheapest
+		// ask above its ceiling.
+		for _, class := range scanned {
+			cp := classPrefix(class)
+			kv.Iterate(providerIndexKey(class, maxUnit+1, address.Address{}), prefixEnd(cp), func(k, _ []byte) bool {
+				if price := binary.BigEndian.Uint64(k[len(cp):]) * units; v.cheapestAbove == 0 || price < v.cheapestAbove {
+					v.cheapestAbove = price
+				}
+				if slices.Contains(empty, class) {
+					v.classes++
+				}
+				return false
+			})
 		}
 	}
-	return out, v, nil
+	return cands, v, nil
 }
 
 // unplacedReason explains why a job with these candidates cannot start.
@@ -311,7 +344,7 @@ func QuoteJob(kv KV, s *JobSpec) (*Quote, error) {
 	if err != nil {
 		return nil, err
 	}
-	cands, v, err := findCandidates(kv, s, p)
+	cands, v, err := findCandidates(kv, s, p, quotePerClass)
 	if err != nil {
 		return nil, err
 	}
@@ -326,7 +359,7 @@ func QuoteJob(kv KV, s *JobSpec) (*Quote, error) {
 			q.MaxCost += cost + mulDiv(cost, p.ProtocolFeeBps, 10_000)
 		}
 		if i < 5 {
-			q.Best = append(q.Best, QuoteOffer{Provider: c.p.Address, PricePerHour: c.price, Score: c.score})
+			q.Best = append(q.Best, QuoteOffer{Provider: c.addr, PricePerHour: c.price, Score: c.score})
 		}
 	}
 	return q, nil
@@ -334,7 +367,7 @@ func QuoteJob(kv KV, s *JobSpec) (*Quote, error) {
 
 // place tries to assign j; it records the reason when it cannot.
 func place(o *Overlay, j *Job, p Params, info BlockInfo) ([]Event, error) {
-	cands, v, err := findCandidates(o, &j.Spec, p)
+	cands, v, err := findCandidates(o, &j.Spec, p, candidatesPerClass)
 	if err != nil {
 		return nil, err
 	}
@@ -350,39 +383,63 @@ func place(o *Overlay, j *Job, p Params, info BlockInfo) ([]Event, error) {
 	old := j.Deadline
 	var names []string
 	for _, c := range cands[:replicas] {
-		j.Assignments = append(j.Assignments, Assignment{Provider: c.p.Address, PricePerHour: c.price, AssignedAt: now})
-		c.p.Jobs++
-		setProvider(o, c.p)
-		o.Set(jobProvKey(c.p.Address, j.ID), []byte{1})
-		names = append(names, c.p.Address.String())
+		pr, err := mustProvider(o, c.addr)
+		if err != nil {
+			return nil, err
+		}
+		before := *pr
+		pr.Jobs++
+		setProviderFrom(o, &before, pr)
+		j.Assignments = append(j.Assignments, Assignment{Provider: c.addr, PricePerHour: c.price, AssignedAt: now})
+		o.Set(jobProvKey(c.addr, j.ID), []byte{1})
+		names = append(names, c.addr.String())
 	}
 	j.Attempts++
 	j.State = JobAssigned
 	j.Reason = "placed; waiting for the owner to grant the job key"
 	j.Deadline = now + int64(p.JobGrantTimeout)
-	o.Delete(jobQueueKey(j.ID))
+	dequeueJob(o, j.ID)
 	setJob(o, j, old)
 	return []Event{jobEvent("job_assigned", j, Attr{"providers", strings.Join(names, ",")})}, nil
 }
 
+// needs is a job's hard constraints in the form offers are checked against.
+type needs struct {
+	s             *JobSpec
+	p             Params
+	executor      uint8
+	cpuCores      uint64 // whole cores, rounded up
+	minComputeCap uint64
+}
+
+func newNeeds(s *JobSpec, p Params) *needs {
+	return &needs{
+		s:             s,
+		p:             p,
+		executor:      executorBits([]string{s.Executor}),
+		cpuCores:      (s.CPUMilli + 999) / 1000,
+		minComputeCap: computeCapValue(s.MinComputeCap),
+	}
+}
+
 // fits applies the hard constraints, tallying failures in v.
-func fits(pr *Provider, s *JobSpec, class string, p Params, v *verdict) bool {
-	inv := &pr.Inventory
+func (n *needs) fits(of *offer, v *verdict) bool {
+	s := n.s
 	switch {
-	case !slices.Contains(pr.Executors, s.Executor):
+	case of.executors&n.executor == 0:
 		v.executor++
-	case pr.Stake < pr.RequiredStake(p):
+	case of.stake < of.requiredStake(n.p):
 		v.stake++
-	case uint64(inv.CPUCores)*1000 < s.CPUMilli:
+	case of.cpuCores < n.cpuCores:
 		v.cpu++
-	case inv.RAM < s.Memory:
+	case of.ram < s.Memory:
 		v.ram++
-	case inv.Disk < s.Disk:
+	case of.disk < s.Disk:
 		v.disk++
-	case s.RegionRequired && pr.Region != s.Region:
+	case s.RegionRequired && of.region != s.Region:
 		v.region++
-	case s.GPUCount > 0 && !gpusFit(inv.GPUs, s, class, v):
-	case pr.Jobs >= pr.MaxJobs:
+	case s.GPUCount > 0 && !n.gpusFit(of.classGPUs, v):
+	case of.jobs >= of.maxJobs:
 		v.busy++
 	default:
 		return true
@@ -390,26 +447,22 @@ func fits(pr *Provider, s *JobSpec, class string, p Params, v *verdict) bool {
 	return false
 }
 
-func gpusFit(gpus []GPUSpec, s *JobSpec, class string, v *verdict) bool {
-	var n, vramOK, ccOK uint64
+func (n *needs) gpusFit(gpus []offerGPU, v *verdict) bool {
+	var vramOK, ccOK uint64
 	for _, g := range gpus {
-		if g.Class != class {
-			continue
-		}
-		n++
-		if g.VRAM >= s.MinVRAM {
+		if g.vram >= n.s.MinVRAM {
 			vramOK++
-			if s.MinComputeCap == "" || compareVersion(g.ComputeCap, s.MinComputeCap) >= 0 {
+			if g.computeCap >= n.minComputeCap {
 				ccOK++
 			}
 		}
 	}
 	switch {
-	case n < s.GPUCount:
+	case uint64(len(gpus)) < n.s.GPUCount:
 		v.gpus++
-	case vramOK < s.GPUCount:
+	case vramOK < n.s.GPUCount:
 		v.vram++
-	case ccOK < s.GPUCount:
+	case ccOK < n.s.GPUCount:
 		v.computeCap++
 	default:
 		return true
@@ -417,38 +470,16 @@ func gpusFit(gpus []GPUSpec, s *JobSpec, class string, v *verdict) bool {
 	return false
 }
 
-// compareVersion compares "MAJOR.MINOR" strings numerically.
-func compareVersion(a, b string) int {
-	pa, pb := strings.SplitN(a, ".", 2), strings.SplitN(b, ".", 2)
-	for i := 0; i < 2; i++ {
-		var x, y uint64
-		if i < len(pa) {
-			fmt.Sscan(pa[i], &x)
-		}
-		if i < len(pb) {
-			fmt.Sscan(pb[i], &y)
-		}
-		if x != y {
-			if x < y {
-				return -1
-			}
-			return 1
-		}
-	}
-	return 0
-}
-
-// score ranks a feasible provider for a job: cheaper, more reputable, less
+// score ranks a feasible offer for a job: cheaper, more reputable, less
 // loaded, faster and in the preferred region is better. All integer.
-func score(c *candidate, s *JobSpec) uint64 {
-	pr := c.p
-	price := (s.MaxPricePerHour - min(c.price, s.MaxPricePerHour)) * 1000 / max(s.MaxPricePerHour, 1)
-	rep := pr.Reputation / 1000
-	load := (pr.MaxJobs - min(pr.Jobs, pr.MaxJobs)) * 1000 / max(pr.MaxJobs, 1)
-	speed := min(pr.Measured.Int8GOPS/100, 1000)
+func score(of *offer, price uint64, s *JobSpec) uint64 {
+	priceTerm := (s.MaxPricePerHour - min(price, s.MaxPricePerHour)) * 1000 / max(s.MaxPricePerHour, 1)
+	rep := of.reputation / 1000
+	load := (of.maxJobs - min(of.jobs, of.maxJobs)) * 1000 / max(of.maxJobs, 1)
+	speed := min(of.int8GOPS/100, 1000)
 	var region uint64
-	if s.Region != "" && pr.Region == s.Region {
+	if s.Region != "" && of.region == s.Region {
 		region = 1000
 	}
-	return 4*price + 3*rep + 2*load + speed + 2*region
+	return 4*priceTerm + 3*rep + 2*load + speed + 2*region
 }

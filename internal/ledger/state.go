@@ -1,6 +1,7 @@
 package ledger
 
 import (
+	"bytes"
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
@@ -243,9 +244,16 @@ func CheckInvariants(kv KV) error {
 	if !add(Treasury(kv), "treasury") {
 		return err
 	}
-	var staked, online uint64
+	var staked, online, indexed uint64
 	if perr := IterateProviders(kv, func(p *Provider) bool {
 		staked += p.Stake
+		for _, e := range indexEntries(p) {
+			indexed++
+			if v := kv.Get(e.Key); !bytes.Equal(v, e.Value) {
+				err = fmt.Errorf("invariant: scheduler index entry %x of %s is %x, want %x: %w", e.Key, p.Address, v, e.Value, ErrInternal)
+				return false
+			}
+		}
 		if p.Online {
 			online++
 			if a := kv.Get(onlineKey(p.OnlineIndex)); string(a) != string(p.Address[:]) {
@@ -262,6 +270,16 @@ func CheckInvariants(kv KV) error {
 	}
 	if s := Staked(kv); s != staked {
 		return fmt.Errorf("invariant: recorded stake %d != sum of provider stakes %d: %w", s, staked, ErrInternal)
+	}
+	var queued uint64
+	kv.Iterate(prefixJobQueue, prefixEnd(prefixJobQueue), func(_, _ []byte) bool { queued++; return true })
+	if n := QueueLen(kv); n != queued {
+		return fmt.Errorf("invariant: queue length %d != %d queued jobs: %w", n, queued, ErrInternal)
+	}
+	var entries uint64
+	kv.Iterate(prefixProviderIndex, prefixEnd(prefixProviderIndex), func(_, _ []byte) bool { entries++; return true })
+	if entries != indexed {
+		return fmt.Errorf("invariant: scheduler index has %d entries, the provider records want %d: %w", entries, indexed, ErrInternal)
 	}
 	if n := OnlineCount(kv); n != online {
 		return fmt.Errorf("invariant: online count %d != online providers %d: %w", n, online, ErrInternal)

@@ -1,7 +1,6 @@
 package ledger
 
 import (
-	"bytes"
 	"slices"
 )
 
@@ -25,9 +24,22 @@ type Change struct {
 // Overlay buffers writes on top of a KV. Reads see the buffered writes. It is
 // how a block, a tx within a block, and the mempool's check state stage
 // changes without touching what lies beneath.
+//
+// Staged writes live in a map (for Get) and, by key, in a skip list (for
+// Iterate and Changes), so that a range scan costs O(log writes + keys in
+// range) however many writes the block has staged: the scheduler scans the
+// provider index once per queued job, in a block that may stage tens of
+// thousands of writes.
+//
+// An overlay also remembers what it read from its base (which must not
+// change while the overlay is in use), so that folding a block's changes
+// into the app hash, which needs each changed key's old value, seldom goes
+// back to the store.
 type Overlay struct {
 	base   KV
 	writes map[string][]byte // nil value: deleted
+	keys   skipList          // the keys of writes, in order
+	read   map[string][]byte // values read from base; nil: absent there
 }
 
 // NewOverlay returns an empty overlay on base.
@@ -40,34 +52,61 @@ func (o *Overlay) Get(key []byte) []byte {
 	if v, ok := o.writes[string(key)]; ok {
 		return v
 	}
-	return o.base.Get(key)
+	return o.baseGet(key)
+}
+
+// baseGet returns the value key has in the base.
+func (o *Overlay) baseGet(key []byte) []byte {
+	if v, ok := o.read[string(key)]; ok {
+		return v
+	}
+	v := o.base.Get(key)
+	if o.read == nil {
+		o.read = make(map[string][]byte)
+	}
+	o.read[string(key)] = v
+	return v
+}
+
+// noteBase tells the overlay the value key has in the base, for a caller
+// that learnt it otherwise than by Get (from a scan, or from the record an
+// index entry is derived from). It is ignored if key is staged.
+func (o *Overlay) noteBase(key, value []byte) {
+	if _, ok := o.writes[string(key)]; ok {
+		return
+	}
+	if o.read == nil {
+		o.read = make(map[string][]byte)
+	}
+	o.read[string(key)] = value
 }
 
 // Set stages a write. value must not be nil; the overlay keeps its own copy.
 func (o *Overlay) Set(key, value []byte) {
-	o.writes[string(key)] = append(make([]byte, 0, len(value)), value...)
+	o.stage(string(key), append(make([]byte, 0, len(value)), value...))
 }
 
 // Delete stages a deletion.
-func (o *Overlay) Delete(key []byte) { o.writes[string(key)] = nil }
+func (o *Overlay) Delete(key []byte) { o.stage(string(key), nil) }
+
+func (o *Overlay) stage(key string, value []byte) {
+	if _, ok := o.writes[key]; !ok {
+		o.keys.insert(key)
+	}
+	o.writes[key] = value
+}
 
 // Iterate implements KV, merging staged writes with the base in key order.
 func (o *Overlay) Iterate(start, end []byte, fn func(key, value []byte) bool) {
-	var keys []string
-	for k := range o.writes {
-		if k >= string(start) && (end == nil || k < string(end)) {
-			keys = append(keys, k)
-		}
-	}
-	slices.Sort(keys)
-	i := 0
+	next := o.keys.seek(string(start))
+	inRange := func(n *skipNode) bool { return n != nil && (end == nil || n.key < string(end)) }
 	stopped := false
 	emitStaged := func(upTo []byte) bool { // emit staged keys < upTo (all if nil)
-		for i < len(keys) && (upTo == nil || keys[i] < string(upTo)) {
-			if v := o.writes[keys[i]]; v != nil && !fn([]byte(keys[i]), v) {
+		for inRange(next) && (upTo == nil || next.key < string(upTo)) {
+			if v := o.writes[next.key]; v != nil && !fn([]byte(next.key), v) {
 				return false
 			}
-			i++
+			next = next.next[0]
 		}
 		return true
 	}
@@ -76,13 +115,12 @@ func (o *Overlay) Iterate(start, end []byte, fn func(key, value []byte) bool) {
 			stopped = true
 			return false
 		}
-		if i < len(keys) && keys[i] == string(k) {
-			i++
-			if w := o.writes[string(k)]; w != nil {
-				if !fn(k, w) {
-					stopped = true
-					return false
-				}
+		if inRange(next) && next.key == string(k) {
+			w := o.writes[next.key]
+			next = next.next[0]
+			if w != nil && !fn(k, w) {
+				stopped = true
+				return false
 			}
 			return true
 		}
@@ -100,26 +138,113 @@ func (o *Overlay) Iterate(start, end []byte, fn func(key, value []byte) bool) {
 // Changes returns the staged writes sorted by key.
 func (o *Overlay) Changes() []Change {
 	out := make([]Change, 0, len(o.writes))
-	for k, v := range o.writes {
-		out = append(out, Change{Key: []byte(k), Value: v})
+	for n := o.keys.first(); n != nil; n = n.next[0] {
+		out = append(out, Change{Key: []byte(n.key), Value: o.writes[n.key]})
 	}
-	slices.SortFunc(out, func(a, b Change) int { return bytes.Compare(a.Key, b.Key) })
 	return out
 }
 
 // Flush applies the staged writes to dst and empties the overlay.
 func (o *Overlay) Flush(dst *Overlay) {
-	for k, v := range o.writes {
-		dst.writes[k] = v
+	for n := o.keys.first(); n != nil; n = n.next[0] {
+		dst.stage(n.key, o.writes[n.key])
 	}
-	clear(o.writes)
+	o.Discard()
 }
 
 // Discard drops the staged writes.
-func (o *Overlay) Discard() { clear(o.writes) }
+func (o *Overlay) Discard() {
+	clear(o.writes)
+	o.keys.reset()
+}
 
 // Len returns the number of staged writes.
 func (o *Overlay) Len() int { return len(o.writes) }
+
+// skipList is an ordered set of strings (Pugh's skip list). Node heights
+// come from a fixed xorshift sequence: they shape only the list's speed,
+// never its order, so determinism does not depend on them.
+type skipList struct {
+	head  [skipMaxLevel]*skipNode
+	level int // levels in use
+	rng   uint64
+}
+
+type skipNode struct {
+	key  string
+	next []*skipNode
+}
+
+const skipMaxLevel = 24 // enough for 4^24 keys at p = 1/4
+
+func (l *skipList) reset() { *l = skipList{} }
+
+func (l *skipList) first() *skipNode { return l.head[0] }
+
+// randomLevel draws a height with P(h > k) = 4^-k.
+func (l *skipList) randomLevel() int {
+	if l.rng == 0 {
+		l.rng = 0x9E3779B97F4A7C15
+	}
+	l.rng ^= l.rng << 13
+	l.rng ^= l.rng >> 7
+	l.rng ^= l.rng << 17
+	h, r := 1, l.rng
+	for h < skipMaxLevel && r&3 == 0 {
+		h++
+		r >>= 2
+	}
+	return h
+}
+
+// seek returns the first node whose key is >= key, or nil; prev, if not
+// nil, receives at each level the last node before it (nil: the head).
+func (l *skipList) seek(key string) *skipNode {
+	return l.find(key, nil)
+}
+
+func (l *skipList) find(key string, prev *[skipMaxLevel]*skipNode) *skipNode {
+	var x *skipNode // nil stands for the head
+	for lv := l.level - 1; lv >= 0; lv-- {
+		for {
+			n := l.nextAt(x, lv)
+			if n == nil || n.key >= key {
+				break
+			}
+			x = n
+		}
+		if prev != nil {
+			prev[lv] = x
+		}
+	}
+	return l.nextAt(x, 0)
+}
+
+func (l *skipList) nextAt(x *skipNode, lv int) *skipNode {
+	if x == nil {
+		return l.head[lv]
+	}
+	return x.next[lv]
+}
+
+// insert adds key, which must not be in the list.
+func (l *skipList) insert(key string) {
+	var prev [skipMaxLevel]*skipNode
+	l.find(key, &prev)
+	h := l.randomLevel()
+	for l.level < h {
+		prev[l.level] = nil
+		l.level++
+	}
+	n := &skipNode{key: key, next: make([]*skipNode, h)}
+	for lv := range h {
+		if p := prev[lv]; p == nil {
+			n.next[lv], l.head[lv] = l.head[lv], n
+		} else {
+			n.next[lv], p.next[lv] = p.next[lv], n
+		}
+	}
+}
 
 // MemKV is an in-memory KV, for tests and tools.
 type MemKV struct{ m map[string][]byte }

@@ -1,0 +1,76 @@
+package ledger
+
+import (
+	"bytes"
+	"fmt"
+	"testing"
+
+	"github.com/gpunet/gpunet/internal/address"
+)
+
+func TestOfferRoundTrip(t *testing.T) {
+	p := &Provider{
+		Address: address.Address{1, 2, 3},
+		ProviderInfo: ProviderInfo{
+			Inventory: Inventory{
+				GPUs: []GPUSpec{
+					{Class: "H100_80GB", VRAM: 80 << 30, ComputeCap: "9.0"},
+					{Class: "L4", VRAM: 24 << 30, ComputeCap: "8.9"},
+					{Class: "H100_80GB", VRAM: 80 << 30, ComputeCap: ""},
+				},
+				CPUCores: 64, RAM: 512 << 30, Disk: 2 << 40,
+			},
+			Measured:  Measured{Int8GOPS: 1_600_000},
+			Region:    "eu",
+			Executors: []string{"wasm", "oci"},
+			MaxJobs:   4,
+		},
+		Stake: 7_000_000, Online: true, Reputation: 812_345, Jobs: 3,
+	}
+	cp := classPrefix("H100_80GB")
+	key := providerIndexKey("H100_80GB", 2_500_000, p.Address)
+	var o offer
+	if err := decodeOffer(cp, key, encodeOffer(p, "H100_80GB"), &o); err != nil {
+		t.Fatal(err)
+	}
+	want := offer{addr: p.Address, pricePerUnit: 2_500_000, executors: 3, stake: 7_000_000, gpus: 3, cpuCores: 64,
+		ram: 512 << 30, disk: 2 << 40, region: "eu", jobs: 3, maxJobs: 4, reputation: 812_345, int8GOPS: 1_600_000,
+		classGPUs: []offerGPU{{80 << 30, 9000}, {80 << 30, 0}}}
+	if o.region != want.region || len(o.classGPUs) != 2 || o.classGPUs[0] != want.classGPUs[0] || o.classGPUs[1] != want.classGPUs[1] {
+		t.Fatalf("decoded %+v, want %+v", o, want)
+	}
+	o.classGPUs, want.classGPUs = nil, nil
+	if fmt.Sprint(o) != fmt.Sprint(want) {
+		t.Fatalf("decoded %+v, want %+v", o, want)
+	}
+}
+
+func TestComputeCapValue(t *testing.T) {
+	for in, want := range map[string]uint64{"9.0": 9000, "8.9": 8009, "10.12": 10012, "": 0, "8": 8000, "x.1": 0, "1.2.3": 0} {
+		if got := computeCapValue(in); got != want {
+			t.Errorf("computeCapValue(%q) = %d, want %d", in, got, want)
+		}
+	}
+	if computeCapValue("8.10") <= computeCapValue("8.9") {
+		t.Error("8.10 must rank above 8.9")
+	}
+}
+
+// FuzzDecodeOffer: a corrupt index value is an error, never a panic, and a
+// value that decodes re-encodes to itself.
+func FuzzDecodeOffer(f *testing.F) {
+	p := &Provider{ProviderInfo: ProviderInfo{Inventory: Inventory{GPUs: []GPUSpec{{Class: "T4", VRAM: 16 << 30, ComputeCap: "7.5"}}}, Region: "us-east", Executors: []string{"wasm"}}}
+	f.Add(encodeOffer(p, "T4"))
+	f.Add([]byte{offerVersion, 1})
+	cp := classPrefix("T4")
+	key := providerIndexKey("T4", 1, address.Address{})
+	f.Fuzz(func(t *testing.T, value []byte) {
+		var o offer
+		if decodeOffer(cp, key, value, &o) != nil {
+			return
+		}
+		if len(value) > 0 && !bytes.HasPrefix(value, []byte{offerVersion}) {
+			t.Fatalf("accepted version %d", value[0])
+		}
+	})
+}
