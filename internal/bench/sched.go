@@ -346,7 +346,7 @@ func rehashCost(base ledger.KV, changes []ledger.Change) time.Duration {
 	var h ledger.LtHash
 	t0 := time.Now()
 	for _, c := range changes {
-		if bytes.HasPrefix(c.Key, []byte{0}) {
+		if !ledger.Hashed(c.Key) {
 			continue
 		}
 		if old := base.Get(c.Key); old != nil {

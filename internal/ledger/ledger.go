@@ -355,7 +355,7 @@ func finish(base KV, o *Overlay) ([]Change, []byte, error) {
 		return nil, nil, fmt.Errorf("%w: %w", err, ErrInternal)
 	}
 	for _, c := range o.Changes() {
-		if bytes.HasPrefix(c.Key, []byte(metaPrefix)) {
+		if !Hashed(c.Key) {
 			continue
 		}
 		if old := o.baseGet(c.Key); old != nil {

@@ -217,7 +217,7 @@ func TestAppHashDeterministic(t *testing.T) {
 	// Golden: a change to the encoding, the key layout or the rules that
 	// changes this hash is a consensus-breaking change. Update it only on
 	// purpose.
-	const golden = "c1ae028e8b5275e17e05e48c87a0affbe12a403e796f6374df7b90147c35d62a"
+	const golden = "379d61716cac42098019ce1107759634496921922be5a285ef10530bfcaa1737"
 	if got := hex.EncodeToString(a.Hash); got != golden {
 		t.Errorf("app hash = %s, want golden %s", got, golden)
 	}

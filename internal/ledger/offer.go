@@ -22,7 +22,7 @@ type offer struct {
 	gpus         uint64 // all the provider's GPUs (its minimum stake depends on them)
 	cpuCores     uint64
 	ram, disk    uint64
-	region       string
+	region       []byte // aliases the index value: valid while it is
 	jobs         uint64
 	maxJobs      uint64
 	reputation   uint64
@@ -132,7 +132,7 @@ func decodeOffer(cp, key, value []byte, o *offer) error {
 	if !next(&o.stake) || !next(&o.gpus) || !next(&o.cpuCores) || !next(&o.ram) || !next(&o.disk) || !next(&regionLen) || regionLen > uint64(len(rest)) {
 		return bad("resources")
 	}
-	o.region, rest = string(rest[:regionLen]), rest[regionLen:]
+	o.region, rest = rest[:regionLen], rest[regionLen:]
 	var n uint64
 	if !next(&o.jobs) || !next(&o.maxJobs) || !next(&o.reputation) || !next(&o.int8GOPS) || !next(&n) || n > maxOfferGPUs {
 		return bad("state")

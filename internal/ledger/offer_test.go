@@ -34,9 +34,9 @@ func TestOfferRoundTrip(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := offer{addr: p.Address, pricePerUnit: 2_500_000, executors: 3, stake: 7_000_000, gpus: 3, cpuCores: 64,
-		ram: 512 << 30, disk: 2 << 40, region: "eu", jobs: 3, maxJobs: 4, reputation: 812_345, int8GOPS: 1_600_000,
+		ram: 512 << 30, disk: 2 << 40, region: []byte("eu"), jobs: 3, maxJobs: 4, reputation: 812_345, int8GOPS: 1_600_000,
 		classGPUs: []offerGPU{{80 << 30, 9000}, {80 << 30, 0}}}
-	if o.region != want.region || len(o.classGPUs) != 2 || o.classGPUs[0] != want.classGPUs[0] || o.classGPUs[1] != want.classGPUs[1] {
+	if string(o.region) != string(want.region) || len(o.classGPUs) != 2 || o.classGPUs[0] != want.classGPUs[0] || o.classGPUs[1] != want.classGPUs[1] {
 		t.Fatalf("decoded %+v, want %+v", o, want)
 	}
 	o.classGPUs, want.classGPUs = nil, nil

@@ -2,6 +2,7 @@ package ledger_test
 
 import (
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 
@@ -230,5 +231,38 @@ func TestOnlineIndexSwapRemove(t *testing.T) {
 	})
 	if len(online) != 2 {
 		t.Fatalf("online providers: %v", online)
+	}
+}
+
+// TestInvariantCatchesBadIndex: the scheduler's index is left out of the app
+// hash because CheckInvariants rebuilds it from the provider records; a
+// stale, missing or extra entry must be caught.
+func TestInvariantCatchesBadIndex(t *testing.T) {
+	c := lt.NewChain(t, lt.Genesis(1_000_000_000, "prov1"))
+	must(t, []ledger.TxResult{send(t, c, prov1, &ledger.MsgRegisterProvider{ProviderInfo: lt.ProviderInfo("RTX_4090", 2, 500_000)})})
+	var key, value []byte
+	c.KV.Iterate([]byte("pidx/"), []byte("pidx0"), func(k, v []byte) bool {
+		key, value = slices.Clone(k), slices.Clone(v)
+		return false
+	})
+	if key == nil {
+		t.Fatal("no index entry for an online provider")
+	}
+	stale := slices.Clone(value)
+	stale[len(stale)-1] ^= 1
+	for name, change := range map[string]func(o *ledger.Overlay){
+		"stale":   func(o *ledger.Overlay) { o.Set(key, stale) },
+		"missing": func(o *ledger.Overlay) { o.Delete(key) },
+		"extra":   func(o *ledger.Overlay) { o.Set(append(slices.Clone(key[:len(key)-1]), key[len(key)-1]^1), value) },
+		"count":   func(o *ledger.Overlay) { o.Set([]byte("pcls/RTX_4090"), []byte{0, 0, 0, 0, 0, 0, 0, 9}) },
+	} {
+		o := ledger.NewOverlay(c.KV)
+		change(o)
+		if err := ledger.CheckInvariants(o); err == nil {
+			t.Errorf("%s index entry not caught", name)
+		}
+	}
+	if err := ledger.CheckInvariants(c.KV); err != nil {
+		t.Fatal(err)
 	}
 }

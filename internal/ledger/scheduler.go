@@ -436,7 +436,7 @@ func (n *needs) fits(of *offer, v *verdict) bool {
 		v.ram++
 	case of.disk < s.Disk:
 		v.disk++
-	case s.RegionRequired && of.region != s.Region:
+	case s.RegionRequired && string(of.region) != s.Region:
 		v.region++
 	case s.GPUCount > 0 && !n.gpusFit(of.classGPUs, v):
 	case of.jobs >= of.maxJobs:
@@ -478,7 +478,7 @@ func score(of *offer, price uint64, s *JobSpec) uint64 {
 	load := (of.maxJobs - min(of.jobs, of.maxJobs)) * 1000 / max(of.maxJobs, 1)
 	speed := min(of.int8GOPS/100, 1000)
 	var region uint64
-	if s.Region != "" && of.region == s.Region {
+	if s.Region != "" && string(of.region) == s.Region {
 		region = 1000
 	}
 	return 4*priceTerm + 3*rep + 2*load + speed + 2*region

@@ -9,9 +9,20 @@ import (
 	"github.com/gpunet/gpunet/internal/address"
 )
 
-// Key layout of the state. Keys under metaPrefix are bookkeeping that the
-// app hash does not cover (the lattice hash itself); everything else does.
+// Key layout of the state. The app hash covers every key but two kinds:
+// those under metaPrefix, bookkeeping (the lattice hash itself), and the
+// scheduler's provider index (pidx/, pcls/), which is a function of the
+// provider records: CheckInvariants rebuilds it from them and compares. A
+// node whose index went wrong would place jobs differently, and the job
+// records, which are hashed, would then differ.
 const metaPrefix = "\x00"
+
+// Hashed reports whether the app hash covers key.
+func Hashed(key []byte) bool {
+	return !bytes.HasPrefix(key, []byte(metaPrefix)) &&
+		!bytes.HasPrefix(key, prefixProviderIndex) &&
+		!bytes.HasPrefix(key, prefixClassCount)
+}
 
 var (
 	keyLtHash   = []byte(metaPrefix + "lthash")
@@ -245,10 +256,13 @@ func CheckInvariants(kv KV) error {
 		return err
 	}
 	var staked, online, indexed uint64
+	classes := map[string]uint64{}
 	if perr := IterateProviders(kv, func(p *Provider) bool {
 		staked += p.Stake
 		for _, e := range indexEntries(p) {
 			indexed++
+			rest := e.Key[len(prefixProviderIndex):]
+			classes[string(rest[:bytes.IndexByte(rest, '/')])]++
 			if v := kv.Get(e.Key); !bytes.Equal(v, e.Value) {
 				err = fmt.Errorf("invariant: scheduler index entry %x of %s is %x, want %x: %w", e.Key, p.Address, v, e.Value, ErrInternal)
 				return false
@@ -280,6 +294,23 @@ func CheckInvariants(kv KV) error {
 	kv.Iterate(prefixProviderIndex, prefixEnd(prefixProviderIndex), func(_, _ []byte) bool { entries++; return true })
 	if entries != indexed {
 		return fmt.Errorf("invariant: scheduler index has %d entries, the provider records want %d: %w", entries, indexed, ErrInternal)
+	}
+	var cerr error
+	stored := 0
+	kv.Iterate(prefixClassCount, prefixEnd(prefixClassCount), func(k, v []byte) bool {
+		stored++
+		class := string(k[len(prefixClassCount):])
+		if n := getUint(kv, k); n != classes[class] {
+			cerr = fmt.Errorf("invariant: class %s counts %d index entries, the provider records want %d: %w", class, n, classes[class], ErrInternal)
+			return false
+		}
+		return true
+	})
+	if cerr != nil {
+		return cerr
+	}
+	if stored != len(classes) {
+		return fmt.Errorf("invariant: %d class counts stored, the provider records want %d: %w", stored, len(classes), ErrInternal)
 	}
 	if n := OnlineCount(kv); n != online {
 		return fmt.Errorf("invariant: online count %d != online providers %d: %w", n, online, ErrInternal)
