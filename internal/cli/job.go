@@ -450,15 +450,54 @@ func printJob(w io.Writer, j *ledger.Job) {
 		fmt.Fprintf(w, "reason:   %s\n", j.Reason)
 	}
 	for _, a := range j.Assignments {
-		fmt.Fprintf(w, "provider: %s at %s/h", a.Provider, formatSync(a.PricePerHour))
-		if a.Result != nil {
+		role := "provider:"
+		if a.Extra {
+			role = "auditor: "
+		}
+		fmt.Fprintf(w, "%s %s at %s/h", role, a.Provider, formatSync(a.PricePerHour))
+		switch {
+		case a.Result != nil:
 			fmt.Fprintf(w, ", ran %ds, exit %d", a.Result.MeteredSeconds, a.Result.ExitCode)
+		case a.Commitment != nil:
+			fmt.Fprintf(w, ", ran %ds, result committed", a.Metered)
+		}
+		if a.Outcome != "" {
+			fmt.Fprintf(w, ", %s", a.Outcome)
+		}
+		if a.Slashed > 0 {
+			fmt.Fprintf(w, ", slashed %s", formatSync(a.Slashed))
 		}
 		fmt.Fprintln(w)
 	}
+	if j.Verdict != "" {
+		fmt.Fprintf(w, "verified: %s\n", verdictText(j))
+	}
 	if j.Done() {
 		fmt.Fprintf(w, "cost:     %s to providers + %s fee; %s refunded\n", formatSync(j.Cost), formatSync(j.Fee), formatSync(j.Refund))
+		if j.AuditCost > 0 {
+			fmt.Fprintf(w, "          (the treasury paid %s for verification replicas)\n", formatSync(j.AuditCost))
+		}
 	} else {
 		fmt.Fprintf(w, "escrow:   %s\n", formatSync(j.Escrow))
 	}
+}
+
+func verdictText(j *ledger.Job) string {
+	switch j.Verdict {
+	case ledger.VerdictValidated:
+		n := 0
+		for _, a := range j.Assignments {
+			if a.Outcome == ledger.OutcomeMajority {
+				n++
+			}
+		}
+		return fmt.Sprintf("yes, %d of %d replicas returned the same result", n, len(j.Assignments))
+	case ledger.VerdictUnverified:
+		return "no, one replica and no audit drawn (spot)"
+	case ledger.VerdictUnchecked:
+		return "not checked (verification none, or not deterministic)"
+	case ledger.VerdictNoMajority:
+		return "no majority among the replicas"
+	}
+	return j.Verdict
 }

@@ -21,6 +21,7 @@ func initCmd(e *env) *cobra.Command {
 		validators int
 		blockTime  time.Duration
 		accounts   []string
+		treasury   string
 	)
 	c := &cobra.Command{
 		Use:   "init",
@@ -36,6 +37,13 @@ start one 'gpunet node --home DIR/nodeI' per home.
 		Args: exactArgs(),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			g := ledger.Genesis{Params: ledger.DefaultParams()}
+			if treasury != "" {
+				t, err := parseAmount(treasury)
+				if err != nil {
+					return usageError{fmt.Errorf("--treasury %q: %w", treasury, err)}
+				}
+				g.Treasury = t
+			}
 			for _, spec := range accounts {
 				ga, err := parseGenesisAccount(e, spec)
 				if err != nil {
@@ -63,6 +71,7 @@ start one 'gpunet node --home DIR/nodeI' per home.
 	c.Flags().IntVar(&validators, "validators", 1, "number of validators")
 	c.Flags().DurationVar(&blockTime, "block-time", time.Second, "pause after each block")
 	c.Flags().StringArrayVar(&accounts, "account", nil, "genesis allocation ADDR=AMOUNT or KEYNAME=AMOUNT (repeatable)")
+	c.Flags().StringVar(&treasury, "treasury", "", "the treasury's genesis balance (it pays spot audits), e.g. 100000SYNC")
 	return c
 }
 

@@ -174,7 +174,9 @@ func (c *Client) loadKey(id uint64) (*age.X25519Identity, error) {
 // GrantIfNeeded grants the job key to assigned providers that lack it. It
 // reports whether it sent a grant.
 func (c *Client) GrantIfNeeded(ctx context.Context, j *ledger.Job) (bool, error) {
-	if j.State != ledger.JobAssigned || j.Owner != c.Key.Address {
+	// Assigned jobs, and verifying ones that got an audit or escalation
+	// replica, wait for the key.
+	if j.Done() || j.Owner != c.Key.Address {
 		return false, nil
 	}
 	var grants []ledger.Grant
@@ -239,12 +241,11 @@ func (c *Client) Follow(ctx context.Context, id uint64, poll time.Duration, onCh
 	}
 }
 
-// result picks the result whose outputs a finished job delivers.
+// result picks the result whose outputs a finished job delivers: the
+// verdict's majority.
 func result(j *ledger.Job) (*ledger.JobResult, error) {
-	for _, a := range j.Assignments {
-		if a.Result != nil {
-			return a.Result, nil
-		}
+	if r := j.DeliveredResult(); r != nil {
+		return r, nil
 	}
 	return nil, fmt.Errorf("job %d is %s and has no result (%s)", j.ID, j.State, j.Reason)
 }

@@ -188,8 +188,22 @@ type Assignment struct {
 	AssignedAt   int64           `json:"assigned_at"`    // block time, unix seconds
 	KeyGrant     []byte          `json:"key_grant,omitempty"`
 	StartedAt    int64           `json:"started_at,omitempty"`
-	Result       *JobResult      `json:"result,omitempty"`
-	Paid         uint64          `json:"paid"`
+	// Class is the hardware class the job was matched in ("cpu" for a
+	// CPU job): verification records are kept per class.
+	Class string `json:"class"`
+	// Commitment is H(manifest ‖ provider ‖ salt), for a checked job;
+	// Metered the seconds the provider reported with it.
+	Commitment *Hash  `json:"commitment,omitempty"`
+	Metered    uint64 `json:"metered_seconds,omitempty"`
+	// Result is the revealed result (committed in the clear for a job
+	// that is not checked).
+	Result *JobResult `json:"result,omitempty"`
+	// Extra marks an audit or escalation replica: the treasury pays it,
+	// not the job's escrow.
+	Extra   bool   `json:"extra,omitempty"`
+	Outcome string `json:"outcome,omitempty"` // in the verdict: majority, minority, unrevealed, no_majority
+	Slashed uint64 `json:"slashed,omitempty"`
+	Paid    uint64 `json:"paid"`
 }
 
 // JobResult is what a provider reports when its run ends.
@@ -223,6 +237,26 @@ type Job struct {
 	Attempts    uint64          `json:"attempts"` // placements so far
 	Assignments []Assignment    `json:"assignments"`
 	Deadline    int64           `json:"deadline,omitempty"` // block time by which the current step must happen
+	// Replicas is how many providers the job wants now: the planned
+	// replicas, plus audit and escalation replicas (verify.go).
+	Replicas   uint64 `json:"replicas"`
+	AuditDrawn bool   `json:"audit_drawn,omitempty"` // a spot job's audit was drawn
+	Revealing  bool   `json:"revealing,omitempty"`   // committed replicas may reveal
+	Verdict    string `json:"verdict,omitempty"`     // validated, unverified, unchecked, no_majority
+	// Delivered is the provider whose outputs the owner gets.
+	Delivered *address.Address `json:"delivered,omitempty"`
+	AuditCost uint64           `json:"audit_cost,omitempty"` // usync the treasury paid extra replicas
+}
+
+// DeliveredResult is the result whose outputs a finished job delivers.
+func (j *Job) DeliveredResult() *JobResult {
+	if j.Delivered == nil {
+		return nil
+	}
+	if a := j.assignment(*j.Delivered); a != nil {
+		return a.Result
+	}
+	return nil
 }
 
 // Done reports whether the job reached a final state.
@@ -339,6 +373,13 @@ func JobsOf(kv KV, owner address.Address, fn func(id uint64) bool) {
 	}
 }
 
+func hasActiveJobs(kv KV, provider address.Address) bool {
+	p := append(slices.Clone(prefixJobProv), provider[:]...)
+	found := false
+	kv.Iterate(p, prefixEnd(p), func(_, _ []byte) bool { found = true; return false })
+	return found
+}
+
 // ActiveJobsOf returns the ids of the jobs assigned to provider addr that
 // are not finished, oldest first.
 func ActiveJobsOf(kv KV, provider address.Address) []uint64 {
@@ -396,10 +437,15 @@ type MsgStartJob struct {
 	JobID uint64 `json:"job_id"`
 }
 
-// MsgCommitResult is an assigned provider reporting its run.
+// MsgCommitResult is an assigned provider reporting the end of its run:
+// for a checked job, a commitment to its result (ResultCommitment) and its
+// metered seconds, opened later by MsgRevealResult; for a job that is not
+// checked, the result itself.
 type MsgCommitResult struct {
-	JobID  uint64    `json:"job_id"`
-	Result JobResult `json:"result"`
+	JobID          uint64     `json:"job_id"`
+	Commitment     *Hash      `json:"commitment,omitempty"`
+	MeteredSeconds uint64     `json:"metered_seconds"`
+	Result         *JobResult `json:"result,omitempty"`
 }
 
 // MsgCancelJob is the owner cancelling a job.
@@ -457,18 +503,14 @@ func (m *MsgStartJob) ValidateBasic() error { return nil }
 
 // ValidateBasic implements Msg.
 func (m *MsgCommitResult) ValidateBasic() error {
-	r := &m.Result
-	if !blobRefRE.MatchString(r.OutputBlob) {
-		return invalid("result.output_blob %q: want sha256:<64 hex>", r.OutputBlob)
-	}
-	if r.LogBlob != "" && !blobRefRE.MatchString(r.LogBlob) {
-		return invalid("result.log_blob %q: want sha256:<64 hex>", r.LogBlob)
-	}
-	if len(r.Reason) > 512 {
-		return invalid("result.reason is longer than 512 bytes")
-	}
-	if r.Height != 0 {
-		return invalid("result.height is set by the ledger")
+	switch {
+	case (m.Commitment == nil) == (m.Result == nil):
+		return invalid("commit_result carries a commitment (checked jobs) or a result (unchecked jobs), exactly one")
+	case m.Result != nil:
+		if m.Result.MeteredSeconds != m.MeteredSeconds {
+			return invalid("result.metered_seconds %d != metered_seconds %d", m.Result.MeteredSeconds, m.MeteredSeconds)
+		}
+		return validateResult(m.Result)
 	}
 	return nil
 }
@@ -495,6 +537,7 @@ func execSubmitJob(o *Overlay, from address.Address, m *MsgSubmitJob, p Params, 
 		ID: id, Owner: from, Spec: m.Spec, InputBlob: m.InputBlob, ConsumerKey: m.ConsumerKey,
 		State: JobQueued, Reason: "waiting for the scheduler at the end of the block", Escrow: escrow,
 		SubmittedAt: info.Time.Unix(), Height: uint64(info.Height), Assignments: []Assignment{},
+		Replicas: m.Spec.PlannedReplicas(),
 	}
 	setJob(o, j, 0)
 	enqueueJob(o, id)
@@ -519,8 +562,8 @@ func execGrantKey(o *Overlay, from address.Address, m *MsgGrantKey, p Params, in
 	if j.Owner != from {
 		return nil, fmt.Errorf("job %d belongs to %s, not %s: %w", j.ID, j.Owner, from, ErrNotJobParty)
 	}
-	if j.State != JobAssigned {
-		return nil, fmt.Errorf("job %d is %s; keys are granted to an assigned job: %w", j.ID, j.State, ErrJobState)
+	if j.Done() || allGranted(j) {
+		return nil, fmt.Errorf("job %d is %s and waits for no key: %w", j.ID, j.State, ErrJobState)
 	}
 	for _, g := range m.Grants {
 		a := j.assignment(g.Provider)
@@ -532,6 +575,9 @@ func execGrantKey(o *Overlay, from address.Address, m *MsgGrantKey, p Params, in
 	old := j.Deadline
 	if allGranted(j) {
 		j.Reason = "key granted; waiting for the provider to start"
+		if j.committed() > 0 {
+			j.Reason = "key granted; waiting for the new replica to start"
+		}
 		j.Deadline = info.Time.Unix() + int64(p.JobStartTimeout)
 	}
 	setJob(o, j, old)
@@ -569,7 +615,11 @@ func execStartJob(o *Overlay, from address.Address, m *MsgStartJob, p Params, in
 		started = started && x.StartedAt != 0
 	}
 	if started {
-		j.State, j.Reason = JobRunning, ""
+		if j.committed() > 0 {
+			j.State, j.Reason = JobVerifying, "the extra replica is running"
+		} else {
+			j.State, j.Reason = JobRunning, ""
+		}
 		j.Deadline = info.Time.Unix() + int64(j.Spec.TimeoutSeconds) + int64(p.JobResultGrace)
 	}
 	setJob(o, j, old)
@@ -588,56 +638,43 @@ func execCommitResult(o *Overlay, from address.Address, m *MsgCommitResult, p Pa
 	if a.StartedAt == 0 {
 		return nil, fmt.Errorf("%s has not started job %d: %w", from, j.ID, ErrJobState)
 	}
-	if a.Result != nil {
+	if a.Commitment != nil || a.Result != nil {
 		return nil, fmt.Errorf("%s already committed a result for job %d: %w", from, j.ID, ErrJobState)
 	}
-	r := m.Result
-	r.Height = uint64(info.Height)
+	checked := j.Spec.Checked()
+	if checked && m.Commitment == nil {
+		return nil, fmt.Errorf("job %d is checked by replication: commit a commitment to the result, reveal it later: %w", j.ID, ErrInvalidMsg)
+	}
+	if !checked && m.Result == nil {
+		return nil, fmt.Errorf("job %d is not checked: commit the result itself: %w", j.ID, ErrInvalidMsg)
+	}
 	// Metered time cannot exceed the job's timeout nor the time the
 	// provider has had since it started.
 	elapsed := uint64(max(info.Time.Unix()-a.StartedAt, 0)) + 1
-	r.MeteredSeconds = min(r.MeteredSeconds, j.Spec.TimeoutSeconds, elapsed)
-	a.Result = &r
-	old := j.Deadline
-	events := []Event{jobEvent("job_result", j, Attr{"provider", from.String()}, Attr{"metered_seconds", strconv.FormatUint(r.MeteredSeconds, 10)})}
-	committed := 0
-	for _, x := range j.Assignments {
-		if x.Result != nil {
-			committed++
-		}
+	a.Metered = min(m.MeteredSeconds, j.Spec.TimeoutSeconds, elapsed)
+	if checked {
+		c := *m.Commitment
+		a.Commitment = &c
+	} else {
+		r := *m.Result
+		r.Height = uint64(info.Height)
+		r.MeteredSeconds = a.Metered
+		a.Result = &r
 	}
-	if committed < len(j.Assignments) {
-		j.State, j.Reason = JobVerifying, fmt.Sprintf("%d of %d replicas reported", committed, len(j.Assignments))
+	old := j.Deadline
+	events := []Event{jobEvent("job_result", j, Attr{"provider", from.String()}, Attr{"metered_seconds", strconv.FormatUint(a.Metered, 10)})}
+	if n := j.committed(); n < len(j.Assignments) || j.queuedForReplica() {
+		j.State, j.Reason = JobVerifying, fmt.Sprintf("%d of %d replicas reported", n, j.Replicas)
 		setJob(o, j, old)
 		return events, nil
 	}
-	evs, err := settle(o, j, p, info)
+	if revealed(j) > 0 && checked {
+		// An escalation round: the earlier replicas revealed already.
+		evs, err := openReveal(o, j, p, info)
+		return append(events, evs...), err
+	}
+	evs, err := afterCommits(o, j, p, info)
 	return append(events, evs...), err
-}
-
-// settle pays each provider its metered seconds at its agreed price, the
-// protocol fee to the treasury, and refunds the rest of the escrow.
-func settle(o *Overlay, j *Job, p Params, info BlockInfo) ([]Event, error) {
-	first := j.Assignments[0].Result
-	agree := true
-	for _, a := range j.Assignments[1:] {
-		agree = agree && a.Result.ManifestHash == first.ManifestHash
-	}
-	for i := range j.Assignments {
-		a := &j.Assignments[i]
-		if err := payProvider(o, j, a, mulDiv(a.PricePerHour, a.Result.MeteredSeconds, 3600), p); err != nil {
-			return nil, err
-		}
-	}
-	switch {
-	case !agree:
-		j.State, j.Reason = JobFailed, "replicas disagree on the output"
-	case first.Failed:
-		j.State, j.Reason = JobFailed, "the job failed: "+first.Reason
-	default:
-		j.State, j.Reason = JobSucceeded, ""
-	}
-	return finishJob(o, j, info)
 }
 
 // payProvider moves cost (capped by what the escrow holds) and its fee out
@@ -717,14 +754,29 @@ func execCancelJob(o *Overlay, from address.Address, m *MsgCancelJob, p Params, 
 	if j.Done() {
 		return nil, fmt.Errorf("job %d is already %s: %w", j.ID, j.State, ErrJobState)
 	}
-	// Providers that started are paid for the time they ran.
+	// Providers that started are paid for the time they ran (what they
+	// reported, if they did), replicas the owner planned from the escrow,
+	// extra ones from the treasury.
 	for i := range j.Assignments {
 		a := &j.Assignments[i]
-		if a.StartedAt != 0 && a.Result == nil {
-			secs := min(uint64(max(info.Time.Unix()-a.StartedAt, 0)), j.Spec.TimeoutSeconds)
-			if err := payProvider(o, j, a, mulDiv(a.PricePerHour, secs, 3600), p); err != nil {
+		if a.StartedAt == 0 {
+			continue
+		}
+		secs := min(uint64(max(info.Time.Unix()-a.StartedAt, 0)), j.Spec.TimeoutSeconds)
+		if a.Commitment != nil || a.Result != nil {
+			secs = a.Metered
+		}
+		cost := mulDiv(a.PricePerHour, secs, 3600)
+		if a.Extra {
+			if err := payFromTreasury(o, j, a, cost); err != nil {
 				return nil, err
 			}
+			continue
+		}
+		// What the escrow can still cover, fee included.
+		cost = min(cost, mulDiv(j.Escrow, 10_000, 10_000+p.ProtocolFeeBps))
+		if err := payProvider(o, j, a, cost, p); err != nil {
+			return nil, err
 		}
 	}
 	j.State, j.Reason = JobCancelled, "cancelled by its owner"
@@ -749,13 +801,29 @@ func expireJobs(o *Overlay, now int64, p Params, info BlockInfo) ([]Event, error
 		case j.Done():
 			o.Delete(jobDueKey(j.Deadline, id))
 			continue
-		case j.State == JobAssigned && !allGranted(j):
+		case j.Revealing:
+			// Replicas that did not open their commitment in time do not
+			// vote.
+			evs, err = decide(o, j, p, info)
+		case j.queuedForReplica() && j.committed() > 0:
+			// No provider took the extra replica in time: go on with the
+			// replicas there are.
+			evs, err = dropReplicas(o, j, nil, "no provider could take the extra replica in time", p, info)
+		case !allGranted(j) && j.committed() == 0:
 			j.State, j.Reason = JobFailed, "the owner did not grant the job key in time"
 			evs, err = finishJob(o, j, info)
+		case !allGranted(j):
+			var ungranted []address.Address
+			for _, a := range j.Assignments {
+				if a.KeyGrant == nil {
+					ungranted = append(ungranted, a.Provider)
+				}
+			}
+			evs, err = dropReplicas(o, j, ungranted, "the owner did not grant the extra replica the job key in time", p, info)
 		default:
 			var late []address.Address
 			for _, a := range j.Assignments {
-				if a.Result == nil {
+				if a.Commitment == nil && a.Result == nil {
 					late = append(late, a.Provider)
 				}
 			}
@@ -774,24 +842,42 @@ func expireJobs(o *Overlay, now int64, p Params, info BlockInfo) ([]Event, error
 }
 
 // reassign takes the job away from the given providers (they are not paid)
-// and queues it again, or fails it when it has been placed too often.
+// and queues it for others, or gives up when it has been placed too often.
+// Replicas that already committed keep their place: only the gone ones are
+// replaced.
 func reassign(o *Overlay, j *Job, gone []address.Address, why string, p Params, info BlockInfo) ([]Event, error) {
+	if j.committed() > 0 {
+		if j.Attempts >= p.JobMaxAttempts+p.MaxReplicas {
+			return dropReplicas(o, j, gone, why+"; no more replacements", p, info)
+		}
+		old := j.Deadline
+		for _, g := range gone {
+			if err := releaseProvider(o, g, j.ID); err != nil {
+				return nil, err
+			}
+		}
+		j.Assignments = slices.DeleteFunc(j.Assignments, func(a Assignment) bool { return slices.Contains(gone, a.Provider) })
+		j.State = JobVerifying
+		j.Reason = fmt.Sprintf("%s (%s); placing another replica", why, joinAddrs(gone))
+		j.Deadline = info.Time.Unix() + int64(p.JobGrantTimeout)
+		enqueueJob(o, j.ID)
+		setJob(o, j, old)
+		return []Event{jobEvent("job_reassigned", j, Attr{"providers", joinAddrs(gone)})}, nil
+	}
 	old := j.Deadline
 	for _, g := range gone {
 		if err := releaseProvider(o, g, j.ID); err != nil {
 			return nil, err
 		}
 	}
-	names := make([]string, len(gone))
-	for i, g := range gone {
-		names[i] = g.String()
-	}
+	names := joinAddrs(gone)
 	if j.Attempts >= p.JobMaxAttempts {
 		j.State = JobFailed
-		j.Reason = fmt.Sprintf("%s (%s); gave up after %d placements", why, strings.Join(names, ", "), j.Attempts)
+		j.Reason = fmt.Sprintf("%s (%s); gave up after %d placements", why, names, j.Attempts)
 		return finishJob(o, j, info)
 	}
-	// Every replica restarts: results must come from one placement.
+	// Nothing committed yet: every replica restarts, so that the results
+	// come from one placement.
 	for _, a := range j.Assignments {
 		if !slices.Contains(gone, a.Provider) {
 			if err := releaseProvider(o, a.Provider, j.ID); err != nil {
@@ -801,11 +887,41 @@ func reassign(o *Overlay, j *Job, gone []address.Address, why string, p Params, 
 	}
 	j.Assignments = []Assignment{}
 	j.State = JobQueued
-	j.Reason = fmt.Sprintf("%s (%s); placing it again", why, strings.Join(names, ", "))
+	j.Reason = fmt.Sprintf("%s (%s); placing it again", why, names)
 	j.Deadline = 0
 	enqueueJob(o, j.ID)
 	setJob(o, j, old)
-	return []Event{jobEvent("job_reassigned", j, Attr{"providers", strings.Join(names, ",")})}, nil
+	return []Event{jobEvent("job_reassigned", j, Attr{"providers", names})}, nil
+}
+
+// dropReplicas gives up on extra replicas that did not commit: the job goes
+// on with the replicas that did.
+func dropReplicas(o *Overlay, j *Job, gone []address.Address, why string, p Params, info BlockInfo) ([]Event, error) {
+	for _, g := range gone {
+		if err := releaseProvider(o, g, j.ID); err != nil {
+			return nil, err
+		}
+	}
+	j.Assignments = slices.DeleteFunc(j.Assignments, func(a Assignment) bool { return slices.Contains(gone, a.Provider) })
+	j.Replicas = uint64(len(j.Assignments))
+	dequeueJob(o, j.ID)
+	events := []Event{jobEvent("job_replicas_dropped", j, Attr{"providers", joinAddrs(gone)}, Attr{"why", why})}
+	var evs []Event
+	var err error
+	if revealed(j) > 0 || !j.Spec.Checked() {
+		evs, err = decide(o, j, p, info)
+	} else {
+		evs, err = openReveal(o, j, p, info)
+	}
+	return append(events, evs...), err
+}
+
+func joinAddrs(as []address.Address) string {
+	names := make([]string, len(as))
+	for i, a := range as {
+		names[i] = a.String()
+	}
+	return strings.Join(names, ",")
 }
 
 // reassignJobsOf moves the unfinished jobs of a provider that went offline.
@@ -820,7 +936,7 @@ func reassignJobsOf(o *Overlay, provider address.Address, p Params, info BlockIn
 			o.Delete(jobProvKey(provider, id))
 			continue
 		}
-		if a := j.assignment(provider); a != nil && a.Result != nil {
+		if a := j.assignment(provider); a != nil && (a.Commitment != nil || a.Result != nil) {
 			continue // it delivered; waiting for the other replicas
 		}
 		evs, err := reassign(o, j, []address.Address{provider}, "provider went offline", p, info)

@@ -54,7 +54,7 @@ func runJob(t *testing.T, c *lt.Chain, id uint64, metered uint64, failed bool) l
 		t.Fatalf("after start: %s", got)
 	}
 	c.Advance(time.Duration(metered) * time.Second)
-	must(t, []ledger.TxResult{send(t, c, p, &ledger.MsgCommitResult{JobID: id, Result: ledger.JobResult{
+	must(t, []ledger.TxResult{send(t, c, p, &ledger.MsgCommitResult{JobID: id, MeteredSeconds: metered, Result: &ledger.JobResult{
 		ManifestHash: ledger.Hash{7}, OutputBlob: "sha256:" + strings.Repeat("ab", 32), MeteredSeconds: metered, Failed: failed, Reason: map[bool]string{true: "exited 1"}[failed],
 	}})})
 	return p

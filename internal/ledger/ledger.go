@@ -47,6 +47,10 @@ func (l *Ledger) verify(pub ed25519.PublicKey, msg, sig []byte) bool {
 type Genesis struct {
 	Params   Params           `json:"params"`
 	Accounts []GenesisAccount `json:"accounts"`
+	// Treasury is the treasury's initial balance: it pays audit and
+	// escalation replicas of spot jobs (verify.go) until fees and slashes
+	// keep it.
+	Treasury uint64 `json:"treasury,omitempty"`
 }
 
 // GenesisAccount is an initial allocation.
@@ -109,8 +113,12 @@ func (l *Ledger) InitGenesis(base KV, chainID string, g Genesis) ([]Change, []by
 		supply += ga.Balance
 		setAccount(o, &Account{Address: ga.Address, Balance: ga.Balance})
 	}
+	if supply+g.Treasury < supply {
+		return nil, nil, fmt.Errorf("treasury: total supply overflows: %w", ErrInvalidGenesis)
+	}
+	supply += g.Treasury
 	setUint(o, keySupply, supply)
-	setUint(o, keyTreasury, 0)
+	setUint(o, keyTreasury, g.Treasury)
 	setUint(o, keyStaked, 0)
 	setUint(o, keyUnbonding, 0)
 	setUint(o, keyOnlineCount, 0)
@@ -318,6 +326,8 @@ func execute(o *Overlay, tx *Tx, params Params, info BlockInfo) ([]Event, error)
 		return execCommitResult(o, from, m, params, info)
 	case *MsgCancelJob:
 		return execCancelJob(o, from, m, params, info)
+	case *MsgRevealResult:
+		return execRevealResult(o, from, m, params, info)
 	}
 	return nil, fmt.Errorf("no handler for %s: %w", tx.Msg.Type(), ErrUnknownMsgType)
 }

@@ -217,7 +217,7 @@ func TestAppHashDeterministic(t *testing.T) {
 	// Golden: a change to the encoding, the key layout or the rules that
 	// changes this hash is a consensus-breaking change. Update it only on
 	// purpose.
-	const golden = "379d61716cac42098019ce1107759634496921922be5a285ef10530bfcaa1737"
+	const golden = "0fc1591609030a1d0c8a8399732536514c31aa36521f417cbc2fa6f1136cccd5"
 	if got := hex.EncodeToString(a.Hash); got != golden {
 		t.Errorf("app hash = %s, want golden %s", got, golden)
 	}

@@ -103,6 +103,15 @@ type Provider struct {
 	Challenge        *LivenessChallenge `json:"challenge,omitempty"`
 	Earned           uint64             `json:"earned"` // usync paid for jobs
 	Jobs             uint64             `json:"jobs"`   // jobs assigned and not finished
+	// Verification record (verify.go): results a replica confirmed,
+	// results outvoted, commitments never opened, and per class.
+	Validated  uint64        `json:"validated"`
+	Invalid    uint64        `json:"invalid"`
+	Unrevealed uint64        `json:"unrevealed"`
+	Classes    []ClassRecord `json:"classes,omitempty"`
+	// Slashed is all the usync ever slashed; SlashEvents the latest.
+	Slashed     uint64       `json:"slashed"`
+	SlashEvents []SlashEvent `json:"slash_events,omitempty"`
 }
 
 // Uptime returns the fraction of liveness challenges answered, in parts

@@ -158,6 +158,7 @@ func schedule(o *Overlay, p Params, info BlockInfo) ([]Event, error) {
 
 type candidate struct {
 	addr  address.Address
+	class string
 	price uint64 // usync per hour for this job
 	score uint64
 }
@@ -250,7 +251,7 @@ func findCandidates(kv KV, s *JobSpec, p Params, perClass int) ([]candidate, *ve
 			v.seen++
 			if need.fits(&of, v) {
 				price := of.pricePerUnit * units
-				cands = append(cands, candidate{addr: of.addr, price: price, score: score(&of, price, s)})
+				cands = append(cands, candidate{addr: of.addr, class: class, price: price, score: score(&of, price, s)})
 				found++
 			}
 			return found < perClass && budget > 0
@@ -365,15 +366,28 @@ func QuoteJob(kv KV, s *JobSpec) (*Quote, error) {
 	return q, nil
 }
 
-// place tries to assign j; it records the reason when it cannot.
+// place tries to give j the replicas it wants; it records the reason when
+// it cannot. A job that already has replicas (an audit, an escalation, a
+// replacement) gets providers it does not have yet.
 func place(o *Overlay, j *Job, p Params, info BlockInfo) ([]Event, error) {
+	need := int(j.Replicas) - len(j.Assignments)
+	if need <= 0 {
+		dequeueJob(o, j.ID)
+		return nil, nil
+	}
 	cands, v, err := findCandidates(o, &j.Spec, p, candidatesPerClass)
 	if err != nil {
 		return nil, err
 	}
-	replicas := int(j.Spec.PlannedReplicas())
-	if len(cands) < replicas {
-		if reason := unplacedReason(&j.Spec, cands, v); j.Reason != reason {
+	if len(j.Assignments) > 0 {
+		cands = slices.DeleteFunc(cands, func(c candidate) bool { return j.assignment(c.addr) != nil })
+	}
+	if len(cands) < need {
+		reason := unplacedReason(&j.Spec, cands, v)
+		if len(j.Assignments) > 0 {
+			reason = fmt.Sprintf("waiting for %d more distinct provider(s) to verify it: %s", need, reason)
+		}
+		if j.Reason != reason {
 			j.Reason = reason
 			setJob(o, j, j.Deadline)
 		}
@@ -381,8 +395,9 @@ func place(o *Overlay, j *Job, p Params, info BlockInfo) ([]Event, error) {
 	}
 	now := info.Time.Unix()
 	old := j.Deadline
+	planned := int(j.Spec.PlannedReplicas())
 	var names []string
-	for _, c := range cands[:replicas] {
+	for _, c := range cands[:need] {
 		pr, err := mustProvider(o, c.addr)
 		if err != nil {
 			return nil, err
@@ -390,13 +405,26 @@ func place(o *Overlay, j *Job, p Params, info BlockInfo) ([]Event, error) {
 		before := *pr
 		pr.Jobs++
 		setProviderFrom(o, &before, pr)
-		j.Assignments = append(j.Assignments, Assignment{Provider: c.addr, PricePerHour: c.price, AssignedAt: now})
+		regular := 0
+		for _, a := range j.Assignments {
+			if !a.Extra {
+				regular++
+			}
+		}
+		j.Assignments = append(j.Assignments, Assignment{
+			Provider: c.addr, PricePerHour: c.price, AssignedAt: now, Class: c.class, Extra: regular >= planned,
+		})
 		o.Set(jobProvKey(c.addr, j.ID), []byte{1})
 		names = append(names, c.addr.String())
 	}
 	j.Attempts++
-	j.State = JobAssigned
-	j.Reason = "placed; waiting for the owner to grant the job key"
+	if j.committed() > 0 {
+		j.State = JobVerifying
+		j.Reason = "extra replica placed; waiting for the owner to grant it the job key"
+	} else {
+		j.State = JobAssigned
+		j.Reason = "placed; waiting for the owner to grant the job key"
+	}
 	j.Deadline = now + int64(p.JobGrantTimeout)
 	dequeueJob(o, j.ID)
 	setJob(o, j, old)

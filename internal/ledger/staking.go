@@ -126,7 +126,8 @@ func execUnstake(o *Overlay, from address.Address, m *MsgUnstake, params Params,
 }
 
 // releaseUnbonded returns to their balances the unbonding entries that
-// complete at or before height.
+// complete at or before height, but those of providers with unfinished
+// jobs, which wait for the jobs' verdicts.
 func releaseUnbonded(o *Overlay, height uint64) ([]Event, error) {
 	end := unbondingKey(height+1, address.Address{})
 	var done []Change
@@ -141,6 +142,14 @@ func releaseUnbonded(o *Overlay, height uint64) ([]Event, error) {
 			return nil, fmt.Errorf("unbonding key %x: %w: %w", c.Key, err, ErrInternal)
 		}
 		amt := binary.BigEndian.Uint64(c.Value)
+		if hasActiveJobs(o, addr) {
+			// Stake stays slashable until every job the provider took
+			// part in has its verdict: try again next block.
+			o.Delete(c.Key)
+			k := unbondingKey(height+1, addr)
+			setUint(o, k, getUint(o, k)+amt)
+			continue
+		}
 		acct, err := GetAccount(o, addr)
 		if err != nil {
 			return nil, err

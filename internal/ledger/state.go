@@ -121,6 +121,26 @@ type Params struct {
 	JobMaxAttempts uint64 `json:"job_max_attempts"`
 	// MaxPlacementsPerBlock bounds the scheduler's work per block.
 	MaxPlacementsPerBlock uint64 `json:"max_placements_per_block"`
+
+	// Proof of Sync (verify.go, DESIGN.md section 5).
+	//
+	// SpotWarmup is how many consecutive validated results in a class a
+	// provider needs before its spot jobs are audited at random rather
+	// than always; SpotFloorPPM the least audit probability after that.
+	SpotWarmup   uint64 `json:"spot_warmup"`
+	SpotFloorPPM uint64 `json:"spot_floor_ppm"`
+	// MaxReplicas caps escalation: replicas that disagree get company up
+	// to this many.
+	MaxReplicas uint64 `json:"max_replicas"`
+	// RevealTimeout is how long, in seconds of block time, committed
+	// replicas have to open their commitments.
+	RevealTimeout uint64 `json:"reveal_timeout"`
+	// SlashBps is the share of its stake (bonded and unbonding) a provider
+	// loses when outvoted or when it fails a hardware challenge;
+	// SlashCompensationBps the share of that paid to the harmed job's
+	// owner (the rest goes to the treasury).
+	SlashBps             uint64 `json:"slash_bps"`
+	SlashCompensationBps uint64 `json:"slash_compensation_bps"`
 }
 
 // DefaultParams returns the parameters a new chain starts with.
@@ -142,6 +162,13 @@ func DefaultParams() Params {
 		JobResultGrace:        120,
 		JobMaxAttempts:        3,
 		MaxPlacementsPerBlock: 1000,
+
+		SpotWarmup:           10,
+		SpotFloorPPM:         70_000, // 7%
+		MaxReplicas:          5,
+		RevealTimeout:        120,
+		SlashBps:             1_000, // 10%
+		SlashCompensationBps: 5_000, // half of it
 	}
 }
 
@@ -169,6 +196,16 @@ func (p Params) Validate() error {
 		return fmt.Errorf("params.job_grant_timeout, job_start_timeout and job_result_grace must be positive")
 	case p.JobMaxAttempts == 0 || p.MaxPlacementsPerBlock == 0:
 		return fmt.Errorf("params.job_max_attempts and max_placements_per_block must be positive")
+	case p.SpotFloorPPM == 0 || p.SpotFloorPPM > ppm:
+		return fmt.Errorf("params.spot_floor_ppm %d out of range [1, 1000000]", p.SpotFloorPPM)
+	case p.SpotWarmup > 1_000_000:
+		return fmt.Errorf("params.spot_warmup %d above 1000000", p.SpotWarmup)
+	case p.MaxReplicas < 3 || p.MaxReplicas > 16:
+		return fmt.Errorf("params.max_replicas %d out of range [3, 16]: disagreeing replicas need a tie-breaker", p.MaxReplicas)
+	case p.RevealTimeout == 0:
+		return fmt.Errorf("params.reveal_timeout must be positive")
+	case p.SlashBps > 10_000 || p.SlashCompensationBps > 10_000:
+		return fmt.Errorf("params.slash_bps and slash_compensation_bps are at most 10000 (100%%)")
 	}
 	return nil
 }
@@ -224,8 +261,11 @@ func AppHash(kv KV) ([]byte, error) {
 // stake; the recorded totals match their parts; the online index matches
 // the online providers; no sum overflows.
 func CheckInvariants(kv KV) error {
+	params, err := GetParams(kv)
+	if err != nil {
+		return err
+	}
 	var total uint64
-	var err error
 	add := func(v uint64, what string) bool {
 		if total+v < total {
 			err = fmt.Errorf("invariant: overflow adding %s: %w", what, ErrInternal)
@@ -339,20 +379,23 @@ func CheckInvariants(kv KV) error {
 			}
 			seen[a.Provider] = true
 		}
-		if uint64(len(j.Assignments)) > j.Spec.PlannedReplicas() {
-			jerr = fmt.Errorf("invariant: job %d has %d assignments, plans %d: %w", j.ID, len(j.Assignments), j.Spec.PlannedReplicas(), ErrInternal)
+		if uint64(len(j.Assignments)) > j.Replicas || j.Replicas > max(params.MaxReplicas, j.Spec.PlannedReplicas()) {
+			jerr = fmt.Errorf("invariant: job %d has %d assignments, wants %d replicas (at most %d): %w", j.ID, len(j.Assignments), j.Replicas, params.MaxReplicas, ErrInternal)
 			return false
 		}
 		if !j.Done() {
-			// The escrow covers what the job may still be charged.
-			var most uint64
+			// The escrow covers what the job may still be charged: the
+			// planned replicas at their agreed price (at the job's ceiling
+			// for those not placed yet) to the timeout, fee included.
+			var most, regular uint64
 			for _, a := range j.Assignments {
-				if a.Result == nil {
+				if !a.Extra {
+					regular++
 					most += mulDiv(a.PricePerHour, j.Spec.TimeoutSeconds, 3600)
 				}
 			}
-			if j.State == JobQueued {
-				most = mulDiv(j.Spec.MaxPricePerHour, j.Spec.TimeoutSeconds, 3600) * j.Spec.PlannedReplicas()
+			if planned := j.Spec.PlannedReplicas(); regular < planned {
+				most += mulDiv(j.Spec.MaxPricePerHour, j.Spec.TimeoutSeconds, 3600) * (planned - regular)
 			}
 			if j.Escrow < most {
 				jerr = fmt.Errorf("invariant: job %d escrow %d < %d it may still be charged: %w", j.ID, j.Escrow, most, ErrInternal)

@@ -36,6 +36,7 @@ const (
 	MsgTypeStartJob          MsgType = 10
 	MsgTypeCommitResult      MsgType = 11
 	MsgTypeCancelJob         MsgType = 12
+	MsgTypeRevealResult      MsgType = 13
 )
 
 var msgNames = map[MsgType]string{
@@ -51,6 +52,7 @@ var msgNames = map[MsgType]string{
 	MsgTypeStartJob:          "start_job",
 	MsgTypeCommitResult:      "commit_result",
 	MsgTypeCancelJob:         "cancel_job",
+	MsgTypeRevealResult:      "reveal_result",
 }
 
 func (t MsgType) String() string {
@@ -94,6 +96,8 @@ func newMsg(t MsgType) Msg {
 		return &MsgCommitResult{}
 	case MsgTypeCancelJob:
 		return &MsgCancelJob{}
+	case MsgTypeRevealResult:
+		return &MsgRevealResult{}
 	}
 	return nil
 }

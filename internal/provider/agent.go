@@ -7,6 +7,8 @@ package provider
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -77,6 +79,32 @@ type Options struct {
 	// StatusFile is where the agent writes Status for `provider status`.
 	StatusFile string
 	Logger     *slog.Logger
+	// Faults makes the agent misbehave on purpose, for tests and demos of
+	// Proof of Sync. Nil (the default) is an honest provider.
+	Faults *Faults
+}
+
+// Faults are deliberate misbehaviours (`gpunet provider start
+// --fault-*`, `gpunet devnet --faulty N`). Every one is logged as FAULT
+// INJECTION when it happens.
+type Faults struct {
+	// WrongOutputs is the fraction of jobs (0 to 1) on which the agent
+	// commits a result other than the one it computed. The choice is a
+	// hash of the job id, so it is the same after a restart.
+	WrongOutputs float64
+	// SkipChallenges ignores hardware challenges.
+	SkipChallenges bool
+	// OverclaimFactor multiplies the measured throughput the agent
+	// declares (0 or 1: honest).
+	OverclaimFactor float64
+}
+
+func (f *Faults) wrongOutput(jobID uint64) bool {
+	if f == nil || f.WrongOutputs <= 0 {
+		return false
+	}
+	h := sha256.Sum256(fmt.Appendf(nil, "gpunet/fault/%d", jobID))
+	return float64(binary.BigEndian.Uint64(h[:8])>>11)/float64(1<<53) < f.WrongOutputs
 }
 
 // AnyClass in Options.Prices prices every class not listed by name.
@@ -263,6 +291,10 @@ func Declaration(inv *hwinfo.Inventory, fig *hwinfo.Figures, o Options) ledger.P
 		Executors:     o.Executors,
 		MaxJobs:       o.MaxJobs,
 		EncryptionKey: o.Key.Recipient(),
+	}
+	if f := o.Faults; f != nil && f.OverclaimFactor > 1 {
+		// Fault injection: claim more than was measured.
+		pi.Measured.Int8GOPS = uint64(float64(pi.Measured.Int8GOPS) * f.OverclaimFactor)
 	}
 	if len(pi.Executors) == 0 {
 		for name := range o.Sandboxes {

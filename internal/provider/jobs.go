@@ -3,7 +3,9 @@ package provider
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
 	"crypto/sha256"
+	"encoding/json"
 	"fmt"
 	"io"
 	"math"
@@ -48,7 +50,11 @@ func (a *Agent) syncJobs(ctx context.Context) error {
 	want := map[uint64]bool{}
 	for _, j := range list.Jobs {
 		as := assignmentOf(j, me)
-		if as == nil || as.Result != nil || as.KeyGrant == nil || j.Done() {
+		if as != nil && as.Commitment != nil && as.Result == nil && j.Revealing && !j.Done() {
+			a.reveal(ctx, j)
+			continue
+		}
+		if as == nil || as.Result != nil || as.Commitment != nil || as.KeyGrant == nil || j.Done() {
 			continue
 		}
 		want[j.ID] = true
@@ -112,11 +118,83 @@ func (a *Agent) runJob(ctx context.Context, j *ledger.Job, started bool) {
 		log.Error("job run failed on this provider; the ledger will reassign it", "err", err)
 		return
 	}
-	if _, err := a.o.Chain.SendMsg(ctx, a.o.Key, 0, &ledger.MsgCommitResult{JobID: j.ID, Result: *res}); err != nil {
+	if a.o.Faults.wrongOutput(j.ID) {
+		// Fault injection (Options.Faults): claim another result.
+		res.ManifestHash[0] ^= 0xFF
+		log.Warn("FAULT INJECTION: committing a wrong result")
+	}
+	msg := &ledger.MsgCommitResult{JobID: j.ID, MeteredSeconds: res.MeteredSeconds}
+	if j.Spec.Checked() {
+		// Commit now, reveal when every replica has committed: the
+		// commitment is salted and bound to this provider, so it tells
+		// other replicas nothing.
+		var salt ledger.Hash
+		if _, err := rand.Read(salt[:]); err != nil {
+			log.Error("salt", "err", err)
+			return
+		}
+		if err := a.saveReveal(j.ID, &pendingReveal{Salt: salt, Result: *res}); err != nil {
+			log.Error("keep the result to reveal", "err", err)
+			return
+		}
+		c := ledger.ResultCommitment(res.ManifestHash, a.o.Key.Address, salt)
+		msg.Commitment = &c
+	} else {
+		msg.Result = res
+	}
+	if _, err := a.o.Chain.SendMsg(ctx, a.o.Key, 0, msg); err != nil {
 		log.Error("commit result", "err", err)
 		return
 	}
-	log.Info("job done", "failed", res.Failed, "reason", res.Reason, "metered_seconds", res.MeteredSeconds)
+	log.Info("job done", "failed", res.Failed, "reason", res.Reason, "metered_seconds", res.MeteredSeconds, "checked", j.Spec.Checked())
+}
+
+// pendingReveal is what a provider keeps between committing a checked
+// job's result and revealing it (on disk, so that a restart can reveal).
+type pendingReveal struct {
+	Salt   ledger.Hash      `json:"salt"`
+	Result ledger.JobResult `json:"result"`
+}
+
+func (a *Agent) revealPath(id uint64) string {
+	return filepath.Join(a.o.WorkDir, "reveals", fmt.Sprintf("%d.json", id))
+}
+
+func (a *Agent) saveReveal(id uint64, r *pendingReveal) error {
+	b, err := json.Marshal(r)
+	if err != nil {
+		return err
+	}
+	p := a.revealPath(id)
+	if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
+		return err
+	}
+	tmp := p + ".tmp"
+	if err := os.WriteFile(tmp, b, 0o600); err != nil {
+		return err
+	}
+	return os.Rename(tmp, p)
+}
+
+// reveal opens this provider's commitment for job j.
+func (a *Agent) reveal(ctx context.Context, j *ledger.Job) {
+	log := a.log.With("job", j.ID)
+	b, err := os.ReadFile(a.revealPath(j.ID))
+	if err != nil {
+		log.Error("cannot reveal: the committed result is lost", "err", err)
+		return
+	}
+	var r pendingReveal
+	if err := json.Unmarshal(b, &r); err != nil {
+		log.Error("cannot reveal: the kept result is corrupt", "err", err)
+		return
+	}
+	if _, err := a.o.Chain.SendMsg(ctx, a.o.Key, 0, &ledger.MsgRevealResult{JobID: j.ID, Salt: r.Salt, Result: r.Result}); err != nil {
+		log.Error("reveal result", "err", err)
+		return
+	}
+	os.Remove(a.revealPath(j.ID))
+	log.Info("result revealed")
 }
 
 func (a *Agent) execute(ctx context.Context, j *ledger.Job, started bool) (*ledger.JobResult, error) {

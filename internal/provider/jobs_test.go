@@ -21,12 +21,16 @@ import (
 )
 
 // wordcountSpec loads the bundled wordcount example.
+// wordcountSpec is the wordcount example without verification: these
+// tests run one provider, which no second provider could audit.
+// TestWASIJobEndToEnd runs it as written (spot) on two.
 func wordcountSpec(t *testing.T) *jobspec.Spec {
 	t.Helper()
 	s, err := jobspec.Load("../../examples/wordcount/job.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
+	s.Verification = jobspec.VerifyNone
 	return s
 }
 
@@ -35,9 +39,10 @@ func wordcountSpec(t *testing.T) *jobspec.Spec {
 // real wasm sandbox, and the decrypted output equals the program run
 // natively on the same input. The escrow settles to the base unit.
 func TestWASIJobEndToEnd(t *testing.T) {
-	n := startNetwork(t, "consumer", "p")
+	n := startNetwork(t, "consumer", "p", "q")
 	a, _ := runAgent(t, n, "p", nvmlsim.Lib(nvmlsim.GPU{}, 0), "eu", 36_000)
-	waitFor(t, "provider ready", func() bool { return ready(a) })
+	b, _ := runAgent(t, n, "q", nvmlsim.Lib(nvmlsim.GPU{}, 0), "eu", 72_000)
+	waitFor(t, "providers ready", func() bool { return ready(a) && ready(b) })
 	key, err := n.kr.Get("consumer")
 	if err != nil {
 		t.Fatal(err)
@@ -46,7 +51,9 @@ func TestWASIJobEndToEnd(t *testing.T) {
 	before, _ := n.cl.Balance(t.Context(), key.Address)
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 	defer cancel()
-	id, err := jc.Submit(ctx, wordcountSpec(t))
+	spec := wordcountSpec(t)
+	spec.Verification = jobspec.VerifySpot // p is new: its result is always audited by q
+	id, err := jc.Submit(ctx, spec)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -55,8 +62,8 @@ func TestWASIJobEndToEnd(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if j.State != ledger.JobSucceeded {
-		t.Fatalf("job %s: %s (states %v)", j.State, j.Reason, states)
+	if j.State != ledger.JobSucceeded || j.Verdict != ledger.VerdictValidated || len(j.Assignments) != 2 {
+		t.Fatalf("job %s %s on %d providers: %s (states %v)", j.State, j.Verdict, len(j.Assignments), j.Reason, states)
 	}
 	out := t.TempDir()
 	if err := jc.FetchOutputs(ctx, j, out); err != nil {
@@ -270,6 +277,7 @@ func TestFailingJobsFailCleanly(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	mandel.Verification = jobspec.VerifyNone // one provider
 	for _, tc := range []struct {
 		name   string
 		mutate func(s *jobspec.Spec)

@@ -165,12 +165,14 @@ func (c *Chain) Balance(tb testing.TB, addr address.Address) uint64 {
 	return a.Balance
 }
 
-// WasmJob returns a valid spec of a CPU wasm job.
+// WasmJob returns a valid spec of a CPU wasm job. Its verification is none,
+// so one provider's result settles it; tests of verification set spot or
+// full.
 func WasmJob(name string, maxPricePerHour, timeoutSeconds uint64) ledger.JobSpec {
 	return ledger.JobSpec{
 		Name: name, Executor: "wasm", Module: "sha256:" + fmt.Sprintf("%064x", 1),
 		Outputs: []string{"/out"}, CPUMilli: 1000, Memory: 256 << 20, Disk: 1 << 30,
-		MaxPricePerHour: maxPricePerHour, TimeoutSeconds: timeoutSeconds, Verification: "spot", Deterministic: true,
+		MaxPricePerHour: maxPricePerHour, TimeoutSeconds: timeoutSeconds, Verification: "none", Deterministic: true,
 	}
 }
 

@@ -1,0 +1,528 @@
+package ledger
+
+import (
+	"crypto/sha256"
+	"encoding/binary"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/gpunet/gpunet/internal/address"
+)
+
+// Proof of Sync, result side (DESIGN.md section 5): replicated runs of
+// deterministic jobs, commit–reveal, majority verdicts, slashing and the
+// per-class records that drive adaptive replication.
+//
+// A checked job (deterministic, verification spot or full) goes through:
+//
+//  1. run: each assigned provider runs it and sends MsgCommitResult with
+//     H(manifest ‖ provider ‖ salt) and its metered seconds. Nothing in a
+//     commitment helps another replica: it is salted and bound to its
+//     sender.
+//  2. audit draw (spot only, once): when every replica has committed, the
+//     block's seed decides whether an extra replica re-runs the job: always
+//     while the provider has fewer than params.spot_warmup consecutive
+//     validated results in the job's hardware class, then with probability
+//     max(spot_floor, 1/consecutive). The draw comes after the commit, so a
+//     provider cannot know while it runs whether it will be checked.
+//  3. reveal: every committed replica opens its commitment with
+//     MsgRevealResult (salt and full result) before the reveal deadline.
+//  4. verdict: a result that more than half of the committed replicas
+//     revealed wins. With one replica (spot, not audited) it is accepted
+//     unverified. Without a majority the job gets one more replica, up to
+//     params.max_replicas, and goes back to 1; at that many it fails, the
+//     owner is refunded in full and nobody is slashed.
+//
+// Winners are paid their metered time at their agreed price: the replicas
+// the owner planned for (1 for spot, 2 for full) from the job's escrow,
+// audit and escalation replicas from the treasury. Replicas in the
+// minority of a decided vote are slashed params.slash_bps of their stake;
+// params.slash_compensation_bps of that goes to the job's owner, the rest
+// to the treasury. A replica that committed but did not reveal is not paid
+// and loses reputation, but is not slashed (its silence is not evidence of
+// a wrong result).
+//
+// Jobs that are not checked (verification none, or not deterministic)
+// commit their result in the clear and are settled at once.
+
+// Verdicts of a finished job.
+const (
+	VerdictValidated  = "validated"   // a majority of two or more replicas agreed
+	VerdictUnverified = "unverified"  // one replica, not audited
+	VerdictUnchecked  = "unchecked"   // verification none or not deterministic
+	VerdictNoMajority = "no_majority" // replicas disagreed up to max_replicas
+)
+
+// Outcomes of an assignment in a verdict.
+const (
+	OutcomeMajority   = "majority"
+	OutcomeMinority   = "minority"
+	OutcomeUnrevealed = "unrevealed"
+	OutcomeNoMajority = "no_majority"
+)
+
+// Checked reports whether replicas of the job are compared: only
+// deterministic jobs can be, and verification none opts out.
+func (s *JobSpec) Checked() bool { return s.Deterministic && s.Verification != "none" }
+
+// ClassRecord is a provider's verification record in one hardware class.
+type ClassRecord struct {
+	Class string `json:"class"`
+	// Consecutive is how many results in a row a replica confirmed; a
+	// result outvoted resets it.
+	Consecutive uint64 `json:"consecutive"`
+	Validated   uint64 `json:"validated"`
+	Invalid     uint64 `json:"invalid"`
+}
+
+func (p *Provider) classRecord(class string) *ClassRecord {
+	i, found := slices.BinarySearchFunc(p.Classes, class, func(r ClassRecord, c string) int { return strings.Compare(r.Class, c) })
+	if !found {
+		p.Classes = slices.Insert(p.Classes, i, ClassRecord{Class: class})
+	}
+	return &p.Classes[i]
+}
+
+// Consecutive returns p's consecutive validated results in class.
+func (p *Provider) Consecutive(class string) uint64 {
+	for _, r := range p.Classes {
+		if r.Class == class {
+			return r.Consecutive
+		}
+	}
+	return 0
+}
+
+// AuditRatePPM is the probability, in parts per million, that a spot job
+// whose replica has consecutive validated results in its class is audited.
+func AuditRatePPM(consecutive uint64, p Params) uint64 {
+	if consecutive < p.SpotWarmup {
+		return ppm
+	}
+	return max(p.SpotFloorPPM, ppm/max(consecutive, 1))
+}
+
+// ResultCommitment is what MsgCommitResult carries for a checked job.
+func ResultCommitment(manifest Hash, provider address.Address, salt Hash) Hash {
+	h := sha256.New()
+	h.Write([]byte("gpunet/result-commit/v1\x00"))
+	h.Write(manifest[:])
+	h.Write(provider[:])
+	h.Write(salt[:])
+	var out Hash
+	h.Sum(out[:0])
+	return out
+}
+
+// MsgRevealResult opens a replica's commitment.
+type MsgRevealResult struct {
+	JobID  uint64    `json:"job_id"`
+	Salt   Hash      `json:"salt"`
+	Result JobResult `json:"result"`
+}
+
+// Type implements Msg.
+func (*MsgRevealResult) Type() MsgType { return MsgTypeRevealResult }
+
+// ValidateBasic implements Msg.
+func (m *MsgRevealResult) ValidateBasic() error { return validateResult(&m.Result) }
+
+func validateResult(r *JobResult) error {
+	if !blobRefRE.MatchString(r.OutputBlob) {
+		return invalid("result.output_blob %q: want sha256:<64 hex>", r.OutputBlob)
+	}
+	if r.LogBlob != "" && !blobRefRE.MatchString(r.LogBlob) {
+		return invalid("result.log_blob %q: want sha256:<64 hex>", r.LogBlob)
+	}
+	if len(r.Reason) > 512 {
+		return invalid("result.reason is longer than 512 bytes")
+	}
+	if r.Height != 0 {
+		return invalid("result.height is set by the ledger")
+	}
+	return nil
+}
+
+// live returns the assignments that still count: all of them (dropped
+// ones are removed from the job).
+func (j *Job) committed() int {
+	n := 0
+	for _, a := range j.Assignments {
+		if a.Commitment != nil || a.Result != nil {
+			n++
+		}
+	}
+	return n
+}
+
+// afterCommits runs when every wanted replica has committed.
+func afterCommits(o *Overlay, j *Job, p Params, info BlockInfo) ([]Event, error) {
+	if !j.Spec.Checked() {
+		return decide(o, j, p, info)
+	}
+	if j.Spec.Verification == "spot" && !j.AuditDrawn && len(j.Assignments) > 0 {
+		j.AuditDrawn = true
+		a := &j.Assignments[0]
+		pr, err := mustProvider(o, a.Provider)
+		if err != nil {
+			return nil, err
+		}
+		rate := AuditRatePPM(pr.Consecutive(a.Class), p)
+		if draw(info.Seed, "audit", j.ID)%ppm < rate && uint64(len(j.Assignments)) < p.MaxReplicas {
+			old := j.Deadline
+			j.Replicas++
+			j.Revealing = false
+			j.State = JobVerifying
+			j.Reason = "audit: another provider re-runs the job to check the result"
+			j.Deadline = info.Time.Unix() + int64(p.JobGrantTimeout) // to be placed, else it goes on without
+			enqueueJob(o, j.ID)
+			setJob(o, j, old)
+			return []Event{jobEvent("job_audit", j, Attr{"rate_ppm", strconv.FormatUint(rate, 10)})}, nil
+		}
+	}
+	return openReveal(o, j, p, info)
+}
+
+// openReveal asks every committed replica to open its commitment.
+func openReveal(o *Overlay, j *Job, p Params, info BlockInfo) ([]Event, error) {
+	old := j.Deadline
+	j.State = JobVerifying
+	j.Revealing = true
+	j.Reason = fmt.Sprintf("revealing: %d of %d replicas opened their results", revealed(j), len(j.Assignments))
+	j.Deadline = info.Time.Unix() + int64(p.RevealTimeout)
+	setJob(o, j, old)
+	return []Event{jobEvent("job_reveal", j)}, nil
+}
+
+func revealed(j *Job) int {
+	n := 0
+	for _, a := range j.Assignments {
+		if a.Result != nil {
+			n++
+		}
+	}
+	return n
+}
+
+// draw returns 8 bytes of the block's randomness for (what, id).
+func draw(seed Hash, what string, id uint64) uint64 {
+	h := sha256.New()
+	h.Write([]byte("gpunet/draw/v1\x00" + what + "\x00"))
+	h.Write(seed[:])
+	h.Write(binary.BigEndian.AppendUint64(nil, id))
+	var s [sha256.Size]byte
+	return binary.BigEndian.Uint64(h.Sum(s[:0]))
+}
+
+func execRevealResult(o *Overlay, from address.Address, m *MsgRevealResult, p Params, info BlockInfo) ([]Event, error) {
+	j, err := mustJob(o, m.JobID)
+	if err != nil {
+		return nil, err
+	}
+	a := j.assignment(from)
+	if a == nil || j.Done() {
+		return nil, fmt.Errorf("%s has no part in job %d: %w", from, j.ID, ErrNotJobParty)
+	}
+	if a.Commitment == nil {
+		return nil, fmt.Errorf("%s has not committed a result for job %d: %w", from, j.ID, ErrJobState)
+	}
+	if a.Result != nil {
+		return nil, fmt.Errorf("%s already revealed its result for job %d: %w", from, j.ID, ErrJobState)
+	}
+	if !j.Revealing {
+		return nil, fmt.Errorf("job %d is not revealing yet (%s): wait until every replica committed: %w", j.ID, j.Reason, ErrJobState)
+	}
+	if ResultCommitment(m.Result.ManifestHash, from, m.Salt) != *a.Commitment {
+		return nil, fmt.Errorf("the revealed result of %s for job %d does not open its commitment: %w", from, j.ID, ErrInvalidMsg)
+	}
+	r := m.Result
+	r.Height = uint64(info.Height)
+	r.MeteredSeconds = a.Metered
+	a.Result = &r
+	events := []Event{jobEvent("job_revealed", j, Attr{"provider", from.String()})}
+	if revealed(j) < len(j.Assignments) {
+		old := j.Deadline
+		j.Reason = fmt.Sprintf("revealing: %d of %d replicas opened their results", revealed(j), len(j.Assignments))
+		setJob(o, j, old)
+		return events, nil
+	}
+	evs, err := decide(o, j, p, info)
+	return append(events, evs...), err
+}
+
+// queuedForReplica reports whether the job waits for the scheduler.
+func (j *Job) queuedForReplica() bool { return uint64(len(j.Assignments)) < j.Replicas }
+
+// vote is one distinct result and who revealed it.
+type vote struct {
+	key     string
+	members []int // assignment indexes, in order
+}
+
+func voteKey(r *JobResult) string {
+	return fmt.Sprintf("%x/%d/%t", r.ManifestHash[:], r.ExitCode, r.Failed)
+}
+
+// decide ends the vote among the committed replicas: the majority is paid
+// and delivered, the minority slashed; without a majority the job gets
+// another replica or fails.
+func decide(o *Overlay, j *Job, p Params, info BlockInfo) ([]Event, error) {
+	var votes []vote
+	for i := range j.Assignments {
+		r := j.Assignments[i].Result
+		if r == nil {
+			continue
+		}
+		k := voteKey(r)
+		found := false
+		for vi := range votes {
+			if votes[vi].key == k {
+				votes[vi].members = append(votes[vi].members, i)
+				found = true
+			}
+		}
+		if !found {
+			votes = append(votes, vote{key: k, members: []int{i}})
+		}
+	}
+	n := len(j.Assignments)
+	var win *vote
+	for vi := range votes {
+		if 2*len(votes[vi].members) > n {
+			win = &votes[vi]
+		}
+	}
+	checked := j.Spec.Checked()
+	var events []Event
+	if win == nil {
+		if checked && uint64(n) < p.MaxReplicas && len(votes) > 0 {
+			// Escalate: one more replica; the revealed results stand.
+			old := j.Deadline
+			j.Replicas = uint64(n) + 1
+			j.Revealing = false
+			j.State = JobVerifying
+			j.Reason = fmt.Sprintf("replicas disagree (%d results from %d replicas); adding replica %d of at most %d", len(votes), n, n+1, p.MaxReplicas)
+			j.Deadline = info.Time.Unix() + int64(p.JobGrantTimeout) // to be placed, else it is decided without
+			enqueueJob(o, j.ID)
+			setJob(o, j, old)
+			return []Event{jobEvent("job_escalated", j, Attr{"replicas", strconv.Itoa(n + 1)})}, nil
+		}
+		// No majority at the cap (or nobody revealed): the job fails, the
+		// owner gets everything back, nobody is slashed.
+		for i := range j.Assignments {
+			a := &j.Assignments[i]
+			a.Outcome = OutcomeNoMajority
+			if a.Result == nil {
+				a.Outcome = OutcomeUnrevealed
+				if err := recordUnrevealed(o, a.Provider); err != nil {
+					return nil, err
+				}
+			}
+		}
+		j.Verdict = VerdictNoMajority
+		j.State = JobFailed
+		j.Reason = fmt.Sprintf("no majority among %d replicas (%d distinct results); refunded in full, nobody slashed", n, len(votes))
+		if len(votes) == 0 {
+			j.Reason = fmt.Sprintf("no replica revealed its result in time (%d committed); refunded in full", n)
+		}
+		evs, err := finishJob(o, j, info)
+		return append(events, evs...), err
+	}
+	switch {
+	case !checked:
+		j.Verdict = VerdictUnchecked
+	case n == 1:
+		j.Verdict = VerdictUnverified
+	default:
+		j.Verdict = VerdictValidated
+	}
+	winner := j.Assignments[win.members[0]]
+	j.Delivered = &winner.Provider
+	for i := range j.Assignments {
+		a := &j.Assignments[i]
+		switch {
+		case slices.Contains(win.members, i):
+			a.Outcome = OutcomeMajority
+			cost := mulDiv(a.PricePerHour, a.Result.MeteredSeconds, 3600)
+			var err error
+			if a.Extra {
+				err = payFromTreasury(o, j, a, cost)
+			} else {
+				err = payProvider(o, j, a, cost, p)
+			}
+			if err != nil {
+				return nil, err
+			}
+			if n >= 2 {
+				if err := recordValidated(o, a.Provider, a.Class); err != nil {
+					return nil, err
+				}
+			}
+		case a.Result == nil:
+			a.Outcome = OutcomeUnrevealed
+			if err := recordUnrevealed(o, a.Provider); err != nil {
+				return nil, err
+			}
+		default:
+			a.Outcome = OutcomeMinority
+			amt, err := slash(o, a.Provider, j.Owner, p, info, fmt.Sprintf("job %d: outvoted by %d of %d replicas", j.ID, len(win.members), n))
+			if err != nil {
+				return nil, err
+			}
+			a.Slashed = amt
+			if err := recordInvalid(o, a.Provider, a.Class); err != nil {
+				return nil, err
+			}
+			events = append(events, jobEvent("job_replica_slashed", j, Attr{"provider", a.Provider.String()}, Attr{"amount", strconv.FormatUint(amt, 10)}))
+		}
+	}
+	r := winner.Result
+	if r.Failed {
+		j.State, j.Reason = JobFailed, "the job failed: "+r.Reason
+	} else {
+		j.State, j.Reason = JobSucceeded, ""
+	}
+	if j.Verdict == VerdictValidated {
+		j.Reason = strings.TrimPrefix(j.Reason+fmt.Sprintf("; %d of %d replicas agree", len(win.members), n), "; ")
+	}
+	evs, err := finishJob(o, j, info)
+	return append(events, evs...), err
+}
+
+// payFromTreasury pays an audit or escalation replica, as far as the
+// treasury can.
+func payFromTreasury(o *Overlay, j *Job, a *Assignment, cost uint64) error {
+	cost = min(cost, Treasury(o))
+	acct, err := GetAccount(o, a.Provider)
+	if err != nil {
+		return err
+	}
+	acct.Balance += cost
+	setAccount(o, &acct)
+	if pr, ok, err := GetProvider(o, a.Provider); err != nil {
+		return err
+	} else if ok {
+		pr.Earned += cost
+		setProvider(o, pr)
+	}
+	setUint(o, keyTreasury, Treasury(o)-cost)
+	a.Paid += cost
+	j.AuditCost += cost
+	return nil
+}
+
+// Reputation moves on verdicts and challenges: a confirmed result closes
+// 2% of the gap to 1, an outvoted one or a failed challenge halves it, an
+// unrevealed result takes a tenth.
+const (
+	reputationInvalidDiv    = 2
+	reputationUnrevealedDiv = 10
+)
+
+func recordValidated(o *Overlay, addr address.Address, class string) error {
+	pr, ok, err := GetProvider(o, addr)
+	if err != nil || !ok {
+		return err
+	}
+	r := pr.classRecord(class)
+	r.Consecutive++
+	r.Validated++
+	pr.Validated++
+	pr.Reputation += (ppm - pr.Reputation) / reputationGainDiv
+	setProvider(o, pr)
+	return nil
+}
+
+func recordInvalid(o *Overlay, addr address.Address, class string) error {
+	pr, ok, err := GetProvider(o, addr)
+	if err != nil || !ok {
+		return err
+	}
+	r := pr.classRecord(class)
+	r.Consecutive = 0
+	r.Invalid++
+	pr.Invalid++
+	pr.Reputation -= pr.Reputation / reputationInvalidDiv
+	setProvider(o, pr)
+	return nil
+}
+
+func recordUnrevealed(o *Overlay, addr address.Address) error {
+	pr, ok, err := GetProvider(o, addr)
+	if err != nil || !ok {
+		return err
+	}
+	pr.Unrevealed++
+	pr.Reputation -= pr.Reputation / reputationUnrevealedDiv
+	setProvider(o, pr)
+	return nil
+}
+
+// slash takes params.slash_bps of a provider's stake (bonded first, then
+// unbonding) for the given reason: params.slash_compensation_bps of it to
+// beneficiary (the harmed job's owner; the zero address: none), the rest
+// to the treasury. It returns the amount slashed.
+func slash(o *Overlay, addr, beneficiary address.Address, p Params, info BlockInfo, why string) (uint64, error) {
+	pr, err := mustProvider(o, addr)
+	if err != nil {
+		return 0, err
+	}
+	unbonding := GetUnbondings(o, addr)
+	var total uint64 = pr.Stake
+	for _, u := range unbonding {
+		total += u.Amount
+	}
+	amt := mulDiv(total, p.SlashBps, 10_000)
+	if amt == 0 {
+		return 0, nil
+	}
+	left := amt
+	fromStake := min(left, pr.Stake)
+	pr.Stake -= fromStake
+	left -= fromStake
+	setUint(o, keyStaked, Staked(o)-fromStake)
+	for _, u := range unbonding {
+		if left == 0 {
+			break
+		}
+		take := min(left, u.Amount)
+		k := unbondingKey(u.CompletionHeight, addr)
+		if rest := u.Amount - take; rest == 0 {
+			o.Delete(k)
+		} else {
+			setUint(o, k, rest)
+		}
+		setUint(o, keyUnbonding, UnbondingTotal(o)-take)
+		left -= take
+	}
+	pr.Slashed += amt
+	pr.SlashEvents = append(pr.SlashEvents, SlashEvent{Height: uint64(info.Height), Amount: amt, Reason: why})
+	if len(pr.SlashEvents) > maxSlashEvents {
+		pr.SlashEvents = pr.SlashEvents[len(pr.SlashEvents)-maxSlashEvents:]
+	}
+	setProvider(o, pr)
+	comp := uint64(0)
+	if !beneficiary.IsZero() {
+		comp = mulDiv(amt, p.SlashCompensationBps, 10_000)
+		acct, err := GetAccount(o, beneficiary)
+		if err != nil {
+			return 0, err
+		}
+		acct.Balance += comp
+		setAccount(o, &acct)
+	}
+	setUint(o, keyTreasury, Treasury(o)+amt-comp)
+	return amt, nil
+}
+
+// SlashEvent is one slash of a provider, kept in its record (the latest
+// maxSlashEvents).
+type SlashEvent struct {
+	Height uint64 `json:"height"`
+	Amount uint64 `json:"amount"`
+	Reason string `json:"reason"`
+}
+
+const maxSlashEvents = 16

@@ -1,0 +1,301 @@
+package ledger_test
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gpunet/gpunet/internal/address"
+	"github.com/gpunet/gpunet/internal/ledger"
+	lt "github.com/gpunet/gpunet/internal/ledger/ledgertest"
+)
+
+var (
+	provNames = []string{"prov1", "prov2", "prov3", "prov4", "prov5"}
+	provs     = []lt.Key{prov1, prov2, prov3, lt.NewKey("prov4"), lt.NewKey("prov5")}
+)
+
+func assignmentOf(j *ledger.Job, a address.Address) *ledger.Assignment {
+	for i := range j.Assignments {
+		if j.Assignments[i].Provider == a {
+			return &j.Assignments[i]
+		}
+	}
+	return nil
+}
+
+const stake = 10_000_000
+
+// verifyChain has a funded consumer and n staked CPU providers asking
+// 36,000 × (i+1) usync per core-hour, and a treasury to pay audits.
+func verifyChain(t *testing.T, n int, tune func(*ledger.Params)) *lt.Chain {
+	t.Helper()
+	names := []string{"consumer"}
+	for i := range provs[:n] {
+		names = append(names, provNames[i])
+	}
+	g := lt.Genesis(100_000_000_000, names...)
+	g.Params.LivenessRatePPM = 0
+	g.Treasury = 1_000_000_000
+	if tune != nil {
+		tune(&g.Params)
+	}
+	c := lt.NewChain(t, g)
+	for i, k := range provs[:n] {
+		must(t, []ledger.TxResult{send(t, c, k, &ledger.MsgRegisterProvider{ProviderInfo: lt.ProviderInfo("", 0, uint64(36_000*(i+1)))})})
+		must(t, []ledger.TxResult{send(t, c, k, &ledger.MsgStake{Amount: stake})})
+	}
+	return c
+}
+
+func provKey(t *testing.T, a address.Address) lt.Key {
+	t.Helper()
+	for _, k := range append(provs, consumer) {
+		if k.Addr == a {
+			return k
+		}
+	}
+	t.Fatalf("no test key for %s", a)
+	return lt.Key{}
+}
+
+func spotJob(name string) ledger.JobSpec {
+	s := lt.WasmJob(name, 1_000_000, 600)
+	s.Verification = "spot"
+	return s
+}
+
+// manifest is the result a replica computes: honest ones agree.
+func manifest(honest bool, who lt.Key) ledger.Hash {
+	if honest {
+		return ledger.Hash{1}
+	}
+	return ledger.Hash{0xEE, who.Addr[0]}
+}
+
+func salt(k lt.Key) ledger.Hash { return ledger.Hash{9, k.Addr[1], k.Addr[2]} }
+
+// runReplicas grants, starts and commits every assignment of job id that
+// has not committed yet; wrong lists the providers that commit a wrong
+// result. It returns who committed.
+func runReplicas(t *testing.T, c *lt.Chain, id uint64, metered uint64, wrong map[address.Address]bool) []lt.Key {
+	t.Helper()
+	j := job(t, c, id)
+	var grants []ledger.Grant
+	for _, a := range j.Assignments {
+		if a.KeyGrant == nil {
+			grants = append(grants, ledger.Grant{Provider: a.Provider, WrappedKey: []byte("wrapped")})
+		}
+	}
+	if len(grants) > 0 {
+		must(t, []ledger.TxResult{send(t, c, consumer, &ledger.MsgGrantKey{JobID: id, Grants: grants})})
+	}
+	var ran []lt.Key
+	for _, a := range job(t, c, id).Assignments {
+		if a.Commitment != nil {
+			continue
+		}
+		k := provKey(t, a.Provider)
+		must(t, []ledger.TxResult{send(t, c, k, &ledger.MsgStartJob{JobID: id})})
+		ran = append(ran, k)
+	}
+	c.Advance(time.Duration(metered) * time.Second)
+	for _, k := range ran {
+		cm := ledger.ResultCommitment(manifest(!wrong[k.Addr], k), k.Addr, salt(k))
+		must(t, []ledger.TxResult{send(t, c, k, &ledger.MsgCommitResult{JobID: id, Commitment: &cm, MeteredSeconds: metered})})
+	}
+	return ran
+}
+
+func reveal(t *testing.T, c *lt.Chain, id uint64, k lt.Key, wrong bool) ledger.TxResult {
+	t.Helper()
+	return send(t, c, k, &ledger.MsgRevealResult{JobID: id, Salt: salt(k), Result: ledger.JobResult{
+		ManifestHash: manifest(!wrong, k), OutputBlob: fmt.Sprintf("sha256:%064x", k.Addr[0]),
+	}})
+}
+
+// TestSpotAuditValidates: a new provider's spot job is always audited by a
+// second, distinct provider after it commits; both agree; the primary is
+// paid from the escrow, the auditor from the treasury; both gain a
+// validated result in the class.
+func TestSpotAuditValidates(t *testing.T) {
+	c := verifyChain(t, 3, nil)
+	must(t, []ledger.TxResult{submit(t, c, spotJob("spot"))})
+	j := job(t, c, 1)
+	if j.Replicas != 1 || len(j.Assignments) != 1 {
+		t.Fatalf("spot job placed on %d providers, wants %d", len(j.Assignments), j.Replicas)
+	}
+	primary := runReplicas(t, c, 1, 100, nil)[0]
+	j = job(t, c, 1)
+	if !j.AuditDrawn || j.Replicas != 2 || len(j.Assignments) != 2 || !j.Assignments[1].Extra {
+		t.Fatalf("no audit after a new provider's commit: %+v", j)
+	}
+	if j.Assignments[1].Provider == primary.Addr {
+		t.Fatal("the auditor is the primary itself")
+	}
+	// Nobody can reveal before the audit replica committed.
+	if r := reveal(t, c, 1, primary, false); !errors.Is(r.Err, ledger.ErrJobState) {
+		t.Fatalf("early reveal: %v", r.Err)
+	}
+	treasury := ledger.Treasury(c.KV)
+	auditor := runReplicas(t, c, 1, 100, nil)[0]
+	if j = job(t, c, 1); !j.Revealing {
+		t.Fatalf("not revealing after both committed: %s (%s)", j.State, j.Reason)
+	}
+	// A reveal that does not open the commitment is refused.
+	bad := send(t, c, primary, &ledger.MsgRevealResult{JobID: 1, Salt: ledger.Hash{1}, Result: ledger.JobResult{ManifestHash: ledger.Hash{1}, OutputBlob: "sha256:" + strings.Repeat("0", 64)}})
+	if !errors.Is(bad.Err, ledger.ErrInvalidMsg) {
+		t.Fatalf("reveal with a wrong salt: %v", bad.Err)
+	}
+	must(t, []ledger.TxResult{reveal(t, c, 1, primary, false)})
+	must(t, []ledger.TxResult{reveal(t, c, 1, auditor, false)})
+	j = job(t, c, 1)
+	if j.State != ledger.JobSucceeded || j.Verdict != ledger.VerdictValidated || *j.Delivered != primary.Addr {
+		t.Fatalf("after agreeing reveals: %s %s delivered %v (%s)", j.State, j.Verdict, j.Delivered, j.Reason)
+	}
+	// 100 s at 36,000/h = 1000 from the escrow; the auditor (72,000/h)
+	// gets 2000 from the treasury.
+	if j.Cost != 1000 || j.AuditCost != 2000 || ledger.Treasury(c.KV) != treasury-2000+10 {
+		t.Fatalf("cost %d audit %d treasury %d → %d", j.Cost, j.AuditCost, treasury, ledger.Treasury(c.KV))
+	}
+	for _, k := range []lt.Key{primary, auditor} {
+		if p := provider(t, c, k); p.Consecutive(ledger.CPUClass) != 1 || p.Validated != 1 || p.Jobs != 0 {
+			t.Errorf("%s after a validated result: consecutive %d validated %d jobs %d", k.Addr.String(), p.Consecutive(ledger.CPUClass), p.Validated, p.Jobs)
+		}
+	}
+}
+
+// TestCheaterOutvotedAndSlashed: the primary returns a wrong result; the
+// auditor disagrees; a third replica breaks the tie; the cheater is
+// slashed exactly slash_bps of its stake, the owner gets the compensation
+// share and the honest output.
+func TestCheaterOutvotedAndSlashed(t *testing.T) {
+	c := verifyChain(t, 3, nil)
+	must(t, []ledger.TxResult{submit(t, c, spotJob("cheat"))})
+	cheater := runReplicas(t, c, 1, 100, map[address.Address]bool{prov1.Addr: true})[0]
+	if cheater.Addr != prov1.Addr {
+		t.Fatalf("the cheapest provider should be the primary, got %s", cheater.Addr.String())
+	}
+	auditor := runReplicas(t, c, 1, 100, nil)[0]
+	must(t, []ledger.TxResult{reveal(t, c, 1, cheater, true)})
+	must(t, []ledger.TxResult{reveal(t, c, 1, auditor, false)})
+	j := job(t, c, 1)
+	if j.Done() || j.Replicas != 3 || j.Revealing {
+		t.Fatalf("2 disagreeing replicas did not escalate: %s replicas %d (%s)", j.State, j.Replicas, j.Reason)
+	}
+	ownerBefore, treasury := c.Balance(t, consumer.Addr), ledger.Treasury(c.KV)
+	third := runReplicas(t, c, 1, 100, nil)[0]
+	must(t, []ledger.TxResult{reveal(t, c, 1, third, false)})
+	j = job(t, c, 1)
+	if j.State != ledger.JobSucceeded || j.Verdict != ledger.VerdictValidated || *j.Delivered != auditor.Addr {
+		t.Fatalf("after the tie-break: %s %s delivered %v (%s)", j.State, j.Verdict, j.Delivered, j.Reason)
+	}
+	want := uint64(stake) * 1000 / 10_000 // 10%
+	p := provider(t, c, cheater)
+	if j.Assignments[0].Outcome != ledger.OutcomeMinority || j.Assignments[0].Slashed != want || p.Stake != stake-want || p.Slashed != want {
+		t.Fatalf("cheater: outcome %s slashed %d, stake %d", j.Assignments[0].Outcome, j.Assignments[0].Slashed, p.Stake)
+	}
+	if p.Consecutive(ledger.CPUClass) != 0 || p.Invalid != 1 || p.Reputation >= 500_000 || p.Jobs != 0 {
+		t.Fatalf("cheater's record: %+v", p)
+	}
+	comp := want / 2
+	// The owner: refund of the unused escrow (the cheater was never paid
+	// from it) plus the compensation.
+	if got := c.Balance(t, consumer.Addr) - ownerBefore; got != j.Refund+comp {
+		t.Fatalf("owner got %d, want refund %d + compensation %d", got, j.Refund, comp)
+	}
+	// The treasury paid the auditor and the third replica, got the fee and
+	// the rest of the slash.
+	if got, want := int64(ledger.Treasury(c.KV))-int64(treasury), int64(want-comp)+int64(j.Fee)-int64(j.AuditCost); got != want {
+		t.Fatalf("treasury moved %d, want %d", got, want)
+	}
+	for _, k := range []lt.Key{auditor, third} {
+		if provider(t, c, k).Slashed != 0 {
+			t.Errorf("honest %s slashed", k.Addr.String())
+		}
+	}
+}
+
+// TestNoMajorityRefundsInFull: replicas that all disagree up to
+// max_replicas fail the job, refund the owner everything and slash nobody.
+func TestNoMajorityRefundsInFull(t *testing.T) {
+	c := verifyChain(t, 3, func(p *ledger.Params) { p.MaxReplicas = 3 })
+	before := c.Balance(t, consumer.Addr)
+	must(t, []ledger.TxResult{submit(t, c, spotJob("chaos"))})
+	all := map[address.Address]bool{prov1.Addr: true, prov2.Addr: true, provs[2].Addr: true}
+	p1 := runReplicas(t, c, 1, 50, all)[0] // the primary; an audit follows
+	p2 := runReplicas(t, c, 1, 50, all)[0]
+	must(t, []ledger.TxResult{reveal(t, c, 1, p1, true)})
+	must(t, []ledger.TxResult{reveal(t, c, 1, p2, true)})
+	p3 := runReplicas(t, c, 1, 50, all)[0] // the escalation, the last allowed
+	must(t, []ledger.TxResult{reveal(t, c, 1, p3, true)})
+	ran := []lt.Key{p1, p2, p3}
+	j := job(t, c, 1)
+	if j.State != ledger.JobFailed || j.Verdict != ledger.VerdictNoMajority || j.Cost != 0 {
+		t.Fatalf("3 different results: %s %s cost %d (%s)", j.State, j.Verdict, j.Cost, j.Reason)
+	}
+	if got := c.Balance(t, consumer.Addr); got != before {
+		t.Fatalf("owner balance %d → %d, want a full refund", before, got)
+	}
+	for _, k := range ran {
+		if provider(t, c, k).Slashed != 0 {
+			t.Errorf("%s slashed without a majority", k.Addr.String())
+		}
+	}
+}
+
+// TestCopiedCommitmentGainsNothing: a replica that copies another's
+// commitment cannot open it, so it is neither paid nor counted.
+func TestCopiedCommitmentGainsNothing(t *testing.T) {
+	c := verifyChain(t, 3, nil)
+	spec := spotJob("full")
+	spec.Verification = "full"
+	must(t, []ledger.TxResult{submit(t, c, spec)})
+	j := job(t, c, 1)
+	if len(j.Assignments) != 2 {
+		t.Fatalf("full job on %d providers", len(j.Assignments))
+	}
+	a, b := provKey(t, j.Assignments[0].Provider), provKey(t, j.Assignments[1].Provider)
+	var grants []ledger.Grant
+	for _, x := range j.Assignments {
+		grants = append(grants, ledger.Grant{Provider: x.Provider, WrappedKey: []byte("k")})
+	}
+	must(t, []ledger.TxResult{send(t, c, consumer, &ledger.MsgGrantKey{JobID: 1, Grants: grants})})
+	must(t, []ledger.TxResult{send(t, c, a, &ledger.MsgStartJob{JobID: 1})})
+	must(t, []ledger.TxResult{send(t, c, b, &ledger.MsgStartJob{JobID: 1})})
+	c.Advance(60 * time.Second)
+	honest := ledger.ResultCommitment(manifest(true, a), a.Addr, salt(a))
+	must(t, []ledger.TxResult{send(t, c, a, &ledger.MsgCommitResult{JobID: 1, Commitment: &honest, MeteredSeconds: 60})})
+	must(t, []ledger.TxResult{send(t, c, b, &ledger.MsgCommitResult{JobID: 1, Commitment: &honest, MeteredSeconds: 60})})
+	must(t, []ledger.TxResult{reveal(t, c, 1, a, false)})
+	// b saw a's reveal, but the commitment binds a's address and salt.
+	r := send(t, c, b, &ledger.MsgRevealResult{JobID: 1, Salt: salt(a), Result: ledger.JobResult{ManifestHash: manifest(true, a), OutputBlob: fmt.Sprintf("sha256:%064x", 1)}})
+	if !errors.Is(r.Err, ledger.ErrInvalidMsg) {
+		t.Fatalf("copied commitment opened: %v", r.Err)
+	}
+	// The reveal window passes: b does not vote; a alone of 2 is no
+	// majority, so a third replica is added.
+	c.Advance(time.Duration(ledger.DefaultParams().RevealTimeout+1) * time.Second)
+	c.ApplyBlock(t)
+	j = job(t, c, 1)
+	if bj := assignmentOf(j, b.Addr); bj.Outcome != "" && bj.Paid != 0 {
+		t.Fatalf("copier paid %d", bj.Paid)
+	}
+	if j.Replicas != 3 {
+		t.Fatalf("after a missing reveal: replicas %d, %s (%s)", j.Replicas, j.State, j.Reason)
+	}
+	if p := provider(t, c, b); p.Unrevealed != 0 && p.Slashed != 0 {
+		t.Fatalf("copier slashed: %+v", p)
+	}
+}
+
+func TestAuditRate(t *testing.T) {
+	p := ledger.DefaultParams()
+	for _, c := range []struct{ consecutive, want uint64 }{{0, 1_000_000}, {9, 1_000_000}, {10, 100_000}, {14, 71_428}, {15, 70_000}, {1000, 70_000}} {
+		if got := ledger.AuditRatePPM(c.consecutive, p); got != c.want {
+			t.Errorf("AuditRatePPM(%d) = %d, want %d", c.consecutive, got, c.want)
+		}
+	}
+}
