@@ -1,6 +1,7 @@
 package challenge_test
 
 import (
+	"fmt"
 	"testing"
 
 	"github.com/gpunet/gpunet/internal/challenge"
@@ -70,3 +71,5 @@ func seedOf(s string) (b [32]byte) {
 	copy(b[:], s)
 	return b
 }
+
+func fmtAny(v any) string { return fmt.Sprintf("%v", v) }
