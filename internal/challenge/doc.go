@@ -39,10 +39,10 @@
 // default) at the claimed throughput, counting a multiply-add as two
 // operations as hwinfo and GPU datasheets do. The shape is a cube while it
 // fits the bounds (multiples of Align = 64; K ≤ MaxK = 2¹⁶ keeps every
-// entry exact in int32; M ≤ MaxM = 2¹⁴ keeps B at 1 GiB; N ≤ MaxN = 2²¹ rows
-// that a prover can stream), then grows N. Claims beyond MaxOps = 2⁵²
-// operations per target (about 450 TOPS at 10 s) get MaxOps and a shorter
-// challenge: an H100 claim of 1 979 TOPS gets 2.3 s. Challenge one device
+// entry exact in int32; M ≤ MaxM = 2¹⁴ keeps B at 1 GiB; N ≤ MaxN = 2²³ rows
+// that a prover streams), then grows N. Claims beyond MaxOps = 2⁵⁴
+// operations per target (1.8 POPS at 10 s) get MaxOps and a shorter
+// challenge: an H100 claim of 1 979 TOPS gets 9.1 s. Challenge one device
 // at a time; a multi-GPU provider's summed claim is not what a single
 // challenge should size.
 //
@@ -55,7 +55,7 @@
 //	1 GOPS (CPU)     1664×1728×1728        9.9 s     24.4 s     46 KB
 //	100 GOPS (CPU)   7936×7936×7936        10.0 s    24.5 s     54 KB
 //	130 TOPS (T4)    605376×65536×16384    10.0 s    24.5 s     69 KB
-//	1979 TOPS (H100) 2097152×65536×16384   2.3 s     14.8 s     71 KB
+//	1979 TOPS (H100) 8388608×65536×16384   9.1 s     23.4 s     75 KB
 //
 // Load: an honest provider is busy at most BusyMillis = compute × slack per
 // challenge (12.5 s by default). Plan.MinGapMillis = 60 × BusyMillis
@@ -77,7 +77,7 @@
 //	         count × { leaf(u32) ‖ 64 × int32 entries ‖ depth × 32-byte siblings }
 //
 // An opening is 4 + K·(260 + 32·depth) bytes: 54 004 for 100 GOPS, at most
-// 71 284 with K = 60 (depth ≤ MaxDepth = 29) and MaxOpeningBytes = 152 068
+// 75 124 with K = 60 (depth ≤ MaxDepth = 31) and MaxOpeningBytes = 160 260
 // with K = MaxOpenings = 128, inside a 256 KiB tx. The matrices, the tree
 // and the selection are specified where they are implemented: Generator
 // (matrix.go), the Merkle tree (merkle.go) and Challenge.Select

@@ -24,8 +24,8 @@ import (
 //	    proof    depth × 32 bytes   siblings, leaf level first
 //	}
 //
-// With the default 60 openings and the deepest tree (MaxDepth = 29) an
-// opening is 71 284 bytes; MaxOpeningBytes (128 openings) is 152 068, under
+// With the default 60 openings and the deepest tree (MaxDepth = 31) an
+// opening is 75 124 bytes; MaxOpeningBytes (128 openings) is 160 260, under
 // a 256 KiB tx.
 
 const (
@@ -33,7 +33,7 @@ const (
 	// CommitBytes is the size of an encoded Commit.
 	CommitBytes = 1 + 32
 	// MaxDepth is the depth of the largest tree: ⌈log₂(MaxN·MaxM/64)⌉.
-	MaxDepth = 29
+	MaxDepth = 31
 	// MaxOpeningBytes bounds an encoded Opening.
 	MaxOpeningBytes = openingHeader + MaxOpenings*(leafRecord+32*MaxDepth)
 

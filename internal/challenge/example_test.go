@@ -8,7 +8,7 @@ import (
 
 // Plans for a range of claims with the default parameters: a slow CPU, a
 // 100-GOPS CPU, a big CPU, a T4 and an H100 (their int8 peaks). The last
-// hits MaxOps, so its challenge is shorter than the target.
+// hits MaxOps, so its challenge is a little shorter than the target.
 func ExampleNewPlan() {
 	for _, gops := range []uint64{1, 100, 2_000, 130_000, 1_979_000} {
 		p, err := challenge.NewPlan(gops, challenge.DefaultParams())
@@ -24,5 +24,5 @@ func ExampleNewPlan() {
 	// 100     GOPS: 7936×7936×7936      compute  9997 ms, deadline 24497 ms, gap  749 s, depth 20, opening 54004 B
 	// 2000    GOPS: 28288×21568×16384   compute  9997 ms, deadline 24497 ms, gap  749 s, depth 23, opening 59764 B
 	// 130000  GOPS: 605376×65536×16384  compute 10001 ms, deadline 24502 ms, gap  750 s, depth 28, opening 69364 B
-	// 1979000 GOPS: 2097152×65536×16384 compute  2276 ms, deadline 14845 ms, gap  170 s, depth 29, opening 71284 B
+	// 1979000 GOPS: 8388608×65536×16384 compute  9103 ms, deadline 23379 ms, gap  682 s, depth 31, opening 75124 B
 }
