@@ -27,6 +27,7 @@ func devnetCmd(e *env) *cobra.Command {
 		blockTime time.Duration
 		api       string
 		nprov     int
+		faulty    int
 		example   bool
 	)
 	c := &cobra.Command{
@@ -40,6 +41,9 @@ starts afresh. Ports are free loopback ports picked at each start unless
 --api is given; other commands with the same --home find the node by itself.`,
 		Args: exactArgs(),
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if faulty < 0 || faulty > nprov {
+				return usageError{fmt.Errorf("--faulty %d: want 0 to --providers (%d)", faulty, nprov)}
+			}
 			created, err := devnet.Setup(e.home, devnet.Options{Reset: reset, BlockTime: blockTime})
 			if err != nil {
 				return err
@@ -79,7 +83,7 @@ starts afresh. Ports are free loopback ports picked at each start unless
 					d.Stop()
 				}
 			}()
-			provs, err = devnet.RunProviders(pctx, e.home, d.APIURL, devnet.ProviderOptions{N: nprov, Logger: logger, Poll: providerPoll(time.Duration(c.BlockTime))})
+			provs, err = devnet.RunProviders(pctx, e.home, d.APIURL, devnet.ProviderOptions{N: nprov, Faulty: faulty, Logger: logger, Poll: providerPoll(time.Duration(c.BlockTime))})
 			if err != nil {
 				return fmt.Errorf("start devnet providers: %w", err)
 			}
@@ -140,6 +144,7 @@ starts afresh. Ports are free loopback ports picked at each start unless
 	c.Flags().DurationVar(&blockTime, "block-time", 0, "pause after each block (default 1s; kept in the home)")
 	c.Flags().StringVar(&api, "api", "", "API listen address host:port (default: a free loopback port)")
 	c.Flags().IntVar(&nprov, "providers", 3, "in-process providers to run (keys provider-1 … provider-N)")
+	c.Flags().IntVar(&faulty, "faulty", 0, "make the last N providers commit wrong results on every job (fault injection, to watch Proof of Sync catch them)")
 	c.Flags().BoolVar(&example, "example", true, "run the bundled wordcount example job once the providers are up")
 	return c
 }
@@ -168,7 +173,7 @@ func (e *env) runExample(ctx context.Context, api string) {
 		json.NewEncoder(e.stdout).Encode(map[string]any{"example_job": j.ID, "state": j.State, "out": res.OutDir, "output": string(res.Output), "cost": j.Cost + j.Fee})
 		return
 	}
-	fmt.Fprintf(e.stdout, "Example job %d succeeded on %s in %.2fs; cost %s + %s fee. Its decrypted output (%s/out/counts.txt):\n%s",
-		j.ID, j.Assignments[0].Provider, time.Since(start).Seconds(), formatSync(j.Cost), formatSync(j.Fee), res.OutDir, res.Output)
+	fmt.Fprintf(e.stdout, "Example job %d succeeded on %s in %.2fs; cost %s + %s fee; verified: %s. Its decrypted output (%s/out/counts.txt):\n%s",
+		j.ID, j.Delivered, time.Since(start).Seconds(), formatSync(j.Cost), formatSync(j.Fee), verdictText(j), res.OutDir, res.Output)
 	fmt.Fprintf(e.stdout, "Run it yourself: gpunet --home %s job run %s/examples/wordcount/job.yaml --from alice\n", e.home, e.home)
 }

@@ -60,6 +60,9 @@ func providerCmd(e *env) *cobra.Command {
 		prices, executors   []string
 		maxJobs             uint64
 		bench               time.Duration
+		faultWrong          float64
+		faultSkip           bool
+		faultOverclaim      float64
 	)
 	start := &cobra.Command{
 		Use:   "start --from KEY",
@@ -105,6 +108,16 @@ per class ("RTX_4090=0.8sync,cpu=0.01sync").`,
 				StatusFile: e.providerStatusFile(key.Name), Logger: logger,
 			}
 			o.Prices = providerPrices(all, byClass)
+			if faultWrong < 0 || faultWrong > 1 {
+				return usageError{fmt.Errorf("--fault-wrong-outputs %g: want a fraction from 0 to 1", faultWrong)}
+			}
+			if faultOverclaim < 0 {
+				return usageError{fmt.Errorf("--fault-overclaim %g: want a factor ≥ 1", faultOverclaim)}
+			}
+			if faultWrong > 0 || faultSkip || faultOverclaim > 1 {
+				o.Faults = &provider.Faults{WrongOutputs: faultWrong, SkipChallenges: faultSkip, OverclaimFactor: faultOverclaim}
+				fmt.Fprintf(e.stderr, "WARNING: FAULT INJECTION is on (%+v): this provider misbehaves on purpose and will be slashed\n", *o.Faults)
+			}
 			sb, closeSB, err := provider.Sandboxes(filepath.Join(e.home, "provider"))
 			if err != nil {
 				return err
@@ -129,6 +142,9 @@ per class ("RTX_4090=0.8sync,cpu=0.01sync").`,
 	f.StringSliceVar(&executors, "executors", nil, "sandboxes offered (default: wasm, plus oci when runc is installed)")
 	f.Uint64Var(&maxJobs, "max-jobs", 4, "jobs run at once")
 	f.DurationVar(&bench, "bench-time", 2*time.Second, "time spent measuring the machine at start")
+	f.Float64Var(&faultWrong, "fault-wrong-outputs", 0, "FAULT INJECTION for tests and demos: commit a wrong result on this fraction of jobs (0 to 1)")
+	f.BoolVar(&faultSkip, "fault-skip-challenges", false, "FAULT INJECTION for tests and demos: ignore hardware challenges")
+	f.Float64Var(&faultOverclaim, "fault-overclaim", 0, "FAULT INJECTION for tests and demos: declare this many times the measured int8 throughput")
 	start.MarkFlagRequired("from")
 	c.AddCommand(start)
 

@@ -39,6 +39,9 @@ type ProviderOptions struct {
 	NVML func(i int) nvml.Interface
 	// Poll is how often agents look at the chain.
 	Poll time.Duration
+	// Faulty makes the last Faulty providers commit wrong results on every
+	// job (`gpunet devnet --faulty N`), to show Proof of Sync at work.
+	Faulty int
 }
 
 // Providers are the devnet's running provider agents.
@@ -89,6 +92,12 @@ func RunProviders(ctx context.Context, home, api string, o ProviderOptions) (*Pr
 	if err != nil {
 		return nil, err
 	}
+	if o.N > 1 {
+		// The agents share the machine, so each claims its share: a claim
+		// of the whole would fail its hardware challenges whenever two are
+		// challenged at once.
+		fig.Int8TOPS /= float64(o.N)
+	}
 	ps := &Providers{}
 	if o.N > 0 {
 		sb, closeSB, err := provider.Sandboxes(filepath.Join(home, "provider"))
@@ -122,7 +131,13 @@ func RunProviders(ctx context.Context, home, api string, o ProviderOptions) (*Pr
 				}
 			}
 		}
+		var faults *provider.Faults
+		if i > o.N-o.Faulty {
+			faults = &provider.Faults{WrongOutputs: 1}
+			o.Logger.Warn("FAULT INJECTION: this devnet provider commits wrong results on every job", "provider", name)
+		}
 		a := provider.New(provider.Options{
+			Faults:     faults,
 			Key:        k,
 			Chain:      cl,
 			Region:     providerRegions[(i-1)%len(providerRegions)],

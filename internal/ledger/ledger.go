@@ -222,6 +222,16 @@ func (b *Block) End() ([]Change, []byte, error) {
 		return nil, nil, err
 	}
 	b.events = append(b.events, evs...)
+	evs, err = advanceHardwareChallenges(b.state, b.info, b.params)
+	if err != nil {
+		return nil, nil, err
+	}
+	b.events = append(b.events, evs...)
+	evs, err = issueHardwareChallenges(b.state, b.info, b.params)
+	if err != nil {
+		return nil, nil, err
+	}
+	b.events = append(b.events, evs...)
 	setUint(b.state, keyHeight, h)
 	return finish(b.base, b.state)
 }
@@ -328,6 +338,10 @@ func execute(o *Overlay, tx *Tx, params Params, info BlockInfo) ([]Event, error)
 		return execCancelJob(o, from, m, params, info)
 	case *MsgRevealResult:
 		return execRevealResult(o, from, m, params, info)
+	case *MsgChallengeCommit:
+		return execChallengeCommit(o, from, m, info)
+	case *MsgChallengeOpen:
+		return execChallengeOpen(o, from, m, params, info)
 	}
 	return nil, fmt.Errorf("no handler for %s: %w", tx.Msg.Type(), ErrUnknownMsgType)
 }

@@ -217,7 +217,7 @@ func TestAppHashDeterministic(t *testing.T) {
 	// Golden: a change to the encoding, the key layout or the rules that
 	// changes this hash is a consensus-breaking change. Update it only on
 	// purpose.
-	const golden = "0fc1591609030a1d0c8a8399732536514c31aa36521f417cbc2fa6f1136cccd5"
+	const golden = "9582d28e5cc211774c8a439cd77abcfea3c3f7249ae5687cd8f4efbdb8a38fe0"
 	if got := hex.EncodeToString(a.Hash); got != golden {
 		t.Errorf("app hash = %s, want golden %s", got, golden)
 	}

@@ -85,7 +85,7 @@ func encodeOffer(p *Provider, class string) []byte {
 	}
 	b = binary.AppendUvarint(b, uint64(len(p.Region)))
 	b = append(b, p.Region...)
-	for _, v := range []uint64{p.Jobs, p.MaxJobs, p.Reputation, p.Measured.Int8GOPS} {
+	for _, v := range []uint64{p.Jobs, p.MaxJobs, p.Reputation, p.EffectiveGOPS()} {
 		b = binary.AppendUvarint(b, v)
 	}
 	var n uint64

@@ -112,6 +112,9 @@ type Provider struct {
 	// Slashed is all the usync ever slashed; SlashEvents the latest.
 	Slashed     uint64       `json:"slashed"`
 	SlashEvents []SlashEvent `json:"slash_events,omitempty"`
+	// Hardware challenges (hwchallenge.go): the open one, and the record.
+	HWChallenge *HardwareChallenge `json:"hw_challenge,omitempty"`
+	Challenges  ChallengeRecord    `json:"challenges"`
 }
 
 // Uptime returns the fraction of liveness challenges answered, in parts

@@ -7,6 +7,7 @@ import (
 	"fmt"
 
 	"github.com/gpunet/gpunet/internal/address"
+	"github.com/gpunet/gpunet/internal/challenge"
 )
 
 // Key layout of the state. The app hash covers every key but two kinds:
@@ -141,6 +142,19 @@ type Params struct {
 	// owner (the rest goes to the treasury).
 	SlashBps             uint64 `json:"slash_bps"`
 	SlashCompensationBps uint64 `json:"slash_compensation_bps"`
+	// Hardware challenges (hwchallenge.go). HWRatePPM of the online
+	// providers are drawn each block (at least one, at most
+	// HWMaxPerBlock; 0 turns challenges off); each gets a GEMM that takes
+	// HWTargetMillis at its claimed throughput, a deadline of that ×
+	// HWSlackPermille/1000 + HWAllowanceMillis for its commit, and
+	// HWOpenWindow blocks after the randomness to open HWOpenings entries.
+	HWRatePPM         uint64 `json:"hw_rate_ppm"`
+	HWMaxPerBlock     uint64 `json:"hw_max_per_block"`
+	HWTargetMillis    uint64 `json:"hw_target_millis"`
+	HWSlackPermille   uint64 `json:"hw_slack_permille"`
+	HWAllowanceMillis uint64 `json:"hw_allowance_millis"`
+	HWOpenings        uint64 `json:"hw_openings"`
+	HWOpenWindow      uint64 `json:"hw_open_window"`
 }
 
 // DefaultParams returns the parameters a new chain starts with.
@@ -169,6 +183,14 @@ func DefaultParams() Params {
 		RevealTimeout:        120,
 		SlashBps:             1_000, // 10%
 		SlashCompensationBps: 5_000, // half of it
+
+		HWRatePPM:         10_000, // 1% of online providers per block, each at most once per its plan's gap
+		HWMaxPerBlock:     10,
+		HWTargetMillis:    challenge.DefaultTargetMillis,
+		HWSlackPermille:   challenge.DefaultSlackPermille,
+		HWAllowanceMillis: challenge.DefaultAllowanceMillis,
+		HWOpenings:        challenge.DefaultOpenings,
+		HWOpenWindow:      10,
 	}
 }
 
@@ -206,6 +228,13 @@ func (p Params) Validate() error {
 		return fmt.Errorf("params.reveal_timeout must be positive")
 	case p.SlashBps > 10_000 || p.SlashCompensationBps > 10_000:
 		return fmt.Errorf("params.slash_bps and slash_compensation_bps are at most 10000 (100%%)")
+	case p.HWRatePPM > ppm || p.HWMaxPerBlock == 0 || p.HWMaxPerBlock > 10_000:
+		return fmt.Errorf("params.hw_rate_ppm %d (at most 1000000) or hw_max_per_block %d (1 to 10000) out of range", p.HWRatePPM, p.HWMaxPerBlock)
+	case p.HWOpenWindow == 0 || p.HWOpenWindow > 10_000:
+		return fmt.Errorf("params.hw_open_window %d out of range [1, 10000]", p.HWOpenWindow)
+	}
+	if err := p.challengeParams().Validate(); err != nil {
+		return fmt.Errorf("params.hw_*: %w", err)
 	}
 	return nil
 }

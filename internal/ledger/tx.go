@@ -37,6 +37,8 @@ const (
 	MsgTypeCommitResult      MsgType = 11
 	MsgTypeCancelJob         MsgType = 12
 	MsgTypeRevealResult      MsgType = 13
+	MsgTypeChallengeCommit   MsgType = 14
+	MsgTypeChallengeOpen     MsgType = 15
 )
 
 var msgNames = map[MsgType]string{
@@ -53,6 +55,8 @@ var msgNames = map[MsgType]string{
 	MsgTypeCommitResult:      "commit_result",
 	MsgTypeCancelJob:         "cancel_job",
 	MsgTypeRevealResult:      "reveal_result",
+	MsgTypeChallengeCommit:   "challenge_commit",
+	MsgTypeChallengeOpen:     "challenge_open",
 }
 
 func (t MsgType) String() string {
@@ -98,6 +102,10 @@ func newMsg(t MsgType) Msg {
 		return &MsgCancelJob{}
 	case MsgTypeRevealResult:
 		return &MsgRevealResult{}
+	case MsgTypeChallengeCommit:
+		return &MsgChallengeCommit{}
+	case MsgTypeChallengeOpen:
+		return &MsgChallengeOpen{}
 	}
 	return nil
 }

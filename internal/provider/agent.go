@@ -151,6 +151,7 @@ type Agent struct {
 
 	lastAnswered uint64
 	runs         runs
+	hw           hwState
 }
 
 // New returns an agent; Run starts it.
@@ -423,6 +424,7 @@ func (a *Agent) refresh(ctx context.Context) error {
 		a.lastAnswered = c.Height
 		a.log.Debug("answered liveness challenge", "height", c.Height)
 	}
+	a.answerHardwareChallenge(ctx, r)
 	return a.syncJobs(ctx)
 }
 

@@ -93,6 +93,7 @@ func (a *Agent) stopRuns() {
 	}
 	a.runs.mu.Unlock()
 	a.runs.wg.Wait()
+	a.hw.inflight.Wait()
 }
 
 func assignmentOf(j *ledger.Job, me address.Address) *ledger.Assignment {

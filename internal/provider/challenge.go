@@ -1,0 +1,103 @@
+package provider
+
+import (
+	"context"
+	"sync"
+
+	"github.com/gpunet/gpunet/internal/challenge/prove"
+	"github.com/gpunet/gpunet/internal/ledger"
+)
+
+// Hardware challenges (ledger/hwchallenge.go): when the record shows a new
+// challenge, the agent computes it with the CPU prover in the background
+// and commits the Merkle root; when the chain has drawn the entries to
+// open, it opens them. A GPU prover would implement prove.Prover the same
+// way. The commitment lives in memory: an agent restarted between commit
+// and opening cannot open and fails that challenge.
+type hwState struct {
+	mu       sync.Mutex
+	seed     ledger.Hash
+	busy     bool // computing or opening
+	cm       prove.Commitment
+	opened   bool
+	skipped  bool
+	inflight sync.WaitGroup
+}
+
+func (a *Agent) answerHardwareChallenge(ctx context.Context, r *ledger.Provider) {
+	c := r.HWChallenge
+	h := &a.hw
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if c == nil || c.Seed != h.seed {
+		if h.cm != nil && !h.busy {
+			h.cm.Close()
+			h.cm = nil
+		}
+		if c == nil || h.busy {
+			return
+		}
+		h.seed, h.cm, h.opened, h.skipped = c.Seed, nil, false, false
+	}
+	if f := a.o.Faults; f != nil && f.SkipChallenges {
+		if !h.skipped {
+			h.skipped = true
+			a.log.Warn("FAULT INJECTION: ignoring hardware challenge", "height", c.Height)
+		}
+		return
+	}
+	log := a.log.With("challenge", c.Height)
+	switch {
+	case c.Root == nil && h.cm == nil && !h.busy:
+		h.busy = true
+		h.inflight.Add(1)
+		log.Info("hardware challenge: computing", "size", c.Challenge().Size.String(), "claimed_gops", c.ClaimedGOPS)
+		go func() {
+			defer h.inflight.Done()
+			cm, err := (&prove.CPU{}).Commit(ctx, c.Challenge())
+			if err == nil {
+				_, err = a.o.Chain.SendMsg(ctx, a.o.Key, 0, &ledger.MsgChallengeCommit{Root: cm.Root()})
+			}
+			h.mu.Lock()
+			defer h.mu.Unlock()
+			h.busy = false
+			if err != nil {
+				log.Error("hardware challenge: commit failed", "err", err)
+				if cm != nil {
+					cm.Close()
+				}
+				return
+			}
+			if h.seed != c.Seed {
+				cm.Close()
+				return
+			}
+			h.cm = cm
+			log.Info("hardware challenge: committed")
+		}()
+	case c.Randomness != nil && h.cm != nil && !h.opened && !h.busy:
+		h.busy, h.opened = true, true
+		cm, randomness := h.cm, *c.Randomness
+		h.inflight.Add(1)
+		go func() {
+			defer h.inflight.Done()
+			op, err := cm.Open(ctx, randomness)
+			var b []byte
+			if err == nil {
+				b, err = op.MarshalBinary()
+			}
+			if err == nil {
+				_, err = a.o.Chain.SendMsg(ctx, a.o.Key, 0, &ledger.MsgChallengeOpen{Opening: b})
+			}
+			h.mu.Lock()
+			defer h.mu.Unlock()
+			h.busy = false
+			if err != nil {
+				log.Error("hardware challenge: opening failed", "err", err)
+				h.opened = false // try again while the window lasts
+				return
+			}
+			log.Info("hardware challenge: opened")
+		}()
+	}
+}
