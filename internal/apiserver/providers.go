@@ -36,10 +36,16 @@ func OfferOf(p *ledger.Provider) offers.Offer {
 		Region:     p.Region,
 		Reputation: float64(p.Reputation) / 1e6,
 		Uptime:     float64(p.Uptime()) / 1e6,
-		TOPS:       float64(p.Measured.Int8GOPS) / 1e3,
+		TOPS:       float64(p.EffectiveGOPS()) / 1e3,
 		Bandwidth:  float64(p.Measured.BandwidthMBs) / 1e3,
 		Executor:   slices.Sorted(slices.Values(p.Executors)),
 		MaxJobs:    int(p.MaxJobs),
+		Jobs:       int(p.Jobs),
+
+		Validated:     p.Validated,
+		Invalid:       p.Invalid,
+		ChallengePass: float64(p.ChallengePassRatePPM()) / 1e6,
+		Slashed:       p.Slashed,
 	}
 	counts := map[string]int{}
 	for _, g := range p.Inventory.GPUs {

@@ -71,10 +71,11 @@ func printOffers(w io.Writer, list []offers.Offer) {
 		return
 	}
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "ADDRESS\tGPU\tN\tVRAM\tCPU\tRAM\tTOPS\tPRICE/h\tREGION\tREP\tUPTIME\tEXECUTORS\tSTAKE")
+	fmt.Fprintln(tw, "ADDRESS\tGPU\tN\tVRAM\tCPU\tRAM\tTOPS\tPRICE/h\tREGION\tREP\tUPTIME\tOK/BAD\tCHALLENGES\tEXECUTORS\tSTAKE")
 	for _, o := range list {
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%.0f\t%d\t%.0f\t%.2f\t%.4f\t%s\t%.2f\t%.0f%%\t%s\t%s\n",
-			o.Address, o.GPU, o.Count, o.VRAM, o.CPU, o.RAM, o.TOPS, o.Price, o.Region, o.Reputation, 100*o.Uptime, strings.Join(o.Executor, ","), formatSync(o.Stake))
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%.0f\t%d\t%.0f\t%.2f\t%.4f\t%s\t%.2f\t%.0f%%\t%d/%d\t%.0f%%\t%s\t%s\n",
+			o.Address, o.GPU, o.Count, o.VRAM, o.CPU, o.RAM, o.TOPS, o.Price, o.Region, o.Reputation, 100*o.Uptime,
+			o.Validated, o.Invalid, 100*o.ChallengePass, strings.Join(o.Executor, ","), formatSync(o.Stake))
 	}
 	tw.Flush()
 }

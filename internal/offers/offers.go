@@ -36,6 +36,13 @@ type Offer struct {
 	Executor   []string `json:"executor"`    // supported executors, e.g. ["oci","wasm"], sorted
 	MaxJobs    int      `json:"max_jobs"`    // most jobs it runs at once
 	Jobs       int      `json:"jobs"`        // running now
+	// Proof of Sync record: results a replica confirmed, results outvoted,
+	// the share of hardware challenges passed (1 before the first), and
+	// all the usync ever slashed.
+	Validated     uint64  `json:"validated"`
+	Invalid       uint64  `json:"invalid"`
+	ChallengePass float64 `json:"challenge_pass"`
+	Slashed       uint64  `json:"slashed"`
 }
 
 // Filter returns the offers that q matches, in their original order. A nil

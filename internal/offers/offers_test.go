@@ -87,7 +87,8 @@ func TestOfferJSON(t *testing.T) {
 	}
 	want := `{"address":"gpu1rtx4090a","stake":1000000,"online":true,"gpu":"RTX_4090","count":2,"vram":24,` +
 		`"compute_cap":"8.9","cpu":16,"ram":64,"disk":500,"price":0.35,"region":"eu","reputation":0.9,` +
-		`"uptime":0.97,"tops":1321,"bandwidth":1008,"executor":["oci","wasm"],"max_jobs":2,"jobs":0}`
+		`"uptime":0.97,"tops":1321,"bandwidth":1008,"executor":["oci","wasm"],"max_jobs":2,"jobs":0,` +
+		`"validated":0,"invalid":0,"challenge_pass":0,"slashed":0}`
 	if string(b) != want {
 		t.Errorf("JSON:\n got %s\nwant %s", b, want)
 	}
