@@ -50,7 +50,7 @@ func ParseRef(ref string) (name.Digest, error) {
 	if _, err := hex.DecodeString(dg[len("sha256:"):]); err != nil {
 		return name.Digest{}, fmt.Errorf("%w: %q: the digest must be sha256: and 64 lower-case hex digits", ErrBadRef, clip(ref))
 	}
-	d, err := name.NewDigest(ref, name.StrictValidation)
+	d, err := name.NewDigest(ref)
 	if err != nil {
 		return name.Digest{}, fmt.Errorf("%w: %v", ErrBadRef, err)
 	}
@@ -148,7 +148,7 @@ type Resolved struct {
 // Resolve asks a registry for the digest a reference (a tag, or already a
 // digest) names, without downloading the image.
 func Resolve(ctx context.Context, ref string, o RegistryOptions) (*Resolved, error) {
-	r, err := name.ParseReference(ref, name.StrictValidation)
+	r, err := name.ParseReference(ref)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrBadRef, err)
 	}

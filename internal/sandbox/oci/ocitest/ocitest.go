@@ -21,6 +21,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-containerregistry/pkg/authn"
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/google/go-containerregistry/pkg/registry"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
@@ -207,3 +208,36 @@ func PushImage(host, repo string, img v1.Image) (string, error) {
 }
 
 func nopLogger() *log.Logger { return log.New(io.Discard, "", 0) }
+
+// PushImageAuth is PushImage with credentials.
+func PushImageAuth(host, repo string, img v1.Image, auth authn.Authenticator) (string, error) {
+	tag, err := name.NewTag(host + "/" + repo + ":latest")
+	if err != nil {
+		return "", err
+	}
+	if err := remote.Write(tag, img, remote.WithAuth(auth)); err != nil {
+		return "", err
+	}
+	d, err := img.Digest()
+	if err != nil {
+		return "", err
+	}
+	return host + "/" + repo + "@" + d.String(), nil
+}
+
+// PushIndex writes a multi-platform index to the registry at host as
+// repo:latest and returns its reference by digest.
+func PushIndex(host, repo string, idx v1.ImageIndex) (string, error) {
+	tag, err := name.NewTag(host + "/" + repo + ":latest")
+	if err != nil {
+		return "", err
+	}
+	if err := remote.WriteIndex(tag, idx); err != nil {
+		return "", err
+	}
+	d, err := idx.Digest()
+	if err != nil {
+		return "", err
+	}
+	return host + "/" + repo + "@" + d.String(), nil
+}
