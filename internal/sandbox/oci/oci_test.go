@@ -551,3 +551,22 @@ func TestCapabilitiesLines(t *testing.T) {
 	}
 	t.Log(strings.Join(lines, "\n"))
 }
+
+// TestNoUnassignedGPUs: on a machine with NVIDIA GPUs, a job that was not
+// assigned any sees no GPU device and cannot open the host's.
+func TestNoUnassignedGPUs(t *testing.T) {
+	ex, ref := setup(t)
+	if _, err := os.Stat("/dev/nvidiactl"); err != nil {
+		t.Skip("no NVIDIA GPU on this machine (/dev/nvidiactl)")
+	}
+	res, logs := runJob(t, t.Context(), ex, ref, job{args: []string{"devices"}})
+	if res.Failed || !strings.Contains(logs, "devices ") || strings.Contains(logs, "nvidia") {
+		t.Fatalf("a job without GPUs sees: %+v\n%s", res, logs)
+	}
+	// Even through the host's /proc, the device nodes are out of reach.
+	res, logs = runJob(t, t.Context(), ex, ref, job{args: []string{"cat", "/dev/nvidiactl", "/proc/1/root/dev/nvidiactl"}})
+	if res.Failed || strings.Count(logs, ": error:") != 2 {
+		t.Fatalf("opening the host's GPU: %+v\n%s", res, logs)
+	}
+	t.Log(logs)
+}

@@ -63,9 +63,18 @@ func Registry(t testing.TB, wrap func(http.Handler) http.Handler) string {
 }
 
 // BuildGo builds the Go program in dir as a static Linux binary for this
-// machine's architecture (CGO_ENABLED=0) and returns it.
+// machine's architecture (CGO_ENABLED=0) and returns it. On a machine
+// without a Go toolchain (a GPU host test binaries are copied to), set
+// OCITEST_PROGRAM to the program built elsewhere.
 func BuildGo(t testing.TB, dir string) []byte {
 	t.Helper()
+	if p := os.Getenv("OCITEST_PROGRAM"); p != "" {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatalf("OCITEST_PROGRAM: %v", err)
+		}
+		return b
+	}
 	out := filepath.Join(t.TempDir(), "prog")
 	cmd := exec.Command("go", "build", "-trimpath", "-ldflags=-s -w", "-o", out, ".")
 	cmd.Dir = dir

@@ -16,7 +16,7 @@ import (
 
 func main() {
 	if len(os.Args) < 2 {
-		fmt.Println("usage: jobprog hello|whoami|cat|write|net|mem|fork|sleep|exit ARGS")
+		fmt.Println("usage: jobprog hello|whoami|cat|devices|write|net|mem|fork|sleep|exit ARGS")
 		os.Exit(2)
 	}
 	args := os.Args[2:]
@@ -54,6 +54,14 @@ func main() {
 			}
 			fmt.Printf("cat %s: %q\n", f, b)
 		}
+	case "devices":
+		// The device nodes the job sees.
+		ents, _ := os.ReadDir("/dev")
+		var names []string
+		for _, e := range ents {
+			names = append(names, e.Name())
+		}
+		fmt.Println("devices", strings.Join(names, " "))
 	case "write":
 		// write DIR: copy every file under /in to DIR with its contents
 		// upper-cased, and a summary file.
