@@ -73,6 +73,15 @@ type keepTB struct{ *testing.T }
 
 func (k *keepTB) Cleanup(func()) {}
 
+// jobUID is the uid (and gid) a job runs as: nobody, or, for a rootless
+// agent, root inside its user namespace (the agent's own uid outside).
+func jobUID(ex *oci.Executor) string {
+	if ex.Capabilities().Rootless {
+		return "0"
+	}
+	return "65534"
+}
+
 type job struct {
 	args    []string
 	command []string
@@ -142,7 +151,7 @@ func TestHello(t *testing.T) {
 	if res.Failed || res.ExitCode != 0 || res.Reason != "exited 0" {
 		t.Fatalf("result %+v\nlogs:\n%s", res, logs)
 	}
-	if !strings.Contains(logs, "hello from a container, uid 65534 gid 65534") {
+	if !strings.Contains(logs, "hello from a container, uid "+jobUID(ex)) {
 		t.Errorf("logs:\n%s", logs)
 	}
 	if res.Metered <= 0 || res.Metered > 10*time.Second {
@@ -159,8 +168,9 @@ func TestConfinement(t *testing.T) {
 	if res.Failed {
 		t.Fatalf("result %+v\n%s", res, logs)
 	}
+	id := jobUID(ex)
 	want := []string{
-		"uid 65534", "gid 65534", "CapEff: 0000000000000000", "CapBnd: 0000000000000000", "NoNewPrivs: 1",
+		"uid " + id + "\n", "gid " + id + "\n", "CapEff: 0000000000000000", "CapBnd: 0000000000000000", "NoNewPrivs: 1",
 		"hostname job", "env NVIDIA_VISIBLE_DEVICES=void", "env HOME=/tmp", "env GREETING=from the job", "cwd /",
 		"rootfs read-only:",
 	}

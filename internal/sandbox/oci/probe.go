@@ -171,7 +171,7 @@ func probe(ctx context.Context, pe probeEnv) (*Capabilities, error) {
 			c.Pids = "unavailable (no pids controller)"
 		}
 	default:
-		c.Memory = "RLIMIT_AS per process, falling back because " + cgWhy + " (an out-of-memory job fails as its program reports it)"
+		c.Memory = "RLIMIT_DATA per process (private writable memory), falling back because " + cgWhy + " (an out-of-memory job fails as its program reports it)"
 		c.CPU = "unavailable (" + cgWhy + "): jobs are not limited to their cores"
 		c.Pids = "RLIMIT_NPROC, falling back because " + cgWhy + " (counted per user, over all jobs)"
 	}

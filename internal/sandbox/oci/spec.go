@@ -60,7 +60,7 @@ type Bind struct {
 // found it.
 type Enforcement struct {
 	// Cgroups: memory, CPU and pids limits through cgroups. Without them
-	// memory falls back to RLIMIT_AS and pids to RLIMIT_NPROC, and CPU is
+	// memory falls back to RLIMIT_DATA and pids to RLIMIT_NPROC, and CPU is
 	// not limited.
 	Cgroups bool
 	// CgroupNS: the cgroup namespace is available.
@@ -281,9 +281,11 @@ func limits(s *specs.Spec, p SpecParams) {
 		return
 	}
 	// No cgroups: rlimits, which are per process (memory) or per user
-	// (processes), so weaker; Probe says so.
+	// (processes), so weaker; Probe says so. RLIMIT_DATA rather than
+	// RLIMIT_AS: Go and CUDA programs reserve far more address space than
+	// they use, and would not even start under an address-space cap.
 	if p.MemoryBytes > 0 {
-		s.Process.Rlimits = append(s.Process.Rlimits, specs.POSIXRlimit{Type: "RLIMIT_AS", Hard: p.MemoryBytes, Soft: p.MemoryBytes})
+		s.Process.Rlimits = append(s.Process.Rlimits, specs.POSIXRlimit{Type: "RLIMIT_DATA", Hard: p.MemoryBytes, Soft: p.MemoryBytes})
 	}
 	if p.Pids > 0 {
 		s.Process.Rlimits = append(s.Process.Rlimits, specs.POSIXRlimit{Type: "RLIMIT_NPROC", Hard: uint64(p.Pids), Soft: uint64(p.Pids)})

@@ -80,7 +80,7 @@ func TestSpecConfinement(t *testing.T) {
 		if rl.Type == "RLIMIT_NOFILE" && rl.Hard != 20000 {
 			t.Errorf("nofile %+v, want the host's 20000", rl)
 		}
-		if rl.Type == "RLIMIT_AS" || rl.Type == "RLIMIT_NPROC" {
+		if rl.Type == "RLIMIT_DATA" || rl.Type == "RLIMIT_NPROC" {
 			t.Errorf("rlimit fallback %s with cgroups on", rl.Type)
 		}
 	}
@@ -180,7 +180,7 @@ func TestSpecFallbacks(t *testing.T) {
 	for _, r := range s.Process.Rlimits {
 		got[r.Type] = r.Hard
 	}
-	if got["RLIMIT_AS"] != 256<<20 || got["RLIMIT_NPROC"] != 100 || got["RLIMIT_NOFILE"] != oci.DefaultNoFile {
+	if got["RLIMIT_DATA"] != 256<<20 || got["RLIMIT_NPROC"] != 100 || got["RLIMIT_NOFILE"] != oci.DefaultNoFile {
 		t.Errorf("rlimits %v", got)
 	}
 	if s.Linux.Seccomp != nil {
