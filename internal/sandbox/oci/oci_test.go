@@ -580,3 +580,66 @@ func TestNoUnassignedGPUs(t *testing.T) {
 	}
 	t.Log(logs)
 }
+
+// TestStaleContainersRemoved: an agent killed with SIGKILL while a job
+// runs leaves its container running; the next executor on the same
+// directory kills and removes it, and unmounts its rootfs.
+func TestStaleContainersRemoved(t *testing.T) {
+	if os.Getenv("OCI_HELPER_DIR") != "" {
+		t.Skip("helper process")
+	}
+	_, ref := setup(t)
+	dir := t.TempDir()
+	helper := exec.Command(os.Args[0], "-test.run=^TestHelperRunForever$", "-test.count=1")
+	helper.Env = append(os.Environ(), "OCI_HELPER_DIR="+dir, "OCI_HELPER_REF="+ref)
+	out := &syncBuffer{b: &bytes.Buffer{}}
+	helper.Stdout, helper.Stderr = out, out
+	if err := helper.Start(); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for !strings.Contains(out.String(), "sleeping") {
+		if time.Now().After(deadline) {
+			helper.Process.Kill()
+			t.Fatalf("the helper's job never started:\n%s", out.String())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	helper.Process.Kill()
+	helper.Wait()
+	if len(jobProcesses()) == 0 {
+		t.Fatal("the killed agent's job is not running (the test would prove nothing)")
+	}
+	ex2, err := oci.New(t.Context(), oci.Options{Dir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ex2.Close()
+	assertNoJobProcesses(t)
+	runc, _ := exec.LookPath("runc")
+	if runc == "" {
+		runc = "/usr/sbin/runc"
+	}
+	if l, _ := exec.Command(runc, "--root", filepath.Join(dir, "runc"), "list", "-q").Output(); strings.TrimSpace(string(l)) != "" {
+		t.Errorf("containers left: %s", l)
+	}
+	if m, _ := os.ReadFile("/proc/self/mountinfo"); strings.Contains(string(m), dir) {
+		t.Errorf("mounts left under %s", dir)
+	}
+}
+
+// TestHelperRunForever is TestStaleContainersRemoved's agent: it runs a
+// job that never ends until it is killed.
+func TestHelperRunForever(t *testing.T) {
+	dir, ref := os.Getenv("OCI_HELPER_DIR"), os.Getenv("OCI_HELPER_REF")
+	if dir == "" {
+		t.Skip("run by TestStaleContainersRemoved")
+	}
+	ex, err := oci.New(t.Context(), oci.Options{Dir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	work := filepath.Join(dir, "work")
+	os.MkdirAll(work, 0o700)
+	ex.Run(t.Context(), &sandbox.Job{ID: "forever", Image: ref, Args: []string{"sleep"}, WorkDir: work, Outputs: []string{"/out"}, Limits: sandbox.Limits{Timeout: time.Hour}}, os.Stdout)
+}
