@@ -76,7 +76,14 @@ registers (or updates) the provider KEY on the ledger, keeps --stake bonded
 challenges, and on Ctrl-C marks the provider offline.
 
 --price sets asks per unit-hour: one amount for every class ("0.8sync"), or
-per class ("RTX_4090=0.8sync,cpu=0.01sync").`,
+per class ("RTX_4090=0.8sync,cpu=0.01sync").
+
+Jobs run in WebAssembly (always) and in containers (executor oci) when runc
+is installed and can start a trial container; the agent logs what it
+enforces for containers here (memory, CPU and process limits, seccomp,
+rootfs, user, network, GPUs) and every fallback, or why it offers no
+containers. Images are cached under HOME/provider/oci/images; registry
+credentials come from Docker's config ($DOCKER_CONFIG or ~/.docker).`,
 		Args: exactArgs(),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			kr, err := e.keyring()
@@ -118,12 +125,23 @@ per class ("RTX_4090=0.8sync,cpu=0.01sync").`,
 				o.Faults = &provider.Faults{WrongOutputs: faultWrong, SkipChallenges: faultSkip, OverclaimFactor: faultOverclaim}
 				fmt.Fprintf(e.stderr, "WARNING: FAULT INJECTION is on (%+v): this provider misbehaves on purpose and will be slashed\n", *o.Faults)
 			}
-			sb, closeSB, err := provider.Sandboxes(filepath.Join(e.home, "provider"))
+			sb, notes, closeSB, err := provider.Sandboxes(cmd.Context(), filepath.Join(e.home, "provider"), provider.SandboxOptions{Logger: logger})
 			if err != nil {
 				return err
 			}
 			defer closeSB()
-			o.Sandboxes = sb
+			for _, name := range executors {
+				if _, ok := sb[name]; !ok {
+					why := ""
+					for _, n := range notes {
+						if strings.HasPrefix(n, name+": not offered: ") {
+							why = ": " + strings.TrimPrefix(n, name+": not offered: ")
+						}
+					}
+					return usageError{fmt.Errorf("--executors %s: this machine cannot offer it%s", name, why)}
+				}
+			}
+			o.Sandboxes, o.SandboxNotes = sb, notes
 			o.Blobs = blob.NewClient(cl.Base())
 			o.WorkDir = filepath.Join(e.home, "provider", key.Name, "jobs")
 			if e.output == "json" {
@@ -196,6 +214,9 @@ per class ("RTX_4090=0.8sync,cpu=0.01sync").`,
 				fmt.Fprintf(w, "agent:       connected %v at %s\n", st.Connected, st.UpdatedAt.Format(time.RFC3339))
 				if st.LastError != "" {
 					fmt.Fprintf(w, "last error:  %s\n", st.LastError)
+				}
+				for _, n := range st.Sandboxes {
+					fmt.Fprintf(w, "sandbox:     %s\n", n)
 				}
 				if out.Chain == nil {
 					fmt.Fprintf(w, "ledger:      unavailable (%s)\n", out.Error)

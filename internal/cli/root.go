@@ -65,7 +65,7 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	root.AddCommand(
 		versionCmd(e), initCmd(e), nodeCmd(e), devnetCmd(e), statusCmd(e),
 		keysCmd(e), txCmd(e), queryCmd(e), benchCmd(e),
-		providerCmd(e), offersCmd(e), stakeCmd(e), quoteCmd(e), jobCmd(e),
+		providerCmd(e), offersCmd(e), stakeCmd(e), quoteCmd(e), jobCmd(e), imageCmd(e),
 		sandboxExecCmd(e),
 	)
 	err := root.ExecuteContext(ctx)

@@ -54,6 +54,7 @@ type Providers struct {
 	// The agents share one set of executors (and the wasm compilation
 	// cache).
 	sandboxes      map[string]sandbox.Executor
+	sandboxNotes   []string
 	closeSandboxes func()
 }
 
@@ -100,11 +101,11 @@ func RunProviders(ctx context.Context, home, api string, o ProviderOptions) (*Pr
 	}
 	ps := &Providers{}
 	if o.N > 0 {
-		sb, closeSB, err := provider.Sandboxes(filepath.Join(home, "provider"))
+		sb, notes, closeSB, err := provider.Sandboxes(ctx, filepath.Join(home, "provider"), provider.SandboxOptions{Logger: o.Logger})
 		if err != nil {
 			return nil, err
 		}
-		ps.sandboxes, ps.closeSandboxes = sb, closeSB
+		ps.sandboxes, ps.sandboxNotes, ps.closeSandboxes = sb, notes, closeSB
 	}
 	for i := 1; i <= o.N; i++ {
 		name := ProviderKey(i)
@@ -137,19 +138,20 @@ func RunProviders(ctx context.Context, home, api string, o ProviderOptions) (*Pr
 			o.Logger.Warn("FAULT INJECTION: this devnet provider commits wrong results on every job", "provider", name)
 		}
 		a := provider.New(provider.Options{
-			Faults:     faults,
-			Key:        k,
-			Chain:      cl,
-			Region:     providerRegions[(i-1)%len(providerRegions)],
-			Prices:     map[string]uint64{provider.AnyClass: uint64(provider.DefaultGPUPrice) * uint64(3+i) / 4, ledger.CPUClass: uint64(provider.DefaultCPUPrice) * uint64(3+i) / 4},
-			Inventory:  inv,
-			Figures:    &fig,
-			Poll:       o.Poll,
-			StatusFile: filepath.Join(home, "provider", name+".json"),
-			Logger:     o.Logger,
-			Sandboxes:  ps.sandboxes,
-			Blobs:      blob.NewClient(api),
-			WorkDir:    filepath.Join(home, "provider", name, "jobs"),
+			Faults:       faults,
+			Key:          k,
+			Chain:        cl,
+			Region:       providerRegions[(i-1)%len(providerRegions)],
+			Prices:       map[string]uint64{provider.AnyClass: uint64(provider.DefaultGPUPrice) * uint64(3+i) / 4, ledger.CPUClass: uint64(provider.DefaultCPUPrice) * uint64(3+i) / 4},
+			Inventory:    inv,
+			Figures:      &fig,
+			Poll:         o.Poll,
+			StatusFile:   filepath.Join(home, "provider", name+".json"),
+			Logger:       o.Logger,
+			Sandboxes:    ps.sandboxes,
+			SandboxNotes: ps.sandboxNotes,
+			Blobs:        blob.NewClient(api),
+			WorkDir:      filepath.Join(home, "provider", name, "jobs"),
 		})
 		ps.Agents = append(ps.Agents, a)
 		ps.wg.Add(1)

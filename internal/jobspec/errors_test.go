@@ -124,7 +124,7 @@ var errorTests = []struct {
 	{"executor unknown", set(minimalWASM, "executor", "docker"), "executor", 2, []string{`"docker" is not an executor`, `did you mean "oci"?`}},
 	{"executor case", set(minimalWASM, "executor", "WASM"), "executor", 2, []string{`did you mean "wasm"?`}},
 	{"image without digest", set(minimalOCI, "image", "pytorch/pytorch:2.3.0-cuda12.1-cudnn8-runtime"), "image", 3, []string{
-		"not pinned by digest", "pytorch/pytorch@sha256:<64 hex digits>", "crane digest pytorch/pytorch:2.3.0-cuda12.1-cudnn8-runtime"}},
+		"not pinned by digest", "pytorch/pytorch@sha256:<64 hex digits>", "gpunet image digest pytorch/pytorch:2.3.0-cuda12.1-cudnn8-runtime"}},
 	{"image bad digest", set(minimalOCI, "image", "alpine@sha256:abc"), "image", 3, []string{`bad digest "sha256:abc"`, "64 lower-case hex digits"}},
 	{"image sha512", set(minimalOCI, "image", "alpine@sha512:"+digest+digest), "image", 3, []string{"bad digest", "sha256:"}},
 	{"image upper case", set(minimalOCI, "image", "Acme/App@sha256:"+digest), "image", 3, []string{"not an image reference", "lower case"}},

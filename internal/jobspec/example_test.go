@@ -47,7 +47,7 @@ verification: full
 	fmt.Println(err)
 	// Output:
 	// 5 problems in the job spec:
-	//   line 3, column 8: image: "pytorch/pytorch:2.3.0" is not pinned by digest; write pytorch/pytorch@sha256:<64 hex digits> so that every provider runs the same bytes (find the digest with `crane digest pytorch/pytorch:2.3.0` or `docker buildx imagetools inspect pytorch/pytorch:2.3.0`)
+	//   line 3, column 8: image: "pytorch/pytorch:2.3.0" is not pinned by digest; write pytorch/pytorch@sha256:<64 hex digits> so that every provider runs the same bytes (find the digest with `gpunet image digest pytorch/pytorch:2.3.0`)
 	//   line 4, column 11: outputs[0]: "out" is not absolute: paths in the job's filesystem start with /, e.g. "/out"
 	//   line 6, column 1: timout: unknown field "timout" in the spec; did you mean "timeout"?
 	//   line 7, column 21: resources.memory: 10PiB is more than the maximum 4TiB

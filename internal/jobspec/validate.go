@@ -449,7 +449,7 @@ const (
 
 // DigestHint says how to find an image's digest; error messages about
 // images without one end with it.
-const DigestHint = "find the digest with `crane digest REF` or `docker buildx imagetools inspect REF`"
+const DigestHint = "find the digest with `gpunet image digest REF`"
 
 // imageProblem says what is wrong with an image reference, or returns "".
 func imageProblem(ref string) string {

@@ -30,6 +30,7 @@ import (
 	"github.com/gpunet/gpunet/internal/keys"
 	"github.com/gpunet/gpunet/internal/ledger"
 	"github.com/gpunet/gpunet/internal/sandbox"
+	"github.com/gpunet/gpunet/internal/sandbox/oci"
 	"github.com/gpunet/gpunet/internal/sandbox/wasm"
 	"github.com/gpunet/gpunet/internal/validator"
 )
@@ -62,6 +63,9 @@ type Options struct {
 	// Executors overrides the executors declared (default: the names of
 	// Sandboxes).
 	Executors []string
+	// SandboxNotes are what Sandboxes said about the executors, logged at
+	// start and kept in the status.
+	SandboxNotes []string
 	// Blobs is the blob gateway jobs' data moves through.
 	Blobs *blob.Client
 	// WorkDir holds running jobs' files.
@@ -132,7 +136,10 @@ type Status struct {
 	Earned     uint64               `json:"earned"`
 	Connected  bool                 `json:"connected"`
 	LastError  string               `json:"last_error,omitempty"`
-	UpdatedAt  time.Time            `json:"updated_at"`
+	// Sandboxes are notes on the executors: what the container executor
+	// enforces here and its fallbacks, or why it is not offered.
+	Sandboxes []string  `json:"sandboxes,omitempty"`
+	UpdatedAt time.Time `json:"updated_at"`
 }
 
 // Key returns the provider's address as recorded in the status.
@@ -152,6 +159,7 @@ type Agent struct {
 	lastAnswered uint64
 	runs         runs
 	hw           hwState
+	gpus         gpuPool
 }
 
 // New returns an agent; Run starts it.
@@ -261,6 +269,10 @@ func (a *Agent) prepare(ctx context.Context) error {
 		a.log.Info("no GPU found: running as a CPU-only provider")
 	}
 	a.log.Info("detected " + inv.Summary())
+	for _, n := range a.o.SandboxNotes {
+		a.log.Info("sandbox: " + n)
+	}
+	a.gpus.init(inv.GPUs)
 	fig := a.o.Figures
 	if fig == nil {
 		f, err := hwinfo.NewCPUBenchmarker(0).Run(ctx, a.o.BenchBudget)
@@ -275,7 +287,7 @@ func (a *Agent) prepare(ctx context.Context) error {
 		return fmt.Errorf("this machine's declaration would be rejected: %w", err)
 	}
 	info := a.info
-	a.update(func(s *Status) { s.Inventory, s.Figures, s.Declared = inv, fig, &info })
+	a.update(func(s *Status) { s.Inventory, s.Figures, s.Declared, s.Sandboxes = inv, fig, &info, a.o.SandboxNotes })
 	return nil
 }
 
@@ -333,15 +345,44 @@ func truncate(s string) string {
 	return s
 }
 
+// SandboxOptions tune Sandboxes.
+type SandboxOptions struct {
+	// NoOCI leaves the container executor out.
+	NoOCI  bool
+	Logger *slog.Logger
+}
+
 // Sandboxes returns the executors this machine offers: wasm (built into
-// gpunet, its compilation cache under dir). Close them with the returned
-// function.
-func Sandboxes(dir string) (map[string]sandbox.Executor, func(), error) {
+// gpunet, its compilation cache under dir/wasm-cache), and oci when runc is
+// installed and starts a trial container (images cached under dir/oci). It
+// also returns notes for the operator: what the oci executor enforces here
+// and its fallbacks, or why it is not offered. Close the executors with the
+// returned function.
+func Sandboxes(ctx context.Context, dir string, o SandboxOptions) (map[string]sandbox.Executor, []string, func(), error) {
 	w, err := wasm.New(filepath.Join(dir, "wasm-cache"))
 	if err != nil {
-		return nil, nil, fmt.Errorf("wasm executor: %w", err)
+		return nil, nil, nil, fmt.Errorf("wasm executor: %w", err)
 	}
-	return map[string]sandbox.Executor{"wasm": w}, func() { w.Close() }, nil
+	sb := map[string]sandbox.Executor{wasm.Name: w}
+	closers := []func() error{w.Close}
+	var notes []string
+	if !o.NoOCI {
+		c, err := oci.New(ctx, oci.Options{Dir: filepath.Join(dir, "oci"), Logger: o.Logger})
+		if err != nil {
+			notes = append(notes, "oci: not offered: "+err.Error())
+		} else {
+			sb[oci.Name] = c
+			closers = append(closers, c.Close)
+			for _, l := range c.Capabilities().Lines() {
+				notes = append(notes, "oci: "+l)
+			}
+		}
+	}
+	return sb, notes, func() {
+		for _, c := range closers {
+			c()
+		}
+	}, nil
 }
 
 // connect brings the registration in line with the machine: register or

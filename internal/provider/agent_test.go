@@ -35,7 +35,7 @@ type network struct {
 func (n *network) sandboxes(t *testing.T) map[string]sandbox.Executor {
 	t.Helper()
 	if n.sb == nil {
-		sb, closeSB, err := provider.Sandboxes(filepath.Join(n.home, "sandbox"))
+		sb, _, closeSB, err := provider.Sandboxes(t.Context(), filepath.Join(n.home, "sandbox"), provider.SandboxOptions{NoOCI: true})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -204,6 +204,15 @@ func (a *Agent) execute(ctx context.Context, j *ledger.Job, started bool) (*ledg
 	if !ok {
 		return nil, fmt.Errorf("no %s executor on this provider", s.Executor)
 	}
+	// WebAssembly has no GPU access; only containers are given devices.
+	var gpus []string
+	if s.Executor == "oci" {
+		var err error
+		if gpus, err = a.gpus.take(j.ID, s); err != nil {
+			return nil, err
+		}
+		defer a.gpus.release(j.ID)
+	}
 	as := assignmentOf(j, a.o.Key.Address)
 	jobKey, err := seal.UnwrapKey(as.KeyGrant, a.o.Key.Identity())
 	if err != nil {
@@ -243,7 +252,8 @@ func (a *Agent) execute(ctx context.Context, j *ledger.Job, started bool) (*ledg
 	logs := &cappedBuffer{max: maxLogBytes}
 	stream := a.streamLogs(ctx, j.ID, owner, logs)
 	res, err := ex.Run(ctx, &sandbox.Job{
-		ID: fmt.Sprint(j.ID), Module: module, Image: s.Image, Args: s.Args, Env: s.Env, WorkDir: root, Outputs: s.Outputs,
+		ID: fmt.Sprint(j.ID), Module: module, Image: s.Image, Command: s.Command, Args: s.Args, Env: s.Env, WorkDir: root, Outputs: s.Outputs,
+		GPUs:          gpus,
 		Limits:        sandbox.Limits{MemoryBytes: s.Memory, Timeout: time.Duration(s.TimeoutSeconds) * time.Second, CPU: float64(s.CPUMilli) / 1000, DiskBytes: s.Disk},
 		Deterministic: s.Deterministic,
 	}, logs)
@@ -253,6 +263,11 @@ func (a *Agent) execute(ctx context.Context, j *ledger.Job, started bool) (*ledg
 	}
 	if res.OutputDir != "" {
 		defer os.RemoveAll(res.OutputDir)
+	}
+	// The time spent preparing the program (compiling a module, pulling an
+	// image) is the provider's: it is logged, and not metered.
+	if res.CompileTime > time.Second {
+		a.log.Info("job program prepared", "job", j.ID, "executor", s.Executor, "prepare_seconds", res.CompileTime.Seconds())
 	}
 	out := &ledger.JobResult{
 		MeteredSeconds: uint64(math.Ceil(res.Metered.Seconds())),

@@ -52,8 +52,13 @@ type Job struct {
 	Module string
 	// Image is, for oci, the image reference (always by digest).
 	Image string
-	// Args are argv[1:]. Executors pass a fixed argv[0] ("job") so that
-	// the program's view does not depend on the provider.
+	// Command, for oci, replaces the image's entrypoint (argv[0] first);
+	// empty means the image's own.
+	Command []string
+	// Args are argv[1:]. The wasm executor passes a fixed argv[0] ("job")
+	// so that the program's view does not depend on the provider; the oci
+	// executor appends them to Command or the image's entrypoint, and
+	// they replace the image's default arguments (its CMD).
 	Args []string
 	// Env is the job's whole environment: nothing of the provider's leaks
 	// in.
@@ -66,6 +71,13 @@ type Job struct {
 	// the run, e.g. "/out". See CleanGuestPath for what is accepted.
 	Outputs []string
 	Limits  Limits
+	// GPUs are the host GPUs assigned to this job (NVML UUIDs or indices),
+	// and the only ones it may see (oci: through the NVIDIA container
+	// runtime hook). WebAssembly has no GPU access and ignores it.
+	GPUs []string
+	// Network asks for network access. Executors deny it unless the
+	// provider allows it; without it a job has no network at all.
+	Network bool
 	// Deterministic fixes the clock and the randomness the job sees (the
 	// default for wasm jobs): the same module, inputs, args, env and job ID
 	// then give byte-identical outputs on any machine, which is what lets
@@ -98,8 +110,10 @@ type Result struct {
 	// Metered is the run time to bill: from the job's first instruction to
 	// its end, excluding compilation or image pull.
 	Metered time.Duration
-	// CompileTime is how long this run waited for the program to be
-	// compiled or pulled; near zero when it was cached.
+	// CompileTime is how long this run waited for the program to be ready:
+	// compiled (wasm), or its image pulled, verified and unpacked (oci).
+	// It is reported apart from Metered and never billed; near zero when
+	// the program was cached.
 	CompileTime time.Duration
 	// PeakMemoryBytes is the most memory the job held, where the executor
 	// can tell (wasm: the largest linear memory); 0 when unknown.
@@ -154,9 +168,19 @@ func ValidateJob(job *Job) error {
 	if c := job.Limits.CPU; c < 0 || math.IsNaN(c) || math.IsInf(c, 0) {
 		return fmt.Errorf("%w: Limits.CPU must be a non-negative number of cores, got %v", ErrInvalidJob, c)
 	}
+	for i, a := range job.Command {
+		if strings.IndexByte(a, 0) >= 0 {
+			return fmt.Errorf("%w: Command[%d] contains a NUL byte", ErrInvalidJob, i)
+		}
+	}
 	for i, a := range job.Args {
 		if strings.IndexByte(a, 0) >= 0 {
 			return fmt.Errorf("%w: Args[%d] contains a NUL byte", ErrInvalidJob, i)
+		}
+	}
+	for i, g := range job.GPUs {
+		if g == "" || strings.ContainsAny(g, ",\x00") {
+			return fmt.Errorf("%w: GPUs[%d] %q must be a non-empty device ID without ',' or NUL", ErrInvalidJob, i, g)
 		}
 	}
 	for k, v := range job.Env {
