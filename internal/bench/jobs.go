@@ -166,8 +166,9 @@ type JobsPhase struct {
 	Jobs        int `json:"jobs"`
 	Succeeded   int `json:"succeeded"`
 	Failed      int `json:"failed"` // ended in another state, or given up on
-	// MultiAssigned counts jobs that got more providers than their
-	// verification plans (the ledger placing a job twice).
+	// MultiAssigned counts jobs that got more providers than they wanted
+	// (the ledger placing a job twice); audit and escalation replicas are
+	// wanted.
 	MultiAssigned int    `json:"multi_assigned"`
 	FirstError    string `json:"first_error,omitempty"`
 	// Submit → commit of the block with the last result, succeeded jobs.
@@ -488,7 +489,7 @@ func runOneJob(ctx context.Context, jc *jobclient.Client, spec *jobspec.Spec, cl
 	r := jobRecord{submit: time.Since(t0)}
 	j, err := jc.Follow(ctx, id, o.Poll, nil)
 	r.observed = time.Since(t0)
-	if j != nil && uint64(len(j.Assignments)) > j.Spec.PlannedReplicas() {
+	if j != nil && uint64(len(j.Assignments)) > j.Replicas {
 		r.multiAssigned = true
 	}
 	if err != nil {

@@ -42,12 +42,13 @@ func TestNoopModule(t *testing.T) {
 	t.Logf("%d bytes", len(noopWASM()))
 }
 
-// TestJobsSmall runs no-op jobs on a fast devnet with one provider, one
+// TestJobsSmall runs no-op spot jobs on a fast devnet with two providers (one
+// runs each job, the other audits it: both are new), one
 // consumer at a time.
 func TestJobsSmall(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
 	defer cancel()
-	res, err := RunJobs(ctx, JobsOptions{BlockTime: 50 * time.Millisecond, Poll: 20 * time.Millisecond, Providers: 1,
+	res, err := RunJobs(ctx, JobsOptions{BlockTime: 50 * time.Millisecond, Poll: 20 * time.Millisecond, Providers: 2,
 		LatencyJobs: 2, SustainedJobs: 2, Concurrency: 1, Dir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)

@@ -2,6 +2,7 @@ package provider
 
 import (
 	"context"
+	"runtime"
 	"sync"
 
 	"github.com/gpunet/gpunet/internal/challenge/prove"
@@ -54,7 +55,10 @@ func (a *Agent) answerHardwareChallenge(ctx context.Context, r *ledger.Provider)
 		log.Info("hardware challenge: computing", "size", c.Challenge().Size.String(), "claimed_gops", c.ClaimedGOPS)
 		go func() {
 			defer h.inflight.Done()
-			cm, err := (&prove.CPU{}).Commit(ctx, c.Challenge())
+			// One core stays free for the agent and a local node: a
+			// challenge must not make the provider miss its liveness
+			// answers.
+			cm, err := (&prove.CPU{Workers: max(1, runtime.GOMAXPROCS(0)-1)}).Commit(ctx, c.Challenge())
 			if err == nil {
 				_, err = a.o.Chain.SendMsg(ctx, a.o.Key, 0, &ledger.MsgChallengeCommit{Root: cm.Root()})
 			}
