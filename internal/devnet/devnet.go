@@ -62,6 +62,7 @@ func Setup(home string, o Options) (created bool, err error) {
 	g := ledger.Genesis{Params: ledger.DefaultParams()}
 	g.Params.UnbondingBlocks = 100 // a devnet does not need to wait a week
 	g.Params.LivenessWindow = 5    // nor long to notice a provider is gone
+	g.Params.RevealTimeout = 30    // replicas reveal within seconds; a lost one should not hold a job long
 	g.Treasury = DevBalance        // pays the audits of spot jobs
 	for _, name := range DevKeys {
 		k, err := kr.Get(name)

@@ -178,6 +178,7 @@ func New(o Options) *Agent {
 	}
 	a := &Agent{o: o, log: o.Logger.With("provider", o.Key.Name)}
 	a.runs.byID = map[uint64]context.CancelFunc{}
+	a.runs.revealing = map[uint64]bool{}
 	a.st = Status{Name: o.Key.Name, Address: o.Key.Address.String()}
 	return a
 }

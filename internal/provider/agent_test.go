@@ -45,7 +45,14 @@ func (n *network) sandboxes(t *testing.T) map[string]sandbox.Executor {
 	return n.sb
 }
 
+// startNetwork starts a one-validator chain with the named keys funded and
+// hardware challenges off (TestHardwareChallenges turns them on).
 func startNetwork(t *testing.T, names ...string) *network {
+	t.Helper()
+	return startNetworkWith(t, nil, names...)
+}
+
+func startNetworkWith(t *testing.T, tune func(*ledger.Params), names ...string) *network {
 	t.Helper()
 	n := &network{home: t.TempDir()}
 	var err error
@@ -55,6 +62,10 @@ func startNetwork(t *testing.T, names ...string) *network {
 	g := ledger.Genesis{Params: ledger.DefaultParams()}
 	g.Params.LivenessWindow = 10
 	g.Params.LivenessMaxMissed = 3
+	g.Params.HWRatePPM = 0
+	if tune != nil {
+		tune(&g.Params)
+	}
 	for _, name := range names {
 		k, err := n.kr.Add(name)
 		if err != nil {
@@ -103,6 +114,11 @@ var figures = func() *hwinfo.Figures {
 // returns a function that stops it and waits for it to finish.
 func runAgent(t *testing.T, n *network, name string, lib nvml.Interface, region string, price uint64) (*provider.Agent, func()) {
 	t.Helper()
+	return runAgentFaulty(t, n, name, lib, region, price, nil)
+}
+
+func runAgentFaulty(t *testing.T, n *network, name string, lib nvml.Interface, region string, price uint64, faults *provider.Faults) (*provider.Agent, func()) {
+	t.Helper()
 	k, err := n.kr.Get(name)
 	if err != nil {
 		t.Fatal(err)
@@ -115,6 +131,7 @@ func runAgent(t *testing.T, n *network, name string, lib nvml.Interface, region 
 		Key: k, Chain: n.cl, Region: region, Prices: map[string]uint64{provider.AnyClass: price},
 		Inventory: inv, Figures: figures(), Poll: 25 * time.Millisecond,
 		Sandboxes: n.sandboxes(t), Blobs: blob.NewClient(n.cl.Base()), WorkDir: filepath.Join(n.home, "work", name),
+		Faults: faults,
 	})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})

@@ -22,6 +22,7 @@ type hwState struct {
 	cm       prove.Commitment
 	opened   bool
 	skipped  bool
+	cancel   context.CancelFunc // stops the computation in flight
 	inflight sync.WaitGroup
 }
 
@@ -31,6 +32,12 @@ func (a *Agent) answerHardwareChallenge(ctx context.Context, r *ledger.Provider)
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if c == nil || c.Seed != h.seed {
+		// The challenge ended (answered, failed, or replaced): stop
+		// working on it.
+		if h.cancel != nil {
+			h.cancel()
+			h.cancel = nil
+		}
 		if h.cm != nil && !h.busy {
 			h.cm.Close()
 			h.cm = nil
@@ -53,8 +60,11 @@ func (a *Agent) answerHardwareChallenge(ctx context.Context, r *ledger.Provider)
 		h.busy = true
 		h.inflight.Add(1)
 		log.Info("hardware challenge: computing", "size", c.Challenge().Size.String(), "claimed_gops", c.ClaimedGOPS)
+		ctx, cancel := context.WithCancel(ctx)
+		h.cancel = cancel
 		go func() {
 			defer h.inflight.Done()
+			defer cancel()
 			// One core stays free for the agent and a local node: a
 			// challenge must not make the provider miss its liveness
 			// answers.

@@ -38,6 +38,8 @@ type runs struct {
 	byID    map[uint64]context.CancelFunc
 	wg      sync.WaitGroup
 	results map[uint64]string // last outcome per job, for the status
+	// revealing marks the jobs whose reveal is in flight.
+	revealing map[uint64]bool
 }
 
 // syncJobs starts and stops runs to match the ledger.
@@ -51,7 +53,22 @@ func (a *Agent) syncJobs(ctx context.Context) error {
 	for _, j := range list.Jobs {
 		as := assignmentOf(j, me)
 		if as != nil && as.Commitment != nil && as.Result == nil && j.Revealing && !j.Done() {
-			a.reveal(ctx, j)
+			a.runs.mu.Lock()
+			busy := a.runs.revealing[j.ID]
+			if !busy {
+				a.runs.revealing[j.ID] = true
+				a.runs.wg.Add(1)
+				go func() {
+					defer a.runs.wg.Done()
+					rctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+					defer cancel()
+					a.reveal(rctx, j)
+					a.runs.mu.Lock()
+					delete(a.runs.revealing, j.ID)
+					a.runs.mu.Unlock()
+				}()
+			}
+			a.runs.mu.Unlock()
 			continue
 		}
 		if as == nil || as.Result != nil || as.Commitment != nil || as.KeyGrant == nil || j.Done() {
