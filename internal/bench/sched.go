@@ -379,6 +379,7 @@ func runSchedSize(ctx context.Context, o SchedOptions, n int, consumers []benchK
 
 	params := ledger.DefaultParams()
 	params.LivenessRatePPM = 0
+	params.HWRatePPM = 0 // End() should time the scheduler, not challenge draws
 	params.MaxPlacementsPerBlock = uint64(o.BlockJobs)
 	if o.MaxPlacementsPerBlock > 0 {
 		params.MaxPlacementsPerBlock = o.MaxPlacementsPerBlock

@@ -14,7 +14,7 @@ import (
 
 func benchCmd(e *env) *cobra.Command {
 	c := &cobra.Command{Use: "bench", Short: "Run benchmarks"}
-	c.AddCommand(benchLedgerCmd(e), benchSchedulerCmd(e), benchJobCmd(e), benchWasmCmd(e), benchContainerCmd(e))
+	c.AddCommand(benchLedgerCmd(e), benchSchedulerCmd(e), benchJobCmd(e), benchWasmCmd(e), benchContainerCmd(e), benchVerifyCmd(e))
 	return c
 }
 
@@ -476,4 +476,67 @@ func printContainer(w io.Writer, r *bench.ContainerResult) {
 	fmt.Fprintf(tw, "into an empty cache\t%d\t%d\t%d\t%.1f MB\t%.1f MB\t%.2fs\t%.1f\t%.1f\t\n", p.Reps, p.Layers, p.Files, float64(p.CompressedBytes)/1e6, float64(p.UnpackedBytes)/1e6, p.P50Seconds, p.CompressedMBps, p.UnpackedMBps)
 	tw.Flush()
 	fmt.Fprintf(w, "\ntarget: start to first instruction <= %.0fms (median) %s\n", r.TargetMs, met(r.MeetsTarget))
+}
+
+func benchVerifyCmd(e *env) *cobra.Command {
+	var o bench.VerifyOptions
+	c := &cobra.Command{
+		Use:   "verify",
+		Short: "Simulate Proof of Sync over many jobs through the real ledger: verification overhead, how fast cheaters are caught",
+		Long: `Run a chain of --providers CPU providers through the real ledger code and
+submit --jobs deterministic spot jobs, --block-jobs a block. Scripted parties
+do what agents do: owners grant keys, providers start, commit and reveal.
+--cheaters providers falsify a --cheat-rate share of their results, undercut
+honest prices and run more jobs at once.
+
+Reported: extra compute spent on verification (audit and escalation
+replicas over the replicas owners asked for; target <= 10%), how soon each
+cheater is first outvoted and slashed (target: caught within 1,313 of its
+jobs with probability >= 99%, next to the analytic bound), wrong results
+delivered, honest providers slashed (must be 0), and one hardware challenge
+proved on this CPU and verified as a validator does (target: verification
+<= 1/1000 of the proof).`,
+		Args: exactArgs(),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := o.Validate(); err != nil {
+				return usageError{err}
+			}
+			if e.output != "json" {
+				o.Progress = e.stderr
+			}
+			res, err := bench.RunVerify(cmd.Context(), o)
+			if err != nil {
+				return err
+			}
+			return e.print(res, func(w io.Writer) { printVerify(w, res) })
+		},
+	}
+	f := c.Flags()
+	f.IntVar(&o.Providers, "providers", bench.DefaultVerifyProviders, "providers")
+	f.IntVar(&o.Jobs, "jobs", bench.DefaultVerifyJobs, "spot jobs submitted")
+	f.IntVar(&o.BlockJobs, "block-jobs", bench.DefaultVerifyBlockJobs, "jobs submitted per block")
+	f.IntVar(&o.Cheaters, "cheaters", bench.DefaultVerifyCheaters, "cheating providers")
+	f.Float64Var(&o.CheatRate, "cheat-rate", bench.DefaultVerifyCheatRate, "share of its results a cheater falsifies")
+	f.Uint64Var(&o.CheaterSlots, "cheater-slots", bench.DefaultCheaterSlots, "jobs a cheater runs at once (honest providers: 4)")
+	f.Uint64Var(&o.Seed, "seed", 1, "seed of the market")
+	f.Uint64Var(&o.ChallengeGOPS, "challenge-gops", 20, "claim the measured hardware challenge is sized for")
+	f.Uint64Var(&o.ChallengeMillis, "challenge-ms", 2000, "compute time of that challenge at the claim")
+	return c
+}
+
+func printVerify(w io.Writer, r *bench.VerifyResult) {
+	fmt.Fprintf(w, "gpunet bench verify  %s\n", r.Date.Format(time.RFC3339))
+	fmt.Fprintf(w, "%d providers, %d cheating on %.0f%% of their results; %d of %d spot jobs finished in %d blocks (%d txs, %d refused) in %.0fs\n\n",
+		r.Providers, r.Cheaters, 100*r.CheatRate, r.Finished, r.Jobs, r.Blocks, r.Txs, r.TxsFailed, r.ElapsedS)
+	fmt.Fprintf(w, "extra compute for verification  %.1f%% (%d audit/escalation replicas for %d asked for; %.1f%% for honest providers past 100 jobs)  target <= 10%%: %s\n",
+		100*r.ExtraFraction, r.ExtraReplicas, r.RegularReplicas, 100*r.SteadyExtraFraction, met(r.ExtraFraction <= 0.10))
+	fmt.Fprintf(w, "jobs audited %d, escalated %d, no majority %d\n", r.AuditedJobs, r.EscalatedJobs, r.NoMajorityJobs)
+	fmt.Fprintf(w, "wrong results committed %d, delivered to owners %d\n", r.CheatedResults, r.WrongDelivered)
+	fmt.Fprintf(w, "cheaters: %d caught of %d (median %.0f jobs each), first catch at job %.0f (median), %.1f wrong results delivered before it (mean)\n",
+		r.CaughtCheaters, r.Cheaters, r.CheaterJobsMedian, r.FirstCatchP50, r.WrongBeforeCatch)
+	fmt.Fprintf(w, "caught within 1313 jobs: %d of %d observable (%.1f%%); per falsified result caught %.1f%% → derived %.2f%%; analytic bound %.2f%%  target >= 99%%: %s\n",
+		r.CaughtWithin, r.CheatersObservable, 100*r.CaughtWithinRate, 100*r.CatchPerCheat, 100*r.DerivedCatchRate, 100*r.AnalyticBound, met(r.DerivedCatchRate >= 0.99))
+	fmt.Fprintf(w, "honest providers slashed: %d\n", r.HonestSlashed)
+	fmt.Fprintf(w, "hardware challenge %s: proof %.0f ms on this CPU, verification %.2f ms, ratio %.1e  target <= 1e-3: %s\n",
+		r.ChallengeSize, r.ChallengeProveMs, r.ChallengeVerifyMs, r.ChallengeRatio, met(r.ChallengeRatio <= 1e-3))
 }

@@ -268,7 +268,8 @@ var (
 	keyNextJob       = []byte("jobs/next")
 	keyEscrow        = []byte("chain/escrow")
 	prefixJob        = []byte("job/")
-	prefixJobQueue   = []byte("jobq/")
+	prefixJobQueue   = []byte("jobq/")  // new and restarted jobs, in id order
+	prefixVerifyQ    = []byte("jobvq/") // jobs waiting for a verification replica: placed first
 	prefixJobOwner   = []byte("jobown/")
 	prefixJobProv    = []byte("jobprov/")
 	prefixJobDue     = []byte("jobdue/")
@@ -281,20 +282,28 @@ func u64(b []byte, v uint64) []byte { return binary.BigEndian.AppendUint64(b, v)
 
 func jobKey(id uint64) []byte      { return u64(slices.Clone(prefixJob), id) }
 func jobQueueKey(id uint64) []byte { return u64(slices.Clone(prefixJobQueue), id) }
+func verifyQueueKey(id uint64) []byte { return u64(slices.Clone(prefixVerifyQ), id) }
 
-// enqueueJob puts a job in the scheduler's queue (if it is not there).
-func enqueueJob(o *Overlay, id uint64) {
-	if k := jobQueueKey(id); o.Get(k) == nil {
-		o.Set(k, []byte{1})
-		setUint(o, keyQueueLen, QueueLen(o)+1)
+// enqueueJob puts a job in the scheduler's queue (if it is not there): the
+// verification queue when it already has committed results (it waits for
+// an audit, escalation or replacement replica), else the main queue.
+func enqueueJob(o *Overlay, j *Job) {
+	k := jobQueueKey(j.ID)
+	if j.committed() > 0 {
+		k = verifyQueueKey(j.ID)
 	}
+	dequeueJob(o, j.ID)
+	o.Set(k, []byte{1})
+	setUint(o, keyQueueLen, QueueLen(o)+1)
 }
 
-// dequeueJob takes a job out of the scheduler's queue (if it is there).
+// dequeueJob takes a job out of the scheduler's queues (if it is there).
 func dequeueJob(o *Overlay, id uint64) {
-	if k := jobQueueKey(id); o.Get(k) != nil {
-		o.Delete(k)
-		setUint(o, keyQueueLen, QueueLen(o)-1)
+	for _, k := range [][]byte{jobQueueKey(id), verifyQueueKey(id)} {
+		if o.Get(k) != nil {
+			o.Delete(k)
+			setUint(o, keyQueueLen, QueueLen(o)-1)
+		}
 	}
 }
 
@@ -540,7 +549,7 @@ func execSubmitJob(o *Overlay, from address.Address, m *MsgSubmitJob, p Params, 
 		Replicas: m.Spec.PlannedReplicas(),
 	}
 	setJob(o, j, 0)
-	enqueueJob(o, id)
+	enqueueJob(o, j)
 	o.Set(jobOwnerKey(from, id), []byte{1})
 	return []Event{jobEvent("job_submitted", j, Attr{"owner", from.String()}, Attr{"escrow", strconv.FormatUint(escrow, 10)})}, nil
 }
@@ -661,6 +670,10 @@ func execCommitResult(o *Overlay, from address.Address, m *MsgCommitResult, p Pa
 		r.MeteredSeconds = a.Metered
 		a.Result = &r
 	}
+	// Its run is over: the slot is free for other jobs.
+	if err := releaseSlot(o, from); err != nil {
+		return nil, err
+	}
 	old := j.Deadline
 	events := []Event{jobEvent("job_result", j, Attr{"provider", from.String()}, Attr{"metered_seconds", strconv.FormatUint(a.Metered, 10)})}
 	if n := j.committed(); n < len(j.Assignments) || j.queuedForReplica() {
@@ -720,7 +733,7 @@ func finishJob(o *Overlay, j *Job, info BlockInfo) ([]Event, error) {
 	j.FinishedAt = info.Time.Unix()
 	j.Deadline = 0
 	for _, a := range j.Assignments {
-		if err := releaseProvider(o, a.Provider, j.ID); err != nil {
+		if err := releaseProvider(o, a.Provider, j.ID, a.holdsSlot()); err != nil {
 			return nil, err
 		}
 	}
@@ -729,9 +742,22 @@ func finishJob(o *Overlay, j *Job, info BlockInfo) ([]Event, error) {
 	return []Event{jobEvent("job_"+j.State, j, Attr{"cost", strconv.FormatUint(j.Cost, 10)}, Attr{"refund", strconv.FormatUint(j.Refund, 10)})}, nil
 }
 
-// releaseProvider frees the slot a job held on a provider.
-func releaseProvider(o *Overlay, provider address.Address, id uint64) error {
+// holdsSlot reports whether the assignment still occupies one of its
+// provider's max_jobs slots: a replica frees its slot when it commits (it
+// no longer computes; it only has to reveal).
+func (a *Assignment) holdsSlot() bool { return a.Commitment == nil && a.Result == nil }
+
+// releaseProvider ends a provider's part in a job, and frees its slot if
+// the assignment still held one.
+func releaseProvider(o *Overlay, provider address.Address, id uint64, slot bool) error {
 	o.Delete(jobProvKey(provider, id))
+	if !slot {
+		return nil
+	}
+	return releaseSlot(o, provider)
+}
+
+func releaseSlot(o *Overlay, provider address.Address) error {
 	p, ok, err := GetProvider(o, provider)
 	if err != nil || !ok {
 		return err
@@ -852,7 +878,7 @@ func reassign(o *Overlay, j *Job, gone []address.Address, why string, p Params, 
 		}
 		old := j.Deadline
 		for _, g := range gone {
-			if err := releaseProvider(o, g, j.ID); err != nil {
+			if err := releaseProvider(o, g, j.ID, true); err != nil {
 				return nil, err
 			}
 		}
@@ -860,13 +886,13 @@ func reassign(o *Overlay, j *Job, gone []address.Address, why string, p Params, 
 		j.State = JobVerifying
 		j.Reason = fmt.Sprintf("%s (%s); placing another replica", why, joinAddrs(gone))
 		j.Deadline = info.Time.Unix() + int64(p.JobGrantTimeout)
-		enqueueJob(o, j.ID)
+		enqueueJob(o, j)
 		setJob(o, j, old)
 		return []Event{jobEvent("job_reassigned", j, Attr{"providers", joinAddrs(gone)})}, nil
 	}
 	old := j.Deadline
 	for _, g := range gone {
-		if err := releaseProvider(o, g, j.ID); err != nil {
+		if err := releaseProvider(o, g, j.ID, true); err != nil {
 			return nil, err
 		}
 	}
@@ -880,7 +906,7 @@ func reassign(o *Overlay, j *Job, gone []address.Address, why string, p Params, 
 	// come from one placement.
 	for _, a := range j.Assignments {
 		if !slices.Contains(gone, a.Provider) {
-			if err := releaseProvider(o, a.Provider, j.ID); err != nil {
+			if err := releaseProvider(o, a.Provider, j.ID, true); err != nil {
 				return nil, err
 			}
 		}
@@ -889,7 +915,7 @@ func reassign(o *Overlay, j *Job, gone []address.Address, why string, p Params, 
 	j.State = JobQueued
 	j.Reason = fmt.Sprintf("%s (%s); placing it again", why, names)
 	j.Deadline = 0
-	enqueueJob(o, j.ID)
+	enqueueJob(o, j)
 	setJob(o, j, old)
 	return []Event{jobEvent("job_reassigned", j, Attr{"providers", names})}, nil
 }
@@ -898,7 +924,7 @@ func reassign(o *Overlay, j *Job, gone []address.Address, why string, p Params, 
 // on with the replicas that did.
 func dropReplicas(o *Overlay, j *Job, gone []address.Address, why string, p Params, info BlockInfo) ([]Event, error) {
 	for _, g := range gone {
-		if err := releaseProvider(o, g, j.ID); err != nil {
+		if err := releaseProvider(o, g, j.ID, true); err != nil {
 			return nil, err
 		}
 	}

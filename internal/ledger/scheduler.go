@@ -122,35 +122,49 @@ func schedule(o *Overlay, p Params, info BlockInfo) ([]Event, error) {
 	if n == 0 {
 		return nil, nil
 	}
+	budget := p.MaxPlacementsPerBlock
+	// Jobs waiting for a verification replica (an audit, an escalation, a
+	// replacement next to committed results) go first: their owners' work
+	// is done but for the check, and a replica that cannot be placed in
+	// time is dropped, leaving the result unverified.
 	var queued []uint64
+	o.Iterate(prefixVerifyQ, prefixEnd(prefixVerifyQ), func(k, _ []byte) bool {
+		queued = append(queued, binary.BigEndian.Uint64(k[len(prefixVerifyQ):]))
+		return uint64(len(queued)) < budget
+	})
+	verifying := len(queued)
 	cursor := getUint(o, keyQueueCursor)
 	collect := func(start, end []byte) {
 		o.Iterate(start, end, func(k, _ []byte) bool {
 			queued = append(queued, binary.BigEndian.Uint64(k[len(prefixJobQueue):]))
-			return uint64(len(queued)) < p.MaxPlacementsPerBlock
+			return uint64(len(queued)) < budget
 		})
 	}
-	collect(jobQueueKey(cursor), prefixEnd(prefixJobQueue))
+	if uint64(len(queued)) < budget {
+		collect(jobQueueKey(cursor), prefixEnd(prefixJobQueue))
+	}
 	// Wrap around only if jobs wait before the cursor: the range behind
 	// it is mostly the tombstones of jobs placed long ago.
-	if uint64(len(queued)) < min(p.MaxPlacementsPerBlock, n) && cursor > 0 {
-		// Wrap around, up to where this block's walk began: each queued
-		// job is looked at once per block.
+	if uint64(len(queued)) < min(budget, n) && cursor > 0 {
 		collect(prefixJobQueue, jobQueueKey(cursor))
 	}
-	var events []Event
+	jobs := make([]*Job, 0, len(queued))
 	for _, id := range queued {
 		j, err := mustJob(o, id)
 		if err != nil {
 			return nil, err
 		}
+		jobs = append(jobs, j)
+	}
+	var events []Event
+	for _, j := range jobs {
 		evs, err := place(o, j, p, info)
 		if err != nil {
 			return nil, err
 		}
 		events = append(events, evs...)
 	}
-	if len(queued) > 0 {
+	if len(queued) > verifying {
 		setUint(o, keyQueueCursor, queued[len(queued)-1]+1)
 	}
 	return events, nil

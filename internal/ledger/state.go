@@ -355,7 +355,9 @@ func CheckInvariants(kv KV) error {
 		return fmt.Errorf("invariant: recorded stake %d != sum of provider stakes %d: %w", s, staked, ErrInternal)
 	}
 	var queued uint64
-	kv.Iterate(prefixJobQueue, prefixEnd(prefixJobQueue), func(_, _ []byte) bool { queued++; return true })
+	for _, pre := range [][]byte{prefixJobQueue, prefixVerifyQ} {
+		kv.Iterate(pre, prefixEnd(pre), func(_, _ []byte) bool { queued++; return true })
+	}
 	if n := QueueLen(kv); n != queued {
 		return fmt.Errorf("invariant: queue length %d != %d queued jobs: %w", n, queued, ErrInternal)
 	}
@@ -393,6 +395,7 @@ func CheckInvariants(kv KV) error {
 	}
 	var escrow uint64
 	var jerr error
+	slots := map[address.Address]uint64{} // job slots held, by provider
 	kv.Iterate(prefixJob, prefixEnd(prefixJob), func(k, v []byte) bool {
 		j, ok, e := GetJob(kv, binary.BigEndian.Uint64(k[len(prefixJob):]))
 		if e != nil || !ok {
@@ -400,6 +403,13 @@ func CheckInvariants(kv KV) error {
 			return false
 		}
 		escrow += j.Escrow
+		if !j.Done() {
+			for i := range j.Assignments {
+				if j.Assignments[i].holdsSlot() {
+					slots[j.Assignments[i].Provider]++
+				}
+			}
+		}
 		seen := map[address.Address]bool{}
 		for _, a := range j.Assignments {
 			if seen[a.Provider] {
@@ -436,6 +446,18 @@ func CheckInvariants(kv KV) error {
 		}
 		return add(j.Escrow, fmt.Sprintf("escrow of job %d", j.ID))
 	})
+	if jerr != nil {
+		return jerr
+	}
+	if perr := IterateProviders(kv, func(p *Provider) bool {
+		if p.Jobs != slots[p.Address] {
+			jerr = fmt.Errorf("invariant: provider %s counts %d running jobs, its assignments hold %d slots: %w", p.Address, p.Jobs, slots[p.Address], ErrInternal)
+			return false
+		}
+		return true
+	}); perr != nil {
+		return perr
+	}
 	if jerr != nil {
 		return jerr
 	}

@@ -177,7 +177,7 @@ func afterCommits(o *Overlay, j *Job, p Params, info BlockInfo) ([]Event, error)
 			j.State = JobVerifying
 			j.Reason = "audit: another provider re-runs the job to check the result"
 			j.Deadline = info.Time.Unix() + int64(p.JobGrantTimeout) // to be placed, else it goes on without
-			enqueueJob(o, j.ID)
+			enqueueJob(o, j)
 			setJob(o, j, old)
 			return []Event{jobEvent("job_audit", j, Attr{"rate_ppm", strconv.FormatUint(rate, 10)})}, nil
 		}
@@ -305,7 +305,7 @@ func decide(o *Overlay, j *Job, p Params, info BlockInfo) ([]Event, error) {
 			j.State = JobVerifying
 			j.Reason = fmt.Sprintf("replicas disagree (%d results from %d replicas); adding replica %d of at most %d", len(votes), n, n+1, p.MaxReplicas)
 			j.Deadline = info.Time.Unix() + int64(p.JobGrantTimeout) // to be placed, else it is decided without
-			enqueueJob(o, j.ID)
+			enqueueJob(o, j)
 			setJob(o, j, old)
 			return []Event{jobEvent("job_escalated", j, Attr{"replicas", strconv.Itoa(n + 1)})}, nil
 		}
