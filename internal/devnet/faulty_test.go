@@ -1,9 +1,9 @@
 package devnet
 
 import (
-	"log/slog"
 	"bytes"
 	"context"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"sync"

@@ -280,8 +280,8 @@ var (
 
 func u64(b []byte, v uint64) []byte { return binary.BigEndian.AppendUint64(b, v) }
 
-func jobKey(id uint64) []byte      { return u64(slices.Clone(prefixJob), id) }
-func jobQueueKey(id uint64) []byte { return u64(slices.Clone(prefixJobQueue), id) }
+func jobKey(id uint64) []byte         { return u64(slices.Clone(prefixJob), id) }
+func jobQueueKey(id uint64) []byte    { return u64(slices.Clone(prefixJobQueue), id) }
 func verifyQueueKey(id uint64) []byte { return u64(slices.Clone(prefixVerifyQ), id) }
 
 // enqueueJob puts a job in the scheduler's queue (if it is not there): the
