@@ -299,3 +299,29 @@ func TestAuditRate(t *testing.T) {
 		}
 	}
 }
+
+// FuzzRevealResult: on a spot job whose two replicas committed, a reveal
+// with any salt and result is refused unless it opens the sender's
+// commitment; nothing panics and the invariants hold after each block.
+func FuzzRevealResult(f *testing.F) {
+	f.Add([]byte{9}, []byte{1}, int64(0), false, "sha256:"+strings.Repeat("ab", 32), true)
+	f.Add([]byte{}, []byte{}, int64(-1), true, "", false)
+	f.Fuzz(func(t *testing.T, saltB, manifestB []byte, exit int64, failed bool, blob string, asPrimary bool) {
+		c := verifyChain(t, 3, nil)
+		must(t, []ledger.TxResult{submit(t, c, spotJob("fuzz"))})
+		primary := runReplicas(t, c, 1, 10, nil)[0]
+		auditor := runReplicas(t, c, 1, 10, nil)[0]
+		var s, m ledger.Hash
+		copy(s[:], saltB)
+		copy(m[:], manifestB)
+		who := auditor
+		if asPrimary {
+			who = primary
+		}
+		r := send(t, c, who, &ledger.MsgRevealResult{JobID: 1, Salt: s, Result: ledger.JobResult{ManifestHash: m, ExitCode: exit, Failed: failed, OutputBlob: blob}})
+		opens := s == salt(who) && m == manifest(true, who)
+		if r.Err == nil && !opens {
+			t.Fatalf("a reveal that does not open the commitment was accepted")
+		}
+	})
+}
