@@ -16,6 +16,7 @@ import (
 	"github.com/gpunet/gpunet/internal/address"
 	"github.com/gpunet/gpunet/internal/apiserver"
 	"github.com/gpunet/gpunet/internal/blob"
+	"github.com/gpunet/gpunet/internal/ledger"
 	"github.com/gpunet/gpunet/internal/provider"
 )
 
@@ -252,5 +253,37 @@ func printProvider(w io.Writer, p *apiserver.ProviderBody) {
 	if r.Challenge != nil {
 		fmt.Fprintf(w, "challenge:   open since height %d, answer by %d\n", r.Challenge.Height, r.Challenge.Deadline)
 	}
+	fmt.Fprintf(w, "results:     %d validated by a replica, %d outvoted, %d not revealed\n", r.Validated, r.Invalid, r.Unrevealed)
+	for _, c := range r.Classes {
+		fmt.Fprintf(w, "  %-10s %d in a row (spot audit rate now %s)\n", c.Class, c.Consecutive, auditRate(c.Consecutive))
+	}
+	ch := r.Challenges
+	fmt.Fprintf(w, "hardware:    %d challenges passed, %d failed", ch.Passed, ch.Failed)
+	if ch.Proven {
+		fmt.Fprintf(w, "; proven %.3f TOPS of %.3f declared", float64(min(ch.ProvenGOPS, r.Measured.Int8GOPS))/1e3, float64(r.Measured.Int8GOPS)/1e3)
+	}
+	fmt.Fprintln(w)
+	if ch.LastFailure != "" {
+		fmt.Fprintf(w, "  last failure: %s\n", ch.LastFailure)
+	}
+	if c := r.HWChallenge; c != nil {
+		fmt.Fprintf(w, "  open: %d×%d×%d GEMM issued at height %d", c.N, c.K, c.M, c.Height)
+		if c.Root != nil {
+			fmt.Fprintf(w, ", committed")
+		}
+		fmt.Fprintln(w)
+	}
+	if r.Slashed > 0 {
+		fmt.Fprintf(w, "slashed:     %s in all\n", formatAmount(r.Slashed))
+		for _, e := range r.SlashEvents {
+			fmt.Fprintf(w, "  height %d: %s, %s\n", e.Height, formatAmount(e.Amount), e.Reason)
+		}
+	}
 	fmt.Fprintf(w, "earned:      %s\n", formatAmount(r.Earned))
+}
+
+// auditRate is the chance a spot job of a provider with this record is
+// audited, with the default parameters.
+func auditRate(consecutive uint64) string {
+	return fmt.Sprintf("%.1f%%", float64(ledger.AuditRatePPM(consecutive, ledger.DefaultParams()))/1e4)
 }
