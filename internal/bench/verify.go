@@ -16,6 +16,7 @@ import (
 	"github.com/gpunet/gpunet/internal/address"
 	"github.com/gpunet/gpunet/internal/challenge"
 	"github.com/gpunet/gpunet/internal/challenge/prove"
+	"github.com/gpunet/gpunet/internal/hwinfo"
 	"github.com/gpunet/gpunet/internal/ledger"
 )
 
@@ -59,7 +60,7 @@ type VerifyOptions struct {
 	CheaterSlots uint64
 	Seed         uint64
 	// ChallengeGOPS is the claim the measured hardware challenge is sized
-	// for, at ChallengeMillis of compute.
+	// for (0: what this machine measures), at ChallengeMillis of compute.
 	ChallengeGOPS   uint64
 	ChallengeMillis uint64
 	Progress        io.Writer
@@ -100,9 +101,6 @@ func (o *VerifyOptions) Validate() error {
 	}
 	if o.Seed == 0 {
 		o.Seed = 1
-	}
-	if o.ChallengeGOPS == 0 {
-		o.ChallengeGOPS = 20
 	}
 	if o.ChallengeMillis == 0 {
 		o.ChallengeMillis = 2_000
@@ -168,10 +166,11 @@ type VerifyResult struct {
 	HonestSlashed    int     `json:"honest_slashed"`
 
 	// One hardware challenge, proved on this machine's CPU and verified.
-	ChallengeSize     string  `json:"challenge_size"`
-	ChallengeProveMs  float64 `json:"challenge_prove_ms"`
-	ChallengeVerifyMs float64 `json:"challenge_verify_ms"`
-	ChallengeRatio    float64 `json:"challenge_verify_over_prove"`
+	ChallengeClaimGOPS uint64  `json:"challenge_claim_gops"`
+	ChallengeSize      string  `json:"challenge_size"`
+	ChallengeProveMs   float64 `json:"challenge_prove_ms"`
+	ChallengeVerifyMs  float64 `json:"challenge_verify_ms"`
+	ChallengeRatio     float64 `json:"challenge_verify_over_prove"`
 }
 
 type simProvider struct {
@@ -456,7 +455,18 @@ func RunVerify(ctx context.Context, o VerifyOptions) (*VerifyResult, error) {
 func measureChallenge(ctx context.Context, o VerifyOptions, res *VerifyResult) error {
 	cp := challenge.DefaultParams()
 	cp.TargetMillis = o.ChallengeMillis
-	plan, err := challenge.NewPlan(o.ChallengeGOPS, cp)
+	claim := o.ChallengeGOPS
+	if claim == 0 {
+		// Claim what this machine measures, as an honest agent would:
+		// the proof then takes about the plan's compute time.
+		fig, err := hwinfo.NewCPUBenchmarker(0).Run(ctx, time.Second)
+		if err != nil {
+			return err
+		}
+		claim = max(1, uint64(fig.Int8TOPS*1000))
+	}
+	res.ChallengeClaimGOPS = claim
+	plan, err := challenge.NewPlan(claim, cp)
 	if err != nil {
 		return err
 	}

@@ -333,9 +333,14 @@ func Declaration(inv *hwinfo.Inventory, fig *hwinfo.Figures, o Options) ledger.P
 			pi.Asks = append(pi.Asks, ledger.Ask{Class: g.Class, PricePerHour: price(g.Class, DefaultGPUPrice)})
 		}
 	}
-	if len(inv.GPUs) == 0 {
-		pi.Asks = append(pi.Asks, ledger.Ask{Class: ledger.CPUClass, PricePerHour: price(ledger.CPUClass, DefaultCPUPrice)})
+	// Every machine rents out its cores too: a GPU machine takes CPU jobs
+	// (the devnet's example job is one) at its "cpu" price. A single price
+	// for every class (AnyClass) is a GPU price there, not a core's.
+	cpuPrice := price(ledger.CPUClass, DefaultCPUPrice)
+	if _, explicit := o.Prices[ledger.CPUClass]; len(inv.GPUs) > 0 && !explicit {
+		cpuPrice = ledger.Amount(DefaultCPUPrice)
 	}
+	pi.Asks = append(pi.Asks, ledger.Ask{Class: ledger.CPUClass, PricePerHour: cpuPrice})
 	return pi
 }
 

@@ -65,6 +65,7 @@ outputs: [/out]
 resources: {cpu: 1, memory: 256MiB, gpu: {count: 0}}
 max_price: 0.5
 timeout: 5m
+verification: none # reassignment is tested here; a spot audit would need a third provider
 `, w, h, iter)
 	specPath := filepath.Join(dir, "job.yaml")
 	os.WriteFile(specPath, []byte(spec), 0o644)
