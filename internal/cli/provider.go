@@ -64,6 +64,7 @@ func providerCmd(e *env) *cobra.Command {
 		faultWrong          float64
 		faultSkip           bool
 		faultOverclaim      float64
+		allowNet            bool
 	)
 	start := &cobra.Command{
 		Use:   "start --from KEY",
@@ -112,7 +113,7 @@ credentials come from Docker's config ($DOCKER_CONFIG or ~/.docker).`,
 			logger := slog.New(slog.NewTextHandler(e.stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
 			o := provider.Options{
 				Key: key, Chain: cl, Region: region, Stake: stakeAmt, MaxJobs: maxJobs,
-				Executors: executors, BenchBudget: bench, DiskPath: e.home,
+				Executors: executors, BenchBudget: bench, DiskPath: e.home, AllowNetwork: allowNet,
 				StatusFile: e.providerStatusFile(key.Name), Logger: logger,
 			}
 			o.Prices = providerPrices(all, byClass)
@@ -126,7 +127,7 @@ credentials come from Docker's config ($DOCKER_CONFIG or ~/.docker).`,
 				o.Faults = &provider.Faults{WrongOutputs: faultWrong, SkipChallenges: faultSkip, OverclaimFactor: faultOverclaim}
 				fmt.Fprintf(e.stderr, "WARNING: FAULT INJECTION is on (%+v): this provider misbehaves on purpose and will be slashed\n", *o.Faults)
 			}
-			sb, notes, closeSB, err := provider.Sandboxes(cmd.Context(), filepath.Join(e.home, "provider"), provider.SandboxOptions{Logger: logger})
+			sb, notes, closeSB, err := provider.Sandboxes(cmd.Context(), filepath.Join(e.home, "provider"), provider.SandboxOptions{Logger: logger, AllowNetwork: allowNet})
 			if err != nil {
 				return err
 			}
@@ -161,6 +162,7 @@ credentials come from Docker's config ($DOCKER_CONFIG or ~/.docker).`,
 	f.StringSliceVar(&executors, "executors", nil, "sandboxes offered (default: wasm, plus oci when runc is installed)")
 	f.Uint64Var(&maxJobs, "max-jobs", 4, "jobs run at once")
 	f.DurationVar(&bench, "bench-time", 2*time.Second, "time spent measuring the machine at start")
+	f.BoolVar(&allowNet, "allow-network", false, "let container jobs that ask for it (network: true) use this machine's network")
 	f.Float64Var(&faultWrong, "fault-wrong-outputs", 0, "FAULT INJECTION for tests and demos: commit a wrong result on this fraction of jobs (0 to 1)")
 	f.BoolVar(&faultSkip, "fault-skip-challenges", false, "FAULT INJECTION for tests and demos: ignore hardware challenges")
 	f.Float64Var(&faultOverclaim, "fault-overclaim", 0, "FAULT INJECTION for tests and demos: declare this many times the measured int8 throughput")

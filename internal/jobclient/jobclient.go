@@ -55,7 +55,7 @@ func LedgerSpec(s *jobspec.Spec, module string) ledger.JobSpec {
 		MinVRAM: uint64(s.Resources.GPU.MinVRAM), MinComputeCap: s.Resources.GPU.MinComputeCap,
 		MaxPricePerHour: uint64(s.MaxPrice), TimeoutSeconds: uint64(time.Duration(s.Timeout) / time.Second),
 		Verification: s.Verification, Deterministic: s.IsDeterministic(),
-		Region: s.Region, RegionRequired: s.RegionRequired,
+		Region: s.Region, RegionRequired: s.RegionRequired, Network: s.Network,
 	}
 	for _, in := range s.Inputs {
 		ls.Inputs = append(ls.Inputs, in.Path)

@@ -621,7 +621,7 @@ func (d *decoder) price(field string, n ast.Node) Price {
 
 // Fields of each mapping, in the order the docs list them.
 var (
-	specFields      = []string{"name", "executor", "module", "image", "command", "args", "env", "inputs", "outputs", "resources", "max_price", "timeout", "verification", "region", "region_required", "tier", "deterministic", "checkpoint"}
+	specFields      = []string{"name", "executor", "module", "image", "command", "args", "env", "inputs", "outputs", "resources", "max_price", "timeout", "verification", "region", "region_required", "tier", "deterministic", "checkpoint", "network"}
 	inputFields     = []string{"path", "from"}
 	resourcesFields = []string{"cpu", "memory", "disk", "gpu"}
 	gpuFields       = []string{"count", "models", "min_vram", "min_compute_cap"}
@@ -734,6 +734,8 @@ func (d *decoder) spec(n ast.Node) *Spec {
 			}
 		case "checkpoint":
 			s.Checkpoint = d.str(f, e.value, "checkpoint: /out/ckpt")
+		case "network":
+			s.Network, _ = d.boolean(f, e.value)
 		default:
 			delete(d.pos, f)
 			d.unknown("", e, specFields)

@@ -131,6 +131,8 @@ var errorTests = []struct {
 	{"image for wasm", minimalWASM + "image: alpine@sha256:" + digest + "\n", "image", 7, []string{"is for the oci executor"}},
 	{"module for oci", minimalOCI + "module: ./x.wasm\n", "module", 7, []string{"is for the wasm executor"}},
 	{"command for wasm", minimalWASM + "command: [run]\n", "command", 7, []string{"is for the oci executor", "args"}},
+	{"network for wasm", minimalWASM + "network: true\n", "network", 7, []string{"wasm jobs have no network", "executor: oci"}},
+	{"network not bool", minimalOCI + "network: yes please\n", "network", 7, []string{"true or false"}},
 	{"bad blob", set(minimalWASM, "module", "sha256:xyz"), "module", 3, []string{"not a blob reference", "64 lower-case hex digits", "./sha256:xyz"}},
 	{"upper-case blob", set(minimalWASM, "module", "sha256:"+strings.ToUpper(digest)), "module", 3, []string{"not a blob reference"}},
 	{"home directory", set(minimalWASM, "module", "~/wc.wasm"), "module", 3, []string{"~ is not expanded"}},

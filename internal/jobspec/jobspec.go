@@ -46,6 +46,7 @@ type Spec struct {
 	Tier           string            `yaml:"tier" json:"tier"`                                           // TierSpot, TierOnDemand or TierPriority
 	Deterministic  *bool             `yaml:"deterministic" json:"deterministic"`                         // nil: true for wasm, false for oci
 	Checkpoint     string            `yaml:"checkpoint,omitempty" json:"checkpoint,omitempty"`           // guest path resumed from on reassignment
+	Network        bool              `yaml:"network,omitempty" json:"network,omitempty"`                 // oci: the job needs network access (only providers that allow it)
 
 	// pos maps field paths to where their values were written, so that
 	// Validate's errors can point at them. Empty for a Spec built in code.

@@ -413,6 +413,9 @@ func (v *validator) terms() {
 	if s.RegionRequired && s.Region == "" {
 		v.errorf("region_required", "is true, but no region is given: set region (e.g. region: eu) or remove region_required")
 	}
+	if s.Network && s.Executor == ExecutorWASM {
+		v.errorf("network", "is true, but wasm jobs have no network: use executor: oci, or remove network")
+	}
 }
 
 // oneOf checks that an enumerated field has one of its values.

@@ -56,6 +56,9 @@ type JobSpec struct {
 	Deterministic   bool   `json:"deterministic"`
 	Region          string `json:"region,omitempty"`
 	RegionRequired  bool   `json:"region_required,omitempty"`
+	// Network asks for network access: only providers that allow it
+	// (ProviderInfo.Network) take the job; oci only.
+	Network bool `json:"network,omitempty"`
 }
 
 var (
@@ -177,6 +180,9 @@ func (s *JobSpec) Validate() error {
 	}
 	if s.RegionRequired && s.Region == "" {
 		return invalid("region_required without a region")
+	}
+	if s.Network && s.Executor != "oci" {
+		return invalid("network: only oci jobs can have network access")
 	}
 	return nil
 }

@@ -268,3 +268,39 @@ func TestEachQueuedJobPlacedOnce(t *testing.T) {
 		}
 	}
 }
+
+// TestNetworkJobsGoToProvidersThatAllowIt: an oci job asking for network
+// access is placed only on a provider that allows it, and says why it waits
+// otherwise; a provider cannot allow network without offering oci.
+func TestNetworkJobsGoToProvidersThatAllowIt(t *testing.T) {
+	g := lt.Genesis(100_000_000_000, "consumer", "prov1", "prov2")
+	g.Params.LivenessRatePPM = 0
+	c := lt.NewChain(t, g)
+	closed := lt.ProviderInfo("", 0, 10_000)
+	closed.Executors = []string{"oci", "wasm"}
+	must(t, []ledger.TxResult{send(t, c, prov1, &ledger.MsgRegisterProvider{ProviderInfo: closed})})
+	must(t, []ledger.TxResult{send(t, c, prov1, &ledger.MsgStake{Amount: 10_000_000})})
+	spec := lt.WasmJob("net", 1_000_000, 600)
+	spec.Executor, spec.Module, spec.Image, spec.Network = "oci", "", "registry.example/app@sha256:"+strings.Repeat("a", 64), true
+	must(t, []ledger.TxResult{submit(t, c, spec)})
+	if j := job(t, c, 1); j.State != ledger.JobQueued || !strings.Contains(j.Reason, "1 do not allow network access") {
+		t.Fatalf("network job with no provider allowing it: %s (%s)", j.State, j.Reason)
+	}
+	open := lt.ProviderInfo("", 0, 20_000)
+	open.Executors, open.Network = []string{"oci"}, true
+	must(t, []ledger.TxResult{send(t, c, prov2, &ledger.MsgRegisterProvider{ProviderInfo: open})})
+	must(t, []ledger.TxResult{send(t, c, prov2, &ledger.MsgStake{Amount: 10_000_000})})
+	if j := job(t, c, 1); j.State != ledger.JobAssigned || j.Assignments[0].Provider != prov2.Addr {
+		t.Fatalf("network job: %s on %v (%s)", j.State, j.Assignments, j.Reason)
+	}
+	wasmNet := lt.WasmJob("wasmnet", 1_000_000, 600)
+	wasmNet.Network = true
+	if r := submit(t, c, wasmNet); !errors.Is(r.Err, ledger.ErrInvalidMsg) {
+		t.Fatalf("wasm job with network: %v", r.Err)
+	}
+	bad := lt.ProviderInfo("", 0, 20_000)
+	bad.Network = true // wasm only
+	if r := send(t, c, prov3, &ledger.MsgRegisterProvider{ProviderInfo: bad}); !errors.Is(r.Err, ledger.ErrInvalidMsg) {
+		t.Fatalf("network without oci: %v", r.Err)
+	}
+}

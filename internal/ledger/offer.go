@@ -17,7 +17,7 @@ import (
 type offer struct {
 	addr         address.Address
 	pricePerUnit uint64 // usync per unit-hour, from the key
-	executors    uint8  // bit i: knownExecutors[i]
+	executors    uint8  // bit i: knownExecutors[i]; offerNetwork: allows network
 	stake        uint64
 	gpus         uint64 // all the provider's GPUs (its minimum stake depends on them)
 	cpuCores     uint64
@@ -37,6 +37,9 @@ type offerGPU struct {
 }
 
 const offerVersion = 1
+
+// offerNetwork in offer.executors: the provider allows network access.
+const offerNetwork = 1 << 7
 
 // maxOfferGPUs bounds what a decoder accepts; registration allows far
 // fewer GPUs than this.
@@ -79,7 +82,11 @@ func computeCapValue(s string) uint64 {
 func encodeOffer(p *Provider, class string) []byte {
 	inv := &p.Inventory
 	b := make([]byte, 0, 64)
-	b = append(b, offerVersion, executorBits(p.Executors))
+	flags := executorBits(p.Executors)
+	if p.Network {
+		flags |= offerNetwork
+	}
+	b = append(b, offerVersion, flags)
 	for _, v := range []uint64{p.Stake, uint64(len(inv.GPUs)), inv.CPUCores, inv.RAM, inv.Disk} {
 		b = binary.AppendUvarint(b, v)
 	}

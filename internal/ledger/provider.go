@@ -75,6 +75,9 @@ type ProviderInfo struct {
 	Executors []string  `json:"executors"`
 	Asks      []Ask     `json:"asks"`
 	MaxJobs   uint64    `json:"max_jobs"`
+	// Network says the provider lets oci jobs that ask for it reach the
+	// network.
+	Network bool `json:"network,omitempty"`
 	// EncryptionKey is the provider's age X25519 recipient ("age1…"); job
 	// keys are wrapped to it.
 	EncryptionKey string `json:"encryption_key"`
@@ -397,6 +400,9 @@ func (pi *ProviderInfo) Validate() error {
 	}
 	if len(pi.Executors) == 0 {
 		return invalid("executors is empty; want some of %v", knownExecutors)
+	}
+	if pi.Network && !slices.Contains(pi.Executors, "oci") {
+		return invalid("network: only oci jobs can have network access, and this provider offers no oci")
 	}
 	seen := map[string]bool{}
 	for _, e := range pi.Executors {

@@ -179,9 +179,9 @@ type candidate struct {
 
 // verdict tallies why providers were passed over, for the job's reason.
 type verdict struct {
-	seen, busy, executor, gpus, vram, computeCap, cpu, ram, disk, region, stake, model int
-	cheapestAbove                                                                      uint64
-	classes                                                                            int
+	seen, busy, executor, gpus, vram, computeCap, cpu, ram, disk, region, network, stake, model int
+	cheapestAbove                                                                               uint64
+	classes                                                                                     int
 }
 
 func (v *verdict) String(j *JobSpec) string {
@@ -209,6 +209,7 @@ func (v *verdict) String(j *JobSpec) string {
 	add(v.ram, fmt.Sprintf("have less than %d MiB RAM", j.Memory>>20))
 	add(v.disk, fmt.Sprintf("have less than %d MiB disk", j.Disk>>20))
 	add(v.region, "are outside region "+j.Region)
+	add(v.network, "do not allow network access")
 	add(v.stake, "are under-staked")
 	add(v.busy, "match but are busy")
 	s := fmt.Sprintf("0 of %d providers within the price can run it", v.seen)
@@ -480,6 +481,8 @@ func (n *needs) fits(of *offer, v *verdict) bool {
 		v.disk++
 	case s.RegionRequired && string(of.region) != s.Region:
 		v.region++
+	case s.Network && of.executors&offerNetwork == 0:
+		v.network++
 	case s.GPUCount > 0 && !n.gpusFit(of.classGPUs, v):
 	case of.jobs >= of.maxJobs:
 		v.busy++

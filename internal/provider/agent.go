@@ -86,6 +86,9 @@ type Options struct {
 	// Faults makes the agent misbehave on purpose, for tests and demos of
 	// Proof of Sync. Nil (the default) is an honest provider.
 	Faults *Faults
+	// AllowNetwork declares that oci jobs asking for network access may
+	// have it; the oci executor must be made with the same setting.
+	AllowNetwork bool
 }
 
 // Faults are deliberate misbehaviours (`gpunet provider start
@@ -310,12 +313,14 @@ func Declaration(inv *hwinfo.Inventory, fig *hwinfo.Figures, o Options) ledger.P
 		// Fault injection: claim more than was measured.
 		pi.Measured.Int8GOPS = uint64(float64(pi.Measured.Int8GOPS) * f.OverclaimFactor)
 	}
+	pi.Network = o.AllowNetwork
 	if len(pi.Executors) == 0 {
 		for name := range o.Sandboxes {
 			pi.Executors = append(pi.Executors, name)
 		}
 		slices.Sort(pi.Executors)
 	}
+	pi.Network = pi.Network && slices.Contains(pi.Executors, "oci")
 	price := func(class string, def uint64) ledger.Amount {
 		if p, ok := o.Prices[class]; ok {
 			return ledger.Amount(p)
@@ -354,8 +359,11 @@ func truncate(s string) string {
 // SandboxOptions tune Sandboxes.
 type SandboxOptions struct {
 	// NoOCI leaves the container executor out.
-	NoOCI  bool
-	Logger *slog.Logger
+	NoOCI bool
+	// AllowNetwork lets oci jobs that ask for network access use the
+	// host's network (`provider start --allow-network`).
+	AllowNetwork bool
+	Logger       *slog.Logger
 }
 
 // Sandboxes returns the executors this machine offers: wasm (built into
@@ -373,7 +381,7 @@ func Sandboxes(ctx context.Context, dir string, o SandboxOptions) (map[string]sa
 	closers := []func() error{w.Close}
 	var notes []string
 	if !o.NoOCI {
-		c, err := oci.New(ctx, oci.Options{Dir: filepath.Join(dir, "oci"), Logger: o.Logger})
+		c, err := oci.New(ctx, oci.Options{Dir: filepath.Join(dir, "oci"), Logger: o.Logger, AllowNetwork: o.AllowNetwork})
 		if err != nil {
 			notes = append(notes, "oci: not offered: "+err.Error())
 		} else {

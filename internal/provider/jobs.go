@@ -271,6 +271,7 @@ func (a *Agent) execute(ctx context.Context, j *ledger.Job, started bool) (*ledg
 	res, err := ex.Run(ctx, &sandbox.Job{
 		ID: fmt.Sprint(j.ID), Module: module, Image: s.Image, Command: s.Command, Args: s.Args, Env: s.Env, WorkDir: root, Outputs: s.Outputs,
 		GPUs:          gpus,
+		Network:       s.Network,
 		Limits:        sandbox.Limits{MemoryBytes: s.Memory, Timeout: time.Duration(s.TimeoutSeconds) * time.Second, CPU: float64(s.CPUMilli) / 1000, DiskBytes: s.Disk},
 		Deterministic: s.Deterministic,
 	}, logs)

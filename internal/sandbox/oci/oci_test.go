@@ -90,6 +90,7 @@ type job struct {
 	inputs  map[string]string
 	limits  sandbox.Limits
 	image   string
+	network bool
 }
 
 func runJob(t *testing.T, ctx context.Context, ex *oci.Executor, ref string, j job) (*sandbox.Result, string) {
@@ -117,7 +118,7 @@ func runJob(t *testing.T, ctx context.Context, ex *oci.Executor, ref string, j j
 	var logs bytes.Buffer
 	res, err := ex.Run(ctx, &sandbox.Job{
 		ID: t.Name(), Image: ref, Command: j.command, Args: j.args, Env: j.env, WorkDir: work,
-		Outputs: j.outputs, Limits: j.limits,
+		Outputs: j.outputs, Limits: j.limits, Network: j.network,
 	}, &syncBuffer{b: &logs})
 	if err != nil {
 		t.Fatalf("Run: %v\nlogs:\n%s", err, logs.String())
@@ -642,4 +643,37 @@ func TestHelperRunForever(t *testing.T) {
 	work := filepath.Join(dir, "work")
 	os.MkdirAll(work, 0o700)
 	ex.Run(t.Context(), &sandbox.Job{ID: "forever", Image: ref, Args: []string{"sleep"}, WorkDir: work, Outputs: []string{"/out"}, Limits: sandbox.Limits{Timeout: time.Hour}}, os.Stdout)
+}
+
+// TestNetworkOptIn: a job that asks for network access gets the host's
+// network from an executor whose provider allows it, and is refused by
+// one that does not.
+func TestNetworkOptIn(t *testing.T) {
+	_, ref := setup(t)
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			c.Close()
+		}
+	}()
+	open, err := oci.New(t.Context(), oci.Options{Dir: t.TempDir(), Pids: 64, AllowNetwork: true})
+	ocitest.RequireRunc(t, nil, err)
+	defer open.Close()
+	res, logs := runJob(t, t.Context(), open, ref, job{args: []string{"net", l.Addr().String()}, network: true})
+	if res.Failed || strings.Contains(logs, "net "+l.Addr().String()+": error:") {
+		t.Fatalf("a job allowed the network could not reach %s: %+v\n%s", l.Addr(), res, logs)
+	}
+	closed, _ := setup(t)
+	res, logs = runJob(t, t.Context(), closed, ref, job{args: []string{"net", l.Addr().String()}, network: true})
+	if !res.Failed || !strings.Contains(res.Reason, "does not allow") {
+		t.Fatalf("a provider that allows no network ran a job asking for it: %+v\n%s", res, logs)
+	}
 }
