@@ -376,6 +376,26 @@ func RunJobs(ctx context.Context, o JobsOptions) (res *JobsResult, err error) {
 	}
 
 	cl := chainclient.New(d.APIURL)
+	// Each new provider gets a hardware challenge within its first blocks,
+	// a GEMM that keeps a core busy for seconds; a provider is challenged
+	// again only minutes later. Measure jobs after the first ones are done.
+	progress("waiting for the providers' first hardware challenges to end…")
+	settle := time.Now().Add(2 * time.Minute)
+	for open := true; open && time.Now().Before(settle); {
+		open = false
+		for _, a := range ps.Agents {
+			p, err := cl.Provider(ctx, a.Status().Key())
+			if err != nil {
+				return nil, err
+			}
+			open = open || p.Record.HWChallenge != nil || p.Record.Challenges.Passed+p.Record.Challenges.Failed == 0
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
 	kr, err := keys.Open(filepath.Join(home, "keyring"))
 	if err != nil {
 		return nil, err
