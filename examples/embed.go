@@ -25,4 +25,11 @@ var (
 	MandelbrotWASM []byte
 	//go:embed mandelbrot/job.yaml
 	MandelbrotJob string
+	// The same kernel in C, built by clang for wasm32-wasi
+	// (mandelbrot/c/build.sh), and its source: the wasm benchmark's
+	// LLVM-compiled guest.
+	//go:embed mandelbrot/c/mandelbrot-c.wasm
+	MandelbrotCWASM []byte
+	//go:embed mandelbrot/c/mandelbrot.c
+	MandelbrotCSource []byte
 )
