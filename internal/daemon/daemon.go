@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"path/filepath"
 
 	"github.com/gpunet/gpunet/internal/apiserver"
@@ -59,10 +60,9 @@ func Start(ctx context.Context, home string, o Options) (*Daemon, error) {
 		return nil, err
 	}
 	actx, cancel := context.WithCancel(context.Background())
-	api := apiserver.New(n, o.Logger)
-	gw := blob.NewHandler(blobs, o.Logger)
-	api.Handle("/v1/blobs", gw)
-	api.Handle("/v1/blobs/", gw)
+	cfg := n.Config()
+	api := apiserver.New(n, apiserver.Options{Logger: o.Logger, Token: cfg.APIToken, CORSOrigins: cfg.CORSOrigins})
+	api.Mount(BlobRoutes(blob.NewHandler(blobs, o.Logger))...)
 	bound, apiErr, err := api.ListenAndServe(actx, addr)
 	if err != nil {
 		cancel()
@@ -80,6 +80,23 @@ func Start(ctx context.Context, home string, o Options) (*Daemon, error) {
 		}
 	}
 	return &Daemon{Node: n, APIURL: api.BaseURL, cancel: cancel, apiErr: apiErr}, nil
+}
+
+// BlobRoutes documents and mounts the blob gateway (internal/blob) on the
+// API. The gateway bounds bodies by the store's limit and streams, so no
+// time limit applies.
+func BlobRoutes(gw http.Handler) []apiserver.Route {
+	hash := map[string]string{"hash": "the blob's name: sha256:<64 hex>"}
+	return []apiserver.Route{
+		{Method: "PUT", Path: "/v1/blobs", ID: "putBlob", Tag: "blobs", Summary: "Store a blob (ciphertext); 201, or 200 when already stored",
+			BodyType: "application/octet-stream", Resp: blob.PutResponse{}, Status: http.StatusCreated, MaxBody: -1, Timeout: -1,
+			Errors: []int{413, 507}, Handler: gw},
+		{Method: "PUT", Path: "/v1/blobs/{hash}", ID: "putBlobNamed", Tag: "blobs", Summary: "Store a blob, failing with 422 unless the body hashes to {hash}",
+			PathParams: hash, BodyType: "application/octet-stream", Resp: blob.PutResponse{}, Status: http.StatusCreated, MaxBody: -1, Timeout: -1,
+			Errors: []int{400, 413, 422, 507}, Handler: gw},
+		{Method: "GET", Path: "/v1/blobs/{hash}", ID: "getBlob", Tag: "blobs", Summary: "A blob, with Content-Length, ETag and X-Content-SHA256 (HEAD: the headers only)",
+			PathParams: hash, RespType: "application/octet-stream", MaxBody: -1, Timeout: -1, Errors: []int{400, 404}, Handler: gw},
+	}
 }
 
 // Stop stops the API and the validator.

@@ -5,12 +5,14 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/gpunet/gpunet/internal/apiserver"
 	"github.com/gpunet/gpunet/internal/chainclient"
 	"github.com/gpunet/gpunet/internal/ledger"
 	lt "github.com/gpunet/gpunet/internal/ledger/ledgertest"
@@ -84,6 +86,54 @@ func TestNodeServesTxsAndState(t *testing.T) {
 	}
 }
 
+// TestBlocksAndTxs reads a transfer back through the block and tx lists,
+// from CometBFT's block store and results.
+func TestBlocksAndTxs(t *testing.T) {
+	d := startNode(t)
+	cl := chainclient.New(d.APIURL)
+	res, err := cl.BroadcastTx(t.Context(), alice.Send(0, bob.Addr, 7), true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	get := func(path string, v any) {
+		t.Helper()
+		resp, err := http.Get(d.APIURL + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		if resp.StatusCode != 200 {
+			b, _ := io.ReadAll(resp.Body)
+			t.Fatalf("GET %s: %d %s", path, resp.StatusCode, b)
+		}
+		if err := json.NewDecoder(resp.Body).Decode(v); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var b validator.Block
+	get(fmt.Sprintf("/v1/blocks/%d", res.Height), &b)
+	if b.Height != res.Height || b.NumTxs != 1 || len(b.Txs) != 1 || b.Time.IsZero() || len(b.Hash) != 64 {
+		t.Fatalf("block %d: %+v", res.Height, b)
+	}
+	tx := b.Txs[0]
+	if tx.Hash != res.Hash || tx.Type != "send" || tx.Sender != alice.Addr.String() || tx.Code != 0 || !strings.Contains(string(tx.Msg), `"amount":7`) {
+		t.Errorf("tx in block: %+v msg %s", tx, tx.Msg)
+	}
+	var txs apiserver.TxList
+	get("/v1/txs?limit=5", &txs)
+	if len(txs.Txs) != 1 || txs.Txs[0].Hash != res.Hash || txs.Txs[0].Height != res.Height || txs.NextCursor != "" {
+		t.Errorf("txs: %+v", txs)
+	}
+	for st, _ := cl.Status(t.Context()); st.Height < 3; st, _ = cl.Status(t.Context()) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	var blocks apiserver.BlockList
+	get("/v1/blocks?limit=2", &blocks)
+	if len(blocks.Blocks) != 2 || blocks.Blocks[0].Height <= blocks.Blocks[1].Height || blocks.NextCursor == "" {
+		t.Errorf("blocks: %+v", blocks)
+	}
+}
+
 func TestAPIRejectsBadRequests(t *testing.T) {
 	d := startNode(t)
 	for _, tc := range []struct {
@@ -102,7 +152,8 @@ func TestAPIRejectsBadRequests(t *testing.T) {
 		{"POST", "/v1/txs", "application/octet-stream", bytes.Repeat([]byte{1}, 3<<20), 413, "limit"},
 		{"POST", "/v1/txs?timeout=forever", "application/octet-stream", alice.Send(0, bob.Addr, 1), 400, "timeout"},
 		{"GET", "/v2/nothing", "", nil, 404, "no such endpoint"},
-		{"DELETE", "/v1/status", "", nil, 404, "no such endpoint: DELETE"},
+		{"DELETE", "/v1/status", "", nil, 405, `"code":"method_not_allowed"`},
+		{"GET", "/v1/blobs/sha256:xyz", "", nil, 400, `"code":"invalid_argument"`},
 	} {
 		req, _ := http.NewRequest(tc.method, d.APIURL+tc.path, bytes.NewReader(tc.body))
 		if tc.ctype != "" {
