@@ -10,7 +10,7 @@ import (
 // offerSnap is every provider's list entry at one height.
 type offerSnap struct {
 	height uint64
-	all    []ProviderOffer
+	all    []*ProviderOffer
 }
 
 // offerCache keeps the latest snapshot so that the requests of one height
@@ -23,8 +23,9 @@ type offerCache struct {
 
 // OfferSource supplies every provider's list entry and the height it is
 // from, kept up to date by the node (netstats) so that offers queries do
-// not decode the whole registry. ok is false until it has one.
-type OfferSource func() (height uint64, all []ProviderOffer, ok bool)
+// not decode the whole registry. ok is false until it has one. Callers
+// must not modify the entries.
+type OfferSource func() (height uint64, all []*ProviderOffer, ok bool)
 
 // offerSnapshot returns the providers' entries at the latest height: from
 // Options.Offers when it has them, else decoded from the state once per
@@ -49,7 +50,8 @@ func (s *Server) offerSnapshot(ctx context.Context) (*offerSnap, error) {
 	}
 	snap := &offerSnap{height: h}
 	err = ledger.IterateProviders(kv, func(p *ledger.Provider) bool {
-		snap.all = append(snap.all, ProviderOfferOf(p, params))
+		po := ProviderOfferOf(p, params)
+		snap.all = append(snap.all, &po)
 		return ctx.Err() == nil
 	})
 	if err != nil {

@@ -173,17 +173,22 @@ func (s *Server) offersList(w http.ResponseWriter, r *http.Request) {
 	if timedOut(w, r) {
 		return
 	}
-	matched := make([]ProviderOffer, 0, 64)
-	for i := range snap.all {
-		if (all || snap.all[i].Schedulable) && q.Match(&snap.all[i].Offer) {
-			matched = append(matched, snap.all[i])
+	matched := make([]*ProviderOffer, 0, 64)
+	for i, po := range snap.all {
+		if (all || po.Schedulable) && q.Match(&po.Offer) {
+			matched = append(matched, po)
+		}
+		if i%4096 == 4095 && timedOut(w, r) {
+			return
 		}
 	}
 	sortProviderOffers(matched, keys)
 	out := OfferList{Offers: []ProviderOffer{}, Total: len(matched), Height: snap.height}
 	if offset < uint64(len(matched)) {
 		end := min(uint64(len(matched)), offset+uint64(limit))
-		out.Offers = matched[offset:end]
+		for _, po := range matched[offset:end] {
+			out.Offers = append(out.Offers, *po)
+		}
 		if end < uint64(len(matched)) {
 			out.NextCursor = strconv.FormatUint(end, 10)
 		}
@@ -192,19 +197,9 @@ func (s *Server) offersList(w http.ResponseWriter, r *http.Request) {
 }
 
 // sortProviderOffers sorts by the offers' sort keys (offers.Sort's order).
-func sortProviderOffers(list []ProviderOffer, keys []offers.SortKey) {
-	plain := make([]offers.Offer, len(list))
-	idx := make(map[string]int, len(list))
-	for i := range list {
-		plain[i] = list[i].Offer
-		idx[list[i].Address] = i
-	}
-	offers.Sort(plain, keys)
-	sorted := make([]ProviderOffer, len(list))
-	for i := range plain {
-		sorted[i] = list[idx[plain[i].Address]]
-	}
-	copy(list, sorted)
+func sortProviderOffers(list []*ProviderOffer, keys []offers.SortKey) {
+	cmp := offers.Comparer(keys)
+	slices.SortStableFunc(list, func(a, b *ProviderOffer) int { return cmp(&a.Offer, &b.Offer) })
 }
 
 // provider serves GET /v1/providers/{addr}.

@@ -12,6 +12,7 @@ import (
 	"github.com/gpunet/gpunet/internal/daemon"
 	"github.com/gpunet/gpunet/internal/devnet"
 	"github.com/gpunet/gpunet/internal/ledger"
+	"github.com/gpunet/gpunet/internal/provider"
 	"github.com/gpunet/gpunet/internal/validator"
 )
 
@@ -79,7 +80,8 @@ starts afresh. Ports are free loopback ports picked at each start unless
 					d.Stop()
 				}
 			}()
-			provs, err = devnet.RunProviders(pctx, e.home, d.APIURL, devnet.ProviderOptions{N: nprov, Logger: logger, Poll: providerPoll(time.Duration(c.BlockTime))})
+			provs, err = devnet.RunProviders(pctx, e.home, d.APIURL, devnet.ProviderOptions{N: nprov, Logger: logger, Poll: providerPoll(time.Duration(c.BlockTime)),
+				Metrics: provider.NewMetrics(d.Metrics)})
 			if err != nil {
 				return fmt.Errorf("start devnet providers: %w", err)
 			}

@@ -1,16 +1,22 @@
 package cli
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/spf13/cobra"
 
 	"github.com/gpunet/gpunet/internal/address"
@@ -60,6 +66,7 @@ func providerCmd(e *env) *cobra.Command {
 		prices, executors   []string
 		maxJobs             uint64
 		bench               time.Duration
+		metricsAddr         string
 	)
 	start := &cobra.Command{
 		Use:   "start --from KEY",
@@ -113,6 +120,16 @@ per class ("RTX_4090=0.8sync,cpu=0.01sync").`,
 			o.Sandboxes = sb
 			o.Blobs = blob.NewClient(cl.Base())
 			o.WorkDir = filepath.Join(e.home, "provider", key.Name, "jobs")
+			if metricsAddr != "" {
+				reg := prometheus.NewRegistry()
+				reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+				o.Metrics = provider.NewMetrics(reg)
+				url, err := serveMetrics(cmd.Context(), metricsAddr, reg)
+				if err != nil {
+					return err
+				}
+				fmt.Fprintf(e.stderr, "metrics: %s\n", url)
+			}
 			if e.output == "json" {
 				json.NewEncoder(e.stdout).Encode(map[string]string{"name": key.Name, "address": key.Address.String(), "node": cl.Base()})
 			} else {
@@ -129,6 +146,7 @@ per class ("RTX_4090=0.8sync,cpu=0.01sync").`,
 	f.StringSliceVar(&executors, "executors", nil, "sandboxes offered (default: wasm, plus oci when runc is installed)")
 	f.Uint64Var(&maxJobs, "max-jobs", 4, "jobs run at once")
 	f.DurationVar(&bench, "bench-time", 2*time.Second, "time spent measuring the machine at start")
+	f.StringVar(&metricsAddr, "metrics", "", "serve Prometheus metrics at http://ADDR/metrics (host:port; default: off)")
 	start.MarkFlagRequired("from")
 	c.AddCommand(start)
 
@@ -216,4 +234,22 @@ func printProvider(w io.Writer, p *apiserver.ProviderBody) {
 		fmt.Fprintf(w, "challenge:   open since height %d, answer by %d\n", r.Challenge.Height, r.Challenge.Deadline)
 	}
 	fmt.Fprintf(w, "earned:      %s\n", formatAmount(r.Earned))
+}
+
+// serveMetrics serves reg at http://addr/metrics until ctx ends and
+// returns that URL.
+func serveMetrics(ctx context.Context, addr string, reg *prometheus.Registry) (string, error) {
+	l, err := net.Listen("tcp", addr)
+	if err != nil {
+		return "", usageError{fmt.Errorf("--metrics %s: %w", addr, err)}
+	}
+	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	go srv.Serve(l)
+	go func() {
+		<-ctx.Done()
+		srv.Close()
+	}()
+	return "http://" + l.Addr().String() + "/metrics", nil
 }

@@ -10,9 +10,13 @@ import (
 	"log/slog"
 	"net/http"
 	"path/filepath"
+	"sync"
+
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/gpunet/gpunet/internal/apiserver"
 	"github.com/gpunet/gpunet/internal/blob"
+	"github.com/gpunet/gpunet/internal/netstats"
 	"github.com/gpunet/gpunet/internal/validator"
 )
 
@@ -33,8 +37,17 @@ type Options struct {
 type Daemon struct {
 	Node   *validator.Node
 	APIURL string
-	cancel context.CancelFunc
-	apiErr <-chan error
+	// API is the node's HTTP API, for mounting more routes (the
+	// dashboard).
+	API *apiserver.Server
+	// Stats follow the chain for the dashboard and the metrics.
+	Stats *netstats.Stats
+	// Metrics is the registry /metrics serves; in-process providers
+	// register theirs here.
+	Metrics *prometheus.Registry
+	cancel  context.CancelFunc
+	apiErr  <-chan error
+	statsWG sync.WaitGroup
 }
 
 // Start starts home's validator and its API.
@@ -42,7 +55,8 @@ func Start(ctx context.Context, home string, o Options) (*Daemon, error) {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
-	n, err := validator.Start(ctx, home, validator.StartOptions{Logger: o.Logger, CheckInvariants: o.CheckInvariants})
+	m := newNodeMetrics()
+	n, err := validator.Start(ctx, home, validator.StartOptions{Logger: o.Logger, CheckInvariants: o.CheckInvariants, ObserveBlock: m.observeBlock})
 	if err != nil {
 		return nil, err
 	}
@@ -61,8 +75,12 @@ func Start(ctx context.Context, home string, o Options) (*Daemon, error) {
 	}
 	actx, cancel := context.WithCancel(context.Background())
 	cfg := n.Config()
-	api := apiserver.New(n, apiserver.Options{Logger: o.Logger, Token: cfg.APIToken, CORSOrigins: cfg.CORSOrigins})
-	api.Mount(BlobRoutes(blob.NewHandler(blobs, o.Logger))...)
+	stats := netstats.New(n, netstats.Options{Logger: o.Logger, Registry: m.reg})
+	api := apiserver.New(n, apiserver.Options{Logger: o.Logger, Token: cfg.APIToken, CORSOrigins: cfg.CORSOrigins,
+		ObserveRequest: m.observeRequest, Offers: stats.Offers})
+	api.Mount(BlobRoutes(m.countBlobs(blob.NewHandler(blobs, o.Logger)))...)
+	api.Mount(stats.Routes()...)
+	api.Mount(MetricsRoute(m.reg))
 	bound, apiErr, err := api.ListenAndServe(actx, addr)
 	if err != nil {
 		cancel()
@@ -79,7 +97,15 @@ func Start(ctx context.Context, home string, o Options) (*Daemon, error) {
 			o.Logger.Warn("could not record the API address in the home", "err", err)
 		}
 	}
-	return &Daemon{Node: n, APIURL: api.BaseURL, cancel: cancel, apiErr: apiErr}, nil
+	d := &Daemon{Node: n, APIURL: api.BaseURL, API: api, Stats: stats, Metrics: m.reg, cancel: cancel, apiErr: apiErr}
+	d.statsWG.Add(1)
+	go func() {
+		defer d.statsWG.Done()
+		if err := stats.Run(actx); err != nil {
+			o.Logger.Error("netstats stopped; the dashboard and chain metrics are not updated", "err", err)
+		}
+	}()
+	return d, nil
 }
 
 // BlobRoutes documents and mounts the blob gateway (internal/blob) on the
@@ -103,5 +129,6 @@ func BlobRoutes(gw http.Handler) []apiserver.Route {
 func (d *Daemon) Stop() error {
 	d.cancel()
 	apiErr := <-d.apiErr
+	d.statsWG.Wait()
 	return errors.Join(apiErr, d.Node.Stop())
 }

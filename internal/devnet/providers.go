@@ -39,6 +39,9 @@ type ProviderOptions struct {
 	NVML func(i int) nvml.Interface
 	// Poll is how often agents look at the chain.
 	Poll time.Duration
+	// Metrics, when set, counts the agents' work (the node's registry in
+	// a devnet, so its /metrics shows them).
+	Metrics *provider.Metrics
 }
 
 // Providers are the devnet's running provider agents.
@@ -135,6 +138,7 @@ func RunProviders(ctx context.Context, home, api string, o ProviderOptions) (*Pr
 			Sandboxes:  ps.sandboxes,
 			Blobs:      blob.NewClient(api),
 			WorkDir:    filepath.Join(home, "provider", name, "jobs"),
+			Metrics:    o.Metrics,
 		})
 		ps.Agents = append(ps.Agents, a)
 		ps.wg.Add(1)
