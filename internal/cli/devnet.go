@@ -55,6 +55,11 @@ starts afresh. Ports are free loopback ports picked at each start unless
 					return err
 				}
 			}
+			if c.APIToken == "" { // a devnet made before tokens existed
+				if c.APIToken, err = devnet.NewAPIToken(); err != nil {
+					return err
+				}
+			}
 			if err := validator.SaveConfig(e.home, c); err != nil {
 				return err
 			}
@@ -110,13 +115,13 @@ starts afresh. Ports are free loopback ports picked at each start unless
 					st := a.Status()
 					ps = append(ps, devKey{st.Name, st.Address})
 				}
-				json.NewEncoder(e.stdout).Encode(map[string]any{"chain_id": c.ChainID, "api": d.APIURL, "home": e.home, "created": created, "keys": ks, "providers": ps})
+				json.NewEncoder(e.stdout).Encode(map[string]any{"chain_id": c.ChainID, "api": d.APIURL, "dashboard": d.APIURL + "/", "api_token": c.APIToken, "home": e.home, "created": created, "keys": ks, "providers": ps})
 			} else {
 				verb := "resumed"
 				if created {
 					verb = "created"
 				}
-				fmt.Fprintf(e.stdout, "gpunet devnet %s: chain %s, home %s\n  api:  %s\n  funded keys:\n", verb, c.ChainID, e.home, d.APIURL)
+				fmt.Fprintf(e.stdout, "gpunet devnet %s: chain %s, home %s\n  api:        %s\n  dashboard:  %s/  (to submit jobs from it, the API token: %s)\n  funded keys:\n", verb, c.ChainID, e.home, d.APIURL, d.APIURL, c.APIToken)
 				for _, k := range ks {
 					fmt.Fprintf(e.stdout, "    %-6s %s\n", k.Name, k.Address)
 				}

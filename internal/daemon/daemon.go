@@ -1,6 +1,7 @@
 // Package daemon runs what one node process serves: the validator and, on
-// top of it, the HTTP API (later also the blob gateway, the dashboard and,
-// in a devnet, providers). `gpunet node` and `gpunet devnet` both use it.
+// top of it, the HTTP API with the blob gateway, the chain's statistics,
+// /metrics and the web dashboard. `gpunet node` and `gpunet devnet` both
+// use it (a devnet adds its providers).
 package daemon
 
 import (
@@ -11,11 +12,13 @@ import (
 	"net/http"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/gpunet/gpunet/internal/apiserver"
 	"github.com/gpunet/gpunet/internal/blob"
+	"github.com/gpunet/gpunet/internal/dashboard"
 	"github.com/gpunet/gpunet/internal/netstats"
 	"github.com/gpunet/gpunet/internal/validator"
 )
@@ -48,6 +51,7 @@ type Daemon struct {
 	cancel  context.CancelFunc
 	apiErr  <-chan error
 	statsWG sync.WaitGroup
+	dash    *dashboard.Dashboard
 }
 
 // Start starts home's validator and its API.
@@ -81,6 +85,10 @@ func Start(ctx context.Context, home string, o Options) (*Daemon, error) {
 	api.Mount(BlobRoutes(m.countBlobs(blob.NewHandler(blobs, o.Logger)))...)
 	api.Mount(stats.Routes()...)
 	api.Mount(MetricsRoute(m.reg))
+	var base atomic.Value
+	base.Store("")
+	dash := dashboard.New(actx, dashboard.Options{Home: home, ChainID: cfg.ChainID, Logger: o.Logger, API: func() string { return base.Load().(string) }})
+	api.Mount(dash.Routes()...)
 	bound, apiErr, err := api.ListenAndServe(actx, addr)
 	if err != nil {
 		cancel()
@@ -88,6 +96,7 @@ func Start(ctx context.Context, home string, o Options) (*Daemon, error) {
 		return nil, fmt.Errorf("%w (another node or devnet on this port? pick one with --api)", err)
 	}
 	api.BaseURL = "http://" + bound.String()
+	base.Store(api.BaseURL)
 	if bound.String() != n.Config().API {
 		// Record where the API really is so other commands in this home
 		// find it.
@@ -97,7 +106,7 @@ func Start(ctx context.Context, home string, o Options) (*Daemon, error) {
 			o.Logger.Warn("could not record the API address in the home", "err", err)
 		}
 	}
-	d := &Daemon{Node: n, APIURL: api.BaseURL, API: api, Stats: stats, Metrics: m.reg, cancel: cancel, apiErr: apiErr}
+	d := &Daemon{Node: n, APIURL: api.BaseURL, API: api, Stats: stats, Metrics: m.reg, cancel: cancel, apiErr: apiErr, dash: dash}
 	d.statsWG.Add(1)
 	go func() {
 		defer d.statsWG.Done()
@@ -130,5 +139,6 @@ func (d *Daemon) Stop() error {
 	d.cancel()
 	apiErr := <-d.apiErr
 	d.statsWG.Wait()
+	d.dash.Wait()
 	return errors.Join(apiErr, d.Node.Stop())
 }

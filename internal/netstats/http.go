@@ -238,7 +238,7 @@ func StepsOf(j *ledger.Job) []Step {
 	steps := []Step{{What: "submitted", Time: unix(j.SubmittedAt), Height: j.Height}}
 	for _, a := range j.Assignments {
 		p := a.Provider.String()
-		steps = append(steps, Step{What: "assigned", Time: unix(a.AssignedAt), Provider: p, Detail: fmt.Sprintf("at %d usync/h", a.PricePerHour)})
+		steps = append(steps, Step{What: "assigned", Time: unix(a.AssignedAt), Provider: p, Detail: "at " + strconv.FormatFloat(float64(a.PricePerHour)/1e6, 'f', -1, 64) + " SYNC/h"})
 		if a.StartedAt != 0 {
 			steps = append(steps, Step{What: "started", Time: unix(a.StartedAt), Provider: p})
 		}
