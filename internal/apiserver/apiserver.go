@@ -53,6 +53,12 @@ type Options struct {
 	// Offers, when set, supplies the providers' list entries for
 	// /v1/offers instead of decoding the registry at each height.
 	Offers OfferSource
+	// JobsInState, when set, lists the ids of jobs in a state, newest
+	// first, below before (all when 0), at most limit, and whether older
+	// ones remain; ok is false when it cannot answer (not loaded yet).
+	// /v1/jobs?state= uses it instead of reading every job record on
+	// its way. The handler checks each job's state itself.
+	JobsInState func(state string, before uint64, limit int) (ids []uint64, more, ok bool)
 }
 
 // Server is the HTTP API.

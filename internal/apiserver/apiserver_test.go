@@ -165,6 +165,26 @@ func TestPagination(t *testing.T) {
 	if got := flat(pages(t, s, "/v1/jobs?state=assigned", 1, jobIDs)); !slices.Equal(got, []string{"3:assigned", "1:assigned"}) {
 		t.Errorf("assigned jobs = %v", got)
 	}
+	// The same through an index of states (netstats in a node), which
+	// may lag: the handler checks each job.
+	indexed := New(f, Options{JobsInState: func(state string, before uint64, limit int) ([]uint64, bool, bool) {
+		all := map[string][]uint64{ledger.JobAssigned: {3, 2, 1}} // job 2 is stale: cancelled since
+		var ids []uint64
+		for _, id := range all[state] {
+			if before == 0 || id < before {
+				ids = append(ids, id)
+			}
+		}
+		if len(ids) > limit {
+			return ids[:limit], true, true
+		}
+		return ids, false, true
+	}})
+	for _, limit := range []int{1, 2, 5} {
+		if got := flat(pages(t, indexed, "/v1/jobs?state=assigned", limit, jobIDs)); !slices.Equal(got, []string{"3:assigned", "1:assigned"}) {
+			t.Errorf("assigned jobs through the index, limit %d = %v", limit, got)
+		}
+	}
 	if got := flat(pages(t, s, "/v1/jobs?owner="+providerKeys[0].Addr.String(), 5, jobIDs)); len(got) != 0 {
 		t.Errorf("a provider's own jobs = %v", got)
 	}

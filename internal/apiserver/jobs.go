@@ -88,8 +88,12 @@ func (s *Server) jobs(w http.ResponseWriter, r *http.Request) {
 	// the newest.
 	var ids []uint64
 	var moreIDs bool
+	indexed := owner != nil
 	if owner != nil {
 		ids, moreIDs = ledger.JobIDsOfBefore(kv, *owner, before, maxJobScan)
+	} else if state != "" && s.opts.JobsInState != nil {
+		// The node's index of states: read only the jobs it names.
+		ids, moreIDs, indexed = s.opts.JobsInState(state, before, limit)
 	}
 	next := ledger.LastJobID(kv)
 	if before > 0 {
@@ -98,7 +102,7 @@ func (s *Server) jobs(w http.ResponseWriter, r *http.Request) {
 	scanned := 0
 	for {
 		var id uint64
-		if owner != nil {
+		if indexed {
 			if scanned == len(ids) {
 				break
 			}
@@ -128,9 +132,9 @@ func (s *Server) jobs(w http.ResponseWriter, r *http.Request) {
 	}
 	// More may follow unless the walk reached the oldest job.
 	switch {
-	case owner != nil && (scanned < len(ids) || moreIDs):
+	case indexed && (scanned < len(ids) || moreIDs):
 		out.NextCursor = uintString(ids[scanned-1])
-	case owner == nil && next > 0:
+	case !indexed && next > 0:
 		out.NextCursor = uintString(next + 1)
 	}
 	writeJSON(w, http.StatusOK, out)

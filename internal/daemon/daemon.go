@@ -81,7 +81,7 @@ func Start(ctx context.Context, home string, o Options) (*Daemon, error) {
 	cfg := n.Config()
 	stats := netstats.New(n, netstats.Options{Logger: o.Logger, Registry: m.reg})
 	api := apiserver.New(n, apiserver.Options{Logger: o.Logger, Token: cfg.APIToken, CORSOrigins: cfg.CORSOrigins,
-		ObserveRequest: m.observeRequest, Offers: stats.Offers})
+		ObserveRequest: m.observeRequest, Offers: stats.Offers, JobsInState: stats.JobsInState})
 	api.Mount(BlobRoutes(m.countBlobs(blob.NewHandler(blobs, o.Logger)))...)
 	api.Mount(stats.Routes()...)
 	api.Mount(MetricsRoute(m.reg))

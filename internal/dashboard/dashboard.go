@@ -25,6 +25,8 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -93,8 +95,8 @@ func (d *Dashboard) Routes() []apiserver.Route {
 		{Method: "GET", Path: "/ui/{file...}", ID: "dashboardAsset", Tag: "dashboard", Summary: "The dashboard's embedded assets (JavaScript, CSS, icon)",
 			PathParams: map[string]string{"file": "the asset's name, e.g. app.js"}, RespType: "text/plain", Errors: []int{404}, Handler: http.HandlerFunc(d.asset)},
 		{Method: "GET", Path: "/v1/dashboard/keys", ID: "listLocalKeys", Tag: "dashboard",
-			Summary: "The node's local keyring (names and addresses), for submitting from the dashboard",
-			Auth:    true, Resp: KeyList{}, Handler: http.HandlerFunc(d.keys)},
+			Summary: "The node's local keyring (names and addresses, by name), for submitting from the dashboard",
+			Auth:    true, List: true, Resp: KeyList{}, Errors: []int{400}, Handler: http.HandlerFunc(d.keys)},
 		{Method: "POST", Path: "/v1/dashboard/jobs", ID: "submitJobFromDashboard", Tag: "dashboard",
 			Summary: "Submit a job signed by a key of the node's keyring (multipart form: key, spec (YAML, as for gpunet job run), and the files it names as file parts); the node seals and uploads them, submits, and grants the job key when assigned",
 			Auth:    true, BodyType: "multipart/form-data", Resp: Submitted{}, Status: http.StatusCreated,
@@ -154,7 +156,8 @@ func writeError(w http.ResponseWriter, status int, msg string) {
 
 // KeyList is GET /v1/dashboard/keys.
 type KeyList struct {
-	Keys []LocalKey `json:"keys"`
+	Keys       []LocalKey `json:"keys"`
+	NextCursor string     `json:"next_cursor"`
 }
 
 // LocalKey is a key of the node's keyring.
@@ -173,13 +176,31 @@ func (d *Dashboard) keys(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusInternalServerError, err.Error())
 		return
 	}
+	limit := apiserver.DefaultPageLimit
+	if l := r.URL.Query().Get("limit"); l != "" {
+		n, err := strconv.Atoi(l)
+		if err != nil || n < 1 || n > apiserver.MaxPageLimit {
+			writeError(w, http.StatusBadRequest, fmt.Sprintf("limit %q: want an integer from 1 to %d", l, apiserver.MaxPageLimit))
+			return
+		}
+		limit = n
+	}
+	after := r.URL.Query().Get("cursor") // the last name of the previous page
 	list, err := kr.List()
 	if err != nil {
 		writeError(w, http.StatusInternalServerError, err.Error())
 		return
 	}
+	slices.SortFunc(list, func(a, b *keys.Key) int { return strings.Compare(a.Name, b.Name) })
 	out := KeyList{Keys: []LocalKey{}}
 	for _, k := range list {
+		if after != "" && k.Name <= after {
+			continue
+		}
+		if len(out.Keys) == limit {
+			out.NextCursor = out.Keys[len(out.Keys)-1].Name
+			break
+		}
 		out.Keys = append(out.Keys, LocalKey{Name: k.Name, Address: k.Address.String()})
 	}
 	writeJSON(w, http.StatusOK, out)

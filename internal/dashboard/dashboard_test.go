@@ -223,8 +223,20 @@ func TestSubmitFromDashboard(t *testing.T) {
 	}
 	json.NewDecoder(resp.Body).Decode(&keys)
 	resp.Body.Close()
-	if len(keys.Keys) < 2 || keys.Keys[0].Name != "alice" {
+	if len(keys.Keys) < 3 || keys.Keys[0].Name != "alice" || keys.Keys[1].Name != "bob" || keys.NextCursor != "" {
 		t.Errorf("keys: %+v", keys)
+	}
+	req, _ = http.NewRequest("GET", d.APIURL+"/v1/dashboard/keys?limit=1&cursor=alice", nil)
+	req.Header.Set("Authorization", "Bearer "+token)
+	resp, err = http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	keys = dashboard.KeyList{}
+	json.NewDecoder(resp.Body).Decode(&keys)
+	resp.Body.Close()
+	if len(keys.Keys) != 1 || keys.Keys[0].Name != "bob" || keys.NextCursor != "bob" {
+		t.Errorf("keys after alice, limit 1: %+v", keys)
 	}
 
 	var sub dashboard.Submitted

@@ -644,6 +644,34 @@ func (s *Stats) Series(after uint64, n int) []Sample {
 	return out
 }
 
+// JobsInState returns up to limit ids of jobs in state below before (all
+// when 0), newest first, and whether older ones remain; ok is false
+// before the initial load or for an unknown state. It serves
+// apiserver.Options.JobsInState.
+func (s *Stats) JobsInState(state string, before uint64, limit int) (ids []uint64, more, ok bool) {
+	st := stateIndex(state)
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if !s.ready || st == 0 {
+		return nil, false, false
+	}
+	top := uint64(len(s.jobs))
+	if before > 0 && before < top {
+		top = before
+	}
+	for id := top; id > 1; {
+		id--
+		if s.jobs[id] != st {
+			continue
+		}
+		if len(ids) == limit {
+			return ids, true, true
+		}
+		ids = append(ids, id)
+	}
+	return ids, false, true
+}
+
 // Timeline returns job id's observed state changes (nil if the node saw
 // none).
 func (s *Stats) Timeline(id uint64) []Transition {

@@ -180,6 +180,12 @@ func TestFollowsJobsAndProviders(t *testing.T) {
 	if ov.Jobs[ledger.JobSucceeded] != 1 || ov.Jobs[ledger.JobAssigned] != 0 || ov.Latest.BusySlots != 0 {
 		t.Errorf("after the job: %+v %+v", ov.Jobs, ov.Latest)
 	}
+	if ids, more, ok := s.JobsInState(ledger.JobSucceeded, 0, 10); !ok || more || len(ids) != 1 || ids[0] != 1 {
+		t.Errorf("succeeded jobs: %v %v %v", ids, more, ok)
+	}
+	if ids, _, ok := s.JobsInState(ledger.JobQueued, 0, 10); !ok || len(ids) != 0 {
+		t.Errorf("queued jobs: %v", ids)
+	}
 	var states []string
 	for _, tr := range s.Timeline(1) {
 		states = append(states, tr.State)
