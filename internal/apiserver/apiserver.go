@@ -7,7 +7,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -17,7 +16,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/gpunet/gpunet/internal/abciapp"
 	"github.com/gpunet/gpunet/internal/address"
 	"github.com/gpunet/gpunet/internal/ledger"
 	"github.com/gpunet/gpunet/internal/validator"
@@ -31,55 +29,66 @@ type Chain interface {
 	GetTx(ctx context.Context, hash []byte) (*validator.TxResult, error)
 	WaitTx(ctx context.Context, hash []byte) (*validator.TxResult, error)
 	NextSequence(addr address.Address) (uint64, error)
+	// Blocks returns up to limit block headers from height down (the
+	// latest when height is 0), newest first.
+	Blocks(ctx context.Context, height int64, limit int) ([]validator.BlockHeader, error)
+	// Block returns block height with its txs and their results; nil
+	// when the node does not have it.
+	Block(ctx context.Context, height int64) (*validator.Block, error)
+}
+
+// Options tune a Server.
+type Options struct {
+	Logger *slog.Logger
+	// Token, when set, is the API token that routes marked Auth require
+	// (the api_token of the node's config). Without it those routes are
+	// off.
+	Token string
+	// CORSOrigins lists the origins allowed to call the API from a
+	// browser ("*" for any). Empty (the default) sends no CORS headers.
+	CORSOrigins []string
+	// ObserveRequest, when set, sees every request's route, status and
+	// duration (the node's metrics).
+	ObserveRequest func(route string, status int, d time.Duration)
+	// Offers, when set, supplies the providers' list entries for
+	// /v1/offers instead of decoding the registry at each height.
+	Offers OfferSource
+	// JobsInState, when set, lists the ids of jobs in a state, newest
+	// first, below before (all when 0), at most limit, and whether older
+	// ones remain; ok is false when it cannot answer (not loaded yet).
+	// /v1/jobs?state= uses it instead of reading every job record on
+	// its way. The handler checks each job's state itself.
+	JobsInState func(state string, before uint64, limit int) (ids []uint64, more, ok bool)
 }
 
 // Server is the HTTP API.
 type Server struct {
 	chain Chain
 	log   *slog.Logger
+	opts  Options
 	// BaseURL is reported in /v1/status as "api".
 	BaseURL string
 	mux     *http.ServeMux
+	routes  []Route
 	logs    logRelay
+	offers  offerCache
 }
 
 // maxTxBody bounds a POST /v1/txs body; the ledger's own limit is lower.
 const maxTxBody = 2 << 20
 
 // New returns the API handler for chain.
-func New(chain Chain, log *slog.Logger) *Server {
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
+func New(chain Chain, o Options) *Server {
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
 	}
-	s := &Server{chain: chain, log: log, mux: http.NewServeMux()}
-	s.mux.HandleFunc("GET /v1/status", s.status)
-	s.mux.HandleFunc("GET /v1/accounts/{addr}", s.account)
-	s.mux.HandleFunc("GET /v1/accounts/{addr}/balance", s.balance)
-	s.mux.HandleFunc("GET /v1/params", s.query("/params"))
-	s.mux.HandleFunc("GET /v1/supply", s.query("/supply"))
-	s.mux.HandleFunc("POST /v1/txs", s.submitTx)
-	s.mux.HandleFunc("GET /v1/txs/{hash}", s.getTx)
-	s.mux.HandleFunc("GET /v1/providers", s.providers)
-	s.mux.HandleFunc("GET /v1/providers/{addr}", s.provider)
-	s.mux.HandleFunc("GET /v1/offers", s.offersList)
-	s.mux.HandleFunc("GET /v1/providers/{addr}/jobs", s.providerJobs)
-	s.mux.HandleFunc("GET /v1/jobs/{id}", s.job)
-	s.mux.HandleFunc("GET /v1/jobs", s.jobs)
-	s.mux.HandleFunc("POST /v1/quote", s.quote)
-	s.mux.HandleFunc("POST /v1/jobs/{id}/logs", s.postLog)
-	s.mux.HandleFunc("GET /v1/jobs/{id}/logs", s.getLog)
-	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		writeError(w, http.StatusNotFound, 0, fmt.Sprintf("no such endpoint: %s %s", r.Method, r.URL.Path))
-	})
+	s := &Server{chain: chain, log: o.Logger, opts: o, mux: http.NewServeMux()}
+	for _, rt := range s.apiRoutes() {
+		s.add(rt)
+	}
+	s.mux.HandleFunc("/", s.notFound)
 	return s
 }
-
-// Handle mounts another handler on the API (the blob gateway, the
-// dashboard), with http.ServeMux patterns.
-func (s *Server) Handle(pattern string, h http.Handler) { s.mux.Handle(pattern, h) }
-
-// ServeHTTP implements http.Handler.
-func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.mux.ServeHTTP(w, r) }
 
 // ListenAndServe serves on addr until ctx ends. It returns once the
 // listener is bound, serving in the background; the returned channel gets
@@ -94,7 +103,10 @@ func (s *Server) ListenAndServe(ctx context.Context, addr string) (net.Addr, <-c
 	srv := &http.Server{
 		Handler:           s,
 		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       2 * time.Minute,
+		MaxHeaderBytes:    maxHeaderBytes,
 		BaseContext:       func(net.Listener) context.Context { return ctx },
+		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelDebug),
 	}
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- srv.Serve(l) }()
@@ -112,24 +124,7 @@ func (s *Server) ListenAndServe(ctx context.Context, addr string) (net.Addr, <-c
 	return l.Addr(), done, nil
 }
 
-// ErrorBody is the JSON of every error response.
-type ErrorBody struct {
-	Error string `json:"error"`
-	Code  uint32 `json:"code,omitempty"`
-}
-
 func bytesReader(b []byte) io.Reader { return bytes.NewReader(b) }
-
-func writeJSON(w http.ResponseWriter, status int, v any) {
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(status)
-	enc := json.NewEncoder(w)
-	enc.Encode(v)
-}
-
-func writeError(w http.ResponseWriter, status int, code uint32, msg string) {
-	writeJSON(w, status, ErrorBody{Error: msg, Code: code})
-}
 
 // StatusBody is GET /v1/status.
 type StatusBody struct {
@@ -166,7 +161,7 @@ func (s *Server) readAccount(w http.ResponseWriter, r *http.Request) (ledger.Acc
 	defer release()
 	acct, err := ledger.GetAccount(kv, a)
 	if err != nil {
-		writeError(w, http.StatusInternalServerError, ledger.CodeOf(err), err.Error())
+		writeLedgerError(w, err)
 		return acct, 0, false
 	}
 	return acct, ledger.Height(kv), true
@@ -179,10 +174,22 @@ func (s *Server) account(w http.ResponseWriter, r *http.Request) {
 	}
 	next, err := s.chain.NextSequence(acct.Address)
 	if err != nil {
-		writeError(w, http.StatusInternalServerError, ledger.CodeOf(err), err.Error())
+		writeLedgerError(w, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, AccountBody{Account: acct, NextSequence: next, Height: height})
+	body := AccountBody{Account: acct, NextSequence: next, Height: height}
+	kv, release := s.chain.View()
+	defer release()
+	if p, found, err := ledger.GetProvider(kv, acct.Address); err != nil {
+		writeLedgerError(w, err)
+		return
+	} else if found {
+		body.Provider, body.Stake, body.Earned = true, p.Stake, p.Earned
+	}
+	for _, u := range ledger.GetUnbondings(kv, acct.Address) {
+		body.Unbonding += u.Amount
+	}
+	writeJSON(w, http.StatusOK, body)
 }
 
 // AccountBody is GET /v1/accounts/{addr}.
@@ -192,7 +199,13 @@ type AccountBody struct {
 	// counting its txs waiting in the mempool ("sequence" counts only
 	// committed ones).
 	NextSequence uint64 `json:"next_sequence"`
-	Height       uint64 `json:"height"`
+	// Provider tells whether the account is a registered provider; Stake
+	// and Earned (usync paid for its jobs) are then its provider record's.
+	Provider  bool   `json:"provider"`
+	Stake     uint64 `json:"stake"`
+	Unbonding uint64 `json:"unbonding"` // usync on its way back to the balance
+	Earned    uint64 `json:"earned"`
+	Height    uint64 `json:"height"`
 }
 
 // BalanceBody is GET /v1/accounts/{addr}/balance.
@@ -211,25 +224,41 @@ func (s *Server) balance(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, BalanceBody{Address: acct.Address.String(), Balance: acct.Balance, Denom: "usync", Height: height})
 }
 
-func (s *Server) query(path string) http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
-		kv, release := s.chain.View()
-		defer release()
-		b, err := abciapp.QueryState(kv, path)
-		if err != nil {
-			writeError(w, http.StatusInternalServerError, ledger.CodeOf(err), err.Error())
-			return
-		}
-		w.Header().Set("Content-Type", "application/json")
-		w.Write(append(b, '\n'))
+func (s *Server) params(w http.ResponseWriter, r *http.Request) {
+	kv, release := s.chain.View()
+	defer release()
+	p, err := ledger.GetParams(kv)
+	if err != nil {
+		writeLedgerError(w, err)
+		return
 	}
+	writeJSON(w, http.StatusOK, p)
+}
+
+// SupplyBody is GET /v1/supply: where the tokens are, in usync.
+type SupplyBody struct {
+	Supply    uint64 `json:"supply"`
+	Treasury  uint64 `json:"treasury"`
+	Staked    uint64 `json:"staked"`
+	Unbonding uint64 `json:"unbonding"`
+	Escrowed  uint64 `json:"escrowed"`
+	Height    uint64 `json:"height"`
+}
+
+func (s *Server) supply(w http.ResponseWriter, r *http.Request) {
+	kv, release := s.chain.View()
+	defer release()
+	writeJSON(w, http.StatusOK, SupplyBody{
+		Supply: ledger.Supply(kv), Treasury: ledger.Treasury(kv), Staked: ledger.Staked(kv),
+		Unbonding: ledger.UnbondingTotal(kv), Escrowed: ledger.Escrowed(kv), Height: ledger.Height(kv),
+	})
 }
 
 // submitTx accepts a wire-form tx (raw bytes, or hex with Content-Type
 // text/plain). With ?wait=false it returns after CheckTx; by default it
 // waits until the tx is in a block (at most ?timeout=, default 30s).
 func (s *Server) submitTx(w http.ResponseWriter, r *http.Request) {
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxTxBody))
+	body, err := io.ReadAll(r.Body)
 	if err != nil {
 		writeError(w, http.StatusRequestEntityTooLarge, ledger.ErrTxTooLarge.Code, fmt.Sprintf("tx body: %v (limit %d bytes)", err, maxTxBody))
 		return
@@ -255,7 +284,7 @@ func (s *Server) submitTx(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if res.Code != 0 {
-		writeJSON(w, http.StatusUnprocessableEntity, res)
+		writeJSON(w, http.StatusUnprocessableEntity, ErrorBody{Code: CodeTxRejected, Message: res.Log, LedgerCode: res.Code, Tx: res})
 		return
 	}
 	if r.URL.Query().Get("wait") == "false" {
@@ -290,7 +319,7 @@ func (s *Server) getTx(w http.ResponseWriter, r *http.Request) {
 	}
 	res, err := s.chain.GetTx(r.Context(), hash)
 	if err != nil {
-		writeError(w, http.StatusInternalServerError, 0, err.Error())
+		writeError(w, http.StatusServiceUnavailable, 0, "tx index: "+err.Error())
 		return
 	}
 	if res == nil {

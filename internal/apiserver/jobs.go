@@ -5,17 +5,27 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/gpunet/gpunet/internal/address"
 	"github.com/gpunet/gpunet/internal/ledger"
 )
 
-// JobList is GET /v1/jobs?owner=ADDR and GET /v1/providers/{addr}/jobs.
+// JobList is GET /v1/jobs and GET /v1/providers/{addr}/jobs.
 type JobList struct {
-	Jobs   []*ledger.Job `json:"jobs"`
-	Height uint64        `json:"height"`
+	Jobs       []*ledger.Job `json:"jobs"`
+	NextCursor string        `json:"next_cursor"`
+	Height     uint64        `json:"height"`
 }
+
+// jobStates are the states a job can be in (DESIGN.md section 7).
+var jobStates = []string{ledger.JobQueued, ledger.JobAssigned, ledger.JobRunning, ledger.JobVerifying, ledger.JobSucceeded, ledger.JobFailed, ledger.JobCancelled}
+
+// maxJobScan bounds the job records one filtered page reads; the page then
+// ends early with a cursor to go on from.
+const maxJobScan = 20_000
 
 func parseJobID(w http.ResponseWriter, s string) (uint64, bool) {
 	id, err := strconv.ParseUint(s, 10, 64)
@@ -36,7 +46,7 @@ func (s *Server) job(w http.ResponseWriter, r *http.Request) {
 	defer release()
 	j, found, err := ledger.GetJob(kv, id)
 	if err != nil {
-		writeError(w, http.StatusInternalServerError, ledger.CodeOf(err), err.Error())
+		writeLedgerError(w, err)
 		return
 	}
 	if !found {
@@ -46,37 +56,103 @@ func (s *Server) job(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, j)
 }
 
-// jobs serves GET /v1/jobs?owner=ADDR&limit=N: the owner's jobs, newest
-// first.
+// jobs serves GET /v1/jobs?owner=ADDR&state=S: jobs, newest first. The
+// cursor is the id below which the page starts.
 func (s *Server) jobs(w http.ResponseWriter, r *http.Request) {
-	owner, err := address.Parse(r.URL.Query().Get("owner"))
-	if err != nil {
-		writeError(w, http.StatusBadRequest, ledger.ErrInvalidAddress.Code, "owner: "+err.Error())
+	limit, ok := pageLimit(w, r)
+	if !ok {
 		return
 	}
-	limit := 100
-	if l := r.URL.Query().Get("limit"); l != "" {
-		if limit, err = strconv.Atoi(l); err != nil || limit < 1 || limit > 1000 {
-			writeError(w, http.StatusBadRequest, 0, fmt.Sprintf("limit %q: want 1 to 1000", l))
+	before, ok := uintCursor(w, r)
+	if !ok {
+		return
+	}
+	var owner *address.Address
+	if o := r.URL.Query().Get("owner"); o != "" {
+		a, err := address.Parse(o)
+		if err != nil {
+			writeError(w, http.StatusBadRequest, ledger.ErrInvalidAddress.Code, "owner: "+err.Error())
 			return
 		}
+		owner = &a
+	}
+	state := r.URL.Query().Get("state")
+	if state != "" && !slices.Contains(jobStates, state) {
+		writeError(w, http.StatusBadRequest, 0, fmt.Sprintf("state %q: want one of %s", state, strings.Join(jobStates, ", ")))
+		return
 	}
 	kv, release := s.chain.View()
 	defer release()
 	out := JobList{Jobs: []*ledger.Job{}, Height: ledger.Height(kv)}
-	ledger.JobsOf(kv, owner, func(id uint64) bool {
-		if j, ok, e := ledger.GetJob(kv, id); e == nil && ok {
-			out.Jobs = append(out.Jobs, j)
+	// Candidates newest first: the owner's index, or every id down from
+	// the newest.
+	var ids []uint64
+	var moreIDs bool
+	indexed := owner != nil
+	if owner != nil {
+		ids, moreIDs = ledger.JobIDsOfBefore(kv, *owner, before, maxJobScan)
+	} else if state != "" && s.opts.JobsInState != nil {
+		// The node's index of states: read only the jobs it names.
+		ids, moreIDs, indexed = s.opts.JobsInState(state, before, limit)
+	}
+	next := ledger.LastJobID(kv)
+	if before > 0 {
+		next = min(next, before-1)
+	}
+	scanned := 0
+	for {
+		var id uint64
+		if indexed {
+			if scanned == len(ids) {
+				break
+			}
+			id = ids[scanned]
+		} else {
+			if next == 0 || scanned == maxJobScan {
+				break
+			}
+			id, next = next, next-1
 		}
-		return len(out.Jobs) < limit
-	})
+		scanned++
+		j, found, err := ledger.GetJob(kv, id)
+		if err != nil {
+			writeLedgerError(w, err)
+			return
+		}
+		if !found || (state != "" && j.State != state) {
+			continue
+		}
+		out.Jobs = append(out.Jobs, j)
+		if len(out.Jobs) == limit {
+			break
+		}
+		if scanned%1024 == 0 && timedOut(w, r) {
+			return
+		}
+	}
+	// More may follow unless the walk reached the oldest job.
+	switch {
+	case indexed && (scanned < len(ids) || moreIDs):
+		out.NextCursor = uintString(ids[scanned-1])
+	case !indexed && next > 0:
+		out.NextCursor = uintString(next + 1)
+	}
 	writeJSON(w, http.StatusOK, out)
 }
 
 // providerJobs serves GET /v1/providers/{addr}/jobs: the jobs assigned to
-// a provider and not finished, which its agent runs.
+// a provider and not finished, which its agent runs, oldest first. The
+// cursor is the id after which the page starts.
 func (s *Server) providerJobs(w http.ResponseWriter, r *http.Request) {
 	a, ok := parseAddr(w, r)
+	if !ok {
+		return
+	}
+	limit, ok := pageLimit(w, r)
+	if !ok {
+		return
+	}
+	after, ok := uintCursor(w, r)
 	if !ok {
 		return
 	}
@@ -84,7 +160,19 @@ func (s *Server) providerJobs(w http.ResponseWriter, r *http.Request) {
 	defer release()
 	out := JobList{Jobs: []*ledger.Job{}, Height: ledger.Height(kv)}
 	for _, id := range ledger.ActiveJobsOf(kv, a) {
-		if j, ok, err := ledger.GetJob(kv, id); err == nil && ok {
+		if id <= after {
+			continue
+		}
+		if len(out.Jobs) == limit {
+			out.NextCursor = uintString(out.Jobs[len(out.Jobs)-1].ID)
+			break
+		}
+		j, found, err := ledger.GetJob(kv, id)
+		if err != nil {
+			writeLedgerError(w, err)
+			return
+		}
+		if found {
 			out.Jobs = append(out.Jobs, j)
 		}
 	}
@@ -94,7 +182,7 @@ func (s *Server) providerJobs(w http.ResponseWriter, r *http.Request) {
 // quote serves POST /v1/quote with a ledger.JobSpec: what submitting it
 // now would give.
 func (s *Server) quote(w http.ResponseWriter, r *http.Request) {
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, 1<<20))
+	body, err := io.ReadAll(r.Body)
 	if err != nil {
 		writeError(w, http.StatusRequestEntityTooLarge, 0, "spec: "+err.Error())
 		return

@@ -37,11 +37,17 @@ type LogPage struct {
 	Dropped uint64 `json:"dropped"`
 }
 
+// LogPosted is the answer to a posted chunk.
+type LogPosted struct {
+	Next uint64 `json:"next"` // the seq the next chunk of the job gets
+}
+
 // Limits of the relay.
 const (
 	maxLogChunkBytes = 256 << 10
 	maxChunksPerJob  = 512
 	maxRelayedJobs   = 4096
+	defaultLogPage   = 64
 )
 
 // LogSignBytes is what a provider signs to post chunk seq of job id.
@@ -124,7 +130,7 @@ func (s *Server) postLog(w http.ResponseWriter, r *http.Request) {
 	release()
 	switch {
 	case err != nil:
-		writeError(w, http.StatusInternalServerError, ledger.CodeOf(err), err.Error())
+		writeLedgerError(w, err)
 		return
 	case !found:
 		writeError(w, http.StatusNotFound, ledger.ErrUnknownJob.Code, fmt.Sprintf("no job %d", id))
@@ -158,7 +164,7 @@ func (s *Server) postLog(w http.ResponseWriter, r *http.Request) {
 		l.chunks = l.chunks[1:]
 		l.first++
 	}
-	writeJSON(w, http.StatusCreated, map[string]uint64{"next": l.next})
+	writeJSON(w, http.StatusCreated, LogPosted{Next: l.next})
 }
 
 // getLog serves GET /v1/jobs/{id}/logs?from=SEQ. Chunks are ciphertext
@@ -176,6 +182,15 @@ func (s *Server) getLog(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
+	limit := defaultLogPage
+	if l := r.URL.Query().Get("limit"); l != "" {
+		n, err := strconv.Atoi(l)
+		if err != nil || n < 1 || n > maxChunksPerJob {
+			writeError(w, http.StatusBadRequest, 0, fmt.Sprintf("limit %q: want an integer from 1 to %d", l, maxChunksPerJob))
+			return
+		}
+		limit = n
+	}
 	s.logs.mu.Lock()
 	defer s.logs.mu.Unlock()
 	page := LogPage{Chunks: []LogChunk{}, Next: from}
@@ -188,11 +203,15 @@ func (s *Server) getLog(w http.ResponseWriter, r *http.Request) {
 		page.Dropped = l.first - from
 		from = l.first
 	}
+	page.Next = max(from, l.next)
 	for _, c := range l.chunks {
 		if c.Seq >= from {
+			if len(page.Chunks) == limit {
+				page.Next = c.Seq
+				break
+			}
 			page.Chunks = append(page.Chunks, c)
 		}
 	}
-	page.Next = max(from, l.next)
 	writeJSON(w, http.StatusOK, page)
 }

@@ -1,11 +1,13 @@
 package apiserver
 
 import (
+	"fmt"
 	"math"
 	"net/http"
 	"slices"
 	"strconv"
 
+	"github.com/gpunet/gpunet/internal/address"
 	"github.com/gpunet/gpunet/internal/ledger"
 	"github.com/gpunet/gpunet/internal/offers"
 )
@@ -65,31 +67,83 @@ func OfferOf(p *ledger.Provider) offers.Offer {
 	return o
 }
 
-func (s *Server) listProviders(kv ledger.KV) ([]offers.Offer, error) {
-	out := []offers.Offer{}
-	err := ledger.IterateProviders(kv, func(p *ledger.Provider) bool {
-		out = append(out, OfferOf(p))
-		return true
-	})
-	return out, err
+// ProviderOffer is a provider in a list: its offer and what it earned.
+type ProviderOffer struct {
+	offers.Offer
+	Earned uint64 `json:"earned"` // usync paid for its jobs
+	// Schedulable: online and staked the minimum, so jobs may be placed
+	// on it now.
+	Schedulable bool `json:"schedulable"`
 }
 
-// providers serves GET /v1/providers: every registered provider.
+// ProviderOfferOf is p's list entry under params.
+func ProviderOfferOf(p *ledger.Provider, params ledger.Params) ProviderOffer {
+	return ProviderOffer{Offer: OfferOf(p), Earned: p.Earned, Schedulable: p.Schedulable(params)}
+}
+
+// ProviderList is GET /v1/providers.
+type ProviderList struct {
+	Providers  []ProviderOffer `json:"providers"`
+	NextCursor string          `json:"next_cursor"`
+	Height     uint64          `json:"height"`
+}
+
+// providers serves GET /v1/providers: registered providers by address.
+// The cursor is the last address of the previous page.
 func (s *Server) providers(w http.ResponseWriter, r *http.Request) {
-	kv, release := s.chain.View()
-	defer release()
-	list, err := s.listProviders(kv)
-	if err != nil {
-		writeError(w, http.StatusInternalServerError, ledger.CodeOf(err), err.Error())
+	limit, ok := pageLimit(w, r)
+	if !ok {
 		return
 	}
-	offers.Sort(list, nil)
-	writeJSON(w, http.StatusOK, list)
+	var after *address.Address
+	if c := r.URL.Query().Get("cursor"); c != "" {
+		a, err := address.Parse(c)
+		if err != nil {
+			writeError(w, http.StatusBadRequest, 0, fmt.Sprintf("cursor %q: not a cursor of this list (pass back next_cursor as given)", c))
+			return
+		}
+		after = &a
+	}
+	kv, release := s.chain.View()
+	defer release()
+	params, err := ledger.GetParams(kv)
+	if err != nil {
+		writeLedgerError(w, err)
+		return
+	}
+	out := ProviderList{Providers: []ProviderOffer{}, Height: ledger.Height(kv)}
+	more := false
+	err = ledger.ProvidersAfter(kv, after, func(p *ledger.Provider) bool {
+		if len(out.Providers) == limit {
+			more = true
+			return false
+		}
+		out.Providers = append(out.Providers, ProviderOfferOf(p, params))
+		return true
+	})
+	if err != nil {
+		writeLedgerError(w, err)
+		return
+	}
+	if more {
+		out.NextCursor = out.Providers[len(out.Providers)-1].Address
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+// OfferList is GET /v1/offers.
+type OfferList struct {
+	Offers     []ProviderOffer `json:"offers"`
+	NextCursor string          `json:"next_cursor"`
+	// Total is how many providers match the query, on all pages.
+	Total  int    `json:"total"`
+	Height uint64 `json:"height"`
 }
 
 // offersList serves GET /v1/offers?q=QUERY&sort=KEYS&all=true: providers
 // matching the query, sorted; by default only those that can take jobs now
-// (online and staked the minimum).
+// (online and staked the minimum). The cursor is an offset into the sorted
+// matches.
 func (s *Server) offersList(w http.ResponseWriter, r *http.Request) {
 	q, err := offers.Parse(r.URL.Query().Get("q"))
 	if err != nil {
@@ -101,29 +155,56 @@ func (s *Server) offersList(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, ledger.ErrInvalidMsg.Code, err.Error())
 		return
 	}
-	all, _ := strconv.ParseBool(r.URL.Query().Get("all"))
-	kv, release := s.chain.View()
-	defer release()
-	params, err := ledger.GetParams(kv)
-	if err != nil {
-		writeError(w, http.StatusInternalServerError, ledger.CodeOf(err), err.Error())
-		return
-	}
-	out := []offers.Offer{}
-	err = ledger.IterateProviders(kv, func(p *ledger.Provider) bool {
-		if all || p.Schedulable(params) {
-			if o := OfferOf(p); q.Match(&o) {
-				out = append(out, o)
-			}
+	all := false
+	if a := r.URL.Query().Get("all"); a != "" {
+		if all, err = strconv.ParseBool(a); err != nil {
+			writeError(w, http.StatusBadRequest, 0, fmt.Sprintf("all %q: want true or false", a))
+			return
 		}
-		return true
-	})
-	if err != nil {
-		writeError(w, http.StatusInternalServerError, ledger.CodeOf(err), err.Error())
+	}
+	limit, ok := pageLimit(w, r)
+	if !ok {
 		return
 	}
-	offers.Sort(out, keys)
+	offset, ok := uintCursor(w, r)
+	if !ok {
+		return
+	}
+	snap, err := s.offerSnapshot(r.Context())
+	if err != nil {
+		writeLedgerError(w, err)
+		return
+	}
+	if timedOut(w, r) {
+		return
+	}
+	matched := make([]*ProviderOffer, 0, 64)
+	for i, po := range snap.all {
+		if (all || po.Schedulable) && q.Match(&po.Offer) {
+			matched = append(matched, po)
+		}
+		if i%4096 == 4095 && timedOut(w, r) {
+			return
+		}
+	}
+	sortProviderOffers(matched, keys)
+	out := OfferList{Offers: []ProviderOffer{}, Total: len(matched), Height: snap.height}
+	if offset < uint64(len(matched)) {
+		end := min(uint64(len(matched)), offset+uint64(limit))
+		for _, po := range matched[offset:end] {
+			out.Offers = append(out.Offers, *po)
+		}
+		if end < uint64(len(matched)) {
+			out.NextCursor = strconv.FormatUint(end, 10)
+		}
+	}
 	writeJSON(w, http.StatusOK, out)
+}
+
+// sortProviderOffers sorts by the offers' sort keys (offers.Sort's order).
+func sortProviderOffers(list []*ProviderOffer, keys []offers.SortKey) {
+	cmp := offers.Comparer(keys)
+	slices.SortStableFunc(list, func(a, b *ProviderOffer) int { return cmp(&a.Offer, &b.Offer) })
 }
 
 // provider serves GET /v1/providers/{addr}.
@@ -136,7 +217,7 @@ func (s *Server) provider(w http.ResponseWriter, r *http.Request) {
 	defer release()
 	p, found, err := ledger.GetProvider(kv, a)
 	if err != nil {
-		writeError(w, http.StatusInternalServerError, ledger.CodeOf(err), err.Error())
+		writeLedgerError(w, err)
 		return
 	}
 	if !found {
@@ -145,7 +226,7 @@ func (s *Server) provider(w http.ResponseWriter, r *http.Request) {
 	}
 	params, err := ledger.GetParams(kv)
 	if err != nil {
-		writeError(w, http.StatusInternalServerError, ledger.CodeOf(err), err.Error())
+		writeLedgerError(w, err)
 		return
 	}
 	body := ProviderBody{

@@ -176,7 +176,7 @@ func responseError(op string, resp *http.Response) error {
 	if resp.Request == nil || resp.Request.Method != http.MethodHead {
 		json.NewDecoder(io.LimitReader(resp.Body, 1<<16)).Decode(&er)
 	}
-	msg := er.Error
+	msg := er.Message
 	if msg == "" {
 		msg = "(no error message)"
 	}
@@ -204,7 +204,7 @@ func responseError(op string, resp *http.Response) error {
 type GatewayError struct {
 	Op         string // what the client was doing
 	StatusCode int
-	Message    string // the gateway's "error" text, or the status line
+	Message    string // the gateway's "message" text, or the status line
 	err        error
 }
 

@@ -25,9 +25,21 @@ type PutResponse struct {
 	Size int64 `json:"size"`
 }
 
-// errorResponse is the JSON body of every error.
+// errorResponse is the JSON body of every error: the node API's shape
+// (internal/apiserver), a stable code and a message.
 type errorResponse struct {
-	Error string `json:"error"`
+	Code    string `json:"code"`
+	Message string `json:"message"`
+}
+
+// errorCodes are the stable codes of the statuses the gateway answers.
+var errorCodes = map[int]string{
+	http.StatusBadRequest:            "invalid_argument",
+	http.StatusNotFound:              "not_found",
+	http.StatusMethodNotAllowed:      "method_not_allowed",
+	http.StatusRequestEntityTooLarge: "payload_too_large",
+	http.StatusUnprocessableEntity:   "hash_mismatch",
+	http.StatusInsufficientStorage:   "insufficient_storage",
 }
 
 type handler struct {
@@ -43,7 +55,7 @@ type handler struct {
 //	GET  /v1/blobs/{hash}  the blob, with Content-Length, ETag and X-Content-SHA256
 //	HEAD /v1/blobs/{hash}  the same headers, no body
 //
-// Errors are JSON {"error": "..."}: 400 for a malformed hash, 404, 405,
+// Errors are JSON {"code": "...", "message": "..."}: 400 for a malformed hash, 404, 405,
 // 413 over the size limit (the message states it), 422 hash mismatch, 507
 // disk full. Mount it with mux.Handle("/v1/blobs", h) and
 // mux.Handle("/v1/blobs/", h). A nil log discards.
@@ -189,5 +201,9 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 }
 
 func writeError(w http.ResponseWriter, status int, msg string) {
-	writeJSON(w, status, errorResponse{Error: msg})
+	code, ok := errorCodes[status]
+	if !ok {
+		code = "internal"
+	}
+	writeJSON(w, status, errorResponse{Code: code, Message: msg})
 }

@@ -61,11 +61,11 @@ func errorBody(t *testing.T, resp *http.Response, b []byte) string {
 	if ct := resp.Header.Get("Content-Type"); ct != "application/json" {
 		t.Errorf("error Content-Type = %q, want application/json", ct)
 	}
-	var e struct{ Error string }
-	if err := json.Unmarshal(b, &e); err != nil || e.Error == "" {
-		t.Errorf("error body %q is not {\"error\": ...}", b)
+	var e struct{ Code, Message string }
+	if err := json.Unmarshal(b, &e); err != nil || e.Message == "" || errorCodes[resp.StatusCode] != e.Code {
+		t.Errorf("error body %q of status %d is not {\"code\": %q, \"message\": ...}", b, resp.StatusCode, errorCodes[resp.StatusCode])
 	}
-	return e.Error
+	return e.Message
 }
 
 func TestGatewayRoundTrip(t *testing.T) {

@@ -48,8 +48,11 @@ var ErrUnreachable = errors.New("node unreachable")
 // APIError is an error response from the node.
 type APIError struct {
 	Status int
-	Code   uint32
-	Msg    string
+	// Code is the API's stable error code (apiserver.CodeNotFound, …).
+	Code string
+	// LedgerCode is the ledger's error code behind it, if any.
+	LedgerCode uint32
+	Msg        string
 }
 
 func (e *APIError) Error() string { return e.Msg }
@@ -71,10 +74,17 @@ func (c *Client) do(ctx context.Context, method, path string, body []byte, out a
 	if err != nil {
 		return resp.StatusCode, fmt.Errorf("read response from %s: %w", c.base, err)
 	}
-	if resp.StatusCode >= 400 && resp.StatusCode != http.StatusUnprocessableEntity {
+	if resp.StatusCode >= 400 {
 		var eb apiserver.ErrorBody
-		if json.Unmarshal(b, &eb) == nil && eb.Error != "" {
-			return resp.StatusCode, &APIError{Status: resp.StatusCode, Code: eb.Code, Msg: eb.Error}
+		if json.Unmarshal(b, &eb) == nil && eb.Message != "" {
+			if eb.Tx != nil && out != nil {
+				// A rejected tx: its result is the answer (see BroadcastTx).
+				if res, ok := out.(*validator.TxResult); ok {
+					*res = *eb.Tx
+					return resp.StatusCode, nil
+				}
+			}
+			return resp.StatusCode, &APIError{Status: resp.StatusCode, Code: eb.Code, LedgerCode: eb.LedgerCode, Msg: eb.Message}
 		}
 		return resp.StatusCode, &APIError{Status: resp.StatusCode, Msg: fmt.Sprintf("%s %s: HTTP %d: %s", method, path, resp.StatusCode, bytes.TrimSpace(b))}
 	}
@@ -215,25 +225,58 @@ func (c *Client) Provider(ctx context.Context, a address.Address) (*apiserver.Pr
 	return &out, nil
 }
 
-// Providers returns every registered provider as an offer.
+// Providers returns every registered provider as an offer, walking
+// every page.
 func (c *Client) Providers(ctx context.Context) ([]offers.Offer, error) {
-	var out []offers.Offer
-	_, err := c.do(ctx, http.MethodGet, "/v1/providers", nil, &out)
-	return out, err
+	out := []offers.Offer{}
+	cursor := ""
+	for {
+		var page struct {
+			Providers  []offers.Offer `json:"providers"`
+			NextCursor string         `json:"next_cursor"`
+		}
+		v := url.Values{"limit": {strconv.Itoa(apiserver.MaxPageLimit)}}
+		if cursor != "" {
+			v.Set("cursor", cursor)
+		}
+		if _, err := c.do(ctx, http.MethodGet, "/v1/providers?"+v.Encode(), nil, &page); err != nil {
+			return nil, err
+		}
+		out = append(out, page.Providers...)
+		if cursor = page.NextCursor; cursor == "" {
+			return out, nil
+		}
+	}
 }
 
-// Offers returns the offers matching query, sorted by sortKeys; all
-// includes providers that cannot take jobs now.
+// Offers returns the offers matching query, sorted by sortKeys, walking
+// every page; all includes providers that cannot take jobs now.
 func (c *Client) Offers(ctx context.Context, query, sortKeys string, all bool) ([]offers.Offer, error) {
-	v := url.Values{}
-	v.Set("q", query)
-	v.Set("sort", sortKeys)
-	if all {
-		v.Set("all", "true")
+	out := []offers.Offer{}
+	cursor := ""
+	for {
+		v := url.Values{}
+		v.Set("q", query)
+		v.Set("sort", sortKeys)
+		v.Set("limit", strconv.Itoa(apiserver.MaxPageLimit))
+		if all {
+			v.Set("all", "true")
+		}
+		if cursor != "" {
+			v.Set("cursor", cursor)
+		}
+		var page struct {
+			Offers     []offers.Offer `json:"offers"`
+			NextCursor string         `json:"next_cursor"`
+		}
+		if _, err := c.do(ctx, http.MethodGet, "/v1/offers?"+v.Encode(), nil, &page); err != nil {
+			return nil, err
+		}
+		out = append(out, page.Offers...)
+		if cursor = page.NextCursor; cursor == "" {
+			return out, nil
+		}
 	}
-	var out []offers.Offer
-	_, err := c.do(ctx, http.MethodGet, "/v1/offers?"+v.Encode(), nil, &out)
-	return out, err
 }
 
 // Params returns the ledger's parameters.
@@ -252,18 +295,37 @@ func (c *Client) Job(ctx context.Context, id uint64) (*ledger.Job, error) {
 	return &j, nil
 }
 
-// Jobs returns owner's jobs, newest first.
+// Jobs returns owner's newest jobs, newest first, at most limit of them
+// (up to apiserver.MaxPageLimit).
 func (c *Client) Jobs(ctx context.Context, owner address.Address, limit int) (*apiserver.JobList, error) {
 	var out apiserver.JobList
 	_, err := c.do(ctx, http.MethodGet, fmt.Sprintf("/v1/jobs?owner=%s&limit=%d", owner, limit), nil, &out)
 	return &out, err
 }
 
-// ProviderJobs returns the unfinished jobs assigned to a provider.
+// ProviderJobs returns the unfinished jobs assigned to a provider, every
+// page of them.
 func (c *Client) ProviderJobs(ctx context.Context, provider address.Address) (*apiserver.JobList, error) {
 	var out apiserver.JobList
-	_, err := c.do(ctx, http.MethodGet, "/v1/providers/"+provider.String()+"/jobs", nil, &out)
-	return &out, err
+	cursor := ""
+	for {
+		var page apiserver.JobList
+		path := fmt.Sprintf("/v1/providers/%s/jobs?limit=%d", provider, apiserver.MaxPageLimit)
+		if cursor != "" {
+			path += "&cursor=" + url.QueryEscape(cursor)
+		}
+		if _, err := c.do(ctx, http.MethodGet, path, nil, &page); err != nil {
+			return nil, err
+		}
+		out.Jobs = append(out.Jobs, page.Jobs...)
+		out.Height = page.Height
+		if cursor = page.NextCursor; cursor == "" {
+			if out.Jobs == nil {
+				out.Jobs = []*ledger.Job{}
+			}
+			return &out, nil
+		}
+	}
 }
 
 // Quote asks what submitting spec now would give.
@@ -295,7 +357,7 @@ func (c *Client) PostLog(ctx context.Context, key Signer, job, seq uint64, data 
 	if resp.StatusCode != http.StatusCreated {
 		var eb apiserver.ErrorBody
 		json.NewDecoder(io.LimitReader(resp.Body, 1<<16)).Decode(&eb)
-		return &APIError{Status: resp.StatusCode, Code: eb.Code, Msg: eb.Error}
+		return &APIError{Status: resp.StatusCode, Code: eb.Code, LedgerCode: eb.LedgerCode, Msg: eb.Message}
 	}
 	return nil
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/gpunet/gpunet/internal/daemon"
 	"github.com/gpunet/gpunet/internal/devnet"
 	"github.com/gpunet/gpunet/internal/ledger"
+	"github.com/gpunet/gpunet/internal/provider"
 	"github.com/gpunet/gpunet/internal/validator"
 )
 
@@ -58,6 +59,11 @@ starts afresh. Ports are free loopback ports picked at each start unless
 					return err
 				}
 			}
+			if c.APIToken == "" { // a devnet made before tokens existed
+				if c.APIToken, err = devnet.NewAPIToken(); err != nil {
+					return err
+				}
+			}
 			if err := validator.SaveConfig(e.home, c); err != nil {
 				return err
 			}
@@ -83,7 +89,8 @@ starts afresh. Ports are free loopback ports picked at each start unless
 					d.Stop()
 				}
 			}()
-			provs, err = devnet.RunProviders(pctx, e.home, d.APIURL, devnet.ProviderOptions{N: nprov, Faulty: faulty, Logger: logger, Poll: providerPoll(time.Duration(c.BlockTime))})
+			provs, err = devnet.RunProviders(pctx, e.home, d.APIURL, devnet.ProviderOptions{N: nprov, Faulty: faulty, Logger: logger, Poll: providerPoll(time.Duration(c.BlockTime)),
+				Metrics: provider.NewMetrics(d.Metrics)})
 			if err != nil {
 				return fmt.Errorf("start devnet providers: %w", err)
 			}
@@ -112,13 +119,13 @@ starts afresh. Ports are free loopback ports picked at each start unless
 					st := a.Status()
 					ps = append(ps, devKey{st.Name, st.Address})
 				}
-				json.NewEncoder(e.stdout).Encode(map[string]any{"chain_id": c.ChainID, "api": d.APIURL, "home": e.home, "created": created, "keys": ks, "providers": ps})
+				json.NewEncoder(e.stdout).Encode(map[string]any{"chain_id": c.ChainID, "api": d.APIURL, "dashboard": d.APIURL + "/", "api_token": c.APIToken, "home": e.home, "created": created, "keys": ks, "providers": ps})
 			} else {
 				verb := "resumed"
 				if created {
 					verb = "created"
 				}
-				fmt.Fprintf(e.stdout, "gpunet devnet %s: chain %s, home %s\n  api:  %s\n  funded keys:\n", verb, c.ChainID, e.home, d.APIURL)
+				fmt.Fprintf(e.stdout, "gpunet devnet %s: chain %s, home %s\n  api:        %s\n  dashboard:  %s/  (to submit jobs from it, the API token: %s)\n  funded keys:\n", verb, c.ChainID, e.home, d.APIURL, d.APIURL, c.APIToken)
 				for _, k := range ks {
 					fmt.Fprintf(e.stdout, "    %-6s %s\n", k.Name, k.Address)
 				}

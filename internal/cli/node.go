@@ -107,9 +107,9 @@ func nodeCmd(e *env) *cobra.Command {
 			}
 			c := d.Node.Config()
 			if e.output == "json" {
-				json.NewEncoder(e.stdout).Encode(map[string]string{"chain_id": c.ChainID, "moniker": c.Moniker, "api": d.APIURL, "home": e.home})
+				json.NewEncoder(e.stdout).Encode(map[string]string{"chain_id": c.ChainID, "moniker": c.Moniker, "api": d.APIURL, "dashboard": d.APIURL + "/", "home": e.home})
 			} else {
-				fmt.Fprintf(e.stdout, "node %s of chain %s running\n  api:  %s\n  home: %s\n  logs: %s/logs/cometbft.log\nPress Ctrl-C to stop.\n", c.Moniker, c.ChainID, d.APIURL, e.home, e.home)
+				fmt.Fprintf(e.stdout, "node %s of chain %s running\n  api:       %s\n  dashboard: %s/\n  metrics:   %s/metrics\n  home:      %s\n  logs:      %s/logs/cometbft.log\nPress Ctrl-C to stop.\n", c.Moniker, c.ChainID, d.APIURL, d.APIURL, d.APIURL, e.home, e.home)
 			}
 			<-cmd.Context().Done()
 			fmt.Fprintln(e.stderr, "stopping…")

@@ -1,16 +1,22 @@
 package cli
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/spf13/cobra"
 
 	"github.com/gpunet/gpunet/internal/address"
@@ -65,6 +71,7 @@ func providerCmd(e *env) *cobra.Command {
 		faultSkip           bool
 		faultOverclaim      float64
 		allowNet            bool
+		metricsAddr         string
 	)
 	start := &cobra.Command{
 		Use:   "start --from KEY",
@@ -146,6 +153,16 @@ credentials come from Docker's config ($DOCKER_CONFIG or ~/.docker).`,
 			o.Sandboxes, o.SandboxNotes = sb, notes
 			o.Blobs = blob.NewClient(cl.Base())
 			o.WorkDir = filepath.Join(e.home, "provider", key.Name, "jobs")
+			if metricsAddr != "" {
+				reg := prometheus.NewRegistry()
+				reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+				o.Metrics = provider.NewMetrics(reg)
+				url, err := serveMetrics(cmd.Context(), metricsAddr, reg)
+				if err != nil {
+					return err
+				}
+				fmt.Fprintf(e.stderr, "metrics: %s\n", url)
+			}
 			if e.output == "json" {
 				json.NewEncoder(e.stdout).Encode(map[string]string{"name": key.Name, "address": key.Address.String(), "node": cl.Base()})
 			} else {
@@ -166,6 +183,7 @@ credentials come from Docker's config ($DOCKER_CONFIG or ~/.docker).`,
 	f.Float64Var(&faultWrong, "fault-wrong-outputs", 0, "FAULT INJECTION for tests and demos: commit a wrong result on this fraction of jobs (0 to 1)")
 	f.BoolVar(&faultSkip, "fault-skip-challenges", false, "FAULT INJECTION for tests and demos: ignore hardware challenges")
 	f.Float64Var(&faultOverclaim, "fault-overclaim", 0, "FAULT INJECTION for tests and demos: declare this many times the measured int8 throughput")
+	f.StringVar(&metricsAddr, "metrics", "", "serve Prometheus metrics at http://ADDR/metrics (host:port; default: off)")
 	start.MarkFlagRequired("from")
 	c.AddCommand(start)
 
@@ -288,4 +306,22 @@ func printProvider(w io.Writer, p *apiserver.ProviderBody) {
 // audited, with the default parameters.
 func auditRate(consecutive uint64) string {
 	return fmt.Sprintf("%.1f%%", float64(ledger.AuditRatePPM(consecutive, ledger.DefaultParams()))/1e4)
+}
+
+// serveMetrics serves reg at http://addr/metrics until ctx ends and
+// returns that URL.
+func serveMetrics(ctx context.Context, addr string, reg *prometheus.Registry) (string, error) {
+	l, err := net.Listen("tcp", addr)
+	if err != nil {
+		return "", usageError{fmt.Errorf("--metrics %s: %w", addr, err)}
+	}
+	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	go srv.Serve(l)
+	go func() {
+		<-ctx.Done()
+		srv.Close()
+	}()
+	return "http://" + l.Addr().String() + "/metrics", nil
 }

@@ -1,6 +1,7 @@
 // Package daemon runs what one node process serves: the validator and, on
-// top of it, the HTTP API (later also the blob gateway, the dashboard and,
-// in a devnet, providers). `gpunet node` and `gpunet devnet` both use it.
+// top of it, the HTTP API with the blob gateway, the chain's statistics,
+// /metrics and the web dashboard. `gpunet node` and `gpunet devnet` both
+// use it (a devnet adds its providers).
 package daemon
 
 import (
@@ -8,10 +9,17 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"path/filepath"
+	"sync"
+	"sync/atomic"
+
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/gpunet/gpunet/internal/apiserver"
 	"github.com/gpunet/gpunet/internal/blob"
+	"github.com/gpunet/gpunet/internal/dashboard"
+	"github.com/gpunet/gpunet/internal/netstats"
 	"github.com/gpunet/gpunet/internal/validator"
 )
 
@@ -32,8 +40,18 @@ type Options struct {
 type Daemon struct {
 	Node   *validator.Node
 	APIURL string
-	cancel context.CancelFunc
-	apiErr <-chan error
+	// API is the node's HTTP API, for mounting more routes (the
+	// dashboard).
+	API *apiserver.Server
+	// Stats follow the chain for the dashboard and the metrics.
+	Stats *netstats.Stats
+	// Metrics is the registry /metrics serves; in-process providers
+	// register theirs here.
+	Metrics *prometheus.Registry
+	cancel  context.CancelFunc
+	apiErr  <-chan error
+	statsWG sync.WaitGroup
+	dash    *dashboard.Dashboard
 }
 
 // Start starts home's validator and its API.
@@ -41,7 +59,8 @@ func Start(ctx context.Context, home string, o Options) (*Daemon, error) {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
-	n, err := validator.Start(ctx, home, validator.StartOptions{Logger: o.Logger, CheckInvariants: o.CheckInvariants})
+	m := newNodeMetrics()
+	n, err := validator.Start(ctx, home, validator.StartOptions{Logger: o.Logger, CheckInvariants: o.CheckInvariants, ObserveBlock: m.observeBlock})
 	if err != nil {
 		return nil, err
 	}
@@ -59,10 +78,17 @@ func Start(ctx context.Context, home string, o Options) (*Daemon, error) {
 		return nil, err
 	}
 	actx, cancel := context.WithCancel(context.Background())
-	api := apiserver.New(n, o.Logger)
-	gw := blob.NewHandler(blobs, o.Logger)
-	api.Handle("/v1/blobs", gw)
-	api.Handle("/v1/blobs/", gw)
+	cfg := n.Config()
+	stats := netstats.New(n, netstats.Options{Logger: o.Logger, Registry: m.reg})
+	api := apiserver.New(n, apiserver.Options{Logger: o.Logger, Token: cfg.APIToken, CORSOrigins: cfg.CORSOrigins,
+		ObserveRequest: m.observeRequest, Offers: stats.Offers, JobsInState: stats.JobsInState})
+	api.Mount(BlobRoutes(m.countBlobs(blob.NewHandler(blobs, o.Logger)))...)
+	api.Mount(stats.Routes()...)
+	api.Mount(MetricsRoute(m.reg))
+	var base atomic.Value
+	base.Store("")
+	dash := dashboard.New(actx, dashboard.Options{Home: home, ChainID: cfg.ChainID, Logger: o.Logger, API: func() string { return base.Load().(string) }})
+	api.Mount(dash.Routes()...)
 	bound, apiErr, err := api.ListenAndServe(actx, addr)
 	if err != nil {
 		cancel()
@@ -70,6 +96,7 @@ func Start(ctx context.Context, home string, o Options) (*Daemon, error) {
 		return nil, fmt.Errorf("%w (another node or devnet on this port? pick one with --api)", err)
 	}
 	api.BaseURL = "http://" + bound.String()
+	base.Store(api.BaseURL)
 	if bound.String() != n.Config().API {
 		// Record where the API really is so other commands in this home
 		// find it.
@@ -79,12 +106,39 @@ func Start(ctx context.Context, home string, o Options) (*Daemon, error) {
 			o.Logger.Warn("could not record the API address in the home", "err", err)
 		}
 	}
-	return &Daemon{Node: n, APIURL: api.BaseURL, cancel: cancel, apiErr: apiErr}, nil
+	d := &Daemon{Node: n, APIURL: api.BaseURL, API: api, Stats: stats, Metrics: m.reg, cancel: cancel, apiErr: apiErr, dash: dash}
+	d.statsWG.Add(1)
+	go func() {
+		defer d.statsWG.Done()
+		if err := stats.Run(actx); err != nil {
+			o.Logger.Error("netstats stopped; the dashboard and chain metrics are not updated", "err", err)
+		}
+	}()
+	return d, nil
+}
+
+// BlobRoutes documents and mounts the blob gateway (internal/blob) on the
+// API. The gateway bounds bodies by the store's limit and streams, so no
+// time limit applies.
+func BlobRoutes(gw http.Handler) []apiserver.Route {
+	hash := map[string]string{"hash": "the blob's name: sha256:<64 hex>"}
+	return []apiserver.Route{
+		{Method: "PUT", Path: "/v1/blobs", ID: "putBlob", Tag: "blobs", Summary: "Store a blob (ciphertext); 201, or 200 when already stored",
+			BodyType: "application/octet-stream", Resp: blob.PutResponse{}, Status: http.StatusCreated, MaxBody: -1, Timeout: -1,
+			Errors: []int{413, 507}, Handler: gw},
+		{Method: "PUT", Path: "/v1/blobs/{hash}", ID: "putBlobNamed", Tag: "blobs", Summary: "Store a blob, failing with 422 unless the body hashes to {hash}",
+			PathParams: hash, BodyType: "application/octet-stream", Resp: blob.PutResponse{}, Status: http.StatusCreated, MaxBody: -1, Timeout: -1,
+			Errors: []int{400, 413, 422, 507}, Handler: gw},
+		{Method: "GET", Path: "/v1/blobs/{hash}", ID: "getBlob", Tag: "blobs", Summary: "A blob, with Content-Length, ETag and X-Content-SHA256 (HEAD: the headers only)",
+			PathParams: hash, RespType: "application/octet-stream", MaxBody: -1, Timeout: -1, Errors: []int{400, 404}, Handler: gw},
+	}
 }
 
 // Stop stops the API and the validator.
 func (d *Daemon) Stop() error {
 	d.cancel()
 	apiErr := <-d.apiErr
+	d.statsWG.Wait()
+	d.dash.Wait()
 	return errors.Join(apiErr, d.Node.Stop())
 }

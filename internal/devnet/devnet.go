@@ -4,6 +4,8 @@
 package devnet
 
 import (
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"os"
@@ -86,5 +88,18 @@ func Setup(home string, o Options) (created bool, err error) {
 		return false, err
 	}
 	c.CheckInvariants = true
+	if c.APIToken, err = NewAPIToken(); err != nil {
+		return false, err
+	}
 	return true, validator.SaveConfig(home, c)
+}
+
+// NewAPIToken returns a random API token (32 hex characters) for a node's
+// config: it lets the dashboard submit jobs with the node's keys.
+func NewAPIToken() (string, error) {
+	b := make([]byte, 16)
+	if _, err := rand.Read(b); err != nil {
+		return "", err
+	}
+	return hex.EncodeToString(b), nil
 }

@@ -42,6 +42,9 @@ type ProviderOptions struct {
 	// Faulty makes the last Faulty providers commit wrong results on every
 	// job (`gpunet devnet --faulty N`), to show Proof of Sync at work.
 	Faulty int
+	// Metrics, when set, counts the agents' work (the node's registry in
+	// a devnet, so its /metrics shows them).
+	Metrics *provider.Metrics
 }
 
 // Providers are the devnet's running provider agents.
@@ -152,6 +155,7 @@ func RunProviders(ctx context.Context, home, api string, o ProviderOptions) (*Pr
 			SandboxNotes: ps.sandboxNotes,
 			Blobs:        blob.NewClient(api),
 			WorkDir:      filepath.Join(home, "provider", name, "jobs"),
+			Metrics:      o.Metrics,
 		})
 		ps.Agents = append(ps.Agents, a)
 		ps.wg.Add(1)

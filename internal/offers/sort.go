@@ -65,6 +65,13 @@ func ParseSort(s string) ([]SortKey, error) {
 // share an address. It is stable. Keys naming no sortable field are
 // ignored; ParseSort returns only valid ones.
 func Sort(offers []Offer, keys []SortKey) {
+	cmp := Comparer(keys)
+	slices.SortStableFunc(offers, func(a, b Offer) int { return cmp(&a, &b) })
+}
+
+// Comparer returns Sort's ordering by keys, for sorting slices of other
+// types that hold offers.
+func Comparer(keys []SortKey) func(a, b *Offer) int {
 	type keyCmp struct {
 		cmp  func(a, b *Offer) int
 		desc bool
@@ -77,9 +84,9 @@ func Sort(offers []Offer, keys []SortKey) {
 		}
 		cmps = append(cmps, keyCmp{fieldCmp(f), k.Desc})
 	}
-	slices.SortStableFunc(offers, func(a, b Offer) int {
+	return func(a, b *Offer) int {
 		for _, k := range cmps {
-			c := k.cmp(&a, &b)
+			c := k.cmp(a, b)
 			if k.desc {
 				c = -c
 			}
@@ -88,7 +95,7 @@ func Sort(offers []Offer, keys []SortKey) {
 			}
 		}
 		return strings.Compare(a.Address, b.Address)
-	})
+	}
 }
 
 // fieldCmp returns the ordering of f's values.

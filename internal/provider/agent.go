@@ -89,6 +89,9 @@ type Options struct {
 	// AllowNetwork declares that oci jobs asking for network access may
 	// have it; the oci executor must be made with the same setting.
 	AllowNetwork bool
+	// Metrics, when set, counts the agent's executor runs, blob traffic
+	// and challenges.
+	Metrics *Metrics
 }
 
 // Faults are deliberate misbehaviours (`gpunet provider start
@@ -178,6 +181,9 @@ func New(o Options) *Agent {
 	}
 	if o.MaxJobs == 0 {
 		o.MaxJobs = 4
+	}
+	if o.Metrics != nil {
+		o.Metrics.instrument(o.Key.Name, &o)
 	}
 	a := &Agent{o: o, log: o.Logger.With("provider", o.Key.Name)}
 	a.runs.byID = map[uint64]context.CancelFunc{}
@@ -473,8 +479,11 @@ func (a *Agent) refresh(ctx context.Context) error {
 		if _, err := a.o.Chain.SendMsg(ctx, a.o.Key, 0, &ledger.MsgLivenessProof{Height: c.Height, Proof: proof}); err != nil {
 			var txErr *chainclient.TxError
 			if !errors.As(err, &txErr) || txErr.Result.Code != ledger.ErrNoChallenge.Code {
+				a.o.Metrics.challenge(a.o.Key.Name, "liveness", "error")
 				return fmt.Errorf("answer liveness challenge of height %d: %w", c.Height, err)
 			}
+		} else {
+			a.o.Metrics.challenge(a.o.Key.Name, "liveness", "answered")
 		}
 		a.lastAnswered = c.Height
 		a.log.Debug("answered liveness challenge", "height", c.Height)

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/gpunet/gpunet/internal/blob"
 	"github.com/gpunet/gpunet/internal/chainclient"
@@ -29,6 +30,10 @@ type network struct {
 	d         *daemon.Daemon
 	cl        *chainclient.Client
 	sb        map[string]sandbox.Executor
+	// reg holds the agents' metrics (one provider.Metrics for all, as
+	// in a devnet).
+	reg     *prometheus.Registry
+	metrics *provider.Metrics
 }
 
 // sandboxes returns the network's shared real wasm executor.
@@ -127,8 +132,13 @@ func runAgentFaulty(t *testing.T, n *network, name string, lib nvml.Interface, r
 	if err != nil {
 		t.Fatal(err)
 	}
+	if n.metrics == nil {
+		n.reg = prometheus.NewRegistry()
+		n.metrics = provider.NewMetrics(n.reg)
+	}
 	a := provider.New(provider.Options{
-		Key: k, Chain: n.cl, Region: region, Prices: map[string]uint64{provider.AnyClass: price},
+		Metrics: n.metrics,
+		Key:     k, Chain: n.cl, Region: region, Prices: map[string]uint64{provider.AnyClass: price},
 		Inventory: inv, Figures: figures(), Poll: 25 * time.Millisecond,
 		Sandboxes: n.sandboxes(t), Blobs: blob.NewClient(n.cl.Base()), WorkDir: filepath.Join(n.home, "work", name),
 		Faults: faults,

@@ -5,11 +5,16 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/prometheus/common/expfmt"
 
 	"github.com/gpunet/gpunet/examples/wordcount/count"
 	"github.com/gpunet/gpunet/internal/hwinfo/nvmlsim"
@@ -101,6 +106,49 @@ func TestWASIJobEndToEnd(t *testing.T) {
 			t.Errorf("states %v never showed %s", states, s)
 		}
 	}
+	// The agent's metrics counted the run and its data, in Prometheus's
+	// text format.
+	srv := httptest.NewServer(promhttp.HandlerFor(n.reg, promhttp.HandlerOpts{}))
+	defer srv.Close()
+	resp, err := http.Get(srv.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var parser expfmt.TextParser
+	mfs, err := parser.TextToMetricFamilies(resp.Body)
+	resp.Body.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	metric := func(name string, labels map[string]string) float64 {
+		t.Helper()
+		for _, m := range mfs[name].GetMetric() {
+			match := 0
+			for _, lp := range m.Label {
+				if labels[lp.GetName()] == lp.GetValue() {
+					match++
+				}
+			}
+			if match == len(labels) {
+				return m.GetCounter().GetValue() + m.GetGauge().GetValue()
+			}
+		}
+		t.Fatalf("no %s%v", name, labels)
+		return 0
+	}
+	if v := metric("gpunet_provider_executor_runs_total", map[string]string{"provider": "p", "executor": "wasm"}); v != 1 {
+		t.Errorf("executor runs = %v, want 1", v)
+	}
+	if v := metric("gpunet_provider_executor_failures_total", map[string]string{"provider": "p", "executor": "wasm"}); v != 0 {
+		t.Errorf("executor failures = %v, want 0", v)
+	}
+	if v := metric("gpunet_provider_jobs_running", map[string]string{"provider": "p"}); v != 0 {
+		t.Errorf("jobs running = %v after the job", v)
+	}
+	if in, out := metric("gpunet_provider_blob_bytes_total", map[string]string{"provider": "p", "direction": "in"}), metric("gpunet_provider_blob_bytes_total", map[string]string{"provider": "p", "direction": "out"}); in < 1000 || out < 100 {
+		t.Errorf("blob bytes in %v out %v", in, out)
+	}
+
 	// The gateway only ever held ciphertext: neither the input text nor
 	// the output appears anywhere under the node's blob store.
 	input, _ := os.ReadFile("../../examples/wordcount/input.txt")

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/goccy/go-yaml"
@@ -40,6 +41,13 @@ type Config struct {
 	LogLevel string `yaml:"log_level,omitempty"`
 	// MaxBlobBytes is the largest blob the node's gateway stores (0: 4 GiB).
 	MaxBlobBytes int64 `yaml:"max_blob_bytes,omitempty"`
+	// APIToken, when set, lets whoever presents it act with the node's
+	// own keyring through the API (submitting a job from the dashboard).
+	// Reads never need it. Without it those actions are off.
+	APIToken string `yaml:"api_token,omitempty"`
+	// CORSOrigins lists the web origins allowed to call the API from a
+	// browser ("*" for any). Empty, the default, allows none.
+	CORSOrigins []string `yaml:"cors_origins,omitempty"`
 }
 
 // Duration is a time.Duration written as "1s", "200ms" in YAML.
@@ -79,6 +87,14 @@ func (c *Config) Validate() error {
 	}
 	if c.MaxBlobBytes < 0 {
 		return fmt.Errorf("max_blob_bytes %d is negative", c.MaxBlobBytes)
+	}
+	if c.APIToken != "" && (len(c.APIToken) < 16 || strings.ContainsAny(c.APIToken, " \t\r\n")) {
+		return fmt.Errorf("api_token: want at least 16 characters without spaces (e.g. the output of `openssl rand -hex 16`)")
+	}
+	for _, o := range c.CORSOrigins {
+		if o != "*" && !strings.HasPrefix(o, "http://") && !strings.HasPrefix(o, "https://") {
+			return fmt.Errorf("cors_origins: %q: want \"*\" or an origin like https://example.com", o)
+		}
 	}
 	if c.BlockTime < Duration(10*time.Millisecond) || c.BlockTime > Duration(time.Minute) {
 		return fmt.Errorf("block_time %s out of range [10ms, 1m]", time.Duration(c.BlockTime))

@@ -50,6 +50,9 @@ type StartOptions struct {
 	// CometLog, when set, receives CometBFT's log instead of
 	// home/logs/cometbft.log.
 	CometLog io.Writer
+	// ObserveBlock, when set, gets each block's tx count and the ledger's
+	// time executing it (abciapp.Options.ObserveBlock).
+	ObserveBlock func(txs int, d time.Duration)
 }
 
 // Start runs the validator of home until ctx ends or Stop is called.
@@ -86,6 +89,7 @@ func Start(ctx context.Context, home string, o StartOptions) (*Node, error) {
 	app, err := abciapp.Open(filepath.Join(home, "data/app"), abciapp.Options{
 		CheckInvariants: c.CheckInvariants || o.CheckInvariants,
 		Logger:          o.Logger,
+		ObserveBlock:    o.ObserveBlock,
 	})
 	if err != nil {
 		closeIf(logC)

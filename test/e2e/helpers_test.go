@@ -199,11 +199,12 @@ func exitCode(err error) int {
 
 // devnetInfo is the JSON line `gpunet devnet --output json` prints once running.
 type devnetInfo struct {
-	ChainID string `json:"chain_id"`
-	API     string `json:"api"`
-	Home    string `json:"home"`
-	Created bool   `json:"created"`
-	Keys    []struct {
+	ChainID  string `json:"chain_id"`
+	API      string `json:"api"`
+	APIToken string `json:"api_token"`
+	Home     string `json:"home"`
+	Created  bool   `json:"created"`
+	Keys     []struct {
 		Name    string `json:"name"`
 		Address string `json:"address"`
 	} `json:"keys"`

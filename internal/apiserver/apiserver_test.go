@@ -1,0 +1,344 @@
+package apiserver
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gpunet/gpunet/internal/ledger"
+	lt "github.com/gpunet/gpunet/internal/ledger/ledgertest"
+)
+
+func TestErrorShape(t *testing.T) {
+	s := New(newFakeChain(t), Options{})
+	for _, tc := range []struct {
+		method, url string
+		body        []byte
+		status      int
+		code        string
+		ledgerCode  uint32
+	}{
+		{"GET", "/v1/nope", nil, 404, CodeNotFound, 0},
+		{"DELETE", "/v1/status", nil, 405, CodeMethodNotAllowed, 0},
+		{"GET", "/v1/accounts/gpu1nope", nil, 400, CodeInvalidArgument, ledger.ErrInvalidAddress.Code},
+		{"GET", "/v1/jobs/0", nil, 400, CodeInvalidArgument, ledger.ErrUnknownJob.Code},
+		{"GET", "/v1/jobs/999", nil, 404, CodeNotFound, ledger.ErrUnknownJob.Code},
+		{"GET", "/v1/jobs?limit=0", nil, 400, CodeInvalidArgument, 0},
+		{"GET", "/v1/jobs?limit=1001", nil, 400, CodeInvalidArgument, 0},
+		{"GET", "/v1/jobs?cursor=x", nil, 400, CodeInvalidArgument, 0},
+		{"GET", "/v1/jobs?state=done", nil, 400, CodeInvalidArgument, 0},
+		{"GET", "/v1/providers?cursor=gpu1bad", nil, 400, CodeInvalidArgument, 0},
+		{"GET", "/v1/offers?q=vrm>=24", nil, 400, CodeInvalidArgument, ledger.ErrInvalidMsg.Code},
+		{"GET", "/v1/offers?all=maybe", nil, 400, CodeInvalidArgument, 0},
+		{"GET", "/v1/providers/" + consumerKey.Addr.String(), nil, 404, CodeNotFound, ledger.ErrUnknownProvider.Code},
+		{"GET", "/v1/blocks/0", nil, 400, CodeInvalidArgument, 0},
+		{"GET", "/v1/blocks/9999", nil, 404, CodeNotFound, 0},
+		{"GET", "/v1/txs/zz", nil, 400, CodeInvalidArgument, 0},
+		{"GET", "/v1/txs?cursor=5", nil, 400, CodeInvalidArgument, 0},
+		{"POST", "/v1/txs", nil, 400, CodeInvalidArgument, ledger.ErrDecode.Code},
+		{"POST", "/v1/txs", []byte("garbage"), 422, CodeTxRejected, ledger.ErrDecode.Code},
+		{"POST", "/v1/txs", bytes.Repeat([]byte{1}, maxTxBody+1), 413, CodePayloadTooLarge, ledger.ErrTxTooLarge.Code},
+		{"POST", "/v1/quote", []byte(`{"name":1}`), 400, CodeInvalidArgument, ledger.ErrDecode.Code},
+		{"POST", "/v1/quote", bytes.Repeat([]byte(" "), 1<<20+1), 413, CodePayloadTooLarge, 0},
+	} {
+		var eb ErrorBody
+		rec := do(t, s, tc.method, tc.url, tc.body, nil, &eb)
+		if rec.Code != tc.status || eb.Code != tc.code || eb.LedgerCode != tc.ledgerCode || eb.Message == "" {
+			t.Errorf("%s %s = %d %+v, want %d code %s ledger_code %d and a message", tc.method, tc.url, rec.Code, eb, tc.status, tc.code, tc.ledgerCode)
+		}
+		if ErrorCodes[eb.Code] != rec.Code {
+			t.Errorf("%s %s: code %s is not the one of status %d", tc.method, tc.url, eb.Code, rec.Code)
+		}
+	}
+	// A 405 names what is allowed.
+	rec := do(t, s, "PUT", "/v1/jobs/1", nil, nil, nil)
+	if got := rec.Header().Get("Allow"); got != "GET, HEAD" {
+		t.Errorf("Allow = %q", got)
+	}
+}
+
+func TestTxRejectedCarriesResult(t *testing.T) {
+	f := newFakeChain(t)
+	s := New(f, Options{})
+	// A transfer with a sequence already used.
+	raw := consumerKey.Send(0, providerKeys[0].Addr, 1)
+	var eb ErrorBody
+	rec := do(t, s, "POST", "/v1/txs", raw, nil, &eb)
+	if rec.Code != 422 || eb.Code != CodeTxRejected || eb.Tx == nil || eb.Tx.Code != ledger.ErrBadSequence.Code || eb.LedgerCode != ledger.ErrBadSequence.Code {
+		t.Fatalf("stale tx: %d %+v", rec.Code, eb)
+	}
+}
+
+// pages walks a list with limit and returns every page's items by key.
+func pages[T any](t *testing.T, s *Server, url string, limit int, items func(body []byte) ([]T, string)) [][]T {
+	t.Helper()
+	var out [][]T
+	cursor := ""
+	for n := 0; ; n++ {
+		u := url + sep(url) + "limit=" + itoa(limit)
+		if cursor != "" {
+			u += "&cursor=" + cursor
+		}
+		rec := do(t, s, "GET", u, nil, nil, nil)
+		if rec.Code != 200 {
+			t.Fatalf("GET %s: %d %s", u, rec.Code, rec.Body)
+		}
+		page, next := items(rec.Body.Bytes())
+		if len(page) > limit {
+			t.Fatalf("GET %s: %d items over the limit %d", u, len(page), limit)
+		}
+		out = append(out, page)
+		if next == "" {
+			return out
+		}
+		if n > 100 {
+			t.Fatalf("GET %s: no end to the pages", url)
+		}
+		cursor = next
+	}
+}
+
+func sep(url string) string {
+	if strings.Contains(url, "?") {
+		return "&"
+	}
+	return "?"
+}
+
+func itoa(n int) string { return strconv.Itoa(n) }
+
+func mustJSON(t *testing.T, b []byte, v any) {
+	t.Helper()
+	if err := json.Unmarshal(b, v); err != nil {
+		t.Fatalf("%s: %v", b, err)
+	}
+}
+
+func TestPagination(t *testing.T) {
+	f := newFakeChain(t)
+	s := New(f, Options{})
+	flat := func(p [][]string) []string { return slices.Concat(p...) }
+
+	// By address bytes, the registry's order.
+	keys := slices.Clone(providerKeys)
+	slices.SortFunc(keys, func(a, b lt.Key) int { return bytes.Compare(a.Addr[:], b.Addr[:]) })
+	var provs []string
+	for _, k := range keys {
+		provs = append(provs, k.Addr.String())
+	}
+	got := flat(pages(t, s, "/v1/providers", 2, func(b []byte) ([]string, string) {
+		var l ProviderList
+		mustJSON(t, b, &l)
+		var out []string
+		for _, p := range l.Providers {
+			out = append(out, p.Address)
+		}
+		return out, l.NextCursor
+	}))
+	if !slices.Equal(got, provs) {
+		t.Errorf("providers pages = %v, want %v", got, provs)
+	}
+
+	jobIDs := func(b []byte) ([]string, string) {
+		var l JobList
+		mustJSON(t, b, &l)
+		var out []string
+		for _, j := range l.Jobs {
+			out = append(out, itoa(int(j.ID))+":"+j.State)
+		}
+		return out, l.NextCursor
+	}
+	all := []string{"4:queued", "3:assigned", "2:cancelled", "1:assigned"}
+	for _, url := range []string{"/v1/jobs", "/v1/jobs?owner=" + consumerKey.Addr.String()} {
+		for _, limit := range []int{1, 3, 9} {
+			if got := flat(pages(t, s, url, limit, jobIDs)); !slices.Equal(got, all) {
+				t.Errorf("%s limit %d = %v, want %v", url, limit, got, all)
+			}
+		}
+	}
+	if got := flat(pages(t, s, "/v1/jobs?state=assigned", 1, jobIDs)); !slices.Equal(got, []string{"3:assigned", "1:assigned"}) {
+		t.Errorf("assigned jobs = %v", got)
+	}
+	// The same through an index of states (netstats in a node), which
+	// may lag: the handler checks each job.
+	indexed := New(f, Options{JobsInState: func(state string, before uint64, limit int) ([]uint64, bool, bool) {
+		all := map[string][]uint64{ledger.JobAssigned: {3, 2, 1}} // job 2 is stale: cancelled since
+		var ids []uint64
+		for _, id := range all[state] {
+			if before == 0 || id < before {
+				ids = append(ids, id)
+			}
+		}
+		if len(ids) > limit {
+			return ids[:limit], true, true
+		}
+		return ids, false, true
+	}})
+	for _, limit := range []int{1, 2, 5} {
+		if got := flat(pages(t, indexed, "/v1/jobs?state=assigned", limit, jobIDs)); !slices.Equal(got, []string{"3:assigned", "1:assigned"}) {
+			t.Errorf("assigned jobs through the index, limit %d = %v", limit, got)
+		}
+	}
+	if got := flat(pages(t, s, "/v1/jobs?owner="+providerKeys[0].Addr.String(), 5, jobIDs)); len(got) != 0 {
+		t.Errorf("a provider's own jobs = %v", got)
+	}
+
+	offerAddrs := func(b []byte) ([]string, string) {
+		var l OfferList
+		mustJSON(t, b, &l)
+		var out []string
+		for _, o := range l.Offers {
+			out = append(out, o.Region+"/"+o.Address[:8])
+		}
+		return out, l.NextCursor
+	}
+	eu := flat(pages(t, s, "/v1/offers?q=region=eu&sort=price-&all=true", 1, offerAddrs))
+	if len(eu) != 3 {
+		t.Errorf("eu offers, all = %v", eu)
+	}
+	if got := flat(pages(t, s, "/v1/offers?q=region=eu", 1, offerAddrs)); len(got) != 2 {
+		t.Errorf("schedulable eu offers = %v (p5 is offline)", got)
+	}
+
+	var heights []string
+	for _, p := range pages(t, s, "/v1/blocks", 4, func(b []byte) ([]string, string) {
+		var l BlockList
+		mustJSON(t, b, &l)
+		var out []string
+		for _, h := range l.Blocks {
+			out = append(out, itoa(int(h.Height)))
+		}
+		return out, l.NextCursor
+	}) {
+		heights = append(heights, p...)
+	}
+	if len(heights) != len(f.blocks) {
+		t.Errorf("blocks pages hold %d blocks, chain has %d", len(heights), len(f.blocks))
+	}
+	var txs []string
+	for _, p := range pages(t, s, "/v1/txs", 3, func(b []byte) ([]string, string) {
+		var l TxList
+		mustJSON(t, b, &l)
+		var out []string
+		for _, tx := range l.Txs {
+			out = append(out, tx.Hash)
+		}
+		return out, l.NextCursor
+	}) {
+		txs = append(txs, p...)
+	}
+	if len(txs) != len(f.txs) {
+		t.Errorf("txs pages hold %d txs, chain has %d", len(txs), len(f.txs))
+	}
+	if txs[0] != f.blocks[len(f.blocks)-1].Txs[0].Hash {
+		t.Errorf("txs are not newest first")
+	}
+}
+
+func TestCORSOffByDefault(t *testing.T) {
+	s := New(newFakeChain(t), Options{})
+	rec := do(t, s, "GET", "/v1/status", nil, map[string]string{"Origin": "https://evil.example"}, nil)
+	if rec.Code != 200 || rec.Header().Get("Access-Control-Allow-Origin") != "" {
+		t.Errorf("CORS off: %d, ACAO %q", rec.Code, rec.Header().Get("Access-Control-Allow-Origin"))
+	}
+	rec = do(t, s, "OPTIONS", "/v1/txs", nil, map[string]string{"Origin": "https://evil.example", "Access-Control-Request-Method": "POST"}, nil)
+	if rec.Code != 403 || rec.Header().Get("Access-Control-Allow-Origin") != "" {
+		t.Errorf("preflight with CORS off: %d %v", rec.Code, rec.Header())
+	}
+
+	s = New(newFakeChain(t), Options{CORSOrigins: []string{"https://app.example"}})
+	rec = do(t, s, "GET", "/v1/status", nil, map[string]string{"Origin": "https://app.example"}, nil)
+	if rec.Header().Get("Access-Control-Allow-Origin") != "https://app.example" {
+		t.Errorf("allowed origin: ACAO %q", rec.Header().Get("Access-Control-Allow-Origin"))
+	}
+	rec = do(t, s, "GET", "/v1/status", nil, map[string]string{"Origin": "https://other.example"}, nil)
+	if rec.Header().Get("Access-Control-Allow-Origin") != "" {
+		t.Errorf("other origin got ACAO %q", rec.Header().Get("Access-Control-Allow-Origin"))
+	}
+	rec = do(t, s, "OPTIONS", "/v1/txs", nil, map[string]string{"Origin": "https://app.example", "Access-Control-Request-Method": "POST"}, nil)
+	if rec.Code != 204 || !strings.Contains(rec.Header().Get("Access-Control-Allow-Methods"), "POST") {
+		t.Errorf("preflight: %d %v", rec.Code, rec.Header())
+	}
+}
+
+func TestTokenAndTimeout(t *testing.T) {
+	served := 0
+	slow := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-r.Context().Done():
+			if timedOut(w, r) {
+				return
+			}
+		case <-time.After(5 * time.Second):
+		}
+		served++
+		writeJSON(w, 200, LogPosted{})
+	})
+	mk := func(token string) *Server {
+		s := New(newFakeChain(t), Options{Token: token})
+		s.Mount(Route{Method: "POST", Path: "/v1/secret", ID: "secret", Tag: "t", Summary: "s", Auth: true, Resp: LogPosted{}, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			served++
+			writeJSON(w, 200, LogPosted{})
+		})}, Route{Method: "GET", Path: "/v1/slow", ID: "slow", Tag: "t", Summary: "s", Timeout: 20 * time.Millisecond, Resp: LogPosted{}, Handler: slow})
+		return s
+	}
+	s := mk("")
+	var eb ErrorBody
+	if rec := do(t, s, "POST", "/v1/secret", nil, map[string]string{"Authorization": "Bearer x"}, &eb); rec.Code != 403 || eb.Code != CodeForbidden {
+		t.Errorf("no token configured: %d %+v", rec.Code, eb)
+	}
+	s = mk("0123456789abcdef")
+	for _, h := range []string{"", "Bearer wrong", "0123456789abcdef", "Bearer 0123456789abcdeF"} {
+		if rec := do(t, s, "POST", "/v1/secret", nil, map[string]string{"Authorization": h}, &eb); rec.Code != 401 || eb.Code != CodeUnauthorized {
+			t.Errorf("Authorization %q: %d %+v", h, rec.Code, eb)
+		}
+	}
+	if served != 0 {
+		t.Fatalf("handler ran without the token")
+	}
+	if rec := do(t, s, "POST", "/v1/secret", nil, map[string]string{"Authorization": "Bearer 0123456789abcdef"}, nil); rec.Code != 200 || served != 1 {
+		t.Errorf("right token: %d", rec.Code)
+	}
+	start := time.Now()
+	if rec := do(t, s, "GET", "/v1/slow", nil, nil, &eb); rec.Code != 504 || eb.Code != CodeTimeout || time.Since(start) > 2*time.Second {
+		t.Errorf("slow route: %d %+v after %s", rec.Code, eb, time.Since(start))
+	}
+}
+
+func TestAccountShowsStakeAndEarnings(t *testing.T) {
+	f := newFakeChain(t)
+	s := New(f, Options{})
+	var a AccountBody
+	do(t, s, "GET", "/v1/accounts/"+providerKeys[0].Addr.String(), nil, nil, &a)
+	if !a.Provider || a.Stake != 10_000_000 || a.NextSequence != 2 {
+		t.Errorf("provider account = %+v", a)
+	}
+	do(t, s, "GET", "/v1/accounts/"+consumerKey.Addr.String(), nil, nil, &a)
+	if a.Provider || a.Stake != 0 {
+		t.Errorf("consumer account = %+v", a)
+	}
+}
+
+func TestServesOverHTTP(t *testing.T) {
+	s := New(newFakeChain(t), Options{})
+	ctx, cancel := context.WithCancel(context.Background())
+	addr, done, err := s.ListenAndServe(ctx, "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.Get("http://" + addr.String() + "/v1/status")
+	if err != nil || resp.StatusCode != 200 {
+		t.Fatalf("GET /v1/status: %v %v", resp, err)
+	}
+	resp.Body.Close()
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+}

@@ -1,0 +1,59 @@
+package apiserver
+
+import (
+	"fmt"
+	"net/http"
+	"strconv"
+)
+
+// Pagination. Every list takes ?limit= (default DefaultPageLimit, at most
+// MaxPageLimit) and ?cursor=, and answers with next_cursor: pass it back
+// as ?cursor= for the next page; an empty next_cursor is the last page.
+// Cursors are opaque to clients. A page may hold fewer than limit items
+// while more follow (lists that filter bound the work of one request).
+const (
+	DefaultPageLimit = 100
+	MaxPageLimit     = 1000
+)
+
+// pageParams are the documented parameters of every list.
+var pageParams = []Param{
+	{Name: "limit", Type: "integer", Desc: fmt.Sprintf("items per page, 1 to %d (default %d)", MaxPageLimit, DefaultPageLimit)},
+	{Name: "cursor", Type: "string", Desc: "where the page starts: the next_cursor of the previous page (opaque)"},
+}
+
+// pageLimit reads ?limit=; on failure it has written the error.
+func pageLimit(w http.ResponseWriter, r *http.Request) (int, bool) {
+	l := r.URL.Query().Get("limit")
+	if l == "" {
+		return DefaultPageLimit, true
+	}
+	n, err := strconv.Atoi(l)
+	if err != nil || n < 1 || n > MaxPageLimit {
+		writeError(w, http.StatusBadRequest, 0, fmt.Sprintf("limit %q: want an integer from 1 to %d", l, MaxPageLimit))
+		return 0, false
+	}
+	return n, true
+}
+
+// uintCursor reads a cursor that is a non-negative integer (0 when
+// absent); on failure it has written the error.
+func uintCursor(w http.ResponseWriter, r *http.Request) (uint64, bool) {
+	c := r.URL.Query().Get("cursor")
+	if c == "" {
+		return 0, true
+	}
+	n, err := strconv.ParseUint(c, 10, 64)
+	if err != nil {
+		writeError(w, http.StatusBadRequest, 0, fmt.Sprintf("cursor %q: not a cursor of this list (pass back next_cursor as given)", c))
+		return 0, false
+	}
+	return n, true
+}
+
+func uintString(v uint64) string {
+	if v == 0 {
+		return ""
+	}
+	return strconv.FormatUint(v, 10)
+}

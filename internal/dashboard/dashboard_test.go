@@ -1,0 +1,274 @@
+package dashboard_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"io/fs"
+	"mime/multipart"
+	"net/http"
+	"os"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gpunet/gpunet/internal/apiserver"
+	"github.com/gpunet/gpunet/internal/chainclient"
+	"github.com/gpunet/gpunet/internal/daemon"
+	"github.com/gpunet/gpunet/internal/dashboard"
+	"github.com/gpunet/gpunet/internal/devnet"
+	"github.com/gpunet/gpunet/internal/ledger"
+	"github.com/gpunet/gpunet/internal/validator"
+)
+
+// startDevnet runs a devnet node with n providers; token sets the node's
+// api_token ("" for none).
+func startDevnet(t *testing.T, providers int, token string) (*daemon.Daemon, string) {
+	t.Helper()
+	home := t.TempDir()
+	if _, err := devnet.Setup(home, devnet.Options{BlockTime: 50 * time.Millisecond}); err != nil {
+		t.Fatal(err)
+	}
+	c, err := validator.LoadConfig(home)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.APIToken = token
+	if err := validator.SaveConfig(home, c); err != nil {
+		t.Fatal(err)
+	}
+	d, err := daemon.Start(t.Context(), home, daemon.Options{APIAddr: "127.0.0.1:0", CheckInvariants: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, stop := context.WithCancel(context.Background())
+	ps, err := devnet.RunProviders(ctx, home, d.APIURL, devnet.ProviderOptions{N: providers, Poll: 25 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		stop()
+		ps.Wait()
+		d.Stop()
+	})
+	if err := ps.WaitReady(t.Context(), 30*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	return d, home
+}
+
+func TestServesThePageWithNoOutsideResources(t *testing.T) {
+	d, _ := startDevnet(t, 0, "")
+	resp, err := http.Get(d.APIURL + "/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	page, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/html") || !bytes.Contains(page, []byte(`id="app"`)) {
+		t.Fatalf("GET /: %d %s", resp.StatusCode, resp.Header.Get("Content-Type"))
+	}
+	if csp := resp.Header.Get("Content-Security-Policy"); !strings.Contains(csp, "default-src 'self'") {
+		t.Errorf("CSP %q", csp)
+	}
+	// Every asset the page names is served by the node, with its type.
+	for _, m := range regexp.MustCompile(`(?:src|href)="([^"#]+)"`).FindAllStringSubmatch(string(page), -1) {
+		u := m[1]
+		if !strings.HasPrefix(u, "/") || strings.HasPrefix(u, "//") {
+			t.Errorf("the page loads %q from outside the node", u)
+			continue
+		}
+		resp, err := http.Get(d.APIURL + u)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != 200 {
+			t.Errorf("GET %s: %d", u, resp.StatusCode)
+		}
+	}
+	for name, ct := range map[string]string{"app.js": "text/javascript", "app.css": "text/css", "favicon.svg": "image/svg+xml"} {
+		resp, err := http.Get(d.APIURL + "/ui/" + name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if !strings.HasPrefix(resp.Header.Get("Content-Type"), ct) {
+			t.Errorf("/ui/%s: Content-Type %q, want %s", name, resp.Header.Get("Content-Type"), ct)
+		}
+	}
+	for _, bad := range []string{"/ui/index.html", "/ui/nope.js", "/ui/../dashboard.go"} {
+		resp, err := http.Get(d.APIURL + bad)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != 404 {
+			t.Errorf("GET %s: %d, want 404", bad, resp.StatusCode)
+		}
+	}
+}
+
+// TestAssetsUseNoNetwork checks the embedded files for URLs the browser
+// would fetch from elsewhere: the dashboard must work with no internet.
+func TestAssetsUseNoNetwork(t *testing.T) {
+	root := os.DirFS("static")
+	err := fs.WalkDir(root, ".", func(p string, e fs.DirEntry, err error) error {
+		if err != nil || e.IsDir() {
+			return err
+		}
+		b, _ := fs.ReadFile(root, p)
+		for _, m := range regexp.MustCompile(`https?://[^\s'"<>)]+`).FindAll(b, -1) {
+			if string(m) != "http://www.w3.org/2000/svg" { // an XML namespace name, never fetched
+				t.Errorf("%s names %s", p, m)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+func form(t *testing.T, key, spec string, files map[string]string) (*bytes.Buffer, string) {
+	t.Helper()
+	var b bytes.Buffer
+	w := multipart.NewWriter(&b)
+	w.WriteField("key", key)
+	w.WriteField("spec", spec)
+	for name, path := range files {
+		data, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fw, _ := w.CreateFormFile("file", name)
+		fw.Write(data)
+	}
+	w.Close()
+	return &b, w.FormDataContentType()
+}
+
+func post(t *testing.T, url, token string, body io.Reader, ct string, out any) int {
+	t.Helper()
+	req, _ := http.NewRequest("POST", url, body)
+	req.Header.Set("Content-Type", ct)
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	if out != nil {
+		if err := json.Unmarshal(b, out); err != nil {
+			t.Fatalf("POST %s: %d %s", url, resp.StatusCode, b)
+		}
+	}
+	return resp.StatusCode
+}
+
+// TestSubmitFromDashboard submits the wordcount example the way the page
+// does, with a key of the node's keyring: refused without the token,
+// accepted with it, and followed to success (the node grants the job key
+// to the provider the ledger assigns).
+func TestSubmitFromDashboard(t *testing.T) {
+	const token = "0123456789abcdef0123456789abcdef"
+	d, _ := startDevnet(t, 1, token)
+	spec, err := os.ReadFile("../../examples/wordcount/job.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	files := map[string]string{"wordcount.wasm": "../../examples/wordcount/wordcount.wasm", "input.txt": "../../examples/wordcount/input.txt"}
+	url := d.APIURL + "/v1/dashboard/jobs"
+
+	var eb apiserver.ErrorBody
+	body, ct := form(t, "alice", string(spec), files)
+	if st := post(t, url, "", body, ct, &eb); st != 401 || eb.Code != apiserver.CodeUnauthorized {
+		t.Fatalf("no token: %d %+v", st, eb)
+	}
+	body, ct = form(t, "alice", string(spec), files)
+	if st := post(t, url, "wrong-token-wrong-token", body, ct, &eb); st != 401 {
+		t.Fatalf("wrong token: %d %+v", st, eb)
+	}
+	for _, tc := range []struct {
+		key, spec string
+		files     map[string]string
+		want      string
+	}{
+		{"alice", string(spec), map[string]string{"input.txt": files["input.txt"]}, "module names wordcount.wasm, which was not uploaded"},
+		{"mallory", string(spec), files, `key "mallory"`},
+		{"alice", "name: x\nexecutor: wasm\n", files, "spec: "},
+		{"alice", string(spec), map[string]string{`..\\evil`: files["input.txt"]}, "want a plain file name"},
+	} {
+		body, ct := form(t, tc.key, tc.spec, tc.files)
+		if st := post(t, url, token, body, ct, &eb); st != 400 || eb.Code != apiserver.CodeInvalidArgument || !strings.Contains(eb.Message, tc.want) {
+			t.Errorf("%s: %d %+v, want 400 with %q", tc.want, st, eb, tc.want)
+		}
+	}
+	big := bytes.NewReader(make([]byte, dashboard.MaxSubmitBytes+1))
+	if st := post(t, url, token, big, "multipart/form-data; boundary=x", &eb); st != 413 && st != 400 {
+		t.Errorf("oversized: %d %+v", st, eb)
+	}
+
+	var keys dashboard.KeyList
+	req, _ := http.NewRequest("GET", d.APIURL+"/v1/dashboard/keys", nil)
+	req.Header.Set("Authorization", "Bearer "+token)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	json.NewDecoder(resp.Body).Decode(&keys)
+	resp.Body.Close()
+	if len(keys.Keys) < 3 || keys.Keys[0].Name != "alice" || keys.Keys[1].Name != "bob" || keys.NextCursor != "" {
+		t.Errorf("keys: %+v", keys)
+	}
+	req, _ = http.NewRequest("GET", d.APIURL+"/v1/dashboard/keys?limit=1&cursor=alice", nil)
+	req.Header.Set("Authorization", "Bearer "+token)
+	resp, err = http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	keys = dashboard.KeyList{}
+	json.NewDecoder(resp.Body).Decode(&keys)
+	resp.Body.Close()
+	if len(keys.Keys) != 1 || keys.Keys[0].Name != "bob" || keys.NextCursor != "bob" {
+		t.Errorf("keys after alice, limit 1: %+v", keys)
+	}
+
+	var sub dashboard.Submitted
+	body, ct = form(t, "alice", string(spec), files)
+	if st := post(t, url, token, body, ct, &sub); st != 201 || sub.ID == 0 || sub.Key != "alice" {
+		t.Fatalf("submit: %d %+v", st, sub)
+	}
+	cl := chainclient.New(d.APIURL)
+	deadline := time.Now().Add(time.Minute)
+	for {
+		j, err := cl.Job(t.Context(), sub.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if j.State == ledger.JobSucceeded {
+			if j.Owner.String() != sub.Owner {
+				t.Errorf("owner %s, want %s", j.Owner, sub.Owner)
+			}
+			break
+		}
+		if j.Done() || time.Now().After(deadline) {
+			t.Fatalf("job %d: %s (%s)", j.ID, j.State, j.Reason)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func TestSubmitOffWithoutToken(t *testing.T) {
+	d, _ := startDevnet(t, 0, "")
+	var eb apiserver.ErrorBody
+	body, ct := form(t, "alice", "name: x", nil)
+	if st := post(t, d.APIURL+"/v1/dashboard/jobs", "anything-anything", body, ct, &eb); st != 403 || eb.Code != apiserver.CodeForbidden || !strings.Contains(eb.Message, "api_token") {
+		t.Errorf("no token configured: %d %+v", st, eb)
+	}
+}

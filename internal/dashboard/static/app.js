@@ -1,0 +1,700 @@
+// gpunet dashboard: a single page over the node's JSON API. No framework,
+// no build step: the node embeds this file as it is. Pages are hash routes
+// (#/providers, #/job/7); /v1/stream (server-sent events) keeps the open
+// page current without reloading.
+'use strict';
+
+(() => {
+  const app = document.getElementById('app');
+  const STATES = ['queued', 'assigned', 'running', 'verifying', 'succeeded', 'failed', 'cancelled'];
+  const COLORS = ['#1f6feb', '#1a7f37', '#cf222e', '#9a6700', '#8250df', '#bf3989', '#0a7ea4', '#57606a'];
+
+  // ---------------------------------------------------------------- DOM
+
+  // h builds an element: h('a', {href: '#/'}, 'text', child…). Strings
+  // become text nodes, so data is never parsed as HTML.
+  function h(tag, attrs, ...kids) {
+    const el = document.createElement(tag);
+    setAttrs(el, attrs);
+    append(el, kids);
+    return el;
+  }
+  const SVGNS = 'http://www.w3.org/2000/svg';
+  function s(tag, attrs, ...kids) {
+    const el = document.createElementNS(SVGNS, tag);
+    setAttrs(el, attrs);
+    append(el, kids);
+    return el;
+  }
+  function setAttrs(el, attrs) {
+    for (const [k, v] of Object.entries(attrs || {})) {
+      if (v === undefined || v === null || v === false) continue;
+      if (k.startsWith('on')) el.addEventListener(k.slice(2), v);
+      else if (k === 'text') el.textContent = v;
+      else el.setAttribute(k, v === true ? '' : String(v));
+    }
+  }
+  function append(el, kids) {
+    for (const k of kids.flat(Infinity)) {
+      if (k === undefined || k === null || k === false) continue;
+      el.append(k instanceof Node ? k : document.createTextNode(String(k)));
+    }
+  }
+  function replace(el, ...kids) {
+    el.replaceChildren();
+    append(el, kids);
+  }
+
+  // ---------------------------------------------------------------- API
+
+  class APIError extends Error {
+    constructor(status, body) {
+      super(body && body.message ? body.message : 'HTTP ' + status);
+      this.status = status;
+      this.code = body && body.code;
+    }
+  }
+
+  async function api(path, opts) {
+    const resp = await fetch(path, opts);
+    const text = await resp.text();
+    let body = null;
+    try { body = text ? JSON.parse(text) : null; } catch (e) { body = {message: text}; }
+    if (!resp.ok) throw new APIError(resp.status, body);
+    return body;
+  }
+
+  function qs(params) {
+    const p = new URLSearchParams();
+    for (const [k, v] of Object.entries(params)) if (v !== undefined && v !== null && v !== '') p.set(k, v);
+    const str = p.toString();
+    return str ? '?' + str : '';
+  }
+
+  // ---------------------------------------------------------------- formats
+
+  function fmtSync(usync) {
+    if (usync === undefined || usync === null) return '–';
+    const v = Number(usync) / 1e6;
+    return v.toLocaleString(undefined, {maximumFractionDigits: 6}) + ' SYNC';
+  }
+  function fmtNum(v, digits) {
+    if (v === undefined || v === null || Number.isNaN(v)) return '–';
+    return Number(v).toLocaleString(undefined, {maximumFractionDigits: digits === undefined ? 2 : digits});
+  }
+  function fmtPct(v) { return v === undefined || v === null ? '–' : (v * 100).toFixed(1) + ' %'; }
+  function fmtTime(t) {
+    if (!t) return '–';
+    const d = typeof t === 'number' ? new Date(t * 1000) : new Date(t);
+    if (Number.isNaN(d.getTime()) || d.getTime() <= 0) return '–';
+    return d.toLocaleString();
+  }
+  function fmtBytes(b) {
+    const units = ['B', 'KiB', 'MiB', 'GiB', 'TiB'];
+    let i = 0;
+    while (b >= 1024 && i < units.length - 1) { b /= 1024; i++; }
+    return fmtNum(b, 1) + ' ' + units[i];
+  }
+  function short(a) { return a && a.length > 16 ? a.slice(0, 10) + '…' + a.slice(-6) : (a || ''); }
+  function addrLink(a, provider) {
+    if (!a) return '–';
+    return h('a', {href: (provider ? '#/provider/' : '#/account/') + a, class: 'mono', title: a}, short(a));
+  }
+  function jobLink(id) { return h('a', {href: '#/job/' + id}, '#' + id); }
+  function stateBadge(st) { return h('span', {class: 'state ' + st}, st); }
+  function errorBox(err) { return h('div', {class: 'error'}, err.message || String(err)); }
+
+  // ---------------------------------------------------------------- charts
+
+  // lineChart draws series [{name, points: [[x, y]…]}] as an SVG line
+  // chart with a y axis from 0 (or the data's minimum when negative) to
+  // the data's maximum, and a legend with each series' last value.
+  function lineChart(series, opts) {
+    opts = opts || {};
+    const W = 600, H = opts.height || 170, L = 52, R = 10, T = 10, B = 24;
+    let xs = [], ys = [];
+    for (const se of series) for (const [x, y] of se.points) { xs.push(x); ys.push(y); }
+    const root = h('div', {class: 'chart'});
+    if (xs.length === 0) {
+      append(root, [h('p', {class: 'muted'}, 'No samples yet: the chart fills as blocks arrive.')]);
+      return root;
+    }
+    const x0 = Math.min(...xs), x1 = Math.max(...xs, x0 + 1);
+    const y0 = Math.min(0, ...ys);
+    let y1 = niceCeil(Math.max(...ys, opts.ymax || 0, opts.integer ? 2 : 0) - y0) + y0;
+    if (opts.integer) y1 = y0 + Math.ceil((y1 - y0) / 2) * 2;
+    if (y1 <= y0) y1 = y0 + 1;
+    const px = x => L + (x - x0) / (x1 - x0) * (W - L - R);
+    const py = y => T + (1 - (y - y0) / (y1 - y0)) * (H - T - B);
+    const yfmt = opts.yfmt || (v => fmtNum(v));
+    const svg = s('svg', {viewBox: `0 0 ${W} ${H}`, role: 'img', 'aria-label': opts.title || 'chart'});
+    for (const f of [0, 0.5, 1]) {
+      const v = y0 + f * (y1 - y0), y = py(v);
+      svg.append(s('line', {x1: L, x2: W - R, y1: y, y2: y, stroke: '#d0d7de', 'stroke-width': 1}));
+      svg.append(s('text', {x: L - 6, y: y + 4, 'text-anchor': 'end', 'font-size': 11, fill: '#656d76'}, yfmt(v)));
+    }
+    svg.append(s('text', {x: L, y: H - 6, 'font-size': 11, fill: '#656d76'}, 'block ' + x0));
+    svg.append(s('text', {x: W - R, y: H - 6, 'font-size': 11, fill: '#656d76', 'text-anchor': 'end'}, 'block ' + x1));
+    const legend = h('div', {class: 'legend'});
+    series.forEach((se, i) => {
+      const color = se.color || COLORS[i % COLORS.length];
+      if (se.points.length > 0) {
+        const d = se.points.map(([x, y], j) => (j ? 'L' : 'M') + px(x).toFixed(1) + ' ' + py(y).toFixed(1)).join(' ');
+        svg.append(s('path', {d, fill: 'none', stroke: color, 'stroke-width': 2, 'stroke-linejoin': 'round'}));
+      }
+      const sw = h('span', {class: 'swatch'});
+      sw.style.background = color;
+      const last = se.points.length ? se.points[se.points.length - 1][1] : null;
+      legend.append(h('span', {}, sw, se.name + (last === null ? '' : ': ' + yfmt(last))));
+    });
+    append(root, [svg, legend]);
+    return root;
+  }
+
+  // niceCeil rounds v up to 1, 2 or 5 times a power of ten (and to an even
+  // integer of at least 2 for counts, so the middle tick is whole).
+  function niceCeil(v) {
+    if (!(v > 0)) return 1;
+    const p = Math.pow(10, Math.floor(Math.log10(v)));
+    for (const m of [1, 2, 5, 10]) if (m * p >= v - 1e-12) return m * p;
+    return 10 * p;
+  }
+
+  // ---------------------------------------------------------------- live feed
+
+  const live = document.getElementById('live');
+  let page = null; // the open page: {onBlock(u), onJob(u)}
+  let feed = null;
+  function connect() {
+    if (!window.EventSource) { replace(live, 'no live updates (browser lacks EventSource)'); return; }
+    feed = new EventSource('/v1/stream');
+    feed.addEventListener('hello', () => { live.className = 'live on'; replace(live, '● live'); });
+    feed.addEventListener('block', ev => {
+      const u = JSON.parse(ev.data);
+      live.className = 'live on';
+      replace(live, '● live · block ' + u.block.height);
+      if (page && page.onBlock) page.onBlock(u);
+    });
+    feed.addEventListener('job', ev => {
+      const u = JSON.parse(ev.data);
+      if (page && page.onJob) page.onJob(u.job);
+    });
+    feed.onerror = () => { live.className = 'live off'; replace(live, '○ reconnecting'); };
+  }
+
+  // refresher runs load at most once at a time; calls while it runs make
+  // it run once more after, at least minGap ms apart.
+  function refresher(load, minGap) {
+    let running = false, again = false, last = 0;
+    const run = async () => {
+      if (running) { again = true; return; }
+      running = true;
+      const wait = (minGap || 0) - (Date.now() - last);
+      if (wait > 0) await new Promise(r => setTimeout(r, wait));
+      try { await load(); } catch (e) { /* shown by load itself */ }
+      last = Date.now();
+      running = false;
+      if (again) { again = false; run(); }
+    };
+    return run;
+  }
+
+  // ---------------------------------------------------------------- router
+
+  function route() {
+    const hash = location.hash.replace(/^#/, '') || '/';
+    const [path, query] = hash.split('?');
+    const params = new URLSearchParams(query || '');
+    const parts = path.split('/').filter(Boolean);
+    const pages = {
+      '': overviewPage, providers: providersPage, provider: providerPage, jobs: jobsPage, job: jobPage,
+      ledger: ledgerPage, block: blockPage, tx: txPage, account: accountPage, submit: submitPage,
+    };
+    const fn = pages[parts[0] || ''];
+    for (const a of document.querySelectorAll('header nav a')) {
+      const nav = a.getAttribute('data-nav');
+      a.classList.toggle('active', nav === (parts[0] || 'overview') || (nav === 'providers' && parts[0] === 'provider') || (nav === 'jobs' && parts[0] === 'job') || (nav === 'ledger' && ['block', 'tx', 'account'].includes(parts[0])));
+    }
+    page = null;
+    if (!fn) { replace(app, h('h1', {}, 'Not found'), h('p', {}, 'No page ' + hash + '.')); return; }
+    replace(app, h('p', {class: 'muted'}, 'Loading…'));
+    page = fn(parts.slice(1), params) || null;
+  }
+
+  function go(hash) { location.hash = hash; }
+
+  document.getElementById('search').addEventListener('submit', ev => {
+    ev.preventDefault();
+    const v = document.getElementById('search-input').value.trim();
+    if (/^\d+$/.test(v)) go('#/job/' + v);
+    else if (/^h?\d+$/i.test(v)) go('#/block/' + v.slice(1));
+    else if (/^[0-9a-fA-F]{64}$/.test(v)) go('#/tx/' + v.toUpperCase());
+    else if (/^gpu1[0-9a-z]+$/.test(v)) go('#/account/' + v);
+    else if (v) go('#/providers?q=' + encodeURIComponent(v));
+  });
+
+  // ---------------------------------------------------------------- overview
+
+  function overviewPage() {
+    const state = {series: []};
+    const cards = h('div', {class: 'cards', id: 'ov-cards'});
+    const tables = h('div', {class: 'grid2'});
+    const charts = h('div', {class: 'grid2'});
+    const err = h('div');
+    replace(app, h('h1', {}, 'Network overview'), err, cards, h('h2', {}, 'Over time'), charts, tables);
+
+    const card = (label, value, sub, id) => h('div', {class: 'card'}, h('div', {class: 'label'}, label), h('div', {class: 'value', id}, value), sub ? h('div', {class: 'sub'}, sub) : null);
+
+    function drawCards(st, ov) {
+      const latest = ov.latest || {};
+      const jobs = ov.jobs || {};
+      const active = (jobs.assigned || 0) + (jobs.running || 0) + (jobs.verifying || 0);
+      const gpus = (ov.by_class || []).filter(c => c.class !== 'cpu').reduce((n, c) => n + c.units, 0);
+      replace(cards,
+        card('Height', fmtNum(st.height, 0), 'last block ' + fmtTime(st.latest_block_time), 'ov-height'),
+        card('Block time', latest.block_interval_s ? fmtNum(latest.block_interval_s, 2) + ' s' : '–', 'average of the last blocks'),
+        card('Validators', fmtNum((st.validators || []).length, 0), (st.peers || 0) + ' peer(s) of this node'),
+        card('Providers online', fmtNum(ov.providers_online, 0), 'of ' + fmtNum(ov.providers, 0) + ' registered', 'ov-online'),
+        card('GPUs online', fmtNum(gpus, 0), (ov.by_class || []).length + ' hardware class(es)'),
+        card('Utilisation', fmtPct(latest.utilization), latest.slots ? latest.busy_slots + ' of ' + latest.slots + ' job slots busy' : 'no job slots online'),
+        card('Jobs active', fmtNum(active, 0), fmtNum(jobs.queued || 0, 0) + ' queued', 'ov-active'),
+        card('Jobs done', fmtNum((jobs.succeeded || 0), 0), fmtNum(jobs.failed || 0, 0) + ' failed · ' + fmtNum(jobs.cancelled || 0, 0) + ' cancelled', 'ov-done'),
+        card('Tx/s', fmtNum(latest.tx_per_s, 1), 'mempool ' + fmtNum(latest.mempool || 0, 0)),
+      );
+      const byClass = h('table', {}, h('thead', {}, h('tr', {}, h('th', {}, 'Hardware class'), h('th', {class: 'num'}, 'Providers'), h('th', {class: 'num'}, 'Units online'), h('th', {class: 'num'}, 'Median SYNC/h'))),
+        h('tbody', {}, (ov.by_class || []).map(c => h('tr', {}, h('td', {}, h('a', {href: '#/providers?q=' + encodeURIComponent('gpu=' + c.class) + '&sort=price'}, c.class)),
+          h('td', {class: 'num'}, fmtNum(c.providers, 0)), h('td', {class: 'num'}, fmtNum(c.units, 0) + (c.class === 'cpu' ? ' cores' : ' GPUs')), h('td', {class: 'num'}, fmtNum(c.median_price, 4))))));
+      const byRegion = h('table', {}, h('thead', {}, h('tr', {}, h('th', {}, 'Region'), h('th', {class: 'num'}, 'Providers online'), h('th', {class: 'num'}, 'GPUs'))),
+        h('tbody', {}, (ov.by_region || []).map(r => h('tr', {}, h('td', {}, h('a', {href: '#/providers?q=' + encodeURIComponent('region=' + r.region)}, r.region || '–')),
+          h('td', {class: 'num'}, fmtNum(r.providers, 0)), h('td', {class: 'num'}, fmtNum(r.gpus, 0))))));
+      const jobsTable = h('table', {}, h('tbody', {}, STATES.map(st => h('tr', {}, h('td', {}, h('a', {href: '#/jobs?state=' + st}, stateBadge(st))), h('td', {class: 'num', id: 'ov-jobs-' + st}, fmtNum(jobs[st] || 0, 0))))));
+      replace(tables,
+        h('div', {class: 'panel'}, h('h2', {}, 'GPUs by model'), (ov.by_class || []).length ? byClass : h('p', {class: 'muted'}, 'No provider online.')),
+        h('div', {class: 'panel'}, h('h2', {}, 'By region'), (ov.by_region || []).length ? byRegion : h('p', {class: 'muted'}, 'No provider online.')),
+        h('div', {class: 'panel'}, h('h2', {}, 'Jobs by state'), jobsTable));
+    }
+
+    function drawCharts() {
+      const ss = state.series;
+      const pts = f => ss.map(x => [x.height, f(x)]);
+      const classes = [...new Set(ss.flatMap(x => Object.keys(x.median_price || {})))].sort();
+      replace(charts,
+        h('div', {class: 'panel'}, h('h2', {}, 'Utilisation'), lineChart([{name: 'busy job slots', points: pts(x => x.utilization)}], {yfmt: fmtPct, ymax: 1, title: 'utilisation'})),
+        h('div', {class: 'panel'}, h('h2', {}, 'Median price by class (SYNC/unit·h)'), lineChart(classes.map(c => ({name: c, points: ss.filter(x => x.median_price && c in x.median_price).map(x => [x.height, x.median_price[c]])})), {yfmt: v => fmtNum(v, 4), title: 'prices'})),
+        h('div', {class: 'panel'}, h('h2', {}, 'Jobs'), lineChart([
+          {name: 'queued', points: pts(x => x.jobs.queued || 0), color: '#9a6700'},
+          {name: 'active', points: pts(x => (x.jobs.assigned || 0) + (x.jobs.running || 0) + (x.jobs.verifying || 0)), color: '#1f6feb'},
+          {name: 'succeeded', points: pts(x => x.jobs.succeeded || 0), color: '#1a7f37'},
+          {name: 'failed', points: pts(x => x.jobs.failed || 0), color: '#cf222e'},
+        ], {yfmt: v => fmtNum(v, 0), integer: true, title: 'jobs'})),
+        h('div', {class: 'panel'}, h('h2', {}, 'Throughput (tx/s)'), lineChart([{name: 'tx/s', points: pts(x => x.tx_per_s)}], {yfmt: v => fmtNum(v, 1), title: 'tx/s'})),
+      );
+    }
+
+    const load = async () => {
+      try {
+        const [st, ov] = await Promise.all([api('/v1/status'), api('/v1/stats/overview')]);
+        replace(err);
+        if (!ov.ready) append(err, [h('p', {class: 'notice'}, 'The node is still reading the chain state; figures fill in shortly.')]);
+        drawCards(st, ov);
+      } catch (e) { replace(err, errorBox(e)); }
+    };
+    (async () => {
+      await load();
+      try {
+        let cursor = '';
+        const all = [];
+        for (let i = 0; i < 20; i++) {
+          const p = await api('/v1/stats/series' + qs({limit: 1000, cursor}));
+          all.push(...p.samples);
+          if (!p.next_cursor) break;
+          cursor = p.next_cursor;
+        }
+        state.series = all;
+      } catch (e) { append(err, [errorBox(e)]); }
+      drawCharts();
+    })();
+    const reload = refresher(load, 500);
+    return {
+      onBlock(u) {
+        if (u.sample) {
+          state.series.push(u.sample);
+          if (state.series.length > 2000) state.series.shift();
+          drawCharts();
+        }
+        reload();
+      },
+    };
+  }
+
+  // ---------------------------------------------------------------- providers
+
+  const PROVIDER_COLS = [
+    ['address', 'Provider'], ['gpu', 'GPU'], ['count', 'Count', 1], ['vram', 'VRAM GiB', 1], ['cpu', 'CPU', 1], ['ram', 'RAM GiB', 1],
+    ['region', 'Region'], ['price', 'Price SYNC/h', 1], ['reputation', 'Reputation', 1], ['uptime', 'Uptime', 1], ['tops', 'TOPS', 1],
+    ['stake', 'Stake', 1], [null, 'Earned', 1], ['jobs', 'Jobs', 1], ['online', 'Status'],
+  ];
+
+  function providersPage(_, params) {
+    const q = params.get('q') || '';
+    const sort = params.get('sort') || '';
+    const all = params.get('all') !== '0';
+    const cursor = params.get('cursor') || '';
+    const input = h('input', {type: 'text', id: 'offer-query', value: q, placeholder: "offers query, e.g. gpu=RTX_4090 count>=2 price<0.5 region=eu", 'aria-label': 'offers query'});
+    const allBox = h('input', {type: 'checkbox', id: 'offer-all', checked: all});
+    const apply = () => go('#/providers' + qs({q: input.value.trim(), sort, all: allBox.checked ? '' : '0'}));
+    input.addEventListener('keydown', ev => { if (ev.key === 'Enter') apply(); });
+    const err = h('div', {id: 'offer-error'});
+    const summary = h('p', {class: 'muted', id: 'offer-summary'});
+    const body = h('div', {class: 'panel'});
+    const pager = h('div', {class: 'pager'});
+    replace(app, h('h1', {}, 'Providers'),
+      h('div', {class: 'toolbar'}, input, h('button', {class: 'primary', id: 'offer-apply', onclick: apply}, 'Filter'),
+        h('label', {}, allBox, ' include offline and under-staked'),
+        h('span', {class: 'muted'}, 'Fields: gpu count vram cpu ram disk price region reputation uptime tops executor stake online jobs; ops < <= = != >= > in notin')),
+      err, summary, body, pager);
+
+    function header() {
+      const [skey, sdesc] = sort.endsWith('-') ? [sort.slice(0, -1), true] : [sort, false];
+      return h('tr', {}, PROVIDER_COLS.map(([field, label, num]) => {
+        if (!field) return h('th', {class: num ? 'num' : ''}, label);
+        const mark = skey === field ? (sdesc ? ' ▼' : ' ▲') : '';
+        const next = skey === field && !sdesc ? field + '-' : field;
+        return h('th', {class: 'sortable' + (num ? ' num' : ''), 'data-sort': field, onclick: () => go('#/providers' + qs({q, sort: next, all: all ? '' : '0'}))}, label + mark);
+      }));
+    }
+    function row(o) {
+      return h('tr', {'data-address': o.address},
+        h('td', {}, addrLink(o.address, true)), h('td', {}, o.gpu), h('td', {class: 'num'}, o.count), h('td', {class: 'num'}, fmtNum(o.vram, 0)),
+        h('td', {class: 'num'}, o.cpu), h('td', {class: 'num'}, fmtNum(o.ram, 0)), h('td', {}, o.region),
+        h('td', {class: 'num'}, fmtNum(o.price, 4)), h('td', {class: 'num'}, fmtNum(o.reputation, 3)), h('td', {class: 'num'}, fmtPct(o.uptime)),
+        h('td', {class: 'num'}, fmtNum(o.tops, 3)), h('td', {class: 'num'}, fmtSync(o.stake)), h('td', {class: 'num'}, fmtSync(o.earned)),
+        h('td', {class: 'num'}, o.jobs + '/' + o.max_jobs),
+        h('td', {}, o.online ? (o.schedulable ? 'online' : 'online, under-staked') : 'offline'));
+    }
+    const load = async () => {
+      try {
+        const page = await api('/v1/offers' + qs({q, sort, all: all ? 'true' : '', limit: 50, cursor}));
+        replace(err);
+        replace(summary, page.total + ' provider(s) match' + (q ? ' “' + q + '”' : '') + ' at height ' + page.height);
+        replace(body, h('table', {id: 'providers-table'}, h('thead', {}, header()), h('tbody', {}, page.offers.map(row))));
+        replace(pager,
+          cursor ? h('button', {onclick: () => history.back()}, '← previous') : null,
+          page.next_cursor ? h('button', {onclick: () => go('#/providers' + qs({q, sort, all: all ? '' : '0', cursor: page.next_cursor}))}, 'next →') : null);
+      } catch (e) {
+        replace(err, errorBox(e));
+        replace(summary);
+        replace(body, h('table', {id: 'providers-table'}, h('thead', {}, header()), h('tbody')));
+      }
+    };
+    load();
+    const reload = refresher(load, 2000);
+    return {onBlock: reload};
+  }
+
+  function providerPage([addr]) {
+    const root = h('div');
+    replace(app, root);
+    const load = async () => {
+      try {
+        const [p, jobs, hist] = await Promise.all([
+          api('/v1/providers/' + addr), api('/v1/providers/' + addr + '/jobs?limit=100'), api('/v1/providers/' + addr + '/history?limit=50'),
+        ]);
+        const r = p.record;
+        const inv = r.inventory;
+        const gpus = (inv.gpus || []);
+        replace(root,
+          h('h1', {}, 'Provider ', h('span', {class: 'mono'}, addr)),
+          h('div', {class: 'grid2'},
+            h('div', {class: 'panel'}, h('h2', {}, 'Offer'), h('dl', {class: 'kv'},
+              h('dt', {}, 'Status'), h('dd', {id: 'provider-status'}, r.online ? (p.schedulable ? 'online, schedulable' : 'online, under-staked') : 'offline'),
+              h('dt', {}, 'Hardware'), h('dd', {}, gpus.length ? gpus.length + ' × ' + p.gpu + ' (' + fmtNum(p.vram, 0) + ' GiB), ' : 'CPU only, ', inv.cpu_cores + ' cores ' + inv.cpu_model + ', ' + fmtBytes(inv.ram) + ' RAM, ' + fmtBytes(inv.disk) + ' disk'),
+              h('dt', {}, 'Measured'), h('dd', {}, fmtNum(r.measured.int8_gops / 1000, 3) + ' int8 TOPS, ' + fmtNum(r.measured.bandwidth_mbs / 1000, 1) + ' GB/s memory (' + r.measured.device + ')'),
+              h('dt', {}, 'Region'), h('dd', {}, r.region),
+              h('dt', {}, 'Executors'), h('dd', {}, (r.executors || []).join(', ')),
+              h('dt', {}, 'Asks'), h('dd', {}, (r.asks || []).map(a => a.class + ' ' + fmtSync(a.price_per_hour) + '/unit·h').join('; ')),
+              h('dt', {}, 'Jobs'), h('dd', {}, r.jobs + ' running of ' + r.max_jobs))),
+            h('div', {class: 'panel'}, h('h2', {}, 'Stake and reputation'), h('dl', {class: 'kv'},
+              h('dt', {}, 'Stake'), h('dd', {}, fmtSync(r.stake) + ' (required ' + fmtSync(p.required_stake) + ')'),
+              h('dt', {}, 'Unbonding'), h('dd', {}, p.unbonding.length ? p.unbonding.map(u => fmtSync(u.amount) + ' at block ' + u.completion_height).join('; ') : 'none'),
+              h('dt', {}, 'Earned'), h('dd', {}, fmtSync(r.earned)),
+              h('dt', {}, 'Reputation'), h('dd', {}, fmtNum(r.reputation / 1e6, 3)),
+              h('dt', {}, 'Uptime'), h('dd', {}, fmtPct(p.uptime) + ' (' + r.answered + ' challenges answered, ' + r.missed + ' missed, ' + r.missed_in_a_row + ' in a row)'),
+              h('dt', {}, 'Open challenge'), h('dd', {}, p.challenge ? 'issued at block ' + p.challenge.height + ', due by ' + p.challenge.deadline : 'none'),
+              h('dt', {}, 'Registered'), h('dd', {}, 'block ' + r.registered_height + ', updated at ' + r.updated_height),
+              h('dt', {}, 'Account'), h('dd', {}, addrLink(addr))))),
+          h('div', {class: 'panel'}, h('h2', {}, 'Running jobs'), jobsTable(jobs.jobs)),
+          h('div', {class: 'panel'}, h('h2', {}, 'History'), eventsTable(hist.events, true)));
+      } catch (e) { replace(root, h('h1', {}, 'Provider'), errorBox(e)); }
+    };
+    load();
+    return {onBlock: refresher(load, 2000)};
+  }
+
+  function eventsTable(events, noProvider) {
+    if (!events.length) return h('p', {class: 'muted'}, 'No events kept by this node.');
+    return h('table', {}, h('thead', {}, h('tr', {}, h('th', {}, 'Block'), h('th', {}, 'Time'), h('th', {}, 'Event'), h('th', {}, 'Job'), noProvider ? null : h('th', {}, 'Providers'), h('th', {}, 'Details'))),
+      h('tbody', {}, events.map(e => h('tr', {},
+        h('td', {}, h('a', {href: '#/block/' + e.height}, e.height)), h('td', {}, fmtTime(e.time)), h('td', {}, e.type),
+        h('td', {}, e.job ? jobLink(e.job) : ''), noProvider ? null : h('td', {}, (e.providers || []).map(p => addrLink(p, true))),
+        h('td', {class: 'muted'}, (e.attrs || []).filter(a => !['job', 'provider', 'providers'].includes(a.key)).map(a => a.key + '=' + a.value).join(' '))))));
+  }
+
+  // ---------------------------------------------------------------- jobs
+
+  function jobsTable(jobs) {
+    if (!jobs.length) return h('p', {class: 'muted'}, 'No jobs.');
+    return h('table', {class: 'jobs'}, h('thead', {}, h('tr', {}, ['Job', 'Name', 'State', 'Owner', 'Providers', 'Submitted', 'Cost', 'Reason'].map(t => h('th', {}, t)))),
+      h('tbody', {}, jobs.map(j => h('tr', {'data-job': j.id},
+        h('td', {}, jobLink(j.id)), h('td', {}, j.spec.name), h('td', {class: 'state-cell'}, stateBadge(j.state)), h('td', {}, addrLink(j.owner)),
+        h('td', {}, (j.assignments || []).map(a => addrLink(a.provider, true))), h('td', {}, fmtTime(j.submitted_at)),
+        h('td', {class: 'num'}, j.state === 'succeeded' || j.state === 'failed' || j.state === 'cancelled' ? fmtSync(j.cost + j.fee) : 'escrow ' + fmtSync(j.escrow)),
+        h('td', {class: 'muted reason'}, j.reason || '')))));
+  }
+
+  function jobsPage(_, params) {
+    const state = params.get('state') || '';
+    const owner = params.get('owner') || '';
+    const cursor = params.get('cursor') || '';
+    const sel = h('select', {id: 'job-state-filter', onchange: () => go('#/jobs' + qs({state: sel.value, owner}))},
+      h('option', {value: ''}, 'all states'), STATES.map(st => h('option', {value: st, selected: st === state}, st)));
+    const err = h('div');
+    const body = h('div', {class: 'panel', id: 'jobs-panel'});
+    const pager = h('div', {class: 'pager'});
+    replace(app, h('h1', {}, 'Jobs'), h('div', {class: 'toolbar'}, sel, owner ? h('span', {}, 'owner ', addrLink(owner), ' ', h('a', {href: '#/jobs' + qs({state})}, '(all owners)')) : null), err, body, pager);
+    const load = async () => {
+      try {
+        const page = await api('/v1/jobs' + qs({state, owner, cursor, limit: 50}));
+        replace(err);
+        replace(body, jobsTable(page.jobs));
+        replace(pager,
+          cursor ? h('button', {onclick: () => history.back()}, '← newer') : null,
+          page.next_cursor ? h('button', {onclick: () => go('#/jobs' + qs({state, owner, cursor: page.next_cursor}))}, 'older →') : null);
+      } catch (e) { replace(err, errorBox(e)); }
+    };
+    load();
+    const reload = refresher(load, 300);
+    return {
+      onJob(j) {
+        // Show the change at once where the job is listed, then reload.
+        const tr = body.querySelector('tr[data-job="' + j.id + '"]');
+        if (tr) {
+          replace(tr.querySelector('.state-cell'), stateBadge(j.state));
+          replace(tr.querySelector('.reason'), j.reason || '');
+        }
+        if (!cursor) reload();
+      },
+    };
+  }
+
+  function jobPage([id]) {
+    const root = h('div');
+    replace(app, root);
+    let done = false;
+    const load = async () => {
+      try {
+        const [j, tl] = await Promise.all([api('/v1/jobs/' + id), api('/v1/jobs/' + id + '/timeline')]);
+        done = ['succeeded', 'failed', 'cancelled'].includes(j.state);
+        const sp = j.spec;
+        const results = (j.assignments || []).filter(a => a.result);
+        const hashes = [...new Set(results.map(a => a.result.manifest_hash))];
+        let verdict = 'waiting for results';
+        if (sp.verification === 'none') verdict = 'none requested: the result is taken on the provider’s reputation';
+        else if (results.length === 1 && done) verdict = sp.verification + ': one replica' + (j.state === 'succeeded' ? ', accepted' : '');
+        else if (results.length > 1) verdict = hashes.length === 1 ? results.length + ' replicas agree (output hash ' + hashes[0].slice(0, 12) + '…)' : 'replicas disagree: ' + hashes.length + ' different outputs';
+        const timeline = h('ul', {class: 'timeline', id: 'job-timeline'}, tl.steps.map(st => h('li', {class: st.what === 'failed' || /^failed/.test(st.detail || '') ? 'bad' : (st.what === 'succeeded' ? 'good' : '')},
+          h('b', {}, st.what), st.provider ? [' on ', addrLink(st.provider, true)] : null, st.detail ? ' — ' + st.detail : null,
+          h('span', {class: 'when'}, st.height ? 'block ' + st.height + ' ' : '', st.time && !st.time.startsWith('1970') && !st.time.startsWith('0001') ? fmtTime(st.time) : ''))));
+        const observed = tl.observed.length ? h('p', {class: 'muted'}, 'Seen by this node: ', tl.observed.map((o, i) => [i ? ' → ' : '', o.state, o.height ? ' (block ' + o.height + ')' : ''])) : null;
+        const paid = (j.assignments || []).reduce((n, a) => n + a.paid, 0);
+        replace(root,
+          h('h1', {}, 'Job #' + j.id + ' ', h('span', {class: 'muted'}, sp.name), ' ', h('span', {id: 'job-state'}, stateBadge(j.state))),
+          j.reason ? h('p', {class: j.state === 'failed' ? 'error' : 'notice', id: 'job-reason'}, (j.state === 'queued' ? 'Waiting: ' : '') + j.reason) : null,
+          h('div', {class: 'grid2'},
+            h('div', {class: 'panel'}, h('h2', {}, 'Status timeline'), timeline, observed),
+            h('div', {class: 'panel'}, h('h2', {}, 'Cost'), h('dl', {class: 'kv', id: 'job-cost'},
+              h('dt', {}, 'Max price'), h('dd', {}, fmtSync(sp.max_price_per_hour) + '/h per replica, timeout ' + sp.timeout_seconds + ' s'),
+              h('dt', {}, 'Escrow held'), h('dd', {}, fmtSync(j.escrow)),
+              h('dt', {}, 'Paid to providers'), h('dd', {}, fmtSync(j.cost) + (paid !== j.cost ? ' (' + fmtSync(paid) + ' so far)' : '')),
+              h('dt', {}, 'Protocol fee'), h('dd', {}, fmtSync(j.fee)),
+              h('dt', {}, 'Refunded'), h('dd', {}, fmtSync(j.refund)),
+              h('dt', {}, 'Owner'), h('dd', {}, addrLink(j.owner))))),
+          h('div', {class: 'panel'}, h('h2', {}, 'Assignment and replicas'),
+            h('p', {}, 'Verification: ', h('b', {}, sp.verification), ' · ', h('span', {id: 'job-verification'}, verdict), ' · attempts ' + j.attempts),
+            (j.assignments || []).length ? h('table', {}, h('thead', {}, h('tr', {}, ['Provider', 'Price', 'Assigned', 'Key', 'Started', 'Result', 'Metered', 'Paid'].map(t => h('th', {}, t)))),
+              h('tbody', {}, j.assignments.map(a => h('tr', {},
+                h('td', {}, addrLink(a.provider, true)), h('td', {}, fmtSync(a.price_per_hour) + '/h'), h('td', {}, fmtTime(a.assigned_at)),
+                h('td', {}, a.key_grant ? 'granted' : 'waiting'), h('td', {}, a.started_at ? fmtTime(a.started_at) : '–'),
+                h('td', {}, a.result ? (a.result.failed ? 'failed: ' + a.result.reason : 'exit ' + a.result.exit_code) + ' (block ' + a.result.height + ')' : '–'),
+                h('td', {class: 'num'}, a.result ? a.result.metered_seconds + ' s' : '–'), h('td', {class: 'num'}, fmtSync(a.paid)))))) : h('p', {class: 'muted'}, 'Not assigned yet.')),
+          h('div', {class: 'panel'}, h('h2', {}, 'Spec'), h('dl', {class: 'kv'},
+            h('dt', {}, 'Executor'), h('dd', {}, sp.executor + ' ' + (sp.module || sp.image || '')),
+            h('dt', {}, 'Args'), h('dd', {class: 'mono'}, (sp.args || []).join(' ')),
+            h('dt', {}, 'Resources'), h('dd', {}, (sp.cpu_milli / 1000) + ' CPU, ' + fmtBytes(sp.memory) + ' memory, ' + fmtBytes(sp.disk) + ' disk' + (sp.gpu_count ? ', ' + sp.gpu_count + ' GPU(s) ' + (sp.gpu_models || []).join('/') : '')),
+            h('dt', {}, 'Region'), h('dd', {}, sp.region || 'any'),
+            h('dt', {}, 'Outputs'), h('dd', {class: 'mono'}, (sp.outputs || []).join(' ')),
+            h('dt', {}, 'Submitted'), h('dd', {}, fmtTime(j.submitted_at) + ' in ', h('a', {href: '#/block/' + j.height}, 'block ' + j.height)))));
+      } catch (e) { replace(root, h('h1', {}, 'Job #' + id), errorBox(e)); }
+    };
+    load();
+    const reload = refresher(load, 200);
+    return {
+      onJob(j) { if (String(j.id) === String(id)) reload(); },
+      onBlock() { if (!done) reload(); },
+    };
+  }
+
+  // ---------------------------------------------------------------- ledger
+
+  function blocksTable(blocks) {
+    return h('table', {id: 'blocks-table'}, h('thead', {}, h('tr', {}, ['Height', 'Time', 'Txs', 'Proposer', 'Hash'].map(t => h('th', {}, t)))),
+      h('tbody', {}, blocks.map(b => h('tr', {}, h('td', {}, h('a', {href: '#/block/' + b.height}, b.height)), h('td', {}, fmtTime(b.time)),
+        h('td', {class: 'num'}, b.num_txs), h('td', {class: 'mono'}, short(b.proposer)), h('td', {class: 'mono'}, short(b.hash))))));
+  }
+  function txsTable(txs, withBlock) {
+    if (!txs.length) return h('p', {class: 'muted'}, 'No txs.');
+    return h('table', {id: 'txs-table'}, h('thead', {}, h('tr', {}, ['Tx', 'Type', 'Sender', withBlock ? 'Block' : null, 'Result'].filter(Boolean).map(t => h('th', {}, t)))),
+      h('tbody', {}, txs.map(t => h('tr', {}, h('td', {}, h('a', {href: '#/tx/' + t.tx_hash, class: 'mono'}, short(t.tx_hash))), h('td', {}, t.type),
+        h('td', {}, addrLink(t.sender)), withBlock ? h('td', {}, h('a', {href: '#/block/' + t.height}, t.height)) : null,
+        h('td', {}, t.code === 0 ? 'ok' : h('span', {class: 'state failed', title: t.log}, 'code ' + t.code))))));
+  }
+
+  function ledgerPage(_, params) {
+    const bcur = params.get('blocks') || '', tcur = params.get('txs') || '';
+    const err = h('div');
+    const blocks = h('div', {class: 'panel'}), txs = h('div', {class: 'panel'});
+    replace(app, h('h1', {}, 'Ledger'), err, h('div', {class: 'grid2'}, blocks, txs));
+    const load = async () => {
+      try {
+        const [b, t] = await Promise.all([api('/v1/blocks' + qs({limit: 20, cursor: bcur})), api('/v1/txs' + qs({limit: 20, cursor: tcur}))]);
+        replace(err);
+        replace(blocks, h('h2', {}, 'Recent blocks'), blocksTable(b.blocks),
+          h('div', {class: 'pager'}, b.next_cursor ? h('button', {onclick: () => go('#/ledger' + qs({blocks: b.next_cursor, txs: tcur}))}, 'older →') : null));
+        replace(txs, h('h2', {}, 'Recent txs'), txsTable(t.txs, true),
+          h('div', {class: 'pager'}, t.next_cursor ? h('button', {onclick: () => go('#/ledger' + qs({blocks: bcur, txs: t.next_cursor}))}, 'older →') : null));
+      } catch (e) { replace(err, errorBox(e)); }
+    };
+    load();
+    return {onBlock: bcur || tcur ? null : refresher(load, 1000)};
+  }
+
+  function blockPage([height]) {
+    (async () => {
+      try {
+        const b = await api('/v1/blocks/' + encodeURIComponent(height));
+        replace(app, h('h1', {}, 'Block ' + b.height),
+          h('div', {class: 'panel'}, h('dl', {class: 'kv'},
+            h('dt', {}, 'Time'), h('dd', {}, fmtTime(b.time)), h('dt', {}, 'Hash'), h('dd', {class: 'mono'}, b.hash),
+            h('dt', {}, 'Proposer'), h('dd', {class: 'mono'}, b.proposer), h('dt', {}, 'App hash (before)'), h('dd', {class: 'mono'}, b.app_hash),
+            h('dt', {}, 'Size'), h('dd', {}, fmtBytes(b.size)))),
+          h('div', {class: 'pager'}, b.height > 1 ? h('a', {href: '#/block/' + (b.height - 1)}, '← block ' + (b.height - 1)) : null, h('a', {href: '#/block/' + (b.height + 1)}, 'block ' + (b.height + 1) + ' →')),
+          h('div', {class: 'panel'}, h('h2', {}, 'Txs'), txsTable(b.txs, false)),
+          h('div', {class: 'panel'}, h('h2', {}, 'Block events (scheduling, challenges, deadlines)'), (b.events || []).length ? h('table', {}, h('tbody', {}, b.events.map(e => h('tr', {}, h('td', {}, e.type),
+            h('td', {class: 'muted'}, (e.attrs || []).map(a => a.key + '=' + a.value).join(' ')))))) : h('p', {class: 'muted'}, 'None.')));
+      } catch (e) { replace(app, h('h1', {}, 'Block ' + height), errorBox(e)); }
+    })();
+    return null;
+  }
+
+  function txPage([hash]) {
+    (async () => {
+      try {
+        const t = await api('/v1/txs/' + encodeURIComponent(hash));
+        replace(app, h('h1', {}, 'Tx'), h('div', {class: 'panel'}, h('dl', {class: 'kv'},
+          h('dt', {}, 'Hash'), h('dd', {class: 'mono'}, t.tx_hash), h('dt', {}, 'Block'), h('dd', {}, h('a', {href: '#/block/' + t.height}, t.height)),
+          h('dt', {}, 'Result'), h('dd', {}, t.code === 0 ? 'ok' : 'code ' + t.code + ': ' + (t.log || '')),
+          h('dt', {}, 'Events'), h('dd', {}, (t.events || []).map(e => h('div', {}, h('b', {}, e.type), ' ', (e.attrs || []).map(a => a.key + '=' + a.value).join(' ')))))));
+      } catch (e) { replace(app, h('h1', {}, 'Tx'), errorBox(e)); }
+    })();
+    return null;
+  }
+
+  function accountPage([addr], params) {
+    const cursor = params.get('cursor') || '';
+    const root = h('div');
+    replace(app, root);
+    const load = async () => {
+      try {
+        const [a, jobs] = await Promise.all([api('/v1/accounts/' + addr), api('/v1/jobs' + qs({owner: addr, limit: 20, cursor}))]);
+        replace(root, h('h1', {}, 'Account ', h('span', {class: 'mono'}, addr)),
+          h('div', {class: 'cards'},
+            h('div', {class: 'card'}, h('div', {class: 'label'}, 'Balance'), h('div', {class: 'value', id: 'account-balance'}, fmtSync(a.balance))),
+            h('div', {class: 'card'}, h('div', {class: 'label'}, 'Stake'), h('div', {class: 'value'}, fmtSync(a.stake)), a.unbonding ? h('div', {class: 'sub'}, fmtSync(a.unbonding) + ' unbonding') : null),
+            h('div', {class: 'card'}, h('div', {class: 'label'}, 'Earned as a provider'), h('div', {class: 'value'}, fmtSync(a.earned))),
+            h('div', {class: 'card'}, h('div', {class: 'label'}, 'Txs sent'), h('div', {class: 'value'}, fmtNum(a.sequence, 0)), h('div', {class: 'sub'}, 'next sequence ' + a.next_sequence))),
+          a.provider ? h('p', {}, 'This account is a provider: ', h('a', {href: '#/provider/' + addr}, 'its provider page'), '.') : null,
+          h('div', {class: 'panel'}, h('h2', {}, 'Jobs'), jobsTable(jobs.jobs),
+            h('div', {class: 'pager'}, jobs.next_cursor ? h('button', {onclick: () => go('#/account/' + addr + qs({cursor: jobs.next_cursor}))}, 'older →') : null)));
+      } catch (e) { replace(root, h('h1', {}, 'Account'), errorBox(e)); }
+    };
+    load();
+    return {onBlock: refresher(load, 2000)};
+  }
+
+  // ---------------------------------------------------------------- submit
+
+  const EXAMPLE_SPEC = `# A job spec as for \`gpunet job run\` (docs/jobspec.md). Local files it
+# names (module, inputs[].from) are the files you attach below, by name.
+name: wordcount
+executor: wasm
+module: ./wordcount.wasm
+args: ["/in/input.txt"]
+inputs:
+  - path: /in/input.txt
+    from: ./input.txt
+outputs: [/out]
+resources:
+  cpu: 1
+  memory: 256MiB
+max_price: 0.5
+timeout: 1m
+verification: spot
+`;
+
+  function submitPage() {
+    const token = h('input', {type: 'password', id: 'submit-token', placeholder: 'the api_token of this node’s config', value: sessionStorage.getItem('gpunet-token') || ''});
+    const keySel = h('select', {id: 'submit-key'}, h('option', {value: ''}, '(enter the token, then load keys)'));
+    const spec = h('textarea', {id: 'submit-spec', spellcheck: 'false'});
+    spec.value = EXAMPLE_SPEC;
+    const files = h('input', {type: 'file', id: 'submit-files', multiple: true});
+    const out = h('div', {id: 'submit-result'});
+    const btn = h('button', {class: 'primary', type: 'submit', id: 'submit-button'}, 'Submit job');
+    const auth = () => ({Authorization: 'Bearer ' + token.value.trim()});
+    const loadKeys = async () => {
+      sessionStorage.setItem('gpunet-token', token.value.trim());
+      try {
+        const k = await api('/v1/dashboard/keys', {headers: auth()});
+        replace(keySel, k.keys.map(x => h('option', {value: x.name}, x.name + ' (' + short(x.address) + ')')));
+        replace(out);
+      } catch (e) { replace(out, errorBox(e)); }
+    };
+    const form = h('form', {class: 'submit panel'},
+      h('p', {class: 'muted'}, 'Submits a job signed by a key of this node’s keyring. The node seals and uploads the files, submits the job, and grants its key to the providers the ledger assigns. It needs the node’s API token.'),
+      h('label', {for: 'submit-token'}, 'API token'), token, ' ', h('button', {type: 'button', id: 'submit-load-keys', onclick: loadKeys}, 'Load keys'),
+      h('label', {for: 'submit-key'}, 'Key'), keySel,
+      h('label', {for: 'submit-spec'}, 'Job spec (YAML)'), spec,
+      h('label', {for: 'submit-files'}, 'Files the spec names (module, inputs)'), files,
+      h('p', {}, btn), out);
+    form.addEventListener('submit', async ev => {
+      ev.preventDefault();
+      const fd = new FormData();
+      fd.append('key', keySel.value);
+      fd.append('spec', spec.value);
+      for (const f of files.files) fd.append('file', f, f.name);
+      btn.disabled = true;
+      replace(out, h('p', {class: 'muted'}, 'Sealing, uploading and submitting…'));
+      try {
+        const r = await api('/v1/dashboard/jobs', {method: 'POST', headers: auth(), body: fd});
+        replace(out, h('p', {class: 'notice'}, 'Submitted ', jobLink(r.id), ' from ', r.key, '.'));
+        go('#/job/' + r.id);
+      } catch (e) { replace(out, errorBox(e)); } finally { btn.disabled = false; }
+    });
+    replace(app, h('h1', {}, 'Submit a job'), form);
+    if (token.value) loadKeys();
+    return null;
+  }
+
+  window.addEventListener('hashchange', route);
+  connect();
+  route();
+})();

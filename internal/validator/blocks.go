@@ -1,0 +1,131 @@
+package validator
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+
+	abci "github.com/cometbft/cometbft/abci/types"
+	cmttypes "github.com/cometbft/cometbft/types"
+
+	"github.com/gpunet/gpunet/internal/ledger"
+)
+
+// BlockHeader is what lists of blocks show.
+type BlockHeader struct {
+	Height   int64     `json:"height"`
+	Time     time.Time `json:"time"`
+	Hash     string    `json:"hash"`
+	Proposer string    `json:"proposer"`
+	NumTxs   int       `json:"num_txs"`
+	Size     int       `json:"size"` // bytes
+	// AppHash is the header's: the state after the previous block.
+	AppHash string `json:"app_hash"`
+}
+
+// BlockTx is one tx of a block, decoded, with its result.
+type BlockTx struct {
+	Hash     string `json:"tx_hash"`
+	Index    int    `json:"index"`
+	Type     string `json:"type"` // the message type: send, submit_job, …
+	Sender   string `json:"sender,omitempty"`
+	Sequence uint64 `json:"sequence"`
+	Fee      uint64 `json:"fee"`
+	Size     int    `json:"size"`
+	// Msg is the message as the tx carries it (JSON), absent when the tx
+	// does not decode.
+	Msg       json.RawMessage `json:"msg,omitempty"`
+	Code      uint32          `json:"code"`
+	Codespace string          `json:"codespace,omitempty"`
+	Log       string          `json:"log,omitempty"`
+	Events    []ledger.Event  `json:"events,omitempty"`
+}
+
+// Block is a block with its txs and the ledger's block-level events
+// (scheduling, challenges, deadlines, settlement).
+type Block struct {
+	BlockHeader
+	Txs    []BlockTx      `json:"txs"`
+	Events []ledger.Event `json:"events"`
+}
+
+// Blocks returns up to limit block headers from height down (from the
+// latest when height is 0), newest first.
+func (n *Node) Blocks(ctx context.Context, height int64, limit int) ([]BlockHeader, error) {
+	bs := n.cmt.BlockStore()
+	top := bs.Height()
+	if height <= 0 || height > top {
+		height = top
+	}
+	base := max(bs.Base(), 1)
+	out := []BlockHeader{}
+	for h := height; h >= base && len(out) < limit; h-- {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		m := bs.LoadBlockMeta(h)
+		if m == nil {
+			continue
+		}
+		out = append(out, headerOf(m))
+	}
+	return out, nil
+}
+
+func headerOf(m *cmttypes.BlockMeta) BlockHeader {
+	return BlockHeader{
+		Height:   m.Header.Height,
+		Time:     m.Header.Time.UTC(),
+		Hash:     m.BlockID.Hash.String(),
+		Proposer: m.Header.ProposerAddress.String(),
+		NumTxs:   m.NumTxs,
+		Size:     m.BlockSize,
+		AppHash:  strings.ToUpper(m.Header.AppHash.String()),
+	}
+}
+
+// Block returns block height with its txs, their results and the block's
+// events; nil when the node does not have it.
+func (n *Node) Block(ctx context.Context, height int64) (*Block, error) {
+	b, m := n.cmt.BlockStore().LoadBlock(height)
+	if b == nil || m == nil {
+		return nil, nil
+	}
+	out := &Block{BlockHeader: headerOf(m), Txs: []BlockTx{}, Events: []ledger.Event{}}
+	res, err := n.rpc.BlockResults(ctx, &height)
+	if err != nil {
+		return nil, fmt.Errorf("results of block %d: %w", height, err)
+	}
+	for i, raw := range b.Txs {
+		t := BlockTx{Hash: fmt.Sprintf("%X", raw.Hash()), Index: i, Size: len(raw)}
+		if tx, err := ledger.DecodeTx(raw); err == nil {
+			t.Type, t.Sender, t.Sequence, t.Fee = tx.Msg.Type().String(), tx.Sender().String(), tx.Sequence, tx.Fee
+			t.Msg, _ = json.Marshal(tx.Msg)
+		} else {
+			t.Type = "undecodable"
+		}
+		if i < len(res.TxResults) {
+			r := res.TxResults[i]
+			t.Code, t.Codespace, t.Log, t.Events = r.Code, r.Codespace, r.Log, ledgerEvents(r.Events)
+		}
+		out.Txs = append(out.Txs, t)
+	}
+	if evs := ledgerEvents(res.FinalizeBlockEvents); evs != nil {
+		out.Events = evs
+	}
+	return out, nil
+}
+
+func ledgerEvents(evs []abci.Event) []ledger.Event {
+	var out []ledger.Event
+	for _, e := range evs {
+		ev := ledger.Event{Type: e.Type}
+		for _, a := range e.Attributes {
+			ev.Attrs = append(ev.Attrs, ledger.Attr{Key: a.Key, Value: a.Value})
+		}
+		out = append(out, ev)
+	}
+	return out
+}
