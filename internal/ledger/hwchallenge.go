@@ -18,7 +18,7 @@ import (
 // sized for the throughput it claims. The provider commits the Merkle root
 // of the product before the plan's deadline (MsgChallengeCommit); the seed
 // of the next block chooses the entries it must open; it opens them with
-// proofs within params.hw_open_window blocks (MsgChallengeOpen), and every
+// proofs within params.hw_open_millis of that block (MsgChallengeOpen), and every
 // validator checks them at about a thousandth of the work.
 //
 //   - commit in time and a correct opening: passed; the claim is proven.
@@ -47,7 +47,7 @@ type HardwareChallenge struct {
 	CommittedAt  int64  `json:"committed_at,omitempty"` // unix ms
 	CommitHeight uint64 `json:"commit_height,omitempty"`
 	Randomness   *Hash  `json:"randomness,omitempty"`
-	OpenBy       uint64 `json:"open_by,omitempty"` // last block an opening counts in
+	OpenBy       int64  `json:"open_by,omitempty"` // unix ms: the last block time an opening counts at
 }
 
 func (c *HardwareChallenge) size() challenge.Size {
@@ -231,10 +231,10 @@ func advanceHardwareChallenges(o *Overlay, info BlockInfo, p Params) ([]Event, e
 			// The entries to open come from a block after the commit's.
 			r := info.Seed
 			c.Randomness = &r
-			c.OpenBy = h + p.HWOpenWindow
+			c.OpenBy = now + int64(p.HWOpenMillis)
 			setProvider(o, pr)
-			events = append(events, Event{Type: "hw_challenge_open", Attrs: []Attr{{"provider", a.String()}, {"open_by", strconv.FormatUint(c.OpenBy, 10)}}})
-		case c.Randomness != nil && h > c.OpenBy:
+			events = append(events, Event{Type: "hw_challenge_open", Attrs: []Attr{{"provider", a.String()}, {"open_by_ms", strconv.FormatInt(c.OpenBy, 10)}}})
+		case c.Randomness != nil && now > c.OpenBy:
 			evs, err := failChallenge(o, pr, 0, "no opening in time", p, info)
 			if err != nil {
 				return nil, err

@@ -217,7 +217,7 @@ func TestAppHashDeterministic(t *testing.T) {
 	// Golden: a change to the encoding, the key layout or the rules that
 	// changes this hash is a consensus-breaking change. Update it only on
 	// purpose.
-	const golden = "9582d28e5cc211774c8a439cd77abcfea3c3f7249ae5687cd8f4efbdb8a38fe0"
+	const golden = "f298f98c5e98f8293ef11afd0ac19dc0794a1c9489bb914ab58305ae7db527c9"
 	if got := hex.EncodeToString(a.Hash); got != golden {
 		t.Errorf("app hash = %s, want golden %s", got, golden)
 	}

@@ -147,14 +147,16 @@ type Params struct {
 	// HWMaxPerBlock; 0 turns challenges off); each gets a GEMM that takes
 	// HWTargetMillis at its claimed throughput, a deadline of that ×
 	// HWSlackPermille/1000 + HWAllowanceMillis for its commit, and
-	// HWOpenWindow blocks after the randomness to open HWOpenings entries.
+	// HWOpenMillis of block time after the randomness to open HWOpenings
+	// entries (time, not blocks: an honest agent's opening takes the same
+	// whatever the block time).
 	HWRatePPM         uint64 `json:"hw_rate_ppm"`
 	HWMaxPerBlock     uint64 `json:"hw_max_per_block"`
 	HWTargetMillis    uint64 `json:"hw_target_millis"`
 	HWSlackPermille   uint64 `json:"hw_slack_permille"`
 	HWAllowanceMillis uint64 `json:"hw_allowance_millis"`
 	HWOpenings        uint64 `json:"hw_openings"`
-	HWOpenWindow      uint64 `json:"hw_open_window"`
+	HWOpenMillis      uint64 `json:"hw_open_millis"`
 }
 
 // DefaultParams returns the parameters a new chain starts with.
@@ -190,7 +192,7 @@ func DefaultParams() Params {
 		HWSlackPermille:   challenge.DefaultSlackPermille,
 		HWAllowanceMillis: challenge.DefaultAllowanceMillis,
 		HWOpenings:        challenge.DefaultOpenings,
-		HWOpenWindow:      10,
+		HWOpenMillis:      30_000,
 	}
 }
 
@@ -230,8 +232,8 @@ func (p Params) Validate() error {
 		return fmt.Errorf("params.slash_bps and slash_compensation_bps are at most 10000 (100%%)")
 	case p.HWRatePPM > ppm || p.HWMaxPerBlock == 0 || p.HWMaxPerBlock > 10_000:
 		return fmt.Errorf("params.hw_rate_ppm %d (at most 1000000) or hw_max_per_block %d (1 to 10000) out of range", p.HWRatePPM, p.HWMaxPerBlock)
-	case p.HWOpenWindow == 0 || p.HWOpenWindow > 10_000:
-		return fmt.Errorf("params.hw_open_window %d out of range [1, 10000]", p.HWOpenWindow)
+	case p.HWOpenMillis < 1_000 || p.HWOpenMillis > 3_600_000:
+		return fmt.Errorf("params.hw_open_millis %d out of range [1000, 3600000]", p.HWOpenMillis)
 	}
 	if err := p.challengeParams().Validate(); err != nil {
 		return fmt.Errorf("params.hw_*: %w", err)

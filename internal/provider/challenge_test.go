@@ -19,7 +19,6 @@ func TestHardwareChallenges(t *testing.T) {
 		p.HWRatePPM = 1_000_000
 		p.HWTargetMillis = 200
 		p.HWAllowanceMillis = 3_000
-		p.HWOpenWindow = 100
 	}, "honest", "liar")
 	cpu := nvmlsim.Lib(nvmlsim.GPU{}, 0)
 	h, _ := runAgent(t, n, "honest", cpu, "eu", 36_000)
