@@ -150,10 +150,14 @@ func (c *Client) BroadcastTx(ctx context.Context, tx []byte, wait bool) (*valida
 		return &res, &TxError{Result: &res}
 	}
 	if wait && status == http.StatusAccepted {
-		return &res, fmt.Errorf("tx %s accepted but not in a block yet; check later with its hash", res.Hash)
+		return &res, fmt.Errorf("tx %s %w; check later with its hash", res.Hash, ErrNotInBlockYet)
 	}
 	return &res, nil
 }
+
+// ErrNotInBlockYet: the node accepted the tx into its mempool, but no block
+// held it before the node stopped waiting. It is not a failure of the tx.
+var ErrNotInBlockYet = errors.New("accepted but not in a block yet")
 
 // Signer is what SendMsg needs from a key.
 type Signer interface {

@@ -478,7 +478,10 @@ func (a *Agent) refresh(ctx context.Context) error {
 		proof := ledger.LivenessProof(c.Seed, a.o.Key.Address)
 		if _, err := a.o.Chain.SendMsg(ctx, a.o.Key, 0, &ledger.MsgLivenessProof{Height: c.Height, Proof: proof}); err != nil {
 			var txErr *chainclient.TxError
-			if !errors.As(err, &txErr) || txErr.Result.Code != ledger.ErrNoChallenge.Code {
+			switch {
+			case errors.Is(err, chainclient.ErrNotInBlockYet):
+				// In the mempool; a slow block is not a lost node.
+			case !errors.As(err, &txErr) || txErr.Result.Code != ledger.ErrNoChallenge.Code:
 				a.o.Metrics.challenge(a.o.Key.Name, "liveness", "error")
 				return fmt.Errorf("answer liveness challenge of height %d: %w", c.Height, err)
 			}
