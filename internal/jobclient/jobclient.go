@@ -206,8 +206,11 @@ func (c *Client) GrantIfNeeded(ctx context.Context, j *ledger.Job) (bool, error)
 	}
 	_, err := c.Chain.SendMsg(ctx, c.Key, 0, &ledger.MsgGrantKey{JobID: j.ID, Grants: grants})
 	var txErr *chainclient.TxError
-	if errors.As(err, &txErr) && txErr.Result.Code == ledger.ErrJobState.Code {
-		return false, nil // it moved on meanwhile (reassigned, cancelled)
+	switch {
+	case errors.As(err, &txErr) && (txErr.Result.Code == ledger.ErrJobState.Code || txErr.Result.Code == ledger.ErrNotJobParty.Code):
+		return false, nil // it moved on meanwhile (reassigned, a replica dropped, cancelled)
+	case errors.Is(err, chainclient.ErrNotInBlockYet):
+		return true, nil // in the mempool: the next poll sees it
 	}
 	return err == nil, err
 }
