@@ -26,6 +26,10 @@ import (
 	"github.com/gpunet/gpunet/internal/ledger"
 )
 
+// DefaultCacheBytes is the app state's block cache unless Options says
+// otherwise (Pebble's own default is 8 MiB).
+const DefaultCacheBytes = 256 << 20
+
 // Codespace names gpunet's codes in ABCI results.
 const Codespace = "gpunet"
 
@@ -38,6 +42,10 @@ type Options struct {
 	// halts the node (FinalizeBlock fails) when one breaks.
 	CheckInvariants bool
 	Logger          *slog.Logger
+	// CacheBytes sizes Pebble's block cache (0: DefaultCacheBytes). API
+	// reads of a large state (a job, a page of jobs) miss a small cache
+	// and decompress blocks from disk on every read.
+	CacheBytes int64
 	// ObserveBlock, when set, gets each block's tx count and the time the
 	// ledger took to execute it (txs, scheduling and the rest of the
 	// block's end; invariant checks not included).
@@ -72,7 +80,12 @@ type App struct {
 
 // Open opens (or creates) the app state in dir.
 func Open(dir string, opts Options) (*App, error) {
-	db, err := pebble.Open(dir, &pebble.Options{Logger: QuietPebbleLogger{}})
+	if opts.CacheBytes == 0 {
+		opts.CacheBytes = DefaultCacheBytes
+	}
+	cache := pebble.NewCache(opts.CacheBytes)
+	defer cache.Unref() // the DB holds its own reference
+	db, err := pebble.Open(dir, &pebble.Options{Logger: QuietPebbleLogger{}, Cache: cache})
 	if err != nil {
 		return nil, fmt.Errorf("open app state in %s: %w", dir, err)
 	}
