@@ -27,6 +27,10 @@ import (
 	"github.com/gpunet/gpunet/internal/ledger"
 )
 
+// DefaultCacheBytes is the app state's block cache unless Options says
+// otherwise (Pebble's own default is 8 MiB).
+const DefaultCacheBytes = 256 << 20
+
 // Codespace names gpunet's codes in ABCI results.
 const Codespace = "gpunet"
 
@@ -39,6 +43,10 @@ type Options struct {
 	// halts the node (FinalizeBlock fails) when one breaks.
 	CheckInvariants bool
 	Logger          *slog.Logger
+	// CacheBytes sizes Pebble's block cache (0: DefaultCacheBytes). API
+	// reads of a large state (a job, a page of jobs) miss a small cache
+	// and decompress blocks from disk on every read.
+	CacheBytes int64
 	// ObserveBlock, when set, gets each block's tx count and the time the
 	// ledger took to execute it (txs, scheduling and the rest of the
 	// block's end; invariant checks not included).
@@ -72,23 +80,23 @@ type App struct {
 	closeErr  error
 }
 
-// StateCacheBytes is the size of the state store's block cache. Pebble's
-// default (8 MiB) does not hold the hot part of a state with 100k
+// OpenPebble opens the state store in dir (on fs; nil means the OS file
+// system) the way a node does, with a block cache of cacheBytes. Pebble's
+// default 8 MiB cache does not hold the hot part of a state with 100k
 // providers: the scheduler then spends a third of its time decompressing
 // blocks it read a moment before. The cache fills only as the state is read.
-const StateCacheBytes = 256 << 20
-
-// OpenPebble opens the state store in dir (on fs; nil means the OS file
-// system) the way a node does.
-func OpenPebble(dir string, fs vfs.FS) (*pebble.DB, error) {
-	cache := pebble.NewCache(StateCacheBytes)
+func OpenPebble(dir string, fs vfs.FS, cacheBytes int64) (*pebble.DB, error) {
+	cache := pebble.NewCache(cacheBytes)
 	defer cache.Unref() // the DB holds its own reference
 	return pebble.Open(dir, &pebble.Options{Logger: QuietPebbleLogger{}, Cache: cache, FS: fs})
 }
 
 // Open opens (or creates) the app state in dir.
 func Open(dir string, opts Options) (*App, error) {
-	db, err := OpenPebble(dir, nil)
+	if opts.CacheBytes == 0 {
+		opts.CacheBytes = DefaultCacheBytes
+	}
+	db, err := OpenPebble(dir, nil, opts.CacheBytes)
 	if err != nil {
 		return nil, fmt.Errorf("open app state in %s: %w", dir, err)
 	}

@@ -10,7 +10,7 @@ import (
 // TestPebbleKVSeesWritesAfterReset: a reused iterator must not serve the DB
 // as it was before a write (Pebble iterators are point-in-time views).
 func TestPebbleKVSeesWritesAfterReset(t *testing.T) {
-	db, err := OpenPebble("", vfs.NewMem())
+	db, err := OpenPebble("", vfs.NewMem(), DefaultCacheBytes)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,11 +8,13 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/gpunet/gpunet/internal/ledger"
 	lt "github.com/gpunet/gpunet/internal/ledger/ledgertest"
+	"github.com/gpunet/gpunet/internal/offers"
 )
 
 func TestErrorShape(t *testing.T) {
@@ -340,5 +342,55 @@ func TestServesOverHTTP(t *testing.T) {
 	cancel()
 	if err := <-done; err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestOffersQueryCache: a query answered at one height is served at the
+// next heights (saying which height it is from) while a fresh answer is
+// computed, and never from more than maxStaleBlocks before.
+func TestOffersQueryCache(t *testing.T) {
+	var mu sync.Mutex
+	height := uint64(4)
+	entries := []*ProviderOffer{{Offer: offers.Offer{Address: "a", Region: "eu", Online: true}, Schedulable: true}}
+	s := New(newFakeChain(t), Options{Offers: func() (uint64, []*ProviderOffer, bool) {
+		mu.Lock()
+		defer mu.Unlock()
+		return height, entries, true
+	}})
+	get := func() OfferList {
+		var l OfferList
+		do(t, s, "GET", "/v1/offers?q=region=eu", nil, nil, &l)
+		return l
+	}
+	if l := get(); l.Height != 4 || l.Total != 1 {
+		t.Fatalf("first answer: %+v", l)
+	}
+	// The same entries at the next height: the same answer, at once.
+	mu.Lock()
+	height = 5
+	mu.Unlock()
+	if l := get(); l.Height != 5 || l.Total != 1 {
+		t.Fatalf("unchanged entries one block later: %+v", l)
+	}
+	mu.Lock()
+	height = 6
+	entries = []*ProviderOffer{entries[0], {Offer: offers.Offer{Address: "b", Region: "eu", Online: true}, Schedulable: true}}
+	mu.Unlock()
+	if l := get(); l.Height != 5 || l.Total != 1 {
+		t.Errorf("one block later, the cached answer: %+v", l)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for l := get(); l.Height != 6 || l.Total != 2; l = get() {
+		if time.Now().After(deadline) {
+			t.Fatalf("never refreshed: %+v", l)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	mu.Lock()
+	height = 6 + maxStaleBlocks + 1
+	entries = entries[:1]
+	mu.Unlock()
+	if l := get(); l.Height != 6+maxStaleBlocks+1 || l.Total != 1 {
+		t.Errorf("too stale to serve: %+v", l)
 	}
 }

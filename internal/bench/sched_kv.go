@@ -36,7 +36,7 @@ type schedKV interface {
 func openSchedKV(kind string) (schedKV, error) {
 	switch kind {
 	case StorePebble:
-		db, err := abciapp.OpenPebble("", vfs.NewMem())
+		db, err := abciapp.OpenPebble("", vfs.NewMem(), abciapp.DefaultCacheBytes)
 		if err != nil {
 			return nil, err
 		}

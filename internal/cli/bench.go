@@ -14,7 +14,7 @@ import (
 
 func benchCmd(e *env) *cobra.Command {
 	c := &cobra.Command{Use: "bench", Short: "Run benchmarks"}
-	c.AddCommand(benchLedgerCmd(e), benchSchedulerCmd(e), benchJobCmd(e), benchWasmCmd(e), benchContainerCmd(e), benchVerifyCmd(e))
+	c.AddCommand(benchLedgerCmd(e), benchSchedulerCmd(e), benchJobCmd(e), benchWasmCmd(e), benchContainerCmd(e), benchVerifyCmd(e), benchAPICmd(e))
 	return c
 }
 
@@ -548,4 +548,98 @@ func printVerify(w io.Writer, r *bench.VerifyResult) {
 	fmt.Fprintf(w, "honest providers slashed: %d\n", r.HonestSlashed)
 	fmt.Fprintf(w, "hardware challenge %s for a %d-GOPS claim: proof %.0f ms on this CPU, verification %.2f ms, ratio %.1e  target <= 1e-3: %s\n",
 		r.ChallengeSize, r.ChallengeClaimGOPS, r.ChallengeProveMs, r.ChallengeVerifyMs, r.ChallengeRatio, met(r.ChallengeRatio <= 1e-3))
+}
+
+func benchAPICmd(e *env) *cobra.Command {
+	var (
+		o          bench.APIOptions
+		cpuprofile string
+	)
+	c := &cobra.Command{
+		Use:   "api",
+		Short: "Measure the node's API reads with 100k providers and 1M jobs in state while its validator produces blocks",
+		Long: `Measure the HTTP API of a real node on a large state.
+
+A state of --providers providers (a mixed market, registered and staked) and
+--jobs jobs is built through the ledger into a fresh validator home (not
+timed; signatures not verified while building): a fifth of the jobs run
+their whole life in txs (a tenth of those fail), a twentieth stay running,
+a twentieth stay queued, the rest are cancelled while queued. The node
+(CometBFT, the API, its stats and dashboard) then starts on that state at
+the next height and produces a block every --block-time, with --tx-rate
+signed transfers a second sent to it.
+
+An open-loop load sends --rate single-object reads a second (a job, a
+provider, an account, a balance, a job's timeline) and --list-rate
+paginated list reads a second (jobs: newest, by owner, by state; providers
+by address; offers queries; blocks; txs; events) for --duration. A
+request's latency runs from when it was due. Targets (at 100,000 providers,
+1,000,000 jobs, 1,000 req/s): single reads p99 <= 20 ms, lists p99 <= 50 ms.`,
+		Args: exactArgs(),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := o.Validate(); err != nil {
+				return usageError{err}
+			}
+			if e.output != "json" {
+				o.Progress = e.stderr
+			}
+			if cpuprofile != "" {
+				f, err := os.Create(cpuprofile)
+				if err != nil {
+					return err
+				}
+				defer f.Close()
+				o.CPUProfile = f
+			}
+			res, err := bench.RunAPI(cmd.Context(), o)
+			if err != nil {
+				return err
+			}
+			return e.print(res, func(w io.Writer) { printAPI(w, res) })
+		},
+	}
+	f := c.Flags()
+	f.IntVar(&o.Providers, "providers", bench.DefaultAPIProviders, "providers in the state")
+	f.IntVar(&o.Jobs, "jobs", bench.DefaultAPIJobs, "jobs in the state")
+	f.IntVar(&o.Consumers, "consumers", bench.DefaultAPIConsumers, "accounts owning the jobs")
+	f.IntVar(&o.Rate, "rate", bench.DefaultAPIRate, "single-object reads per second")
+	f.IntVar(&o.ListRate, "list-rate", bench.DefaultAPIListRate, "paginated list reads per second, at the same time")
+	f.DurationVar(&o.Duration, "duration", bench.DefaultAPIDuration, "how long the load runs")
+	f.DurationVar(&o.BlockTime, "block-time", bench.DefaultAPIBlockTime, "the validator's pause after each block")
+	f.IntVar(&o.TxRate, "tx-rate", bench.DefaultAPITxRate, "signed transfers per second sent to the node during the load")
+	f.Uint64Var(&o.Seed, "seed", bench.DefaultSchedSeed, "seed of the market and the load")
+	f.StringVar(&o.Home, "home", "", "keep the node's home under this directory (default: a temp dir, removed)")
+	f.StringVar(&o.StateDir, "state-dir", "", "keep each built state in this directory and start later runs of the same size from a copy")
+	f.StringVar(&cpuprofile, "cpuprofile", "", "write a CPU profile (pprof) of the process during the load to this file")
+	return c
+}
+
+func printAPI(w io.Writer, r *bench.APIResult) {
+	fmt.Fprintf(w, "gpunet bench api  %s  (GOMAXPROCS %d)\n", r.Date.Format(time.RFC3339), r.GOMAXPROCS)
+	fmt.Fprintf(w, "state: %d providers, %d jobs %v, built in %.0fs (%d blocks, %d txs); node start %.1fs, stats load %.1fs\n",
+		r.Providers, r.Jobs, r.JobStates, r.SetupSeconds, r.StateBlocks, r.StateTxs, r.NodeStartSeconds, r.StatsLoadSeconds)
+	fmt.Fprintf(w, "load: %d single reads/s + %d list reads/s for %.0fs; the validator made %d blocks holding %d txs (%d transfers/s sent)\n\n",
+		r.Rate, r.ListRate, r.DurationSeconds, r.Blocks, r.BlockTxs, r.TxRate)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "class\trequests\terrors\tachieved/s\tp50\tp90\tp99\tmax\t")
+	for _, c := range []struct {
+		name string
+		c    bench.APIClass
+	}{{"single-object", r.Single}, {"lists", r.List}} {
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%.0f\t%.2fms\t%.2fms\t%.2fms\t%.1fms\t\n", c.name, c.c.Requests, c.c.Errors, c.c.RatePerS, c.c.P50Ms, c.c.P90Ms, c.c.P99Ms, c.c.MaxMs)
+	}
+	tw.Flush()
+	fmt.Fprintln(w)
+	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "request\tn\tp50\tp99\tmax\t")
+	for _, ep := range r.Endpoints {
+		fmt.Fprintf(tw, "%s\t%d\t%.2fms\t%.2fms\t%.1fms\t\n", ep.Name, ep.N, ep.P50Ms, ep.P99Ms, ep.MaxMs)
+	}
+	tw.Flush()
+	for _, e := range r.ErrorSamples {
+		fmt.Fprintf(w, "error: %s\n", e)
+	}
+	if r.MeetsSingle != nil {
+		fmt.Fprintf(w, "\ntarget: single reads p99 <= %.0fms %s; lists p99 <= %.0fms %s\n", r.Target.SingleP99Ms, met(*r.MeetsSingle), r.Target.ListP99Ms, met(*r.MeetsList))
+	}
 }

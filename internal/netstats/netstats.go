@@ -92,6 +92,7 @@ type Stats struct {
 	tlOrder   []uint64
 	recent    ring[blockStat] // for tx/s
 	lastBlock *BlockSummary
+	overview  *Overview // of the latest height, once asked for
 
 	subMu sync.Mutex
 	subs  map[chan Update]struct{}
@@ -446,13 +447,20 @@ func (s *Stats) apply(b *validator.Block) {
 	}
 	s.height = uint64(b.Height)
 	s.recent.push(blockStat{time: b.Time, txs: len(b.Txs)})
-	sample := s.sample(b)
+	// The sample walks every provider: do it off the lock, on a copy of
+	// the list (the entries themselves are never modified).
+	all, counts := slices.Clone(s.provs), s.jobCounts
+	s.mu.Unlock()
+	sample := sampleOf(b, all, counts, &s.recent, s.chain.Mempool())
+	last := &BlockSummary{Height: uint64(b.Height), Time: b.Time, Txs: len(b.Txs), Hash: b.Hash}
+	s.mu.Lock()
 	s.series.push(sample)
-	s.lastBlock = &BlockSummary{Height: uint64(b.Height), Time: b.Time, Txs: len(b.Txs), Hash: b.Hash}
+	s.lastBlock = last
+	s.overview = nil // it has no sample of this block
 	s.m.block(sample)
 	s.mu.Unlock()
 
-	s.publish(Update{Type: "block", Block: s.lastBlock, Sample: &sample})
+	s.publish(Update{Type: "block", Block: last, Sample: &sample})
 	for _, u := range updates {
 		s.publish(u)
 	}
@@ -475,11 +483,12 @@ func (s *Stats) addTransition(id uint64, prev uint8, j *ledger.Job, height uint6
 	s.timelines[id] = append(tl, Transition{State: j.State, Reason: j.Reason, Height: height, Time: at})
 }
 
-// sample computes the network's figures; the caller holds mu.
-func (s *Stats) sample(b *validator.Block) Sample {
-	sm := Sample{Height: uint64(b.Height), Time: b.Time, Txs: len(b.Txs), Mempool: s.chain.Mempool(), Providers: len(s.provs), Jobs: JobCounts{}, MedianPrice: PriceMap{}}
+// sampleOf computes the network's figures at block b. recent is only
+// touched by the goroutine that applies blocks.
+func sampleOf(b *validator.Block, provs []*provider, counts [len(States)]uint64, recent *ring[blockStat], mempool int) Sample {
+	sm := Sample{Height: uint64(b.Height), Time: b.Time, Txs: len(b.Txs), Mempool: mempool, Providers: len(provs), Jobs: JobCounts{}, MedianPrice: PriceMap{}}
 	prices := map[string][]uint64{}
-	for _, p := range s.provs {
+	for _, p := range provs {
 		if !p.offer.Online {
 			continue
 		}
@@ -500,14 +509,14 @@ func (s *Stats) sample(b *validator.Block) Sample {
 		sm.MedianPrice[class] = float64(median(ps)) / 1e6
 	}
 	for i, st := range States {
-		sm.Jobs[st] = s.jobCounts[i]
+		sm.Jobs[st] = counts[i]
 	}
-	if n := s.recent.len(); n >= 2 {
-		first, last := s.recent.at(0), s.recent.at(n-1)
+	if n := recent.len(); n >= 2 {
+		first, last := recent.at(0), recent.at(n-1)
 		if span := last.time.Sub(first.time).Seconds(); span > 0 {
 			txs := 0
 			for i := 1; i < n; i++ {
-				txs += s.recent.at(i).txs
+				txs += recent.at(i).txs
 			}
 			sm.TxRate = float64(txs) / span
 			sm.BlockInterval = span / float64(n-1)
@@ -569,10 +578,15 @@ type RegionCount struct {
 	GPUs      int    `json:"gpus"`
 }
 
-// Overview returns the network now.
+// Overview returns the network now. It is computed once per block (it
+// walks every provider) and shared by the callers of that block.
 func (s *Stats) Overview() Overview {
 	s.mu.RLock()
-	defer s.mu.RUnlock()
+	if s.overview != nil && s.overview.Height == s.height && s.overview.Ready == s.ready {
+		o := *s.overview
+		s.mu.RUnlock()
+		return o
+	}
 	o := Overview{Ready: s.ready, Height: s.height, Providers: len(s.provs), LastBlock: s.lastBlock, Jobs: JobCounts{}, ByClass: []ClassCount{}, ByRegion: []RegionCount{}}
 	if n := s.series.len(); n > 0 {
 		last := s.series.at(n - 1)
@@ -581,10 +595,12 @@ func (s *Stats) Overview() Overview {
 	for i, st := range States {
 		o.Jobs[st] = s.jobCounts[i]
 	}
+	provs := slices.Clone(s.provs)
+	s.mu.RUnlock()
 	classes := map[string]*ClassCount{}
 	prices := map[string][]uint64{}
 	regions := map[string]*RegionCount{}
-	for _, p := range s.provs {
+	for _, p := range provs {
 		if !p.offer.Online {
 			continue
 		}
@@ -619,6 +635,11 @@ func (s *Stats) Overview() Overview {
 		o.ByRegion = append(o.ByRegion, *r)
 	}
 	sort.Slice(o.ByRegion, func(i, j int) bool { return o.ByRegion[i].Region < o.ByRegion[j].Region })
+	s.mu.Lock()
+	if s.overview == nil || s.overview.Height <= o.Height {
+		s.overview = &o
+	}
+	s.mu.Unlock()
 	return o
 }
 

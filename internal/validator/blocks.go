@@ -51,11 +51,19 @@ type Block struct {
 	Events []ledger.Event `json:"events"`
 }
 
+// executedHeight is the newest block whose results are stored: the app's
+// last committed one. (CometBFT stores a block before executing it.)
+func (n *Node) executedHeight() int64 {
+	kv, release := n.app.View()
+	defer release()
+	return min(n.cmt.BlockStore().Height(), int64(ledger.Height(kv)))
+}
+
 // Blocks returns up to limit block headers from height down (from the
-// latest when height is 0), newest first.
+// latest executed when height is 0), newest first.
 func (n *Node) Blocks(ctx context.Context, height int64, limit int) ([]BlockHeader, error) {
 	bs := n.cmt.BlockStore()
-	top := bs.Height()
+	top := n.executedHeight()
 	if height <= 0 || height > top {
 		height = top
 	}
@@ -87,8 +95,11 @@ func headerOf(m *cmttypes.BlockMeta) BlockHeader {
 }
 
 // Block returns block height with its txs, their results and the block's
-// events; nil when the node does not have it.
+// events; nil when the node does not have it (or has not executed it yet).
 func (n *Node) Block(ctx context.Context, height int64) (*Block, error) {
+	if height > n.executedHeight() {
+		return nil, nil
+	}
 	b, m := n.cmt.BlockStore().LoadBlock(height)
 	if b == nil || m == nil {
 		return nil, nil
