@@ -177,7 +177,9 @@ func post(t *testing.T, url, token string, body io.Reader, ct string, out any) i
 // to the provider the ledger assigns).
 func TestSubmitFromDashboard(t *testing.T) {
 	const token = "0123456789abcdef0123456789abcdef"
-	d, _ := startDevnet(t, 1, token)
+	// Two providers: the spot job of a new provider is audited by another,
+	// and the node grants the key to that replica too.
+	d, _ := startDevnet(t, 2, token)
 	spec, err := os.ReadFile("../../examples/wordcount/job.yaml")
 	if err != nil {
 		t.Fatal(err)
