@@ -241,10 +241,12 @@ func TestDashboardInBrowser(t *testing.T) {
 		t.Errorf("prices after sorting: %v (%v)", prices, err)
 	}
 
-	// The ledger page lists the job's txs.
+	// The ledger page lists recent txs, the job's among them (by now its
+	// later ones: the grants, commits and reveals of its replicas; agents'
+	// liveness answers and challenge txs fill the rest of the list).
 	err = chromedp.Do(ctx,
 		hash("#/ledger"),
-		poll("txs", `document.getElementById('txs-table') && document.getElementById('txs-table').innerText.includes('submit_job')`, 15*time.Second),
+		poll("txs", `document.getElementById('txs-table') && /submit_job|grant_key|start_job|commit_result|reveal_result/.test(document.getElementById('txs-table').innerText)`, 15*time.Second),
 	)
 	if err != nil {
 		t.Fatal(err)
