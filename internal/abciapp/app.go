@@ -252,7 +252,12 @@ func (a *App) Commit(context.Context, *abci.CommitRequest) (*abci.CommitResponse
 	if err := a.state.Reset(); err != nil {
 		return nil, fmt.Errorf("commit block %d: close state iterators: %w", a.pendingHeight, err)
 	}
-	a.genesis, a.pending = nil, nil
+	// genesis is written only under viewMu (held above when it is set):
+	// View reads it concurrently.
+	if a.genesis != nil {
+		a.genesis = nil
+	}
+	a.pending = nil
 	a.resetCheckState()
 	return &abci.CommitResponse{}, nil
 }

@@ -178,22 +178,47 @@ func TestDashboardInBrowser(t *testing.T) {
 	go func() {
 		jobDone <- gpunet(t, "job", "run", "../../examples/wordcount/job.yaml", "--from", "alice", "--home", home, "--out", filepath.Join(home, "out"), "--output", "json")
 	}()
-	err = chromedp.Do(ctx,
-		poll("the job's row", `document.querySelector('tr[data-job]') !== null`, 60*time.Second),
-	)
-	if err != nil {
-		t.Fatal(err)
+	// Wait for the page, failing at once (with the CLI's output) if the
+	// CLI gives up on the job meanwhile.
+	var run *cliResult
+	waitPage := func(what, expr string, d time.Duration) {
+		t.Helper()
+		deadline := time.Now().Add(d)
+		for {
+			err := chromedp.Do(ctx, poll(what, expr, time.Second))
+			if err == nil {
+				return
+			}
+			if run == nil {
+				select {
+				case r := <-jobDone:
+					run = &r
+					if r.code != 0 {
+						t.Fatalf("job run failed while the page waited for %s:\n%s", what, r)
+					}
+				default:
+				}
+			}
+			if time.Now().After(deadline) {
+				t.Fatal(err)
+			}
+		}
 	}
+	waitPage("the job's row", `document.querySelector('tr[data-job]') !== null`, 60*time.Second)
 	id := eval(`document.querySelector('tr[data-job]').getAttribute('data-job')`)
+	waitPage("the job to succeed", `(document.querySelector('tr[data-job] .state-cell')||{}).textContent === 'succeeded'`, 90*time.Second)
 	err = chromedp.Do(ctx,
-		poll("the job to succeed", `(document.querySelector('tr[data-job] .state-cell')||{}).textContent === 'succeeded'`, 90*time.Second),
 		poll("no reload", `window.__noReload === 'still here'`, time.Second),
 		shot("dashboard-jobs.png"),
 	)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r := <-jobDone; r.code != 0 || !strings.Contains(r.stdout, `"id": `+id+",") {
+	if run == nil {
+		r := <-jobDone
+		run = &r
+	}
+	if r := *run; r.code != 0 || !strings.Contains(r.stdout, `"id": `+id+",") {
 		t.Fatalf("job run:\n%s (the page showed job %s)", r, id)
 	}
 	// Its page: state, timeline, cost.
@@ -230,7 +255,9 @@ func TestDashboardInBrowser(t *testing.T) {
 	err = chromedp.Do(ctx,
 		hash("#/providers"),
 		poll("3 rows", rows+` === 3`, 15*time.Second),
-		chromedp.Click(chromedp.CSS(`th[data-sort="price"]`)),
+		// The table is redrawn as blocks arrive, header included: click
+		// from inside the page, where finding and clicking are one step.
+		chromedp.Evaluate[chromedp.Void](`document.querySelector('th[data-sort="price"]').click()`),
 		poll("sorted by price", `location.hash.includes('sort=price') && document.querySelector('th[data-sort="price"]').textContent.includes('▲') && `+rows+` === 3`, 10*time.Second),
 	)
 	if err != nil {
