@@ -295,7 +295,7 @@ func execChallengeOpen(o *Overlay, from address.Address, m *MsgChallengeOpen, p 
 	pr.Challenges.Passed++
 	pr.Challenges.Proven = true
 	pr.Challenges.ProvenGOPS = c.ClaimedGOPS
-	pr.Reputation += (ppm - pr.Reputation) / reputationGainDiv
+	pr.raiseReputation()
 	pr.HWChallenge = nil
 	setProvider(o, pr)
 	o.Delete(hwOpenKey(from))

@@ -43,7 +43,7 @@ func execLivenessProof(o *Overlay, from address.Address, m *MsgLivenessProof, in
 	p.Challenge = nil
 	p.Answered++
 	p.MissedInARow = 0
-	p.Reputation += (ppm - p.Reputation) / reputationGainDiv
+	p.raiseReputation()
 	setProvider(o, p)
 	return []Event{{Type: "liveness_answered", Attrs: []Attr{{"provider", from.String()}, {"height", strconv.FormatUint(m.Height, 10)}}}}, nil
 }

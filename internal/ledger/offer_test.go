@@ -74,3 +74,27 @@ func FuzzDecodeOffer(f *testing.F) {
 		}
 	})
 }
+
+// TestReputationCeiling: after outvoted results, answering liveness
+// challenges cannot buy the reputation back; confirmed results can.
+func TestReputationCeiling(t *testing.T) {
+	p := &Provider{Reputation: 4_000, Invalid: 7}
+	for range 1000 {
+		p.raiseReputation()
+	}
+	if c := p.ReputationCeiling(); p.Reputation > c || c > 15_000 {
+		t.Fatalf("reputation %d, ceiling %d after 7 invalid results", p.Reputation, c)
+	}
+	p.Validated = 500
+	for range 1000 {
+		p.raiseReputation()
+	}
+	if p.Reputation < 800_000 {
+		t.Fatalf("500 validated results left the reputation at %d", p.Reputation)
+	}
+	honest := &Provider{Reputation: ppm / 2}
+	honest.raiseReputation()
+	if honest.Reputation != ppm/2+(ppm/2)/reputationGainDiv {
+		t.Fatalf("honest gain %d", honest.Reputation)
+	}
+}

@@ -413,9 +413,26 @@ func payFromTreasury(o *Overlay, j *Job, a *Assignment, cost uint64) error {
 	return nil
 }
 
-// Reputation moves on verdicts and challenges: a confirmed result closes
-// 2% of the gap to 1, an outvoted one or a failed challenge halves it, an
-// unrevealed result takes a tenth.
+// Reputation moves on verdicts and challenges: a confirmed result, an
+// answered liveness challenge or a passed hardware challenge closes 2% of
+// the gap to the provider's ceiling; an outvoted result or a failed
+// challenge halves it, an unrevealed result takes a tenth.
+//
+// The ceiling is 10⁶ × (validated+1) / (validated+1 + 10 × (invalid +
+// failed challenges)): evidence of cheating caps what uptime alone can win
+// back. A provider outvoted 7 times and never validated stays under 1.5%
+// however many liveness challenges it answers; only confirmed results
+// raise the cap again.
+func (p *Provider) ReputationCeiling() uint64 {
+	good := p.Validated + 1
+	return ppm * good / (good + 10*(p.Invalid+p.Challenges.Failed))
+}
+
+func (p *Provider) raiseReputation() {
+	if c := p.ReputationCeiling(); p.Reputation < c {
+		p.Reputation += (c - p.Reputation) / reputationGainDiv
+	}
+}
 const (
 	reputationInvalidDiv    = 2
 	reputationUnrevealedDiv = 10
@@ -430,7 +447,7 @@ func recordValidated(o *Overlay, addr address.Address, class string) error {
 	r.Consecutive++
 	r.Validated++
 	pr.Validated++
-	pr.Reputation += (ppm - pr.Reputation) / reputationGainDiv
+	pr.raiseReputation()
 	setProvider(o, pr)
 	return nil
 }

@@ -3,9 +3,10 @@ package provider
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
 	"crypto/sha256"
+	"encoding/binary"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -18,6 +19,7 @@ import (
 
 	"github.com/gpunet/gpunet/internal/address"
 	"github.com/gpunet/gpunet/internal/blob"
+	"github.com/gpunet/gpunet/internal/chainclient"
 	"github.com/gpunet/gpunet/internal/ledger"
 	"github.com/gpunet/gpunet/internal/sandbox"
 	"github.com/gpunet/gpunet/internal/seal"
@@ -77,6 +79,28 @@ func (a *Agent) syncJobs(ctx context.Context) error {
 		want[j.ID] = true
 		a.runs.mu.Lock()
 		_, running := a.runs.byID[j.ID]
+		if r := a.loadReveal(j.ID); !running && r != nil && r.AssignedAt == as.AssignedAt && j.Spec.Checked() {
+			// Committed already (the chain does not show it yet, or the
+			// commit was lost): send the same commit again, do not run
+			// the job again.
+			if !a.runs.revealing[j.ID] {
+				a.runs.revealing[j.ID] = true
+				a.runs.wg.Add(1)
+				go func() {
+					defer a.runs.wg.Done()
+					cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+					defer cancel()
+					if _, err := a.o.Chain.SendMsg(cctx, a.o.Key, 0, r.commit(j.ID, me)); err != nil && !errors.Is(err, chainclient.ErrNotInBlockYet) {
+						a.log.Debug("commit sent again", "job", j.ID, "err", err)
+					}
+					a.runs.mu.Lock()
+					delete(a.runs.revealing, j.ID)
+					a.runs.mu.Unlock()
+				}()
+			}
+			a.runs.mu.Unlock()
+			continue
+		}
 		if !running {
 			rctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 			a.runs.byID[j.ID] = cancel
@@ -146,21 +170,17 @@ func (a *Agent) runJob(ctx context.Context, j *ledger.Job, started bool) {
 		// Commit now, reveal when every replica has committed: the
 		// commitment is salted and bound to this provider, so it tells
 		// other replicas nothing.
-		var salt ledger.Hash
-		if _, err := rand.Read(salt[:]); err != nil {
-			log.Error("salt", "err", err)
-			return
-		}
-		if err := a.saveReveal(j.ID, &pendingReveal{Salt: salt, Result: *res}); err != nil {
+		as := assignmentOf(j, a.o.Key.Address)
+		r := &pendingReveal{Salt: a.resultSalt(j.ID, as.AssignedAt), Result: *res, AssignedAt: as.AssignedAt}
+		if err := a.saveReveal(j.ID, r); err != nil {
 			log.Error("keep the result to reveal", "err", err)
 			return
 		}
-		c := ledger.ResultCommitment(res.ManifestHash, a.o.Key.Address, salt)
-		msg.Commitment = &c
+		msg = r.commit(j.ID, a.o.Key.Address)
 	} else {
 		msg.Result = res
 	}
-	if _, err := a.o.Chain.SendMsg(ctx, a.o.Key, 0, msg); err != nil {
+	if _, err := a.o.Chain.SendMsg(ctx, a.o.Key, 0, msg); err != nil && !errors.Is(err, chainclient.ErrNotInBlockYet) {
 		log.Error("commit result", "err", err)
 		return
 	}
@@ -169,9 +189,48 @@ func (a *Agent) runJob(ctx context.Context, j *ledger.Job, started bool) {
 
 // pendingReveal is what a provider keeps between committing a checked
 // job's result and revealing it (on disk, so that a restart can reveal).
+// It is also the commit itself: while the chain does not show the
+// commitment yet, the agent sends it again from here instead of running the
+// job again.
 type pendingReveal struct {
-	Salt   ledger.Hash      `json:"salt"`
-	Result ledger.JobResult `json:"result"`
+	Salt       ledger.Hash      `json:"salt"`
+	Result     ledger.JobResult `json:"result"`
+	AssignedAt int64            `json:"assigned_at"` // the assignment it answers
+}
+
+func (r *pendingReveal) commit(id uint64, me address.Address) *ledger.MsgCommitResult {
+	c := ledger.ResultCommitment(r.Result.ManifestHash, me, r.Salt)
+	return &ledger.MsgCommitResult{JobID: id, Commitment: &c, MeteredSeconds: r.Result.MeteredSeconds}
+}
+
+// resultSalt is the salt of this provider's commitment to a job's result:
+// secret (derived from its private key) and the same if the job runs again
+// on the same assignment, so a re-run of a deterministic job commits to
+// the same value.
+func (a *Agent) resultSalt(id uint64, assignedAt int64) ledger.Hash {
+	h := sha256.New()
+	h.Write([]byte("gpunet/result-salt/v1\x00"))
+	h.Write(a.o.Key.PrivateKey().Seed())
+	var b [16]byte
+	binary.BigEndian.PutUint64(b[:8], id)
+	binary.BigEndian.PutUint64(b[8:], uint64(assignedAt))
+	h.Write(b[:])
+	var s ledger.Hash
+	h.Sum(s[:0])
+	return s
+}
+
+// loadReveal returns the kept result of job id, or nil.
+func (a *Agent) loadReveal(id uint64) *pendingReveal {
+	b, err := os.ReadFile(a.revealPath(id))
+	if err != nil {
+		return nil
+	}
+	var r pendingReveal
+	if json.Unmarshal(b, &r) != nil {
+		return nil
+	}
+	return &r
 }
 
 func (a *Agent) revealPath(id uint64) string {
@@ -197,14 +256,9 @@ func (a *Agent) saveReveal(id uint64, r *pendingReveal) error {
 // reveal opens this provider's commitment for job j.
 func (a *Agent) reveal(ctx context.Context, j *ledger.Job) {
 	log := a.log.With("job", j.ID)
-	b, err := os.ReadFile(a.revealPath(j.ID))
-	if err != nil {
-		log.Error("cannot reveal: the committed result is lost", "err", err)
-		return
-	}
-	var r pendingReveal
-	if err := json.Unmarshal(b, &r); err != nil {
-		log.Error("cannot reveal: the kept result is corrupt", "err", err)
+	r := a.loadReveal(j.ID)
+	if r == nil {
+		log.Error("cannot reveal: the committed result is lost or corrupt", "path", a.revealPath(j.ID))
 		return
 	}
 	if _, err := a.o.Chain.SendMsg(ctx, a.o.Key, 0, &ledger.MsgRevealResult{JobID: j.ID, Salt: r.Salt, Result: r.Result}); err != nil {
