@@ -433,6 +433,7 @@ func (p *Provider) raiseReputation() {
 		p.Reputation += (c - p.Reputation) / reputationGainDiv
 	}
 }
+
 const (
 	reputationInvalidDiv    = 2
 	reputationUnrevealedDiv = 10
