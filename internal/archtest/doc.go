@@ -1,3 +1,4 @@
 // Package archtest holds tests that enforce the repository's structure: the
-// dependency direction and package documentation. It has no code of its own.
+// dependency direction and package documentation, and CheckPure, which the
+// deterministic packages' own tests call.
 package archtest
