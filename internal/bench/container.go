@@ -18,12 +18,10 @@ import (
 	"sync"
 	"time"
 
-	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/google/go-containerregistry/pkg/registry"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/empty"
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
-	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
 
 	"github.com/gpunet/gpunet/internal/sandbox"
@@ -164,7 +162,7 @@ func RunContainer(ctx context.Context, o ContainerOptions) (*ContainerResult, er
 	if err != nil {
 		return nil, err
 	}
-	ref, err := push(reg, "bench/probe", img)
+	ref, err := oci.PushImage(reg, "bench/probe", img)
 	if err != nil {
 		return nil, err
 	}
@@ -221,7 +219,7 @@ func RunContainer(ctx context.Context, o ContainerOptions) (*ContainerResult, er
 	if err != nil {
 		return nil, err
 	}
-	bigRef, err := push(reg, "bench/bulk", big)
+	bigRef, err := oci.PushImage(reg, "bench/bulk", big)
 	if err != nil {
 		return nil, err
 	}
@@ -290,21 +288,6 @@ func serveRegistry() (string, func(), error) {
 	srv := &http.Server{Handler: registry.New(registry.Logger(log.New(io.Discard, "", 0)))}
 	go srv.Serve(l)
 	return l.Addr().String(), func() { srv.Close() }, nil
-}
-
-func push(host, repo string, img v1.Image) (string, error) {
-	tag, err := name.NewTag(host + "/" + repo + ":latest")
-	if err != nil {
-		return "", err
-	}
-	if err := remote.Write(tag, img); err != nil {
-		return "", err
-	}
-	d, err := img.Digest()
-	if err != nil {
-		return "", err
-	}
-	return host + "/" + repo + "@" + d.String(), nil
 }
 
 // imageOf makes a one-layer linux image of files (path → contents, all

@@ -535,3 +535,21 @@ func newID(n int) string {
 	rand.Read(b)
 	return hex.EncodeToString(b)[:n]
 }
+
+// PushImage writes img to the registry at host as repo:latest and returns
+// its reference by digest, the form jobs name images by. Providers never
+// push; the benchmarks and tests serve their images this way.
+func PushImage(host, repo string, img v1.Image) (string, error) {
+	tag, err := name.NewTag(host + "/" + repo + ":latest")
+	if err != nil {
+		return "", err
+	}
+	if err := remote.Write(tag, img); err != nil {
+		return "", err
+	}
+	d, err := img.Digest()
+	if err != nil {
+		return "", err
+	}
+	return host + "/" + repo + "@" + d.String(), nil
+}

@@ -200,20 +200,9 @@ func Push(t testing.TB, host, repo string, img v1.Image) string {
 }
 
 // PushImage writes img to the registry at host as repo:latest and returns
-// its reference by digest.
+// its reference by digest (oci.PushImage).
 func PushImage(host, repo string, img v1.Image) (string, error) {
-	tag, err := name.NewTag(host + "/" + repo + ":latest")
-	if err != nil {
-		return "", err
-	}
-	if err := remote.Write(tag, img); err != nil {
-		return "", err
-	}
-	d, err := img.Digest()
-	if err != nil {
-		return "", err
-	}
-	return host + "/" + repo + "@" + d.String(), nil
+	return oci.PushImage(host, repo, img)
 }
 
 func nopLogger() *log.Logger { return log.New(io.Discard, "", 0) }
