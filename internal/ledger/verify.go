@@ -145,8 +145,8 @@ func validateResult(r *JobResult) error {
 	return nil
 }
 
-// live returns the assignments that still count: all of them (dropped
-// ones are removed from the job).
+// committed counts the assignments that have committed (or, unchecked,
+// reported) their result.
 func (j *Job) committed() int {
 	n := 0
 	for _, a := range j.Assignments {
