@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/cockroachdb/pebble"
+	"github.com/cockroachdb/pebble/bloom"
 	"github.com/cockroachdb/pebble/vfs"
 	abci "github.com/cometbft/cometbft/abci/types"
 	voi "github.com/oasisprotocol/curve25519-voi/primitives/ed25519"
@@ -88,7 +89,17 @@ type App struct {
 func OpenPebble(dir string, fs vfs.FS, cacheBytes int64) (*pebble.DB, error) {
 	cache := pebble.NewCache(cacheBytes)
 	defer cache.Unref() // the DB holds its own reference
-	return pebble.Open(dir, &pebble.Options{Logger: QuietPebbleLogger{}, Cache: cache, FS: fs})
+	opts := &pebble.Options{Logger: QuietPebbleLogger{}, Cache: cache, FS: fs, MemTableSize: 32 << 20}
+	// Bloom filters on every level: a block writes several keys that did
+	// not exist before (a new job's record and index entries), and the
+	// lattice hash needs each one's old value. Without filters, every such
+	// miss searched each level's tables.
+	opts.Levels = make([]pebble.LevelOptions, 7)
+	for i := range opts.Levels {
+		opts.Levels[i].FilterPolicy = bloom.FilterPolicy(10)
+		opts.Levels[i].FilterType = pebble.TableFilter
+	}
+	return pebble.Open(dir, opts)
 }
 
 // Open opens (or creates) the app state in dir.
