@@ -42,24 +42,37 @@ func classPrefix(class string) []byte {
 	return append(append(slices.Clone(prefixProviderIndex), class...), '/')
 }
 
+// indexEntry is one index entry a provider record should have, with the
+// buckets its class summary counts.
+type indexEntry struct {
+	Change
+	caps entryCaps
+}
+
 // indexEntries returns the index entries (key and offer summary) a
 // provider record should have.
-func indexEntries(p *Provider) []Change {
+func indexEntries(p *Provider) []indexEntry {
 	if p == nil || !p.Online {
 		return nil
 	}
-	out := make([]Change, 0, len(p.Asks))
+	out := make([]indexEntry, 0, len(p.Asks))
 	for _, a := range p.Asks {
-		out = append(out, Change{
-			Key:   providerIndexKey(a.Class, uint64(a.PricePerHour), p.Address),
-			Value: encodeOffer(p, a.Class),
+		var gpus []offerGPU
+		for _, g := range p.Inventory.GPUs {
+			if g.Class == a.Class {
+				gpus = append(gpus, offerGPU{vram: g.VRAM, computeCap: computeCapValue(g.ComputeCap)})
+			}
+		}
+		out = append(out, indexEntry{
+			Change: Change{Key: providerIndexKey(a.Class, uint64(a.PricePerHour), p.Address), Value: encodeOffer(p, a.Class)},
+			caps:   capsOf(gpus),
 		})
 	}
 	return out
 }
 
-// reindexProvider moves a provider's index entries from those of old to
-// those of p.
+// reindexProvider moves a provider's index entries, and its classes'
+// summaries, from those of old to those of p.
 func reindexProvider(o *Overlay, old, p *Provider) {
 	before, after := indexEntries(old), indexEntries(p)
 	sameKeys := len(before) == len(after)
@@ -74,46 +87,42 @@ func reindexProvider(o *Overlay, old, p *Provider) {
 				o.noteBase(e.Key, before[i].Value)
 				o.Set(e.Key, e.Value)
 			}
+			if before[i].caps != e.caps {
+				adjustClassSummary(o, before[i], -1)
+				adjustClassSummary(o, e, +1)
+			}
 		}
 		return
 	}
 	for _, e := range before {
 		o.Delete(e.Key)
-		adjustClassCount(o, e.Key, -1)
+		adjustClassSummary(o, e, -1)
 	}
 	for _, e := range after {
 		o.Set(e.Key, e.Value)
-		adjustClassCount(o, e.Key, +1)
+		adjustClassSummary(o, e, +1)
 	}
 }
 
-func adjustClassCount(o *Overlay, indexKey []byte, d int) {
-	rest := indexKey[len(prefixProviderIndex):]
-	class := rest[:bytes.IndexByte(rest, '/')]
-	k := append(slices.Clone(prefixClassCount), class...)
-	n := getUint(o, k)
-	if d < 0 {
-		n--
-	} else {
-		n++
-	}
-	if n == 0 {
-		o.Delete(k)
-	} else {
-		setUint(o, k, n)
-	}
-}
-
-// gpuClasses lists the hardware classes with online providers, but "cpu".
-func indexedGPUClasses(kv KV) []string {
-	var out []string
-	kv.Iterate(prefixClassCount, prefixEnd(prefixClassCount), func(k, _ []byte) bool {
-		if c := string(k[len(prefixClassCount):]); c != CPUClass {
-			out = append(out, c)
+// indexedGPUClasses lists the hardware classes with online providers, but
+// "cpu", with their summaries.
+func indexedGPUClasses(kv KV) ([]string, []classSummary, error) {
+	var classes []string
+	var sums []classSummary
+	var err error
+	kv.Iterate(prefixClassCount, prefixEnd(prefixClassCount), func(k, v []byte) bool {
+		c := string(k[len(prefixClassCount):])
+		if c == CPUClass {
+			return true
 		}
+		var s classSummary
+		if s, err = decodeClassSummary(c, v); err != nil {
+			return false
+		}
+		classes, sums = append(classes, c), append(sums, s)
 		return true
 	})
-	return out
+	return classes, sums, err
 }
 
 // schedule places queued jobs.
@@ -236,21 +245,43 @@ func syncString(usync uint64) string {
 func findCandidates(kv KV, s *JobSpec, p Params, perClass int) ([]candidate, *verdict, error) {
 	units := s.Units()
 	classes := s.GPUModels
+	var sums []classSummary // of classes, for a GPU job
 	if s.GPUCount == 0 {
 		classes = []string{CPUClass}
 	} else if len(classes) == 0 {
-		classes = indexedGPUClasses(kv)
+		var err error
+		if classes, sums, err = indexedGPUClasses(kv); err != nil {
+			return nil, nil, err
+		}
+	} else {
+		sums = make([]classSummary, len(classes))
+		for i, c := range classes {
+			var err error
+			if sums[i], err = getClassSummary(kv, []byte(c)); err != nil {
+				return nil, nil, err
+			}
+		}
 	}
 	maxUnit := s.MaxPricePerHour / units
 	need := newNeeds(s, p)
+	caps := needCaps(s)
 	var cands []candidate
 	v := &verdict{}
 	budget := scanLimit
 	var of offer
 	var scanned, empty []string
-	for _, class := range classes {
+	for i, class := range classes {
 		if budget <= 0 {
 			break
+		}
+		if sums != nil && sums[i].entries > 0 && !sums[i].mayFit(caps) {
+			// No entry of the class can meet the job's GPU needs: skip
+			// the scan, and count the class's providers under the first
+			// need none of them meets.
+			v.classes++
+			v.seen += int(sums[i].entries)
+			sums[i].tallyMisfit(caps, v)
+			continue
 		}
 		cp := classPrefix(class)
 		end := providerIndexKey(class, maxUnit+1, address.Address{})

@@ -327,13 +327,16 @@ func CheckInvariants(kv KV) error {
 		return err
 	}
 	var staked, online, indexed uint64
-	classes := map[string]uint64{}
+	classes := map[string]*classSummary{}
 	if perr := IterateProviders(kv, func(p *Provider) bool {
 		staked += p.Stake
 		for _, e := range indexEntries(p) {
 			indexed++
-			rest := e.Key[len(prefixProviderIndex):]
-			classes[string(rest[:bytes.IndexByte(rest, '/')])]++
+			class := string(classOfIndexKey(e.Key))
+			if classes[class] == nil {
+				classes[class] = &classSummary{}
+			}
+			classes[class].add(e.caps, +1)
 			if v := kv.Get(e.Key); !bytes.Equal(v, e.Value) {
 				err = fmt.Errorf("invariant: scheduler index entry %x of %s is %x, want %x: %w", e.Key, p.Address, v, e.Value, ErrInternal)
 				return false
@@ -373,8 +376,12 @@ func CheckInvariants(kv KV) error {
 	kv.Iterate(prefixClassCount, prefixEnd(prefixClassCount), func(k, v []byte) bool {
 		stored++
 		class := string(k[len(prefixClassCount):])
-		if n := getUint(kv, k); n != classes[class] {
-			cerr = fmt.Errorf("invariant: class %s counts %d index entries, the provider records want %d: %w", class, n, classes[class], ErrInternal)
+		want := classes[class]
+		if want == nil {
+			want = &classSummary{}
+		}
+		if w := want.encode(); !bytes.Equal(v, w) {
+			cerr = fmt.Errorf("invariant: class %s summary is %x, the provider records want %x (%d entries): %w", class, v, w, want.entries, ErrInternal)
 			return false
 		}
 		return true
