@@ -58,8 +58,8 @@ type Options struct {
 type App struct {
 	abci.BaseApplication
 
-	db     *pebble.DB
-	state  *PebbleKV // reads a.db
+	store  *Store
+	state  *PebbleKV // the committed state: a.store.KV()
 	ledger ledger.Ledger
 	opts   Options
 	sigs   *sigCache
@@ -114,7 +114,12 @@ func Open(dir string, opts Options) (*App, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
-	a := &App{db: db, state: NewPebbleKV(db), opts: opts, sigs: newSigCache(1 << 16)}
+	store, err := OpenStore(db)
+	if err != nil {
+		db.Close()
+		return nil, fmt.Errorf("open app state in %s: %w", dir, err)
+	}
+	a := &App{store: store, state: store.KV(), opts: opts, sigs: newSigCache(1 << 16)}
 	a.ledger.Verify = a.sigs.verify
 	a.check = ledger.NewOverlay(a.committed())
 	return a, nil
@@ -122,7 +127,7 @@ func Open(dir string, opts Options) (*App, error) {
 
 // Close closes the store. Later calls do nothing.
 func (a *App) Close() error {
-	a.closeOnce.Do(func() { a.closeErr = errors.Join(a.state.Reset(), a.db.Close()) })
+	a.closeOnce.Do(func() { a.closeErr = a.store.Close() })
 	return a.closeErr
 }
 
@@ -133,11 +138,10 @@ func (a *App) committed() ledger.KV { return a.state }
 // release it.
 func (a *App) View() (ledger.KV, func()) {
 	a.viewMu.RLock()
-	snap := a.db.NewSnapshot()
+	kv, release := a.store.View()
 	g := a.genesis
 	a.viewMu.RUnlock()
-	kv := NewPebbleKV(snap)
-	return layered(kv, g), func() { kv.Reset(); snap.Close() }
+	return layered(kv, g), release
 }
 
 // NextSequence returns the sequence the mempool expects in addr's next tx:
@@ -239,29 +243,12 @@ func blockSeed(blockHash []byte) ledger.Hash {
 // Commit implements abci.Application: it writes the staged block in one
 // synced batch.
 func (a *App) Commit(context.Context, *abci.CommitRequest) (*abci.CommitResponse, error) {
-	batch := a.db.NewBatch()
-	for _, set := range [][]ledger.Change{a.genesis, a.pending} {
-		for _, c := range set {
-			var err error
-			if c.Value == nil {
-				err = batch.Delete(c.Key, nil)
-			} else {
-				err = batch.Set(c.Key, c.Value, nil)
-			}
-			if err != nil {
-				return nil, err
-			}
-		}
-	}
 	if a.genesis != nil {
 		a.viewMu.Lock()
 		defer a.viewMu.Unlock()
 	}
-	if err := batch.Commit(pebble.Sync); err != nil {
+	if err := a.store.Commit(true, a.genesis, a.pending); err != nil {
 		return nil, fmt.Errorf("commit block %d: %w", a.pendingHeight, err)
-	}
-	if err := a.state.Reset(); err != nil {
-		return nil, fmt.Errorf("commit block %d: close state iterators: %w", a.pendingHeight, err)
 	}
 	// genesis is written only under viewMu (held above when it is set):
 	// View reads it concurrently.

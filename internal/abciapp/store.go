@@ -1,21 +1,132 @@
 package abciapp
 
 import (
+	"bytes"
+	"errors"
+	"fmt"
 	"sync"
+	"sync/atomic"
 
 	"github.com/cockroachdb/pebble"
+	"github.com/google/btree"
 
 	"github.com/gpunet/gpunet/internal/ledger"
 )
 
-// PebbleKV reads committed state from Pebble (a DB or a snapshot). Its
-// range scans reuse iterators: the scheduler scans the provider index a few
-// times for every queued job, and opening a Pebble iterator costs more than
-// repositioning one. A Pebble iterator sees the DB as it was when it was
-// opened, so whoever writes to the DB must call Reset after the write:
-// iterators opened before it are then closed instead of reused.
+// Store is the app state: Pebble, plus an in-memory copy of the ledger's
+// scheduler index (ledger.SchedulerIndexPrefixes). The scheduler scans that
+// index for every job it places, and its entries are rewritten whenever a
+// provider's load changes, so in Pebble a scan steps over many versions of
+// each key in the memtables; an ordered in-memory tree does not. Pebble
+// keeps every key too (the tree is a write-through copy, loaded at open),
+// so a range that spans the index and other keys is read from Pebble.
+//
+// Commit writes a block to both. Views pair a Pebble snapshot with the
+// tree of the same block: the tree is copied on write (google/btree's
+// Clone), so a view's copy never changes under it.
+type Store struct {
+	db *pebble.DB
+	kv *PebbleKV // the committed state
+	mu sync.Mutex
+}
+
+// OpenStore wraps db and loads the scheduler index into memory.
+func OpenStore(db *pebble.DB) (*Store, error) {
+	mem := newMemIndex()
+	for _, p := range ledger.SchedulerIndexPrefixes() {
+		it, err := db.NewIter(&pebble.IterOptions{LowerBound: p, UpperBound: prefixEnd(p)})
+		if err != nil {
+			return nil, err
+		}
+		for ok := it.First(); ok; ok = it.Next() {
+			mem.ReplaceOrInsert(memItem{k: bytes.Clone(it.Key()), v: bytes.Clone(it.Value())})
+		}
+		if err := errors.Join(it.Error(), it.Close()); err != nil {
+			return nil, fmt.Errorf("load the scheduler index: %w", err)
+		}
+	}
+	s := &Store{db: db, kv: &PebbleKV{r: db}}
+	s.kv.mem.Store(mem)
+	return s, nil
+}
+
+// KV reads the committed state.
+func (s *Store) KV() *PebbleKV { return s.kv }
+
+// Commit writes change sets, in order, in one batch; sync waits for the
+// write-ahead log to reach the disk. Readers of KV see the new state once
+// Commit returns.
+func (s *Store) Commit(sync bool, sets ...[]ledger.Change) error {
+	batch := s.db.NewBatch()
+	defer batch.Close()
+	next := s.kv.mem.Load().Clone()
+	for _, set := range sets {
+		for _, c := range set {
+			var err error
+			if c.Value == nil {
+				err = batch.Delete(c.Key, nil)
+			} else {
+				err = batch.Set(c.Key, c.Value, nil)
+			}
+			if err != nil {
+				return err
+			}
+			if inIndex(c.Key) {
+				if c.Value == nil {
+					next.Delete(memItem{k: c.Key})
+				} else {
+					next.ReplaceOrInsert(memItem{k: bytes.Clone(c.Key), v: bytes.Clone(c.Value)})
+				}
+			}
+		}
+	}
+	// The batch becomes visible and the tree is swapped under mu, which
+	// View takes to pair a snapshot with its tree. The log sync, the slow
+	// part, is waited for outside it.
+	s.mu.Lock()
+	var err error
+	if sync {
+		err = s.db.ApplyNoSyncWait(batch, pebble.Sync)
+	} else {
+		err = s.db.Apply(batch, pebble.NoSync)
+	}
+	if err == nil {
+		s.kv.mem.Store(next)
+	}
+	s.mu.Unlock()
+	if err == nil && sync {
+		err = batch.SyncWait()
+	}
+	if err != nil {
+		return err
+	}
+	// Iterators opened before the write do not see it.
+	return s.kv.Reset()
+}
+
+// View returns a consistent read-only view of the committed state and a
+// function to release it.
+func (s *Store) View() (*PebbleKV, func()) {
+	s.mu.Lock()
+	snap := s.db.NewSnapshot()
+	kv := &PebbleKV{r: snap}
+	kv.mem.Store(s.kv.mem.Load())
+	s.mu.Unlock()
+	return kv, func() { kv.Reset(); snap.Close() }
+}
+
+// Close closes the store's iterators and the DB.
+func (s *Store) Close() error { return errors.Join(s.kv.Reset(), s.db.Close()) }
+
+// PebbleKV reads state from Pebble (a DB or a snapshot), and the scheduler
+// index from the tree of the same state. Its range scans reuse iterators:
+// opening a Pebble iterator costs more than repositioning one. A Pebble
+// iterator sees the DB as it was when it was opened, so whoever writes to
+// the DB must call Reset after the write (Store.Commit does): iterators
+// opened before it are then closed instead of reused.
 type PebbleKV struct {
 	r    pebble.Reader
+	mem  atomic.Pointer[memIndex]
 	mu   sync.Mutex
 	gen  uint64             // Reset count
 	free []*pebble.Iterator // opened in generation gen; at most maxFreeIters
@@ -23,11 +134,14 @@ type PebbleKV struct {
 
 const maxFreeIters = 8
 
-// NewPebbleKV returns a KV reading r.
-func NewPebbleKV(r pebble.Reader) *PebbleKV { return &PebbleKV{r: r} }
-
 // Get implements ledger.KV.
 func (p *PebbleKV) Get(key []byte) []byte {
+	if inIndex(key) {
+		if it, ok := p.mem.Load().Get(memItem{k: key}); ok {
+			return it.v
+		}
+		return nil
+	}
 	v, closer, err := p.r.Get(key)
 	if err == pebble.ErrNotFound {
 		return nil
@@ -44,6 +158,15 @@ func (p *PebbleKV) Get(key []byte) []byte {
 
 // Iterate implements ledger.KV.
 func (p *PebbleKV) Iterate(start, end []byte, fn func(k, v []byte) bool) {
+	if rangeInIndex(start, end) {
+		visit := func(it memItem) bool { return fn(it.k, it.v) }
+		if end == nil {
+			p.mem.Load().AscendGreaterOrEqual(memItem{k: start}, visit)
+		} else {
+			p.mem.Load().AscendRange(memItem{k: start}, memItem{k: end}, visit)
+		}
+		return
+	}
 	opts := &pebble.IterOptions{LowerBound: start, UpperBound: end}
 	var it *pebble.Iterator
 	p.mu.Lock()
@@ -98,6 +221,43 @@ func (p *PebbleKV) Reset() error {
 		}
 	}
 	return first
+}
+
+// memIndex is the in-memory scheduler index: an ordered tree of its keys.
+type memIndex = btree.BTreeG[memItem]
+
+type memItem struct{ k, v []byte }
+
+func newMemIndex() *memIndex {
+	return btree.NewG(32, func(a, b memItem) bool { return bytes.Compare(a.k, b.k) < 0 })
+}
+
+func inIndex(key []byte) bool {
+	for _, p := range ledger.SchedulerIndexPrefixes() {
+		if bytes.HasPrefix(key, p) {
+			return true
+		}
+	}
+	return false
+}
+
+// rangeInIndex reports whether [start, end) holds only index keys.
+func rangeInIndex(start, end []byte) bool {
+	if end == nil {
+		return false
+	}
+	for _, p := range ledger.SchedulerIndexPrefixes() {
+		if bytes.HasPrefix(start, p) && bytes.Compare(end, prefixEnd(p)) <= 0 {
+			return true
+		}
+	}
+	return false
+}
+
+func prefixEnd(p []byte) []byte {
+	end := bytes.Clone(p)
+	end[len(end)-1]++
+	return end
 }
 
 // layered is a committed base with a change set on top that is not yet

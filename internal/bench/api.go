@@ -19,7 +19,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/cockroachdb/pebble"
 	cmtcfg "github.com/cometbft/cometbft/config"
 	sm "github.com/cometbft/cometbft/state"
 	cmttypes "github.com/cometbft/cometbft/types"
@@ -485,13 +484,15 @@ func attr(e ledger.Event, key string) string {
 }
 
 func buildAPIState(ctx context.Context, dir string, o APIOptions, params ledger.Params, senders []benchKey, progress func(string, ...any)) (*apiState, error) {
-	cache := pebble.NewCache(512 << 20)
-	defer cache.Unref()
-	db, err := pebble.Open(dir, &pebble.Options{Logger: abciapp.QuietPebbleLogger{}, Cache: cache})
+	db, err := abciapp.OpenPebble(dir, nil, 512<<20)
 	if err != nil {
 		return nil, err
 	}
-	b := &apiBuilder{kv: &pebbleStore{PebbleKV: abciapp.NewPebbleKV(db), db: db}, l: ledger.Ledger{Verify: func(ed25519.PublicKey, []byte, []byte) bool { return true }},
+	kv, err := newPebbleStore(db)
+	if err != nil {
+		return nil, err
+	}
+	b := &apiBuilder{kv: kv, l: ledger.Ledger{Verify: func(ed25519.PublicKey, []byte, []byte) bool { return true }},
 		seq: map[address.Address]uint64{}, base: time.Now().UTC().Add(-time.Minute)}
 	closed := false
 	defer func() {

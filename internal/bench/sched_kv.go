@@ -1,7 +1,6 @@
 package bench
 
 import (
-	"errors"
 	"fmt"
 
 	"github.com/cockroachdb/pebble"
@@ -40,41 +39,33 @@ func openSchedKV(kind string) (schedKV, error) {
 		if err != nil {
 			return nil, err
 		}
-		return &pebbleStore{PebbleKV: abciapp.NewPebbleKV(db), db: db}, nil
+		return newPebbleStore(db)
 	case StoreBTree:
 		return &btreeStore{t: btree.NewG(32, func(a, b kvItem) bool { return a.k < b.k })}, nil
 	}
 	return nil, fmt.Errorf("store %q: want %q or %q", kind, StorePebble, StoreBTree)
 }
 
-// pebbleStore reads through abciapp's PebbleKV, as a node does, and
-// writes a block's changes in one batch, unsynced (the file system is in
-// memory anyway).
+// pebbleStore reads and writes through abciapp's Store, as a node does: a
+// block's changes go in one batch, unsynced (the file system is in memory
+// anyway).
 type pebbleStore struct {
 	*abciapp.PebbleKV
-	db *pebble.DB
+	s *abciapp.Store
 }
 
-func (p *pebbleStore) Apply(changes []ledger.Change) error {
-	b := p.db.NewBatch()
-	for _, c := range changes {
-		var err error
-		if c.Value == nil {
-			err = b.Delete(c.Key, nil)
-		} else {
-			err = b.Set(c.Key, c.Value, nil)
-		}
-		if err != nil {
-			return err
-		}
+func newPebbleStore(db *pebble.DB) (*pebbleStore, error) {
+	s, err := abciapp.OpenStore(db)
+	if err != nil {
+		db.Close()
+		return nil, err
 	}
-	if err := b.Commit(pebble.NoSync); err != nil {
-		return err
-	}
-	return p.PebbleKV.Reset()
+	return &pebbleStore{PebbleKV: s.KV(), s: s}, nil
 }
 
-func (p *pebbleStore) Close() error { return errors.Join(p.PebbleKV.Reset(), p.db.Close()) }
+func (p *pebbleStore) Apply(changes []ledger.Change) error { return p.s.Commit(false, changes) }
+
+func (p *pebbleStore) Close() error { return p.s.Close() }
 
 type kvItem struct {
 	k string
