@@ -1,6 +1,7 @@
 package ledger_test
 
 import (
+	"encoding/binary"
 	"errors"
 	"strings"
 	"testing"
@@ -302,5 +303,55 @@ func TestNetworkJobsGoToProvidersThatAllowIt(t *testing.T) {
 	bad.Network = true // wasm only
 	if r := send(t, c, prov3, &ledger.MsgRegisterProvider{ProviderInfo: bad}); !errors.Is(r.Err, ledger.ErrInvalidMsg) {
 		t.Fatalf("network without oci: %v", r.Err)
+	}
+}
+
+// TestInvariantCatchesBadJobIndexes: the job indexes are left out of the
+// app hash because CheckInvariants checks them against the job records; a
+// missing, extra or misplaced entry must be caught.
+func TestInvariantCatchesBadJobIndexes(t *testing.T) {
+	c := jobChain(t)
+	must(t, []ledger.TxResult{submit(t, c, lt.WasmJob("placed", 100_000, 60))})
+	must(t, []ledger.TxResult{submit(t, c, lt.WasmJob("queued", 10_000, 60))}) // below every ask
+	placed, queued := job(t, c, 1), job(t, c, 2)
+	if placed.State != ledger.JobAssigned || queued.State != ledger.JobQueued || placed.Deadline == 0 {
+		t.Fatalf("setup: %s %s deadline %d", placed.State, queued.State, placed.Deadline)
+	}
+	key := func(prefix string, parts ...[]byte) []byte {
+		k := []byte(prefix)
+		for _, p := range parts {
+			k = append(k, p...)
+		}
+		return k
+	}
+	id := func(n uint64) []byte { return binary.BigEndian.AppendUint64(nil, n) }
+	owner := placed.Owner[:]
+	other := placed.Assignments[0].Provider
+	if other == prov1.Addr {
+		other = prov2.Addr
+	} else {
+		other = prov1.Addr
+	}
+	for name, change := range map[string]func(o *ledger.Overlay){
+		"owner entry missing":    func(o *ledger.Overlay) { o.Delete(key("jobown/", owner, id(1))) },
+		"owner entry wrong":      func(o *ledger.Overlay) { o.Set(key("jobown/", prov1.Addr[:], id(1)), []byte{1}) },
+		"owner entry extra":      func(o *ledger.Overlay) { o.Set(key("jobown/", owner, id(7)), []byte{1}) },
+		"queued job not queued":  func(o *ledger.Overlay) { o.Delete(key("jobq/", id(2))); o.Set(key("jobq/", id(1)), []byte{1}) },
+		"wrong queue":            func(o *ledger.Overlay) { o.Delete(key("jobq/", id(2))); o.Set(key("jobvq/", id(2)), []byte{1}) },
+		"deadline entry missing": func(o *ledger.Overlay) { o.Delete(key("jobdue/", id(uint64(placed.Deadline)), id(1))) },
+		"deadline entry moved": func(o *ledger.Overlay) {
+			o.Delete(key("jobdue/", id(uint64(placed.Deadline)), id(1)))
+			o.Set(key("jobdue/", id(uint64(placed.Deadline)+1), id(1)), []byte{1})
+		},
+		"provider entry without assignment": func(o *ledger.Overlay) { o.Set(key("jobprov/", other[:], id(1)), []byte{1}) },
+	} {
+		o := ledger.NewOverlay(c.KV)
+		change(o)
+		if err := ledger.CheckInvariants(o); err == nil {
+			t.Errorf("%s: not caught", name)
+		}
+	}
+	if err := ledger.CheckInvariants(c.KV); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -10,19 +10,34 @@ import (
 	"github.com/gpunet/gpunet/internal/challenge"
 )
 
-// Key layout of the state. The app hash covers every key but two kinds:
-// those under metaPrefix, bookkeeping (the lattice hash itself), and the
-// scheduler's provider index (pidx/, pcls/), which is a function of the
-// provider records: CheckInvariants rebuilds it from them and compares. A
-// node whose index went wrong would place jobs differently, and the job
-// records, which are hashed, would then differ.
+// Key layout of the state. The app hash covers every key but these:
+//   - those under metaPrefix: bookkeeping (the lattice hash itself);
+//   - the scheduler's provider index and class summaries (pidx/, pcls/),
+//     functions of the provider records;
+//   - the job indexes: by owner (jobown/), by provider (jobprov/), by
+//     deadline (jobdue/) and the queues (jobq/, jobvq/), functions of the
+//     job records.
+//
+// CheckInvariants rebuilds the derived keys from the records, or checks them
+// against the records, on every block in tests and on nodes that ask for
+// it. A node whose index went wrong would act on it differently (place,
+// expire, list other jobs), and the records, which are hashed, would then
+// differ. Leaving them out halves the entries a placed job hashes: each of
+// these keys is new in the block that writes it, so hashing it also cost a
+// store read for its (absent) old value.
 const metaPrefix = "\x00"
+
+var unhashedPrefixes = [][]byte{[]byte(metaPrefix), prefixProviderIndex, prefixClassCount,
+	prefixJobOwner, prefixJobProv, prefixJobDue, prefixJobQueue, prefixVerifyQ}
 
 // Hashed reports whether the app hash covers key.
 func Hashed(key []byte) bool {
-	return !bytes.HasPrefix(key, []byte(metaPrefix)) &&
-		!bytes.HasPrefix(key, prefixProviderIndex) &&
-		!bytes.HasPrefix(key, prefixClassCount)
+	for _, p := range unhashedPrefixes {
+		if bytes.HasPrefix(key, p) {
+			return false
+		}
+	}
+	return true
 }
 
 var (
@@ -366,6 +381,9 @@ func CheckInvariants(kv KV) error {
 	if n := QueueLen(kv); n != queued {
 		return fmt.Errorf("invariant: queue length %d != %d queued jobs: %w", n, queued, ErrInternal)
 	}
+	if err := checkJobIndexes(kv); err != nil {
+		return err
+	}
 	var entries uint64
 	kv.Iterate(prefixProviderIndex, prefixEnd(prefixProviderIndex), func(_, _ []byte) bool { entries++; return true })
 	if entries != indexed {
@@ -481,6 +499,105 @@ func CheckInvariants(kv KV) error {
 	}
 	if s := Supply(kv); s != total {
 		return fmt.Errorf("invariant: supply %d != balances + treasury + stake + unbonding + escrow = %d: %w", s, total, ErrInternal)
+	}
+	return nil
+}
+
+// checkJobIndexes checks the job indexes, which the app hash leaves out,
+// against the job records:
+//   - jobown/: one entry per job, under its owner;
+//   - jobq/, jobvq/: an unfinished job waiting for a provider is in exactly
+//     one queue (the verification queue once it has committed results), and
+//     no other job is;
+//   - jobdue/: an unfinished job with a deadline has its entry at that
+//     deadline; other entries belong to finished jobs (expireJobs drops them);
+//   - jobprov/: an entry names a job with an assignment to that provider, or
+//     a finished job (reassignJobsOf drops those).
+func checkJobIndexes(kv KV) error {
+	jobs := map[uint64]*Job{}
+	var err error
+	kv.Iterate(prefixJob, prefixEnd(prefixJob), func(k, _ []byte) bool {
+		id := binary.BigEndian.Uint64(k[len(prefixJob):])
+		j, ok, e := GetJob(kv, id)
+		if e != nil || !ok {
+			err = fmt.Errorf("invariant: job record %x unreadable: %w", k, ErrInternal)
+			return false
+		}
+		jobs[id] = j
+		return true
+	})
+	if err != nil {
+		return err
+	}
+	bad := func(format string, args ...any) bool {
+		err = fmt.Errorf("invariant: "+format+": %w", append(args, ErrInternal)...)
+		return false
+	}
+	idAt := func(k []byte) uint64 { return binary.BigEndian.Uint64(k[len(k)-8:]) }
+	owners := 0
+	kv.Iterate(prefixJobOwner, prefixEnd(prefixJobOwner), func(k, _ []byte) bool {
+		owners++
+		j := jobs[idAt(k)]
+		if len(k) != len(prefixJobOwner)+address.Len+8 || j == nil || !bytes.Equal(k[len(prefixJobOwner):len(prefixJobOwner)+address.Len], j.Owner[:]) {
+			return bad("owner index entry %x names no job of that owner", k)
+		}
+		return true
+	})
+	if err == nil && owners != len(jobs) {
+		bad("owner index has %d entries for %d jobs", owners, len(jobs))
+	}
+	inQueue := map[uint64][]byte{}
+	for _, pre := range [][]byte{prefixJobQueue, prefixVerifyQ} {
+		kv.Iterate(pre, prefixEnd(pre), func(k, _ []byte) bool {
+			id := idAt(k)
+			if inQueue[id] != nil {
+				return bad("job %d is in two queues", id)
+			}
+			inQueue[id] = pre
+			return true
+		})
+	}
+	dues := map[uint64]int{}
+	kv.Iterate(prefixJobDue, prefixEnd(prefixJobDue), func(k, _ []byte) bool {
+		id := idAt(k)
+		j := jobs[id]
+		switch {
+		case j == nil:
+			return bad("deadline index entry %x names no job", k)
+		case j.Done():
+		case int64(binary.BigEndian.Uint64(k[len(prefixJobDue):])) != j.Deadline:
+			return bad("deadline index entry %x of job %d, whose deadline is %d", k, id, j.Deadline)
+		}
+		dues[id]++
+		return true
+	})
+	kv.Iterate(prefixJobProv, prefixEnd(prefixJobProv), func(k, _ []byte) bool {
+		j := jobs[idAt(k)]
+		if len(k) != len(prefixJobProv)+address.Len+8 || j == nil {
+			return bad("provider index entry %x names no job", k)
+		}
+		if a, _ := address.FromBytes(k[len(prefixJobProv) : len(prefixJobProv)+address.Len]); !j.Done() && j.assignment(a) == nil {
+			return bad("provider index entry %x: job %d has no assignment to %s", k, j.ID, a)
+		}
+		return true
+	})
+	if err != nil {
+		return err
+	}
+	for id, j := range jobs {
+		want := []byte(nil)
+		if !j.Done() && j.queuedForReplica() {
+			want = prefixJobQueue
+			if j.committed() > 0 {
+				want = prefixVerifyQ
+			}
+		}
+		if !bytes.Equal(inQueue[id], want) {
+			return fmt.Errorf("invariant: job %d (%s, %d of %d replicas assigned) is in queue %q, want %q: %w", id, j.State, len(j.Assignments), j.Replicas, inQueue[id], want, ErrInternal)
+		}
+		if !j.Done() && j.Deadline != 0 && dues[id] != 1 {
+			return fmt.Errorf("invariant: job %d has deadline %d and %d deadline index entries: %w", id, j.Deadline, dues[id], ErrInternal)
+		}
 	}
 	return nil
 }
