@@ -1,7 +1,8 @@
-// Package examples holds gpunet's example jobs (wordcount, mandelbrot) and
-// exposes their committed WebAssembly modules, inputs and job specs, so that
-// the devnet and tests can run them without a Go toolchain. build.sh
-// rebuilds the modules from their sources.
+// Package examples holds gpunet's example jobs (wordcount, mandelbrot, and
+// the C kernels sha256 and matmul) and exposes their committed WebAssembly
+// modules, inputs and job specs, so that the devnet and tests can run them
+// without a Go toolchain. build.sh rebuilds the Go modules from their
+// sources, c-build.sh the C ones.
 package examples
 
 import _ "embed"
@@ -25,11 +26,29 @@ var (
 	MandelbrotWASM []byte
 	//go:embed mandelbrot/job.yaml
 	MandelbrotJob string
-	// The same kernel in C, built by clang for wasm32-wasi
-	// (mandelbrot/c/build.sh), and its source: the wasm benchmark's
-	// LLVM-compiled guest.
+	// The same kernel in C, built by clang for wasm32-wasi (c-build.sh),
+	// and its source: one of the wasm benchmark's LLVM-compiled guests.
 	//go:embed mandelbrot/c/mandelbrot-c.wasm
 	MandelbrotCWASM []byte
 	//go:embed mandelbrot/c/mandelbrot.c
 	MandelbrotCSource []byte
+)
+
+// The other C kernels of the wasm benchmark's LLVM-compiled guests, each a
+// WASI program built by clang for wasm32-wasi (c-build.sh) and its source,
+// which the benchmark also builds natively:
+//
+//   - sha256 (args MIB ROUNDS): SHA-256 over a generated buffer, the hex
+//     digest to /out/sha256.txt.
+//   - matmul (args N REPS): a float32 N×N matrix product, written raw to
+//     /out/matmul.bin.
+var (
+	//go:embed sha256/sha256.wasm
+	SHA256CWASM []byte
+	//go:embed sha256/sha256.c
+	SHA256CSource []byte
+	//go:embed matmul/matmul.wasm
+	MatmulCWASM []byte
+	//go:embed matmul/matmul.c
+	MatmulCSource []byte
 )

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -24,26 +25,31 @@ import (
 	"github.com/gpunet/gpunet/internal/sandbox/wasm"
 )
 
-// The wasm benchmark (`gpunet bench wasm`) runs one compute kernel, the
-// mandelbrot example's, natively and as the example's committed WASI module
-// (examples.MandelbrotWASM, built by Go's own compiler for wasip1), in the
-// same run and with the same arguments, and reports the ratios:
+// The wasm benchmark (`gpunet bench wasm`) runs compute kernels natively and
+// as WebAssembly in the same run, with the same arguments, and reports the
+// ratios. First the mandelbrot example's Go kernel and its committed WASI
+// module (examples.MandelbrotWASM, built by Go's own compiler for wasip1):
 //
 //   - native: kernel.Render, kernel.PGM and kernel.Checksum in this
 //     process, what the module's main does apart from writing the file.
 //   - executor: gpunet's wasm executor (internal/sandbox/wasm), as a
-//     provider runs jobs: guest file system, deterministic clock, memory
-//     cap, output collection, and wazero's WithCloseOnContextDone, which
-//     makes a guest's loops check for cancellation. Timed is Result.Metered
-//     (instantiation and _start); compilation happens once, before, and is
-//     not timed.
+//     provider runs jobs: a child process per job, guest file system,
+//     deterministic clock, memory cap, output collection. Timed is
+//     Result.Metered (instantiation and _start); compilation happens once,
+//     before, and is not timed.
 //   - wazero: the same module on a bare wazero runtime built here (same
-//     compiler, a plain directory mount), without WithCloseOnContextDone:
-//     what the guest costs when it cannot be interrupted.
-//   - wazero+close: that runtime with WithCloseOnContextDone on, to
-//     separate that option's cost from the executor's own.
+//     compiler, a plain directory mount), without WithCloseOnContextDone,
+//     as the executor's child process runs it.
+//   - wazero+close: that runtime with WithCloseOnContextDone on, the cost
+//     of in-guest cancellation checks, which the executor avoids by killing
+//     its child instead.
 //
-// Every variant's image is checked against the native one.
+// Then the LLVM-compiled guests DESIGN.md's target is stated for: the C
+// kernels under examples/ (mandelbrot's, SHA-256, a float32 matrix
+// multiply), each built natively by clang here and timed as a process
+// against its committed wasm32-wasi module in the executor.
+//
+// Every variant's output is checked against the native one.
 
 // Defaults of WasmOptions: the example program's default image.
 const (
@@ -64,7 +70,10 @@ type WasmOptions struct {
 	// medians.
 	Reps int
 	// Module replaces the example's module (tests).
-	Module   []byte
+	Module []byte
+	// CArgs replace the C kernels' default arguments, by kernel name
+	// ("sha256", "matmul"); mandelbrot's are Width, Height and MaxIter.
+	CArgs    map[string][]string
 	Progress io.Writer
 }
 
@@ -94,24 +103,48 @@ type WasmResult struct {
 	Checksum    string        `json:"checksum"` // of the image, the same for every variant
 	Variants    []WasmVariant `json:"variants"`
 	Target      float64       `json:"target_ratio"`
-	// LLVM is the C kernel's pair, when clang was there to build its
-	// native side: the executor running mandelbrot-c.wasm (clang, wasm32-wasi)
-	// over the same source built natively by clang -O2. DESIGN.md's target
-	// is stated for such guests.
+	// LLVM is the C kernels (mandelbrot's, SHA-256, a float32 matrix
+	// multiply), when clang was there to build their native side: each
+	// committed wasm32-wasi module in the executor against the same source
+	// built natively by clang with the same flags. DESIGN.md's target is
+	// stated for such guests.
 	LLVM *WasmLLVM `json:"llvm,omitempty"`
-	// MeetsTarget is whether the executor's ratio is within Target: the
-	// LLVM pair's when measured, else the Go module's.
+	// MeetsTarget is whether the executor's ratio is within Target: every
+	// C kernel's when they were measured, else the Go module's.
 	MeetsTarget bool `json:"meets_target"`
 }
 
-// WasmLLVM is the C kernel measured natively and in the executor.
+// WasmLLVM is the C kernels, each measured natively and in the executor.
 type WasmLLVM struct {
-	NativeP50Ms   float64 `json:"native_p50_ms"`
-	ExecutorP50Ms float64 `json:"executor_p50_ms"`
-	Ratio         float64 `json:"ratio"`
+	Clang   string       `json:"clang"`
+	Flags   string       `json:"flags"` // of both builds (CFlags)
+	Kernels []WasmKernel `json:"kernels,omitempty"`
+	// GeoMeanRatio is the geometric mean of the kernels' ratios.
+	GeoMeanRatio float64 `json:"geomean_ratio,omitempty"`
+	Skipped      string  `json:"skipped,omitempty"` // why they were not measured
+}
+
+// WasmKernel is one C kernel: its native build (a process) against its
+// committed wasm32-wasi module in the executor (Result.Metered), the figure
+// the target is about, and on a bare wazero runtime.
+type WasmKernel struct {
+	Name          string   `json:"name"`
+	Args          []string `json:"args"`
+	NativeP50Ms   float64  `json:"native_p50_ms"`
+	ExecutorP50Ms float64  `json:"executor_p50_ms"`
+	Ratio         float64  `json:"ratio"`
+	MeetsTarget   bool     `json:"meets_target"`
+	// BareP50Ms is the module on a bare wazero runtime in this process
+	// (no WithCloseOnContextDone, like the executor's child), timed from
+	// instantiation to _start's end; BareRatio is it over NativeP50Ms. It
+	// tells the guest's generated code from the executor's costs.
+	BareP50Ms     float64 `json:"bare_wazero_p50_ms"`
+	BareRatio     float64 `json:"bare_wazero_ratio"`
+	BareCompileMs float64 `json:"bare_wazero_compile_ms"`
 	ModuleBytes   int     `json:"module_bytes"`
-	Clang         string  `json:"clang"`
-	Skipped       string  `json:"skipped,omitempty"` // why it was not measured
+	// OutputSHA256 is of the program's output file, the same natively and
+	// in wasm (checked on every run).
+	OutputSHA256 string `json:"output_sha256"`
 }
 
 // RunWasm measures the variants, interleaved rep by rep so that a change in
@@ -261,21 +294,47 @@ func RunWasm(ctx context.Context, o WasmOptions) (*WasmResult, error) {
 	cv.CompileMs = ms64(closing.compile)
 	res.Variants = []WasmVariant{nv, ev, bv, cv}
 	res.MeetsTarget = ev.Ratio <= WasmTarget
-	progress("the C kernel (clang), native and wasm…")
-	res.LLVM, err = runLLVMPair(ctx, dir, ex, args, res.Checksum, o.Reps)
+	progress("the C kernels (clang), native and wasm…")
+	res.LLVM, err = runLLVM(ctx, dir, ex, o, args, res.Checksum)
 	if err != nil {
 		return nil, err
 	}
 	if res.LLVM.Skipped == "" {
-		res.MeetsTarget = res.LLVM.Ratio <= WasmTarget
+		res.MeetsTarget = true
+		for _, k := range res.LLVM.Kernels {
+			res.MeetsTarget = res.MeetsTarget && k.MeetsTarget
+		}
 	}
 	return res, nil
 }
 
-// runLLVMPair builds the C kernel natively with clang and times it against
-// its committed wasm32-wasi build in the executor, interleaved.
-func runLLVMPair(ctx context.Context, dir string, ex *wasm.Executor, args []string, checksum string, reps int) (*WasmLLVM, error) {
-	out := &WasmLLVM{ModuleBytes: len(examples.MandelbrotCWASM)}
+// CFlags are the optimization flags of both builds of the C kernels:
+// clang's, natively here and for wasm32-wasi by examples/c-build.sh (which
+// adds -msimd128, the counterpart of x86-64's SSE2 baseline). No fused
+// multiply-add, so float results are the same bytes on both.
+var CFlags = []string{"-O2", "-ffp-contract=off"}
+
+// cKernel is one of the C example programs the benchmark runs natively and
+// in the executor.
+type cKernel struct {
+	name           string
+	source, module []byte
+	args           []string // defaults; nil: the mandelbrot image's
+	output         string   // the file the program writes under /out
+}
+
+var cKernels = []cKernel{
+	{"mandelbrot", examples.MandelbrotCSource, examples.MandelbrotCWASM, nil, "mandelbrot.pgm"},
+	{"sha256", examples.SHA256CSource, examples.SHA256CWASM, []string{"8", "4"}, "sha256.txt"},
+	{"matmul", examples.MatmulCSource, examples.MatmulCWASM, []string{"512", "8"}, "matmul.bin"},
+}
+
+// runLLVM builds each C kernel natively with clang and times it against its
+// committed wasm32-wasi build in the executor, interleaved rep by rep, each
+// run's output checked against the native one (and mandelbrot's against the
+// Go kernel's image too).
+func runLLVM(ctx context.Context, dir string, ex *wasm.Executor, o WasmOptions, mandelArgs []string, mandelSum string) (*WasmLLVM, error) {
+	out := &WasmLLVM{Flags: strings.Join(CFlags, " ")}
 	clang, err := exec.LookPath("clang")
 	if err != nil {
 		out.Skipped = "no clang to build the native side (apt-get install clang)"
@@ -283,78 +342,143 @@ func runLLVMPair(ctx context.Context, dir string, ex *wasm.Executor, args []stri
 	}
 	v, _ := exec.CommandContext(ctx, clang, "--version").Output()
 	out.Clang = strings.TrimSpace(strings.SplitN(string(v), "\n", 2)[0])
-	src := filepath.Join(dir, "mandelbrot.c")
-	bin := filepath.Join(dir, "mandelbrot-c")
-	if err := os.WriteFile(src, examples.MandelbrotCSource, 0o644); err != nil {
-		return nil, err
+	type pair struct {
+		k                           cKernel
+		res                         *WasmKernel
+		runNative, runWasm, runBare func() (time.Duration, error)
+		native, wasmT, bareT        []time.Duration
 	}
-	if b, err := exec.CommandContext(ctx, clang, "-O2", "-ffp-contract=off", "-o", bin, src).CombinedOutput(); err != nil {
-		out.Skipped = fmt.Sprintf("clang failed: %v: %s", err, b)
-		return out, nil
-	}
-	mod := filepath.Join(dir, "mandelbrot-c.wasm")
-	if err := os.WriteFile(mod, examples.MandelbrotCWASM, 0o644); err != nil {
-		return nil, err
-	}
-	work := filepath.Join(dir, "work-c")
-	if err := os.Mkdir(work, 0o755); err != nil {
-		return nil, err
-	}
-	job := &sandbox.Job{
-		ID: "bench-wasm-c", Module: mod, Args: args, WorkDir: work, Outputs: []string{"/out"},
-		Limits: sandbox.Limits{Timeout: 10 * time.Minute, MemoryBytes: 1 << 30}, Deterministic: true,
-	}
-	runWasm := func() (time.Duration, error) {
-		r, err := ex.Run(ctx, job, io.Discard)
-		if err != nil {
-			return 0, err
+	var pairs []*pair
+	for _, k := range cKernels {
+		args := k.args
+		if a, ok := o.CArgs[k.name]; ok {
+			args = a
 		}
-		defer os.RemoveAll(r.OutputDir)
-		if r.Failed {
-			return 0, fmt.Errorf("C module failed: %s", r.Reason)
+		if k.name == "mandelbrot" {
+			args = mandelArgs
 		}
-		img, err := os.ReadFile(filepath.Join(r.OutputDir, "out", "mandelbrot.pgm"))
-		if err != nil {
-			return 0, err
+		p := &pair{k: k, res: &WasmKernel{Name: k.name, Args: args, ModuleBytes: len(k.module)}}
+		kdir := filepath.Join(dir, "c-"+k.name)
+		if err := os.MkdirAll(filepath.Join(kdir, "work"), 0o755); err != nil {
+			return nil, err
 		}
-		if sum := kernel.Checksum(img); sum != checksum {
-			return 0, fmt.Errorf("the C module's image has checksum %s, the Go kernel's %s", sum, checksum)
+		src, bin, mod := filepath.Join(kdir, k.name+".c"), filepath.Join(kdir, k.name), filepath.Join(kdir, k.name+".wasm")
+		if err := os.WriteFile(src, k.source, 0o644); err != nil {
+			return nil, err
 		}
-		return r.Metered, nil
-	}
-	runNative := func() (time.Duration, error) {
-		pgm := filepath.Join(dir, "c.pgm")
-		t0 := time.Now()
-		if b, err := exec.CommandContext(ctx, bin, append([]string{"-out", pgm}, args...)...).CombinedOutput(); err != nil {
-			return 0, fmt.Errorf("native C: %v: %s", err, b)
+		if err := os.WriteFile(mod, k.module, 0o644); err != nil {
+			return nil, err
 		}
-		d := time.Since(t0)
-		img, err := os.ReadFile(pgm)
-		if err != nil {
-			return 0, err
+		if b, err := exec.CommandContext(ctx, clang, append(append([]string{}, CFlags...), "-o", bin, src)...).CombinedOutput(); err != nil {
+			out.Skipped = fmt.Sprintf("clang failed on %s: %v: %s", k.name, err, b)
+			return out, nil
 		}
-		if sum := kernel.Checksum(img); sum != checksum {
-			return 0, fmt.Errorf("the native C image has checksum %s, the Go kernel's %s", sum, checksum)
+		job := &sandbox.Job{
+			ID: "bench-wasm-c-" + k.name, Module: mod, Args: args, WorkDir: filepath.Join(kdir, "work"), Outputs: []string{"/out"},
+			Limits: sandbox.Limits{Timeout: 10 * time.Minute, MemoryBytes: 1 << 30}, Deterministic: true,
 		}
-		return d, nil
-	}
-	if _, err := runWasm(); err != nil { // compiles, and checks the image
-		return nil, err
-	}
-	var native, wasmT []time.Duration
-	for range reps {
-		d, err := runNative()
+		check := func(who string, got []byte) error {
+			sum := kernel.Checksum(got)
+			if p.res.OutputSHA256 == "" {
+				p.res.OutputSHA256 = sum
+			}
+			if sum != p.res.OutputSHA256 {
+				return fmt.Errorf("%s: %s's %s has sha256 %s, native's %s", k.name, who, k.output, sum, p.res.OutputSHA256)
+			}
+			if k.name == "mandelbrot" && sum != mandelSum {
+				return fmt.Errorf("mandelbrot: %s's image has sha256 %s, the Go kernel's %s", who, sum, mandelSum)
+			}
+			return nil
+		}
+		p.runNative = func() (time.Duration, error) {
+			file := filepath.Join(kdir, "native-"+k.output)
+			t0 := time.Now()
+			if b, err := exec.CommandContext(ctx, bin, append([]string{"-out", file}, args...)...).CombinedOutput(); err != nil {
+				return 0, fmt.Errorf("%s native: %v: %s", k.name, err, b)
+			}
+			d := time.Since(t0)
+			got, err := os.ReadFile(file)
+			if err != nil {
+				return 0, err
+			}
+			return d, check("native build", got)
+		}
+		p.runWasm = func() (time.Duration, error) {
+			r, err := ex.Run(ctx, job, io.Discard)
+			if err != nil {
+				return 0, err
+			}
+			defer os.RemoveAll(r.OutputDir)
+			if r.Failed {
+				return 0, fmt.Errorf("%s module failed: %s", k.name, r.Reason)
+			}
+			got, err := os.ReadFile(filepath.Join(r.OutputDir, "out", k.output))
+			if err != nil {
+				return 0, err
+			}
+			return r.Metered, check("wasm module", got)
+		}
+		bare, err := newBareWazero(ctx, k.module, false)
 		if err != nil {
 			return nil, err
 		}
-		native = append(native, d)
-		if d, err = runWasm(); err != nil {
+		defer bare.close()
+		p.res.BareCompileMs = ms64(bare.compile)
+		p.runBare = func() (time.Duration, error) {
+			d, got, err := bare.runOutput(ctx, filepath.Join(kdir, "bare"), args, k.output)
+			if err != nil {
+				return 0, fmt.Errorf("%s on bare wazero: %w", k.name, err)
+			}
+			return d, check("bare wazero", got)
+		}
+		// Once each, untimed: the executor compiles the module, and the
+		// outputs are compared.
+		if _, err := p.runNative(); err != nil {
 			return nil, err
 		}
-		wasmT = append(wasmT, d)
+		if _, err := p.runWasm(); err != nil {
+			return nil, err
+		}
+		if _, err := p.runBare(); err != nil {
+			return nil, err
+		}
+		pairs = append(pairs, p)
 	}
-	n, w := percentile(native, 50), percentile(wasmT, 50)
-	out.NativeP50Ms, out.ExecutorP50Ms, out.Ratio = ms64(n), ms64(w), float64(w)/float64(n)
+	for rep := range o.Reps {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		if o.Progress != nil {
+			fmt.Fprintf(o.Progress, "C kernels, rep %d/%d\n", rep+1, o.Reps)
+		}
+		for _, p := range pairs {
+			d, err := p.runNative()
+			if err != nil {
+				return nil, err
+			}
+			p.native = append(p.native, d)
+			if d, err = p.runWasm(); err != nil {
+				return nil, err
+			}
+			p.wasmT = append(p.wasmT, d)
+			if d, err = p.runBare(); err != nil {
+				return nil, err
+			}
+			p.bareT = append(p.bareT, d)
+		}
+	}
+	logSum := 0.0
+	for _, p := range pairs {
+		n, w := percentile(p.native, 50), percentile(p.wasmT, 50)
+		r := p.res
+		r.NativeP50Ms, r.ExecutorP50Ms, r.Ratio = ms64(n), ms64(w), float64(w)/float64(n)
+		r.BareP50Ms = ms64(percentile(p.bareT, 50))
+		r.BareRatio = r.BareP50Ms / r.NativeP50Ms
+		r.MeetsTarget = r.Ratio <= WasmTarget
+		logSum += math.Log(r.Ratio)
+		out.Kernels = append(out.Kernels, *r)
+	}
+	out.GeoMeanRatio = math.Exp(logSum / float64(len(pairs)))
 	return out, nil
 }
 
@@ -385,9 +509,22 @@ func (b *bareWazero) close() { b.rt.Close(context.Background()) }
 
 // run runs the module with root as its "/" and checks its image.
 func (b *bareWazero) run(ctx context.Context, root string, args []string, checksum string) (time.Duration, error) {
+	d, img, err := b.runOutput(ctx, root, args, "mandelbrot.pgm")
+	if err != nil {
+		return 0, err
+	}
+	if !bytes.Equal([]byte(kernel.Checksum(img)), []byte(checksum)) {
+		return 0, errors.New("bare wazero's image differs from native's")
+	}
+	return d, nil
+}
+
+// runOutput runs the module with root as its "/" and returns the file it
+// wrote as /out/output.
+func (b *bareWazero) runOutput(ctx context.Context, root string, args []string, output string) (time.Duration, []byte, error) {
 	os.RemoveAll(root)
 	if err := os.MkdirAll(root, 0o755); err != nil {
-		return 0, err
+		return 0, nil, err
 	}
 	cfg := wazero.NewModuleConfig().
 		WithName("").
@@ -399,17 +536,11 @@ func (b *bareWazero) run(ctx context.Context, root string, args []string, checks
 	d := time.Since(t0)
 	var exit *sys.ExitError
 	if err != nil && !(errors.As(err, &exit) && exit.ExitCode() == 0) {
-		return 0, fmt.Errorf("bare wazero run: %w", err)
+		return 0, nil, fmt.Errorf("bare wazero run: %w", err)
 	}
 	if inst != nil {
 		inst.Close(ctx)
 	}
-	img, err := os.ReadFile(filepath.Join(root, "out", "mandelbrot.pgm"))
-	if err != nil {
-		return 0, err
-	}
-	if !bytes.Equal([]byte(kernel.Checksum(img)), []byte(checksum)) {
-		return 0, errors.New("bare wazero's image differs from native's")
-	}
-	return d, nil
+	img, err := os.ReadFile(filepath.Join(root, "out", output))
+	return d, img, err
 }

@@ -1,13 +1,35 @@
 package bench
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
+	"os"
+	"os/exec"
 	"testing"
 )
 
-// TestWasmSmall runs the wasm benchmark on a tiny image: every variant must
-// produce the native image and get a positive time.
+// requireClang skips without clang, except with CI=true, where .ci/run
+// installs it and its absence fails the test.
+func requireClang(t testing.TB) {
+	t.Helper()
+	if _, err := exec.LookPath("clang"); err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("no clang to build the C kernels natively")
+		}
+		t.Skip("no clang to build the C kernels natively (apt-get install clang)")
+	}
+}
+
+// TestWasmSmall runs the wasm benchmark on small inputs: every variant must
+// produce the native output and get a positive time, and each C kernel's
+// wasm module must write the same bytes as its native build (RunWasm fails
+// otherwise).
 func TestWasmSmall(t *testing.T) {
-	res, err := RunWasm(t.Context(), WasmOptions{Width: 64, Height: 48, MaxIter: 200, Reps: 2})
+	requireClang(t)
+	res, err := RunWasm(t.Context(), WasmOptions{
+		Width: 64, Height: 48, MaxIter: 200, Reps: 2,
+		CArgs: map[string][]string{"sha256": {"1", "2"}, "matmul": {"48", "2"}},
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -20,12 +42,65 @@ func TestWasmSmall(t *testing.T) {
 		}
 		t.Logf("%+v", v)
 	}
+	l := res.LLVM
+	if l == nil || l.Skipped != "" {
+		t.Fatalf("C kernels not measured: %+v", l)
+	}
+	var names []string
+	for _, k := range l.Kernels {
+		names = append(names, k.Name)
+		if k.NativeP50Ms <= 0 || k.ExecutorP50Ms <= 0 || k.Ratio <= 0 || k.OutputSHA256 == "" {
+			t.Errorf("implausible %+v", k)
+		}
+		t.Logf("%+v", k)
+	}
+	if got, want := len(names), 3; got != want {
+		t.Fatalf("kernels %v, want %d", names, want)
+	}
+	if l.Kernels[0].OutputSHA256 != res.Checksum {
+		t.Errorf("C mandelbrot image sha256 %s, the Go kernel's %s", l.Kernels[0].OutputSHA256, res.Checksum)
+	}
+	// The sha256 kernel's output is its digest in hex: check it against Go's
+	// crypto/sha256 over the same stream, so that "native and wasm agree"
+	// is not two builds of one bug.
+	want := cSHA256Digest(1, 2) + "\n"
+	if got := l.Kernels[1]; got.OutputSHA256 != hexSum([]byte(want)) {
+		t.Errorf("sha256 kernel wrote a file with sha256 %s, want that of %q", got.OutputSHA256, want)
+	}
+}
+
+// cSHA256Digest is what examples/sha256 computes, in Go: MIB MiB of its
+// xorshift64 stream hashed ROUNDS times, each digest written over the
+// buffer's first 32 bytes.
+func cSHA256Digest(mib, rounds int) string {
+	buf := make([]byte, mib<<20)
+	x := uint64(0x9e3779b97f4a7c15)
+	for i := 0; i < len(buf); i += 8 {
+		x ^= x << 13
+		x ^= x >> 7
+		x ^= x << 17
+		for j := range 8 {
+			buf[i+j] = byte(x >> (8 * j))
+		}
+	}
+	var sum [32]byte
+	for range rounds {
+		sum = sha256.Sum256(buf)
+		copy(buf, sum[:])
+	}
+	return hex.EncodeToString(sum[:])
+}
+
+func hexSum(b []byte) string {
+	s := sha256.Sum256(b)
+	return hex.EncodeToString(s[:])
 }
 
 // BenchmarkWasmVsNative is `gpunet bench wasm` at its defaults as a Go
 // benchmark: each iteration is a whole run (all variants, 3 reps each).
 func BenchmarkWasmVsNative(b *testing.B) {
 	var ratio, bare, closing float64
+	llvm := map[string]float64{}
 	for range b.N {
 		res, err := RunWasm(b.Context(), WasmOptions{Reps: 3})
 		if err != nil {
@@ -34,10 +109,19 @@ func BenchmarkWasmVsNative(b *testing.B) {
 		ratio += res.Variants[1].Ratio
 		bare += res.Variants[2].Ratio
 		closing += res.Variants[3].Ratio
+		if res.LLVM != nil {
+			for _, k := range res.LLVM.Kernels {
+				llvm[k.Name] += k.Ratio
+			}
+			llvm["geomean"] += res.LLVM.GeoMeanRatio
+		}
 	}
 	n := float64(b.N)
 	b.ReportMetric(ratio/n, "executor/native")
 	b.ReportMetric(bare/n, "wazero/native")
 	b.ReportMetric(closing/n, "wazero+close/native")
+	for name, r := range llvm {
+		b.ReportMetric(r/n, "C-"+name+"/native")
+	}
 	b.ReportMetric(0, "ns/op")
 }

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime/debug"
 	"slices"
 	"strings"
 	"sync"
@@ -322,6 +323,16 @@ func (g *guest) run(job *childJob, logs *sandbox.LogWriter, rep *reporter) *chil
 			return fail(sandbox.OOMReason(memLimit))
 		}
 	}
+
+	// This process runs one job, and the guest's linear memory is most of
+	// its heap. The collector's default pacing (GOGC=100) ran cycles while
+	// memory-heavy guests ran, which cannot be preempted, and made them up
+	// to 2.3× slower than on a runtime in a big process (`gpunet bench
+	// wasm`, the sha256 kernel; the same with GOGC=off). Collect only near
+	// the job's memory limit instead: the guest's memory is capped at it
+	// by memCap, and what else the process holds is small.
+	debug.SetGCPercent(-1)
+	debug.SetMemoryLimit(int64(min(memLimit, 1<<40)) + 256<<20)
 
 	memCap := &memoryCap{limit: memLimit, onGrow: func(peak uint64) {
 		rep.send(&childMessage{Event: "peak", Peak: peak})
