@@ -2,7 +2,6 @@ package ledger
 
 import (
 	"encoding/binary"
-	"encoding/json"
 	"fmt"
 	"math"
 	"math/bits"
@@ -338,7 +337,7 @@ func GetJob(kv KV, id uint64) (*Job, bool, error) {
 		return nil, false, nil
 	}
 	j := &Job{}
-	if err := json.Unmarshal(b, j); err != nil {
+	if err := decodeJob(b, j); err != nil {
 		return nil, false, fmt.Errorf("job %d: corrupt record: %w: %w", id, err, ErrInternal)
 	}
 	return j, true, nil
@@ -363,11 +362,7 @@ func setJob(o *Overlay, j *Job, oldDeadline int64) {
 	if j.Deadline != 0 && !j.Done() {
 		o.Set(jobDueKey(j.Deadline, j.ID), []byte{1})
 	}
-	b, err := json.Marshal(j)
-	if err != nil {
-		panic(err) // unreachable: Job always marshals
-	}
-	o.Set(jobKey(j.ID), b)
+	o.Set(jobKey(j.ID), encodeJob(j))
 }
 
 // Escrowed returns the total usync locked in job escrow.

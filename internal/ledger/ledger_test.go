@@ -217,7 +217,7 @@ func TestAppHashDeterministic(t *testing.T) {
 	// Golden: a change to the encoding, the key layout or the rules that
 	// changes this hash is a consensus-breaking change. Update it only on
 	// purpose.
-	const golden = "f298f98c5e98f8293ef11afd0ac19dc0794a1c9489bb914ab58305ae7db527c9"
+	const golden = "0c6f676c0f280e0f54816a826bc5223aa0324c1ebff617011df2e1f011955df6"
 	if got := hex.EncodeToString(a.Hash); got != golden {
 		t.Errorf("app hash = %s, want golden %s", got, golden)
 	}

@@ -4,7 +4,6 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/hex"
-	"encoding/json"
 	"fmt"
 	"regexp"
 	"slices"
@@ -172,7 +171,7 @@ func GetProvider(kv KV, addr address.Address) (p *Provider, ok bool, err error) 
 		return nil, false, nil
 	}
 	p = &Provider{}
-	if err := json.Unmarshal(b, p); err != nil {
+	if err := decodeProvider(b, p); err != nil {
 		return nil, false, fmt.Errorf("provider %s: corrupt record: %w: %w", addr, err, ErrInternal)
 	}
 	return p, true, nil
@@ -203,11 +202,7 @@ func setProvider(o *Overlay, p *Provider) {
 // (old; nil for a new provider), which spares decoding it again.
 func setProviderFrom(o *Overlay, old, p *Provider) {
 	reindexProvider(o, old, p)
-	b, err := json.Marshal(p)
-	if err != nil {
-		panic(err) // unreachable: Provider always marshals
-	}
-	o.Set(providerKey(p.Address), b)
+	o.Set(providerKey(p.Address), encodeProvider(p))
 }
 
 // IterateProviders calls fn for each registered provider in address order.
@@ -215,7 +210,7 @@ func IterateProviders(kv KV, fn func(p *Provider) bool) error {
 	var err error
 	kv.Iterate(prefixProvider, prefixEnd(prefixProvider), func(k, v []byte) bool {
 		p := &Provider{}
-		if e := json.Unmarshal(v, p); e != nil {
+		if e := decodeProvider(v, p); e != nil {
 			err = fmt.Errorf("provider record %x: %w: %w", k, e, ErrInternal)
 			return false
 		}
