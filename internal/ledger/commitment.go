@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"fmt"
+	"hash"
 )
 
 // The app hash commits to the full state, not to its history: it is the
@@ -33,37 +34,51 @@ const (
 // words' little-endian bytes are the lanes' little-endian bytes in order.
 type LtHash [ltWords]uint64
 
-// entryStream fills buf with the entry's vector.
-func entryStream(key, value []byte, buf *[2 * ltLanes]byte) {
-	h := sha256.New()
+// ltHasher expands entries into vectors. It keeps its buffer and digest
+// between entries, so that a block's update does not allocate a 2 KiB
+// vector for each entry it folds in.
+type ltHasher struct {
+	buf [2 * ltLanes]byte
+	sha hash.Hash
+}
+
+// stream returns the entry's vector (valid until the next call).
+func (x *ltHasher) stream(key, value []byte) *[2 * ltLanes]byte {
+	if x.sha == nil {
+		x.sha = sha256.New()
+	}
+	x.sha.Reset()
 	var n [binary.MaxVarintLen64]byte
-	h.Write(n[:binary.PutUvarint(n[:], uint64(len(key)))])
-	h.Write(key)
-	h.Write(value)
+	x.sha.Write(n[:binary.PutUvarint(n[:], uint64(len(key)))])
+	x.sha.Write(key)
+	x.sha.Write(value)
 	var seed [sha256.Size]byte
-	block, err := aes.NewCipher(h.Sum(seed[:0]))
+	block, err := aes.NewCipher(x.sha.Sum(seed[:0]))
 	if err != nil {
 		panic(err) // unreachable: the key is 32 bytes
 	}
 	var iv [aes.BlockSize]byte
-	clear(buf[:])
-	cipher.NewCTR(block, iv[:]).XORKeyStream(buf[:], buf[:])
+	clear(x.buf[:])
+	cipher.NewCTR(block, iv[:]).XORKeyStream(x.buf[:], x.buf[:])
+	return &x.buf
 }
 
 // Add mixes the entry (key, value) into h: lane-wise addition mod 2^16.
-func (h *LtHash) Add(key, value []byte) {
-	var buf [2 * ltLanes]byte
-	entryStream(key, value, &buf)
+func (h *LtHash) Add(key, value []byte) { h.add(new(ltHasher), key, value) }
+
+// Remove takes the entry (key, value) out of h: lane-wise subtraction.
+func (h *LtHash) Remove(key, value []byte) { h.remove(new(ltHasher), key, value) }
+
+func (h *LtHash) add(x *ltHasher, key, value []byte) {
+	buf := x.stream(key, value)
 	for i := range h {
 		a, b := h[i], binary.LittleEndian.Uint64(buf[8*i:])
 		h[i] = ((a &^ ltHigh) + (b &^ ltHigh)) ^ ((a ^ b) & ltHigh)
 	}
 }
 
-// Remove takes the entry (key, value) out of h: lane-wise subtraction.
-func (h *LtHash) Remove(key, value []byte) {
-	var buf [2 * ltLanes]byte
-	entryStream(key, value, &buf)
+func (h *LtHash) remove(x *ltHasher, key, value []byte) {
+	buf := x.stream(key, value)
 	for i := range h {
 		a, b := h[i], binary.LittleEndian.Uint64(buf[8*i:])
 		h[i] = ((a | ltHigh) - (b &^ ltHigh)) ^ ((a ^ ^b) & ltHigh)

@@ -378,15 +378,16 @@ func finish(base KV, o *Overlay) ([]Change, []byte, error) {
 	if err != nil {
 		return nil, nil, fmt.Errorf("%w: %w", err, ErrInternal)
 	}
+	var x ltHasher
 	for _, c := range o.Changes() {
 		if !Hashed(c.Key) {
 			continue
 		}
 		if old := o.baseGet(c.Key); old != nil {
-			h.Remove(c.Key, old)
+			h.remove(&x, c.Key, old)
 		}
 		if c.Value != nil {
-			h.Add(c.Key, c.Value)
+			h.add(&x, c.Key, c.Value)
 		}
 	}
 	o.Set(keyLtHash, h.Bytes())
