@@ -181,6 +181,15 @@ func (a *Agent) runJob(ctx context.Context, j *ledger.Job, started bool) {
 		msg.Result = res
 	}
 	if _, err := a.o.Chain.SendMsg(ctx, a.o.Key, 0, msg); err != nil && !errors.Is(err, chainclient.ErrNotInBlockYet) {
+		if ctx.Err() != nil {
+			// The run was stopped while the commit waited for its block:
+			// usually because the block landed and the job, committed, is
+			// no longer this run's. A commit that did not land is sent
+			// again from what was kept (checked jobs), or the ledger
+			// reassigns the job at its deadline.
+			log.Info("stopped waiting for the result's block", "reason", context.Cause(ctx))
+			return
+		}
 		log.Error("commit result", "err", err)
 		return
 	}
