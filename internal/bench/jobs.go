@@ -72,6 +72,12 @@ type JobsOptions struct {
 	Poll        time.Duration
 	Providers   int
 	LatencyJobs int
+	// WarmupJobs run from every consumer at once before the latency
+	// phase, so that the providers have the verification record a live
+	// network's have: under spot verification a provider's first
+	// spot_warmup results in a class are all audited. Negative skips the
+	// phase; 0 means the default (12 per provider for spot, none else).
+	WarmupJobs int
 	// SustainedJobs is the sustained phase's job count; negative skips
 	// the phase.
 	SustainedJobs int
@@ -119,6 +125,9 @@ func (o *JobsOptions) Validate() error {
 	if o.JobTimeout == 0 {
 		o.JobTimeout = DefaultJobsTimeout
 	}
+	if o.WarmupJobs == 0 && o.Verification == "spot" {
+		o.WarmupJobs = 12 * o.Providers
+	}
 	switch {
 	case o.BlockTime < 10*time.Millisecond || o.BlockTime > 10*time.Second:
 		return fmt.Errorf("block time %s out of range [10ms, 10s]", o.BlockTime)
@@ -128,6 +137,8 @@ func (o *JobsOptions) Validate() error {
 		return fmt.Errorf("providers %d out of range [1, 64]", o.Providers)
 	case o.LatencyJobs < 1 || o.LatencyJobs > 10_000:
 		return fmt.Errorf("latency jobs %d out of range [1, 10000]", o.LatencyJobs)
+	case o.WarmupJobs > 10_000:
+		return fmt.Errorf("warm-up jobs %d: at most 10000", o.WarmupJobs)
 	case o.SustainedJobs > 100_000:
 		return fmt.Errorf("sustained jobs %d: at most 100000", o.SustainedJobs)
 	case o.Concurrency < 1 || o.Concurrency > 256:
@@ -151,6 +162,7 @@ type JobsResult struct {
 	ModuleBytes  int               `json:"module_bytes"`
 	GOMAXPROCS   int               `json:"gomaxprocs"`
 	SetupSeconds float64           `json:"setup_s"`
+	Warmup       JobsPhase         `json:"warmup"`
 	Latency      JobsPhase         `json:"latency"`
 	Sustained    JobsPhase         `json:"sustained"`
 	Target       JobsTargetFigures `json:"target"`
@@ -422,6 +434,12 @@ func RunJobs(ctx context.Context, o JobsOptions) (res *JobsResult, err error) {
 	// One job to warm up: the executor compiles the module once.
 	if r := runOneJob(ctx, clients[0], spec, clock, o, nil); !r.ok {
 		return nil, fmt.Errorf("warm-up job: %s", r.err)
+	}
+
+	if o.WarmupJobs > 0 {
+		progress("warm-up: %d jobs from %d consumers at once (the providers build their verification record)…", o.WarmupJobs, len(clients))
+		res.Warmup = runJobsPhase(ctx, clients, o.WarmupJobs, spec, clock, o, o.SerialSubmit)
+		progress("  p50 %.0fms, blocks p50 %d max %d, %d of %d succeeded", res.Warmup.P50Ms, res.Warmup.BlocksP50, res.Warmup.BlocksMax, res.Warmup.Succeeded, res.Warmup.Jobs)
 	}
 
 	progress("latency: %d jobs, one at a time…", o.LatencyJobs)

@@ -253,6 +253,10 @@ assigned; followed every --poll until it ends).
 A job's time runs from the start of the submission to the commit of the
 block holding its result; its blocks are that height minus the submission's.
 
+  warm-up    --warmup-jobs jobs from every consumer at once, so that the
+             providers have a verification record as on a live network
+             (default 12 per provider for spot: a provider's first results
+             in a class are all audited; 0 for none and full).
   latency    --latency-jobs jobs, one at a time.
   sustained  --sustained-jobs jobs from --concurrency consumers, each sending
              its next job when its last one ended: jobs/s is the jobs that
@@ -265,6 +269,9 @@ The target, at 200 ms blocks: <= 4 blocks and p50 <= 1 s (latency phase).`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if o.SustainedJobs == 0 {
 				o.SustainedJobs = -1 // skip the phase
+			}
+			if cmd.Flags().Changed("warmup-jobs") && o.WarmupJobs == 0 {
+				o.WarmupJobs = -1
 			}
 			if o.SustainedJobs < -1 || o.LatencyJobs < 1 || o.Concurrency < 1 || o.Providers < 1 || o.BlockTime <= 0 || o.Poll <= 0 || o.JobTimeout <= 0 {
 				return usageError{fmt.Errorf("--latency-jobs, --concurrency, --providers, --block-time, --poll and --job-timeout must be positive, --sustained-jobs not negative")}
@@ -290,6 +297,7 @@ The target, at 200 ms blocks: <= 4 blocks and p50 <= 1 s (latency phase).`,
 	f.DurationVar(&o.Poll, "poll", bench.DefaultJobsPoll, "how often provider agents and consumers look at the chain")
 	f.IntVar(&o.Providers, "providers", bench.DefaultJobsProviders, "provider agents")
 	f.IntVar(&o.LatencyJobs, "latency-jobs", bench.DefaultJobsLatency, "jobs run one at a time")
+	f.IntVar(&o.WarmupJobs, "warmup-jobs", 0, "jobs run before the latency phase from every consumer at once (0 skips it; default 12 per provider for spot)")
 	f.IntVar(&o.SustainedJobs, "sustained-jobs", bench.DefaultJobsSustained, "jobs run in the sustained phase (0 skips it)")
 	f.IntVar(&o.Concurrency, "concurrency", bench.DefaultJobsConcurrency, "consumers submitting at once in the sustained phase")
 	f.StringVar(&o.Verification, "verification", "spot", "the jobs' verification: none, spot or full")
@@ -311,7 +319,7 @@ func printJobs(w io.Writer, r *bench.JobsResult) {
 	for _, p := range []struct {
 		name string
 		ph   bench.JobsPhase
-	}{{"latency", r.Latency}, {"sustained", r.Sustained}} {
+	}{{"warm-up", r.Warmup}, {"latency", r.Latency}, {"sustained", r.Sustained}} {
 		if p.ph.Jobs == 0 {
 			continue
 		}
@@ -327,7 +335,7 @@ func printJobs(w io.Writer, r *bench.JobsResult) {
 	for _, p := range []struct {
 		name string
 		ph   bench.JobsPhase
-	}{{"latency", r.Latency}, {"sustained", r.Sustained}} {
+	}{{"warm-up", r.Warmup}, {"latency", r.Latency}, {"sustained", r.Sustained}} {
 		if p.ph.Failed > 0 || p.ph.MultiAssigned > 0 {
 			fmt.Fprintf(w, "%s: %d failed, %d placed on more providers than planned; first: %s\n", p.name, p.ph.Failed, p.ph.MultiAssigned, p.ph.FirstError)
 		}
