@@ -5,6 +5,7 @@ import (
 	"crypto/ed25519"
 	"crypto/sha256"
 	"encoding/binary"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -238,7 +239,11 @@ func RunAPI(ctx context.Context, o APIOptions) (*APIResult, error) {
 	var st *apiState
 	cached := ""
 	if o.StateDir != "" {
-		cached = filepath.Join(o.StateDir, fmt.Sprintf("api-state-%dp-%dj-%dc-seed%d", o.Providers, o.Jobs, o.Consumers, o.Seed))
+		fp, err := stateFingerprint(ctx, o.Seed, params, senders)
+		if err != nil {
+			return nil, fmt.Errorf("fingerprint of the state's encoding: %w", err)
+		}
+		cached = filepath.Join(o.StateDir, fmt.Sprintf("api-state-%dp-%dj-%dc-seed%d-%s", o.Providers, o.Jobs, o.Consumers, o.Seed, fp))
 	}
 	if meta, err := os.ReadFile(filepath.Join(cached, "built.json")); cached != "" && err == nil {
 		progress("copying the state built earlier in %s…", cached)
@@ -255,7 +260,7 @@ func RunAPI(ctx context.Context, o APIOptions) (*APIResult, error) {
 			return nil, err
 		}
 		progress("building the state: %d providers, %d jobs…", o.Providers, o.Jobs)
-		if st, err = buildAPIState(ctx, filepath.Join(home, "data", "app"), o, params, senders, progress); err != nil {
+		if st, err = buildAPIState(ctx, filepath.Join(home, "data", "app"), o, params, senders, time.Now().UTC().Add(-time.Minute), progress); err != nil {
 			return nil, fmt.Errorf("build the state: %w", err)
 		}
 		res.SetupSeconds = time.Since(t0).Seconds()
@@ -484,7 +489,27 @@ func attr(e ledger.Event, key string) string {
 	return ""
 }
 
-func buildAPIState(ctx context.Context, dir string, o APIOptions, params ledger.Params, senders []benchKey, progress func(string, ...any)) (*apiState, error) {
+// stateFingerprint names the code that builds a state: the app hash of a
+// tiny state built the same way at a fixed time. A change to the ledger's
+// encoding, its key layout, its rules or this builder changes it, so a
+// state kept by older code is never reused: it would not be what this code
+// builds, and might not even decode.
+func stateFingerprint(ctx context.Context, seed uint64, params ledger.Params, senders []benchKey) (string, error) {
+	dir, err := os.MkdirTemp("", "gpunet-bench-api-fp-")
+	if err != nil {
+		return "", err
+	}
+	defer os.RemoveAll(dir)
+	o := APIOptions{Providers: 20, Jobs: 200, Consumers: 4, Seed: seed}
+	st, err := buildAPIState(ctx, dir, o, params, senders, time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC), func(string, ...any) {})
+	if err != nil {
+		return "", err
+	}
+	return hex.EncodeToString(st.appHash[:6]), nil
+}
+
+// buildAPIState builds the state in dir, its blocks 10 ms apart from base.
+func buildAPIState(ctx context.Context, dir string, o APIOptions, params ledger.Params, senders []benchKey, base time.Time, progress func(string, ...any)) (*apiState, error) {
 	cache := pebble.NewCache(512 << 20)
 	defer cache.Unref()
 	db, err := pebble.Open(dir, &pebble.Options{Logger: abciapp.QuietPebbleLogger{}, Cache: cache})
@@ -492,7 +517,7 @@ func buildAPIState(ctx context.Context, dir string, o APIOptions, params ledger.
 		return nil, err
 	}
 	b := &apiBuilder{kv: &pebbleStore{PebbleKV: abciapp.NewPebbleKV(db), db: db}, l: ledger.Ledger{Verify: func(ed25519.PublicKey, []byte, []byte) bool { return true }},
-		seq: map[address.Address]uint64{}, base: time.Now().UTC().Add(-time.Minute)}
+		seq: map[address.Address]uint64{}, base: base}
 	closed := false
 	defer func() {
 		if !closed {
