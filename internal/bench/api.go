@@ -15,6 +15,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"runtime/pprof"
+	"runtime/trace"
 	"strconv"
 	"strings"
 	"sync"
@@ -110,6 +111,13 @@ type APIOptions struct {
 	// during the load: the node, its block production and the load
 	// generator together.
 	CPUProfile io.Writer
+	// Trace, if set, receives an execution trace (runtime/trace) of the
+	// process during the load.
+	Trace io.Writer
+	// AllocsBase and Allocs, if set, receive the process's allocation
+	// profile (pprof) at the start and the end of the load: their
+	// difference is the load's.
+	AllocsBase, Allocs io.Writer
 }
 
 // Validate fills in defaults and checks the rest.
@@ -323,7 +331,22 @@ func RunAPI(ctx context.Context, o APIOptions) (*APIResult, error) {
 			return nil, err
 		}
 	}
+	if o.Trace != nil {
+		if err := trace.Start(o.Trace); err != nil {
+			stopLoad()
+			return nil, err
+		}
+	}
+	if o.AllocsBase != nil {
+		pprof.Lookup("allocs").WriteTo(o.AllocsBase, 0)
+	}
 	err = measureAPI(ctx, d.APIURL, o, st, res)
+	if o.Allocs != nil {
+		pprof.Lookup("allocs").WriteTo(o.Allocs, 0)
+	}
+	if o.Trace != nil {
+		trace.Stop()
+	}
 	if o.CPUProfile != nil {
 		pprof.StopCPUProfile()
 	}
