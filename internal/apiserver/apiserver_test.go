@@ -388,9 +388,10 @@ func TestOffersQueryCache(t *testing.T) {
 	}
 }
 
-// TestResortMatchesSort: a sorted list brought up to date after random
-// changes (entries replaced, added, removed, moved) is the new snapshot
-// sorted from scratch.
+// TestResortMatchesSort: a sorted list, or a query's sorted matches,
+// brought up to date after random changes (entries replaced, added,
+// removed, moved) is what filtering and sorting the new snapshot from
+// scratch gives.
 func TestResortMatchesSort(t *testing.T) {
 	keys, err := offers.ParseSort("price,region-")
 	if err != nil {
@@ -400,51 +401,60 @@ func TestResortMatchesSort(t *testing.T) {
 	entry := func(r *rand.Rand, i int) *ProviderOffer {
 		return &ProviderOffer{Offer: offers.Offer{Address: fmt.Sprintf("p%05d", i), Price: float64(r.IntN(5)), Region: []string{"eu", "us"}[r.IntN(2)]}}
 	}
-	resorted := 0
-	for seed := range uint64(200) {
-		r := rand.New(rand.NewPCG(seed, 3))
-		n := r.IntN(200)
-		src := make([]*ProviderOffer, n)
-		for i := range src {
-			src[i] = entry(r, i)
+	eu := func(po *ProviderOffer) bool { return po.Region == "eu" }
+	for _, keep := range []func(*ProviderOffer) bool{nil, eu} {
+		filter := func(l []*ProviderOffer) []*ProviderOffer {
+			if keep == nil {
+				return l
+			}
+			return slices.DeleteFunc(l, func(po *ProviderOffer) bool { return !keep(po) })
 		}
-		list := slices.Clone(src)
-		slices.SortFunc(list, cmp)
-		for range 20 {
-			next := slices.Clone(src)
-			for range r.IntN(4) {
-				switch op := r.IntN(4); {
-				case op == 0 || len(next) == 0:
-					next = append(next, entry(r, n))
-					n++
-				case op == 1:
-					next = next[:len(next)-1]
-				case op == 2:
-					i, j := r.IntN(len(next)), r.IntN(len(next))
-					next[i], next[j] = next[j], next[i]
-				default:
-					i := r.IntN(len(next))
-					e := *next[i]
-					e.Price = float64(r.IntN(5))
-					next[i] = &e
+		resorted := 0
+		for seed := range uint64(200) {
+			r := rand.New(rand.NewPCG(seed, 3))
+			n := r.IntN(200)
+			src := make([]*ProviderOffer, n)
+			for i := range src {
+				src[i] = entry(r, i)
+			}
+			list := filter(slices.Clone(src))
+			slices.SortFunc(list, cmp)
+			for range 20 {
+				next := slices.Clone(src)
+				for range r.IntN(4) {
+					switch op := r.IntN(4); {
+					case op == 0 || len(next) == 0:
+						next = append(next, entry(r, n))
+						n++
+					case op == 1:
+						next = next[:len(next)-1]
+					case op == 2:
+						i, j := r.IntN(len(next)), r.IntN(len(next))
+						next[i], next[j] = next[j], next[i]
+					default:
+						i := r.IntN(len(next))
+						e := *next[i]
+						e.Price, e.Region = float64(r.IntN(5)), []string{"eu", "us"}[r.IntN(2)]
+						next[i] = &e
+					}
 				}
+				want := filter(slices.Clone(next))
+				slices.SortFunc(want, cmp)
+				got, ok := resort(src, list, next, cmp, keep)
+				if !ok {
+					got = want
+				} else {
+					resorted++
+				}
+				if !slices.Equal(got, want) {
+					t.Fatalf("filtered %v, seed %d: resorted %v, want %v", keep != nil, seed, addrs(got), addrs(want))
+				}
+				src, list = next, got
 			}
-			want := slices.Clone(next)
-			slices.SortFunc(want, cmp)
-			got, ok := resort(src, list, next, cmp)
-			if !ok {
-				got = want
-			} else {
-				resorted++
-			}
-			if !slices.Equal(got, want) {
-				t.Fatalf("seed %d: resorted %v, want %v", seed, addrs(got), addrs(want))
-			}
-			src, list = next, got
 		}
-	}
-	if resorted < 1000 {
-		t.Errorf("only %d of 4000 lists were brought up to date rather than sorted again", resorted)
+		if resorted < 1000 {
+			t.Errorf("filtered %v: only %d of 4000 lists were brought up to date rather than computed again", keep != nil, resorted)
+		}
 	}
 }
 
@@ -487,7 +497,7 @@ func BenchmarkOffersSorted(b *testing.B) {
 				i := r.IntN(len(next))
 				next[i] = entry(i)
 			}
-			l, ok := resort(src, sorted, next, cmp)
+			l, ok := resort(src, sorted, next, cmp, nil)
 			if !ok {
 				b.Fatal("not resorted")
 			}
@@ -495,9 +505,25 @@ func BenchmarkOffersSorted(b *testing.B) {
 		}
 	})
 	q, _ := offers.Parse("gpu=RTX_4090 region=eu")
+	keep := func(po *ProviderOffer) bool { return po.Schedulable && q.Match(&po.Offer) }
 	b.Run("match", func(b *testing.B) {
 		for b.Loop() {
-			matchOffers(b.Context(), sorted, q, false)
+			matchOffers(b.Context(), sorted, keep)
+		}
+	})
+	b.Run("rematch10", func(b *testing.B) {
+		matched := matchOffers(b.Context(), sorted, keep)
+		for b.Loop() {
+			next := slices.Clone(src)
+			for range 10 {
+				i := r.IntN(len(next))
+				next[i] = entry(i)
+			}
+			m, ok := resort(src, matched, next, cmp, keep)
+			if !ok {
+				b.Fatal("not brought up to date")
+			}
+			src, matched = next, m
 		}
 	})
 }

@@ -148,7 +148,7 @@ func (c *offerCache) sortedBy(snap *offerSnap, keys []offers.SortKey) []*Provide
 		return e.list
 	}
 	cmp := offerComparer(keys)
-	list, ok := resort(e.src, e.list, snap.all, cmp)
+	list, ok := resort(e.src, e.list, snap.all, cmp, nil)
 	if !ok {
 		list = slices.Clone(snap.all)
 		slices.SortFunc(list, cmp)
@@ -162,18 +162,23 @@ func offerComparer(keys []offers.SortKey) func(a, b *ProviderOffer) int {
 	return func(a, b *ProviderOffer) int { return cmp(&a.Offer, &b.Offer) }
 }
 
-// resort returns newSrc sorted by cmp, given oldList, oldSrc sorted by
-// cmp. Entries are replaced, never modified, so the entries that differ
-// position by position between the two snapshots are all that changed:
-// it takes those of oldSrc out of oldList and merges in those of newSrc.
-// ok is false when too many changed (or oldList is not what it should
-// be): sort newSrc instead.
-func resort(oldSrc, oldList, newSrc []*ProviderOffer, cmp func(a, b *ProviderOffer) int) (list []*ProviderOffer, ok bool) {
-	if oldSrc == nil || len(oldList) != len(oldSrc) {
+// resort returns the entries of newSrc that keep accepts (all when keep
+// is nil) sorted by cmp, given oldList: those of oldSrc, sorted. Entries
+// are replaced, never modified, so the entries that differ position by
+// position between the two snapshots are all that changed: it takes those
+// of oldSrc out of oldList and merges in those of newSrc. ok is false when
+// too many changed (or oldList is not what it should be): compute the list
+// from scratch instead.
+func resort(oldSrc, oldList, newSrc []*ProviderOffer, cmp func(a, b *ProviderOffer) int, keep func(*ProviderOffer) bool) (list []*ProviderOffer, ok bool) {
+	if oldSrc == nil || (keep == nil && len(oldList) != len(oldSrc)) {
 		return nil, false
+	}
+	if keep == nil {
+		keep = func(*ProviderOffer) bool { return true }
 	}
 	limit := max(len(newSrc)/maxResortShare, 1)
 	var removed, added []*ProviderOffer
+	changed := 0
 	for i := range max(len(oldSrc), len(newSrc)) {
 		var o, n *ProviderOffer
 		if i < len(oldSrc) {
@@ -185,14 +190,14 @@ func resort(oldSrc, oldList, newSrc []*ProviderOffer, cmp func(a, b *ProviderOff
 		if o == n {
 			continue
 		}
-		if o != nil {
+		if changed++; changed > limit {
+			return nil, false
+		}
+		if o != nil && keep(o) {
 			removed = append(removed, o)
 		}
-		if n != nil {
+		if n != nil && keep(n) {
 			added = append(added, n)
-		}
-		if len(removed)+len(added) > limit {
-			return nil, false
 		}
 	}
 	// Where the removed entries are in oldList: the order ends with the
@@ -215,7 +220,7 @@ func resort(oldSrc, oldList, newSrc []*ProviderOffer, cmp func(a, b *ProviderOff
 	for j, n := range added {
 		at[j], _ = slices.BinarySearchFunc(oldList, n, cmp)
 	}
-	list = make([]*ProviderOffer, 0, len(newSrc))
+	list = make([]*ProviderOffer, 0, len(oldList)-len(removed)+len(added))
 	from := 0 // oldList[from:] is still to copy
 	copyTo := func(end int) {
 		for ; len(drop) > 0 && drop[0] < end; drop = drop[1:] {
@@ -230,18 +235,17 @@ func resort(oldSrc, oldList, newSrc []*ProviderOffer, cmp func(a, b *ProviderOff
 		list = append(list, n)
 	}
 	copyTo(len(oldList))
-	if len(list) != len(newSrc) {
-		return nil, false // repeated entries in a snapshot
+	if len(list) != len(oldList)-len(removed)+len(added) {
+		return nil, false
 	}
 	return list, true
 }
 
-// matchOffers returns the entries of sorted that q matches (only the
-// schedulable ones unless all), in order.
-func matchOffers(ctx context.Context, sorted []*ProviderOffer, q *offers.Query, all bool) []*ProviderOffer {
+// matchOffers returns the entries of sorted that keep accepts, in order.
+func matchOffers(ctx context.Context, sorted []*ProviderOffer, keep func(*ProviderOffer) bool) []*ProviderOffer {
 	matched := make([]*ProviderOffer, 0, 64)
 	for i, po := range sorted {
-		if (all || po.Schedulable) && q.Match(&po.Offer) {
+		if keep(po) {
 			matched = append(matched, po)
 		}
 		if i%4096 == 4095 && ctx.Err() != nil {
@@ -252,8 +256,10 @@ func matchOffers(ctx context.Context, sorted []*ProviderOffer, q *offers.Query, 
 }
 
 // queryOffers answers an offers query at snap: from the cache when it
-// holds the query's answer for the same snapshot, else from snap sorted by
-// keys.
+// holds the query's answer for the same snapshot; else brought up to date
+// from its answer for an earlier snapshot, as sorted lists are (a block
+// that changed a few providers costs a few binary searches, not a pass
+// over every provider); else from snap sorted by keys.
 func (s *Server) queryOffers(ctx context.Context, snap *offerSnap, q *offers.Query, keys []offers.SortKey, all bool) []*ProviderOffer {
 	k := resultKey{q: q.String(), all: all}
 	for _, sk := range keys {
@@ -261,15 +267,23 @@ func (s *Server) queryOffers(ctx context.Context, snap *offerSnap, q *offers.Que
 	}
 	c := &s.offers
 	c.rmu.Lock()
-	if e := c.results[k]; e != nil && sameSnapshot(e.src, snap.all) {
-		e.used = time.Now()
-		c.rmu.Unlock()
-		return e.matched
+	var prev resultEntry
+	if e := c.results[k]; e != nil {
+		if sameSnapshot(e.src, snap.all) {
+			e.used = time.Now()
+			c.rmu.Unlock()
+			return e.matched
+		}
+		prev = *e
 	}
 	c.rmu.Unlock()
-	matched := matchOffers(ctx, c.sortedBy(snap, keys), q, all)
-	if ctx.Err() != nil {
-		return nil
+	keep := func(po *ProviderOffer) bool { return (all || po.Schedulable) && q.Match(&po.Offer) }
+	matched, ok := resort(prev.src, prev.matched, snap.all, offerComparer(keys), keep)
+	if !ok {
+		matched = matchOffers(ctx, c.sortedBy(snap, keys), keep)
+		if ctx.Err() != nil {
+			return nil
+		}
 	}
 	c.rmu.Lock()
 	defer c.rmu.Unlock()
