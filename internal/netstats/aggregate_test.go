@@ -194,3 +194,19 @@ func BenchmarkBlockFigures(b *testing.B) {
 		}
 	})
 }
+
+// TestInternerSharesEqualOnly: equal lists come back as one shared list,
+// and lists that differ (however their elements split) never do.
+func TestInternerSharesEqualOnly(t *testing.T) {
+	var in interner
+	a := in.strs([]string{"wasm", "oci"})
+	b := in.strs([]string{"wasm", "oci"})
+	if &a[0] != &b[0] {
+		t.Errorf("equal lists not shared")
+	}
+	for _, l := range [][]string{{"wasm"}, {"wasm", "oci", ""}, {"a\x00", "b"}, {"a", "\x00b"}, {"wasmoci"}, {"wa", "smoci"}} {
+		if got := in.strs(slices.Clone(l)); !slices.Equal(got, l) {
+			t.Errorf("strs(%q) = %q", l, got)
+		}
+	}
+}

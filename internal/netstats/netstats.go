@@ -84,6 +84,7 @@ type Stats struct {
 	provIdx   map[address.Address]int
 	provs     []*provider
 	agg       *aggregate // of provs
+	interned  interner   // used by load and apply only
 	offerSnap []*apiserver.ProviderOffer
 	series    ring[Sample]
 	events    ring[Event]
@@ -260,7 +261,7 @@ func (s *Stats) load(ctx context.Context) error {
 	idx := map[address.Address]int{}
 	if err := ledger.IterateProviders(kv, func(p *ledger.Provider) bool {
 		idx[p.Address] = len(provs)
-		provs = append(provs, providerOf(p, params))
+		provs = append(provs, providerOf(p, params, &s.interned))
 		return ctx.Err() == nil
 	}); err != nil {
 		return fmt.Errorf("netstats: %w", err)
@@ -293,17 +294,75 @@ func (s *Stats) load(ctx context.Context) error {
 	return nil
 }
 
-func providerOf(p *ledger.Provider, params ledger.Params) *provider {
+// providerOf is what Stats keeps of p. The strings that providers repeat
+// (regions, classes, executors) are shared, not kept once per provider:
+// with 100k providers they were a third of the node's live heap objects,
+// which every GC cycle marks.
+func providerOf(p *ledger.Provider, params ledger.Params, in *interner) *provider {
 	po := apiserver.ProviderOfferOf(p, params)
+	po.Region, po.GPU, po.ComputeCap = in.str(po.Region), in.str(po.GPU), in.str(po.ComputeCap)
+	po.Executor = in.strs(po.Executor)
+	for i := range p.Asks {
+		p.Asks[i].Class = in.str(p.Asks[i].Class)
+	}
 	pr := &provider{offer: &po, asks: p.Asks, maxJobs: p.MaxJobs, jobs: p.Jobs}
 	for _, g := range p.Inventory.GPUs {
 		i, found := slices.BinarySearchFunc(pr.gpus, g.Class, func(c gpuCount, class string) int { return strings.Compare(c.class, class) })
 		if !found {
-			pr.gpus = slices.Insert(pr.gpus, i, gpuCount{class: g.Class})
+			pr.gpus = slices.Insert(pr.gpus, i, gpuCount{class: in.str(g.Class)})
 		}
 		pr.gpus[i].n++
 	}
 	return pr
+}
+
+// interner shares equal strings and string lists. It is used by one
+// goroutine at a time (the one that loads and applies blocks).
+type interner struct {
+	strings map[string]string
+	lists   map[string][]string
+}
+
+// maxInterned bounds what an interner keeps (values from the chain are
+// the providers' own: many could be unique).
+const maxInterned = 4096
+
+func (in *interner) str(s string) string {
+	if v, ok := in.strings[s]; ok {
+		return v
+	}
+	if in.strings == nil {
+		in.strings = map[string]string{}
+	}
+	if len(in.strings) < maxInterned {
+		in.strings[s] = s
+	}
+	return s
+}
+
+// strs returns a list equal to l, shared with the other callers that
+// passed an equal one: callers must not modify it.
+func (in *interner) strs(l []string) []string {
+	var b []byte
+	for _, e := range l {
+		b = strconv.AppendInt(b, int64(len(e)), 10)
+		b = append(b, ':')
+		b = append(b, e...)
+	}
+	key := string(b)
+	if v, ok := in.lists[key]; ok {
+		return v
+	}
+	if in.lists == nil {
+		in.lists = map[string][]string{}
+	}
+	for i := range l {
+		l[i] = in.str(l[i])
+	}
+	if len(in.lists) < maxInterned {
+		in.lists[key] = l
+	}
+	return l
 }
 
 func (s *Stats) rebuildOffers() {
@@ -407,7 +466,7 @@ func (s *Stats) apply(b *validator.Block) {
 	provs := make(map[address.Address]*provider, len(t.provs))
 	for a := range t.provs {
 		if p, found, err := ledger.GetProvider(kv, a); err == nil && found {
-			provs[a] = providerOf(p, params)
+			provs[a] = providerOf(p, params, &s.interned)
 		}
 	}
 	release()
