@@ -45,24 +45,92 @@ func (a Address) IsZero() bool { return a == Address{} }
 
 // String returns the bech32 form, e.g. "gpu1qyps…".
 func (a Address) String() string {
-	s, err := bech32Encode(HRP, convertBits(a[:], 8, 5, true))
-	if err != nil {
-		panic(err) // unreachable: HRP and data are always valid
+	var buf [textLen]byte
+	return string(a.appendText(buf[:0]))
+}
+
+// textLen is the length of an address's bech32 form: the prefix, "1", 32
+// characters of data (160 bits) and 6 of checksum.
+const textLen = len(HRP) + 1 + 32 + 6
+
+// appendText appends a's bech32 form to b. It is bech32Encode for an
+// address without its allocations: every job and provider record holds
+// addresses, and the API writes and reads them by the million.
+func (a Address) appendText(b []byte) []byte {
+	var data [32]byte
+	acc, bits, n := uint32(0), 0, 0
+	for _, v := range a {
+		acc = acc<<8 | uint32(v)
+		bits += 8
+		for bits >= 5 {
+			bits -= 5
+			data[n] = byte(acc>>bits) & 31
+			n++
+		}
 	}
-	return s
+	chk := hrpChecksum
+	for _, d := range data {
+		chk = polymodStep(chk, d)
+	}
+	for range 6 {
+		chk = polymodStep(chk, 0)
+	}
+	chk ^= 1
+	b = append(b, HRP+"1"...)
+	for _, d := range data {
+		b = append(b, charset[d])
+	}
+	for i := range 6 {
+		b = append(b, charset[(chk>>uint(5*(5-i)))&31])
+	}
+	return b
 }
 
 // MarshalText implements encoding.TextMarshaler.
-func (a Address) MarshalText() ([]byte, error) { return []byte(a.String()), nil }
+func (a Address) MarshalText() ([]byte, error) { return a.appendText(make([]byte, 0, textLen)), nil }
 
 // UnmarshalText implements encoding.TextUnmarshaler.
 func (a *Address) UnmarshalText(b []byte) error {
+	if p, ok := parseFast(b); ok {
+		*a = p
+		return nil
+	}
 	p, err := Parse(string(b))
 	if err != nil {
 		return err
 	}
 	*a = p
 	return nil
+}
+
+// parseFast reads the usual form of an address (lower case, "gpu1", valid)
+// without allocating; ok is false for anything else, which Parse then
+// reads (and explains).
+func parseFast[T string | []byte](s T) (a Address, ok bool) {
+	if len(s) != textLen || string(s[:len(HRP)+1]) != HRP+"1" {
+		return a, false
+	}
+	chk := hrpChecksum
+	acc, bits, n := uint32(0), 0, 0
+	for i := len(HRP) + 1; i < len(s); i++ {
+		c := s[i]
+		if c >= 128 || charsetRev[c] < 0 {
+			return a, false
+		}
+		v := byte(charsetRev[c])
+		chk = polymodStep(chk, v)
+		if i >= textLen-6 {
+			continue // the checksum
+		}
+		acc = acc<<5 | uint32(v)
+		bits += 5
+		if bits >= 8 {
+			bits -= 8
+			a[n] = byte(acc >> bits)
+			n++
+		}
+	}
+	return a, chk == 1
 }
 
 // ErrInvalid is wrapped by every error Parse returns.
@@ -75,6 +143,9 @@ var ErrChecksum = errors.New("checksum mismatch (is there a typo in the address?
 // Parse reads a bech32 address. Its errors say what is wrong: the prefix,
 // the characters, the checksum or the length.
 func Parse(s string) (Address, error) {
+	if a, ok := parseFast(s); ok {
+		return a, nil
+	}
 	var a Address
 	if s == "" {
 		return a, fmt.Errorf("%w: empty", ErrInvalid)
@@ -113,19 +184,34 @@ var charsetRev = func() [128]int8 {
 }()
 
 func polymod(values []byte) uint32 {
-	gen := [5]uint32{0x3b6a57b2, 0x26508e6d, 0x1ea119fa, 0x3d4233dd, 0x2a1462b3}
 	chk := uint32(1)
 	for _, v := range values {
-		top := chk >> 25
-		chk = (chk&0x1ffffff)<<5 ^ uint32(v)
-		for i := 0; i < 5; i++ {
-			if (top>>uint(i))&1 == 1 {
-				chk ^= gen[i]
-			}
-		}
+		chk = polymodStep(chk, v)
 	}
 	return chk
 }
+
+// polymodGen[top] is the XOR of the generators that the bits of top pick.
+var polymodGen = func() (t [32]uint32) {
+	gen := [5]uint32{0x3b6a57b2, 0x26508e6d, 0x1ea119fa, 0x3d4233dd, 0x2a1462b3}
+	for top := range t {
+		for i := range gen {
+			if (top>>i)&1 == 1 {
+				t[top] ^= gen[i]
+			}
+		}
+	}
+	return t
+}()
+
+// polymodStep feeds v into the checksum chk.
+func polymodStep(chk uint32, v byte) uint32 {
+	top := chk >> 25
+	return (chk&0x1ffffff)<<5 ^ uint32(v) ^ polymodGen[top]
+}
+
+// hrpChecksum is the checksum after HRP's expansion.
+var hrpChecksum = polymod(hrpExpand(HRP))
 
 func hrpExpand(hrp string) []byte {
 	out := make([]byte, 0, len(hrp)*2+1)

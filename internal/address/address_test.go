@@ -3,6 +3,7 @@ package address
 import (
 	"crypto/ed25519"
 	"errors"
+	"math/rand/v2"
 	"strings"
 	"testing"
 )
@@ -88,4 +89,75 @@ func FuzzParse(f *testing.F) {
 			t.Fatalf("Parse(%q) = %s: not canonical", s, a)
 		}
 	})
+}
+
+// slowParse is Parse without its fast path: the BIP-173 reference steps.
+func slowParse(s string) (Address, error) {
+	var a Address
+	hrp, data, err := bech32Decode(s)
+	if err != nil {
+		return a, err
+	}
+	b, err := convertBitsStrict(data)
+	if err != nil || hrp != HRP || len(b) != Len {
+		return a, errors.New("not an address")
+	}
+	copy(a[:], b)
+	return a, nil
+}
+
+// TestFastPathsMatchReference: String, MarshalText, Parse and
+// UnmarshalText, which skip the general bech32 code for the usual form,
+// give what the general code gives, for valid addresses and for every
+// one-character change of them (a typo, a case change, another prefix).
+func TestFastPathsMatchReference(t *testing.T) {
+	r := rand.New(rand.NewPCG(1, 2))
+	for range 300 {
+		var a Address
+		for i := range a {
+			a[i] = byte(r.Uint32())
+		}
+		want, err := bech32Encode(HRP, convertBits(a[:], 8, 5, true))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := a.String(); got != want {
+			t.Fatalf("String() = %q, want %q", got, want)
+		}
+		if got, _ := a.MarshalText(); string(got) != want {
+			t.Fatalf("MarshalText() = %q, want %q", got, want)
+		}
+		inputs := []string{want, strings.ToUpper(want), "bc" + want[3:], want[:len(want)-1], want + "q"}
+		for range 20 {
+			b := []byte(want)
+			b[r.IntN(len(b))] = "qpzry9x8gf2tvdw0s3jn54khce6mua7lQPbio1G"[r.IntN(39)]
+			inputs = append(inputs, string(b))
+		}
+		for _, s := range inputs {
+			ref, refErr := slowParse(s)
+			got, err := Parse(s)
+			if (err == nil) != (refErr == nil) || got != ref {
+				t.Fatalf("Parse(%q) = %x, %v; reference %x, %v", s, got, err, ref, refErr)
+			}
+			var u Address
+			err = u.UnmarshalText([]byte(s))
+			if (err == nil) != (refErr == nil) || u != ref {
+				t.Fatalf("UnmarshalText(%q) = %x, %v; reference %x, %v", s, u, err, ref, refErr)
+			}
+		}
+	}
+}
+
+func BenchmarkString(b *testing.B) {
+	a := FromPubKey(make([]byte, ed25519.PublicKeySize))
+	for b.Loop() {
+		_ = a.String()
+	}
+}
+
+func BenchmarkParse(b *testing.B) {
+	s := FromPubKey(make([]byte, ed25519.PublicKeySize)).String()
+	for b.Loop() {
+		Parse(s)
+	}
 }

@@ -83,7 +83,6 @@ func New(chain Chain, o Options) *Server {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
 	s := &Server{chain: chain, log: o.Logger, opts: o, mux: http.NewServeMux()}
-	s.offers.refresh = make(chan struct{}, 1)
 	for _, rt := range s.apiRoutes() {
 		s.add(rt)
 	}

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
+	"math/rand/v2"
 	"net/http"
 	"slices"
 	"strconv"
@@ -345,9 +347,9 @@ func TestServesOverHTTP(t *testing.T) {
 	}
 }
 
-// TestOffersQueryCache: a query answered at one height is served at the
-// next heights (saying which height it is from) while a fresh answer is
-// computed, and never from more than maxStaleBlocks before.
+// TestOffersQueryCache: a query's answer is kept while the snapshot is
+// the same (at later heights too), and recomputed, at the latest height,
+// as soon as it changes.
 func TestOffersQueryCache(t *testing.T) {
 	var mu sync.Mutex
 	height := uint64(4)
@@ -365,32 +367,163 @@ func TestOffersQueryCache(t *testing.T) {
 	if l := get(); l.Height != 4 || l.Total != 1 {
 		t.Fatalf("first answer: %+v", l)
 	}
-	// The same entries at the next height: the same answer, at once.
+	key := resultKey{q: "region=eu"}
+	first := s.offers.results[key]
+	// The same entries at the next height: the same answer.
 	mu.Lock()
 	height = 5
 	mu.Unlock()
 	if l := get(); l.Height != 5 || l.Total != 1 {
 		t.Fatalf("unchanged entries one block later: %+v", l)
 	}
+	if e := s.offers.results[key]; e != first {
+		t.Errorf("unchanged entries: the answer was computed again")
+	}
 	mu.Lock()
 	height = 6
 	entries = []*ProviderOffer{entries[0], {Offer: offers.Offer{Address: "b", Region: "eu", Online: true}, Schedulable: true}}
 	mu.Unlock()
-	if l := get(); l.Height != 5 || l.Total != 1 {
-		t.Errorf("one block later, the cached answer: %+v", l)
+	if l := get(); l.Height != 6 || l.Total != 2 {
+		t.Errorf("a provider more: %+v", l)
 	}
-	deadline := time.Now().Add(5 * time.Second)
-	for l := get(); l.Height != 6 || l.Total != 2; l = get() {
-		if time.Now().After(deadline) {
-			t.Fatalf("never refreshed: %+v", l)
+}
+
+// TestResortMatchesSort: a sorted list, or a query's sorted matches,
+// brought up to date after random changes (entries replaced, added,
+// removed, moved) is what filtering and sorting the new snapshot from
+// scratch gives.
+func TestResortMatchesSort(t *testing.T) {
+	keys, err := offers.ParseSort("price,region-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmp := offerComparer(keys)
+	entry := func(r *rand.Rand, i int) *ProviderOffer {
+		return &ProviderOffer{Offer: offers.Offer{Address: fmt.Sprintf("p%05d", i), Price: float64(r.IntN(5)), Region: []string{"eu", "us"}[r.IntN(2)]}}
+	}
+	eu := func(po *ProviderOffer) bool { return po.Region == "eu" }
+	for _, keep := range []func(*ProviderOffer) bool{nil, eu} {
+		filter := func(l []*ProviderOffer) []*ProviderOffer {
+			if keep == nil {
+				return l
+			}
+			return slices.DeleteFunc(l, func(po *ProviderOffer) bool { return !keep(po) })
 		}
-		time.Sleep(5 * time.Millisecond)
+		resorted := 0
+		for seed := range uint64(200) {
+			r := rand.New(rand.NewPCG(seed, 3))
+			n := r.IntN(200)
+			src := make([]*ProviderOffer, n)
+			for i := range src {
+				src[i] = entry(r, i)
+			}
+			list := filter(slices.Clone(src))
+			slices.SortFunc(list, cmp)
+			for range 20 {
+				next := slices.Clone(src)
+				for range r.IntN(4) {
+					switch op := r.IntN(4); {
+					case op == 0 || len(next) == 0:
+						next = append(next, entry(r, n))
+						n++
+					case op == 1:
+						next = next[:len(next)-1]
+					case op == 2:
+						i, j := r.IntN(len(next)), r.IntN(len(next))
+						next[i], next[j] = next[j], next[i]
+					default:
+						i := r.IntN(len(next))
+						e := *next[i]
+						e.Price, e.Region = float64(r.IntN(5)), []string{"eu", "us"}[r.IntN(2)]
+						next[i] = &e
+					}
+				}
+				want := filter(slices.Clone(next))
+				slices.SortFunc(want, cmp)
+				got, ok := resort(src, list, next, cmp, keep)
+				if !ok {
+					got = want
+				} else {
+					resorted++
+				}
+				if !slices.Equal(got, want) {
+					t.Fatalf("filtered %v, seed %d: resorted %v, want %v", keep != nil, seed, addrs(got), addrs(want))
+				}
+				src, list = next, got
+			}
+		}
+		if resorted < 1000 {
+			t.Errorf("filtered %v: only %d of 4000 lists were brought up to date rather than computed again", keep != nil, resorted)
+		}
 	}
-	mu.Lock()
-	height = 6 + maxStaleBlocks + 1
-	entries = entries[:1]
-	mu.Unlock()
-	if l := get(); l.Height != 6+maxStaleBlocks+1 || l.Total != 1 {
-		t.Errorf("too stale to serve: %+v", l)
+}
+
+func addrs(l []*ProviderOffer) []string {
+	var out []string
+	for _, po := range l {
+		out = append(out, po.Address)
 	}
+	return out
+}
+
+// BenchmarkOffersSorted: an offers query's costs at 100k providers: the
+// sort from scratch, bringing the sorted list up to date after a block
+// that changed 10 providers, and the pass over it for a query.
+func BenchmarkOffersSorted(b *testing.B) {
+	r := rand.New(rand.NewPCG(1, 1))
+	regions := []string{"eu", "us-east", "us-west", "ap"}
+	entry := func(i int) *ProviderOffer {
+		return &ProviderOffer{Offer: offers.Offer{Address: fmt.Sprintf("gpu1%038d", i), Price: float64(r.IntN(4000)) / 1000, Region: regions[r.IntN(4)],
+			GPU: []string{"RTX_4090", "A100", "H100", "cpu"}[r.IntN(4)], Count: r.IntN(8), CPU: 4 << r.IntN(4), Online: true}, Schedulable: true}
+	}
+	src := make([]*ProviderOffer, 100_000)
+	for i := range src {
+		src[i] = entry(i)
+	}
+	keys, _ := offers.ParseSort("price")
+	cmp := offerComparer(keys)
+	sorted := slices.Clone(src)
+	slices.SortFunc(sorted, cmp)
+	b.Run("sort", func(b *testing.B) {
+		for b.Loop() {
+			l := slices.Clone(src)
+			slices.SortFunc(l, cmp)
+		}
+	})
+	b.Run("resort10", func(b *testing.B) {
+		for b.Loop() {
+			next := slices.Clone(src)
+			for range 10 {
+				i := r.IntN(len(next))
+				next[i] = entry(i)
+			}
+			l, ok := resort(src, sorted, next, cmp, nil)
+			if !ok {
+				b.Fatal("not resorted")
+			}
+			src, sorted = next, l
+		}
+	})
+	q, _ := offers.Parse("gpu=RTX_4090 region=eu")
+	keep := func(po *ProviderOffer) bool { return po.Schedulable && q.Match(&po.Offer) }
+	b.Run("match", func(b *testing.B) {
+		for b.Loop() {
+			matchOffers(b.Context(), sorted, keep)
+		}
+	})
+	b.Run("rematch10", func(b *testing.B) {
+		matched := matchOffers(b.Context(), sorted, keep)
+		for b.Loop() {
+			next := slices.Clone(src)
+			for range 10 {
+				i := r.IntN(len(next))
+				next[i] = entry(i)
+			}
+			m, ok := resort(src, matched, next, cmp, keep)
+			if !ok {
+				b.Fatal("not brought up to date")
+			}
+			src, matched = next, m
+		}
+	})
 }

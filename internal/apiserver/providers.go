@@ -143,8 +143,7 @@ type OfferList struct {
 // offersList serves GET /v1/offers?q=QUERY&sort=KEYS&all=true: providers
 // matching the query, sorted; by default only those that can take jobs now
 // (online and staked the minimum). The cursor is an offset into the sorted
-// matches. A query's answer may be up to maxStaleBlocks behind the latest
-// height while a fresh one is computed; height says which it is.
+// matches.
 func (s *Server) offersList(w http.ResponseWriter, r *http.Request) {
 	q, err := offers.Parse(r.URL.Query().Get("q"))
 	if err != nil {
@@ -179,11 +178,11 @@ func (s *Server) offersList(w http.ResponseWriter, r *http.Request) {
 	if timedOut(w, r) {
 		return
 	}
-	matched, height := s.queryOffers(r.Context(), snap, q, keys, all)
+	matched := s.queryOffers(r.Context(), snap, q, keys, all)
 	if timedOut(w, r) {
 		return
 	}
-	out := OfferList{Offers: []ProviderOffer{}, Total: len(matched), Height: height}
+	out := OfferList{Offers: []ProviderOffer{}, Total: len(matched), Height: snap.height}
 	if offset < uint64(len(matched)) {
 		end := min(uint64(len(matched)), offset+uint64(limit))
 		for _, po := range matched[offset:end] {
@@ -194,14 +193,6 @@ func (s *Server) offersList(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	writeJSON(w, http.StatusOK, out)
-}
-
-// sortProviderOffers sorts by the offers' sort keys (offers.Sort's order).
-// The order ends with the address, so it is total and needs no stable
-// sort.
-func sortProviderOffers(list []*ProviderOffer, keys []offers.SortKey) {
-	cmp := offers.Comparer(keys)
-	slices.SortFunc(list, func(a, b *ProviderOffer) int { return cmp(&a.Offer, &b.Offer) })
 }
 
 // provider serves GET /v1/providers/{addr}.

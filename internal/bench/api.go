@@ -5,6 +5,7 @@ import (
 	"crypto/ed25519"
 	"crypto/sha256"
 	"encoding/binary"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -14,6 +15,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"runtime/pprof"
+	"runtime/trace"
 	"strconv"
 	"strings"
 	"sync"
@@ -108,6 +110,13 @@ type APIOptions struct {
 	// during the load: the node, its block production and the load
 	// generator together.
 	CPUProfile io.Writer
+	// Trace, if set, receives an execution trace (runtime/trace) of the
+	// process during the load.
+	Trace io.Writer
+	// AllocsBase and Allocs, if set, receive the process's allocation
+	// profile (pprof) at the start and the end of the load: their
+	// difference is the load's.
+	AllocsBase, Allocs io.Writer
 }
 
 // Validate fills in defaults and checks the rest.
@@ -237,7 +246,11 @@ func RunAPI(ctx context.Context, o APIOptions) (*APIResult, error) {
 	var st *apiState
 	cached := ""
 	if o.StateDir != "" {
-		cached = filepath.Join(o.StateDir, fmt.Sprintf("api-state-%dp-%dj-%dc-seed%d", o.Providers, o.Jobs, o.Consumers, o.Seed))
+		fp, err := stateFingerprint(ctx, o.Seed, params, senders)
+		if err != nil {
+			return nil, fmt.Errorf("fingerprint of the state's encoding: %w", err)
+		}
+		cached = filepath.Join(o.StateDir, fmt.Sprintf("api-state-%dp-%dj-%dc-seed%d-%s", o.Providers, o.Jobs, o.Consumers, o.Seed, fp))
 	}
 	if meta, err := os.ReadFile(filepath.Join(cached, "built.json")); cached != "" && err == nil {
 		progress("copying the state built earlier in %s…", cached)
@@ -254,7 +267,7 @@ func RunAPI(ctx context.Context, o APIOptions) (*APIResult, error) {
 			return nil, err
 		}
 		progress("building the state: %d providers, %d jobs…", o.Providers, o.Jobs)
-		if st, err = buildAPIState(ctx, filepath.Join(home, "data", "app"), o, params, senders, progress); err != nil {
+		if st, err = buildAPIState(ctx, filepath.Join(home, "data", "app"), o, params, senders, time.Now().UTC().Add(-time.Minute), progress); err != nil {
 			return nil, fmt.Errorf("build the state: %w", err)
 		}
 		res.SetupSeconds = time.Since(t0).Seconds()
@@ -317,7 +330,22 @@ func RunAPI(ctx context.Context, o APIOptions) (*APIResult, error) {
 			return nil, err
 		}
 	}
+	if o.Trace != nil {
+		if err := trace.Start(o.Trace); err != nil {
+			stopLoad()
+			return nil, err
+		}
+	}
+	if o.AllocsBase != nil {
+		pprof.Lookup("allocs").WriteTo(o.AllocsBase, 0)
+	}
 	err = measureAPI(ctx, d.APIURL, o, st, res)
+	if o.Allocs != nil {
+		pprof.Lookup("allocs").WriteTo(o.Allocs, 0)
+	}
+	if o.Trace != nil {
+		trace.Stop()
+	}
 	if o.CPUProfile != nil {
 		pprof.StopCPUProfile()
 	}
@@ -483,7 +511,27 @@ func attr(e ledger.Event, key string) string {
 	return ""
 }
 
-func buildAPIState(ctx context.Context, dir string, o APIOptions, params ledger.Params, senders []benchKey, progress func(string, ...any)) (*apiState, error) {
+// stateFingerprint names the code that builds a state: the app hash of a
+// tiny state built the same way at a fixed time. A change to the ledger's
+// encoding, its key layout, its rules or this builder changes it, so a
+// state kept by older code is never reused: it would not be what this code
+// builds, and might not even decode.
+func stateFingerprint(ctx context.Context, seed uint64, params ledger.Params, senders []benchKey) (string, error) {
+	dir, err := os.MkdirTemp("", "gpunet-bench-api-fp-")
+	if err != nil {
+		return "", err
+	}
+	defer os.RemoveAll(dir)
+	o := APIOptions{Providers: 20, Jobs: 200, Consumers: 4, Seed: seed}
+	st, err := buildAPIState(ctx, dir, o, params, senders, time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC), func(string, ...any) {})
+	if err != nil {
+		return "", err
+	}
+	return hex.EncodeToString(st.appHash[:6]), nil
+}
+
+// buildAPIState builds the state in dir, its blocks 10 ms apart from base.
+func buildAPIState(ctx context.Context, dir string, o APIOptions, params ledger.Params, senders []benchKey, base time.Time, progress func(string, ...any)) (*apiState, error) {
 	db, err := abciapp.OpenPebble(dir, nil, 512<<20)
 	if err != nil {
 		return nil, err
@@ -493,7 +541,7 @@ func buildAPIState(ctx context.Context, dir string, o APIOptions, params ledger.
 		return nil, err
 	}
 	b := &apiBuilder{kv: kv, l: ledger.Ledger{Verify: func(ed25519.PublicKey, []byte, []byte) bool { return true }},
-		seq: map[address.Address]uint64{}, base: time.Now().UTC().Add(-time.Minute)}
+		seq: map[address.Address]uint64{}, base: base}
 	closed := false
 	defer func() {
 		if !closed {
@@ -818,12 +866,17 @@ func measureAPI(ctx context.Context, api string, o APIOptions, st *apiState, res
 				ok, msg := false, ""
 				resp, err := hc.Get(api + j.path)
 				if err == nil {
-					b, _ := io.ReadAll(resp.Body)
-					resp.Body.Close()
+					// Read the body without keeping it: io.ReadAll's
+					// growing buffers were a fifth of the process's
+					// allocations, and their GC cycles a part of the tail
+					// measured.
 					ok = resp.StatusCode == 200
 					if !ok {
-						msg = fmt.Sprintf("GET %s: %d %.200s", j.path, resp.StatusCode, b)
+						b, _ := io.ReadAll(io.LimitReader(resp.Body, 200))
+						msg = fmt.Sprintf("GET %s: %d %s", j.path, resp.StatusCode, b)
 					}
+					io.Copy(io.Discard, resp.Body)
+					resp.Body.Close()
 				} else {
 					msg = err.Error()
 				}

@@ -51,3 +51,30 @@ func TestAPISmall(t *testing.T) {
 		t.Errorf("%d endpoints measured; verdict %v without the target's size", len(res.Endpoints), res.MeetsSingle)
 	}
 }
+
+// TestStateFingerprintStable: the kept state's key must not change from
+// run to run of the same code (else a kept state is never reused).
+func TestStateFingerprintStable(t *testing.T) {
+	params := ledger.DefaultParams()
+	senders := benchKeys("api-sender", 4)
+	a, err := stateFingerprint(t.Context(), 1, params, senders)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := stateFingerprint(t.Context(), 1, params, senders)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a != b || len(a) != 12 {
+		t.Errorf("fingerprints %q, %q: want the same 12 hex digits", a, b)
+	}
+	// What the state holds (here the parameters) is in the key.
+	params.MaxTxBytes++
+	c, err := stateFingerprint(t.Context(), 1, params, senders)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c == a {
+		t.Errorf("fingerprint %q for another state, want another", c)
+	}
+}

@@ -568,8 +568,8 @@ func printVerify(w io.Writer, r *bench.VerifyResult) {
 
 func benchAPICmd(e *env) *cobra.Command {
 	var (
-		o          bench.APIOptions
-		cpuprofile string
+		o                             bench.APIOptions
+		cpuprofile, trace, memprofile string
 	)
 	c := &cobra.Command{
 		Use:   "api",
@@ -607,6 +607,27 @@ request's latency runs from when it was due. Targets (at 100,000 providers,
 				defer f.Close()
 				o.CPUProfile = f
 			}
+			if trace != "" {
+				f, err := os.Create(trace)
+				if err != nil {
+					return err
+				}
+				defer f.Close()
+				o.Trace = f
+			}
+			if memprofile != "" {
+				base, err := os.Create(memprofile + ".base")
+				if err != nil {
+					return err
+				}
+				defer base.Close()
+				f, err := os.Create(memprofile)
+				if err != nil {
+					return err
+				}
+				defer f.Close()
+				o.AllocsBase, o.Allocs = base, f
+			}
 			res, err := bench.RunAPI(cmd.Context(), o)
 			if err != nil {
 				return err
@@ -627,6 +648,8 @@ request's latency runs from when it was due. Targets (at 100,000 providers,
 	f.StringVar(&o.Home, "home", "", "keep the node's home under this directory (default: a temp dir, removed)")
 	f.StringVar(&o.StateDir, "state-dir", "", "keep each built state in this directory and start later runs of the same size from a copy")
 	f.StringVar(&cpuprofile, "cpuprofile", "", "write a CPU profile (pprof) of the process during the load to this file")
+	f.StringVar(&trace, "trace", "", "write an execution trace (go tool trace) of the process during the load to this file")
+	f.StringVar(&memprofile, "memprofile", "", "write the allocations (pprof) at the load's end to this file and at its start to FILE.base: go tool pprof -diff_base FILE.base FILE")
 	return c
 }
 

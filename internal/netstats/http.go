@@ -95,11 +95,7 @@ func (s *Stats) Routes() []apiserver.Route {
 	}
 }
 
-func writeJSON(w http.ResponseWriter, status int, v any) {
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(status)
-	json.NewEncoder(w).Encode(v)
-}
+func writeJSON(w http.ResponseWriter, status int, v any) { apiserver.WriteJSON(w, status, v) }
 
 func writeError(w http.ResponseWriter, status int, msg string) {
 	code := map[int]string{400: apiserver.CodeInvalidArgument, 404: apiserver.CodeNotFound, 503: apiserver.CodeUnavailable}[status]

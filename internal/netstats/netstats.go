@@ -20,7 +20,6 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
-	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -84,6 +83,8 @@ type Stats struct {
 	// modified, so snapshots may be shared.
 	provIdx   map[address.Address]int
 	provs     []*provider
+	agg       *aggregate // of provs
+	interned  interner   // used by load and apply only
 	offerSnap []*apiserver.ProviderOffer
 	series    ring[Sample]
 	events    ring[Event]
@@ -92,7 +93,6 @@ type Stats struct {
 	tlOrder   []uint64
 	recent    ring[blockStat] // for tx/s
 	lastBlock *BlockSummary
-	overview  *Overview // of the latest height, once asked for
 
 	subMu sync.Mutex
 	subs  map[chan Update]struct{}
@@ -110,13 +110,20 @@ func stateIndex(s string) uint8 {
 	return 0
 }
 
-// provider is what Stats keeps of a provider.
+// provider is what Stats keeps of a provider. It is replaced, never
+// modified.
 type provider struct {
 	offer   *apiserver.ProviderOffer
 	asks    []ledger.Ask
-	gpus    map[string]int // by class
+	gpus    []gpuCount // by class, sorted
 	maxJobs uint64
 	jobs    uint64
+}
+
+// gpuCount is how many GPUs of a class a provider has.
+type gpuCount struct {
+	class string
+	n     int
 }
 
 // Sample is the network at one block.
@@ -254,7 +261,7 @@ func (s *Stats) load(ctx context.Context) error {
 	idx := map[address.Address]int{}
 	if err := ledger.IterateProviders(kv, func(p *ledger.Provider) bool {
 		idx[p.Address] = len(provs)
-		provs = append(provs, providerOf(p, params))
+		provs = append(provs, providerOf(p, params, &s.interned))
 		return ctx.Err() == nil
 	}); err != nil {
 		return fmt.Errorf("netstats: %w", err)
@@ -279,7 +286,7 @@ func (s *Stats) load(ctx context.Context) error {
 	}
 	s.mu.Lock()
 	s.height = ledger.Height(kv)
-	s.provs, s.provIdx = provs, idx
+	s.provs, s.provIdx, s.agg = provs, idx, newAggregate(provs)
 	s.jobs, s.jobCounts = jobs, counts
 	s.rebuildOffers()
 	s.ready = true
@@ -287,13 +294,75 @@ func (s *Stats) load(ctx context.Context) error {
 	return nil
 }
 
-func providerOf(p *ledger.Provider, params ledger.Params) *provider {
+// providerOf is what Stats keeps of p. The strings that providers repeat
+// (regions, classes, executors) are shared, not kept once per provider:
+// with 100k providers they were a third of the node's live heap objects,
+// which every GC cycle marks.
+func providerOf(p *ledger.Provider, params ledger.Params, in *interner) *provider {
 	po := apiserver.ProviderOfferOf(p, params)
-	pr := &provider{offer: &po, asks: p.Asks, gpus: map[string]int{}, maxJobs: p.MaxJobs, jobs: p.Jobs}
+	po.Region, po.GPU, po.ComputeCap = in.str(po.Region), in.str(po.GPU), in.str(po.ComputeCap)
+	po.Executor = in.strs(po.Executor)
+	for i := range p.Asks {
+		p.Asks[i].Class = in.str(p.Asks[i].Class)
+	}
+	pr := &provider{offer: &po, asks: p.Asks, maxJobs: p.MaxJobs, jobs: p.Jobs}
 	for _, g := range p.Inventory.GPUs {
-		pr.gpus[g.Class]++
+		i, found := slices.BinarySearchFunc(pr.gpus, g.Class, func(c gpuCount, class string) int { return strings.Compare(c.class, class) })
+		if !found {
+			pr.gpus = slices.Insert(pr.gpus, i, gpuCount{class: in.str(g.Class)})
+		}
+		pr.gpus[i].n++
 	}
 	return pr
+}
+
+// interner shares equal strings and string lists. It is used by one
+// goroutine at a time (the one that loads and applies blocks).
+type interner struct {
+	strings map[string]string
+	lists   map[string][]string
+}
+
+// maxInterned bounds what an interner keeps (values from the chain are
+// the providers' own: many could be unique).
+const maxInterned = 4096
+
+func (in *interner) str(s string) string {
+	if v, ok := in.strings[s]; ok {
+		return v
+	}
+	if in.strings == nil {
+		in.strings = map[string]string{}
+	}
+	if len(in.strings) < maxInterned {
+		in.strings[s] = s
+	}
+	return s
+}
+
+// strs returns a list equal to l, shared with the other callers that
+// passed an equal one: callers must not modify it.
+func (in *interner) strs(l []string) []string {
+	var b []byte
+	for _, e := range l {
+		b = strconv.AppendInt(b, int64(len(e)), 10)
+		b = append(b, ':')
+		b = append(b, e...)
+	}
+	key := string(b)
+	if v, ok := in.lists[key]; ok {
+		return v
+	}
+	if in.lists == nil {
+		in.lists = map[string][]string{}
+	}
+	for i := range l {
+		l[i] = in.str(l[i])
+	}
+	if len(in.lists) < maxInterned {
+		in.lists[key] = l
+	}
+	return l
 }
 
 func (s *Stats) rebuildOffers() {
@@ -397,10 +466,11 @@ func (s *Stats) apply(b *validator.Block) {
 	provs := make(map[address.Address]*provider, len(t.provs))
 	for a := range t.provs {
 		if p, found, err := ledger.GetProvider(kv, a); err == nil && found {
-			provs[a] = providerOf(p, params)
+			provs[a] = providerOf(p, params, &s.interned)
 		}
 	}
 	release()
+	mempool := s.chain.Mempool()
 
 	s.mu.Lock()
 	var updates []Update
@@ -430,8 +500,10 @@ func (s *Stats) apply(b *validator.Block) {
 	changedProvs := false
 	for a, p := range provs {
 		if i, ok := s.provIdx[a]; ok {
+			s.agg.replace(s.provs[i], p)
 			s.provs[i] = p
 		} else {
+			s.agg.replace(nil, p)
 			s.provIdx[a] = len(s.provs)
 			s.provs = append(s.provs, p)
 		}
@@ -447,18 +519,12 @@ func (s *Stats) apply(b *validator.Block) {
 	}
 	s.height = uint64(b.Height)
 	s.recent.push(blockStat{time: b.Time, txs: len(b.Txs)})
-	// The sample walks every provider: do it off the lock, on a copy of
-	// the list (the entries themselves are never modified).
-	all, counts := slices.Clone(s.provs), s.jobCounts
-	s.mu.Unlock()
-	sample := sampleOf(b, all, counts, &s.recent, s.chain.Mempool())
+	sample := s.sampleOf(b, mempool)
 	last := &BlockSummary{Height: uint64(b.Height), Time: b.Time, Txs: len(b.Txs), Hash: b.Hash}
-	s.mu.Lock()
 	s.series.push(sample)
 	s.lastBlock = last
-	s.overview = nil // it has no sample of this block
-	s.m.block(sample)
 	s.mu.Unlock()
+	s.m.block(sample)
 
 	s.publish(Update{Type: "block", Block: last, Sample: &sample})
 	for _, u := range updates {
@@ -483,57 +549,26 @@ func (s *Stats) addTransition(id uint64, prev uint8, j *ledger.Job, height uint6
 	s.timelines[id] = append(tl, Transition{State: j.State, Reason: j.Reason, Height: height, Time: at})
 }
 
-// sampleOf computes the network's figures at block b. recent is only
-// touched by the goroutine that applies blocks.
-func sampleOf(b *validator.Block, provs []*provider, counts [len(States)]uint64, recent *ring[blockStat], mempool int) Sample {
-	sm := Sample{Height: uint64(b.Height), Time: b.Time, Txs: len(b.Txs), Mempool: mempool, Providers: len(provs), Jobs: JobCounts{}, MedianPrice: PriceMap{}}
-	prices := map[string][]uint64{}
-	for _, p := range provs {
-		if !p.offer.Online {
-			continue
-		}
-		sm.Online++
-		for _, n := range p.gpus {
-			sm.GPUsOnline += n
-		}
-		sm.Slots += p.maxJobs
-		sm.BusySlots += min(p.jobs, p.maxJobs)
-		for _, a := range p.asks {
-			prices[a.Class] = append(prices[a.Class], uint64(a.PricePerHour))
-		}
-	}
-	if sm.Slots > 0 {
-		sm.Utilization = float64(sm.BusySlots) / float64(sm.Slots)
-	}
-	for class, ps := range prices {
-		sm.MedianPrice[class] = float64(median(ps)) / 1e6
-	}
+// sampleOf computes the network's figures at block b; the caller holds
+// mu. recent is only touched by the goroutine that applies blocks.
+func (s *Stats) sampleOf(b *validator.Block, mempool int) Sample {
+	sm := Sample{Height: uint64(b.Height), Time: b.Time, Txs: len(b.Txs), Mempool: mempool, Providers: len(s.provs), Jobs: JobCounts{}}
+	s.agg.fill(&sm)
 	for i, st := range States {
-		sm.Jobs[st] = counts[i]
+		sm.Jobs[st] = s.jobCounts[i]
 	}
-	if n := recent.len(); n >= 2 {
-		first, last := recent.at(0), recent.at(n-1)
+	if n := s.recent.len(); n >= 2 {
+		first, last := s.recent.at(0), s.recent.at(n-1)
 		if span := last.time.Sub(first.time).Seconds(); span > 0 {
 			txs := 0
 			for i := 1; i < n; i++ {
-				txs += recent.at(i).txs
+				txs += s.recent.at(i).txs
 			}
 			sm.TxRate = float64(txs) / span
 			sm.BlockInterval = span / float64(n-1)
 		}
 	}
 	return sm
-}
-
-func median(v []uint64) uint64 {
-	if len(v) == 0 {
-		return 0
-	}
-	slices.Sort(v)
-	if len(v)%2 == 1 {
-		return v[len(v)/2]
-	}
-	return (v[len(v)/2-1] + v[len(v)/2]) / 2
 }
 
 // Offers returns every provider's list entry and the height they are
@@ -578,15 +613,11 @@ type RegionCount struct {
 	GPUs      int    `json:"gpus"`
 }
 
-// Overview returns the network now. It is computed once per block (it
-// walks every provider) and shared by the callers of that block.
+// Overview returns the network now. It costs what the number of classes
+// and regions does: the figures are kept up to date block by block.
 func (s *Stats) Overview() Overview {
 	s.mu.RLock()
-	if s.overview != nil && s.overview.Height == s.height && s.overview.Ready == s.ready {
-		o := *s.overview
-		s.mu.RUnlock()
-		return o
-	}
+	defer s.mu.RUnlock()
 	o := Overview{Ready: s.ready, Height: s.height, Providers: len(s.provs), LastBlock: s.lastBlock, Jobs: JobCounts{}, ByClass: []ClassCount{}, ByRegion: []RegionCount{}}
 	if n := s.series.len(); n > 0 {
 		last := s.series.at(n - 1)
@@ -595,61 +626,10 @@ func (s *Stats) Overview() Overview {
 	for i, st := range States {
 		o.Jobs[st] = s.jobCounts[i]
 	}
-	provs := slices.Clone(s.provs)
-	s.mu.RUnlock()
-	classes := map[string]*ClassCount{}
-	prices := map[string][]uint64{}
-	regions := map[string]*RegionCount{}
-	for _, p := range provs {
-		if !p.offer.Online {
-			continue
-		}
-		o.Online++
-		r := regions[p.offer.Region]
-		if r == nil {
-			r = &RegionCount{Region: p.offer.Region}
-			regions[p.offer.Region] = r
-		}
-		r.Providers++
-		if len(p.gpus) == 0 {
-			c := classOf(classes, ledger.CPUClass)
-			c.Providers++
-			c.Units += p.offer.CPU
-		}
-		for class, n := range p.gpus {
-			c := classOf(classes, class)
-			c.Providers++
-			c.Units += n
-			r.GPUs += n
-		}
-		for _, a := range p.asks {
-			prices[a.Class] = append(prices[a.Class], uint64(a.PricePerHour))
-		}
+	if s.agg != nil {
+		o.Online, o.ByClass, o.ByRegion = s.agg.online, s.agg.byClass(), s.agg.byRegion()
 	}
-	for _, c := range classes {
-		c.MedianPrice = float64(median(prices[c.Class])) / 1e6
-		o.ByClass = append(o.ByClass, *c)
-	}
-	sort.Slice(o.ByClass, func(i, j int) bool { return o.ByClass[i].Class < o.ByClass[j].Class })
-	for _, r := range regions {
-		o.ByRegion = append(o.ByRegion, *r)
-	}
-	sort.Slice(o.ByRegion, func(i, j int) bool { return o.ByRegion[i].Region < o.ByRegion[j].Region })
-	s.mu.Lock()
-	if s.overview == nil || s.overview.Height <= o.Height {
-		s.overview = &o
-	}
-	s.mu.Unlock()
 	return o
-}
-
-func classOf(m map[string]*ClassCount, class string) *ClassCount {
-	c := m[class]
-	if c == nil {
-		c = &ClassCount{Class: class}
-		m[class] = c
-	}
-	return c
 }
 
 // Series returns up to n samples, oldest first, of blocks above after.

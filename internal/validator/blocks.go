@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 
 	abci "github.com/cometbft/cometbft/abci/types"
@@ -96,10 +97,58 @@ func headerOf(m *cmttypes.BlockMeta) BlockHeader {
 
 // Block returns block height with its txs, their results and the block's
 // events; nil when the node does not have it (or has not executed it yet).
+// The recent blocks asked for are kept decoded (an executed block never
+// changes, and lists of txs and the node's stats read the newest ones over
+// and over), so callers share them and must not modify them.
 func (n *Node) Block(ctx context.Context, height int64) (*Block, error) {
 	if height > n.executedHeight() {
 		return nil, nil
 	}
+	if b := n.blocks.get(height); b != nil {
+		return b, nil
+	}
+	b, err := n.loadBlock(ctx, height)
+	if b != nil {
+		n.blocks.put(b)
+	}
+	return b, err
+}
+
+// blockCacheSize is how many decoded blocks a node keeps: a page of 100
+// txs spans a few blocks.
+const blockCacheSize = 64
+
+// blockCache keeps the blocks read last, by height.
+type blockCache struct {
+	mu    sync.Mutex
+	byH   map[int64]*Block
+	order []int64 // oldest put first
+}
+
+func (c *blockCache) get(h int64) *Block {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.byH[h]
+}
+
+func (c *blockCache) put(b *Block) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.byH == nil {
+		c.byH = map[int64]*Block{}
+	}
+	if _, ok := c.byH[b.Height]; ok {
+		return
+	}
+	if len(c.order) >= blockCacheSize {
+		delete(c.byH, c.order[0])
+		c.order = c.order[1:]
+	}
+	c.byH[b.Height] = b
+	c.order = append(c.order, b.Height)
+}
+
+func (n *Node) loadBlock(ctx context.Context, height int64) (*Block, error) {
 	b, m := n.cmt.BlockStore().LoadBlock(height)
 	if b == nil || m == nil {
 		return nil, nil

@@ -40,6 +40,7 @@ type Node struct {
 	log    *slog.Logger
 
 	closeTxIndex func()
+	blocks       blockCache
 }
 
 // StartOptions tune Start.
