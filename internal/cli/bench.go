@@ -354,21 +354,31 @@ func benchWasmCmd(e *env) *cobra.Command {
 	var o bench.WasmOptions
 	c := &cobra.Command{
 		Use:   "wasm",
-		Short: "Compare the mandelbrot kernel run natively and as WebAssembly, in the same run",
-		Long: `Run the mandelbrot example's kernel natively and as the example's committed
-WASI module (built by Go's compiler), with the same arguments, --reps times
-each, interleaved, and print the medians and their ratios to native:
+		Short: "Compare compute kernels run natively and as WebAssembly, in the same run",
+		Long: `Run compute kernels natively and as WebAssembly, with the same arguments,
+--reps times each, interleaved, and print the medians and their ratios to
+native.
+
+First the mandelbrot example's Go kernel and its committed WASI module
+(built by Go's compiler):
 
   native        kernel.Render (+ PGM encoding and checksum) in this process
-  executor      gpunet's wasm executor as providers run jobs (its compile
-                cache warm; Result.Metered is timed: instantiation and run)
-  wazero        a bare wazero runtime, same compiler, WITHOUT
-                WithCloseOnContextDone (a guest that cannot be interrupted)
-  wazero+close  the same runtime with WithCloseOnContextDone, as the
-                executor configures it
+  executor      gpunet's wasm executor as providers run jobs (a child
+                process per job, its compile cache warm; Result.Metered is
+                timed: instantiation and run)
+  wazero        a bare wazero runtime, same compiler, without
+                WithCloseOnContextDone, as the executor's child runs it
+  wazero+close  the same runtime with WithCloseOnContextDone: the cost of
+                in-guest cancellation checks, which the executor avoids by
+                killing its child instead
+
+Then the LLVM-compiled guests the target is stated for: the C kernels under
+examples/ (mandelbrot, SHA-256, float32 matmul), each built natively by
+clang and timed as a process against its committed wasm32-wasi module in the
+executor and on bare wazero.
 
 Compilation happens once per runtime before the timed runs and is printed
-apart. Every variant's image is checked against the native one. The target
+apart. Every variant's output is checked against the native one. The target
 (<= 1.5× native) is stated for LLVM-compiled guests.`,
 		Args: exactArgs(),
 		RunE: func(cmd *cobra.Command, _ []string) error {
