@@ -119,6 +119,10 @@ func Open(dir string, opts Options) (*App, error) {
 		db.Close()
 		return nil, fmt.Errorf("open app state in %s: %w", dir, err)
 	}
+	if err := ledger.CheckRecordEncoding(store.KV()); err != nil {
+		store.Close()
+		return nil, fmt.Errorf("open app state in %s: %w", dir, err)
+	}
 	a := &App{store: store, state: store.KV(), opts: opts, sigs: newSigCache(1 << 16)}
 	a.ledger.Verify = a.sigs.verify
 	a.check = ledger.NewOverlay(a.committed())

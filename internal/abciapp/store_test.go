@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/cockroachdb/pebble/vfs"
@@ -161,4 +162,31 @@ func TestRangeInIndex(t *testing.T) {
 	if !bytes.Equal(prefixEnd([]byte("pidx/")), []byte("pidx0")) {
 		t.Fatal("prefixEnd")
 	}
+}
+
+// TestOpenRefusesOldRecords: a state written with JSON records (before the
+// binary encoding) is refused when the app opens, with a message that says
+// what to do.
+func TestOpenRefusesOldRecords(t *testing.T) {
+	dir := t.TempDir()
+	db, err := OpenPebble(dir, nil, DefaultCacheBytes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Set([]byte("prov/\x01\x02"), []byte(`{"address":"gpu1…"}`), nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	_, err = Open(dir, Options{})
+	if err == nil || !strings.Contains(err.Error(), "older gpunet") || !strings.Contains(err.Error(), "new home") {
+		t.Fatalf("open: %v", err)
+	}
+	// An empty state opens.
+	a, err := Open(t.TempDir(), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.Close()
 }

@@ -196,9 +196,33 @@ func recordDecoder(b []byte) (*decoder, error) {
 	case len(b) == 0:
 		return nil, errTruncated
 	case b[0] == '{':
-		return nil, errors.New("a JSON record from before the binary encoding: this state was written by an older gpunet; start from a new home")
+		return nil, errors.New("a JSON record from before the binary encoding: this state was written by an older gpunet; start from a new home (a devnet: gpunet devnet --reset)")
 	case b[0] != recordVersion:
 		return nil, fmt.Errorf("record encoding version %d, this node reads %d", b[0], recordVersion)
 	}
 	return &decoder{buf: b, off: 1}, nil
+}
+
+// CheckRecordEncoding reads the first provider and the first job record of
+// a stored state, so that a node opening a state written by an
+// incompatible gpunet says so at start, not at the first block that reads
+// a record.
+func CheckRecordEncoding(kv KV) error {
+	var err error
+	kv.Iterate(prefixProvider, prefixEnd(prefixProvider), func(k, v []byte) bool {
+		if e := decodeProvider(v, &Provider{}); e != nil {
+			err = fmt.Errorf("provider record %x: %w", k, e)
+		}
+		return false
+	})
+	if err != nil {
+		return err
+	}
+	kv.Iterate(prefixJob, prefixEnd(prefixJob), func(k, v []byte) bool {
+		if e := decodeJob(v, &Job{}); e != nil {
+			err = fmt.Errorf("job record %x: %w", k, e)
+		}
+		return false
+	})
+	return err
 }
