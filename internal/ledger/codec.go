@@ -159,35 +159,25 @@ func uvarintLen(v uint64) int {
 
 const recordVersion = 1
 
-func encodeJob(j *Job) []byte {
+// record is a stored record type: a struct the generator gave a codec.
+type record interface {
+	encodeRec(*encoder)
+	decodeRec(*decoder)
+}
+
+func encodeRecord(r record) []byte {
 	e := encoder{buf: make([]byte, 0, 512)}
 	e.buf = append(e.buf, recordVersion)
-	j.encodeRec(&e)
+	r.encodeRec(&e)
 	return e.buf
 }
 
-func decodeJob(b []byte, j *Job) error {
+func decodeRecord(b []byte, r record) error {
 	d, err := recordDecoder(b)
 	if err != nil {
 		return err
 	}
-	j.decodeRec(d)
-	return d.done()
-}
-
-func encodeProvider(p *Provider) []byte {
-	e := encoder{buf: make([]byte, 0, 512)}
-	e.buf = append(e.buf, recordVersion)
-	p.encodeRec(&e)
-	return e.buf
-}
-
-func decodeProvider(b []byte, p *Provider) error {
-	d, err := recordDecoder(b)
-	if err != nil {
-		return err
-	}
-	p.decodeRec(d)
+	r.decodeRec(d)
 	return d.done()
 }
 
@@ -209,20 +199,20 @@ func recordDecoder(b []byte) (*decoder, error) {
 // a record.
 func CheckRecordEncoding(kv KV) error {
 	var err error
-	kv.Iterate(prefixProvider, prefixEnd(prefixProvider), func(k, v []byte) bool {
-		if e := decodeProvider(v, &Provider{}); e != nil {
-			err = fmt.Errorf("provider record %x: %w", k, e)
+	for _, c := range []struct {
+		prefix []byte
+		what   string
+		rec    record
+	}{{prefixProvider, "provider", &Provider{}}, {prefixJob, "job", &Job{}}} {
+		kv.Iterate(c.prefix, prefixEnd(c.prefix), func(k, v []byte) bool {
+			if e := decodeRecord(v, c.rec); e != nil {
+				err = fmt.Errorf("%s record %x: %w", c.what, k, e)
+			}
+			return false
+		})
+		if err != nil {
+			return err
 		}
-		return false
-	})
-	if err != nil {
-		return err
 	}
-	kv.Iterate(prefixJob, prefixEnd(prefixJob), func(k, v []byte) bool {
-		if e := decodeJob(v, &Job{}); e != nil {
-			err = fmt.Errorf("job record %x: %w", k, e)
-		}
-		return false
-	})
-	return err
+	return nil
 }

@@ -337,7 +337,7 @@ func GetJob(kv KV, id uint64) (*Job, bool, error) {
 		return nil, false, nil
 	}
 	j := &Job{}
-	if err := decodeJob(b, j); err != nil {
+	if err := decodeRecord(b, j); err != nil {
 		return nil, false, fmt.Errorf("job %d: corrupt record: %w: %w", id, err, ErrInternal)
 	}
 	return j, true, nil
@@ -362,7 +362,7 @@ func setJob(o *Overlay, j *Job, oldDeadline int64) {
 	if j.Deadline != 0 && !j.Done() {
 		o.Set(jobDueKey(j.Deadline, j.ID), []byte{1})
 	}
-	o.Set(jobKey(j.ID), encodeJob(j))
+	o.Set(jobKey(j.ID), encodeRecord(j))
 }
 
 // Escrowed returns the total usync locked in job escrow.

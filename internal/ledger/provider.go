@@ -171,7 +171,7 @@ func GetProvider(kv KV, addr address.Address) (p *Provider, ok bool, err error) 
 		return nil, false, nil
 	}
 	p = &Provider{}
-	if err := decodeProvider(b, p); err != nil {
+	if err := decodeRecord(b, p); err != nil {
 		return nil, false, fmt.Errorf("provider %s: corrupt record: %w: %w", addr, err, ErrInternal)
 	}
 	return p, true, nil
@@ -202,7 +202,7 @@ func setProvider(o *Overlay, p *Provider) {
 // (old; nil for a new provider), which spares decoding it again.
 func setProviderFrom(o *Overlay, old, p *Provider) {
 	reindexProvider(o, old, p)
-	o.Set(providerKey(p.Address), encodeProvider(p))
+	o.Set(providerKey(p.Address), encodeRecord(p))
 }
 
 // IterateProviders calls fn for each registered provider in address order.
@@ -210,7 +210,7 @@ func IterateProviders(kv KV, fn func(p *Provider) bool) error {
 	var err error
 	kv.Iterate(prefixProvider, prefixEnd(prefixProvider), func(k, v []byte) bool {
 		p := &Provider{}
-		if e := decodeProvider(v, p); e != nil {
+		if e := decodeRecord(v, p); e != nil {
 			err = fmt.Errorf("provider record %x: %w: %w", k, e, ErrInternal)
 			return false
 		}

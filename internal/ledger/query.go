@@ -26,7 +26,7 @@ func ProvidersAfter(kv KV, after *address.Address, fn func(p *Provider) bool) er
 	var err error
 	kv.Iterate(start, prefixEnd(prefixProvider), func(k, v []byte) bool {
 		p := &Provider{}
-		if e := decodeProvider(v, p); e != nil {
+		if e := decodeRecord(v, p); e != nil {
 			err = fmt.Errorf("provider record %x: %w: %w", k, e, ErrInternal)
 			return false
 		}
@@ -41,7 +41,7 @@ func JobsFrom(kv KV, from uint64, fn func(j *Job) bool) error {
 	var err error
 	kv.Iterate(jobKey(from), prefixEnd(prefixJob), func(k, v []byte) bool {
 		j := &Job{}
-		if e := decodeJob(v, j); e != nil {
+		if e := decodeRecord(v, j); e != nil {
 			err = fmt.Errorf("job record %x: %w: %w", k, e, ErrInternal)
 			return false
 		}

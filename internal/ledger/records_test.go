@@ -61,7 +61,7 @@ func TestRecordsRoundTrip(t *testing.T) {
 	var j Job
 	fill(reflect.ValueOf(&j).Elem(), &seed)
 	var gotJ Job
-	if err := decodeJob(encodeJob(&j), &gotJ); err != nil {
+	if err := decodeRecord(encodeRecord(&j), &gotJ); err != nil {
 		t.Fatal(err)
 	}
 	if !reflect.DeepEqual(j, gotJ) {
@@ -70,7 +70,7 @@ func TestRecordsRoundTrip(t *testing.T) {
 	var p Provider
 	fill(reflect.ValueOf(&p).Elem(), &seed)
 	var gotP Provider
-	if err := decodeProvider(encodeProvider(&p), &gotP); err != nil {
+	if err := decodeRecord(encodeRecord(&p), &gotP); err != nil {
 		t.Fatal(err)
 	}
 	if !reflect.DeepEqual(p, gotP) {
@@ -78,7 +78,7 @@ func TestRecordsRoundTrip(t *testing.T) {
 	}
 	// The zero values too (nil slices, maps and pointers).
 	var zj, zj2 Job
-	if err := decodeJob(encodeJob(&zj), &zj2); err != nil || !reflect.DeepEqual(zj, zj2) {
+	if err := decodeRecord(encodeRecord(&zj), &zj2); err != nil || !reflect.DeepEqual(zj, zj2) {
 		t.Fatalf("zero job: %v %+v", err, zj2)
 	}
 }
@@ -86,19 +86,19 @@ func TestRecordsRoundTrip(t *testing.T) {
 func TestRecordsRefuseOtherEncodings(t *testing.T) {
 	legacy, _ := json.Marshal(&Job{ID: 1})
 	var j Job
-	if err := decodeJob(legacy, &j); err == nil || !strings.Contains(err.Error(), "JSON record") {
+	if err := decodeRecord(legacy, &j); err == nil || !strings.Contains(err.Error(), "JSON record") {
 		t.Fatalf("a JSON record: %v", err)
 	}
-	b := encodeJob(&Job{ID: 1})
+	b := encodeRecord(&Job{ID: 1})
 	b[0] = recordVersion + 1
-	if err := decodeJob(b, &j); err == nil || !strings.Contains(err.Error(), "version") {
+	if err := decodeRecord(b, &j); err == nil || !strings.Contains(err.Error(), "version") {
 		t.Fatalf("another version: %v", err)
 	}
 	b[0] = recordVersion
-	if err := decodeJob(append(b, 0), &j); err == nil || !strings.Contains(err.Error(), "trailing") {
+	if err := decodeRecord(append(b, 0), &j); err == nil || !strings.Contains(err.Error(), "trailing") {
 		t.Fatalf("trailing byte: %v", err)
 	}
-	if err := decodeJob(b[:len(b)-1], &j); err == nil {
+	if err := decodeRecord(b[:len(b)-1], &j); err == nil {
 		t.Fatal("truncated record accepted")
 	}
 	// A huge count must be refused before anything is allocated for it.
@@ -106,7 +106,7 @@ func TestRecordsRefuseOtherEncodings(t *testing.T) {
 	hostile := []byte{recordVersion, 0x01}
 	hostile = append(hostile, make([]byte, 20)...)
 	hostile = append(hostile, 0xff, 0xff, 0xff, 0xff, 0x0f)
-	if err := decodeProvider(hostile, &p); err == nil {
+	if err := decodeRecord(hostile, &p); err == nil {
 		t.Fatal("hostile count accepted")
 	}
 }
@@ -120,20 +120,20 @@ func FuzzRecords(f *testing.F) {
 	fill(reflect.ValueOf(&j).Elem(), &seed)
 	var p Provider
 	fill(reflect.ValueOf(&p).Elem(), &seed)
-	f.Add(encodeJob(&j))
-	f.Add(encodeProvider(&p))
-	f.Add(encodeJob(&Job{}))
-	f.Add(encodeProvider(&Provider{}))
+	f.Add(encodeRecord(&j))
+	f.Add(encodeRecord(&p))
+	f.Add(encodeRecord(&Job{}))
+	f.Add(encodeRecord(&Provider{}))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		var j Job
-		if decodeJob(b, &j) == nil {
-			if got := encodeJob(&j); !bytes.Equal(got, b) {
+		if decodeRecord(b, &j) == nil {
+			if got := encodeRecord(&j); !bytes.Equal(got, b) {
 				t.Fatalf("job %x re-encodes to %x", b, got)
 			}
 		}
 		var p Provider
-		if decodeProvider(b, &p) == nil {
-			if got := encodeProvider(&p); !bytes.Equal(got, b) {
+		if decodeRecord(b, &p) == nil {
+			if got := encodeRecord(&p); !bytes.Equal(got, b) {
 				t.Fatalf("provider %x re-encodes to %x", b, got)
 			}
 		}

@@ -127,6 +127,9 @@ func (g *gen) structMethods(t reflect.Type) error {
 	return nil
 }
 
+// scalars are the encoder's and decoder's method for each basic kind.
+var scalars = map[reflect.Kind]string{reflect.Uint64: "uvarint", reflect.Int64: "int64", reflect.Bool: "bool", reflect.String: "string"}
+
 // field writes the code that encodes and decodes the value at expr.
 func (g *gen) field(enc, dec *bytes.Buffer, expr string, t reflect.Type, what string, depth int) error {
 	q := fmt.Sprintf("%q", what)
@@ -145,18 +148,10 @@ func (g *gen) field(enc, dec *bytes.Buffer, expr string, t reflect.Type, what st
 		return base
 	}
 	switch t.Kind() {
-	case reflect.Uint64:
-		enc1("uvarint", "uint64")
-		fmt.Fprintf(dec, "%s = %s\n", expr, conv("d.uvarint("+q+")"))
-	case reflect.Int64:
-		enc1("int64", "int64")
-		fmt.Fprintf(dec, "%s = %s\n", expr, conv("d.int64("+q+")"))
-	case reflect.Bool:
-		enc1("bool", "bool")
-		fmt.Fprintf(dec, "%s = %s\n", expr, conv("d.bool("+q+")"))
-	case reflect.String:
-		enc1("string", "string")
-		fmt.Fprintf(dec, "%s = %s\n", expr, conv("d.string("+q+")"))
+	case reflect.Uint64, reflect.Int64, reflect.Bool, reflect.String:
+		method, base := scalars[t.Kind()], t.Kind().String()
+		enc1(method, base)
+		fmt.Fprintf(dec, "%s = %s\n", expr, conv("d."+method+"("+q+")"))
 	case reflect.Array:
 		if t.Elem().Kind() != reflect.Uint8 {
 			return fmt.Errorf("array of %s is not supported", t.Elem())
