@@ -381,9 +381,6 @@ func CheckInvariants(kv KV) error {
 	if n := QueueLen(kv); n != queued {
 		return fmt.Errorf("invariant: queue length %d != %d queued jobs: %w", n, queued, ErrInternal)
 	}
-	if err := checkJobIndexes(kv); err != nil {
-		return err
-	}
 	var entries uint64
 	kv.Iterate(prefixProviderIndex, prefixEnd(prefixProviderIndex), func(_, _ []byte) bool { entries++; return true })
 	if entries != indexed {
@@ -423,12 +420,14 @@ func CheckInvariants(kv KV) error {
 	var escrow uint64
 	var jerr error
 	slots := map[address.Address]uint64{} // job slots held, by provider
+	jobs := map[uint64]*Job{}             // for the job indexes' check
 	kv.Iterate(prefixJob, prefixEnd(prefixJob), func(k, v []byte) bool {
-		j, ok, e := GetJob(kv, binary.BigEndian.Uint64(k[len(prefixJob):]))
-		if e != nil || !ok {
-			jerr = fmt.Errorf("invariant: job record %x unreadable: %w", k, ErrInternal)
+		j := &Job{}
+		if e := decodeRecord(v, j); e != nil || len(k) != len(prefixJob)+8 || j.ID != binary.BigEndian.Uint64(k[len(prefixJob):]) {
+			jerr = fmt.Errorf("invariant: job record %x unreadable or not job %d's: %w", k, j.ID, ErrInternal)
 			return false
 		}
+		jobs[j.ID] = j
 		escrow += j.Escrow
 		if !j.Done() {
 			for i := range j.Assignments {
@@ -491,6 +490,9 @@ func CheckInvariants(kv KV) error {
 	if err != nil {
 		return err
 	}
+	if err := checkJobIndexes(kv, jobs); err != nil {
+		return err
+	}
 	if e := Escrowed(kv); e != escrow {
 		return fmt.Errorf("invariant: recorded escrow %d != sum of jobs' escrow %d: %w", e, escrow, ErrInternal)
 	}
@@ -513,22 +515,8 @@ func CheckInvariants(kv KV) error {
 //     deadline; other entries belong to finished jobs (expireJobs drops them);
 //   - jobprov/: an entry names a job with an assignment to that provider, or
 //     a finished job (reassignJobsOf drops those).
-func checkJobIndexes(kv KV) error {
-	jobs := map[uint64]*Job{}
+func checkJobIndexes(kv KV, jobs map[uint64]*Job) error {
 	var err error
-	kv.Iterate(prefixJob, prefixEnd(prefixJob), func(k, _ []byte) bool {
-		id := binary.BigEndian.Uint64(k[len(prefixJob):])
-		j, ok, e := GetJob(kv, id)
-		if e != nil || !ok {
-			err = fmt.Errorf("invariant: job record %x unreadable: %w", k, ErrInternal)
-			return false
-		}
-		jobs[id] = j
-		return true
-	})
-	if err != nil {
-		return err
-	}
 	bad := func(format string, args ...any) bool {
 		err = fmt.Errorf("invariant: "+format+": %w", append(args, ErrInternal)...)
 		return false
