@@ -197,9 +197,9 @@ type candidate struct {
 
 // verdict tallies why providers were passed over, for the job's reason.
 type verdict struct {
-	seen, busy, executor, gpus, vram, computeCap, cpu, ram, disk, region, network, stake, model int
-	cheapestAbove                                                                               uint64
-	classes                                                                                     int
+	seen, busy, executor, gpus, vram, computeCap, cpu, ram, disk, region, network, stake int
+	cheapestAbove                                                                        uint64
+	classes                                                                              int
 }
 
 func (v *verdict) String(j *JobSpec) string {
