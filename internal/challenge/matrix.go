@@ -58,6 +58,10 @@ func deriveKey(tag []byte, seed [32]byte, size Size) [32]byte {
 // Size returns the challenge's size.
 func (g *Generator) Size() Size { return g.size }
 
+// Keys returns the AES-256 keys of streams A and B, for a prover that
+// expands the matrices on its device (package gpu).
+func (g *Generator) Keys() (keyA, keyB [32]byte) { return g.keyA, g.keyB }
+
 // FillRowsA fills dst with rows first, first+1, … of A, K entries each.
 // It panics unless len(dst) is a multiple of K and the rows exist.
 func (g *Generator) FillRowsA(dst []int8, first int) {

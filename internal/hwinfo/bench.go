@@ -21,6 +21,20 @@ type Figures struct {
 	// (STREAM's "Copy" convention).
 	MemBandwidthGBs float64       `json:"mem_bandwidth_gbs"`
 	Duration        time.Duration `json:"duration"` // wall time of the whole Run
+	// Kernel is the GEMM kernel that gave Int8TOPS (a GPU's fastest, which
+	// its challenge prover then uses); Kernels what each kernel measured.
+	Kernel  string         `json:"kernel,omitempty"`
+	Kernels []KernelFigure `json:"kernels,omitempty"`
+}
+
+// KernelFigure is one GEMM kernel's measurement on a device.
+type KernelFigure struct {
+	Kernel   string  `json:"kernel"`
+	Int8TOPS float64 `json:"int8_tops"`
+	Shape    string  `json:"shape,omitempty"` // N×K×M of the best run
+	// Error says why the kernel was not used (a wrong result on the check
+	// before timing, a launch failure).
+	Error string `json:"error,omitempty"`
 }
 
 // Benchmarker measures one device. GPU implementations (CUDA) slot in beside
