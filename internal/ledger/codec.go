@@ -157,7 +157,9 @@ func uvarintLen(v uint64) int {
 //
 //go:generate go run -tags recgen ./internal/recgen -o records_gen.go
 
-const recordVersion = 1
+// Version 2: GPUs carry their own measured throughput and serial,
+// hardware challenges name a device, and rulings are kept per device.
+const recordVersion = 2
 
 // record is a stored record type: a struct the generator gave a codec.
 type record interface {
@@ -188,7 +190,7 @@ func recordDecoder(b []byte) (*decoder, error) {
 	case b[0] == '{':
 		return nil, errors.New("a JSON record from before the binary encoding: this state was written by an older gpunet; start from a new home (a devnet: gpunet devnet --reset)")
 	case b[0] != recordVersion:
-		return nil, fmt.Errorf("record encoding version %d, this node reads %d", b[0], recordVersion)
+		return nil, fmt.Errorf("record encoding version %d, this node reads %d: this state was written by another gpunet; start from a new home (a devnet: gpunet devnet --reset)", b[0], recordVersion)
 	}
 	return &decoder{buf: b, off: 1}, nil
 }

@@ -36,6 +36,7 @@ var (
 	ErrUnknownJob        = &Error{18, "unknown job"}
 	ErrNotJobParty       = &Error{19, "not a party to the job"}
 	ErrJobState          = &Error{20, "job is not in the right state"}
+	ErrGPUTaken          = &Error{21, "GPU held by another provider"}
 )
 
 // AllErrors lists every error class in code order.
@@ -44,7 +45,7 @@ var AllErrors = []*Error{
 	ErrInsufficientFunds, ErrInvalidAmount, ErrUnknownMsgType, ErrInvalidAddress,
 	ErrInsufficientFee, ErrInvalidMsg, ErrInvalidGenesis, ErrInternal,
 	ErrUnknownProvider, ErrAlreadyRegistered, ErrInsufficientStake, ErrNoChallenge,
-	ErrUnknownJob, ErrNotJobParty, ErrJobState,
+	ErrUnknownJob, ErrNotJobParty, ErrJobState, ErrGPUTaken,
 }
 
 // CodeOf returns the stable code of err's class, 0 for nil, and

@@ -2,8 +2,8 @@ package ledger
 
 // Hardware classes the ledger knows, with the physical peak of each: the
 // vendor's dense int8 tensor throughput (no sparsity). A registration that
-// reports more measured throughput than its hardware can physically deliver
-// is rejected. Classes not listed are accepted with a generous generic cap,
+// reports more measured throughput for a device (a GPU, or the CPU) than
+// that device can physically deliver is rejected. Classes not listed are accepted with a generous generic cap,
 // so new hardware can join before this table learns about it.
 
 // hardwareClass describes one GPU class.
@@ -43,15 +43,14 @@ const (
 // resources of any provider.
 const CPUClass = "cpu"
 
-// peakGOPS returns the physical ceiling for a machine's int8 throughput.
-func peakGOPS(gpus []GPUSpec, cpuCores uint64) uint64 {
-	total := cpuCores * cpuCorePeakGOPS
-	for _, g := range gpus {
-		if c, ok := gpuClasses[g.Class]; ok {
-			total += c.PeakGOPS
-		} else {
-			total += unknownGPUPeakGOPS
-		}
+// gpuPeakGOPS is the physical ceiling of one GPU's int8 throughput: its
+// class's dense peak, or the generic cap for a class not listed.
+func gpuPeakGOPS(class string) uint64 {
+	if c, ok := gpuClasses[class]; ok {
+		return c.PeakGOPS
 	}
-	return total
+	return unknownGPUPeakGOPS
 }
+
+// cpuPeakGOPS is the physical ceiling of a CPU's int8 throughput.
+func cpuPeakGOPS(cores uint64) uint64 { return cores * cpuCorePeakGOPS }

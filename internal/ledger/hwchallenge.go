@@ -14,28 +14,42 @@ import (
 
 // Hardware challenges (Proof of Sync, DESIGN.md section 5; the protocol
 // and its security argument are in internal/challenge). At the end of a
-// block the chain draws online providers and gives each a seed and a GEMM
-// sized for the throughput it claims. The provider commits the Merkle root
+// block the chain draws online providers and, for each, one of its devices
+// with a claim (the CPU's measured figure, or a GPU's own), and gives it a
+// seed and a GEMM sized for that device's claim. The provider runs it on
+// that device and commits the Merkle root
 // of the product before the plan's deadline (MsgChallengeCommit); the seed
 // of the next block chooses the entries it must open; it opens them with
 // proofs within params.hw_open_millis of that block (MsgChallengeOpen), and every
 // validator checks them at about a thousandth of the work.
 //
-//   - commit in time and a correct opening: passed; the claim is proven.
+//   - commit in time and a correct opening: passed; the device's claim is
+//     proven.
 //   - commit late, correct opening: failed (slashed), and the throughput
-//     the late commit shows replaces the claim in offers and scheduling.
+//     the late commit shows replaces that device's claim in offers and
+//     scheduling.
 //   - no commit by the deadline, no opening in the window, or a wrong
-//     opening: failed (slashed); nothing is proven, the provider's
-//     throughput counts as 0 until a later challenge proves some.
+//     opening: failed (slashed); nothing is proven, the device's throughput
+//     counts as 0 until a later challenge on it proves some.
 //
-// A provider is challenged at most once per plan.MinGapMillis, which keeps
-// an honest provider's load within 60 s an hour.
+// A ruling is about one device: it leaves the provider's other devices as
+// they were. A provider is challenged at most once per the drawn device's
+// plan.MinGapMillis, which keeps an honest provider's load (and so each of
+// its devices') within 60 s an hour.
 
 // HardwareChallenge is a provider's open hardware challenge.
 type HardwareChallenge struct {
-	Seed        Hash   `json:"seed"`
-	Height      uint64 `json:"height"`    // block that issued it
-	IssuedAt    int64  `json:"issued_at"` // that block's time, unix ms
+	Seed     Hash   `json:"seed"`
+	Height   uint64 `json:"height"`    // block that issued it
+	IssuedAt int64  `json:"issued_at"` // that block's time, unix ms
+	// Device is the device to run it on, as declared when it was issued:
+	// 0 is the CPU (the claim is measured.int8_gops), i ≥ 1 is
+	// inventory.gpus[i-1] (the claim is that GPU's int8_gops).
+	Device uint64 `json:"device"`
+	// DeviceUUID is that GPU's UUID (empty for the CPU, or for a GPU
+	// declared without one). The ruling goes to the GPU with this UUID even
+	// if a re-declaration moved it.
+	DeviceUUID  string `json:"device_uuid,omitempty"`
 	N           uint64 `json:"n"`
 	K           uint64 `json:"k"`
 	M           uint64 `json:"m"`
@@ -65,22 +79,205 @@ type ChallengeRecord struct {
 	Failed uint64 `json:"failed"`
 	// LastAt is when the latest challenge was issued (unix ms).
 	LastAt int64 `json:"last_at,omitempty"`
-	// Proven says a challenge has ruled on the provider's throughput;
-	// ProvenGOPS is what it ruled (the claim if passed, what a late commit
-	// showed, 0 if nothing was shown).
+	// Proven says a ruling caps the CPU's throughput (device 0);
+	// ProvenGOPS is that cap: the claim if a challenge passed, what a late
+	// commit showed, 0 if nothing was shown, or what the device counted
+	// before a re-declaration after a failure (see redeclare).
 	Proven     bool   `json:"proven"`
 	ProvenGOPS uint64 `json:"proven_gops"`
-	// LastFailure says why the latest failure happened.
+	// GPUs are the same for each GPU: GPUs[i] is about inventory.gpus[i]
+	// (device i+1). The list is empty while no GPU has a ruling, and has
+	// one entry per declared GPU otherwise.
+	GPUs []DeviceProof `json:"gpus,omitempty"`
+	// LastFailure says why the latest failure happened, and on which
+	// device.
 	LastFailure string `json:"last_failure,omitempty"`
 }
 
-// EffectiveGOPS is the int8 throughput the scheduler and offers use: the
-// declared figure, capped by what challenges have proven.
-func (p *Provider) EffectiveGOPS() uint64 {
-	if p.Challenges.Proven {
-		return min(p.Measured.Int8GOPS, p.Challenges.ProvenGOPS)
+// DeviceProof is the ruling on one GPU's throughput (see ChallengeRecord).
+type DeviceProof struct {
+	Proven     bool   `json:"proven"`
+	ProvenGOPS uint64 `json:"proven_gops"`
+}
+
+// Devices is the number of devices a hardware challenge can be for: the
+// CPU (device 0) and each GPU (device i is inventory.gpus[i-1]).
+func (p *Provider) Devices() uint64 { return 1 + uint64(len(p.Inventory.GPUs)) }
+
+// DeviceClaim is device d's declared int8 throughput (0 for no such
+// device).
+func (p *Provider) DeviceClaim(d uint64) uint64 {
+	switch {
+	case d == 0:
+		return p.Measured.Int8GOPS
+	case d <= uint64(len(p.Inventory.GPUs)):
+		return p.Inventory.GPUs[d-1].Int8GOPS
 	}
-	return p.Measured.Int8GOPS
+	return 0
+}
+
+// DeviceRuling is the ruling on device d (none: Proven is false).
+func (p *Provider) DeviceRuling(d uint64) DeviceProof {
+	switch {
+	case d == 0:
+		return DeviceProof{p.Challenges.Proven, p.Challenges.ProvenGOPS}
+	case d <= uint64(len(p.Challenges.GPUs)):
+		return p.Challenges.GPUs[d-1]
+	}
+	return DeviceProof{}
+}
+
+// DeviceGOPS is device d's throughput as the ledger counts it: its claim,
+// capped by its ruling if it has one.
+func (p *Provider) DeviceGOPS(d uint64) uint64 {
+	claim := p.DeviceClaim(d)
+	if pr := p.DeviceRuling(d); pr.Proven {
+		return min(claim, pr.ProvenGOPS)
+	}
+	return claim
+}
+
+// EffectiveGOPS is the int8 throughput the scheduler and offers use: the
+// sum over the provider's devices of DeviceGOPS, each device's declared
+// figure capped by what challenges have proven for it. (Validation bounds
+// every claim, so the sum cannot overflow.)
+func (p *Provider) EffectiveGOPS() uint64 {
+	var total uint64
+	for d := range p.Devices() {
+		total += p.DeviceGOPS(d)
+	}
+	return total
+}
+
+// setDeviceProof records a ruling on device d.
+func (p *Provider) setDeviceProof(d uint64, pr DeviceProof) {
+	if d == 0 {
+		p.Challenges.Proven, p.Challenges.ProvenGOPS = pr.Proven, pr.ProvenGOPS
+		return
+	}
+	if n := len(p.Inventory.GPUs); len(p.Challenges.GPUs) != n {
+		g := make([]DeviceProof, n)
+		copy(g, p.Challenges.GPUs)
+		p.Challenges.GPUs = g
+	}
+	p.Challenges.GPUs[d-1] = pr
+}
+
+// sameGPU finds the GPU of old that is g, declared at position j of a new
+// declaration: the one with g's UUID, or, when g has none, the GPU at the
+// same position if it had none either; the class must match too.
+func sameGPU(old []GPUSpec, j int, g GPUSpec) (int, bool) {
+	if g.UUID != "" {
+		u := foldASCII(g.UUID)
+		for i, o := range old {
+			if o.UUID != "" && foldASCII(o.UUID) == u {
+				return i, o.Class == g.Class
+			}
+		}
+		return 0, false
+	}
+	if j < len(old) && old[j].UUID == "" && old[j].Class == g.Class {
+		return j, true
+	}
+	return 0, false
+}
+
+// redeclare replaces p's declaration with ni (MsgUpdateProvider) and
+// carries the rulings over, device by device:
+//
+//   - a device declared as before (the same GPU by sameGPU, or the CPU)
+//     with the same claim keeps its ruling, or its lack of one;
+//   - otherwise, for a provider that has never failed a hardware challenge
+//     and has none open, the device has no ruling: it counts at its claim
+//     until a challenge rules, as at registration;
+//   - a provider that has failed one, or has one open, gets no new faith: a
+//     changed device is capped at what it counted before (a failed figure
+//     stays until a challenge on the device passes) and a new device, or
+//     one whose identity changed, starts at 0 until a challenge proves it.
+//     So re-declaring (or dropping a GPU and adding it back under a new
+//     UUID) cannot lift a failed or pending ruling.
+func (p *Provider) redeclare(ni ProviderInfo) {
+	strict := p.Challenges.Failed > 0 || p.HWChallenge != nil
+	carry := func(oldD uint64, matched bool, claim uint64) DeviceProof {
+		switch {
+		case matched && claim == p.DeviceClaim(oldD):
+			return p.DeviceRuling(oldD)
+		case !strict:
+			return DeviceProof{}
+		case !matched:
+			return DeviceProof{Proven: true}
+		case !p.DeviceRuling(oldD).Proven && claim <= p.DeviceClaim(oldD):
+			return DeviceProof{} // counts less than before: nothing to cap
+		}
+		return DeviceProof{Proven: true, ProvenGOPS: p.DeviceGOPS(oldD)}
+	}
+	cpu := carry(0, true, ni.Measured.Int8GOPS)
+	var gpus []DeviceProof
+	for j, g := range ni.Inventory.GPUs {
+		i, ok := sameGPU(p.Inventory.GPUs, j, g)
+		if pr := carry(uint64(i)+1, ok, g.Int8GOPS); pr.Proven {
+			if gpus == nil {
+				gpus = make([]DeviceProof, len(ni.Inventory.GPUs))
+			}
+			gpus[j] = pr
+		}
+	}
+	p.ProviderInfo = ni
+	p.Challenges.Proven, p.Challenges.ProvenGOPS = cpu.Proven, cpu.ProvenGOPS
+	p.Challenges.GPUs = gpus
+}
+
+// claimedDevices lists p's devices with a non-zero claim, in order.
+func (p *Provider) claimedDevices() []uint64 {
+	var out []uint64
+	for d := range p.Devices() {
+		if p.DeviceClaim(d) > 0 {
+			out = append(out, d)
+		}
+	}
+	return out
+}
+
+// challengedDevice finds the device c is about in p's declaration now,
+// which a re-declaration may have changed since c was issued; ok is false
+// if the GPU is no longer declared.
+func (p *Provider) challengedDevice(c *HardwareChallenge) (d uint64, ok bool) {
+	switch {
+	case c.Device == 0:
+		return 0, true
+	case c.DeviceUUID != "":
+		u := foldASCII(c.DeviceUUID)
+		for i, g := range p.Inventory.GPUs {
+			if foldASCII(g.UUID) == u {
+				return uint64(i) + 1, true
+			}
+		}
+		return 0, false
+	case c.Device <= uint64(len(p.Inventory.GPUs)) && p.Inventory.GPUs[c.Device-1].UUID == "":
+		return c.Device, true
+	}
+	return 0, false
+}
+
+// deviceName names device d of c for messages: "the CPU" or
+// `gpus[0] "GPU-…"`.
+func (c *HardwareChallenge) deviceName() string {
+	switch {
+	case c.Device == 0:
+		return "the CPU"
+	case c.DeviceUUID != "":
+		return fmt.Sprintf("gpus[%d] %q", c.Device-1, c.DeviceUUID)
+	}
+	return fmt.Sprintf("gpus[%d]", c.Device-1)
+}
+
+// deviceAttrs are the event attributes that say which device c is for.
+func (c *HardwareChallenge) deviceAttrs() []Attr {
+	a := []Attr{{"device", strconv.FormatUint(c.Device, 10)}}
+	if c.DeviceUUID != "" {
+		a = append(a, Attr{"device_uuid", c.DeviceUUID})
+	}
+	return a
 }
 
 // ChallengePassRatePPM is the share of challenges passed, in ppm
@@ -142,7 +339,9 @@ func (m *MsgChallengeOpen) ValidateBasic() error {
 // issueHardwareChallenges draws providers to challenge at the end of a
 // block, like liveness challenges: params.hw_rate_ppm of the online
 // providers, at most params.hw_max_per_block, skipping those with an open
-// challenge or challenged within their plan's minimum gap.
+// challenge, with no claimed throughput, or challenged within the drawn
+// device's plan's minimum gap. The device is drawn from the block seed
+// among the provider's devices with a claim.
 func issueHardwareChallenges(o *Overlay, info BlockInfo, p Params) ([]Event, error) {
 	n := OnlineCount(o)
 	if n == 0 || p.HWRatePPM == 0 {
@@ -163,13 +362,18 @@ func issueHardwareChallenges(o *Overlay, info BlockInfo, p Params) ([]Event, err
 		if err != nil {
 			return nil, err
 		}
-		claim := pr.Measured.Int8GOPS
-		if pr.HWChallenge != nil || claim == 0 {
+		if pr.HWChallenge != nil {
 			continue
 		}
+		devices := pr.claimedDevices()
+		if len(devices) == 0 {
+			continue
+		}
+		dev := devices[draw(info.Seed, "hw-device", d)%uint64(len(devices))]
+		claim := pr.DeviceClaim(dev)
 		plan, err := challenge.NewPlan(claim, p.challengeParams())
 		if err != nil {
-			return nil, fmt.Errorf("challenge plan for %s: %w: %w", a, err, ErrInternal)
+			return nil, fmt.Errorf("challenge plan for %s device %d: %w: %w", a, dev, err, ErrInternal)
 		}
 		if pr.Challenges.LastAt != 0 && now-pr.Challenges.LastAt < int64(plan.MinGapMillis) {
 			continue
@@ -180,9 +384,12 @@ func issueHardwareChallenges(o *Overlay, info BlockInfo, p Params) ([]Event, err
 		h.Write(a[:])
 		h.Write(binary.BigEndian.AppendUint64(nil, uint64(info.Height)))
 		c := &HardwareChallenge{
-			Height: uint64(info.Height), IssuedAt: now, ClaimedGOPS: claim, Openings: p.HWOpenings,
+			Height: uint64(info.Height), IssuedAt: now, Device: dev, ClaimedGOPS: claim, Openings: p.HWOpenings,
 			N: uint64(plan.Size.N), K: uint64(plan.Size.K), M: uint64(plan.Size.M),
 			Deadline: now + int64(plan.DeadlineMillis),
+		}
+		if dev > 0 {
+			c.DeviceUUID = pr.Inventory.GPUs[dev-1].UUID
 		}
 		h.Sum(c.Seed[:0])
 		pr.HWChallenge = c
@@ -190,10 +397,11 @@ func issueHardwareChallenges(o *Overlay, info BlockInfo, p Params) ([]Event, err
 		setProvider(o, pr)
 		o.Set(hwOpenKey(a), []byte{1})
 		issued++
-		events = append(events, Event{Type: "hw_challenge", Attrs: []Attr{
-			{"provider", a.String()}, {"size", plan.Size.String()}, {"claimed_gops", strconv.FormatUint(claim, 10)},
-			{"deadline_ms", strconv.FormatUint(plan.DeadlineMillis, 10)},
-		}})
+		attrs := append([]Attr{{"provider", a.String()}}, c.deviceAttrs()...)
+		events = append(events, Event{Type: "hw_challenge", Attrs: append(attrs,
+			Attr{"size", plan.Size.String()}, Attr{"claimed_gops", strconv.FormatUint(claim, 10)},
+			Attr{"deadline_ms", strconv.FormatUint(plan.DeadlineMillis, 10)},
+		)})
 	}
 	return events, nil
 }
@@ -233,7 +441,8 @@ func advanceHardwareChallenges(o *Overlay, info BlockInfo, p Params) ([]Event, e
 			c.Randomness = &r
 			c.OpenBy = now + int64(p.HWOpenMillis)
 			setProvider(o, pr)
-			events = append(events, Event{Type: "hw_challenge_open", Attrs: []Attr{{"provider", a.String()}, {"open_by_ms", strconv.FormatInt(c.OpenBy, 10)}}})
+			attrs := append([]Attr{{"provider", a.String()}}, c.deviceAttrs()...)
+			events = append(events, Event{Type: "hw_challenge_open", Attrs: append(attrs, Attr{"open_by_ms", strconv.FormatInt(c.OpenBy, 10)})})
 		case c.Randomness != nil && now > c.OpenBy:
 			evs, err := failChallenge(o, pr, 0, "no opening in time", p, info)
 			if err != nil {
@@ -263,7 +472,8 @@ func execChallengeCommit(o *Overlay, from address.Address, m *MsgChallengeCommit
 	if c.CommittedAt > c.Deadline {
 		late = " (late)"
 	}
-	return []Event{{Type: "hw_challenge_commit", Attrs: []Attr{{"provider", from.String()}, {"elapsed_ms", strconv.FormatInt(c.CommittedAt-c.IssuedAt, 10) + late}}}}, nil
+	attrs := append([]Attr{{"provider", from.String()}}, c.deviceAttrs()...)
+	return []Event{{Type: "hw_challenge_commit", Attrs: append(attrs, Attr{"elapsed_ms", strconv.FormatInt(c.CommittedAt-c.IssuedAt, 10) + late})}}, nil
 }
 
 func execChallengeOpen(o *Overlay, from address.Address, m *MsgChallengeOpen, p Params, info BlockInfo) ([]Event, error) {
@@ -293,22 +503,28 @@ func execChallengeOpen(o *Overlay, from address.Address, m *MsgChallengeOpen, p 
 		return failChallenge(o, pr, shown, fmt.Sprintf("commit %d ms after the challenge, deadline %d ms: shows %d GOPS, claimed %d", elapsed, c.Deadline-c.IssuedAt, shown, c.ClaimedGOPS), p, info)
 	}
 	pr.Challenges.Passed++
-	pr.Challenges.Proven = true
-	pr.Challenges.ProvenGOPS = c.ClaimedGOPS
+	if d, ok := pr.challengedDevice(c); ok {
+		pr.setDeviceProof(d, DeviceProof{Proven: true, ProvenGOPS: c.ClaimedGOPS})
+	}
 	pr.raiseReputation()
 	pr.HWChallenge = nil
 	setProvider(o, pr)
 	o.Delete(hwOpenKey(from))
-	return []Event{{Type: "hw_challenge_passed", Attrs: []Attr{{"provider", from.String()}, {"elapsed_ms", strconv.FormatUint(elapsed, 10)}}}}, nil
+	attrs := append([]Attr{{"provider", from.String()}}, c.deviceAttrs()...)
+	return []Event{{Type: "hw_challenge_passed", Attrs: append(attrs, Attr{"elapsed_ms", strconv.FormatUint(elapsed, 10)})}}, nil
 }
 
 // failChallenge slashes a provider for a failed hardware challenge, halves
-// its reputation and records what throughput, if any, it showed.
+// its reputation and records what throughput, if any, the challenged
+// device showed (its other devices keep their rulings).
 func failChallenge(o *Overlay, pr *Provider, shownGOPS uint64, why string, p Params, info BlockInfo) ([]Event, error) {
 	a := pr.Address
+	c := pr.HWChallenge
+	why = c.deviceName() + ": " + why
 	pr.Challenges.Failed++
-	pr.Challenges.Proven = true
-	pr.Challenges.ProvenGOPS = shownGOPS
+	if d, ok := pr.challengedDevice(c); ok {
+		pr.setDeviceProof(d, DeviceProof{Proven: true, ProvenGOPS: shownGOPS})
+	}
 	pr.Challenges.LastFailure = why
 	pr.Reputation -= pr.Reputation / reputationInvalidDiv
 	pr.HWChallenge = nil
@@ -318,7 +534,8 @@ func failChallenge(o *Overlay, pr *Provider, shownGOPS uint64, why string, p Par
 	if err != nil {
 		return nil, err
 	}
-	return []Event{{Type: "hw_challenge_failed", Attrs: []Attr{
-		{"provider", a.String()}, {"reason", why}, {"slashed", strconv.FormatUint(amt, 10)},
-	}}}, nil
+	attrs := append([]Attr{{"provider", a.String()}}, c.deviceAttrs()...)
+	return []Event{{Type: "hw_challenge_failed", Attrs: append(attrs,
+		Attr{"reason", why}, Attr{"slashed", strconv.FormatUint(amt, 10)},
+	)}}, nil
 }

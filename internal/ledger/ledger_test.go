@@ -217,7 +217,7 @@ func TestAppHashDeterministic(t *testing.T) {
 	// Golden: a change to the encoding, the key layout or the rules that
 	// changes this hash is a consensus-breaking change. Update it only on
 	// purpose.
-	const golden = "0c6f676c0f280e0f54816a826bc5223aa0324c1ebff617011df2e1f011955df6"
+	const golden = "4b3a8b8d46e2d82e3391590019bbd7702c249cbbcbe3f85f0992c2e256856a8e"
 	if got := hex.EncodeToString(a.Hash); got != golden {
 		t.Errorf("app hash = %s, want golden %s", got, golden)
 	}

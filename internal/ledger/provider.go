@@ -35,7 +35,16 @@ type GPUSpec struct {
 	Class      string `json:"class"`       // hardware class, e.g. H100_80GB
 	VRAM       uint64 `json:"vram"`        // bytes
 	ComputeCap string `json:"compute_cap"` // e.g. "9.0"
-	UUID       string `json:"uuid,omitempty"`
+	// UUID is the GPU's own identifier (NVML's "GPU-…"). A non-empty UUID
+	// is bound to one online provider at a time (gpubind.go), and names the
+	// GPU a hardware challenge is for. It is self-reported.
+	UUID string `json:"uuid,omitempty"`
+	// Serial is the board serial where NVML can read it; bound like UUID.
+	Serial string `json:"serial,omitempty"`
+	// Int8GOPS is this GPU's own measured int8 GEMM throughput, giga-ops
+	// per second; 0 = not measured (the GPU is then never challenged and
+	// adds nothing to the provider's throughput).
+	Int8GOPS uint64 `json:"int8_gops,omitempty"`
 }
 
 // Inventory is a provider's hardware as its agent detected it.
@@ -51,11 +60,13 @@ type Inventory struct {
 	CUDA     string    `json:"cuda,omitempty"`
 }
 
-// Measured is what the agent's own benchmark measured at start.
+// Measured is what the agent's own benchmark measured at start on the
+// CPU: hardware challenges on device 0 are about Int8GOPS. Each GPU's own
+// figure is its GPUSpec.Int8GOPS.
 type Measured struct {
-	Int8GOPS     uint64 `json:"int8_gops"`     // int8 GEMM throughput, giga-ops per second
+	Int8GOPS     uint64 `json:"int8_gops"`     // the CPU's int8 GEMM throughput, giga-ops per second
 	BandwidthMBs uint64 `json:"bandwidth_mbs"` // memory bandwidth, MB/s
-	Device       string `json:"device"`        // what was measured: "cpu" or "gpu:<uuid>"
+	Device       string `json:"device"`        // what was measured: "cpu"
 }
 
 // Ask is a provider's price for one hardware class it has.
@@ -189,7 +200,8 @@ func mustProvider(kv KV, addr address.Address) (*Provider, error) {
 	return p, nil
 }
 
-// setProvider stores p and keeps the scheduler's index in step with it.
+// setProvider stores p and keeps the scheduler's index and the GPU
+// bindings in step with it.
 func setProvider(o *Overlay, p *Provider) {
 	old, _, err := GetProvider(o, p.Address)
 	if err != nil {
@@ -202,6 +214,7 @@ func setProvider(o *Overlay, p *Provider) {
 // (old; nil for a new provider), which spares decoding it again.
 func setProviderFrom(o *Overlay, old, p *Provider) {
 	reindexProvider(o, old, p)
+	rebindGPUs(o, old, p)
 	o.Set(providerKey(p.Address), encodeRecord(p))
 }
 
@@ -274,7 +287,9 @@ type MsgRegisterProvider struct {
 	ProviderInfo
 }
 
-// MsgUpdateProvider replaces a registered provider's declared info.
+// MsgUpdateProvider replaces a registered provider's declared info. The
+// hardware-challenge rulings follow the devices (Provider.redeclare); an
+// online provider's GPU bindings follow the declaration.
 type MsgUpdateProvider struct {
 	ProviderInfo
 }
@@ -366,10 +381,21 @@ func (pi *ProviderInfo) Validate() error {
 		if g.ComputeCap != "" && !computeCapRE.MatchString(g.ComputeCap) {
 			return invalid("gpus[%d].compute_cap %q: want MAJOR.MINOR, e.g. 9.0", i, g.ComputeCap)
 		}
-		if len(g.UUID) > maxTextLength {
-			return invalid("gpus[%d].uuid is longer than %d characters", i, maxTextLength)
+		for _, f := range [...]struct{ name, v string }{{"uuid", g.UUID}, {"serial", g.Serial}} {
+			if len(f.v) > maxTextLength {
+				return invalid("gpus[%d].%s is longer than %d characters", i, f.name, maxTextLength)
+			}
+			if !printableID(f.v) {
+				return invalid("gpus[%d].%s %q: want printable ASCII without spaces", i, f.name, f.v)
+			}
+		}
+		if peak := gpuPeakGOPS(g.Class); g.Int8GOPS > peak {
+			return invalid("gpus[%d] (%s) measured int8 throughput %d GOPS is above the physical peak of that GPU (%d GOPS)", i, g.Class, g.Int8GOPS, peak)
 		}
 		classes[g.Class] = true
+	}
+	if err := checkDistinctGPUs(inv.GPUs); err != nil {
+		return err
 	}
 	switch {
 	case inv.CPUCores == 0 || inv.CPUCores > maxCPUCores:
@@ -384,8 +410,8 @@ func (pi *ProviderInfo) Validate() error {
 			return invalid("inventory.%s is longer than %d characters", f.name, maxTextLength)
 		}
 	}
-	if peak := peakGOPS(inv.GPUs, inv.CPUCores); pi.Measured.Int8GOPS > peak {
-		return invalid("measured int8 throughput %d GOPS is above the physical peak of the declared hardware (%d GOPS for %s)", pi.Measured.Int8GOPS, peak, describeHardware(inv))
+	if peak := cpuPeakGOPS(inv.CPUCores); pi.Measured.Int8GOPS > peak {
+		return invalid("measured.int8_gops %d GOPS (the CPU's) is above the physical peak of %d CPU cores (%d GOPS; each GPU's figure goes in its gpus[i].int8_gops)", pi.Measured.Int8GOPS, inv.CPUCores, peak)
 	}
 	if len(pi.Measured.Device) > maxTextLength {
 		return invalid("measured.device is longer than %d characters", maxTextLength)
@@ -440,22 +466,6 @@ func (pi *ProviderInfo) Validate() error {
 	return nil
 }
 
-func describeHardware(inv *Inventory) string {
-	counts := map[string]int{}
-	var order []string
-	for _, g := range inv.GPUs {
-		if counts[g.Class] == 0 {
-			order = append(order, g.Class)
-		}
-		counts[g.Class]++
-	}
-	s := ""
-	for _, c := range order {
-		s += strconv.Itoa(counts[c]) + "× " + c + " + "
-	}
-	return s + strconv.FormatUint(inv.CPUCores, 10) + " CPU cores"
-}
-
 // LivenessProof is the answer to a liveness challenge with seed for addr.
 func LivenessProof(seed Hash, addr address.Address) Hash {
 	h := sha256.New()
@@ -473,6 +483,9 @@ func execRegisterProvider(o *Overlay, from address.Address, m *MsgRegisterProvid
 	} else if ok {
 		return nil, fmt.Errorf("%s is already registered; send an update instead: %w", from, ErrAlreadyRegistered)
 	}
+	if err := checkGPUsFree(o, from, m.Inventory.GPUs); err != nil {
+		return nil, err
+	}
 	h := uint64(info.Height)
 	p := &Provider{Address: from, ProviderInfo: m.ProviderInfo, RegisteredHeight: h, UpdatedHeight: h, Reputation: initialReputation}
 	setOnline(o, p)
@@ -485,7 +498,12 @@ func execUpdateProvider(o *Overlay, from address.Address, m *MsgUpdateProvider, 
 	if err != nil {
 		return nil, err
 	}
-	p.ProviderInfo = m.ProviderInfo
+	if p.Online {
+		if err := checkGPUsFree(o, from, m.Inventory.GPUs); err != nil {
+			return nil, err
+		}
+	}
+	p.redeclare(m.ProviderInfo)
 	p.UpdatedHeight = uint64(info.Height)
 	setProvider(o, p)
 	return []Event{{Type: "provider_updated", Attrs: []Attr{{"provider", from.String()}}}}, nil
@@ -497,6 +515,11 @@ func execSetProviderStatus(o *Overlay, from address.Address, m *MsgSetProviderSt
 		return nil, err
 	}
 	if m.Online {
+		if !p.Online {
+			if err := checkGPUsFree(o, from, p.Inventory.GPUs); err != nil {
+				return nil, err
+			}
+		}
 		setOnline(o, p)
 		p.MissedInARow = 0
 	} else {

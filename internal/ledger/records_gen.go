@@ -391,6 +391,8 @@ func (x *HardwareChallenge) encodeRec(e *encoder) {
 	e.raw(x.Seed[:])
 	e.uvarint(x.Height)
 	e.int64(x.IssuedAt)
+	e.uvarint(x.Device)
+	e.string(x.DeviceUUID)
 	e.uvarint(x.N)
 	e.uvarint(x.K)
 	e.uvarint(x.M)
@@ -414,6 +416,8 @@ func (x *HardwareChallenge) decodeRec(d *decoder) {
 	copy(x.Seed[:], d.raw("seed", 32))
 	x.Height = d.uvarint("height")
 	x.IssuedAt = d.int64("issued_at")
+	x.Device = d.uvarint("device")
+	x.DeviceUUID = d.string("device_uuid")
 	x.N = d.uvarint("n")
 	x.K = d.uvarint("k")
 	x.M = d.uvarint("m")
@@ -441,6 +445,10 @@ func (x *ChallengeRecord) encodeRec(e *encoder) {
 	e.int64(x.LastAt)
 	e.bool(x.Proven)
 	e.uvarint(x.ProvenGOPS)
+	e.uvarint(uint64(len(x.GPUs)))
+	for i0 := range x.GPUs {
+		x.GPUs[i0].encodeRec(e)
+	}
 	e.string(x.LastFailure)
 }
 
@@ -450,6 +458,12 @@ func (x *ChallengeRecord) decodeRec(d *decoder) {
 	x.LastAt = d.int64("last_at")
 	x.Proven = d.bool("proven")
 	x.ProvenGOPS = d.uvarint("proven_gops")
+	if n := d.count("gpus"); n > 0 {
+		x.GPUs = make([]DeviceProof, n)
+		for i0 := range x.GPUs {
+			x.GPUs[i0].decodeRec(d)
+		}
+	}
 	x.LastFailure = d.string("last_failure")
 }
 
@@ -529,11 +543,23 @@ func (x *Ask) decodeRec(d *decoder) {
 	x.PricePerHour = Amount(d.uvarint("price_per_hour"))
 }
 
+func (x *DeviceProof) encodeRec(e *encoder) {
+	e.bool(x.Proven)
+	e.uvarint(x.ProvenGOPS)
+}
+
+func (x *DeviceProof) decodeRec(d *decoder) {
+	x.Proven = d.bool("proven")
+	x.ProvenGOPS = d.uvarint("proven_gops")
+}
+
 func (x *GPUSpec) encodeRec(e *encoder) {
 	e.string(x.Class)
 	e.uvarint(x.VRAM)
 	e.string(x.ComputeCap)
 	e.string(x.UUID)
+	e.string(x.Serial)
+	e.uvarint(x.Int8GOPS)
 }
 
 func (x *GPUSpec) decodeRec(d *decoder) {
@@ -541,4 +567,6 @@ func (x *GPUSpec) decodeRec(d *decoder) {
 	x.VRAM = d.uvarint("vram")
 	x.ComputeCap = d.string("compute_cap")
 	x.UUID = d.string("uuid")
+	x.Serial = d.string("serial")
+	x.Int8GOPS = d.uvarint("int8_gops")
 }

@@ -305,7 +305,8 @@ func AppHash(kv KV) ([]byte, error) {
 // CheckInvariants verifies what must hold after every block: the supply
 // equals every balance plus the treasury, the stake and the unbonding
 // stake; the recorded totals match their parts; the online index matches
-// the online providers; no sum overflows.
+// the online providers; the GPU bindings are exactly the online providers'
+// GPUs, none held twice; no sum overflows.
 func CheckInvariants(kv KV) error {
 	params, err := GetParams(kv)
 	if err != nil {
@@ -343,8 +344,16 @@ func CheckInvariants(kv KV) error {
 	}
 	var staked, online, indexed uint64
 	classes := map[string]*classSummary{}
+	var bindings gpuBindingCheck
 	if perr := IterateProviders(kv, func(p *Provider) bool {
 		staked += p.Stake
+		if err = bindings.add(p); err != nil {
+			return false
+		}
+		if n := len(p.Challenges.GPUs); n != 0 && n != len(p.Inventory.GPUs) {
+			err = fmt.Errorf("invariant: provider %s has %d GPU rulings for %d GPUs: %w", p.Address, n, len(p.Inventory.GPUs), ErrInternal)
+			return false
+		}
 		for _, e := range indexEntries(p) {
 			indexed++
 			class := string(classOfIndexKey(e.Key))
@@ -369,6 +378,9 @@ func CheckInvariants(kv KV) error {
 		return perr
 	}
 	if err != nil {
+		return err
+	}
+	if err := bindings.check(kv); err != nil {
 		return err
 	}
 	if s := Staked(kv); s != staked {

@@ -1,0 +1,177 @@
+package ledger
+
+import (
+	"bytes"
+	"fmt"
+	"slices"
+
+	"github.com/gpunet/gpunet/internal/address"
+)
+
+// GPU identity binding. A GPU that declares a UUID or a board serial is
+// bound to the provider that declares it while that provider is online:
+// gpu/u/<uuid> and gpu/s/<serial> hold its address. A registration, an
+// update or a return online that declares a GPU another online provider
+// holds is refused (ErrGPUTaken), so one physical GPU is not offered by two
+// providers at once. Going offline (by message or by missed liveness
+// challenges) releases a provider's GPUs, so that a machine whose agent
+// lost its key can register again under a new address once the old one
+// has dropped offline; an update releases the GPUs it no longer declares.
+//
+// UUIDs and serials are self-reported. This stops the same GPU being
+// registered twice and accidental double listing (two agents on one
+// machine), not a forger who invents identifiers; attestation is future
+// work. The keys are matched without regard to ASCII case. The index is
+// part of the app hash (it decides which txs succeed), and CheckInvariants
+// rebuilds it from the provider records.
+
+var (
+	prefixGPUBinding = []byte("gpu/")
+	prefixGPUUUID    = []byte("gpu/u/")
+	prefixGPUSerial  = []byte("gpu/s/")
+)
+
+// gpuBinding is one identity key a declaration binds.
+type gpuBinding struct {
+	key  []byte
+	gpu  int    // position in inventory.gpus
+	what string // e.g. `uuid "GPU-…"`, for messages
+}
+
+// foldASCII lower-cases ASCII letters (and nothing else: Unicode case
+// tables change between Go versions, the state must not).
+func foldASCII(s string) string {
+	b := []byte(s)
+	for i, c := range b {
+		if 'A' <= c && c <= 'Z' {
+			b[i] = c + 'a' - 'A'
+		}
+	}
+	return string(b)
+}
+
+// printableID reports whether s is printable ASCII without spaces (an
+// empty s is fine: the identifier was not readable).
+func printableID(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] <= ' ' || s[i] > '~' {
+			return false
+		}
+	}
+	return true
+}
+
+// declaredBindings lists the identity keys of gpus, in declaration order.
+func declaredBindings(gpus []GPUSpec) []gpuBinding {
+	var out []gpuBinding
+	for i, g := range gpus {
+		if g.UUID != "" {
+			out = append(out, gpuBinding{append(slices.Clone(prefixGPUUUID), foldASCII(g.UUID)...), i, fmt.Sprintf("uuid %q", g.UUID)})
+		}
+		if g.Serial != "" {
+			out = append(out, gpuBinding{append(slices.Clone(prefixGPUSerial), foldASCII(g.Serial)...), i, fmt.Sprintf("serial %q", g.Serial)})
+		}
+	}
+	return out
+}
+
+// heldBindings are the keys p holds: its declared ones while it is online,
+// none otherwise (or for nil).
+func heldBindings(p *Provider) []gpuBinding {
+	if p == nil || !p.Online {
+		return nil
+	}
+	return declaredBindings(p.Inventory.GPUs)
+}
+
+// checkDistinctGPUs refuses a declaration that lists one UUID or serial
+// twice (Validate).
+func checkDistinctGPUs(gpus []GPUSpec) error {
+	seen := map[string]int{}
+	for _, b := range declaredBindings(gpus) {
+		if j, ok := seen[string(b.key)]; ok {
+			return invalid("gpus[%d] has the %s of gpus[%d]: each GPU is listed once", b.gpu, b.what, j)
+		}
+		seen[string(b.key)] = b.gpu
+	}
+	return nil
+}
+
+// checkGPUsFree refuses gpus if another provider than a holds any of them.
+func checkGPUsFree(kv KV, a address.Address, gpus []GPUSpec) error {
+	for _, b := range declaredBindings(gpus) {
+		v := kv.Get(b.key)
+		if v == nil || bytes.Equal(v, a[:]) {
+			continue
+		}
+		holder, err := address.FromBytes(v)
+		if err != nil {
+			return fmt.Errorf("gpu binding %q: %w: %w", b.key, err, ErrInternal)
+		}
+		return fmt.Errorf("gpus[%d] (%s) is held by provider %s, which is online with it: one GPU serves one provider at a time (take %s offline or drop the GPU from its declaration first): %w",
+			b.gpu, b.what, holder, holder, ErrGPUTaken)
+	}
+	return nil
+}
+
+// rebindGPUs moves the index from what old held to what p holds
+// (setProviderFrom; the handlers checked that the keys are free).
+func rebindGPUs(o *Overlay, old, p *Provider) {
+	before, after := heldBindings(old), heldBindings(p)
+	if len(before) == len(after) && slices.EqualFunc(before, after, func(x, y gpuBinding) bool { return bytes.Equal(x.key, y.key) }) {
+		return
+	}
+	keep := make(map[string]bool, len(after))
+	for _, b := range after {
+		keep[string(b.key)] = true
+	}
+	for _, b := range before {
+		if !keep[string(b.key)] && bytes.Equal(o.Get(b.key), p.Address[:]) {
+			o.Delete(b.key)
+		}
+	}
+	for _, b := range after {
+		if !bytes.Equal(o.Get(b.key), p.Address[:]) {
+			o.Set(b.key, p.Address[:])
+		}
+	}
+}
+
+// gpuBindingCheck rebuilds the binding index from the provider records for
+// CheckInvariants.
+type gpuBindingCheck struct {
+	want map[string]address.Address
+}
+
+func (c *gpuBindingCheck) add(p *Provider) error {
+	if c.want == nil {
+		c.want = map[string]address.Address{}
+	}
+	for _, b := range heldBindings(p) {
+		if other, ok := c.want[string(b.key)]; ok {
+			return fmt.Errorf("invariant: GPU %s declared by online providers %s and %s: %w", b.what, other, p.Address, ErrInternal)
+		}
+		c.want[string(b.key)] = p.Address
+	}
+	return nil
+}
+
+func (c *gpuBindingCheck) check(kv KV) error {
+	var err error
+	n := 0
+	kv.Iterate(prefixGPUBinding, prefixEnd(prefixGPUBinding), func(k, v []byte) bool {
+		n++
+		if a, ok := c.want[string(k)]; !ok || !bytes.Equal(v, a[:]) {
+			err = fmt.Errorf("invariant: gpu binding %q is %x, the provider records want %x (bound: %v): %w", k, v, a[:], ok, ErrInternal)
+			return false
+		}
+		return true
+	})
+	if err != nil {
+		return err
+	}
+	if n != len(c.want) {
+		return fmt.Errorf("invariant: %d gpu bindings stored, the online providers declare %d: %w", n, len(c.want), ErrInternal)
+	}
+	return nil
+}
