@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	specs "github.com/opencontainers/runtime-spec/specs-go"
+	cdispec "tags.cncf.io/container-device-interface/specs-go"
 )
 
 // SpecParams is everything a job's OCI runtime spec (config.json) is made
@@ -43,10 +44,10 @@ type SpecParams struct {
 	// for network access, on a provider that allows it); otherwise the job
 	// has a network namespace of its own with only loopback.
 	HostNetwork bool
-	// GPUs are the devices the job may see; NVIDIAHook the path of
-	// nvidia-container-runtime-hook, which makes them visible.
-	GPUs       []string
-	NVIDIAHook string
+	// GPU are the CDI edits of the job's GPUs (their device nodes, the
+	// driver's, the driver's files): what gpuDevices.edits returns for
+	// the devices the job was assigned. nil: no GPU.
+	GPU *cdispec.ContainerEdits
 	// Hostname inside the container.
 	Hostname string
 }
@@ -80,15 +81,9 @@ type Enforcement struct {
 // DefaultNoFile is a job's open-file limit where the host allows it.
 const DefaultNoFile = 65536
 
-// The NVIDIA container toolkit's variables: which devices the hook makes
-// visible, and which driver libraries it mounts.
-const (
-	envNVIDIADevices      = "NVIDIA_VISIBLE_DEVICES"
-	envNVIDIACapabilities = "NVIDIA_DRIVER_CAPABILITIES"
-	// NVIDIADefaultCapabilities are the driver capabilities a GPU job gets
-	// unless its env names others.
-	NVIDIADefaultCapabilities = "compute,utility"
-)
+// envNVIDIADevices is the variable by which NVIDIA's runtime wrappers
+// (nvidia-container-runtime, in legacy mode) pick the GPUs to inject.
+const envNVIDIADevices = "NVIDIA_VISIBLE_DEVICES"
 
 // Spec builds the runtime spec of a job.
 //
@@ -97,17 +92,17 @@ const (
 // where available; a read-only rootfs with writable Binds, /tmp and
 // /dev/shm; no capabilities, no-new-privileges, a non-root user, the
 // seccomp profile of DefaultSeccomp where available, and the limits by
-// cgroups or, failing that, rlimits. GPUs become visible only through the
-// NVIDIA hook, with NVIDIA_VISIBLE_DEVICES set to exactly them (and to
-// "void" for a job without GPUs, whatever the image or the job say).
+// cgroups or, failing that, rlimits. A job's GPUs are its GPU edits,
+// applied with the CDI library: device nodes (allowed in the devices
+// cgroup), read-only mounts of the driver's files, LD_LIBRARY_PATH after
+// the job's own; never a hook. NVIDIA_VISIBLE_DEVICES is "void" whatever
+// the image or the job say (CUDA images say "all"), so that even a runc
+// that is really NVIDIA's runtime wrapper injects nothing more.
 func Spec(p SpecParams) (*specs.Spec, error) {
 	if p.Rootfs == "" || len(p.Args) == 0 || !path.IsAbs(p.Cwd) {
 		return nil, fmt.Errorf("spec: rootfs, args and an absolute cwd are required")
 	}
-	if len(p.GPUs) > 0 && p.NVIDIAHook == "" {
-		return nil, fmt.Errorf("spec: GPUs %v assigned but no NVIDIA container runtime hook", p.GPUs)
-	}
-	env := withNVIDIAEnv(p.Env, p.GPUs)
+	env := withoutNVIDIADevices(p.Env)
 	uid, gid := p.UID, p.GID
 	if p.Enforce.Rootless {
 		// Only the provider's own id is mapped, as root.
@@ -163,46 +158,23 @@ func Spec(p SpecParams) (*specs.Spec, error) {
 	if p.Enforce.Seccomp {
 		s.Linux.Seccomp = DefaultSeccomp(runtime.GOARCH)
 	}
-	if len(p.GPUs) > 0 {
-		// The toolkit's legacy mode, as nvidia-container-runtime sets it
-		// up: a prestart hook that reads NVIDIA_VISIBLE_DEVICES from this
-		// spec and mounts those devices and the driver into the rootfs.
-		s.Hooks = &specs.Hooks{Prestart: []specs.Hook{{
-			Path: p.NVIDIAHook,
-			Args: []string{"nvidia-container-runtime-hook", "prestart"},
-			Env:  []string{"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"},
-		}}}
+	if p.GPU != nil {
+		if err := applyGPUEdits(s, p.GPU, p.Enforce.Rootless); err != nil {
+			return nil, fmt.Errorf("spec: %w", err)
+		}
 	}
 	return s, nil
 }
 
-// withNVIDIAEnv overrides the device variables: a job sees exactly the
-// GPUs it was assigned, whatever its image (CUDA images set
-// NVIDIA_VISIBLE_DEVICES=all) or its spec ask for.
-func withNVIDIAEnv(env []string, gpus []string) []string {
-	out := make([]string, 0, len(env)+2)
-	hasCaps := false
+// withoutNVIDIADevices replaces NVIDIA_VISIBLE_DEVICES with "void".
+func withoutNVIDIADevices(env []string) []string {
+	out := make([]string, 0, len(env)+1)
 	for _, kv := range env {
-		k, _, _ := strings.Cut(kv, "=")
-		switch k {
-		case envNVIDIADevices:
-			continue
-		case envNVIDIACapabilities:
-			if len(gpus) == 0 {
-				continue
-			}
-			hasCaps = true
+		if k, _, _ := strings.Cut(kv, "="); k != envNVIDIADevices {
+			out = append(out, kv)
 		}
-		out = append(out, kv)
 	}
-	if len(gpus) == 0 {
-		return append(out, envNVIDIADevices+"=void")
-	}
-	out = append(out, envNVIDIADevices+"="+strings.Join(gpus, ","))
-	if !hasCaps {
-		out = append(out, envNVIDIACapabilities+"="+NVIDIADefaultCapabilities)
-	}
-	return out
+	return append(out, envNVIDIADevices+"=void")
 }
 
 func namespaces(p SpecParams) []specs.LinuxNamespace {

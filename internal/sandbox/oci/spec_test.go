@@ -2,11 +2,15 @@ package oci_test
 
 import (
 	"encoding/json"
+	"maps"
+	"path"
 	"slices"
 	"strings"
 	"testing"
 
 	specs "github.com/opencontainers/runtime-spec/specs-go"
+	"tags.cncf.io/container-device-interface/pkg/cdi"
+	cdispec "tags.cncf.io/container-device-interface/specs-go"
 
 	"github.com/gpunet/gpunet/internal/sandbox/oci"
 )
@@ -84,12 +88,13 @@ func TestSpecConfinement(t *testing.T) {
 			t.Errorf("rlimit fallback %s with cgroups on", rl.Type)
 		}
 	}
-	// No GPUs: the image's NVIDIA variables are replaced, and no hook.
+	// No GPUs: the image's NVIDIA_VISIBLE_DEVICES is replaced, no device
+	// is added, and no hook.
 	if got := envOf(s, "NVIDIA_VISIBLE_DEVICES"); !slices.Equal(got, []string{"void"}) {
 		t.Errorf("NVIDIA_VISIBLE_DEVICES = %v, want [void]", got)
 	}
-	if got := envOf(s, "NVIDIA_DRIVER_CAPABILITIES"); got != nil {
-		t.Errorf("NVIDIA_DRIVER_CAPABILITIES = %v, want unset", got)
+	if len(s.Linux.Devices) != 0 {
+		t.Errorf("devices %+v for a job without GPUs", s.Linux.Devices)
 	}
 	if s.Hooks != nil {
 		t.Errorf("hooks %+v for a job without GPUs", s.Hooks)
@@ -121,46 +126,183 @@ func TestSpecConfinement(t *testing.T) {
 	}
 }
 
-// TestSpecGPUs: a job with GPUs gets the NVIDIA hook, and
-// NVIDIA_VISIBLE_DEVICES names exactly its assigned devices, whatever the
-// image said; the driver capabilities default to compute,utility unless
-// the job's environment names its own.
+// TestSpecGPUs: a job given GPU 1 of the two in a CDI spec shaped like
+// nvcdi's gets that GPU's device node and the driver's (allowed in the
+// devices cgroup), not GPU 0's; the driver's files mounted read-only, its
+// libraries also under their SONAMEs and development names; the library
+// directory on LD_LIBRARY_PATH after the job's own; and no hook, although
+// the spec had three, all running a binary this host does not have.
 func TestSpecGPUs(t *testing.T) {
+	fx := oci.NewGPUFixture(t)
+	for _, id := range []string{"1", oci.FixtureGPU1} {
+		t.Run(id, func(t *testing.T) {
+			e, dropped, err := oci.GPUEditsFor(t, fx.Spec, id)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(dropped) != 3 {
+				t.Errorf("hooks removed %q, want the spec's 3", dropped)
+			}
+			p := baseParams()
+			p.GPU = e
+			p.Env = append(p.Env, "LD_LIBRARY_PATH=/opt/job/lib")
+			s, err := oci.Spec(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			devs := map[string]specs.LinuxDevice{}
+			for _, d := range s.Linux.Devices {
+				devs[d.Path] = d
+			}
+			for _, want := range []string{"/dev/nvidia1", "/dev/nvidiactl", "/dev/nvidia-uvm"} {
+				d, ok := devs[want]
+				if !ok || d.Type != "c" {
+					t.Errorf("device %s: %+v, want a character device", want, d)
+				}
+				// The job's user owns its devices, as CDI does it.
+				if d.UID == nil || *d.UID != 65534 {
+					t.Errorf("device %s owner %v", want, d.UID)
+				}
+			}
+			if _, ok := devs["/dev/nvidia0"]; ok || len(devs) != 3 {
+				t.Errorf("devices %v, want nvidia1, nvidiactl and nvidia-uvm only", slices.Sorted(maps.Keys(devs)))
+			}
+			rules := s.Linux.Resources.Devices
+			if len(rules) != 4 || rules[0].Allow {
+				t.Errorf("device rules %+v, want deny all, then allow the 3 devices", rules)
+			}
+			for _, r := range rules[1:] {
+				if !r.Allow || r.Type != "c" || r.Major == nil || r.Access != "rwm" {
+					t.Errorf("device rule %+v", r)
+				}
+			}
+
+			mounts := map[string]specs.Mount{}
+			for _, m := range s.Mounts {
+				mounts[m.Destination] = m
+			}
+			libcuda := fx.Root + "/usr/lib/x86_64-linux-gnu/nvidia/current/" + oci.FixtureLibcuda
+			ptx := fx.Root + "/usr/lib/x86_64-linux-gnu/nvidia/current/" + oci.FixturePTXJIT
+			for dst, src := range map[string]string{
+				oci.FixtureLibDir + "/" + oci.FixtureLibcuda:         libcuda,
+				oci.FixtureLibDir + "/libcuda.so.1":                  libcuda,
+				oci.FixtureLibDir + "/libcuda.so":                    libcuda,
+				oci.FixtureLibDir + "/" + oci.FixturePTXJIT:          ptx,
+				oci.FixtureLibDir + "/libnvidia-ptxjitcompiler.so.1": ptx,
+				oci.FixtureLibDir + "/libnvidia-ptxjitcompiler.so":   ptx,
+				"/usr/bin/nvidia-smi":                                fx.Root + "/usr/bin/nvidia-smi",
+				"/lib/firmware/nvidia/580.65.06/gsp_ga10x.bin":       fx.Root + "/lib/firmware/nvidia/580.65.06/gsp_ga10x.bin",
+			} {
+				m, ok := mounts[dst]
+				if !ok || m.Source != src || !slices.Contains(m.Options, "ro") || !slices.Contains(m.Options, "nosuid") {
+					t.Errorf("mount %s: %+v, want %s read-only", dst, m, src)
+				}
+			}
+			for _, dst := range []string{"/usr/bin/libnvidia-smi.so", "/usr/bin/nvidia-smi.so"} {
+				if _, ok := mounts[dst]; ok {
+					t.Errorf("an alias %s for a file that is no library", dst)
+				}
+			}
+			// The job's own mounts are still there, parents before children.
+			if _, ok := mounts["/in"]; !ok {
+				t.Error("the job's /in mount is gone")
+			}
+			seen := map[string]bool{}
+			for _, m := range s.Mounts {
+				for d := m.Destination; d != "/"; d = path.Dir(d) {
+					if d != m.Destination && mounts[d].Destination != "" && !seen[d] {
+						t.Errorf("%s is mounted before its parent %s", m.Destination, d)
+					}
+				}
+				seen[m.Destination] = true
+			}
+
+			if got := envOf(s, "LD_LIBRARY_PATH"); !slices.Equal(got, []string{"/opt/job/lib:" + oci.FixtureLibDir}) {
+				t.Errorf("LD_LIBRARY_PATH = %v, want the job's, then the driver's", got)
+			}
+			if got := envOf(s, "NVIDIA_VISIBLE_DEVICES"); !slices.Equal(got, []string{"void"}) {
+				t.Errorf("NVIDIA_VISIBLE_DEVICES = %v, want [void]", got)
+			}
+			if s.Hooks != nil {
+				t.Errorf("hooks %+v", s.Hooks)
+			}
+			b, _ := json.Marshal(s)
+			if strings.Contains(string(b), "nvidia-cdi-hook") {
+				t.Error("the runtime spec names nvidia-cdi-hook")
+			}
+		})
+	}
+
+	// Without a job LD_LIBRARY_PATH, the driver's alone.
+	e, _, _ := oci.GPUEditsFor(t, fx.Spec, "0")
 	p := baseParams()
-	p.GPUs = []string{"GPU-1111", "GPU-3333"}
-	p.NVIDIAHook = "/usr/bin/nvidia-container-runtime-hook"
-	p.Env = []string{"PATH=/bin", "NVIDIA_VISIBLE_DEVICES=all"}
+	p.GPU = e
 	s, err := oci.Spec(p)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := envOf(s, "NVIDIA_VISIBLE_DEVICES"); !slices.Equal(got, []string{"GPU-1111,GPU-3333"}) {
-		t.Errorf("NVIDIA_VISIBLE_DEVICES = %v", got)
+	if got := envOf(s, "LD_LIBRARY_PATH"); !slices.Equal(got, []string{oci.FixtureLibDir}) {
+		t.Errorf("LD_LIBRARY_PATH = %v", got)
 	}
-	if got := envOf(s, "NVIDIA_DRIVER_CAPABILITIES"); !slices.Equal(got, []string{"compute,utility"}) {
-		t.Errorf("NVIDIA_DRIVER_CAPABILITIES = %v", got)
-	}
-	if s.Hooks == nil || len(s.Hooks.Prestart) != 1 {
-		t.Fatalf("hooks %+v, want one prestart hook", s.Hooks)
-	}
-	h := s.Hooks.Prestart[0]
-	if h.Path != "/usr/bin/nvidia-container-runtime-hook" || !slices.Equal(h.Args, []string{"nvidia-container-runtime-hook", "prestart"}) {
-		t.Errorf("hook %+v", h)
-	}
-	// The devices cgroup still denies everything the hook does not add.
-	if d := s.Linux.Resources.Devices; len(d) != 1 || d[0].Allow {
-		t.Errorf("devices %+v", d)
+	for _, d := range s.Linux.Devices {
+		if d.Path == "/dev/nvidia1" {
+			t.Error("GPU 0's job sees /dev/nvidia1")
+		}
 	}
 
-	p.Env = append(p.Env, "NVIDIA_DRIVER_CAPABILITIES=compute,utility,video")
-	s, _ = oci.Spec(p)
-	if got := envOf(s, "NVIDIA_DRIVER_CAPABILITIES"); !slices.Equal(got, []string{"compute,utility,video"}) {
-		t.Errorf("NVIDIA_DRIVER_CAPABILITIES = %v, want the job's", got)
+	// Rootless: no device cgroup rules (the runtime cannot write them),
+	// and no ID-mapped mounts, which CDI asks for in a user namespace.
+	p.Enforce = oci.Enforcement{Rootless: true, HostUID: 1000, HostGID: 1000}
+	s, err = oci.Spec(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Linux.Resources.Devices != nil || len(s.Linux.Devices) != 3 {
+		t.Errorf("rootless: rules %+v, devices %+v", s.Linux.Resources.Devices, s.Linux.Devices)
+	}
+	for _, m := range s.Mounts {
+		if slices.Contains(m.Options, "idmap") || slices.Contains(m.Options, "ridmap") {
+			t.Errorf("rootless: ID-mapped mount %+v", m)
+		}
 	}
 
-	p.NVIDIAHook = ""
+	// A device the spec does not name is refused, naming those it does.
+	if _, _, err := oci.GPUEditsFor(t, fx.Spec, "2"); err == nil || !strings.Contains(err.Error(), oci.FixtureGPU0) {
+		t.Errorf("unknown GPU: %v", err)
+	}
+	// Edits with a hook in them are refused.
+	e, _, _ = oci.GPUEditsFor(t, fx.Spec, "0")
+	e.Hooks = append(e.Hooks, &cdispec.Hook{HookName: "createContainer", Path: "/usr/bin/nvidia-cdi-hook"})
+	p.GPU = e
 	if _, err := oci.Spec(p); err == nil {
-		t.Error("GPUs without a hook gave a spec")
+		t.Error("a spec with a hook")
+	}
+}
+
+// TestPreparedGPUSpec: the spec written for people to read says where it
+// came from and which hooks were removed, parses as CDI, has no hook, and
+// has the SONAME mounts and LD_LIBRARY_PATH.
+func TestPreparedGPUSpec(t *testing.T) {
+	fx := oci.NewGPUFixture(t)
+	y := oci.PreparedSpecYAML(t, fx.Spec)
+	for _, want := range []string{"generated by the test's spec for driver 580.65.06", "removed hook: createContainer nvidia-cdi-hook create-symlinks --link libcuda.so.1::"} {
+		if !strings.Contains(string(y), want) {
+			t.Errorf("no %q in\n%s", want, y)
+		}
+	}
+	raw, err := cdi.ParseSpec(y)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(raw.ContainerEdits.Hooks) != 0 || len(raw.Devices) != 4 {
+		t.Errorf("hooks %d, devices %d", len(raw.ContainerEdits.Hooks), len(raw.Devices))
+	}
+	if !slices.Contains(raw.ContainerEdits.Env, "LD_LIBRARY_PATH="+oci.FixtureLibDir) {
+		t.Errorf("env %v", raw.ContainerEdits.Env)
+	}
+	// The generator's spec is left as it was.
+	if len(fx.Spec.Spec.ContainerEdits.Hooks) != 3 {
+		t.Error("preparing changed the generator's spec")
 	}
 }
 

@@ -16,7 +16,7 @@ import (
 
 func main() {
 	if len(os.Args) < 2 {
-		fmt.Println("usage: jobprog hello|whoami|cat|devices|write|net|mem|fork|sleep|exit ARGS")
+		fmt.Println("usage: jobprog hello|whoami|cat|devices|ls|getenv|write|net|mem|fork|sleep|exit ARGS")
 		os.Exit(2)
 	}
 	args := os.Args[2:]
@@ -86,6 +86,29 @@ func main() {
 			os.Exit(1)
 		}
 		fmt.Println("wrote", len(names), "files")
+	case "ls":
+		// ls DIR...: each directory's entries, "ls DIR: a b c", symbolic
+		// links as name->target.
+		for _, d := range args {
+			ents, err := os.ReadDir(d)
+			if err != nil {
+				fmt.Printf("ls %s: error: %v\n", d, err)
+				continue
+			}
+			var names []string
+			for _, e := range ents {
+				n := e.Name()
+				if t, err := os.Readlink(filepath.Join(d, n)); err == nil {
+					n += "->" + t
+				}
+				names = append(names, n)
+			}
+			fmt.Printf("ls %s: %s\n", d, strings.Join(names, " "))
+		}
+	case "getenv":
+		for _, k := range args {
+			fmt.Printf("getenv %s=%s\n", k, os.Getenv(k))
+		}
 	case "net":
 		// Try each address; print "net ADDR: ok" or the error.
 		for _, a := range args {
