@@ -15,7 +15,7 @@ import (
 
 func benchCmd(e *env) *cobra.Command {
 	c := &cobra.Command{Use: "bench", Short: "Run benchmarks"}
-	c.AddCommand(benchLedgerCmd(e), benchSchedulerCmd(e), benchJobCmd(e), benchWasmCmd(e), benchContainerCmd(e), benchVerifyCmd(e), benchAPICmd(e))
+	c.AddCommand(benchLedgerCmd(e), benchSchedulerCmd(e), benchJobCmd(e), benchWasmCmd(e), benchContainerCmd(e), benchVerifyCmd(e), benchAPICmd(e), benchGPUCmd(e))
 	return c
 }
 

@@ -141,23 +141,25 @@ func (b *Benchmarker) time(ctx context.Context, kernel string, deadline time.Tim
 	}
 	dev := b.Dev
 	best, shape := 0.0, ""
-	for s := min(1024, maxSize); s <= maxSize; s *= 2 {
+	for s := min(256, maxSize); s <= maxSize; s *= 2 {
 		n := uint64(s)
 		free, err := dev.FreeMemory()
 		if err != nil {
 			return 0, "", err
 		}
-		if need := 2*n*n + 4*n*n + 256<<20; need > free {
+		if need := 6*n*n + 256<<20; need > free && best > 0 {
 			break
 		}
-		rate, err := b.timeSize(ctx, kernel, n, deadline)
+		rate, perGEMM, err := b.timeSize(ctx, kernel, n, deadline)
 		if err != nil {
 			return 0, "", err
 		}
 		if rate > best {
 			best, shape = rate, fmt.Sprintf("%d×%d×%d", n, n, n)
 		}
-		if time.Now().After(deadline) || rate == 0 {
+		// The next size takes 8 times as long a product, and is run at
+		// least twice.
+		if time.Now().Add(16 * perGEMM).After(deadline) {
 			break
 		}
 	}
@@ -167,55 +169,58 @@ func (b *Benchmarker) time(ctx context.Context, kernel string, deadline time.Tim
 	return best, shape, nil
 }
 
-func (b *Benchmarker) timeSize(ctx context.Context, kernel string, n uint64, deadline time.Time) (float64, error) {
+// timeSize returns the best rate on n×n×n products and the time of one.
+func (b *Benchmarker) timeSize(ctx context.Context, kernel string, n uint64, deadline time.Time) (float64, time.Duration, error) {
 	dev := b.Dev
 	a, err := dev.Alloc(roundUp(n, RowAlign) * n)
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	defer dev.Free(a)
 	bt, err := dev.Alloc(roundUp(n, ColAlign) * n)
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	defer dev.Free(bt)
 	c, err := dev.Alloc(n * n * 4)
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	defer dev.Free(c)
 	if err := dev.AESCTR(a, [32]byte{'a'}, 0, a.Size()/16); err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	if err := dev.AESCTR(bt, [32]byte{'b'}, 0, bt.Size()/16); err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	// A warm-up launch, then doubling repetitions until one batch takes
 	// long enough to time.
 	if err := dev.GEMM(kernel, c, a, bt, uint32(n), uint32(n), uint32(n), uint32(n)); err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	if err := dev.Sync(); err != nil {
-		return 0, err
+		return 0, 0, err
 	}
-	best := 0.0
+	best, per := 0.0, time.Duration(0)
 	for reps := 1; ; reps *= 2 {
 		if err := ctx.Err(); err != nil {
-			return best, err
+			return best, 0, err
 		}
 		t0 := time.Now()
 		for range reps {
 			if err := dev.GEMM(kernel, c, a, bt, uint32(n), uint32(n), uint32(n), uint32(n)); err != nil {
-				return 0, err
+				return 0, 0, err
 			}
 		}
 		if err := dev.Sync(); err != nil {
-			return 0, err
+			return 0, 0, err
 		}
 		dt := time.Since(t0)
-		best = max(best, 2*float64(n)*float64(n)*float64(n)*float64(reps)/dt.Seconds()/1e12)
+		if r := 2 * float64(n) * float64(n) * float64(n) * float64(reps) / dt.Seconds() / 1e12; r > best {
+			best, per = r, dt/time.Duration(reps)
+		}
 		if dt > 50*time.Millisecond || time.Now().Add(2*dt).After(deadline) {
-			return best, nil
+			return best, per, nil
 		}
 	}
 }

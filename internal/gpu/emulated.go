@@ -196,4 +196,3 @@ func (e *Emulated) Sync() error { return nil }
 func (e *Emulated) Close()      {}
 
 var _ Backend = (*Emulated)(nil)
-

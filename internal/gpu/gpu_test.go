@@ -47,7 +47,7 @@ func TestProverMatchesCPU(t *testing.T) {
 		{"blocks", testChallenge(1, 576, 64, 192, 20), 300 << 10}, // 3 leaves a row, 256-row blocks, the last partial
 		{"one block", testChallenge(2, 320, 128, 128, 10), 0},
 		{"shallow", testChallenge(3, 64, 128, 64, 8), 0}, // 64 leaves: depth 6 < the stored level
-		{"wide", testChallenge(4, 256, 64, 1024, 12), 0},  // 16 leaves a row
+		{"wide", testChallenge(4, 256, 64, 1024, 12), 0}, // 16 leaves a row
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dev := &Emulated{Name: "test GPU", ID: "GPU-test"}

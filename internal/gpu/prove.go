@@ -77,7 +77,7 @@ type commitment struct {
 	rows   uint64 // per block
 
 	bt, a, c, h0, h1 Buf
-	upper           [][][32]byte // levels stored … depth
+	upper            [][][32]byte // levels stored … depth
 }
 
 // perRow is the device memory one row of a block needs: a row of A, a row

@@ -11,8 +11,9 @@ import (
 type GPU struct {
 	Index             int    `json:"index"`
 	UUID              string `json:"uuid"`
-	Name              string `json:"name"`  // as NVML reports, e.g. "NVIDIA H100 80GB HBM3"
-	Class             string `json:"class"` // normalised hardware class, see ClassOf
+	Serial            string `json:"serial,omitempty"` // board serial, where NVML reads one
+	Name              string `json:"name"`             // as NVML reports, e.g. "NVIDIA H100 80GB HBM3"
+	Class             string `json:"class"`            // normalised hardware class, see ClassOf
 	VRAMBytes         uint64 `json:"vram_bytes"`
 	ComputeCapability string `json:"compute_capability"` // "9.0"
 	PCIeGen           int    `json:"pcie_gen"`           // maximum link generation of the device in this host; 0 if unknown

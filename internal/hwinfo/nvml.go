@@ -125,6 +125,11 @@ func nvmlDevice(lib nvml.Interface, i int, inv *Inventory) (GPU, bool) {
 	if err := nvcall(func() (r nvml.Return) { g.UUID, r = dev.GetUUID(); return }); err != nil {
 		inv.Notef("%s: UUID: %v", label, err)
 	}
+	// The board serial, where NVML has it (data-centre boards): best
+	// effort, consumer boards answer NOT_SUPPORTED.
+	if err := nvcall(func() (r nvml.Return) { g.Serial, r = dev.GetSerial(); return }); err != nil {
+		g.Serial = ""
+	}
 	var mem nvml.Memory
 	if err := nvcall(func() (r nvml.Return) { mem, r = dev.GetMemoryInfo(); return }); err != nil {
 		inv.Notef("%s: memory size: %v", label, err)

@@ -16,6 +16,7 @@ func mockDevice(uuid string) *mock.Device {
 	return &mock.Device{
 		GetNameFunc:                   func() (string, nvml.Return) { return "NVIDIA H100 80GB HBM3", nvml.SUCCESS },
 		GetUUIDFunc:                   func() (string, nvml.Return) { return uuid, nvml.SUCCESS },
+		GetSerialFunc:                 func() (string, nvml.Return) { return "SN-" + uuid, nvml.SUCCESS },
 		GetMemoryInfoFunc:             func() (nvml.Memory, nvml.Return) { return nvml.Memory{Total: 81559 << 20}, nvml.SUCCESS },
 		GetCudaComputeCapabilityFunc:  func() (int, int, nvml.Return) { return 9, 0, nvml.SUCCESS },
 		GetMaxPcieLinkGenerationFunc:  func() (int, nvml.Return) { return 5, nvml.SUCCESS },
@@ -71,7 +72,7 @@ func TestNVMLOneGPU(t *testing.T) {
 	lib := mockLib(mockDevice("GPU-1234"))
 	inv := fingerprintNVML(t, lib)
 	want := GPU{
-		Index: 0, UUID: "GPU-1234", Name: "NVIDIA H100 80GB HBM3", Class: ClassH100_80GB,
+		Index: 0, UUID: "GPU-1234", Serial: "SN-GPU-1234", Name: "NVIDIA H100 80GB HBM3", Class: ClassH100_80GB,
 		VRAMBytes: 81559 << 20, ComputeCapability: "9.0", PCIeGen: 5, PCIeWidth: 16,
 	}
 	if len(inv.GPUs) != 1 || inv.GPUs[0] != want {

@@ -26,6 +26,7 @@ import (
 	"github.com/gpunet/gpunet/internal/apiserver"
 	"github.com/gpunet/gpunet/internal/blob"
 	"github.com/gpunet/gpunet/internal/chainclient"
+	"github.com/gpunet/gpunet/internal/gpu"
 	"github.com/gpunet/gpunet/internal/hwinfo"
 	"github.com/gpunet/gpunet/internal/keys"
 	"github.com/gpunet/gpunet/internal/ledger"
@@ -72,10 +73,15 @@ type Options struct {
 	WorkDir string
 	// NVML overrides the NVML library (tests and devnet simulations).
 	NVML nvml.Interface
-	// Inventory and Figures, when set, replace detection and the benchmark
-	// (in-process devnet providers on one machine share one measurement).
-	Inventory   *hwinfo.Inventory
-	Figures     *hwinfo.Figures
+	// Inventory and Figures, when set, replace detection and the CPU's
+	// benchmark (in-process devnet providers on one machine share one
+	// measurement).
+	Inventory *hwinfo.Inventory
+	Figures   *hwinfo.Figures
+	// GPUBackends are the GPUs to measure and prove hardware challenges on,
+	// matched to the inventory's GPUs by UUID; nil opens this machine's
+	// CUDA devices (package gpu). Tests pass emulated ones.
+	GPUBackends []gpu.Backend
 	BenchBudget time.Duration
 	DiskPath    string
 	// Poll is how often the agent looks at its record on the chain.
@@ -128,20 +134,22 @@ const (
 
 // Status is what the agent knows about itself.
 type Status struct {
-	Name       string               `json:"name"`
-	Address    string               `json:"address"`
-	Inventory  *hwinfo.Inventory    `json:"inventory"`
-	Figures    *hwinfo.Figures      `json:"measured"`
-	Declared   *ledger.ProviderInfo `json:"declared,omitempty"`
-	Registered bool                 `json:"registered"`
-	Online     bool                 `json:"online"`
-	Stake      uint64               `json:"stake"`
-	Reputation uint64               `json:"reputation"`
-	Answered   uint64               `json:"answered"`
-	Missed     uint64               `json:"missed"`
-	Earned     uint64               `json:"earned"`
-	Connected  bool                 `json:"connected"`
-	LastError  string               `json:"last_error,omitempty"`
+	Name      string            `json:"name"`
+	Address   string            `json:"address"`
+	Inventory *hwinfo.Inventory `json:"inventory"`
+	Figures   *hwinfo.Figures   `json:"measured"`
+	// GPUFigures are each GPU's own measurement, by UUID.
+	GPUFigures map[string]hwinfo.Figures `json:"measured_gpus,omitempty"`
+	Declared   *ledger.ProviderInfo      `json:"declared,omitempty"`
+	Registered bool                      `json:"registered"`
+	Online     bool                      `json:"online"`
+	Stake      uint64                    `json:"stake"`
+	Reputation uint64                    `json:"reputation"`
+	Answered   uint64                    `json:"answered"`
+	Missed     uint64                    `json:"missed"`
+	Earned     uint64                    `json:"earned"`
+	Connected  bool                      `json:"connected"`
+	LastError  string                    `json:"last_error,omitempty"`
 	// Sandboxes are notes on the executors: what the container executor
 	// enforces here and its fallbacks, or why it is not offered.
 	Sandboxes []string  `json:"sandboxes,omitempty"`
@@ -166,6 +174,7 @@ type Agent struct {
 	runs         runs
 	hw           hwState
 	gpus         gpuPool
+	gpuDevs      map[string]*gpuDevice // by UUID
 }
 
 // New returns an agent; Run starts it.
@@ -225,6 +234,11 @@ func (a *Agent) Run(ctx context.Context) error {
 	if err := a.prepare(ctx); err != nil {
 		return err
 	}
+	defer func() {
+		a.hw.cancelInflight()
+		a.hw.inflight.Wait() // a proof in flight uses the GPUs
+		a.closeGPUs()
+	}()
 	connected := false
 	backoff := a.o.Poll
 	for {
@@ -292,18 +306,26 @@ func (a *Agent) prepare(ctx context.Context) error {
 		fig = &f
 	}
 	a.log.Info("measured", "device", fig.Device, "int8_tops", fmt.Sprintf("%.3f", fig.Int8TOPS), "mem_bandwidth_gbs", fmt.Sprintf("%.1f", fig.MemBandwidthGBs))
-	a.info = Declaration(inv, fig, a.o)
+	a.gpuDevs = a.openGPUs(ctx, inv)
+	gpuFigs := map[string]hwinfo.Figures{}
+	for u, d := range a.gpuDevs {
+		gpuFigs[u] = d.fig
+	}
+	a.info = Declaration(inv, fig, gpuFigs, a.o)
 	if err := a.info.Validate(); err != nil {
 		return fmt.Errorf("this machine's declaration would be rejected: %w", err)
 	}
 	info := a.info
-	a.update(func(s *Status) { s.Inventory, s.Figures, s.Declared, s.Sandboxes = inv, fig, &info, a.o.SandboxNotes })
+	a.update(func(s *Status) {
+		s.Inventory, s.Figures, s.GPUFigures, s.Declared, s.Sandboxes = inv, fig, gpuFigs, &info, a.o.SandboxNotes
+	})
 	return nil
 }
 
 // Declaration turns what was detected and measured into what the provider
-// declares on the ledger.
-func Declaration(inv *hwinfo.Inventory, fig *hwinfo.Figures, o Options) ledger.ProviderInfo {
+// declares on the ledger: fig is the CPU's measurement, gpuFigs each GPU's
+// by UUID (a GPU without one declares no throughput).
+func Declaration(inv *hwinfo.Inventory, fig *hwinfo.Figures, gpuFigs map[string]hwinfo.Figures, o Options) ledger.ProviderInfo {
 	pi := ledger.ProviderInfo{
 		Inventory: ledger.Inventory{
 			CPUCores: uint64(inv.CPUCores), CPUModel: truncate(inv.CPUModel), RAM: inv.RAMBytes, Disk: inv.DiskFreeBytes,
@@ -315,9 +337,11 @@ func Declaration(inv *hwinfo.Inventory, fig *hwinfo.Figures, o Options) ledger.P
 		MaxJobs:       o.MaxJobs,
 		EncryptionKey: o.Key.Recipient(),
 	}
+	overclaim := 1.0
 	if f := o.Faults; f != nil && f.OverclaimFactor > 1 {
 		// Fault injection: claim more than was measured.
-		pi.Measured.Int8GOPS = uint64(float64(pi.Measured.Int8GOPS) * f.OverclaimFactor)
+		overclaim = f.OverclaimFactor
+		pi.Measured.Int8GOPS = uint64(float64(pi.Measured.Int8GOPS) * overclaim)
 	}
 	pi.Network = o.AllowNetwork
 	if len(pi.Executors) == 0 {
@@ -338,7 +362,11 @@ func Declaration(inv *hwinfo.Inventory, fig *hwinfo.Figures, o Options) ledger.P
 	}
 	seen := map[string]bool{}
 	for _, g := range inv.GPUs {
-		pi.Inventory.GPUs = append(pi.Inventory.GPUs, ledger.GPUSpec{Class: g.Class, VRAM: g.VRAMBytes, ComputeCap: g.ComputeCapability, UUID: truncate(g.UUID)})
+		spec := ledger.GPUSpec{Class: g.Class, VRAM: g.VRAMBytes, ComputeCap: g.ComputeCapability, UUID: truncate(g.UUID), Serial: truncate(g.Serial)}
+		if f, ok := gpuFigs[g.UUID]; ok && g.UUID != "" {
+			spec.Int8GOPS = uint64(f.Int8TOPS * 1000 * overclaim)
+		}
+		pi.Inventory.GPUs = append(pi.Inventory.GPUs, spec)
 		if !seen[g.Class] {
 			seen[g.Class] = true
 			pi.Asks = append(pi.Asks, ledger.Ask{Class: g.Class, PricePerHour: price(g.Class, DefaultGPUPrice)})

@@ -10,11 +10,12 @@ import (
 )
 
 // Hardware challenges (ledger/hwchallenge.go): when the record shows a new
-// challenge, the agent computes it with the CPU prover in the background
-// and commits the Merkle root; when the chain has drawn the entries to
-// open, it opens them. A GPU prover would implement prove.Prover the same
-// way. The commitment lives in memory: an agent restarted between commit
-// and opening cannot open and fails that challenge.
+// challenge, the agent computes it in the background on the device it
+// names (the CPU prover for device 0, the GPU prover on the GPU with its
+// UUID; gpudevices.go) and commits the Merkle root; when the chain has
+// drawn the entries to open, it opens them. The commitment lives in memory
+// (device memory for a GPU): an agent restarted between commit and
+// opening cannot open and fails that challenge.
 type hwState struct {
 	mu       sync.Mutex
 	seed     ledger.Hash
@@ -25,6 +26,19 @@ type hwState struct {
 	cancel   context.CancelFunc // stops the computation in flight
 	inflight sync.WaitGroup
 }
+
+// cancelInflight stops the computation in flight, if any.
+func (h *hwState) cancelInflight() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.cancel != nil {
+		h.cancel()
+	}
+}
+
+// cpuProverWorkers leaves one core free for the agent and a local node:
+// a challenge must not make the provider miss its liveness answers.
+func (a *Agent) cpuProverWorkers() int { return max(1, runtime.GOMAXPROCS(0)-1) }
 
 func (a *Agent) answerHardwareChallenge(ctx context.Context, r *ledger.Provider) {
 	c := r.HWChallenge
@@ -57,18 +71,23 @@ func (a *Agent) answerHardwareChallenge(ctx context.Context, r *ledger.Provider)
 	log := a.log.With("challenge", c.Height)
 	switch {
 	case c.Root == nil && h.cm == nil && !h.busy:
+		pr, device, err := a.proverFor(c)
+		if err != nil {
+			if !h.skipped {
+				h.skipped = true
+				log.Error("hardware challenge: cannot answer", "err", err)
+			}
+			return
+		}
 		h.busy = true
 		h.inflight.Add(1)
-		log.Info("hardware challenge: computing", "size", c.Challenge().Size.String(), "claimed_gops", c.ClaimedGOPS)
+		log.Info("hardware challenge: computing", "device", device, "size", c.Challenge().Size.String(), "claimed_gops", c.ClaimedGOPS)
 		ctx, cancel := context.WithCancel(ctx)
 		h.cancel = cancel
 		go func() {
 			defer h.inflight.Done()
 			defer cancel()
-			// One core stays free for the agent and a local node: a
-			// challenge must not make the provider miss its liveness
-			// answers.
-			cm, err := (&prove.CPU{Workers: max(1, runtime.GOMAXPROCS(0)-1)}).Commit(ctx, c.Challenge())
+			cm, err := pr.Commit(ctx, c.Challenge())
 			if err == nil {
 				_, err = a.o.Chain.SendMsg(ctx, a.o.Key, 0, &ledger.MsgChallengeCommit{Root: cm.Root()})
 			}

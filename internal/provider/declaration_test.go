@@ -24,7 +24,7 @@ func TestDeclarationAsks(t *testing.T) {
 	fig := &hwinfo.Figures{Device: "cpu", Int8TOPS: 0.05, MemBandwidthGBs: 50}
 	asks := func(prices map[string]uint64) map[string]ledger.Amount {
 		out := map[string]ledger.Amount{}
-		for _, a := range provider.Declaration(inv, fig, provider.Options{Key: k, Prices: prices}).Asks {
+		for _, a := range provider.Declaration(inv, fig, nil, provider.Options{Key: k, Prices: prices}).Asks {
 			out[a.Class] = a.PricePerHour
 		}
 		return out

@@ -5,6 +5,7 @@ package nvmlsim
 
 import (
 	"fmt"
+	"sync/atomic"
 
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
 	"github.com/NVIDIA/go-nvml/pkg/nvml/mock"
@@ -25,11 +26,16 @@ var (
 	L4      = GPU{"NVIDIA L4", 23034, 8, 9}
 )
 
+var boards atomic.Uint64
+
 // Lib returns an NVML library with n copies of g.
 func Lib(g GPU, n int) nvml.Interface {
+	board := boards.Add(1)
 	devs := make([]nvml.Device, n)
 	for i := range devs {
-		uuid := fmt.Sprintf("GPU-sim-%d-%s", i, g.Name)
+		// Each library is a board of its own: one GPU is never two
+		// providers' (the ledger refuses a UUID registered twice).
+		uuid := fmt.Sprintf("GPU-5151%04x-%04x-4000-8000-%012x", board, i, board)
 		devs[i] = &mock.Device{
 			GetNameFunc:                   func() (string, nvml.Return) { return g.Name, nvml.SUCCESS },
 			GetUUIDFunc:                   func() (string, nvml.Return) { return uuid, nvml.SUCCESS },
