@@ -50,17 +50,6 @@ func foldASCII(s string) string {
 	return string(b)
 }
 
-// printableID reports whether s is printable ASCII without spaces (an
-// empty s is fine: the identifier was not readable).
-func printableID(s string) bool {
-	for i := 0; i < len(s); i++ {
-		if s[i] <= ' ' || s[i] > '~' {
-			return false
-		}
-	}
-	return true
-}
-
 // declaredBindings lists the identity keys of gpus, in declaration order.
 func declaredBindings(gpus []GPUSpec) []gpuBinding {
 	var out []gpuBinding

@@ -385,9 +385,6 @@ func (pi *ProviderInfo) Validate() error {
 			if len(f.v) > maxTextLength {
 				return invalid("gpus[%d].%s is longer than %d characters", i, f.name, maxTextLength)
 			}
-			if !printableID(f.v) {
-				return invalid("gpus[%d].%s %q: want printable ASCII without spaces", i, f.name, f.v)
-			}
 		}
 		if peak := gpuPeakGOPS(g.Class); g.Int8GOPS > peak {
 			return invalid("gpus[%d] (%s) measured int8 throughput %d GOPS is above the physical peak of that GPU (%d GOPS)", i, g.Class, g.Int8GOPS, peak)
