@@ -35,8 +35,12 @@ var (
 type gpuBinding struct {
 	key  []byte
 	gpu  int    // position in inventory.gpus
-	what string // e.g. `uuid "GPU-…"`, for messages
+	kind string // "uuid" or "serial"
+	id   string // as declared
 }
+
+// what names the binding for messages, e.g. `uuid "GPU-…"`.
+func (b gpuBinding) what() string { return fmt.Sprintf("%s %q", b.kind, b.id) }
 
 // foldASCII lower-cases ASCII letters (and nothing else: Unicode case
 // tables change between Go versions, the state must not).
@@ -55,10 +59,10 @@ func declaredBindings(gpus []GPUSpec) []gpuBinding {
 	var out []gpuBinding
 	for i, g := range gpus {
 		if g.UUID != "" {
-			out = append(out, gpuBinding{append(slices.Clone(prefixGPUUUID), foldASCII(g.UUID)...), i, fmt.Sprintf("uuid %q", g.UUID)})
+			out = append(out, gpuBinding{append(slices.Clone(prefixGPUUUID), foldASCII(g.UUID)...), i, "uuid", g.UUID})
 		}
 		if g.Serial != "" {
-			out = append(out, gpuBinding{append(slices.Clone(prefixGPUSerial), foldASCII(g.Serial)...), i, fmt.Sprintf("serial %q", g.Serial)})
+			out = append(out, gpuBinding{append(slices.Clone(prefixGPUSerial), foldASCII(g.Serial)...), i, "serial", g.Serial})
 		}
 	}
 	return out
@@ -73,13 +77,34 @@ func heldBindings(p *Provider) []gpuBinding {
 	return declaredBindings(p.Inventory.GPUs)
 }
 
+// holdsSame reports whether old and p hold the same bindings, without
+// building them.
+func holdsSame(old, p *Provider) bool {
+	if (old != nil && old.Online) != p.Online {
+		return false
+	}
+	if !p.Online {
+		return true
+	}
+	a, b := old.Inventory.GPUs, p.Inventory.GPUs
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i].UUID != b[i].UUID || a[i].Serial != b[i].Serial {
+			return false
+		}
+	}
+	return true
+}
+
 // checkDistinctGPUs refuses a declaration that lists one UUID or serial
 // twice (Validate).
 func checkDistinctGPUs(gpus []GPUSpec) error {
 	seen := map[string]int{}
 	for _, b := range declaredBindings(gpus) {
 		if j, ok := seen[string(b.key)]; ok {
-			return invalid("gpus[%d] has the %s of gpus[%d]: each GPU is listed once", b.gpu, b.what, j)
+			return invalid("gpus[%d] has the %s of gpus[%d]: each GPU is listed once", b.gpu, b.what(), j)
 		}
 		seen[string(b.key)] = b.gpu
 	}
@@ -98,7 +123,7 @@ func checkGPUsFree(kv KV, a address.Address, gpus []GPUSpec) error {
 			return fmt.Errorf("gpu binding %q: %w: %w", b.key, err, ErrInternal)
 		}
 		return fmt.Errorf("gpus[%d] (%s) is held by provider %s, which is online with it: one GPU serves one provider at a time (take %s offline or drop the GPU from its declaration first): %w",
-			b.gpu, b.what, holder, holder, ErrGPUTaken)
+			b.gpu, b.what(), holder, holder, ErrGPUTaken)
 	}
 	return nil
 }
@@ -106,6 +131,9 @@ func checkGPUsFree(kv KV, a address.Address, gpus []GPUSpec) error {
 // rebindGPUs moves the index from what old held to what p holds
 // (setProviderFrom; the handlers checked that the keys are free).
 func rebindGPUs(o *Overlay, old, p *Provider) {
+	if holdsSame(old, p) {
+		return // most writes: a job count or reputation changed
+	}
 	before, after := heldBindings(old), heldBindings(p)
 	if len(before) == len(after) && slices.EqualFunc(before, after, func(x, y gpuBinding) bool { return bytes.Equal(x.key, y.key) }) {
 		return
@@ -138,7 +166,7 @@ func (c *gpuBindingCheck) add(p *Provider) error {
 	}
 	for _, b := range heldBindings(p) {
 		if other, ok := c.want[string(b.key)]; ok {
-			return fmt.Errorf("invariant: GPU %s declared by online providers %s and %s: %w", b.what, other, p.Address, ErrInternal)
+			return fmt.Errorf("invariant: GPU %s declared by online providers %s and %s: %w", b.what(), other, p.Address, ErrInternal)
 		}
 		c.want[string(b.key)] = p.Address
 	}
