@@ -360,7 +360,7 @@ func (g *gpuDevices) yaml(gs *GPUSpec) ([]byte, error) {
 	if gs.Driver != "" {
 		head += " for driver " + gs.Driver
 	}
-	head += " when the executor started.\n# Hooks removed (gpunet ships no nvidia-cdi-hook): libraries are also mounted under their SONAMEs, and LD_LIBRARY_PATH names their directories.\n"
+	head += " when the executor started.\n# No hooks (gpunet ships no nvidia-cdi-hook): driver libraries are also mounted under their SONAMEs and development names, and LD_LIBRARY_PATH names their directories.\n"
 	for _, h := range g.dropped {
 		head += "# removed hook: " + h + "\n"
 	}

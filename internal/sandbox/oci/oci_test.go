@@ -838,3 +838,97 @@ func TestNetworkOptIn(t *testing.T) {
 		t.Fatalf("a provider that allows no network ran a job asking for it: %+v\n%s", res, logs)
 	}
 }
+
+// TestRealGPUJob runs containers on the machine's real GPUs, through the
+// CDI spec nvcdi generates: a job given GPU 0 sees /dev/nvidia0 and the
+// driver's devices but no other GPU's node; glibc (this machine's, in the
+// image) finds the real libcuda.so.1 and PTX JIT compiler by name; and a
+// program (testdata/cudaprog) dlopens libcuda.so.1, JIT-compiles a PTX
+// kernel and runs it. It runs only where GPUNET_REAL_NVML=1 says the
+// machine has an NVIDIA GPU and driver; without Go there, OCITEST_PROGRAM
+// and OCITEST_CUDA_PROGRAM name jobprog and cudaprog built elsewhere
+// (CGO_ENABLED=0 go build ./internal/sandbox/oci/testdata/...).
+func TestRealGPUJob(t *testing.T) {
+	if os.Getenv("GPUNET_REAL_NVML") != "1" {
+		t.Skip("set GPUNET_REAL_NVML=1 on a machine with an NVIDIA GPU and driver")
+	}
+	ex, ref := setup(t)
+	t.Log("gpu: " + ex.Capabilities().GPU)
+	if ex.Capabilities().GPUSpec == "" {
+		t.Fatal("no GPU spec")
+	}
+	res, logs := runJobGPUs(t, ex, ref, []string{"0"}, "devices")
+	devs := strings.Fields(lineAfter(logs, "devices "))
+	if res.Failed || !slices.Contains(devs, "nvidia0") || !slices.Contains(devs, "nvidiactl") || slices.Contains(devs, "nvidia1") {
+		t.Errorf("GPU 0's job sees %v (%+v)\n%s", devs, res, logs)
+	}
+	t.Log(logs)
+	if runtime.GOARCH != "amd64" {
+		return
+	}
+	var err error
+	files := map[string]ocitest.File{}
+	for _, p := range []string{"/lib64/ld-linux-x86-64.so.2", "/lib/x86_64-linux-gnu/libc.so.6", "/lib/x86_64-linux-gnu/libm.so.6", "/lib/x86_64-linux-gnu/libdl.so.2", "/lib/x86_64-linux-gnu/libpthread.so.0", "/lib/x86_64-linux-gnu/librt.so.1", "/usr/bin/true"} {
+		if b, err := os.ReadFile(p); err == nil {
+			files[p] = ocitest.File{Data: b, Mode: 0o755}
+		}
+	}
+	var cudaprog []byte
+	if p := os.Getenv("OCITEST_CUDA_PROGRAM"); p != "" {
+		if cudaprog, err = os.ReadFile(p); err != nil {
+			t.Fatal(err)
+		}
+	} else {
+		t.Setenv("OCITEST_PROGRAM", "")
+		cudaprog = ocitest.BuildGo(t, "testdata/cudaprog")
+	}
+	files["/cudaprog"] = ocitest.File{Data: cudaprog, Mode: 0o755}
+	img, err := mutate.AppendLayers(ocitest.ProgramImage(t, shared.prog), ocitest.Layer(t, files))
+	if err != nil {
+		t.Fatal(err)
+	}
+	gref := ocitest.Push(t, shared.reg, "test/glibc-real", img)
+	res, logs = runJobGPUsCmd(t, ex, gref, []string{"0"}, "/cudaprog")
+	if res.Failed || !strings.Contains(logs, "cuda: 1 devices") || !strings.Contains(logs, "cuda: PTX kernel ran, wrote 42") {
+		t.Errorf("CUDA in a container given GPU 0: %+v\n%s", res, logs)
+	}
+	t.Log(logs)
+	work := filepath.Join(t.TempDir(), "root")
+	os.MkdirAll(work, 0o700)
+	var buf bytes.Buffer
+	r, err := ex.Run(t.Context(), &sandbox.Job{
+		ID: t.Name(), Image: gref, Command: []string{"/usr/bin/true"}, WorkDir: work, Outputs: []string{"/out"}, GPUs: []string{"0"},
+		Env:    map[string]string{"LD_PRELOAD": "libcuda.so.1 libnvidia-ptxjitcompiler.so.1", "LD_TRACE_LOADED_OBJECTS": "1"},
+		Limits: sandbox.Limits{Timeout: 30 * time.Second},
+	}, &syncBuffer{b: &buf})
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.RemoveAll(r.OutputDir)
+	if r.Failed || !strings.Contains(buf.String(), "libcuda.so.1 => /") || !strings.Contains(buf.String(), "libnvidia-ptxjitcompiler.so.1 => /") || strings.Contains(buf.String(), "cannot be preloaded") {
+		t.Errorf("glibc and the real driver: %+v\n%s", r, buf.String())
+	}
+	t.Log(buf.String())
+}
+
+func runJobGPUs(t *testing.T, ex *oci.Executor, ref string, gpus []string, args ...string) (*sandbox.Result, string) {
+	t.Helper()
+	return runJobGPUsCmd(t, ex, ref, gpus, "", args...)
+}
+
+func runJobGPUsCmd(t *testing.T, ex *oci.Executor, ref string, gpus []string, cmd string, args ...string) (*sandbox.Result, string) {
+	t.Helper()
+	var command []string
+	if cmd != "" {
+		command = []string{cmd}
+	}
+	work := filepath.Join(t.TempDir(), "root")
+	os.MkdirAll(work, 0o700)
+	var logs bytes.Buffer
+	res, err := ex.Run(t.Context(), &sandbox.Job{ID: t.Name(), Image: ref, Command: command, Args: args, WorkDir: work, Outputs: []string{"/out"}, GPUs: gpus, Limits: sandbox.Limits{Timeout: 60 * time.Second, MemoryBytes: 4 << 30}}, &syncBuffer{b: &logs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(res.OutputDir) })
+	return res, logs.String()
+}
