@@ -187,7 +187,17 @@ func schedProviders(seed uint64, n int, p ledger.Params) []schedProvider {
 			pi.Inventory.RAM = pi.Inventory.CPUCores * between(r, 4, 8) << 30
 			pi.Inventory.Disk = between(r, 200, 8000) << 30
 			pi.Inventory.Driver, pi.Inventory.CUDA = "550.54", "12.4"
-			pi.Measured = ledger.Measured{Int8GOPS: uint64(count) * g.gops * between(r, 70, 100) / 100, BandwidthMBs: 900_000, Device: "gpu:0"}
+			// Each GPU declares its own figure, the machine's tuning
+			// (one draw, so the generator's sequence and so the rest of
+			// the market stay as they were) applied to every GPU; the
+			// CPU declares its own, the same tuning at 1 GOPS per
+			// percent per core (70 to 100 per core, like the CPU-only
+			// machines' 50 to 200).
+			tuning := between(r, 70, 100)
+			for j := range pi.Inventory.GPUs {
+				pi.Inventory.GPUs[j].Int8GOPS = g.gops * tuning / 100
+			}
+			pi.Measured = ledger.Measured{Int8GOPS: pi.Inventory.CPUCores * tuning, BandwidthMBs: 200_000, Device: "cpu"}
 			pi.Executors = [][]string{{"oci"}, {"oci", "wasm"}}[r.IntN(2)]
 			ask := g.price * between(r, 60, 160) / 100
 			pi.Asks = []ledger.Ask{{Class: g.class, PricePerHour: ledger.Amount(ask)}, {Class: ledger.CPUClass, PricePerHour: ledger.Amount(cpuAsk)}}
