@@ -7,12 +7,15 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"net"
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
@@ -232,6 +235,10 @@ credentials come from Docker's config ($DOCKER_CONFIG or ~/.docker).`,
 				if st.Figures != nil {
 					fmt.Fprintf(w, "measured:    %.3f int8 TOPS, %.1f GB/s memory bandwidth (%s)\n", st.Figures.Int8TOPS, st.Figures.MemBandwidthGBs, st.Figures.Device)
 				}
+				for _, u := range slices.Sorted(maps.Keys(st.GPUFigures)) {
+					f := st.GPUFigures[u]
+					fmt.Fprintf(w, "measured:    %.3f int8 TOPS, %.1f GB/s memory bandwidth (%s)\n", f.Int8TOPS, f.MemBandwidthGBs, f.Device)
+				}
 				fmt.Fprintf(w, "agent:       connected %v at %s\n", st.Connected, st.UpdatedAt.Format(time.RFC3339))
 				if st.LastError != "" {
 					fmt.Fprintf(w, "last error:  %s\n", st.LastError)
@@ -277,22 +284,7 @@ func printProvider(w io.Writer, p *apiserver.ProviderBody) {
 	for _, c := range r.Classes {
 		fmt.Fprintf(w, "  %-10s %d in a row (spot audit rate now %s)\n", c.Class, c.Consecutive, auditRate(c.Consecutive))
 	}
-	ch := r.Challenges
-	fmt.Fprintf(w, "hardware:    %d challenges passed, %d failed", ch.Passed, ch.Failed)
-	if ch.Proven {
-		fmt.Fprintf(w, "; proven %.3f TOPS of %.3f declared", float64(min(ch.ProvenGOPS, r.Measured.Int8GOPS))/1e3, float64(r.Measured.Int8GOPS)/1e3)
-	}
-	fmt.Fprintln(w)
-	if ch.LastFailure != "" {
-		fmt.Fprintf(w, "  last failure: %s\n", ch.LastFailure)
-	}
-	if c := r.HWChallenge; c != nil {
-		fmt.Fprintf(w, "  open: %d×%d×%d GEMM issued at height %d", c.N, c.K, c.M, c.Height)
-		if c.Root != nil {
-			fmt.Fprintf(w, ", committed")
-		}
-		fmt.Fprintln(w)
-	}
+	printHardware(w, r)
 	if r.Slashed > 0 {
 		fmt.Fprintf(w, "slashed:     %s in all\n", formatAmount(r.Slashed))
 		for _, e := range r.SlashEvents {
@@ -300,6 +292,76 @@ func printProvider(w io.Writer, p *apiserver.ProviderBody) {
 		}
 	}
 	fmt.Fprintf(w, "earned:      %s\n", formatAmount(r.Earned))
+}
+
+// printHardware writes a provider's hardware challenges device by device:
+// the CPU and each GPU, what it claims and the ledger's ruling on it, and
+// the effective throughput (the ledger's own sum, which offers and the
+// scheduler use).
+func printHardware(w io.Writer, r *ledger.Provider) {
+	ch := r.Challenges
+	fmt.Fprintf(w, "hardware:    %d challenges passed, %d failed; effective %s\n", ch.Passed, ch.Failed, formatTOPS(r.EffectiveGOPS()))
+	labels := make([]string, r.Devices())
+	width := 0
+	for d := range labels {
+		labels[d] = deviceLabel(r, uint64(d))
+		width = max(width, utf8.RuneCountInString(labels[d])) // as %-*s pads
+	}
+	for d, l := range labels {
+		fmt.Fprintf(w, "  %-*s  %s\n", width, l, deviceStanding(r, uint64(d)))
+	}
+	if ch.LastFailure != "" {
+		fmt.Fprintf(w, "  last failure: %s\n", ch.LastFailure)
+	}
+	if c := r.HWChallenge; c != nil {
+		on := "cpu"
+		if c.Device > 0 {
+			on = fmt.Sprintf("gpus[%d] %s", c.Device-1, orNone(c.DeviceUUID, "(no uuid)"))
+		}
+		fmt.Fprintf(w, "  open: %d×%d×%d GEMM on %s at %s, issued at height %d", c.N, c.K, c.M, on, formatTOPS(c.ClaimedGOPS), c.Height)
+		if c.Root != nil {
+			fmt.Fprintf(w, ", committed")
+		}
+		fmt.Fprintln(w)
+	}
+}
+
+// deviceLabel names device d of r as the ledger numbers them: the CPU, or
+// gpus[d-1] with its class and UUID.
+func deviceLabel(r *ledger.Provider, d uint64) string {
+	if d == 0 {
+		return fmt.Sprintf("cpu (%d cores)", r.Inventory.CPUCores)
+	}
+	g := r.Inventory.GPUs[d-1]
+	return fmt.Sprintf("gpus[%d] %s %s", d-1, g.Class, orNone(g.UUID, "(no uuid)"))
+}
+
+// deviceStanding is device d's claim, the ruling on it, and what the
+// ledger counts for it.
+func deviceStanding(r *ledger.Provider, d uint64) string {
+	claim, ruling := r.DeviceClaim(d), r.DeviceRuling(d)
+	var st string
+	switch {
+	case claim == 0:
+		st = "claims nothing, never challenged"
+	case !ruling.Proven:
+		st = fmt.Sprintf("claims %s, not yet challenged", formatTOPS(claim))
+	case ruling.ProvenGOPS >= claim:
+		st = fmt.Sprintf("claims %s, proven %s", formatTOPS(claim), formatTOPS(claim))
+	default:
+		st = fmt.Sprintf("claims %s, proven only %s", formatTOPS(claim), formatTOPS(ruling.ProvenGOPS))
+	}
+	return fmt.Sprintf("%s; counts %s", st, formatTOPS(r.DeviceGOPS(d)))
+}
+
+// formatTOPS writes an int8 figure in GOPS as TOPS.
+func formatTOPS(gops uint64) string { return fmt.Sprintf("%.3f TOPS", float64(gops)/1e3) }
+
+func orNone(s, none string) string {
+	if s == "" {
+		return none
+	}
+	return s
 }
 
 // auditRate is the chance a spot job of a provider with this record is

@@ -1,0 +1,81 @@
+package cli
+
+import (
+	"bytes"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/gpunet/gpunet/internal/address"
+	"github.com/gpunet/gpunet/internal/apiserver"
+	"github.com/gpunet/gpunet/internal/ledger"
+)
+
+// TestQueryProviderShowsEachDevice: `gpunet query provider` prints one line
+// per device (the CPU, then each GPU with its class and UUID) with its
+// claim and the ruling on it, and the effective total the ledger counts;
+// --output json stays the API's JSON, per-GPU figures and rulings
+// included.
+func TestQueryProviderShowsEachDevice(t *testing.T) {
+	rec := &ledger.Provider{Address: address.Address{7}}
+	rec.Inventory.CPUCores = 16
+	rec.Measured.Int8GOPS = 800
+	rec.Inventory.GPUs = []ledger.GPUSpec{
+		{Class: "H100_80GB", UUID: "GPU-aaaa", Int8GOPS: 1_500_000},
+		{Class: "H100_80GB", UUID: "GPU-bbbb", Int8GOPS: 1_400_000},
+		{Class: "H100_80GB", Int8GOPS: 1_300_000},
+		{Class: "T4"}, // not measured
+	}
+	// The CPU showed 500 of its 800 by a late commit; GPU-aaaa passed; the
+	// others have no ruling.
+	rec.Challenges = ledger.ChallengeRecord{Passed: 1, Failed: 1, Proven: true, ProvenGOPS: 500,
+		GPUs: []ledger.DeviceProof{{Proven: true, ProvenGOPS: 1_500_000}, {}, {}, {}}}
+	rec.HWChallenge = &ledger.HardwareChallenge{Device: 2, DeviceUUID: "GPU-bbbb", N: 64, K: 64, M: 64, ClaimedGOPS: 1_400_000, Height: 9}
+	body := apiserver.ProviderBody{Record: rec}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/v1/providers/"+rec.Address.String() {
+			http.NotFound(w, r)
+			return
+		}
+		json.NewEncoder(w).Encode(body)
+	}))
+	defer srv.Close()
+
+	run := func(args ...string) string {
+		t.Helper()
+		var out, errOut bytes.Buffer
+		args = append([]string{"query", "provider", rec.Address.String(), "--node", srv.URL, "--home", t.TempDir()}, args...)
+		if code := Run(t.Context(), args, &out, &errOut); code != 0 {
+			t.Fatalf("gpunet %s: exit %d: %s", strings.Join(args, " "), code, errOut.String())
+		}
+		return out.String()
+	}
+
+	text := run()
+	for _, want := range []string{
+		"hardware:    1 challenges passed, 1 failed; effective 4200.500 TOPS\n",
+		"  cpu (16 cores)               claims 0.800 TOPS, proven only 0.500 TOPS; counts 0.500 TOPS\n",
+		"  gpus[0] H100_80GB GPU-aaaa   claims 1500.000 TOPS, proven 1500.000 TOPS; counts 1500.000 TOPS\n",
+		"  gpus[1] H100_80GB GPU-bbbb   claims 1400.000 TOPS, not yet challenged; counts 1400.000 TOPS\n",
+		"  gpus[2] H100_80GB (no uuid)  claims 1300.000 TOPS, not yet challenged; counts 1300.000 TOPS\n",
+		"  gpus[3] T4 (no uuid)         claims nothing, never challenged; counts 0.000 TOPS\n",
+		"  open: 64×64×64 GEMM on gpus[1] GPU-bbbb at 1400.000 TOPS, issued at height 9\n",
+	} {
+		if !strings.Contains(text, want) {
+			t.Errorf("output lacks %q:\n%s", want, text)
+		}
+	}
+	if got, want := rec.EffectiveGOPS(), uint64(4_200_500); got != want {
+		t.Fatalf("the ledger counts %d GOPS, the test expects %d", got, want)
+	}
+
+	var got apiserver.ProviderBody
+	if err := json.Unmarshal([]byte(run("--output", "json")), &got); err != nil {
+		t.Fatalf("--output json: %v", err)
+	}
+	if r := got.Record; r == nil || len(r.Inventory.GPUs) != 4 || r.Inventory.GPUs[1].Int8GOPS != 1_400_000 || r.DeviceRuling(1) != (ledger.DeviceProof{Proven: true, ProvenGOPS: 1_500_000}) || r.EffectiveGOPS() != 4_200_500 {
+		t.Fatalf("--output json record: %+v", got.Record)
+	}
+}
