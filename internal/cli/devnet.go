@@ -26,9 +26,11 @@ func devnetCmd(e *env) *cobra.Command {
 	var (
 		reset     bool
 		blockTime time.Duration
+		hwTarget  time.Duration
 		api       string
 		nprov     int
 		faulty    int
+		overclaim float64
 		example   bool
 	)
 	c := &cobra.Command{
@@ -45,7 +47,7 @@ starts afresh. Ports are free loopback ports picked at each start unless
 			if faulty < 0 || faulty > nprov {
 				return usageError{fmt.Errorf("--faulty %d: want 0 to --providers (%d)", faulty, nprov)}
 			}
-			created, err := devnet.Setup(e.home, devnet.Options{Reset: reset, BlockTime: blockTime})
+			created, err := devnet.Setup(e.home, devnet.Options{Reset: reset, BlockTime: blockTime, HWTarget: hwTarget})
 			if err != nil {
 				return err
 			}
@@ -89,7 +91,7 @@ starts afresh. Ports are free loopback ports picked at each start unless
 					d.Stop()
 				}
 			}()
-			provs, err = devnet.RunProviders(pctx, e.home, d.APIURL, devnet.ProviderOptions{N: nprov, Faulty: faulty, Logger: logger, Poll: providerPoll(time.Duration(c.BlockTime)),
+			provs, err = devnet.RunProviders(pctx, e.home, d.APIURL, devnet.ProviderOptions{N: nprov, Faulty: faulty, Overclaim: overclaim, Logger: logger, Poll: providerPoll(time.Duration(c.BlockTime)),
 				Metrics: provider.NewMetrics(d.Metrics)})
 			if err != nil {
 				return fmt.Errorf("start devnet providers: %w", err)
@@ -149,8 +151,10 @@ starts afresh. Ports are free loopback ports picked at each start unless
 	}
 	c.Flags().BoolVar(&reset, "reset", false, "delete the devnet's chain and keys in --home and start afresh")
 	c.Flags().DurationVar(&blockTime, "block-time", 0, "pause after each block (default 1s; kept in the home)")
+	c.Flags().DurationVar(&hwTarget, "hw-challenge-time", 0, "a new chain's hardware challenges take this long at the claimed throughput (default 10s), with three blocks' allowance for getting the commit on chain (default 12s); shorter ones come more often, at most one per device every 75 times this")
 	c.Flags().StringVar(&api, "api", "", "API listen address host:port (default: a free loopback port)")
 	c.Flags().IntVar(&nprov, "providers", 3, "in-process providers to run (keys provider-1 … provider-N)")
+	c.Flags().Float64Var(&overclaim, "fault-overclaim", 0, "make every provider declare this many times the throughput it measured (fault injection, to watch hardware challenges catch it)")
 	c.Flags().IntVar(&faulty, "faulty", 0, "make the last N providers commit wrong results on every job (fault injection, to watch Proof of Sync catch them)")
 	c.Flags().BoolVar(&example, "example", true, "run the bundled wordcount example job once the providers are up")
 	return c

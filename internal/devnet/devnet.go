@@ -30,6 +30,11 @@ const DevBalance = 1_000_000 * 1_000_000
 type Options struct {
 	Reset     bool
 	BlockTime time.Duration
+	// HWTarget, when set, is the hardware challenges' compute time at the
+	// claimed throughput in a new chain's genesis (params.hw_target_millis):
+	// shorter challenges come more often (one per device per 75 × HWTarget
+	// at most), which a demo of them wants.
+	HWTarget time.Duration
 }
 
 // Setup makes home a devnet home if it is not one yet (or when Reset is
@@ -66,6 +71,13 @@ func Setup(home string, o Options) (created bool, err error) {
 	g.Params.LivenessWindow = 5    // nor long to notice a provider is gone
 	g.Params.RevealTimeout = 30    // replicas reveal within seconds; a lost one should not hold a job long
 	g.Treasury = DevBalance        // pays the audits of spot jobs
+	if o.HWTarget > 0 {
+		// Short challenges for a demo, and an allowance of three of the
+		// devnet's blocks (not the default's two 6-s blocks), so that the
+		// deadline still tells an overclaim from an honest claim.
+		g.Params.HWTargetMillis = uint64(o.HWTarget.Milliseconds())
+		g.Params.HWAllowanceMillis = uint64(3 * max(o.BlockTime, time.Second).Milliseconds())
+	}
 	for _, name := range DevKeys {
 		k, err := kr.Get(name)
 		if errors.Is(err, keys.ErrNotFound) {

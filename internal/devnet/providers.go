@@ -42,6 +42,9 @@ type ProviderOptions struct {
 	// Faulty makes the last Faulty providers commit wrong results on every
 	// job (`gpunet devnet --faulty N`), to show Proof of Sync at work.
 	Faulty int
+	// Overclaim makes every provider declare this many times what it
+	// measured (fault injection: hardware challenges catch it).
+	Overclaim float64
 	// Metrics, when set, counts the agents' work (the node's registry in
 	// a devnet, so its /metrics shows them).
 	Metrics *provider.Metrics
@@ -128,6 +131,14 @@ func RunProviders(ctx context.Context, home, api string, o ProviderOptions) (*Pr
 			}
 		}
 		inv := real
+		if i > 1 && len(real.GPUs) > 0 {
+			// One GPU is one provider's (the ledger refuses a GPU
+			// registered twice): the first provider rents out this
+			// machine's GPUs, the others its cores.
+			cpuOnly := *real
+			cpuOnly.GPUs = nil
+			inv = &cpuOnly
+		}
 		if o.NVML != nil {
 			if lib := o.NVML(i); lib != nil {
 				if inv, err = hwinfo.Detect(ctx, hwinfo.Options{NVML: lib, DiskPath: home}); err != nil {
@@ -139,6 +150,13 @@ func RunProviders(ctx context.Context, home, api string, o ProviderOptions) (*Pr
 		if i > o.N-o.Faulty {
 			faults = &provider.Faults{WrongOutputs: 1}
 			o.Logger.Warn("FAULT INJECTION: this devnet provider commits wrong results on every job", "provider", name)
+		}
+		if o.Overclaim > 1 {
+			if faults == nil {
+				faults = &provider.Faults{}
+			}
+			faults.OverclaimFactor = o.Overclaim
+			o.Logger.Warn("FAULT INJECTION: this devnet provider declares more throughput than it measured", "provider", name, "factor", o.Overclaim)
 		}
 		a := provider.New(provider.Options{
 			Faults:       faults,

@@ -77,8 +77,11 @@ func (c *HardwareChallenge) Challenge() challenge.Challenge {
 type ChallengeRecord struct {
 	Passed uint64 `json:"passed"`
 	Failed uint64 `json:"failed"`
-	// LastAt is when the latest challenge was issued (unix ms).
-	LastAt int64 `json:"last_at,omitempty"`
+	// LastAt is when the latest challenge was issued (unix ms), on any
+	// device; CPULastAt when the latest on the CPU was (each GPU's is in
+	// its DeviceProof). The minimum gap between challenges is per device.
+	LastAt    int64 `json:"last_at,omitempty"`
+	CPULastAt int64 `json:"cpu_last_at,omitempty"`
 	// Proven says a ruling caps the CPU's throughput (device 0);
 	// ProvenGOPS is that cap: the claim if a challenge passed, what a late
 	// commit showed, 0 if nothing was shown, or what the device counted
@@ -86,18 +89,20 @@ type ChallengeRecord struct {
 	Proven     bool   `json:"proven"`
 	ProvenGOPS uint64 `json:"proven_gops"`
 	// GPUs are the same for each GPU: GPUs[i] is about inventory.gpus[i]
-	// (device i+1). The list is empty while no GPU has a ruling, and has
-	// one entry per declared GPU otherwise.
+	// (device i+1). The list is empty while no GPU has been challenged,
+	// and has one entry per declared GPU otherwise.
 	GPUs []DeviceProof `json:"gpus,omitempty"`
 	// LastFailure says why the latest failure happened, and on which
 	// device.
 	LastFailure string `json:"last_failure,omitempty"`
 }
 
-// DeviceProof is the ruling on one GPU's throughput (see ChallengeRecord).
+// DeviceProof is the ruling on one GPU's throughput (see ChallengeRecord),
+// and when it was last challenged.
 type DeviceProof struct {
 	Proven     bool   `json:"proven"`
 	ProvenGOPS uint64 `json:"proven_gops"`
+	LastAt     int64  `json:"last_at,omitempty"`
 }
 
 // Devices is the number of devices a hardware challenge can be for: the
@@ -120,7 +125,7 @@ func (p *Provider) DeviceClaim(d uint64) uint64 {
 func (p *Provider) DeviceRuling(d uint64) DeviceProof {
 	switch {
 	case d == 0:
-		return DeviceProof{p.Challenges.Proven, p.Challenges.ProvenGOPS}
+		return DeviceProof{Proven: p.Challenges.Proven, ProvenGOPS: p.Challenges.ProvenGOPS, LastAt: p.Challenges.CPULastAt}
 	case d <= uint64(len(p.Challenges.GPUs)):
 		return p.Challenges.GPUs[d-1]
 	}
@@ -149,18 +154,74 @@ func (p *Provider) EffectiveGOPS() uint64 {
 	return total
 }
 
-// setDeviceProof records a ruling on device d.
+// setDeviceProof records a ruling on device d (pr's LastAt is ignored:
+// the device keeps its own).
 func (p *Provider) setDeviceProof(d uint64, pr DeviceProof) {
 	if d == 0 {
 		p.Challenges.Proven, p.Challenges.ProvenGOPS = pr.Proven, pr.ProvenGOPS
 		return
 	}
+	g := p.gpuRecords()
+	g[d-1].Proven, g[d-1].ProvenGOPS = pr.Proven, pr.ProvenGOPS
+}
+
+// gpuRecords returns Challenges.GPUs, one entry per declared GPU.
+func (p *Provider) gpuRecords() []DeviceProof {
 	if n := len(p.Inventory.GPUs); len(p.Challenges.GPUs) != n {
 		g := make([]DeviceProof, n)
 		copy(g, p.Challenges.GPUs)
 		p.Challenges.GPUs = g
 	}
-	p.Challenges.GPUs[d-1] = pr
+	return p.Challenges.GPUs
+}
+
+// deviceLastAt is when device d was last challenged (0: never).
+func (p *Provider) deviceLastAt(d uint64) int64 {
+	switch {
+	case d == 0:
+		return p.Challenges.CPULastAt
+	case d <= uint64(len(p.Challenges.GPUs)):
+		return p.Challenges.GPUs[d-1].LastAt
+	}
+	return 0
+}
+
+// challenged records that device d was challenged at now.
+func (p *Provider) challenged(d uint64, now int64) {
+	p.Challenges.LastAt = now
+	if d == 0 {
+		p.Challenges.CPULastAt = now
+		return
+	}
+	p.gpuRecords()[d-1].LastAt = now
+}
+
+// challengeable lists the devices a challenge may be for at now: those
+// with a claim whose own last challenge is at least their plan's minimum
+// gap ago, so that each device spends at most 60 s an hour on challenges
+// (devices are independent: the CPU prover does not load the GPUs, nor one
+// GPU's another's). Of those, the ones no challenge has ruled on yet (a new
+// provider's, a re-declared GPU's) come alone, so that a claim does not
+// count unproven for long.
+func (p *Provider) challengeable(now int64, cp challenge.Params) ([]uint64, error) {
+	var ready, unproven []uint64
+	for _, d := range p.claimedDevices() {
+		plan, err := challenge.NewPlan(p.DeviceClaim(d), cp)
+		if err != nil {
+			return nil, fmt.Errorf("challenge plan for %s device %d: %w: %w", p.Address, d, err, ErrInternal)
+		}
+		if last := p.deviceLastAt(d); last != 0 && now-last < int64(plan.MinGapMillis) {
+			continue
+		}
+		ready = append(ready, d)
+		if !p.DeviceRuling(d).Proven {
+			unproven = append(unproven, d)
+		}
+	}
+	if len(unproven) > 0 {
+		return unproven, nil
+	}
+	return ready, nil
 }
 
 // sameGPU finds the GPU of old that is g, declared at position j of a new
@@ -365,7 +426,10 @@ func issueHardwareChallenges(o *Overlay, info BlockInfo, p Params) ([]Event, err
 		if pr.HWChallenge != nil {
 			continue
 		}
-		devices := pr.claimedDevices()
+		devices, err := pr.challengeable(now, p.challengeParams())
+		if err != nil {
+			return nil, err
+		}
 		if len(devices) == 0 {
 			continue
 		}
@@ -374,9 +438,6 @@ func issueHardwareChallenges(o *Overlay, info BlockInfo, p Params) ([]Event, err
 		plan, err := challenge.NewPlan(claim, p.challengeParams())
 		if err != nil {
 			return nil, fmt.Errorf("challenge plan for %s device %d: %w: %w", a, dev, err, ErrInternal)
-		}
-		if pr.Challenges.LastAt != 0 && now-pr.Challenges.LastAt < int64(plan.MinGapMillis) {
-			continue
 		}
 		h := sha256.New()
 		h.Write([]byte("gpunet/hw-seed/v1\x00"))
@@ -393,7 +454,7 @@ func issueHardwareChallenges(o *Overlay, info BlockInfo, p Params) ([]Event, err
 		}
 		h.Sum(c.Seed[:0])
 		pr.HWChallenge = c
-		pr.Challenges.LastAt = now
+		pr.challenged(dev, now)
 		setProvider(o, pr)
 		o.Set(hwOpenKey(a), []byte{1})
 		issued++

@@ -126,9 +126,11 @@ func TestProvingOneGPUProvesOnlyIt(t *testing.T) {
 	if got := p.EffectiveGOPS(); got != 5 {
 		t.Fatalf("effective %d GOPS, want 2 + 3", got)
 	}
+	// The gap is per device: the next block challenges the other GPU,
+	// which no challenge has ruled on, and never the one just proven.
 	c.ApplyBlock(t)
-	if provider(t, c, prov1).HWChallenge != nil {
-		t.Fatal("challenged again within the minimum gap")
+	if next := provider(t, c, prov1).HWChallenge; next == nil || next.Device != other {
+		t.Fatalf("the block after: challenge %+v, want one for device %d", next, other)
 	}
 }
 
@@ -406,4 +408,42 @@ func TestInvariantCatchesBadGPUBinding(t *testing.T) {
 	if err := ledger.CheckInvariants(c.KV); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// TestGapPerDevice: each device is challenged at most once per its own
+// plan's minimum gap, so once the CPU and both GPUs have passed, no
+// challenge comes for a while; before that, a device proven a moment ago
+// does not hold the others back.
+func TestGapPerDevice(t *testing.T) {
+	c := hwChainWith(t, gpuInfo(2, 2, 3), 0)
+	issued := map[uint64]int64{}
+	for range 3 {
+		_, hc := hwChallengeOf(t, c)
+		if _, again := issued[hc.Device]; again {
+			t.Fatalf("device %d challenged again before the others were", hc.Device)
+		}
+		issued[hc.Device] = hc.IssuedAt
+		cm := proveAndCommit(t, c, 500*time.Millisecond)
+		must(t, []ledger.TxResult{open(t, c, cm, false)})
+		if r := provider(t, c, prov1).DeviceRuling(hc.Device); !r.Proven || r.LastAt != hc.IssuedAt {
+			t.Fatalf("device %d after its challenge: %+v", hc.Device, r)
+		}
+		c.ApplyBlock(t)
+	}
+	for range 30 {
+		hc := provider(t, c, prov1).HWChallenge
+		if hc == nil {
+			c.ApplyBlock(t)
+			continue
+		}
+		plan, err := challenge.NewPlan(hc.ClaimedGOPS, challengeParams(hwGenesis().Params))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if gap := hc.IssuedAt - issued[hc.Device]; gap < int64(plan.MinGapMillis) {
+			t.Fatalf("device %d challenged again %d ms after its last challenge, within its minimum gap of %d ms", hc.Device, gap, plan.MinGapMillis)
+		}
+		return
+	}
+	t.Fatal("no device challenged again in 30 blocks")
 }

@@ -217,7 +217,7 @@ func TestAppHashDeterministic(t *testing.T) {
 	// Golden: a change to the encoding, the key layout or the rules that
 	// changes this hash is a consensus-breaking change. Update it only on
 	// purpose.
-	const golden = "4b3a8b8d46e2d82e3391590019bbd7702c249cbbcbe3f85f0992c2e256856a8e"
+	const golden = "e29cfb161e1597b5e38cb6377613f690edfcb9d9c2f2927da007c591f416f74a"
 	if got := hex.EncodeToString(a.Hash); got != golden {
 		t.Errorf("app hash = %s, want golden %s", got, golden)
 	}

@@ -443,6 +443,7 @@ func (x *ChallengeRecord) encodeRec(e *encoder) {
 	e.uvarint(x.Passed)
 	e.uvarint(x.Failed)
 	e.int64(x.LastAt)
+	e.int64(x.CPULastAt)
 	e.bool(x.Proven)
 	e.uvarint(x.ProvenGOPS)
 	e.uvarint(uint64(len(x.GPUs)))
@@ -456,6 +457,7 @@ func (x *ChallengeRecord) decodeRec(d *decoder) {
 	x.Passed = d.uvarint("passed")
 	x.Failed = d.uvarint("failed")
 	x.LastAt = d.int64("last_at")
+	x.CPULastAt = d.int64("cpu_last_at")
 	x.Proven = d.bool("proven")
 	x.ProvenGOPS = d.uvarint("proven_gops")
 	if n := d.count("gpus"); n > 0 {
@@ -546,11 +548,13 @@ func (x *Ask) decodeRec(d *decoder) {
 func (x *DeviceProof) encodeRec(e *encoder) {
 	e.bool(x.Proven)
 	e.uvarint(x.ProvenGOPS)
+	e.int64(x.LastAt)
 }
 
 func (x *DeviceProof) decodeRec(d *decoder) {
 	x.Proven = d.bool("proven")
 	x.ProvenGOPS = d.uvarint("proven_gops")
+	x.LastAt = d.int64("last_at")
 }
 
 func (x *GPUSpec) encodeRec(e *encoder) {

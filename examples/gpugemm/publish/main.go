@@ -57,13 +57,17 @@ func main() {
 	dims := flag.String("size", "8192 8192 8192", "N K M of the product")
 	seed := flag.String("seed", "gpunet", "the matrices' seed")
 	once := flag.Bool("once", false, "exit after writing the spec (the registry stops too)")
+	verification := flag.String("verification", "spot", "the spec's verification: spot re-runs the job on a second GPU provider now and then, none never")
 	flag.Parse()
-	if err := run(*addr, *spec, *binary, *dims, *seed, *once); err != nil {
+	if err := run(*addr, *spec, *binary, *dims, *seed, *verification, *once); err != nil {
 		log.Fatalf("publish: %v", err)
 	}
 }
 
-func run(addr, specPath, binary, dims, seed string, once bool) error {
+func run(addr, specPath, binary, dims, seed, verification string, once bool) error {
+	if verification != "spot" && verification != "none" && verification != "full" {
+		return fmt.Errorf("-verification %q: want spot, full or none", verification)
+	}
 	if runtime.GOOS != "linux" || runtime.GOARCH != "amd64" {
 		return fmt.Errorf("the example image is built for linux/amd64 (this is %s/%s)", runtime.GOOS, runtime.GOARCH)
 	}
@@ -156,8 +160,8 @@ resources:
 max_price: 2
 timeout: 10m
 deterministic: true
-verification: spot
-`, args[0], args[1], args[2], seed, ref, args[0], args[1], args[2], seed)
+verification: %s
+`, args[0], args[1], args[2], seed, ref, args[0], args[1], args[2], seed, verification)
 	if specPath == "" {
 		fmt.Print(y)
 	} else if err := os.WriteFile(specPath, []byte(y), 0o644); err != nil {
