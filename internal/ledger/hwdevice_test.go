@@ -104,6 +104,68 @@ func TestHardwareChallengeDrawsADevice(t *testing.T) {
 	}
 }
 
+// TestDrawTakesUnprovenDevicesFirst: a provider whose CPU has a ruling
+// declares two GPUs with claims; the next challenges go to the GPUs without
+// a ruling until each has one, whatever the seeds, though the CPU is past
+// its gap, and after that the draw is among all its devices again.
+func TestDrawTakesUnprovenDevicesFirst(t *testing.T) {
+	cpuOnly := lt.ProviderInfo("", 0, 36_000)
+	cpuOnly.Measured.Int8GOPS = 2
+	withGPUs := gpuInfo(2, 3, 5)
+	// next waits out the minimum gap if no challenge is open, and returns
+	// the open one.
+	next := func(c *lt.Chain) *ledger.HardwareChallenge {
+		t.Helper()
+		if provider(t, c, prov1).HWChallenge == nil {
+			c.Advance(time.Minute)
+			c.ApplyBlock(t)
+		}
+		_, hc := hwChallengeOf(t, c)
+		return hc
+	}
+	pass := func(c *lt.Chain) {
+		t.Helper()
+		cm := proveAndCommit(t, c, 500*time.Millisecond)
+		must(t, []ledger.TxResult{open(t, c, cm, false)})
+	}
+	later := map[uint64]int{} // devices drawn once all have rulings
+	for skip := range 6 {
+		c := hwChainWith(t, cpuOnly, skip)
+		if hc := next(c); hc.Device != 0 {
+			t.Fatalf("seed %d: CPU-only provider challenged on device %d", skip, hc.Device)
+		}
+		pass(c)
+		// Past the CPU's gap, so that the draw could take it again: only
+		// the rule that unproven devices come first keeps it off.
+		c.Advance(time.Minute)
+		must(t, []ledger.TxResult{send(t, c, prov1, &ledger.MsgUpdateProvider{ProviderInfo: withGPUs})})
+		p := provider(t, c, prov1)
+		if !p.DeviceRuling(0).Proven || p.DeviceRuling(1).Proven || p.DeviceRuling(2).Proven {
+			t.Fatalf("seed %d: after declaring the GPUs: rulings %+v, want the CPU's only", skip, p.Challenges)
+		}
+		for round := range 2 {
+			hc := next(c)
+			if p := provider(t, c, prov1); hc.Device == 0 || p.DeviceRuling(hc.Device).Proven {
+				t.Fatalf("seed %d, challenge %d after the GPUs: on device %d, which has a ruling, while a GPU has none (%+v)", skip, round+1, hc.Device, p.Challenges)
+			}
+			pass(c)
+		}
+		p = provider(t, c, prov1)
+		for d := range p.Devices() {
+			if !p.DeviceRuling(d).Proven {
+				t.Fatalf("seed %d: device %d has no ruling after two challenges (%+v)", skip, d, p.Challenges)
+			}
+		}
+		for range 2 {
+			later[next(c).Device]++
+			pass(c)
+		}
+	}
+	if len(later) != 3 {
+		t.Errorf("devices drawn once every one had a ruling: %v, want each of 0, 1 and 2", later)
+	}
+}
+
 // TestProvingOneGPUProvesOnlyIt: a passed challenge proves the challenged
 // GPU's claim and nothing about the other GPU or the CPU.
 func TestProvingOneGPUProvesOnlyIt(t *testing.T) {
