@@ -65,7 +65,7 @@ type Backend interface {
 
 // Operand alignment of the GEMM kernels: tiles are read whole.
 const (
-	RowAlign = 128
+	RowAlign = 256
 	ColAlign = 256
 )
 

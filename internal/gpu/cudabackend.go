@@ -22,11 +22,14 @@ type CUDA struct {
 	alloc map[uint64]bool // live allocations, freed by Close
 }
 
-// Dynamic shared memory of the tensor-core kernels (kernels.cu): three
-// stages of a BM×80-byte tile of A and a BN×80-byte tile of Bᵀ.
-var gemmShared = map[string]uint32{
-	"gemm_mma_128x128": 3 * (128 + 128) * 80,
-	"gemm_mma_128x256": 3 * (128 + 256) * 80,
+// gemmTile returns a GEMM kernel's tile.
+func gemmTile(name string) (kernels.GEMMTile, bool) {
+	for _, k := range kernels.GEMMKernels {
+		if k.Name == name {
+			return k.GEMMTile, true
+		}
+	}
+	return kernels.GEMMTile{}, false
 }
 
 // OpenCUDA opens device ordinal of the driver and loads the kernels.
@@ -55,7 +58,8 @@ func OpenCUDA(dr *cuda.Driver, ordinal int) (*CUDA, error) {
 				}
 				return err
 			}
-			if sh := gemmShared[name]; sh > 48<<10 {
+			if t, _ := gemmTile(name); t.SharedMemory > 48<<10 {
+				sh := t.SharedMemory
 				if int(sh) > dv.MaxSharedOptinBytes {
 					continue
 				}
@@ -73,9 +77,9 @@ func OpenCUDA(dr *cuda.Driver, ordinal int) (*CUDA, error) {
 		dv.Close()
 		return nil, err
 	}
-	for _, k := range []string{"gemm_mma_128x256", "gemm_mma_128x128", "gemm_dp4a"} {
-		if b.fns[k] != nil {
-			b.gemms = append(b.gemms, k)
+	for _, k := range kernels.GEMMKernels {
+		if b.fns[k.Name] != nil {
+			b.gemms = append(b.gemms, k.Name)
 		}
 	}
 	return b, nil
@@ -182,13 +186,10 @@ func (b *CUDA) GEMM(kernel string, c, a, bt Buf, n, k, m, ldc uint32) error {
 	if err := checkGEMM(c, a, bt, n, k, m, ldc); err != nil {
 		return err
 	}
-	bm, bn := uint32(128), uint32(128)
-	if kernel == "gemm_mma_128x256" {
-		bn = 256
-	}
-	grid := cuda.Dim3{X: (m + bn - 1) / bn, Y: (n + bm - 1) / bm}
+	t, _ := gemmTile(kernel)
+	grid := cuda.Dim3{X: (m + t.Cols - 1) / t.Cols, Y: (n + t.Rows - 1) / t.Rows}
 	return b.dv.Do(func() error {
-		return f.Launch(grid, cuda.Dim3{X: 256}, gemmShared[kernel], cuda.Ptr(c.addr()), cuda.Ptr(a.addr()), cuda.Ptr(bt.addr()), n, k, m, ldc)
+		return f.Launch(grid, cuda.Dim3{X: 256}, t.SharedMemory, cuda.Ptr(c.addr()), cuda.Ptr(a.addr()), cuda.Ptr(bt.addr()), n, k, m, ldc)
 	})
 }
 

@@ -8,6 +8,7 @@ import (
 	"sync"
 
 	"github.com/gpunet/gpunet/internal/challenge"
+	"github.com/gpunet/gpunet/internal/gpu/kernels"
 )
 
 // Emulated is a Backend that runs each kernel's semantics in Go on the
@@ -33,7 +34,11 @@ func (e *Emulated) UUID() string     { return e.ID }
 
 func (e *Emulated) GEMMKernels() []string {
 	if e.Kernels == nil {
-		return []string{"gemm_mma_128x256", "gemm_mma_128x128", "gemm_dp4a"}
+		var names []string
+		for _, k := range kernels.GEMMKernels {
+			names = append(names, k.Name)
+		}
+		return names
 	}
 	return e.Kernels
 }

@@ -21,8 +21,10 @@ type Figures struct {
 	// (STREAM's "Copy" convention).
 	MemBandwidthGBs float64       `json:"mem_bandwidth_gbs"`
 	Duration        time.Duration `json:"duration"` // wall time of the whole Run
-	// Kernel is the GEMM kernel that gave Int8TOPS (a GPU's fastest, which
-	// its challenge prover then uses); Kernels what each kernel measured.
+	// Kernel is a GPU's fastest GEMM kernel, which its challenge prover
+	// uses; Kernels what each kernel measured alone. A GPU's Int8TOPS is
+	// the rate of a whole challenge proof with that kernel (expansion,
+	// product and hashing; package gpu), which is what challenges check.
 	Kernel  string         `json:"kernel,omitempty"`
 	Kernels []KernelFigure `json:"kernels,omitempty"`
 }

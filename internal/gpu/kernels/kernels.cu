@@ -12,7 +12,7 @@
 // Layouts (package challenge): A is row-major N×K int8; B is given as its
 // transpose, row-major M×K int8 (a column of B is K contiguous bytes); C
 // is row-major N×M int32 with a row stride of ldc entries. K is a multiple
-// of 64. The GEMM kernels read whole tiles: A must hold a multiple of 128
+// of 64. The GEMM kernels read whole tiles: A must hold a multiple of 256
 // rows and Bᵀ a multiple of 256 rows (the callers pad), and they write
 // only rows < n and columns < m of C.
 
@@ -294,9 +294,19 @@ KERNEL void __launch_bounds__(256) gemm_mma_128x128(int *c, const u8 *a, const u
 	gemm_mma<128, 128, 64, 32, 3>(c, a, bt, n, k, m, ldc);
 }
 
+// gemm_mma_128x128_s4: the same with 4 stages (81,920 bytes).
+KERNEL void __launch_bounds__(256) gemm_mma_128x128_s4(int *c, const u8 *a, const u8 *bt, u32 n, u32 k, u32 m, u32 ldc) {
+	gemm_mma<128, 128, 64, 32, 4>(c, a, bt, n, k, m, ldc);
+}
+
 // gemm_mma_128x256: warps 2×4, each 64×64; 3 stages (92,160 bytes).
 KERNEL void __launch_bounds__(256, 1) gemm_mma_128x256(int *c, const u8 *a, const u8 *bt, u32 n, u32 k, u32 m, u32 ldc) {
 	gemm_mma<128, 256, 64, 64, 3>(c, a, bt, n, k, m, ldc);
+}
+
+// gemm_mma_256x128: warps 4×2, each 64×64; 3 stages (92,160 bytes).
+KERNEL void __launch_bounds__(256, 1) gemm_mma_256x128(int *c, const u8 *a, const u8 *bt, u32 n, u32 k, u32 m, u32 ldc) {
+	gemm_mma<256, 128, 64, 64, 3>(c, a, bt, n, k, m, ldc);
 }
 
 #endif

@@ -52,16 +52,38 @@ const (
 // Signatures are the kernels and their parameter types, in order, as the
 // launcher (package gpu) calls them. The GEMM kernels share one.
 var Signatures = map[string][]string{
-	"aes256_ctr":       {Ptr, Ptr, U64, U64},
-	"hash_leaves":      {Ptr, Ptr, U64},
-	"hash_nodes":       {Ptr, Ptr, U64},
-	"gemm_dp4a":        {Ptr, Ptr, Ptr, U32, U32, U32, U32},
-	"gemm_mma_128x128": {Ptr, Ptr, Ptr, U32, U32, U32, U32},
-	"gemm_mma_128x256": {Ptr, Ptr, Ptr, U32, U32, U32, U32},
+	"aes256_ctr":          {Ptr, Ptr, U64, U64},
+	"hash_leaves":         {Ptr, Ptr, U64},
+	"hash_nodes":          {Ptr, Ptr, U64},
+	"gemm_dp4a":           {Ptr, Ptr, Ptr, U32, U32, U32, U32},
+	"gemm_mma_128x128":    {Ptr, Ptr, Ptr, U32, U32, U32, U32},
+	"gemm_mma_128x128_s4": {Ptr, Ptr, Ptr, U32, U32, U32, U32},
+	"gemm_mma_128x256":    {Ptr, Ptr, Ptr, U32, U32, U32, U32},
+	"gemm_mma_256x128":    {Ptr, Ptr, Ptr, U32, U32, U32, U32},
 }
 
 // TensorCoreKernels are in the sm_80 module only.
-var TensorCoreKernels = []string{"gemm_mma_128x128", "gemm_mma_128x256"}
+var TensorCoreKernels = []string{"gemm_mma_128x128", "gemm_mma_128x128_s4", "gemm_mma_128x256", "gemm_mma_256x128"}
+
+// GEMMTile is a GEMM kernel's tile of C (rows × columns per block of 256
+// threads) and the dynamic shared memory it needs.
+type GEMMTile struct {
+	Rows, Cols   uint32
+	SharedMemory uint32
+}
+
+// GEMMKernels are the GEMM kernels with their tiles, the launcher's order
+// of preference before the benchmark measures them.
+var GEMMKernels = []struct {
+	Name string
+	GEMMTile
+}{
+	{"gemm_mma_128x256", GEMMTile{128, 256, 3 * (128 + 256) * 80}},
+	{"gemm_mma_256x128", GEMMTile{256, 128, 3 * (256 + 128) * 80}},
+	{"gemm_mma_128x128_s4", GEMMTile{128, 128, 4 * (128 + 128) * 80}},
+	{"gemm_mma_128x128", GEMMTile{128, 128, 3 * (128 + 128) * 80}},
+	{"gemm_dp4a", GEMMTile{128, 128, 0}},
+}
 
 var (
 	headerRE = regexp.MustCompile(`(?m)^\.version (\d+)\.(\d+)\s*\n\.target (sm_\d+)`)
