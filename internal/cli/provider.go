@@ -237,7 +237,10 @@ credentials come from Docker's config ($DOCKER_CONFIG or ~/.docker).`,
 				}
 				for _, u := range slices.Sorted(maps.Keys(st.GPUFigures)) {
 					f := st.GPUFigures[u]
-					fmt.Fprintf(w, "measured:    %.3f int8 TOPS, %.1f GB/s memory bandwidth (%s)\n", f.Int8TOPS, f.MemBandwidthGBs, f.Device)
+					fmt.Fprintf(w, "measured:    %.3f int8 TOPS, %.1f GB/s memory bandwidth (%s, kernel %s)\n", f.Int8TOPS, f.MemBandwidthGBs, f.Device, f.Kernel)
+				}
+				for _, n := range st.GPUNotes {
+					fmt.Fprintf(w, "gpu:         %s\n", n)
 				}
 				fmt.Fprintf(w, "agent:       connected %v at %s\n", st.Connected, st.UpdatedAt.Format(time.RFC3339))
 				if st.LastError != "" {

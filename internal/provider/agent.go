@@ -138,8 +138,10 @@ type Status struct {
 	Address   string            `json:"address"`
 	Inventory *hwinfo.Inventory `json:"inventory"`
 	Figures   *hwinfo.Figures   `json:"measured"`
-	// GPUFigures are each GPU's own measurement, by UUID.
+	// GPUFigures are each GPU's own measurement, by UUID; GPUNotes what
+	// the agent found opening and measuring them (or why it could not).
 	GPUFigures map[string]hwinfo.Figures `json:"measured_gpus,omitempty"`
+	GPUNotes   []string                  `json:"gpu_notes,omitempty"`
 	Declared   *ledger.ProviderInfo      `json:"declared,omitempty"`
 	Registered bool                      `json:"registered"`
 	Online     bool                      `json:"online"`

@@ -124,6 +124,12 @@ func runAgent(t *testing.T, n *network, name string, lib nvml.Interface, region 
 
 func runAgentFaulty(t *testing.T, n *network, name string, lib nvml.Interface, region string, price uint64, faults *provider.Faults) (*provider.Agent, func()) {
 	t.Helper()
+	return runAgentWith(t, n, name, lib, region, price, func(o *provider.Options) { o.Faults = faults })
+}
+
+// runAgentWith runs an agent whose options edit adjusts.
+func runAgentWith(t *testing.T, n *network, name string, lib nvml.Interface, region string, price uint64, edit func(*provider.Options)) (*provider.Agent, func()) {
+	t.Helper()
 	k, err := n.kr.Get(name)
 	if err != nil {
 		t.Fatal(err)
@@ -136,13 +142,16 @@ func runAgentFaulty(t *testing.T, n *network, name string, lib nvml.Interface, r
 		n.reg = prometheus.NewRegistry()
 		n.metrics = provider.NewMetrics(n.reg)
 	}
-	a := provider.New(provider.Options{
+	o := provider.Options{
 		Metrics: n.metrics,
 		Key:     k, Chain: n.cl, Region: region, Prices: map[string]uint64{provider.AnyClass: price},
 		Inventory: inv, Figures: figures(), Poll: 25 * time.Millisecond,
 		Sandboxes: n.sandboxes(t), Blobs: blob.NewClient(n.cl.Base()), WorkDir: filepath.Join(n.home, "work", name),
-		Faults: faults,
-	})
+	}
+	if edit != nil {
+		edit(&o)
+	}
+	a := provider.New(o)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	var runErr error

@@ -38,10 +38,10 @@ func (a *Agent) openGPUs(ctx context.Context, inv *hwinfo.Inventory) map[string]
 		devs, err := gpu.Open()
 		switch {
 		case errors.Is(err, gpu.ErrNoDriver):
-			a.log.Warn("GPUs are rented out but not measured or challenged: "+err.Error(), "gpus", len(inv.GPUs))
+			a.gpuNote("GPUs are rented out but not measured or challenged: %v", err)
 			return nil
 		case err != nil:
-			a.log.Warn("some GPUs could not be opened", "err", err)
+			a.gpuNote("some GPUs could not be opened: %v", err)
 		}
 		for _, d := range devs {
 			backends = append(backends, d)
@@ -55,23 +55,39 @@ func (a *Agent) openGPUs(ctx context.Context, inv *hwinfo.Inventory) map[string]
 	for _, g := range inv.GPUs {
 		b := byUUID[g.UUID]
 		if g.UUID == "" || b == nil {
-			a.log.Warn("GPU not measured: the CUDA driver has no device with its UUID", "gpu", g.Index, "uuid", g.UUID)
+			a.gpuNote("GPU %d (%s) not measured: the CUDA driver has no device with its UUID", g.Index, g.UUID)
 			continue
 		}
 		delete(byUUID, g.UUID)
 		fig, err := (&gpu.Benchmarker{Dev: b}).Run(ctx, a.o.BenchBudget)
 		if err != nil {
-			a.log.Warn("GPU not measured", "gpu", g.Index, "err", err)
+			a.gpuNote("GPU %d (%s) not measured: %v", g.Index, g.UUID, err)
 			b.Close()
 			continue
 		}
-		a.log.Info("measured", "device", fig.Device, "int8_tops", fmt.Sprintf("%.1f", fig.Int8TOPS), "kernel", fig.Kernel, "mem_bandwidth_gbs", fmt.Sprintf("%.0f", fig.MemBandwidthGBs))
+		a.gpuNote("GPU %d: %s: %.1f int8 TOPS for a whole challenge proof with %s (alone %.1f), %.0f GB/s", g.Index, b.Describe(), fig.Int8TOPS, fig.Kernel, kernelTOPS(fig), fig.MemBandwidthGBs)
 		out[g.UUID] = &gpuDevice{dev: b, fig: fig}
 	}
 	for _, b := range byUUID { // devices NVML did not list
 		b.Close()
 	}
 	return out
+}
+
+// gpuNote logs a finding about the GPUs and keeps it for the status.
+func (a *Agent) gpuNote(format string, args ...any) {
+	msg := fmt.Sprintf(format, args...)
+	a.log.Info("gpu: " + msg)
+	a.update(func(s *Status) { s.GPUNotes = append(s.GPUNotes, msg) })
+}
+
+func kernelTOPS(f hwinfo.Figures) float64 {
+	for _, k := range f.Kernels {
+		if k.Kernel == f.Kernel {
+			return k.Int8TOPS
+		}
+	}
+	return 0
 }
 
 func (a *Agent) closeGPUs() {
