@@ -5,8 +5,8 @@
 // the CPU, so the consumer can check it and Proof of Sync can compare
 // replicas:
 //
-//	gpugemm -out /out 8192 8192 8192 SEED      on the job's GPU (CUDA driver, no toolkit)
-//	gpugemm -cpu 8192 8192 8192 SEED           the same line from the CPU, to check
+//	gpugemm -out /out 4096 4096 4096 SEED      on the job's GPU (CUDA driver, no toolkit)
+//	gpugemm -cpu 4096 4096 4096 SEED           the same line from the CPU, to check
 //
 // SEED is any text; N, K, M are multiples of 64 (K ≤ 65536, M ≤ 16384).
 // It runs in a container that CDI gives the driver's libraries; the image

@@ -26,8 +26,8 @@ func (p *gpuPool) init(gpus []hwinfo.GPU) {
 	p.busy = map[string]uint64{}
 }
 
-// gpuID is how the NVIDIA toolkit is told about a device: its UUID, or
-// its index when NVML gave none.
+// gpuID names a device to the executors (the CDI device name of the oci
+// executor): its UUID, or its index when NVML gave none.
 func gpuID(g hwinfo.GPU) string {
 	if g.UUID != "" {
 		return g.UUID

@@ -72,8 +72,9 @@ type Job struct {
 	Outputs []string
 	Limits  Limits
 	// GPUs are the host GPUs assigned to this job (NVML UUIDs or indices),
-	// and the only ones it may see (oci: through the NVIDIA container
-	// runtime hook). WebAssembly has no GPU access and ignores it.
+	// and the only ones it may see (oci: their CDI devices, names the CDI
+	// spec of the host's driver gives them). WebAssembly has no GPU access
+	// and ignores it.
 	GPUs []string
 	// Network asks for network access. Executors deny it unless the
 	// provider allows it; without it a job has no network at all.

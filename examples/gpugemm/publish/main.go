@@ -54,7 +54,7 @@ func main() {
 	addr := flag.String("addr", "127.0.0.1:5000", "where to serve the registry (loopback)")
 	spec := flag.String("spec", "", "write the job spec here (default: stdout)")
 	binary := flag.String("binary", "", "use this gpugemm binary instead of building ./examples/gpugemm")
-	dims := flag.String("size", "8192 8192 8192", "N K M of the product")
+	dims := flag.String("size", "4096 4096 4096", "N K M of the product")
 	seed := flag.String("seed", "gpunet", "the matrices' seed")
 	once := flag.Bool("once", false, "exit after writing the spec (the registry stops too)")
 	verification := flag.String("verification", "spot", "the spec's verification: spot re-runs the job on a second GPU provider now and then, none never")
