@@ -31,6 +31,7 @@ func devnetCmd(e *env) *cobra.Command {
 		nprov     int
 		faulty    int
 		overclaim float64
+		logLevel  string
 		example   bool
 	)
 	c := &cobra.Command{
@@ -72,7 +73,11 @@ starts afresh. Ports are free loopback ports picked at each start unless
 			if api == "" {
 				api = c.API
 			}
-			logger := slog.New(slog.NewTextHandler(e.stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+			var level slog.Level
+			if err := level.UnmarshalText([]byte(logLevel)); err != nil {
+				return usageError{fmt.Errorf("--log-level %q: want debug, info, warn or error", logLevel)}
+			}
+			logger := slog.New(slog.NewTextHandler(e.stderr, &slog.HandlerOptions{Level: level}))
 			d, err := daemon.Start(cmd.Context(), e.home, daemon.Options{Logger: logger, APIAddr: api, CheckInvariants: true})
 			if err != nil {
 				return err
@@ -154,6 +159,7 @@ starts afresh. Ports are free loopback ports picked at each start unless
 	c.Flags().DurationVar(&hwTarget, "hw-challenge-time", 0, "a new chain's hardware challenges take this long at the claimed throughput (default 10s), with three blocks' allowance for getting the commit on chain (default 12s); shorter ones come more often, at most one per device every 75 times this")
 	c.Flags().StringVar(&api, "api", "", "API listen address host:port (default: a free loopback port)")
 	c.Flags().IntVar(&nprov, "providers", 3, "in-process providers to run (keys provider-1 … provider-N)")
+	c.Flags().StringVar(&logLevel, "log-level", "warn", "what the node and providers log: debug, info, warn or error")
 	c.Flags().Float64Var(&overclaim, "fault-overclaim", 0, "make every provider declare this many times the throughput it measured (fault injection, to watch hardware challenges catch it)")
 	c.Flags().IntVar(&faulty, "faulty", 0, "make the last N providers commit wrong results on every job (fault injection, to watch Proof of Sync catch them)")
 	c.Flags().BoolVar(&example, "example", true, "run the bundled wordcount example job once the providers are up")
