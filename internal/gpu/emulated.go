@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"sync"
+	"unsafe"
 
 	"github.com/gpunet/gpunet/internal/challenge"
 	"github.com/gpunet/gpunet/internal/gpu/kernels"
@@ -146,17 +147,13 @@ func (e *Emulated) GEMM(kernel string, c, a, bt Buf, n, k, m, ldc uint32) error 
 	}
 	e.count(kernel)
 	am, bm, cm := e.mem(a), e.mem(bt), e.mem(c)
-	row := make([]int8, k)
-	col := make([]int8, k)
-	for i := range n {
-		for x := range k {
-			row[x] = int8(am[uint64(i)*uint64(k)+uint64(x)])
-		}
-		for j := range m {
-			for x := range k {
-				col[x] = int8(bm[uint64(j)*uint64(k)+uint64(x)])
-			}
-			binary.LittleEndian.PutUint32(cm[(uint64(i)*uint64(ldc)+uint64(j))*4:], uint32(challenge.DotInt8(row, col)))
+	asInt8 := func(b []byte) []int8 { return unsafe.Slice((*int8)(unsafe.Pointer(unsafe.SliceData(b))), len(b)) }
+	bt8 := asInt8(bm[:uint64(m)*uint64(k)])
+	for i := range uint64(n) {
+		row := asInt8(am[i*uint64(k) : (i+1)*uint64(k)])
+		for j := range uint64(m) {
+			v := challenge.DotInt8(row, bt8[j*uint64(k):(j+1)*uint64(k)])
+			binary.LittleEndian.PutUint32(cm[(i*uint64(ldc)+j)*4:], uint32(v))
 		}
 	}
 	return nil

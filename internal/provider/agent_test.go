@@ -172,7 +172,12 @@ func runAgentWith(t *testing.T, n *network, name string, lib nvml.Interface, reg
 
 func waitFor(t *testing.T, what string, f func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
+	waitForWithin(t, 30*time.Second, what, f)
+}
+
+func waitForWithin(t *testing.T, limit time.Duration, what string, f func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(limit)
 	for !f() {
 		if time.Now().After(deadline) {
 			t.Fatalf("timed out waiting for %s", what)

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/gpunet/gpunet/internal/gpu"
 	"github.com/gpunet/gpunet/internal/hwinfo"
@@ -53,8 +54,9 @@ func TestHardwareChallenges(t *testing.T) {
 // behind the CUDA backend's interface (package gpu): each measures its GPU
 // with the GPU benchmark and declares it; the ledger challenges the CPU
 // and the GPU separately; the honest agent proves its GPU's claim with the
-// GPU prover on that device, and the one that declares 200 times its
-// measurement fails on the GPU and is slashed.
+// GPU prover on that device, and the one that declares 50 times its
+// measurement fails on the GPU and is slashed. Each provider's CPU and GPU
+// are challenged one after the other, so this takes a while.
 func TestGPUHardwareChallenges(t *testing.T) {
 	n := startNetworkWith(t, func(p *ledger.Params) {
 		p.HWRatePPM = 1_000_000
@@ -74,7 +76,7 @@ func TestGPUHardwareChallenges(t *testing.T) {
 		return a, dev
 	}
 	h, hdev := run("honest", nil)
-	l, _ := run("liar", &provider.Faults{OverclaimFactor: 200})
+	l, _ := run("liar", &provider.Faults{OverclaimFactor: 50})
 	record := func(a *provider.Agent) *ledger.Provider {
 		p, err := n.cl.Provider(t.Context(), a.Status().Key())
 		if err != nil {
@@ -82,7 +84,7 @@ func TestGPUHardwareChallenges(t *testing.T) {
 		}
 		return p.Record
 	}
-	waitFor(t, "the honest GPU proven and the liar's GPU failed", func() bool {
+	waitForWithin(t, 2*time.Minute, "the honest GPU proven and the liar's GPU failed", func() bool {
 		hp, lp := record(h), record(l)
 		return hp != nil && lp != nil && hp.DeviceRuling(0).Proven && hp.DeviceRuling(1).Proven && lp.DeviceRuling(1).Proven
 	})

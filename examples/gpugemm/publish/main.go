@@ -13,10 +13,12 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"log"
 	"net"
 	"net/http"
@@ -28,15 +30,13 @@ import (
 	"strings"
 
 	"github.com/google/go-containerregistry/pkg/registry"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/empty"
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
 
 	"github.com/gpunet/gpunet/internal/sandbox/oci"
 	"github.com/gpunet/gpunet/internal/sandbox/oci/ocitest"
-
-	"bytes"
-	"io"
 )
 
 // The glibc pieces a cgo program and libcuda.so.1 load: the loader, libc,
@@ -64,6 +64,72 @@ func main() {
 	}
 }
 
+// buildImage makes the example's image: the program at /gpugemm (its
+// entrypoint) and this machine's glibc pieces.
+func buildImage(binary string) (v1.Image, error) {
+	prog, err := os.ReadFile(binary)
+	if err != nil {
+		return nil, err
+	}
+	files := map[string]ocitest.File{}
+	files["gpugemm"] = ocitest.File{Data: prog, Mode: 0o755}
+	for _, p := range glibc {
+		b, err := os.ReadFile(p) // follows the links to the real files
+		if err != nil {
+			return nil, fmt.Errorf("this machine's glibc: %w", err)
+		}
+		files[strings.TrimPrefix(p, "/")] = ocitest.File{Data: b, Mode: 0o755}
+	}
+	files["etc/passwd"] = ocitest.File{Data: []byte("root:x:0:0:root:/root:/sbin/nologin\nnobody:x:65534:65534:nobody:/nonexistent:/sbin/nologin\n")}
+	files["etc/group"] = ocitest.File{Data: []byte("root:x:0:\nnogroup:x:65534:\n")}
+	tarb, err := ocitest.TarFiles(files)
+	if err != nil {
+		return nil, err
+	}
+	layer, err := tarball.LayerFromOpener(func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(tarb)), nil })
+	if err != nil {
+		return nil, err
+	}
+	img, err := mutate.AppendLayers(empty.Image, layer)
+	if err != nil {
+		return nil, err
+	}
+	cf, err := img.ConfigFile()
+	if err != nil {
+		return nil, err
+	}
+	cf = cf.DeepCopy()
+	cf.OS, cf.Architecture = "linux", "amd64"
+	cf.Config.Entrypoint = []string{"/gpugemm"}
+	cf.Config.Env = []string{"PATH=/"}
+	cf.Config.WorkingDir = "/"
+	return mutate.ConfigFile(img, cf)
+}
+
+// jobSpec is the job spec that runs the image at ref on one GPU.
+func jobSpec(ref, dims, seed, verification string) (string, error) {
+	args := strings.Fields(dims)
+	if len(args) != 3 {
+		return "", fmt.Errorf("-size %q: want \"N K M\"", dims)
+	}
+	return fmt.Sprintf(`# The GPU example (examples/gpugemm), written by examples/gpugemm/publish.
+# Check its result on the CPU: go run ./examples/gpugemm -cpu %s %s %s %q
+name: gpugemm
+executor: oci
+image: %s
+args: [-out, /out, %q, %q, %q, %q]
+outputs: [/out]
+resources:
+  cpu: 1
+  memory: 2GiB
+  gpu: {count: 1}
+max_price: 2
+timeout: 10m
+deterministic: true
+verification: %s
+`, args[0], args[1], args[2], seed, ref, args[0], args[1], args[2], seed, verification), nil
+}
+
 func run(addr, specPath, binary, dims, seed, verification string, once bool) error {
 	if verification != "spot" && verification != "none" && verification != "full" {
 		return fmt.Errorf("-verification %q: want spot, full or none", verification)
@@ -71,11 +137,9 @@ func run(addr, specPath, binary, dims, seed, verification string, once bool) err
 	if runtime.GOOS != "linux" || runtime.GOARCH != "amd64" {
 		return fmt.Errorf("the example image is built for linux/amd64 (this is %s/%s)", runtime.GOOS, runtime.GOARCH)
 	}
-	host, _, err := net.SplitHostPort(addr)
-	if err != nil || !oci.PlainHTTPAllowed(addr) {
+	if _, _, err := net.SplitHostPort(addr); err != nil || !oci.PlainHTTPAllowed(addr) {
 		return fmt.Errorf("-addr %q: want a loopback host:port", addr)
 	}
-	_ = host
 	if binary == "" {
 		dir, err := os.MkdirTemp("", "gpugemm")
 		if err != nil {
@@ -91,43 +155,8 @@ func run(addr, specPath, binary, dims, seed, verification string, once bool) err
 			return fmt.Errorf("go build ./examples/gpugemm (run this from the repository's root): %w", err)
 		}
 	}
-	files := map[string]ocitest.File{}
-	prog, err := os.ReadFile(binary)
+	img, err := buildImage(binary)
 	if err != nil {
-		return err
-	}
-	files["gpugemm"] = ocitest.File{Data: prog, Mode: 0o755}
-	for _, p := range glibc {
-		b, err := os.ReadFile(p) // follows the links to the real files
-		if err != nil {
-			return fmt.Errorf("this machine's glibc: %w", err)
-		}
-		files[strings.TrimPrefix(p, "/")] = ocitest.File{Data: b, Mode: 0o755}
-	}
-	files["etc/passwd"] = ocitest.File{Data: []byte("root:x:0:0:root:/root:/sbin/nologin\nnobody:x:65534:65534:nobody:/nonexistent:/sbin/nologin\n")}
-	files["etc/group"] = ocitest.File{Data: []byte("root:x:0:\nnogroup:x:65534:\n")}
-	tarb, err := ocitest.TarFiles(files)
-	if err != nil {
-		return err
-	}
-	layer, err := tarball.LayerFromOpener(func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(tarb)), nil })
-	if err != nil {
-		return err
-	}
-	img, err := mutate.AppendLayers(empty.Image, layer)
-	if err != nil {
-		return err
-	}
-	cf, err := img.ConfigFile()
-	if err != nil {
-		return err
-	}
-	cf = cf.DeepCopy()
-	cf.OS, cf.Architecture = "linux", "amd64"
-	cf.Config.Entrypoint = []string{"/gpugemm"}
-	cf.Config.Env = []string{"PATH=/"}
-	cf.Config.WorkingDir = "/"
-	if img, err = mutate.ConfigFile(img, cf); err != nil {
 		return err
 	}
 
@@ -142,26 +171,10 @@ func run(addr, specPath, binary, dims, seed, verification string, once bool) err
 	if err != nil {
 		return err
 	}
-	args := strings.Fields(dims)
-	if len(args) != 3 {
-		return fmt.Errorf("-size %q: want \"N K M\"", dims)
+	y, err := jobSpec(ref, dims, seed, verification)
+	if err != nil {
+		return err
 	}
-	y := fmt.Sprintf(`# The GPU example (examples/gpugemm), written by examples/gpugemm/publish.
-# Check its result on the CPU: go run ./examples/gpugemm -cpu %s %s %s %q
-name: gpugemm
-executor: oci
-image: %s
-args: [-out, /out, %q, %q, %q, %q]
-outputs: [/out]
-resources:
-  cpu: 1
-  memory: 2GiB
-  gpu: {count: 1}
-max_price: 2
-timeout: 10m
-deterministic: true
-verification: %s
-`, args[0], args[1], args[2], seed, ref, args[0], args[1], args[2], seed, verification)
 	if specPath == "" {
 		fmt.Print(y)
 	} else if err := os.WriteFile(specPath, []byte(y), 0o644); err != nil {

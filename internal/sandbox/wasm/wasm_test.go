@@ -452,10 +452,13 @@ func TestCompilationCache(t *testing.T) {
 	defer e2.Close()
 	restarted := compile(e2)
 	t.Logf("compile: cold %v, same executor %v, new executor on the same cache %v", cold, warm, restarted)
-	if warm > cold/10 {
+	// Loose bounds: on a loaded 2-core machine (the whole suite running)
+	// a cached run measured 372 ms after a 2.1 s cold compile. Without the
+	// cache each run compiles in full, about the cold time.
+	if warm > cold/3 {
 		t.Errorf("second run compiled for %v after a cold compile of %v", warm, cold)
 	}
-	if restarted > cold/2 {
+	if restarted > cold*2/3 {
 		t.Errorf("restarted executor compiled for %v after a cold compile of %v", restarted, cold)
 	}
 }
