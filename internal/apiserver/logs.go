@@ -8,8 +8,10 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"strconv"
 	"sync"
+	"time"
 
 	"github.com/gpunet/gpunet/internal/address"
 	"github.com/gpunet/gpunet/internal/ledger"
@@ -19,7 +21,12 @@ import (
 // encrypted to the job's owner and signed by the provider; the node keeps
 // the latest chunks of each running job in memory and the owner polls them.
 // This relay is a convenience of one node, not consensus state: the full
-// log is the encrypted blob the provider commits with its result.
+// log is the encrypted blob the provider commits with its result, so the
+// relay may drop chunks at any time. It holds at most maxJobLogBytes of
+// chunk data per job and maxRelayBytes in all (past that, the oldest chunk
+// of the job holding the most goes first, so one noisy or hostile provider
+// cannot push out the others), forgets a job logGrace after it ends, and
+// answers at most maxLogPageBytes of chunk data per page.
 
 // LogChunk is one piece of a job's live log.
 type LogChunk struct {
@@ -46,8 +53,16 @@ type LogPosted struct {
 const (
 	maxLogChunkBytes = 256 << 10
 	maxChunksPerJob  = 512
+	maxJobLogBytes   = 4 << 20  // chunk data kept per job
+	maxRelayBytes    = 64 << 20 // chunk data kept for all jobs together
 	maxRelayedJobs   = 4096
+	maxLogPageBytes  = 1 << 20 // chunk data in one page (at least one chunk)
 	defaultLogPage   = 64
+	// logGrace is how long a job's chunks outlive its end, so that an owner
+	// following the log reads its tail.
+	logGrace = 30 * time.Second
+	// logSweepEvery is how often the relay looks for ended jobs.
+	logSweepEvery = 5 * time.Second
 )
 
 // LogSignBytes is what a provider signs to post chunk seq of job id.
@@ -61,16 +76,44 @@ func LogSignBytes(job, seq uint64, data []byte) []byte {
 
 type jobLog struct {
 	chunks []LogChunk
+	bytes  int                        // chunk data held
 	next   uint64                     // the seq the next chunk gets
 	first  uint64                     // the seq of chunks[0]
 	posted map[address.Address]uint64 // each provider's next post number
+	ended  time.Time                  // when the relay first saw the job ended
 }
 
+// logRelay is the node's memory of live logs. Its zero value is ready,
+// with the limits above; tests shrink them and set the clock.
 type logRelay struct {
 	mu   sync.Mutex
 	jobs map[uint64]*jobLog
 	// order of first sight, to evict the oldest job when full
-	order []uint64
+	order     []uint64
+	bytes     int // chunk data held for all jobs
+	lastSweep time.Time
+
+	// Overrides for tests; zero means the constant.
+	jobBytes, totalBytes int
+	now                  func() time.Time
+}
+
+func (r *logRelay) clock() time.Time {
+	if r.now != nil {
+		return r.now()
+	}
+	return time.Now()
+}
+
+func (r *logRelay) limits() (job, total int) {
+	job, total = maxJobLogBytes, maxRelayBytes
+	if r.jobBytes > 0 {
+		job = r.jobBytes
+	}
+	if r.totalBytes > 0 {
+		total = r.totalBytes
+	}
+	return job, total
 }
 
 func (r *logRelay) get(id uint64) *jobLog {
@@ -80,14 +123,98 @@ func (r *logRelay) get(id uint64) *jobLog {
 	l := r.jobs[id]
 	if l == nil {
 		if len(r.order) >= maxRelayedJobs {
-			delete(r.jobs, r.order[0])
-			r.order = r.order[1:]
+			r.forget(r.order[0])
 		}
 		l = &jobLog{posted: map[address.Address]uint64{}}
 		r.jobs[id] = l
 		r.order = append(r.order, id)
 	}
 	return l
+}
+
+// forget drops job id and all its chunks.
+func (r *logRelay) forget(id uint64) {
+	l := r.jobs[id]
+	if l == nil {
+		return
+	}
+	r.bytes -= l.bytes
+	delete(r.jobs, id)
+	r.order = slices.DeleteFunc(r.order, func(o uint64) bool { return o == id })
+}
+
+// dropOldest drops l's oldest chunk.
+func (r *logRelay) dropOldest(l *jobLog) {
+	n := len(l.chunks[0].Data)
+	l.chunks[0] = LogChunk{} // let the data go
+	l.chunks = l.chunks[1:]
+	l.first++
+	l.bytes -= n
+	r.bytes -= n
+}
+
+// add appends a chunk to l and then drops chunks until the relay is
+// within its limits.
+func (r *logRelay) add(l *jobLog, c LogChunk) {
+	l.chunks = append(l.chunks, c)
+	l.bytes += len(c.Data)
+	r.bytes += len(c.Data)
+	jobMax, totalMax := r.limits()
+	for len(l.chunks) > 1 && (len(l.chunks) > maxChunksPerJob || l.bytes > jobMax) {
+		r.dropOldest(l)
+	}
+	for r.bytes > totalMax {
+		var big *jobLog
+		for _, o := range r.jobs {
+			if len(o.chunks) > 0 && (big == nil || o.bytes > big.bytes) {
+				big = o
+			}
+		}
+		if big == nil {
+			break
+		}
+		r.dropOldest(big)
+	}
+}
+
+// sweep forgets the jobs that ended at least logGrace ago (or that the
+// ledger does not know), at most once per logSweepEvery. kv is a view of
+// the ledger. The caller holds r.mu.
+func (r *logRelay) sweep(kv ledger.KV) {
+	now := r.clock()
+	if now.Sub(r.lastSweep) < logSweepEvery {
+		return
+	}
+	r.lastSweep = now
+	for _, id := range slices.Clone(r.order) {
+		l := r.jobs[id]
+		j, found, err := ledger.GetJob(kv, id)
+		switch {
+		case err != nil:
+			continue // keep it; the next sweep looks again
+		case found && !j.Done():
+			l.ended = time.Time{}
+		case l.ended.IsZero():
+			l.ended = now
+		case now.Sub(l.ended) >= logGrace:
+			r.forget(id)
+		}
+	}
+}
+
+// sweepLogs runs the relay's sweep against the current ledger state.
+func (s *Server) sweepLogs() {
+	s.logs.mu.Lock()
+	due := s.logs.clock().Sub(s.logs.lastSweep) >= logSweepEvery
+	s.logs.mu.Unlock()
+	if !due {
+		return
+	}
+	kv, release := s.chain.View()
+	defer release()
+	s.logs.mu.Lock()
+	defer s.logs.mu.Unlock()
+	s.logs.sweep(kv)
 }
 
 // postLog serves POST /v1/jobs/{id}/logs from the job's provider:
@@ -148,6 +275,7 @@ func (s *Server) postLog(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusForbidden, ledger.ErrBadSignature.Code, "log chunk signature does not verify for "+prov.String())
 		return
 	}
+	s.sweepLogs()
 	s.logs.mu.Lock()
 	defer s.logs.mu.Unlock()
 	l := s.logs.get(id)
@@ -158,17 +286,15 @@ func (s *Server) postLog(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	l.posted[prov]++
-	l.chunks = append(l.chunks, LogChunk{Seq: l.next, Provider: prov, Data: data})
+	s.logs.add(l, LogChunk{Seq: l.next, Provider: prov, Data: data})
 	l.next++
-	if len(l.chunks) > maxChunksPerJob {
-		l.chunks = l.chunks[1:]
-		l.first++
-	}
 	writeJSON(w, http.StatusCreated, LogPosted{Next: l.next})
 }
 
 // getLog serves GET /v1/jobs/{id}/logs?from=SEQ. Chunks are ciphertext
-// only the owner can read, so reads need no authentication.
+// only the owner can read, so reads need no authentication. A page holds
+// at most limit chunks and maxLogPageBytes of chunk data (but always one
+// chunk when there is one).
 func (s *Server) getLog(w http.ResponseWriter, r *http.Request) {
 	id, ok := parseJobID(w, r.PathValue("id"))
 	if !ok {
@@ -191,6 +317,7 @@ func (s *Server) getLog(w http.ResponseWriter, r *http.Request) {
 		}
 		limit = n
 	}
+	s.sweepLogs()
 	s.logs.mu.Lock()
 	defer s.logs.mu.Unlock()
 	page := LogPage{Chunks: []LogChunk{}, Next: from}
@@ -204,13 +331,15 @@ func (s *Server) getLog(w http.ResponseWriter, r *http.Request) {
 		from = l.first
 	}
 	page.Next = max(from, l.next)
+	size := 0
 	for _, c := range l.chunks {
 		if c.Seq >= from {
-			if len(page.Chunks) == limit {
+			if len(page.Chunks) == limit || (len(page.Chunks) > 0 && size+len(c.Data) > maxLogPageBytes) {
 				page.Next = c.Seq
 				break
 			}
 			page.Chunks = append(page.Chunks, c)
+			size += len(c.Data)
 		}
 	}
 	writeJSON(w, http.StatusOK, page)
