@@ -333,7 +333,7 @@ func Declaration(inv *hwinfo.Inventory, fig *hwinfo.Figures, gpuFigs map[string]
 			CPUCores: uint64(inv.CPUCores), CPUModel: truncate(inv.CPUModel), RAM: inv.RAMBytes, Disk: inv.DiskFreeBytes,
 			OS: inv.OS, Arch: inv.Arch, Driver: truncate(inv.DriverVersion), CUDA: truncate(inv.CUDAVersion),
 		},
-		Measured:      ledger.Measured{Int8GOPS: uint64(fig.Int8TOPS * 1000), BandwidthMBs: uint64(fig.MemBandwidthGBs * 1000), Device: truncate(fig.Device)},
+		Measured:      ledger.Measured{Int8GOPS: gops(fig.Int8TOPS), BandwidthMBs: uint64(fig.MemBandwidthGBs * 1000), Device: truncate(fig.Device)},
 		Region:        o.Region,
 		Executors:     o.Executors,
 		MaxJobs:       o.MaxJobs,
@@ -343,7 +343,7 @@ func Declaration(inv *hwinfo.Inventory, fig *hwinfo.Figures, gpuFigs map[string]
 	if f := o.Faults; f != nil && f.OverclaimFactor > 1 {
 		// Fault injection: claim more than was measured.
 		overclaim = f.OverclaimFactor
-		pi.Measured.Int8GOPS = uint64(float64(pi.Measured.Int8GOPS) * overclaim)
+		pi.Measured.Int8GOPS = gops(fig.Int8TOPS * overclaim)
 	}
 	pi.Network = o.AllowNetwork
 	if len(pi.Executors) == 0 {
@@ -366,7 +366,7 @@ func Declaration(inv *hwinfo.Inventory, fig *hwinfo.Figures, gpuFigs map[string]
 	for _, g := range inv.GPUs {
 		spec := ledger.GPUSpec{Class: g.Class, VRAM: g.VRAMBytes, ComputeCap: g.ComputeCapability, UUID: truncate(g.UUID), Serial: truncate(g.Serial)}
 		if f, ok := gpuFigs[g.UUID]; ok && g.UUID != "" {
-			spec.Int8GOPS = uint64(f.Int8TOPS * 1000 * overclaim)
+			spec.Int8GOPS = gops(f.Int8TOPS * overclaim)
 		}
 		pi.Inventory.GPUs = append(pi.Inventory.GPUs, spec)
 		if !seen[g.Class] {
@@ -383,6 +383,17 @@ func Declaration(inv *hwinfo.Inventory, fig *hwinfo.Figures, gpuFigs map[string]
 	}
 	pi.Asks = append(pi.Asks, ledger.Ask{Class: ledger.CPUClass, PricePerHour: cpuPrice})
 	return pi
+}
+
+// gops is a measured rate in the ledger's unit, GOPS. A device that
+// measured anything declares at least 1: 0 means "not measured", which the
+// ledger never challenges and counts as nothing (a slow CPU on a loaded
+// machine measured 0.4 GOPS and declared 0).
+func gops(tops float64) uint64 {
+	if tops <= 0 {
+		return 0
+	}
+	return max(1, uint64(tops*1000))
 }
 
 func truncate(s string) string {

@@ -43,3 +43,38 @@ func TestDeclarationAsks(t *testing.T) {
 		t.Errorf("CPU-only machine: asks %v", got)
 	}
 }
+
+// TestDeclarationFigures: the CPU's figure goes in measured, each GPU's in
+// its own gpus[i].int8_gops (a GPU without a measurement declares none),
+// and a device that measured anything declares at least 1 GOPS: 0 would
+// mean "not measured", never challenged (a loaded 2-core machine measured
+// 0.0004 TOPS and declared 0).
+func TestDeclarationFigures(t *testing.T) {
+	kr, err := keys.Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	k, _ := kr.Add("p")
+	inv := &hwinfo.Inventory{CPUCores: 2, RAMBytes: 8 << 30, DiskFreeBytes: 10 << 30, OS: "linux", Arch: "amd64",
+		GPUs: []hwinfo.GPU{
+			{UUID: "GPU-1", Serial: "SN-1", Name: "NVIDIA H200", Class: "H200_141GB", VRAMBytes: 141 << 30, ComputeCapability: "9.0"},
+			{UUID: "GPU-2", Name: "NVIDIA H200", Class: "H200_141GB", VRAMBytes: 141 << 30, ComputeCapability: "9.0"},
+		}}
+	cpu := &hwinfo.Figures{Device: "cpu", Int8TOPS: 0.0004, MemBandwidthGBs: 10}
+	gpus := map[string]hwinfo.Figures{"GPU-1": {Device: "gpu:GPU-1", Int8TOPS: 456.8, Kernel: "gemm_mma_256x128"}}
+	pi := provider.Declaration(inv, cpu, gpus, provider.Options{Key: k, Region: "eu", Executors: []string{"wasm"}})
+	if pi.Measured.Int8GOPS != 1 {
+		t.Errorf("CPU at 0.4 GOPS declares %d GOPS, want 1", pi.Measured.Int8GOPS)
+	}
+	g := pi.Inventory.GPUs
+	if len(g) != 2 || g[0].Int8GOPS != 456_800 || g[0].Serial != "SN-1" || g[0].UUID != "GPU-1" || g[1].Int8GOPS != 0 {
+		t.Errorf("GPUs declared %+v", g)
+	}
+	if err := pi.Validate(); err != nil {
+		t.Errorf("the declaration is refused: %v", err)
+	}
+	over := provider.Declaration(inv, cpu, gpus, provider.Options{Key: k, Faults: &provider.Faults{OverclaimFactor: 3}})
+	if over.Inventory.GPUs[0].Int8GOPS != 1_370_400 {
+		t.Errorf("a 3× overclaim declares %d GOPS for the GPU", over.Inventory.GPUs[0].Int8GOPS)
+	}
+}
