@@ -40,9 +40,12 @@ import (
 // audit and escalation replicas from the treasury. Replicas in the
 // minority of a decided vote are slashed params.slash_bps of their stake;
 // params.slash_compensation_bps of that goes to the job's owner, the rest
-// to the treasury. A replica that committed but did not reveal is not paid
-// and loses reputation, but is not slashed (its silence is not evidence of
-// a wrong result).
+// to the treasury. A replica that committed but did not reveal by the time
+// the job is decided (the others decided it, or the reveal window closed)
+// is treated exactly like an outvoted one: not paid, slashed the same, and
+// counted as invalid for its reputation. Otherwise a provider that knows its
+// result is wrong would withhold it rather than reveal and be outvoted, and
+// honesty (revealing, even a minority result) would cost more than silence.
 //
 // Jobs that are not checked (verification none, or not deterministic)
 // commit their result in the clear and are settled at once.
@@ -310,22 +313,29 @@ func decide(o *Overlay, j *Job, p Params, info BlockInfo) ([]Event, error) {
 			return []Event{jobEvent("job_escalated", j, Attr{"replicas", strconv.Itoa(n + 1)})}, nil
 		}
 		// No majority at the cap (or nobody revealed): the job fails, the
-		// owner gets everything back, nobody is slashed.
+		// owner gets everything back, nobody who revealed is slashed; a
+		// replica that withheld its result is (penalizeUnrevealed).
+		withheld := 0
 		for i := range j.Assignments {
 			a := &j.Assignments[i]
 			a.Outcome = OutcomeNoMajority
 			if a.Result == nil {
-				a.Outcome = OutcomeUnrevealed
-				if err := recordUnrevealed(o, a.Provider); err != nil {
+				withheld++
+				ev, err := penalizeUnrevealed(o, j, a, p, info)
+				if err != nil {
 					return nil, err
 				}
+				events = append(events, ev)
 			}
 		}
 		j.Verdict = VerdictNoMajority
 		j.State = JobFailed
-		j.Reason = fmt.Sprintf("no majority among %d replicas (%d distinct results); refunded in full, nobody slashed", n, len(votes))
+		j.Reason = fmt.Sprintf("no majority among %d replicas (%d distinct results); refunded in full, nobody who revealed slashed", n, len(votes))
+		if withheld > 0 {
+			j.Reason += fmt.Sprintf("; %d that did not reveal slashed", withheld)
+		}
 		if len(votes) == 0 {
-			j.Reason = fmt.Sprintf("no replica revealed its result in time (%d committed); refunded in full", n)
+			j.Reason = fmt.Sprintf("no replica revealed its result in time (%d committed, each slashed); refunded in full", n)
 		}
 		evs, err := finishJob(o, j, info)
 		return append(events, evs...), err
@@ -361,10 +371,11 @@ func decide(o *Overlay, j *Job, p Params, info BlockInfo) ([]Event, error) {
 				}
 			}
 		case a.Result == nil:
-			a.Outcome = OutcomeUnrevealed
-			if err := recordUnrevealed(o, a.Provider); err != nil {
+			ev, err := penalizeUnrevealed(o, j, a, p, info)
+			if err != nil {
 				return nil, err
 			}
+			events = append(events, ev)
 		default:
 			a.Outcome = OutcomeMinority
 			amt, err := slash(o, a.Provider, j.Owner, p, info, fmt.Sprintf("job %d: outvoted by %d of %d replicas", j.ID, len(win.members), n))
@@ -416,16 +427,16 @@ func payFromTreasury(o *Overlay, j *Job, a *Assignment, cost uint64) error {
 // Reputation moves on verdicts and challenges: a confirmed result, an
 // answered liveness challenge or a passed hardware challenge closes 2% of
 // the gap to the provider's ceiling; an outvoted result or a failed
-// challenge halves it, an unrevealed result takes a tenth.
+// challenge halves it, and so does a result committed and never revealed.
 //
 // The ceiling is 10⁶ × (validated+1) / (validated+1 + 10 × (invalid +
-// failed challenges)): evidence of cheating caps what uptime alone can win
+// unrevealed + failed challenges)): evidence of cheating caps what uptime alone can win
 // back. A provider outvoted 7 times and never validated stays under 1.5%
 // however many liveness challenges it answers; only confirmed results
 // raise the cap again.
 func (p *Provider) ReputationCeiling() uint64 {
 	good := p.Validated + 1
-	return ppm * good / (good + 10*(p.Invalid+p.Challenges.Failed))
+	return ppm * good / (good + 10*(p.Invalid+p.Unrevealed+p.Challenges.Failed))
 }
 
 func (p *Provider) raiseReputation() {
@@ -434,10 +445,7 @@ func (p *Provider) raiseReputation() {
 	}
 }
 
-const (
-	reputationInvalidDiv    = 2
-	reputationUnrevealedDiv = 10
-)
+const reputationInvalidDiv = 2
 
 func recordValidated(o *Overlay, addr address.Address, class string) error {
 	pr, ok, err := GetProvider(o, addr)
@@ -467,13 +475,37 @@ func recordInvalid(o *Overlay, addr address.Address, class string) error {
 	return nil
 }
 
-func recordUnrevealed(o *Overlay, addr address.Address) error {
+// penalizeUnrevealed settles a replica that committed a result and did not
+// open it by the time the job was decided: it is slashed as an outvoted
+// replica is (params.slash_bps, the compensation share to the job's owner)
+// and counts as invalid in its class and in its reputation ceiling. Silence
+// must never be cheaper than revealing a result that loses the vote.
+func penalizeUnrevealed(o *Overlay, j *Job, a *Assignment, p Params, info BlockInfo) (Event, error) {
+	a.Outcome = OutcomeUnrevealed
+	amt, err := slash(o, a.Provider, j.Owner, p, info, fmt.Sprintf("job %d: committed a result and did not reveal it", j.ID))
+	if err != nil {
+		return Event{}, err
+	}
+	a.Slashed = amt
+	if err := recordUnrevealed(o, a.Provider, a.Class); err != nil {
+		return Event{}, err
+	}
+	return jobEvent("job_replica_slashed", j, Attr{"provider", a.Provider.String()}, Attr{"amount", strconv.FormatUint(amt, 10)}, Attr{"why", OutcomeUnrevealed}), nil
+}
+
+// recordUnrevealed counts a withheld result: as an outvoted one for the
+// class record and the reputation (which halves), and in Unrevealed rather
+// than Invalid so that the record still tells the two apart.
+func recordUnrevealed(o *Overlay, addr address.Address, class string) error {
 	pr, ok, err := GetProvider(o, addr)
 	if err != nil || !ok {
 		return err
 	}
+	r := pr.classRecord(class)
+	r.Consecutive = 0
+	r.Invalid++
 	pr.Unrevealed++
-	pr.Reputation -= pr.Reputation / reputationUnrevealedDiv
+	pr.Reputation -= pr.Reputation / reputationInvalidDiv
 	setProvider(o, pr)
 	return nil
 }

@@ -325,3 +325,126 @@ func FuzzRevealResult(f *testing.F) {
 		}
 	})
 }
+
+// TestWithheldRevealCostsAtLeastOutvoted: on a full job prov1 computes a
+// wrong result. Revealing it gets it outvoted; withholding it must cost at
+// least as much (slashed the same, not paid, counted invalid so that its
+// reputation and its ceiling fall), else a cheater would always withhold.
+// Before the fix the withholder was not slashed and lost a tenth of its
+// reputation, less than the half an outvoted replica loses.
+func TestWithheldRevealCostsAtLeastOutvoted(t *testing.T) {
+	type settled struct {
+		outcome            string
+		slashed, paid      uint64
+		reputation, ceil   uint64
+		invalidInClass     uint64
+		ownerCompensation  uint64
+		stateAfter, reason string
+	}
+	run := func(t *testing.T, withhold bool) settled {
+		c := verifyChain(t, 3, nil)
+		spec := spotJob("full")
+		spec.Verification = "full"
+		must(t, []ledger.TxResult{submit(t, c, spec)})
+		ran := runReplicas(t, c, 1, 60, map[address.Address]bool{prov1.Addr: true})
+		var cheater, honest lt.Key
+		for _, k := range ran {
+			if k.Addr == prov1.Addr {
+				cheater = k
+			} else {
+				honest = k
+			}
+		}
+		if cheater.Addr != prov1.Addr {
+			t.Fatalf("prov1 did not run the job: %v", ran)
+		}
+		must(t, []ledger.TxResult{reveal(t, c, 1, honest, false)})
+		if withhold {
+			c.Advance(time.Duration(ledger.DefaultParams().RevealTimeout+1) * time.Second)
+			c.ApplyBlock(t)
+		} else {
+			must(t, []ledger.TxResult{reveal(t, c, 1, cheater, true)})
+		}
+		j := job(t, c, 1)
+		if j.Done() || j.Replicas != 3 {
+			t.Fatalf("one of two revealed results did not escalate: %s replicas %d (%s)", j.State, j.Replicas, j.Reason)
+		}
+		owner := c.Balance(t, consumer.Addr)
+		third := runReplicas(t, c, 1, 60, nil)[0]
+		must(t, []ledger.TxResult{reveal(t, c, 1, third, false)})
+		if withhold {
+			// It may still reveal in this round; it stays silent.
+			c.Advance(time.Duration(ledger.DefaultParams().RevealTimeout+1) * time.Second)
+			c.ApplyBlock(t)
+		}
+		j = job(t, c, 1)
+		if j.State != ledger.JobSucceeded || j.Verdict != ledger.VerdictValidated {
+			t.Fatalf("after the third replica: %s %s (%s)", j.State, j.Verdict, j.Reason)
+		}
+		a := assignmentOf(j, cheater.Addr)
+		p := provider(t, c, cheater)
+		var classInvalid uint64
+		for _, r := range p.Classes {
+			classInvalid += r.Invalid
+		}
+		return settled{
+			outcome: a.Outcome, slashed: a.Slashed, paid: a.Paid,
+			reputation: p.Reputation, ceil: p.ReputationCeiling(), invalidInClass: classInvalid,
+			ownerCompensation: c.Balance(t, consumer.Addr) - owner - j.Refund,
+			stateAfter:        j.State, reason: j.Reason,
+		}
+	}
+	outvoted := run(t, false)
+	withheld := run(t, true)
+	if outvoted.outcome != ledger.OutcomeMinority || withheld.outcome != ledger.OutcomeUnrevealed {
+		t.Fatalf("outcomes: revealed %q, withheld %q", outvoted.outcome, withheld.outcome)
+	}
+	if want := uint64(stake) * 1000 / 10_000; outvoted.slashed != want {
+		t.Fatalf("outvoted slashed %d, want %d", outvoted.slashed, want)
+	}
+	if withheld.slashed < outvoted.slashed || withheld.paid > outvoted.paid {
+		t.Errorf("withholding slashed %d paid %d; revealing and being outvoted slashed %d paid %d: silence is cheaper", withheld.slashed, withheld.paid, outvoted.slashed, outvoted.paid)
+	}
+	if withheld.ownerCompensation < outvoted.ownerCompensation {
+		t.Errorf("the owner got %d for a withheld result, %d for an outvoted one", withheld.ownerCompensation, outvoted.ownerCompensation)
+	}
+	if withheld.reputation > outvoted.reputation || withheld.ceil > outvoted.ceil || withheld.invalidInClass != 1 {
+		t.Errorf("withheld: reputation %d ceiling %d class invalid %d; outvoted: reputation %d ceiling %d", withheld.reputation, withheld.ceil, withheld.invalidInClass, outvoted.reputation, outvoted.ceil)
+	}
+	if withheld.reputation >= 500_000/2+1 {
+		t.Errorf("withheld reputation %d, want at most half the initial 500000", withheld.reputation)
+	}
+}
+
+// TestNobodyRevealsEveryoneSlashed: when the reveal window closes and no
+// replica opened its commitment, the job fails and is refunded, and each
+// silent replica is slashed; its reputation cannot climb back on liveness
+// answers past a ceiling that counts the withheld result.
+func TestNobodyRevealsEveryoneSlashed(t *testing.T) {
+	c := verifyChain(t, 3, nil)
+	spec := spotJob("silent")
+	spec.Verification = "full"
+	before := c.Balance(t, consumer.Addr)
+	must(t, []ledger.TxResult{submit(t, c, spec)})
+	ran := runReplicas(t, c, 1, 30, nil)
+	c.Advance(time.Duration(ledger.DefaultParams().RevealTimeout+1) * time.Second)
+	c.ApplyBlock(t)
+	j := job(t, c, 1)
+	if j.State != ledger.JobFailed || j.Verdict != ledger.VerdictNoMajority || j.Cost != 0 {
+		t.Fatalf("nobody revealed: %s %s cost %d (%s)", j.State, j.Verdict, j.Cost, j.Reason)
+	}
+	want := uint64(stake) * 1000 / 10_000
+	comp := 2 * (want / 2)
+	if got := c.Balance(t, consumer.Addr); got != before+comp {
+		t.Fatalf("owner balance %d → %d, want a full refund plus %d compensation", before, got, comp)
+	}
+	for _, k := range ran {
+		p := provider(t, c, k)
+		if a := assignmentOf(j, k.Addr); a.Outcome != ledger.OutcomeUnrevealed || a.Slashed != want || p.Slashed != want {
+			t.Errorf("%s: outcome %q slashed %d (record %d), want unrevealed and %d", k.Addr.String(), a.Outcome, a.Slashed, p.Slashed, want)
+		}
+		if p.Unrevealed != 1 || p.ReputationCeiling() >= 500_000 || p.Reputation > 250_000 {
+			t.Errorf("%s: unrevealed %d ceiling %d reputation %d", k.Addr.String(), p.Unrevealed, p.ReputationCeiling(), p.Reputation)
+		}
+	}
+}
