@@ -62,7 +62,7 @@ func TestDeclarationFigures(t *testing.T) {
 		}}
 	cpu := &hwinfo.Figures{Device: "cpu", Int8TOPS: 0.0004, MemBandwidthGBs: 10}
 	gpus := map[string]hwinfo.Figures{"GPU-1": {Device: "gpu:GPU-1", Int8TOPS: 456.8, Kernel: "gemm_mma_256x128"}}
-	pi := provider.Declaration(inv, cpu, gpus, provider.Options{Key: k, Region: "eu", Executors: []string{"wasm"}})
+	pi := provider.Declaration(inv, cpu, gpus, provider.Options{Key: k, Region: "eu", Executors: []string{"wasm"}, MaxJobs: 4})
 	if pi.Measured.Int8GOPS != 1 {
 		t.Errorf("CPU at 0.4 GOPS declares %d GOPS, want 1", pi.Measured.Int8GOPS)
 	}
