@@ -106,8 +106,9 @@ func Start(ctx context.Context, home string, o StartOptions) (*Node, error) {
 	// CometBFT v1.0.1 never closes its tx index store; remember it and
 	// close it in Stop, or a node cannot be restarted in the same process.
 	var txIndex dbm.DB
+	stores := &storeOpener{home: home}
 	dbProvider := func(c *cmtcfg.DBContext) (dbm.DB, error) {
-		db, err := QuietDBProvider(c)
+		db, err := stores.open(c)
 		if err == nil && c.ID == "tx_index" {
 			txIndex = GuardDB(db)
 			return txIndex, nil
@@ -119,15 +120,17 @@ func Start(ctx context.Context, home string, o StartOptions) (*Node, error) {
 			txIndex.Close()
 		}
 	}
-	n, err := nm.NewNode(ctx, cfg, pv, nodeKey,
-		proxy.NewUnsyncLocalClientCreator(app),
-		nm.DefaultGenesisDocProviderFunc(cfg),
-		dbProvider,
-		nm.DefaultMetricsProvider(cfg.Instrumentation),
-		cmtLogger,
-	)
+	n, err := newNode(home, cfg, stores, app, func() (*nm.Node, error) {
+		return nm.NewNode(ctx, cfg, pv, nodeKey,
+			proxy.NewUnsyncLocalClientCreator(app),
+			genesisProvider(home, cfg),
+			dbProvider,
+			nm.DefaultMetricsProvider(cfg.Instrumentation),
+			cmtLogger,
+		)
+	})
 	if err != nil {
-		closeTxIndex()
+		stores.closeAll() // the tx index among them
 		app.Close()
 		closeIf(logC)
 		return nil, fmt.Errorf("create cometbft node: %w", err)
