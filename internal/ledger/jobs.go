@@ -403,10 +403,39 @@ func ActiveJobsOf(kv KV, provider address.Address) []uint64 {
 }
 
 // JobEscrow is what SubmitJob locks: the most the job can cost (max price ×
-// timeout × planned replicas) plus the protocol fee on that.
+// its chargeable seconds × planned replicas) plus the protocol fee on that.
 func JobEscrow(s *JobSpec, p Params) uint64 {
-	most := mulDiv(s.MaxPricePerHour, s.TimeoutSeconds, 3600) * s.PlannedReplicas()
+	most := mulDiv(s.MaxPricePerHour, chargeableSeconds(s, p), 3600) * s.PlannedReplicas()
 	return most + mulDiv(most, p.ProtocolFeeBps, 10_000)
+}
+
+// chargeableSeconds is the most seconds one replica of the job can be
+// charged: its run (the timeout) or, if the owner never grants the key,
+// the slot it held until the grant deadline (holdCharge).
+func chargeableSeconds(s *JobSpec, p Params) uint64 {
+	return max(s.TimeoutSeconds, p.JobGrantTimeout)
+}
+
+// holdSeconds is how long a's slot has been held for a job that did not
+// start it: from its placement to now, at most the grant timeout (after
+// that the job no longer holds it).
+func holdSeconds(a *Assignment, p Params, now int64) uint64 {
+	return min(uint64(max(now-a.AssignedAt, 0)), p.JobGrantTimeout)
+}
+
+// chargeHold pays a provider whose slot a job held without running it (the
+// owner did not grant the key in time, or cancelled first) for the seconds
+// it was held at its agreed price: from the escrow, with the protocol fee,
+// for a replica the owner planned; from the treasury for an audit or
+// escalation replica, as that replica's run would have been. Holding a
+// slot thus costs what running in it costs, so blocking providers is no
+// cheaper than using them.
+func chargeHold(o *Overlay, j *Job, a *Assignment, p Params, now int64) error {
+	cost := mulDiv(a.PricePerHour, holdSeconds(a, p, now), 3600)
+	if a.Extra {
+		return payFromTreasury(o, j, a, cost)
+	}
+	return payProvider(o, j, a, min(cost, mulDiv(j.Escrow, 10_000, 10_000+p.ProtocolFeeBps)), p)
 }
 
 // mulDiv returns a×b/c rounded down, computed in 128 bits; a result that
@@ -787,6 +816,10 @@ func execCancelJob(o *Overlay, from address.Address, m *MsgCancelJob, p Params, 
 	for i := range j.Assignments {
 		a := &j.Assignments[i]
 		if a.StartedAt == 0 {
+			// Placed and not started: it held its slot for this job.
+			if err := chargeHold(o, j, a, p, info.Time.Unix()); err != nil {
+				return nil, err
+			}
 			continue
 		}
 		secs := min(uint64(max(info.Time.Unix()-a.StartedAt, 0)), j.Spec.TimeoutSeconds)
@@ -837,12 +870,24 @@ func expireJobs(o *Overlay, now int64, p Params, info BlockInfo) ([]Event, error
 			// replicas there are.
 			evs, err = dropReplicas(o, j, nil, "no provider could take the extra replica in time", p, info)
 		case !allGranted(j) && j.committed() == 0:
-			j.State, j.Reason = JobFailed, "the owner did not grant the job key in time"
+			// Every provider placed on it held a slot until now: the
+			// owner pays for that time, and gets the rest back.
+			for i := range j.Assignments {
+				if err := chargeHold(o, j, &j.Assignments[i], p, now); err != nil {
+					return nil, err
+				}
+			}
+			j.State = JobFailed
+			j.Reason = fmt.Sprintf("the owner did not grant the job key in time; paid %dusync for the provider slots it held", j.Cost)
 			evs, err = finishJob(o, j, info)
 		case !allGranted(j):
 			var ungranted []address.Address
-			for _, a := range j.Assignments {
+			for i := range j.Assignments {
+				a := &j.Assignments[i]
 				if a.KeyGrant == nil {
+					if err := chargeHold(o, j, a, p, now); err != nil {
+						return nil, err
+					}
 					ungranted = append(ungranted, a.Provider)
 				}
 			}

@@ -355,3 +355,75 @@ func TestInvariantCatchesBadJobIndexes(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestUngrantedJobPaysForTheSlotItHeld: a consumer that submits a job and
+// never grants the key held prov1's only slot until the grant deadline. It
+// pays prov1 for those seconds at the agreed price (plus the protocol fee)
+// and gets only the rest back; cancelling before the deadline pays the
+// seconds held so far. Before, the job failed or was cancelled with a full
+// refund: holding slots was free.
+func TestUngrantedJobPaysForTheSlotItHeld(t *testing.T) {
+	grant := ledger.DefaultParams().JobGrantTimeout
+	for _, tc := range []struct {
+		name      string
+		cancelAt  uint64 // 0: never cancels, the grant deadline passes
+		wantState string
+		wantSecs  uint64
+	}{
+		{"grant deadline passes", 0, ledger.JobFailed, grant},
+		{"cancelled before the grant", 50, ledger.JobCancelled, 50},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := jobChain(t)
+			// A 10 s job: the hold, not the run, is what the escrow must cover.
+			must(t, []ledger.TxResult{submit(t, c, lt.WasmJob("greedy", 100_000, 10))})
+			j := job(t, c, 1)
+			if j.State != ledger.JobAssigned || j.Assignments[0].Provider != prov1.Addr {
+				t.Fatalf("not placed on prov1: %s %+v", j.State, j.Assignments)
+			}
+			if p := provider(t, c, prov1); p.Jobs != 1 {
+				t.Fatalf("prov1 jobs %d, want the slot taken", p.Jobs)
+			}
+			locked := j.Escrow
+			ownerBefore, provBefore := c.Balance(t, consumer.Addr), c.Balance(t, prov1.Addr)
+			placed := c.Now()
+			if tc.cancelAt > 0 {
+				c.Advance(time.Duration(tc.cancelAt)*time.Second - time.Second) // the cancel's block is 1 s later
+				must(t, []ledger.TxResult{send(t, c, consumer, &ledger.MsgCancelJob{JobID: 1})})
+			} else {
+				c.Advance(time.Duration(grant+1) * time.Second)
+				c.ApplyBlock(t)
+			}
+			j = job(t, c, 1)
+			secs := min(uint64(c.Now().Sub(placed).Seconds()), grant)
+			if secs != tc.wantSecs {
+				t.Fatalf("held %d s, test wants %d", secs, tc.wantSecs)
+			}
+			cost := 36_000 * secs / 3600 // prov1's price
+			fee := cost / 100
+			if j.State != tc.wantState || j.Cost != cost || j.Fee != fee || j.Refund != locked-cost-fee {
+				t.Fatalf("%s (%s): cost %d fee %d refund %d; want %s, cost %d fee %d refund %d", j.State, j.Reason, j.Cost, j.Fee, j.Refund, tc.wantState, cost, fee, locked-cost-fee)
+			}
+			if got := c.Balance(t, prov1.Addr) - provBefore; got != cost {
+				t.Errorf("prov1 got %d for its held slot, want %d", got, cost)
+			}
+			if got := c.Balance(t, consumer.Addr) - ownerBefore; got != locked-cost-fee {
+				t.Errorf("owner got back %d, want %d", got, locked-cost-fee)
+			}
+			if p := provider(t, c, prov1); p.Jobs != 0 || p.Earned != cost {
+				t.Errorf("prov1 after: jobs %d earned %d", p.Jobs, p.Earned)
+			}
+		})
+	}
+}
+
+// TestEscrowCoversTheHeldSlot: a job shorter than the grant timeout locks
+// enough to pay for a slot held to the grant deadline.
+func TestEscrowCoversTheHeldSlot(t *testing.T) {
+	p := ledger.DefaultParams()
+	s := lt.WasmJob("short", 36_000, 1)
+	want := 36_000*p.JobGrantTimeout/3600 + 36_000*p.JobGrantTimeout/3600/100
+	if got := ledger.JobEscrow(&s, p); got != want {
+		t.Fatalf("escrow of a 1 s job = %d, want %d (the grant timeout at the max price, plus fee)", got, want)
+	}
+}

@@ -463,16 +463,19 @@ func CheckInvariants(kv KV) error {
 		if !j.Done() {
 			// The escrow covers what the job may still be charged: the
 			// planned replicas at their agreed price (at the job's ceiling
-			// for those not placed yet) to the timeout, fee included.
+			// for those not placed yet) for their chargeable seconds (the
+			// timeout, or the slot held to the grant deadline), fee
+			// included.
+			secs := chargeableSeconds(&j.Spec, params)
 			var most, regular uint64
 			for _, a := range j.Assignments {
 				if !a.Extra {
 					regular++
-					most += mulDiv(a.PricePerHour, j.Spec.TimeoutSeconds, 3600)
+					most += mulDiv(a.PricePerHour, secs, 3600)
 				}
 			}
 			if planned := j.Spec.PlannedReplicas(); regular < planned {
-				most += mulDiv(j.Spec.MaxPricePerHour, j.Spec.TimeoutSeconds, 3600) * (planned - regular)
+				most += mulDiv(j.Spec.MaxPricePerHour, secs, 3600) * (planned - regular)
 			}
 			if j.Escrow < most {
 				jerr = fmt.Errorf("invariant: job %d escrow %d < %d it may still be charged: %w", j.ID, j.Escrow, most, ErrInternal)
