@@ -37,6 +37,9 @@ const (
 	CodeUnavailable         = "unavailable"          // 503: the node cannot answer now
 	CodeTimeout             = "timeout"              // 504: the request ran past its time limit
 	CodeInsufficientStorage = "insufficient_storage" // 507: the blob store is full
+	CodeRequestTimeout      = "request_timeout"      // 408: an upload sent too slowly (the blob gateway's progress deadline)
+	CodeQuotaExceeded       = "quota_exceeded"       // 403: an account's blob quota is used up
+	CodeTooManyRequests     = "too_many_requests"    // 429: this client address is at a concurrency limit
 )
 
 // ErrorCodes maps each stable code to its HTTP status.
@@ -54,6 +57,9 @@ var ErrorCodes = map[string]int{
 	CodeUnavailable:         http.StatusServiceUnavailable,
 	CodeTimeout:             http.StatusGatewayTimeout,
 	CodeInsufficientStorage: http.StatusInsufficientStorage,
+	CodeRequestTimeout:      http.StatusRequestTimeout,
+	CodeQuotaExceeded:       http.StatusForbidden,
+	CodeTooManyRequests:     http.StatusTooManyRequests,
 }
 
 // codeOf returns the stable code of an error status of the API's own
@@ -64,6 +70,8 @@ func codeOf(status int) string {
 		return CodeTxRejected
 	case http.StatusBadRequest:
 		return CodeInvalidArgument
+	case http.StatusForbidden:
+		return CodeForbidden
 	}
 	for c, s := range ErrorCodes {
 		if s == status {

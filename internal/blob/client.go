@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"os"
 	"strings"
+	"time"
 )
 
 // Client talks to a blob gateway. It verifies every hash itself, so it
@@ -20,6 +21,12 @@ type Client struct {
 	// should have no overall Timeout: blobs can be large; bound calls
 	// with their context instead.
 	HTTPClient *http.Client
+	// Signer, when set, signs an upload ticket for each upload, so that
+	// the gateway charges it to the signer's account (see Ticket). Token,
+	// when set instead, is sent as the node's API token. A gateway that
+	// requires neither ignores them.
+	Signer Signer
+	Token  string
 }
 
 // NewClient returns a client for the gateway at base, such as
@@ -69,6 +76,12 @@ func (c *Client) put(ctx context.Context, r io.Reader, length int64) (Hash, int6
 	}
 	req.ContentLength = length // -1: chunked
 	req.Header.Set("Content-Type", "application/octet-stream")
+	switch {
+	case c.Signer != nil:
+		req.Header.Set("Authorization", SignTicket(c.Signer.PrivateKey(), req.Method, req.URL.Path, length, Hash{}, time.Now().Add(ticketLifetime)))
+	case c.Token != "":
+		req.Header.Set("Authorization", "Bearer "+c.Token)
+	}
 	resp, err := c.hc().Do(req)
 	if err != nil {
 		return Hash{}, 0, fmt.Errorf("blob upload: %w", err)
@@ -190,6 +203,10 @@ func responseError(op string, resp *http.Response) error {
 		sentinel = ErrHashMismatch
 	case http.StatusInsufficientStorage:
 		sentinel = ErrNoSpace
+	case http.StatusForbidden:
+		if er.Code == codeQuota {
+			sentinel = ErrQuota
+		}
 	case http.StatusBadRequest:
 		if strings.Contains(msg, ErrBadHash.Error()) {
 			sentinel = ErrBadHash
@@ -200,7 +217,7 @@ func responseError(op string, resp *http.Response) error {
 
 // GatewayError is an error answer from a gateway. It unwraps to the
 // matching sentinel (ErrNotFound, ErrTooLarge, ErrHashMismatch,
-// ErrNoSpace, ErrBadHash), if any.
+// ErrNoSpace, ErrBadHash, ErrQuota), if any.
 type GatewayError struct {
 	Op         string // what the client was doing
 	StatusCode int

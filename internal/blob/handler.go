@@ -10,6 +10,9 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"time"
+
+	"github.com/gpunet/gpunet/internal/address"
 )
 
 // holdBack is how many bytes of a blob the handler keeps until it has
@@ -40,12 +43,24 @@ var errorCodes = map[int]string{
 	http.StatusRequestEntityTooLarge: "payload_too_large",
 	http.StatusUnprocessableEntity:   "hash_mismatch",
 	http.StatusInsufficientStorage:   "insufficient_storage",
+	http.StatusUnauthorized:          "unauthorized",
+	http.StatusForbidden:             "forbidden",
+	http.StatusRequestTimeout:        "request_timeout",
+	http.StatusTooManyRequests:       "too_many_requests",
+	http.StatusServiceUnavailable:    "unavailable",
 }
+
+// codeQuota is the code of a 403 for a used-up quota.
+const codeQuota = "quota_exceeded"
 
 type handler struct {
 	store *Store
 	log   *slog.Logger
 	mux   *http.ServeMux
+	lim   Limits
+	slots uploadSlots
+	auth  *Auth
+	used  usedTickets
 }
 
 // NewHandler returns the blob gateway's HTTP handler:
@@ -59,11 +74,65 @@ type handler struct {
 // 413 over the size limit (the message states it), 422 hash mismatch, 507
 // disk full. Mount it with mux.Handle("/v1/blobs", h) and
 // mux.Handle("/v1/blobs/", h). A nil log discards.
+//
+// It applies the default Limits and lets anyone upload: a node serves
+// NewGateway with an Auth instead.
 func NewHandler(s *Store, log *slog.Logger) http.Handler {
+	return NewGateway(s, GatewayOptions{Logger: log})
+}
+
+// GatewayOptions configure NewGateway.
+type GatewayOptions struct {
+	Logger *slog.Logger // nil discards
+	Limits Limits
+	// Auth, when set, makes every upload carry the node's API token or an
+	// upload ticket, and charges ticketed uploads to their account's
+	// quota. Nil lets anyone upload (tests, a private gateway).
+	Auth *Auth
+}
+
+// Auth is who may upload to a gateway.
+type Auth struct {
+	// Token, when set, is accepted as "Authorization: Bearer TOKEN" (the
+	// node's api_token): its holder runs the node, so its uploads are
+	// charged to no account.
+	Token string
+	// Quota bounds each account's unreferenced blobs.
+	Quota Quota
+	// Account, when set, decides whether an account may store blobs at
+	// all; its error is shown to the client. A node lets only accounts the
+	// ledger knows (funded or staked) upload, so that fresh keys do not
+	// bring fresh quotas.
+	Account func(address.Address) error
+	// Now is the clock for ticket expiry (nil: time.Now).
+	Now func() time.Time
+}
+
+// maxUsedTickets bounds how many live tickets a gateway remembers.
+const maxUsedTickets = 1 << 16
+
+// NewGateway returns the blob gateway's HTTP handler (see NewHandler) with
+// o's limits and authentication. Besides NewHandler's answers, an upload
+// may get 401 (no or a bad token or ticket), 403 quota_exceeded, 408 (sent
+// too slowly), 429 (this address has MaxUploadsPerIP in progress) and 503
+// (MaxUploads in progress). Every refusal but 408 comes before the body
+// is read.
+func NewGateway(s *Store, o GatewayOptions) http.Handler {
+	log := o.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	h := &handler{store: s, log: log, mux: http.NewServeMux()}
+	lim := o.Limits.withDefaults()
+	h := &handler{store: s, log: log, mux: http.NewServeMux(), lim: lim, auth: o.Auth,
+		slots: uploadSlots{max: lim.MaxUploads, perIP: lim.MaxUploadsPerIP}, used: usedTickets{max: maxUsedTickets}}
+	if h.auth != nil {
+		a := *h.auth
+		a.Quota = a.Quota.withDefaults()
+		if a.Now == nil {
+			a.Now = time.Now
+		}
+		h.auth = &a
+	}
 	h.mux.HandleFunc("PUT /v1/blobs", h.put)
 	h.mux.HandleFunc("PUT /v1/blobs/{hash}", h.put)
 	h.mux.HandleFunc("GET /v1/blobs/{hash}", h.get) // also HEAD
@@ -89,6 +158,7 @@ func (h *handler) fallback(w http.ResponseWriter, r *http.Request) {
 }
 
 func (h *handler) put(w http.ResponseWriter, r *http.Request) {
+	w = closeOnError{w}
 	var want *Hash
 	if s := r.PathValue("hash"); s != "" {
 		p, err := ParseHash(s)
@@ -99,10 +169,47 @@ func (h *handler) put(w http.ResponseWriter, r *http.Request) {
 		want = &p
 	}
 	if r.ContentLength > h.store.MaxBlobBytes() {
+		// Refused before a byte of the body is read; the server closes
+		// the connection rather than drain it.
 		writeError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("%v: %d bytes declared, the limit of this gateway is %d bytes", ErrTooLarge, r.ContentLength, h.store.MaxBlobBytes()))
 		return
 	}
-	sum, n, created, err := h.store.put(r.Context(), r.Body, want)
+	acct, charged, bound, err := h.authorize(r)
+	if err != nil {
+		h.refuse(w, err)
+		return
+	}
+	if bound != nil {
+		if want != nil && *want != *bound {
+			writeError(w, http.StatusBadRequest, fmt.Sprintf("the ticket is for %s, the path names %s", *bound, *want))
+			return
+		}
+		want = bound
+	}
+	release, err := h.slots.acquire(clientIP(r))
+	if err != nil {
+		h.refuse(w, err)
+		return
+	}
+	defer release()
+
+	limit := h.store.MaxBlobBytes()
+	body := io.Reader(r.Body)
+	if charged {
+		if err := h.store.checkQuota(acct, r.ContentLength, h.auth.Quota); err != nil {
+			h.refuse(w, err)
+			return
+		}
+		q := &quotaReader{r: body, s: h.store, acct: acct, quota: h.auth.Quota}
+		defer q.release()
+		body = q
+	}
+	pr := newProgressReader(w, body, h.lim)
+	sum, n, created, err := h.store.put(r.Context(), pr, want, limit)
+	pr.done()
+	if err == nil && charged {
+		err = h.store.ownBlob(acct, sum, n)
+	}
 	if err != nil {
 		var rerr *readError
 		status := http.StatusInternalServerError
@@ -113,6 +220,9 @@ func (h *handler) put(w http.ResponseWriter, r *http.Request) {
 			status = http.StatusUnprocessableEntity
 		case errors.Is(err, ErrNoSpace):
 			status = http.StatusInsufficientStorage
+		case errors.Is(err, ErrQuota), errors.Is(err, errTooSlow):
+			h.refuse(w, err)
+			return
 		case errors.As(err, &rerr), r.Context().Err() != nil:
 			status = http.StatusBadRequest
 		}
@@ -192,6 +302,58 @@ func (h *handler) get(w http.ResponseWriter, r *http.Request) {
 			"got", got, "quarantined_to", moved, "quarantine_err", qerr)
 	}
 	w.Write(tail)
+}
+
+// closeOnError answers an error to an upload with "Connection: close".
+// Without it, net/http reads up to 256 KiB more of a body the handler
+// left unread before it sends the answer, so a client that declares too
+// much, or is refused, and then sends slowly (or nothing) would hold the
+// refusal back, and its connection, for as long as it likes.
+type closeOnError struct{ http.ResponseWriter }
+
+func (w closeOnError) WriteHeader(status int) {
+	if status >= 400 {
+		w.Header().Set("Connection", "close")
+	}
+	w.ResponseWriter.WriteHeader(status)
+}
+
+// Unwrap lets http.ResponseController reach the connection.
+func (w closeOnError) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// refuse answers an upload refused by a limit, the authentication or a
+// quota, naming the limit.
+func (h *handler) refuse(w http.ResponseWriter, err error) {
+	var status int
+	code := ""
+	msg := err.Error()
+	switch {
+	case errors.Is(err, errBusyIP):
+		status = http.StatusTooManyRequests
+		msg = fmt.Sprintf("this address has %d uploads in progress, the gateway's limit per client address (max_uploads_per_ip); retry when one ends", h.lim.MaxUploadsPerIP)
+		w.Header().Set("Retry-After", "5")
+	case errors.Is(err, errBusy):
+		status = http.StatusServiceUnavailable
+		msg = fmt.Sprintf("the gateway has %d uploads in progress, its limit (max_uploads); retry shortly", h.lim.MaxUploads)
+		w.Header().Set("Retry-After", "5")
+	case errors.Is(err, errTicketsFull):
+		status = http.StatusServiceUnavailable
+		w.Header().Set("Retry-After", "60")
+	case errors.Is(err, errTooSlow):
+		status = http.StatusRequestTimeout
+	case errors.Is(err, ErrQuota):
+		status, code = http.StatusForbidden, codeQuota
+	case errors.Is(err, errUnauthorized), errors.Is(err, errBadTicket):
+		status = http.StatusUnauthorized
+		w.Header().Set("WWW-Authenticate", TicketScheme+`, Bearer realm="gpunet"`)
+	default:
+		status = http.StatusForbidden
+	}
+	h.log.Debug("blob put refused", "status", status, "err", err)
+	if code == "" {
+		code = errorCodes[status]
+	}
+	writeJSON(w, status, errorResponse{Code: code, Message: msg})
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {

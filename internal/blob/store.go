@@ -53,6 +53,7 @@ type Store struct {
 	// quarantine for hashes sharing a first byte, so that "already
 	// present" answers are exact.
 	locks [256]sync.Mutex
+	own   owners
 }
 
 // OpenStore opens (creating if needed) the store in dir, which by
@@ -69,6 +70,9 @@ func OpenStore(dir string, maxBlobBytes int64) (*Store, error) {
 		}
 	}
 	s.removeStaleTemps()
+	if err := s.loadOwners(); err != nil {
+		return nil, fmt.Errorf("blob store: reading upload records: %w", err)
+	}
 	return s, nil
 }
 
@@ -114,7 +118,7 @@ func (s *Store) removeStaleTemps() {
 // place, so readers never see a partial one. Putting a blob that is already
 // present succeeds and leaves it as it was.
 func (s *Store) Put(ctx context.Context, r io.Reader, want *Hash) (Hash, int64, error) {
-	h, n, _, err := s.put(ctx, r, want)
+	h, n, _, err := s.put(ctx, r, want, s.maxSize)
 	return h, n, err
 }
 
@@ -125,8 +129,9 @@ type readError struct{ err error }
 func (e *readError) Error() string { return "reading blob: " + e.err.Error() }
 func (e *readError) Unwrap() error { return e.err }
 
-// put is Put, also reporting whether the blob was newly created.
-func (s *Store) put(ctx context.Context, r io.Reader, want *Hash) (h Hash, n int64, created bool, err error) {
+// put is Put, with limit (at most MaxBlobBytes) in its place, also
+// reporting whether the blob was newly created.
+func (s *Store) put(ctx context.Context, r io.Reader, want *Hash, limit int64) (h Hash, n int64, created bool, err error) {
 	tmp, err := os.CreateTemp(s.tmpDir(), "put-*")
 	if err != nil {
 		return h, 0, false, storageError("creating temporary file", err)
@@ -151,8 +156,8 @@ func (s *Store) put(ctx context.Context, r io.Reader, want *Hash) (h Hash, n int
 		}
 		m, rerr := r.Read(buf)
 		if m > 0 {
-			if n+int64(m) > s.maxSize {
-				return h, n, false, fmt.Errorf("%w: more than %d bytes, the limit of this gateway", ErrTooLarge, s.maxSize)
+			if n+int64(m) > limit {
+				return h, n, false, fmt.Errorf("%w: more than %d bytes, the limit of this gateway", ErrTooLarge, limit)
 			}
 			hasher.Write(buf[:m])
 			if _, err := tmp.Write(buf[:m]); err != nil {
@@ -185,7 +190,10 @@ func (s *Store) put(ctx context.Context, r io.Reader, want *Hash) (h Hash, n int
 	final := s.path(h)
 	if info, err := os.Stat(final); err == nil && info.Size() == n {
 		// Already present. (A copy of the wrong size is corrupt and
-		// is replaced below.)
+		// is replaced below.) Uploading it again restarts its grace
+		// period before the sweeper may collect it.
+		now := time.Now()
+		os.Chtimes(final, now, now)
 		return h, n, false, nil
 	}
 	if err := os.MkdirAll(filepath.Dir(final), 0o700); err != nil {
@@ -267,6 +275,7 @@ func (s *Store) Stat(h Hash) (int64, error) {
 func (s *Store) Delete(h Hash) error {
 	defer s.lock(h)()
 	err := os.Remove(s.path(h))
+	s.disown(h)
 	if errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("%w: %s", ErrNotFound, h)
 	}

@@ -95,12 +95,12 @@ func TestStoreRoundTrip(t *testing.T) {
 func TestStorePutIdempotent(t *testing.T) {
 	s := newStore(t, 1<<20)
 	data := []byte("same bytes")
-	h, _, created, err := s.put(t.Context(), bytes.NewReader(data), nil)
+	h, _, created, err := s.put(t.Context(), bytes.NewReader(data), nil, s.maxSize)
 	if err != nil || !created {
 		t.Fatalf("first put: created=%v, %v", created, err)
 	}
 	info1, _ := os.Stat(s.path(h))
-	h2, _, created, err := s.put(t.Context(), bytes.NewReader(data), &h)
+	h2, _, created, err := s.put(t.Context(), bytes.NewReader(data), &h, s.maxSize)
 	if err != nil || created || h2 != h {
 		t.Fatalf("second put: %v created=%v, %v; want %v, false, nil", h2, created, err, h)
 	}
@@ -119,7 +119,7 @@ func TestStorePutReplacesWrongSizeCopy(t *testing.T) {
 	if err := os.WriteFile(s.path(h), data[:3], 0o600); err != nil { // truncated on disk
 		t.Fatal(err)
 	}
-	if _, _, created, err := s.put(t.Context(), bytes.NewReader(data), nil); err != nil || !created {
+	if _, _, created, err := s.put(t.Context(), bytes.NewReader(data), nil, s.maxSize); err != nil || !created {
 		t.Fatalf("put over a truncated copy: created=%v, %v; want it replaced", created, err)
 	}
 	if got, _ := os.ReadFile(s.path(h)); !bytes.Equal(got, data) {
@@ -189,7 +189,7 @@ func TestStoreConcurrentPutsOfOneBlob(t *testing.T) {
 	created := make(chan bool, n)
 	for range n {
 		wg.Go(func() {
-			h, size, c, err := s.put(t.Context(), bytes.NewReader(data), nil)
+			h, size, c, err := s.put(t.Context(), bytes.NewReader(data), nil, s.maxSize)
 			if err != nil || h != want || size != int64(len(data)) {
 				t.Errorf("put = %v, %d, %v", h, size, err)
 			}
