@@ -100,10 +100,19 @@ func (s *Server) ListenAndServe(ctx context.Context, addr string) (net.Addr, <-c
 	if err != nil {
 		return nil, nil, fmt.Errorf("api listen on %s: %w", addr, err)
 	}
+	return l.Addr(), s.Serve(ctx, l), nil
+}
+
+// Serve is ListenAndServe on a listener the caller made (a node wraps its
+// listener to cap connections, see internal/daemon); it closes l.
+func (s *Server) Serve(ctx context.Context, l net.Listener) <-chan error {
 	srv := &http.Server{
-		Handler:           s,
+		Handler: s,
+		// A client gets this long to send its request line and headers;
+		// a body is bounded by its route (Timeout) or, for blob uploads,
+		// by the gateway's progress deadline.
 		ReadHeaderTimeout: 10 * time.Second,
-		IdleTimeout:       2 * time.Minute,
+		IdleTimeout:       time.Minute,
 		MaxHeaderBytes:    maxHeaderBytes,
 		BaseContext:       func(net.Listener) context.Context { return ctx },
 		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelDebug),
@@ -121,7 +130,7 @@ func (s *Server) ListenAndServe(ctx context.Context, addr string) (net.Addr, <-c
 		}
 		done <- err
 	}()
-	return l.Addr(), done, nil
+	return done
 }
 
 func bytesReader(b []byte) io.Reader { return bytes.NewReader(b) }

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"net/http"
 	"path/filepath"
 	"sync"
@@ -79,22 +80,32 @@ func Start(ctx context.Context, home string, o Options) (*Daemon, error) {
 	}
 	actx, cancel := context.WithCancel(context.Background())
 	cfg := n.Config()
+	nofile, err := raiseFDLimit()
+	if err != nil {
+		o.Logger.Warn("could not raise the open-file limit to its hard limit", "limit", nofile, "err", err)
+	}
+	maxConns, perIP := apiConnLimits(nofile)
+	o.Logger.Debug("API connection caps", "open_file_limit", nofile, "max_conns", maxConns, "max_conns_per_ip", perIP)
 	stats := netstats.New(n, netstats.Options{Logger: o.Logger, Registry: m.reg})
 	api := apiserver.New(n, apiserver.Options{Logger: o.Logger, Token: cfg.APIToken, CORSOrigins: cfg.CORSOrigins,
 		ObserveRequest: m.observeRequest, Offers: stats.Offers, JobsInState: stats.JobsInState})
-	api.Mount(BlobRoutes(m.countBlobs(blob.NewHandler(blobs, o.Logger)))...)
+	gw := blob.NewGateway(blobs, blob.GatewayOptions{Logger: o.Logger, Limits: gatewayLimits(maxConns),
+		Auth: &blob.Auth{Token: cfg.APIToken, Account: blobAccount(n.View)}})
+	api.Mount(BlobRoutes(m.countBlobs(gw))...)
 	api.Mount(stats.Routes()...)
 	api.Mount(MetricsRoute(m.reg))
 	var base atomic.Value
 	base.Store("")
 	dash := dashboard.New(actx, dashboard.Options{Home: home, ChainID: cfg.ChainID, Logger: o.Logger, API: func() string { return base.Load().(string) }})
 	api.Mount(dash.Routes()...)
-	bound, apiErr, err := api.ListenAndServe(actx, addr)
+	l, err := net.Listen("tcp", addr)
 	if err != nil {
 		cancel()
 		n.Stop()
-		return nil, fmt.Errorf("%w (another node or devnet on this port? pick one with --api)", err)
+		return nil, fmt.Errorf("api listen on %s: %w (another node or devnet on this port? pick one with --api)", addr, err)
 	}
+	bound := l.Addr()
+	apiErr := api.Serve(actx, newConnLimiter(l, maxConns, perIP))
 	api.BaseURL = "http://" + bound.String()
 	base.Store(api.BaseURL)
 	if bound.String() != n.Config().API {
@@ -114,21 +125,27 @@ func Start(ctx context.Context, home string, o Options) (*Daemon, error) {
 			o.Logger.Error("netstats stopped; the dashboard and chain metrics are not updated", "err", err)
 		}
 	}()
+	d.statsWG.Add(1)
+	go func() {
+		defer d.statsWG.Done()
+		sweepBlobs(actx, blobs, n.View, o.Logger)
+	}()
 	return d, nil
 }
 
 // BlobRoutes documents and mounts the blob gateway (internal/blob) on the
-// API. The gateway bounds bodies by the store's limit and streams, so no
-// time limit applies.
+// API. The gateway bounds bodies by the store's limit and uploads by its
+// progress deadline and caps, and streams, so no route time limit applies.
+// Uploads need an upload ticket or the API token (docs/blobs.md).
 func BlobRoutes(gw http.Handler) []apiserver.Route {
 	hash := map[string]string{"hash": "the blob's name: sha256:<64 hex>"}
 	return []apiserver.Route{
 		{Method: "PUT", Path: "/v1/blobs", ID: "putBlob", Tag: "blobs", Summary: "Store a blob (ciphertext); 201, or 200 when already stored",
 			BodyType: "application/octet-stream", Resp: blob.PutResponse{}, Status: http.StatusCreated, MaxBody: -1, Timeout: -1,
-			Errors: []int{413, 507}, Handler: gw},
+			Errors: []int{401, 403, 408, 413, 429, 503, 507}, Handler: gw},
 		{Method: "PUT", Path: "/v1/blobs/{hash}", ID: "putBlobNamed", Tag: "blobs", Summary: "Store a blob, failing with 422 unless the body hashes to {hash}",
 			PathParams: hash, BodyType: "application/octet-stream", Resp: blob.PutResponse{}, Status: http.StatusCreated, MaxBody: -1, Timeout: -1,
-			Errors: []int{400, 413, 422, 507}, Handler: gw},
+			Errors: []int{400, 401, 403, 408, 413, 422, 429, 503, 507}, Handler: gw},
 		{Method: "GET", Path: "/v1/blobs/{hash}", ID: "getBlob", Tag: "blobs", Summary: "A blob, with Content-Length, ETag and X-Content-SHA256 (HEAD: the headers only)",
 			PathParams: hash, RespType: "application/octet-stream", MaxBody: -1, Timeout: -1, Errors: []int{400, 404}, Handler: gw},
 	}

@@ -148,7 +148,9 @@ func TestMetrics(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := blob.NewClient(d.APIURL).Put(t.Context(), strings.NewReader("0123456789")); err != nil {
+	bc := blob.NewClient(d.APIURL)
+	bc.Signer = signer{alice}
+	if _, _, err := bc.Put(t.Context(), strings.NewReader("0123456789")); err != nil {
 		t.Fatal(err)
 	}
 	var mfs map[string]*dto.MetricFamily

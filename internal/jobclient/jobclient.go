@@ -41,7 +41,11 @@ type Client struct {
 // New returns a client talking to the node at chain (blobs go through the
 // same node's gateway), keeping job keys under home/jobs/<chain id>.
 func New(chain *chainclient.Client, key *keys.Key, home, chainID string) *Client {
-	return &Client{Chain: chain, Blobs: blob.NewClient(chain.Base()), Key: key, Dir: filepath.Join(home, "jobs", chainID)}
+	blobs := blob.NewClient(chain.Base())
+	if key != nil {
+		blobs.Signer = key // uploads are charged to the consumer's account
+	}
+	return &Client{Chain: chain, Blobs: blobs, Key: key, Dir: filepath.Join(home, "jobs", chainID)}
 }
 
 // LedgerSpec is the on-chain part of s, with module the blob holding the

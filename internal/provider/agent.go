@@ -196,6 +196,11 @@ func New(o Options) *Agent {
 	if o.Metrics != nil {
 		o.Metrics.instrument(o.Key.Name, &o)
 	}
+	if o.Blobs != nil && o.Blobs.Signer == nil && o.Blobs.Token == "" {
+		// The node's gateway charges the outputs and logs this
+		// agent uploads to the provider's account.
+		o.Blobs.Signer = o.Key
+	}
 	a := &Agent{o: o, log: o.Logger.With("provider", o.Key.Name)}
 	a.runs.byID = map[uint64]context.CancelFunc{}
 	a.runs.revealing = map[uint64]bool{}
