@@ -68,6 +68,12 @@ var (
 	maxJobItems = 128
 )
 
+// MinJobDisk is the least disk, in bytes, a job may ask for: the minimum
+// that the job spec (jobspec.MinDisk) enforces, so that the ledger refuses
+// what the CLI refuses. A provider budgets a job's files against it; a
+// spec without it would leave the provider to guess.
+const MinJobDisk = 1 << 20
+
 // PlannedReplicas is how many providers run a job of this verification
 // level from the start.
 func (s *JobSpec) PlannedReplicas() uint64 {
@@ -147,6 +153,8 @@ func (s *JobSpec) Validate() error {
 		return invalid("resources.cpu out of range (0, 1024] cores")
 	case s.Memory == 0 || s.Memory > maxRAM:
 		return invalid("resources.memory %d bytes out of range (0, 64 TiB]", s.Memory)
+	case s.Disk < MinJobDisk:
+		return invalid("resources.disk %d bytes is below the minimum %d (1 MiB): a job's disk is the scratch space for its inputs, files and outputs, and 0 does not mean unlimited", s.Disk, MinJobDisk)
 	case s.Disk > maxDisk:
 		return invalid("resources.disk %d bytes is more than 1 PiB", s.Disk)
 	case s.GPUCount > uint64(maxGPUs):

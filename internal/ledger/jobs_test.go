@@ -427,3 +427,27 @@ func TestEscrowCoversTheHeldSlot(t *testing.T) {
 		t.Fatalf("escrow of a 1 s job = %d, want %d (the grant timeout at the max price, plus fee)", got, want)
 	}
 }
+
+// TestJobDiskMinimum: a tx with disk 0 (or under 1 MiB) is refused on
+// chain as the job spec refuses it: before, the ledger accepted 0 and a
+// provider read it as no limit at all (a job wrote 1 GiB).
+func TestJobDiskMinimum(t *testing.T) {
+	c := jobChain(t)
+	for _, tc := range []struct {
+		disk uint64
+		ok   bool
+	}{{0, false}, {ledger.MinJobDisk - 1, false}, {ledger.MinJobDisk, true}} {
+		s := lt.WasmJob("disk", 100_000, 60)
+		s.Disk = tc.disk
+		err := (&ledger.MsgSubmitJob{Spec: s, ConsumerKey: lt.AgeKey("consumer")}).ValidateBasic()
+		if got := err == nil; got != tc.ok {
+			t.Errorf("disk %d: ValidateBasic = %v, want ok %v", tc.disk, err, tc.ok)
+		}
+		if !tc.ok && (!errors.Is(err, ledger.ErrInvalidMsg) || !strings.Contains(err.Error(), "resources.disk")) {
+			t.Errorf("disk %d: error %v does not name resources.disk", tc.disk, err)
+		}
+		if r := submit(t, c, s); (r.Err == nil) != tc.ok {
+			t.Errorf("disk %d: submit = %v, want ok %v", tc.disk, r.Err, tc.ok)
+		}
+	}
+}
