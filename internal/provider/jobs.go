@@ -312,8 +312,12 @@ func (a *Agent) execute(ctx context.Context, j *ledger.Job, started bool) (*ledg
 			return nil, fmt.Errorf("module: %w", err)
 		}
 	}
+	// A job recorded before the ledger refused disk 0 gets the sandbox's
+	// finite default, never the provider's whole disk.
+	limits := sandbox.Limits{MemoryBytes: s.Memory, Timeout: time.Duration(s.TimeoutSeconds) * time.Second, CPU: float64(s.CPUMilli) / 1000, DiskBytes: s.Disk}
+	limits.DiskBytes = limits.Disk()
 	if j.InputBlob != "" {
-		lim := seal.Limits{MaxBytes: int64(min(s.Disk, math.MaxInt64)), MaxEntries: 100_000}
+		lim := seal.Limits{MaxBytes: int64(min(limits.DiskBytes, math.MaxInt64)), MaxEntries: sandbox.MaxOutputEntries}
 		if err := a.fetchDecrypted(ctx, j.InputBlob, jobKey, func(r io.Reader) error { return seal.UnpackDir(r, root, lim) }); err != nil {
 			return nil, fmt.Errorf("inputs: %w", err)
 		}
@@ -335,7 +339,7 @@ func (a *Agent) execute(ctx context.Context, j *ledger.Job, started bool) (*ledg
 		ID: fmt.Sprint(j.ID), Module: module, Image: s.Image, Command: s.Command, Args: s.Args, Env: s.Env, WorkDir: root, Outputs: s.Outputs,
 		GPUs:          gpus,
 		Network:       s.Network,
-		Limits:        sandbox.Limits{MemoryBytes: s.Memory, Timeout: time.Duration(s.TimeoutSeconds) * time.Second, CPU: float64(s.CPUMilli) / 1000, DiskBytes: s.Disk},
+		Limits:        limits,
 		Deterministic: s.Deterministic,
 	}, logs)
 	stream()

@@ -21,7 +21,26 @@ var (
 	ErrOutputSymlink  = errors.New("is a symbolic link")
 	ErrOutputEscapes  = errors.New("escapes the work dir")
 	ErrOutputTooLarge = errors.New("outputs exceed the disk limit")
+	ErrOutputTooMany  = errors.New("outputs hold too many files and directories")
 )
+
+// Output budgets beyond bytes. A job's outputs are packed into one archive
+// that the consumer downloads and unpacks, so their count is bounded as
+// well as their size: without it 200,000 empty files passed a 1 MiB limit,
+// and the consumer paid for outputs that `job get` then refused to unpack.
+const (
+	// MaxOutputEntries is the most files and directories (the directories
+	// that hold the declared outputs included) a job's outputs may have:
+	// what a consumer unpacks (seal.DefaultMaxEntries).
+	MaxOutputEntries = 100_000
+	// OutputEntryBytes is what each file or directory costs against the
+	// disk limit besides its contents: the header it takes in the output
+	// archive (one tar block), and at least that on the provider's disk.
+	OutputEntryBytes = 512
+)
+
+// maxOutputEntries is MaxOutputEntries; tests lower it.
+var maxOutputEntries = MaxOutputEntries
 
 // OutputError is a problem with a declared output that is the job's doing
 // (it did not write it, wrote a symbolic link, wrote too much). Executors
@@ -79,7 +98,9 @@ func CleanGuestPath(p string) (string, error) {
 // link can make it read outside; a declared output that is a symbolic link
 // is refused, and symbolic links, devices, pipes and sockets inside an
 // output directory are skipped. maxBytes, if not 0, bounds the total size of
-// the files copied, checked while copying.
+// the files copied plus OutputEntryBytes for each file and directory,
+// checked while copying; at most MaxOutputEntries files and directories are
+// collected whatever maxBytes is (ErrOutputTooMany).
 //
 // Problems that are the job's doing are returned as an *OutputError (the
 // first one met; what was copied before it stays in dst). Other errors are
@@ -104,11 +125,18 @@ func CollectOutputs(workDir string, outputs []string, dst string, maxBytes uint6
 	}
 	defer root.Close()
 
-	c := &collector{root: root, dst: dst, limit: maxBytes}
+	c := &collector{root: root, dst: dst, limit: maxBytes, parents: map[string]bool{}}
 	for _, p := range cleaned {
 		rel := strings.TrimPrefix(p, "/")
 		if rel == "" {
 			rel = "."
+		}
+		// The directories that will hold the output are entries too.
+		for d := path.Dir(rel); d != "." && !c.parents[d]; d = path.Dir(d) {
+			c.parents[d] = true
+			if err := c.entry(d); err != nil {
+				return err
+			}
 		}
 		st, err := root.Lstat(rel)
 		switch {
@@ -145,15 +173,37 @@ func outermost(paths []string) []string {
 }
 
 type collector struct {
-	root  *os.Root
-	dst   string
-	limit uint64 // 0: none
-	used  uint64
+	root    *os.Root
+	dst     string
+	limit   uint64 // 0: none
+	used    uint64
+	entries int
+	parents map[string]bool // directories above the declared outputs, counted
+}
+
+// entry counts one file or directory, rel, against the budgets.
+func (c *collector) entry(rel string) error {
+	c.entries++
+	if c.entries > maxOutputEntries {
+		return &OutputError{Path: guestPath(rel), Err: fmt.Errorf("%w (more than %d)", ErrOutputTooMany, maxOutputEntries)}
+	}
+	if c.limit > 0 {
+		c.used += OutputEntryBytes
+		if c.used > c.limit {
+			return &OutputError{Path: guestPath(rel), Err: fmt.Errorf("%w of %s (%d files and directories count %d B each)", ErrOutputTooLarge, FormatBytes(c.limit), c.entries, OutputEntryBytes)}
+		}
+	}
+	return nil
 }
 
 // copy copies rel (already Lstat'ed as st) from the root into dst.
 func (c *collector) copy(rel string, st fs.FileInfo) error {
 	target := filepath.Join(c.dst, filepath.FromSlash(rel))
+	if (st.IsDir() || st.Mode().IsRegular()) && rel != "." {
+		if err := c.entry(rel); err != nil {
+			return err
+		}
+	}
 	switch {
 	case st.IsDir():
 		if err := os.MkdirAll(target, 0o755); err != nil {
@@ -250,7 +300,7 @@ func Finish(job *Job, res *Result) error {
 	if err != nil {
 		return fmt.Errorf("create output dir: %w", err)
 	}
-	err = CollectOutputs(work, job.Outputs, dir, job.Limits.DiskBytes)
+	err = CollectOutputs(work, job.Outputs, dir, job.Limits.Disk())
 	var oe *OutputError
 	switch {
 	case errors.As(err, &oe):

@@ -7,11 +7,13 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/gpunet/gpunet/internal/sandbox"
+	"github.com/gpunet/gpunet/internal/seal"
 )
 
 // workTree makes base/work holding outputs, symbolic links that stay inside
@@ -104,8 +106,10 @@ func TestCollectOutputs(t *testing.T) {
 		{name: "whole work dir", outputs: []string{"/"}, want: map[string]string{
 			"out/a.txt": "A", "out/sub/b.txt": "BB", "result.txt": "R", "in/input.txt": "input"}},
 		{name: "through a link inside", outputs: []string{"/outlink/a.txt"}, want: map[string]string{"outlink/a.txt": "A"}},
-		{name: "within limit", outputs: []string{"/out"}, max: 3, want: outFiles},
-		{name: "over limit", outputs: []string{"/out"}, max: 2, wantErr: sandbox.ErrOutputTooLarge, errMsg: "output /out/sub/b.txt: outputs exceed the disk limit of 2 B"},
+		// /out, a.txt, sub and b.txt: 4 entries of 512 B, and 3 bytes.
+		{name: "within limit", outputs: []string{"/out"}, max: 4*sandbox.OutputEntryBytes + 3, want: outFiles},
+		{name: "over limit", outputs: []string{"/out"}, max: 4*sandbox.OutputEntryBytes + 2, wantErr: sandbox.ErrOutputTooLarge, errMsg: "output /out/sub/b.txt: outputs exceed the disk limit of 2 KiB"},
+		{name: "entries over limit", outputs: []string{"/out"}, max: 3*sandbox.OutputEntryBytes + 3, wantErr: sandbox.ErrOutputTooLarge, errMsg: "output /out/sub/b.txt: outputs exceed the disk limit"},
 		{name: "missing", outputs: []string{"/out", "/nope"}, wantErr: sandbox.ErrOutputMissing, errMsg: "output /nope missing"},
 		{name: "declared symlink", outputs: []string{"/result2.txt"}, wantErr: sandbox.ErrOutputSymlink},
 		{name: "symlink to outside dir", outputs: []string{"/linkdir"}, wantErr: sandbox.ErrOutputSymlink},
@@ -213,5 +217,75 @@ func TestFinish(t *testing.T) {
 				t.Errorf("collected %v, want %v", got, tc.wantFiles)
 			}
 		})
+	}
+}
+
+// TestOutputsBudgetFileCounts: 200,000 empty files once passed a 1 MiB
+// disk limit (they weigh 0 bytes) and the consumer paid for outputs that it
+// could not unpack. Each file and directory now costs OutputEntryBytes
+// against the limit, and no job's outputs hold more than MaxOutputEntries
+// whatever its limit; Finish turns either into a failed run whose reason
+// says so. The cap is lowered to 3,000 here so as not to write 100,000
+// files; TestOutputEntryCapIsWhatConsumersUnpack ties the real one.
+func TestOutputsBudgetFileCounts(t *testing.T) {
+	const maxEntries = 3_000
+	sandbox.SetMaxOutputEntries(t, maxEntries)
+	work := t.TempDir()
+	out := filepath.Join(work, "out")
+	if err := os.MkdirAll(out, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	// maxEntries empty files: with /out that is one too many.
+	for i := range maxEntries {
+		if err := os.WriteFile(filepath.Join(out, strconv.Itoa(i)), nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, tc := range []struct {
+		name    string
+		disk    uint64
+		wantErr error
+	}{
+		{"1 MiB", 1 << 20, sandbox.ErrOutputTooLarge}, // 2,048 entries of 512 B
+		{"1 TiB", 1 << 40, sandbox.ErrOutputTooMany},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			job := &sandbox.Job{WorkDir: work, Outputs: []string{"/out"}, Limits: sandbox.Limits{DiskBytes: tc.disk}}
+			res := &sandbox.Result{}
+			if err := sandbox.Finish(job, res); err != nil {
+				t.Fatal(err)
+			}
+			defer os.RemoveAll(res.OutputDir)
+			if want := strings.TrimPrefix(tc.wantErr.Error(), "outputs "); !res.Failed || !strings.Contains(res.Reason, want) {
+				t.Fatalf("Finish: failed %v reason %q, want the job failed saying %q", res.Failed, res.Reason, want)
+			}
+		})
+	}
+	// One file fewer fits a large limit.
+	if err := os.Remove(filepath.Join(out, "0")); err != nil {
+		t.Fatal(err)
+	}
+	if err := sandbox.CollectOutputs(work, []string{"/out"}, t.TempDir(), 1<<40); err != nil {
+		t.Fatalf("%d entries: %v", maxEntries, err)
+	}
+}
+
+// TestOutputEntryCapIsWhatConsumersUnpack: a job's outputs may hold no more
+// entries than a consumer's unpack accepts, so that no consumer pays for
+// outputs it cannot open.
+func TestOutputEntryCapIsWhatConsumersUnpack(t *testing.T) {
+	if sandbox.MaxOutputEntries != seal.DefaultMaxEntries {
+		t.Fatalf("MaxOutputEntries %d, seal.DefaultMaxEntries %d: they must agree", sandbox.MaxOutputEntries, seal.DefaultMaxEntries)
+	}
+}
+
+// TestZeroDiskIsFinite: Limits with no disk get DefaultDiskBytes, not an
+// unlimited budget.
+func TestZeroDiskIsFinite(t *testing.T) {
+	if got := (sandbox.Limits{}).Disk(); got != sandbox.DefaultDiskBytes || got == 0 {
+		t.Fatalf("Limits{}.Disk() = %d, want %d", got, sandbox.DefaultDiskBytes)
+	}
+	if got := (sandbox.Limits{DiskBytes: 5 << 20}).Disk(); got != 5<<20 {
+		t.Fatalf("Disk() = %d, want the job's 5 MiB", got)
 	}
 }

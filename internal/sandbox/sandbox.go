@@ -35,9 +35,24 @@ type Limits struct {
 	// whose guests run on one thread.
 	CPU float64
 	// DiskBytes is the most the job may write under its work directory;
-	// 0 means no limit. Executors enforce it at output collection at least.
+	// 0 means DefaultDiskBytes, never unlimited (Disk). Executors enforce
+	// it at output collection at least.
 	DiskBytes uint64
 }
+
+// Disk is the disk budget the limits give: DiskBytes, or DefaultDiskBytes
+// when it is 0. A job that names no disk (a spec from before the ledger
+// refused 0) gets a finite budget, not the provider's whole disk.
+func (l Limits) Disk() uint64 {
+	if l.DiskBytes == 0 {
+		return DefaultDiskBytes
+	}
+	return l.DiskBytes
+}
+
+// DefaultDiskBytes is the disk budget of a job whose Limits.DiskBytes is 0:
+// the job spec's default (jobspec.DefaultDisk).
+const DefaultDiskBytes = 1 << 30
 
 // DefaultMemoryBytes is the memory cap of a job whose Limits.MemoryBytes is
 // 0, for executors that have no better default.

@@ -280,7 +280,7 @@ func (e *Executor) run(ctx context.Context, job *sandbox.Job, logs *sandbox.LogW
 		Env:           job.Env,
 		WorkDir:       workDir,
 		MemoryBytes:   memLimit,
-		DiskBytes:     job.Limits.DiskBytes,
+		DiskBytes:     job.Limits.Disk(),
 		Deterministic: job.Deterministic,
 	}
 

@@ -1,0 +1,11 @@
+package sandbox
+
+import "testing"
+
+// SetMaxOutputEntries lowers the output entry cap for one test, so that it
+// need not write 100,000 files to reach it.
+func SetMaxOutputEntries(t testing.TB, n int) {
+	old := maxOutputEntries
+	maxOutputEntries = n
+	t.Cleanup(func() { maxOutputEntries = old })
+}
