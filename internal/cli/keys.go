@@ -17,32 +17,56 @@ type keyJSON struct {
 	Address       string `json:"address"`
 	PubKey        string `json:"pub_key"`
 	EncryptionKey string `json:"encryption_key"`
+	// Encrypted tells whether the private key is stored encrypted with a
+	// passphrase.
+	Encrypted bool `json:"encrypted"`
 }
 
 func toKeyJSON(k *keys.Key) keyJSON {
-	return keyJSON{Name: k.Name, Address: k.Address.String(), PubKey: hex.EncodeToString(k.PubKey), EncryptionKey: k.Recipient()}
+	return keyJSON{Name: k.Name, Address: k.Address.String(), PubKey: hex.EncodeToString(k.PubKey), EncryptionKey: k.Recipient(), Encrypted: k.Encrypted()}
+}
+
+// storage says how a key is stored, for text output.
+func storage(k *keys.Key) string {
+	if k.Encrypted() {
+		return "encrypted with its passphrase"
+	}
+	return "unencrypted: anyone who can read the file can use the key"
 }
 
 func keysCmd(e *env) *cobra.Command {
 	c := &cobra.Command{Use: "keys", Short: "Manage the local keyring (under --home/keyring)"}
-	c.AddCommand(&cobra.Command{
+	var unencrypted bool
+	add := &cobra.Command{
 		Use:   "add NAME",
-		Short: "Create a new key",
-		Args:  exactArgs("NAME"),
+		Short: "Create a new key, encrypted with a passphrase",
+		Long: `Create a new key. Its private half is encrypted with a passphrase: the
+first line of --keyring-passphrase-file, else $GPUNET_KEYRING_PASSPHRASE,
+else one asked on the terminal (twice). Commands that sign with the key
+ask for it the same way. --unencrypted stores it in the clear instead (as
+a devnet stores its own test keys), protected only by file permissions.`,
+		Args: exactArgs("NAME"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			kr, err := e.keyring()
 			if err != nil {
 				return err
 			}
-			k, err := kr.Add(args[0])
+			var k *keys.Key
+			if unencrypted {
+				k, err = kr.AddUnencrypted(args[0])
+			} else {
+				k, err = kr.Add(args[0])
+			}
 			if err != nil {
 				return err
 			}
 			return e.print(toKeyJSON(k), func(w io.Writer) {
-				fmt.Fprintf(w, "Created key %q\naddress:        %s\nencryption key: %s\nstored in:      %s (unencrypted: keep this directory private)\n", k.Name, k.Address, k.Recipient(), kr.Dir())
+				fmt.Fprintf(w, "Created key %q\naddress:        %s\nencryption key: %s\nstored in:      %s (%s)\n", k.Name, k.Address, k.Recipient(), kr.Dir(), storage(k))
 			})
 		},
-	})
+	}
+	add.Flags().BoolVar(&unencrypted, "unencrypted", false, "store the private key unencrypted (no passphrase)")
+	c.AddCommand(add)
 	c.AddCommand(&cobra.Command{
 		Use:   "list",
 		Short: "List the keys",
@@ -66,9 +90,13 @@ func keysCmd(e *env) *cobra.Command {
 					return
 				}
 				tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-				fmt.Fprintln(tw, "NAME\tADDRESS")
+				fmt.Fprintln(tw, "NAME\tADDRESS\tENCRYPTED")
 				for _, k := range ks {
-					fmt.Fprintf(tw, "%s\t%s\n", k.Name, k.Address)
+					enc := "no"
+					if k.Encrypted() {
+						enc = "yes"
+					}
+					fmt.Fprintf(tw, "%s\t%s\t%s\n", k.Name, k.Address, enc)
 				}
 				tw.Flush()
 			})
@@ -83,12 +111,12 @@ func keysCmd(e *env) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			k, err := kr.Get(args[0])
+			k, err := kr.Lookup(args[0]) // public: no passphrase
 			if err != nil {
 				return err
 			}
 			return e.print(toKeyJSON(k), func(w io.Writer) {
-				fmt.Fprintf(w, "name:           %s\naddress:        %s\npublic key:     %x\nencryption key: %s\n", k.Name, k.Address, []byte(k.PubKey), k.Recipient())
+				fmt.Fprintf(w, "name:           %s\naddress:        %s\npublic key:     %x\nencryption key: %s\nstored:         %s\n", k.Name, k.Address, []byte(k.PubKey), k.Recipient(), storage(k))
 			})
 		},
 	})

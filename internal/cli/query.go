@@ -16,7 +16,7 @@ func (e *env) resolveAddress(s string) (address.Address, error) {
 		return a, nil
 	}
 	if kr, kerr := e.keyring(); kerr == nil {
-		if k, kerr := kr.Get(s); kerr == nil {
+		if k, kerr := kr.Lookup(s); kerr == nil { // the address needs no passphrase
 			return k.Address, nil
 		}
 	}

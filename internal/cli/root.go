@@ -31,8 +31,10 @@ type env struct {
 	home   string
 	node   string
 	output string
-	stdout io.Writer
-	stderr io.Writer
+	// keyringPassFile is --keyring-passphrase-file (keys_passphrase.go).
+	keyringPassFile string
+	stdout          io.Writer
+	stderr          io.Writer
 }
 
 // usageError marks errors in how a command was called.
@@ -62,6 +64,7 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	pf.StringVar(&e.home, "home", defaultHome(), "gpunet home directory (env GPUNET_HOME)")
 	pf.StringVar(&e.node, "node", os.Getenv("GPUNET_NODE"), "node API address (default: the API of the node in --home; env GPUNET_NODE)")
 	pf.StringVar(&e.output, "output", "text", "output format: text or json")
+	pf.StringVar(&e.keyringPassFile, "keyring-passphrase-file", "", "file whose first line is the passphrase of encrypted keys (else $GPUNET_KEYRING_PASSPHRASE, else a prompt)")
 	root.AddCommand(
 		versionCmd(e), initCmd(e), nodeCmd(e), devnetCmd(e), statusCmd(e),
 		keysCmd(e), txCmd(e), queryCmd(e), benchCmd(e),
@@ -115,8 +118,10 @@ func (e *env) print(v any, text func(w io.Writer)) error {
 	return nil
 }
 
+// keyring opens the keyring of --home: keys it creates are encrypted, and
+// encrypted keys decrypted, with the passphrase e.passphrase supplies.
 func (e *env) keyring() (*keys.Keyring, error) {
-	return keys.Open(filepath.Join(e.home, "keyring"))
+	return keys.Open(filepath.Join(e.home, "keyring"), keys.WithPassphrase(e.passphrase()))
 }
 
 // client returns a client for --node, or for the API of the node in --home.

@@ -1,6 +1,11 @@
 // Package devnet sets up a local development network in a home: a single
 // validator, funded dev keys (alice, bob) in the home's keyring, and a
 // genesis that gives them tokens.
+//
+// The devnet's own keys (alice, bob, its providers) are stored UNENCRYPTED,
+// so that a devnet starts and is used without a passphrase: they are test
+// keys of a throwaway local chain. Keys added with `gpunet keys add` are
+// encrypted as anywhere else.
 package devnet
 
 import (
@@ -81,7 +86,7 @@ func Setup(home string, o Options) (created bool, err error) {
 	for _, name := range DevKeys {
 		k, err := kr.Get(name)
 		if errors.Is(err, keys.ErrNotFound) {
-			k, err = kr.Add(name)
+			k, err = kr.AddUnencrypted(name) // a test key: see the package doc
 		}
 		if err != nil {
 			return false, err

@@ -625,11 +625,16 @@ func FuzzLoadKeyFile(f *testing.F) {
 	if err != nil {
 		f.Fatal(err)
 	}
-	good, err := encodeKeyFile(k)
+	good, err := encodeKeyFile(k, nil, 0)
 	if err != nil {
 		f.Fatal(err)
 	}
 	f.Add(good)
+	sealed, err := encodeKeyFile(k, []byte("pw"), 10)
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(sealed)
 	f.Add(good[:len(good)/2])
 	f.Add([]byte("{}"))
 	f.Add([]byte(""))
@@ -645,6 +650,17 @@ func FuzzLoadKeyFile(f *testing.F) {
 		// An accepted key must be self-consistent.
 		if err := ValidateName(key.Name); err != nil {
 			t.Fatalf("accepted invalid name: %v", err)
+		}
+		if key.locked() {
+			if key.Address != address.FromPubKey(key.PubKey) || !strings.HasPrefix(key.Recipient(), "age1") {
+				t.Fatal("locked key: address or recipient inconsistent")
+			}
+			if err := key.unlock([]byte("pw")); err != nil {
+				if !key.locked() {
+					t.Fatal("a failed unlock left the key unlocked")
+				}
+				return
+			}
 		}
 		priv := key.PrivateKey()
 		if len(priv) != ed25519.PrivateKeySize {
@@ -663,7 +679,7 @@ func FuzzLoadKeyFile(f *testing.F) {
 			t.Fatal("bad identity")
 		}
 		// Re-encoding and decoding gives the same key.
-		again, err := encodeKeyFile(key)
+		again, err := encodeKeyFile(key, nil, 0)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -2,6 +2,8 @@ package e2e
 
 import (
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
@@ -54,8 +56,13 @@ func TestCLIContract(t *testing.T) {
 
 	var carol keyJSON
 	gpunetJSON(t, &carol, "keys", "add", "carol", "--home", home)
-	if carol.Name != "carol" || !addrRE.MatchString(carol.Address) {
-		t.Fatalf("keys add carol: %+v", carol)
+	if carol.Name != "carol" || !addrRE.MatchString(carol.Address) || !carol.Encrypted {
+		t.Fatalf("keys add carol: %+v, want an encrypted key", carol)
+	}
+	// At rest, carol's private key is encrypted with the passphrase.
+	if data, err := os.ReadFile(filepath.Join(home, "keyring", "carol.json")); err != nil ||
+		strings.Contains(string(data), "private_key_seed") || !strings.Contains(string(data), "BEGIN AGE ENCRYPTED FILE") {
+		t.Fatalf("carol's key file (%v) is not encrypted:\n%s", err, data)
 	}
 	t.Run("keys", func(t *testing.T) {
 		var shown keyJSON
@@ -95,6 +102,11 @@ func TestCLIContract(t *testing.T) {
 		wantFail(t, 1, []string{"insufficient funds"}, "tx", "send", "carol", "2000000sync", "--from", "alice", "--home", home)
 		wantFail(t, 2, []string{"checksum"}, "tx", "send", typo(carol.Address), "1", "--from", "alice", "--home", home)
 		wantFail(t, 1, []string{"nosuchkey", "keys add"}, "tx", "send", "carol", "1", "--from", "nosuchkey", "--home", home)
+		wrong := filepath.Join(t.TempDir(), "wrong")
+		if err := os.WriteFile(wrong, []byte("not "+e2ePassphrase+"\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		wantFail(t, 1, []string{"carol.json", "wrong passphrase"}, "tx", "send", "alice", "1", "--from", "carol", "--home", home, "--keyring-passphrase-file", wrong)
 		wantFail(t, 1, []string{"unreachable"}, "status", "--node", "127.0.0.1:1", "--home", home)
 		wantFail(t, 2, []string{"--output"}, "status", "--output", "yaml", "--home", home)
 

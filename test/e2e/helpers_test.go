@@ -44,8 +44,12 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
+// e2ePassphrase encrypts the keys the tests create with `keys add`.
+const e2ePassphrase = "e2e passphrase"
+
 // cleanEnv is the environment of every gpunet subprocess: ours without the
-// GPUNET_* variables, so that only explicit flags choose homes and nodes.
+// GPUNET_* variables, so that only explicit flags choose homes and nodes,
+// and with GPUNET_KEYRING_PASSPHRASE, so that no command prompts.
 func cleanEnv() []string {
 	var env []string
 	for _, kv := range os.Environ() {
@@ -53,7 +57,7 @@ func cleanEnv() []string {
 			env = append(env, kv)
 		}
 	}
-	return env
+	return append(env, "GPUNET_KEYRING_PASSPHRASE="+e2ePassphrase)
 }
 
 // ---------------------------------------------------------------------------
@@ -337,8 +341,9 @@ type txJSON struct {
 }
 
 type keyJSON struct {
-	Name    string `json:"name"`
-	Address string `json:"address"`
+	Name      string `json:"name"`
+	Address   string `json:"address"`
+	Encrypted bool   `json:"encrypted"`
 }
 
 func status(t testing.TB, args ...string) statusJSON {
