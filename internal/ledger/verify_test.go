@@ -448,3 +448,33 @@ func TestNobodyRevealsEveryoneSlashed(t *testing.T) {
 		}
 	}
 }
+
+// TestUngrantedAuditReplicaPaidForItsSlot: the owner does not grant the key
+// to the audit replica placed on its spot job; at the grant deadline the
+// job goes on without it, and the auditor is paid, from the treasury as its
+// run would have been, for the seconds its slot was held.
+func TestUngrantedAuditReplicaPaidForItsSlot(t *testing.T) {
+	c := verifyChain(t, 3, nil)
+	must(t, []ledger.TxResult{submit(t, c, spotJob("noaudit"))})
+	runReplicas(t, c, 1, 100, nil)
+	j := job(t, c, 1)
+	if len(j.Assignments) != 2 || !j.Assignments[1].Extra {
+		t.Fatalf("no audit replica placed: %+v", j.Assignments)
+	}
+	audit := j.Assignments[1]
+	before, treasury := c.Balance(t, audit.Provider), ledger.Treasury(c.KV)
+	grant := ledger.DefaultParams().JobGrantTimeout
+	c.Advance(time.Duration(grant+1) * time.Second)
+	c.ApplyBlock(t)
+	j = job(t, c, 1)
+	if assignmentOf(j, audit.Provider) != nil {
+		t.Fatalf("the ungranted auditor is still assigned: %s (%s)", j.State, j.Reason)
+	}
+	want := audit.PricePerHour * grant / 3600
+	if got := c.Balance(t, audit.Provider) - before; got != want || j.AuditCost != want || ledger.Treasury(c.KV) != treasury-want {
+		t.Fatalf("auditor got %d (audit cost %d, treasury %d → %d), want %d for %d s held", got, j.AuditCost, treasury, ledger.Treasury(c.KV), want, grant)
+	}
+	if p := provider(t, c, provKey(t, audit.Provider)); p.Jobs != 0 {
+		t.Fatalf("the auditor's slot is still taken: jobs %d", p.Jobs)
+	}
+}
