@@ -15,6 +15,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/gpunet/gpunet/internal/address"
@@ -24,11 +25,24 @@ import (
 	"github.com/gpunet/gpunet/internal/validator"
 )
 
-// Client is a client of one node's API.
+// Client is a client of one node's API. Its methods may be called from
+// several goroutines at once.
 type Client struct {
 	base string
 	http *http.Client
+
+	// The chain's params.min_fee, as last read, and when (see minFee).
+	feeMu  sync.Mutex
+	fee    uint64
+	feeAt  time.Time
+	feeSet bool
 }
+
+// MinFeeTTL is how long a Client trusts the params.min_fee it last read
+// before reading it again. The parameter changes rarely (only with a new
+// genesis today); a tx that still pays too little after a change is
+// refused with code 10 and SendMsg reads the parameter again at once.
+const MinFeeTTL = time.Minute
 
 // New returns a client for the API at base ("http://127.0.0.1:26680" or
 // "127.0.0.1:26680").
@@ -168,6 +182,10 @@ type Signer interface {
 // sequence, signs it, submits it and waits for its block. When another tx
 // of the same key takes the sequence first (the mempool rejects it with a
 // bad sequence), it signs again with the next one, a few times.
+//
+// The tx pays max(fee, the chain's params.min_fee), so callers that have
+// no reason to pay more pass 0 and still pay what the chain asks. The
+// parameter is read with Params and kept for MinFeeTTL.
 func (c *Client) SendMsg(ctx context.Context, key Signer, fee uint64, msg ledger.Msg) (*validator.TxResult, error) {
 	return c.sendMsg(ctx, key, fee, msg, true)
 }
@@ -186,12 +204,17 @@ func (c *Client) sendMsg(ctx context.Context, key Signer, fee uint64, msg ledger
 	}
 	priv := key.PrivateKey()
 	from := address.FromPubKey(priv.Public().(ed25519.PublicKey))
+	refreshed := false
 	for attempt := 1; ; attempt++ {
+		minFee, err := c.MinFee(ctx, refreshed)
+		if err != nil {
+			return nil, err
+		}
 		acct, err := c.Account(ctx, from)
 		if err != nil {
 			return nil, err
 		}
-		tx := &ledger.Tx{ChainID: st.ChainID, Sequence: acct.NextSequence, Fee: fee, Msg: msg}
+		tx := &ledger.Tx{ChainID: st.ChainID, Sequence: acct.NextSequence, Fee: max(fee, minFee), Msg: msg}
 		if err := tx.Sign(priv); err != nil {
 			return nil, err
 		}
@@ -201,6 +224,11 @@ func (c *Client) sendMsg(ctx context.Context, key Signer, fee uint64, msg ledger
 		}
 		res, err := c.BroadcastTx(ctx, raw, wait)
 		var txErr *TxError
+		if !refreshed && errors.As(err, &txErr) && txErr.Result.Height == 0 && txErr.Result.Code == ledger.ErrInsufficientFee.Code {
+			// The minimum went up since it was read: read it again, once.
+			refreshed = true
+			continue
+		}
 		if attempt < 5 && errors.As(err, &txErr) && txErr.Result.Height == 0 && txErr.Result.Code == ledger.ErrBadSequence.Code {
 			select {
 			case <-ctx.Done():
@@ -211,6 +239,25 @@ func (c *Client) sendMsg(ctx context.Context, key Signer, fee uint64, msg ledger
 		}
 		return res, err
 	}
+}
+
+// MinFee returns the chain's params.min_fee, from the copy read less than
+// MinFeeTTL ago unless fresh is set.
+func (c *Client) MinFee(ctx context.Context, fresh bool) (uint64, error) {
+	c.feeMu.Lock()
+	if c.feeSet && !fresh && time.Since(c.feeAt) < MinFeeTTL {
+		defer c.feeMu.Unlock()
+		return c.fee, nil
+	}
+	c.feeMu.Unlock()
+	p, err := c.Params(ctx)
+	if err != nil {
+		return 0, fmt.Errorf("read the chain's min_fee: %w", err)
+	}
+	c.feeMu.Lock()
+	defer c.feeMu.Unlock()
+	c.fee, c.feeAt, c.feeSet = p.MinFee, time.Now(), true
+	return c.fee, nil
 }
 
 // IsNotFound reports whether err is the node saying a thing does not exist.
