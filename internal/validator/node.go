@@ -41,6 +41,7 @@ type Node struct {
 
 	closeTxIndex func()
 	blocks       blockCache
+	halt         *haltWatch
 }
 
 // StartOptions tune Start.
@@ -86,6 +87,10 @@ func Start(ctx context.Context, home string, o StartOptions) (*Node, error) {
 	if opt, err := cmtlog.AllowLevel(lvl); err == nil {
 		cmtLogger = cmtlog.NewFilter(cmtLogger, opt)
 	}
+	// Wrapped outside the level filter: the failure must be seen whatever
+	// the log level.
+	halt := newHaltWatch()
+	cmtLogger = haltLogger{Logger: cmtLogger, watch: halt}
 
 	app, err := abciapp.Open(filepath.Join(home, "data/app"), abciapp.Options{
 		CheckInvariants: c.CheckInvariants || o.CheckInvariants,
@@ -141,7 +146,7 @@ func Start(ctx context.Context, home string, o StartOptions) (*Node, error) {
 		closeIf(logC)
 		return nil, fmt.Errorf("start cometbft node: %w", err)
 	}
-	node := &Node{home: home, cfg: c, app: app, cmt: n, rpc: local.New(n), logOut: logC, log: o.Logger, closeTxIndex: closeTxIndex}
+	node := &Node{home: home, cfg: c, app: app, cmt: n, rpc: local.New(n), logOut: logC, log: o.Logger, closeTxIndex: closeTxIndex, halt: halt}
 	return node, nil
 }
 
