@@ -493,6 +493,12 @@ func verdictText(j *ledger.Job) string {
 		}
 		return fmt.Sprintf("yes, %d of %d replicas returned the same result", n, len(j.Assignments))
 	case ledger.VerdictUnverified:
+		switch {
+		case j.AuditDrawn && j.AuditDropped != "":
+			return "no: an audit was drawn and dropped (" + j.AuditDropped + ")"
+		case j.AuditDrawn:
+			return "no: an audit was drawn and did not run"
+		}
 		return "no, one replica and no audit drawn (spot)"
 	case ledger.VerdictUnchecked:
 		return "not checked (verification none, or not deterministic)"

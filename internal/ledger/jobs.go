@@ -214,9 +214,14 @@ type Assignment struct {
 	// Extra marks an audit or escalation replica: the treasury pays it,
 	// not the job's escrow.
 	Extra   bool   `json:"extra,omitempty"`
-	Outcome string `json:"outcome,omitempty"` // in the verdict: majority, minority, unrevealed, no_majority
+	Outcome string `json:"outcome,omitempty"` // in the verdict: majority, minority, unrevealed, no_majority, bad_handover, withheld_key
 	Slashed uint64 `json:"slashed,omitempty"`
 	Paid    uint64 `json:"paid"`
+	// HandoverKey is the X25519 public key an extra replica made for this
+	// job to receive the job key from a committed replica (handover.go);
+	// HandedBy the committed replica whose handover is its KeyGrant.
+	HandoverKey *Hash            `json:"handover_key,omitempty"`
+	HandedBy    *address.Address `json:"handed_by,omitempty"`
 }
 
 // JobResult is what a provider reports when its run ends.
@@ -259,6 +264,13 @@ type Job struct {
 	// Delivered is the provider whose outputs the owner gets.
 	Delivered *address.Address `json:"delivered,omitempty"`
 	AuditCost uint64           `json:"audit_cost,omitempty"` // usync the treasury paid extra replicas
+	// KeyCommitment is JobKeyCommitment of the job key, from the owner at
+	// submit: what lets a committed replica hand the key to an audit
+	// replica checkably while the owner is offline (handover.go).
+	KeyCommitment *Hash `json:"key_commitment,omitempty"`
+	// AuditDropped says why a drawn audit (or escalation) replica did not
+	// run; empty when none was dropped.
+	AuditDropped string `json:"audit_dropped,omitempty"`
 }
 
 // DeliveredResult is the result whose outputs a finished job delivers.
@@ -465,6 +477,9 @@ type MsgSubmitJob struct {
 	Spec        JobSpec `json:"spec"`
 	InputBlob   string  `json:"input_blob,omitempty"`
 	ConsumerKey string  `json:"consumer_key"`
+	// KeyCommitment is JobKeyCommitment of the job key; without it only
+	// the owner can give an audit replica the key.
+	KeyCommitment *Hash `json:"key_commitment,omitempty"`
 }
 
 // Grant is a job key wrapped to one assigned provider.
@@ -584,7 +599,7 @@ func execSubmitJob(o *Overlay, from address.Address, m *MsgSubmitJob, p Params, 
 		ID: id, Owner: from, Spec: m.Spec, InputBlob: m.InputBlob, ConsumerKey: m.ConsumerKey,
 		State: JobQueued, Reason: "waiting for the scheduler at the end of the block", Escrow: escrow,
 		SubmittedAt: info.Time.Unix(), Height: uint64(info.Height), Assignments: []Assignment{},
-		Replicas: m.Spec.PlannedReplicas(),
+		Replicas: m.Spec.PlannedReplicas(), KeyCommitment: m.KeyCommitment,
 	}
 	setJob(o, j, 0)
 	enqueueJob(o, j)
@@ -618,6 +633,7 @@ func execGrantKey(o *Overlay, from address.Address, m *MsgGrantKey, p Params, in
 			return nil, fmt.Errorf("%s is not assigned to job %d: %w", g.Provider, j.ID, ErrNotJobParty)
 		}
 		a.KeyGrant = slices.Clone(g.WrappedKey)
+		a.HandedBy = nil // the owner's grant, not a handover anyone can dispute
 	}
 	old := j.Deadline
 	if allGranted(j) {
@@ -888,6 +904,8 @@ func expireJobs(o *Overlay, now int64, p Params, info BlockInfo) ([]Event, error
 			j.State = JobFailed
 			j.Reason = fmt.Sprintf("the owner did not grant the job key in time; paid %dusync for the provider slots it held", j.Cost)
 			evs, err = finishJob(o, j, info)
+		case !allGranted(j) && j.KeyCommitment != nil && slices.ContainsFunc(j.Assignments, func(a Assignment) bool { return a.waitsForHandover() }):
+			evs, err = failWithheldHandover(o, j, p, info)
 		case !allGranted(j):
 			var ungranted []address.Address
 			for i := range j.Assignments {
@@ -984,6 +1002,7 @@ func dropReplicas(o *Overlay, j *Job, gone []address.Address, why string, p Para
 	}
 	j.Assignments = slices.DeleteFunc(j.Assignments, func(a Assignment) bool { return slices.Contains(gone, a.Provider) })
 	j.Replicas = uint64(len(j.Assignments))
+	j.AuditDropped = why
 	dequeueJob(o, j.ID)
 	events := []Event{jobEvent("job_replicas_dropped", j, Attr{"providers", joinAddrs(gone)}, Attr{"why", why})}
 	var evs []Event
@@ -1026,4 +1045,43 @@ func reassignJobsOf(o *Overlay, provider address.Address, p Params, info BlockIn
 		events = append(events, evs...)
 	}
 	return events, nil
+}
+
+// failWithheldHandover settles a job whose extra replica posted its handover
+// key and got the job key from nobody by the deadline: the owner did not
+// grant it, and no committed replica handed it over. Every committed
+// replica could have (handover.go), so each is treated as one that
+// withholds its reveal: slashed, unpaid, counted invalid. Otherwise a
+// primary with a wrong result would stay silent whenever an audit is drawn
+// and keep its unverified pay. The extra replicas are paid for the slot
+// they held; the job fails and the owner gets the rest back.
+func failWithheldHandover(o *Overlay, j *Job, p Params, info BlockInfo) ([]Event, error) {
+	var events []Event
+	withheld := 0
+	for i := range j.Assignments {
+		a := &j.Assignments[i]
+		switch {
+		case a.KeyGrant == nil:
+			if err := chargeHold(o, j, a, p, info.Time.Unix()); err != nil {
+				return nil, err
+			}
+		case a.Commitment != nil:
+			withheld++
+			a.Outcome = OutcomeWithheldKey
+			amt, err := slash(o, a.Provider, j.Owner, p, info, fmt.Sprintf("job %d: did not hand the job key to the audit replica", j.ID))
+			if err != nil {
+				return nil, err
+			}
+			a.Slashed = amt
+			if err := recordUnrevealed(o, a.Provider, a.Class); err != nil {
+				return nil, err
+			}
+			events = append(events, jobEvent("job_replica_slashed", j, Attr{"provider", a.Provider.String()}, Attr{"amount", strconv.FormatUint(amt, 10)}, Attr{"why", OutcomeWithheldKey}))
+		}
+	}
+	j.AuditDropped = "neither the owner nor a committed replica gave the audit replica the job key in time"
+	j.State = JobFailed
+	j.Reason = fmt.Sprintf("the audit could not run: %s; %d committed replica(s) slashed for withholding the key; refunded", j.AuditDropped, withheld)
+	evs, err := finishJob(o, j, info)
+	return append(events, evs...), err
 }

@@ -342,6 +342,12 @@ func execute(o *Overlay, tx *Tx, params Params, info BlockInfo) ([]Event, error)
 		return execChallengeCommit(o, from, m, info)
 	case *MsgChallengeOpen:
 		return execChallengeOpen(o, from, m, params, info)
+	case *MsgRequestKeyHandover:
+		return execRequestKeyHandover(o, from, m, params, info)
+	case *MsgHandOverKey:
+		return execHandOverKey(o, from, m, params, info)
+	case *MsgDisputeKeyHandover:
+		return execDisputeKeyHandover(o, from, m, params, info)
 	}
 	return nil, fmt.Errorf("no handler for %s: %w", tx.Msg.Type(), ErrUnknownMsgType)
 }

@@ -41,6 +41,11 @@ func (x *Job) encodeRec(e *encoder) {
 		e.raw((*x.Delivered)[:])
 	}
 	e.uvarint(x.AuditCost)
+	e.bool(x.KeyCommitment != nil)
+	if x.KeyCommitment != nil {
+		e.raw((*x.KeyCommitment)[:])
+	}
+	e.string(x.AuditDropped)
 }
 
 func (x *Job) decodeRec(d *decoder) {
@@ -76,6 +81,12 @@ func (x *Job) decodeRec(d *decoder) {
 		x.Delivered = v0
 	}
 	x.AuditCost = d.uvarint("audit_cost")
+	if d.bool("key_commitment") {
+		v0 := new(Hash)
+		copy((*v0)[:], d.raw("key_commitment", 32))
+		x.KeyCommitment = v0
+	}
+	x.AuditDropped = d.string("audit_dropped")
 }
 
 func (x *Provider) encodeRec(e *encoder) {
@@ -285,6 +296,14 @@ func (x *Assignment) encodeRec(e *encoder) {
 	e.string(x.Outcome)
 	e.uvarint(x.Slashed)
 	e.uvarint(x.Paid)
+	e.bool(x.HandoverKey != nil)
+	if x.HandoverKey != nil {
+		e.raw((*x.HandoverKey)[:])
+	}
+	e.bool(x.HandedBy != nil)
+	if x.HandedBy != nil {
+		e.raw((*x.HandedBy)[:])
+	}
 }
 
 func (x *Assignment) decodeRec(d *decoder) {
@@ -309,6 +328,16 @@ func (x *Assignment) decodeRec(d *decoder) {
 	x.Outcome = d.string("outcome")
 	x.Slashed = d.uvarint("slashed")
 	x.Paid = d.uvarint("paid")
+	if d.bool("handover_key") {
+		v0 := new(Hash)
+		copy((*v0)[:], d.raw("handover_key", 32))
+		x.HandoverKey = v0
+	}
+	if d.bool("handed_by") {
+		v0 := new(address.Address)
+		copy((*v0)[:], d.raw("handed_by", 20))
+		x.HandedBy = v0
+	}
 }
 
 func (x *ProviderInfo) encodeRec(e *encoder) {

@@ -24,39 +24,45 @@ type MsgType uint64
 
 // Message types.
 const (
-	MsgTypeSend              MsgType = 1
-	MsgTypeRegisterProvider  MsgType = 2
-	MsgTypeUpdateProvider    MsgType = 3
-	MsgTypeSetProviderStatus MsgType = 4
-	MsgTypeStake             MsgType = 5
-	MsgTypeUnstake           MsgType = 6
-	MsgTypeLivenessProof     MsgType = 7
-	MsgTypeSubmitJob         MsgType = 8
-	MsgTypeGrantKey          MsgType = 9
-	MsgTypeStartJob          MsgType = 10
-	MsgTypeCommitResult      MsgType = 11
-	MsgTypeCancelJob         MsgType = 12
-	MsgTypeRevealResult      MsgType = 13
-	MsgTypeChallengeCommit   MsgType = 14
-	MsgTypeChallengeOpen     MsgType = 15
+	MsgTypeSend               MsgType = 1
+	MsgTypeRegisterProvider   MsgType = 2
+	MsgTypeUpdateProvider     MsgType = 3
+	MsgTypeSetProviderStatus  MsgType = 4
+	MsgTypeStake              MsgType = 5
+	MsgTypeUnstake            MsgType = 6
+	MsgTypeLivenessProof      MsgType = 7
+	MsgTypeSubmitJob          MsgType = 8
+	MsgTypeGrantKey           MsgType = 9
+	MsgTypeStartJob           MsgType = 10
+	MsgTypeCommitResult       MsgType = 11
+	MsgTypeCancelJob          MsgType = 12
+	MsgTypeRevealResult       MsgType = 13
+	MsgTypeChallengeCommit    MsgType = 14
+	MsgTypeChallengeOpen      MsgType = 15
+	MsgTypeRequestKeyHandover MsgType = 16
+	MsgTypeHandOverKey        MsgType = 17
+	MsgTypeDisputeKeyHandover MsgType = 18
 )
 
 var msgNames = map[MsgType]string{
-	MsgTypeSend:              "send",
-	MsgTypeRegisterProvider:  "register_provider",
-	MsgTypeUpdateProvider:    "update_provider",
-	MsgTypeSetProviderStatus: "set_provider_status",
-	MsgTypeStake:             "stake",
-	MsgTypeUnstake:           "unstake",
-	MsgTypeLivenessProof:     "liveness_proof",
-	MsgTypeSubmitJob:         "submit_job",
-	MsgTypeGrantKey:          "grant_key",
-	MsgTypeStartJob:          "start_job",
-	MsgTypeCommitResult:      "commit_result",
-	MsgTypeCancelJob:         "cancel_job",
-	MsgTypeRevealResult:      "reveal_result",
-	MsgTypeChallengeCommit:   "challenge_commit",
-	MsgTypeChallengeOpen:     "challenge_open",
+	MsgTypeSend:               "send",
+	MsgTypeRegisterProvider:   "register_provider",
+	MsgTypeUpdateProvider:     "update_provider",
+	MsgTypeSetProviderStatus:  "set_provider_status",
+	MsgTypeStake:              "stake",
+	MsgTypeUnstake:            "unstake",
+	MsgTypeLivenessProof:      "liveness_proof",
+	MsgTypeSubmitJob:          "submit_job",
+	MsgTypeGrantKey:           "grant_key",
+	MsgTypeStartJob:           "start_job",
+	MsgTypeCommitResult:       "commit_result",
+	MsgTypeCancelJob:          "cancel_job",
+	MsgTypeRevealResult:       "reveal_result",
+	MsgTypeChallengeCommit:    "challenge_commit",
+	MsgTypeChallengeOpen:      "challenge_open",
+	MsgTypeRequestKeyHandover: "request_key_handover",
+	MsgTypeHandOverKey:        "hand_over_key",
+	MsgTypeDisputeKeyHandover: "dispute_key_handover",
 }
 
 func (t MsgType) String() string {
@@ -106,6 +112,12 @@ func newMsg(t MsgType) Msg {
 		return &MsgChallengeCommit{}
 	case MsgTypeChallengeOpen:
 		return &MsgChallengeOpen{}
+	case MsgTypeRequestKeyHandover:
+		return &MsgRequestKeyHandover{}
+	case MsgTypeHandOverKey:
+		return &MsgHandOverKey{}
+	case MsgTypeDisputeKeyHandover:
+		return &MsgDisputeKeyHandover{}
 	}
 	return nil
 }

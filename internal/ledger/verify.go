@@ -64,6 +64,11 @@ const (
 	OutcomeMinority   = "minority"
 	OutcomeUnrevealed = "unrevealed"
 	OutcomeNoMajority = "no_majority"
+	// OutcomeBadHandover: it handed an audit replica a key that is not
+	// the job's (handover.go); OutcomeWithheldKey: it handed over nothing
+	// while an audit replica waited for the key.
+	OutcomeBadHandover = "bad_handover"
+	OutcomeWithheldKey = "withheld_key"
 )
 
 // Checked reports whether replicas of the job are compared: only
