@@ -274,7 +274,7 @@ func RunVerify(ctx context.Context, o VerifyOptions) (*VerifyResult, error) {
 	progress("%d providers (%d cheating on %.0f%% of their results), %d spot jobs, %d a block…", o.Providers, o.Cheaters, 100*o.CheatRate, o.Jobs, o.BlockJobs)
 
 	module := "sha256:" + fmt.Sprintf("%064x", 42)
-	spec := ledger.JobSpec{Name: "sim", Executor: "wasm", Module: module, Outputs: []string{"/out"}, CPUMilli: 1000, Memory: 256 << 20,
+	spec := ledger.JobSpec{Name: "sim", Executor: "wasm", Module: module, Outputs: []string{"/out"}, CPUMilli: 1000, Memory: 256 << 20, Disk: 1 << 30,
 		MaxPricePerHour: 100_000, TimeoutSeconds: 600, Verification: "spot", Deterministic: true}
 	honest := func(id uint64) ledger.Hash { return sha256.Sum256(binary.BigEndian.AppendUint64([]byte("honest"), id)) }
 	cheats := func(id uint64, p *simProvider) bool {

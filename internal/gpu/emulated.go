@@ -88,6 +88,14 @@ func (e *Emulated) count(k string) {
 	e.Launches[k]++
 }
 
+// LaunchCount returns how many times kernel was launched; safe while the
+// device is in use.
+func (e *Emulated) LaunchCount(kernel string) int {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.Launches[kernel]
+}
+
 func (e *Emulated) CopyIn(dst Buf, src []byte) error {
 	if uint64(len(src)) > dst.size {
 		return fmt.Errorf("copy of %d bytes into a %d-byte buffer", len(src), dst.size)
