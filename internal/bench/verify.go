@@ -299,6 +299,11 @@ func RunVerify(ctx context.Context, o VerifyOptions) (*VerifyResult, error) {
 	submitted := 0
 	var honestExtraSteady, honestRegularSteady uint64
 	for (submitted < o.Jobs || len(inflight) > 0) && ctx.Err() == nil {
+		// Every job finishes within a few hundred blocks; a run that goes
+		// far past that is stuck (txs the ledger refuses), not slow.
+		if res.Blocks > 1000+o.Jobs*50 {
+			return nil, fmt.Errorf("verify bench stuck after %d blocks: %d of %d jobs submitted, %d finished, %d txs refused", res.Blocks, submitted, o.Jobs, res.Finished, res.TxsFailed)
+		}
 		var txs []signedTx
 		for n := 0; n < o.BlockJobs && submitted < o.Jobs; n++ {
 			txs = append(txs, signedTx{key: &owner, seq: ownerSeq, msg: &ledger.MsgSubmitJob{Spec: spec, ConsumerKey: ageRecipient("owner")}})
