@@ -94,7 +94,10 @@ func (c *Client) Prepare(ctx context.Context, s *jobspec.Spec) (*ledger.MsgSubmi
 		// key, so only a local module can be used with a fresh key.
 		return nil, nil, errors.New("module: give a local .wasm file; a blob reference cannot be re-sealed to a new job key")
 	}
-	msg := &ledger.MsgSubmitJob{Spec: LedgerSpec(s, module), ConsumerKey: c.Key.Recipient()}
+	// The key's hash lets a committed replica hand the key to an audit
+	// replica checkably when this client is not online to grant it.
+	kc := ledger.JobKeyCommitment([]byte(key.String()))
+	msg := &ledger.MsgSubmitJob{Spec: LedgerSpec(s, module), ConsumerKey: c.Key.Recipient(), KeyCommitment: &kc}
 	if len(s.Inputs) > 0 {
 		files := map[string]string{}
 		for i, in := range s.Inputs {

@@ -3,6 +3,7 @@ package provider
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/json"
@@ -12,6 +13,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"time"
 
@@ -42,6 +44,9 @@ type runs struct {
 	results map[uint64]string // last outcome per job, for the status
 	// revealing marks the jobs whose reveal is in flight.
 	revealing map[uint64]bool
+	// handover marks the jobs whose key handover (request or answer) is
+	// in flight.
+	handover map[uint64]bool
 }
 
 // syncJobs starts and stops runs to match the ledger.
@@ -72,6 +77,9 @@ func (a *Agent) syncJobs(ctx context.Context) error {
 			}
 			a.runs.mu.Unlock()
 			continue
+		}
+		if as != nil && !j.Done() && a.needsHandover(j, as) {
+			a.handOverAsync(ctx, j, as)
 		}
 		if as == nil || as.Result != nil || as.Commitment != nil || as.KeyGrant == nil || j.Done() {
 			continue
@@ -294,9 +302,9 @@ func (a *Agent) execute(ctx context.Context, j *ledger.Job, started bool) (*ledg
 		defer a.gpus.release(j.ID)
 	}
 	as := assignmentOf(j, a.o.Key.Address)
-	jobKey, err := seal.UnwrapKey(as.KeyGrant, a.o.Key.Identity())
+	jobKey, err := a.jobKey(ctx, j, as)
 	if err != nil {
-		return nil, fmt.Errorf("unwrap the job key: %w", err)
+		return nil, err
 	}
 	dir := filepath.Join(a.o.WorkDir, fmt.Sprintf("job-%d", j.ID))
 	os.RemoveAll(dir)
@@ -546,4 +554,145 @@ func (c *cappedBuffer) Bytes() []byte {
 		return append(bytes.Clone(c.buf.Bytes()), fmt.Sprintf("\n[gpunet: %d more bytes of log dropped]\n", c.dropped)...)
 	}
 	return bytes.Clone(c.buf.Bytes())
+}
+
+// Key handover (ledger handover.go): an audit replica of a job whose owner
+// committed to its key asks the committed replicas for the key with a
+// per-job X25519 key; a committed replica seals the key to it; the auditor
+// checks what it got against the owner's commitment and disputes a wrong
+// one on chain. So an audit runs while the owner is offline, and the key
+// reaches no one but the assigned providers.
+
+// needsHandover reports whether this provider has a handover step to take
+// for j: ask for the key (an extra replica without it), or hand it over
+// (a committed replica, while an extra replica waits for it).
+func (a *Agent) needsHandover(j *ledger.Job, as *ledger.Assignment) bool {
+	if j.KeyCommitment == nil {
+		return false
+	}
+	if as.Extra && as.KeyGrant == nil && as.HandoverKey == nil {
+		for _, o := range j.Assignments {
+			if o.Commitment != nil {
+				return true
+			}
+		}
+		return false
+	}
+	if as.Commitment == nil || as.KeyGrant == nil || as.HandedBy != nil {
+		return false
+	}
+	for _, o := range j.Assignments {
+		if o.HandoverKey != nil && o.KeyGrant == nil {
+			return true
+		}
+	}
+	return false
+}
+
+func (a *Agent) handOverAsync(ctx context.Context, j *ledger.Job, as *ledger.Assignment) {
+	a.runs.mu.Lock()
+	defer a.runs.mu.Unlock()
+	if a.runs.handover == nil {
+		a.runs.handover = map[uint64]bool{}
+	}
+	if a.runs.handover[j.ID] {
+		return
+	}
+	a.runs.handover[j.ID] = true
+	a.runs.wg.Add(1)
+	go func() {
+		defer a.runs.wg.Done()
+		hctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		defer cancel()
+		if err := a.handOver(hctx, j, as); err != nil && !errors.Is(err, chainclient.ErrNotInBlockYet) {
+			a.log.Warn("key handover", "job", j.ID, "err", err)
+		}
+		a.runs.mu.Lock()
+		delete(a.runs.handover, j.ID)
+		a.runs.mu.Unlock()
+	}()
+}
+
+func (a *Agent) handOver(ctx context.Context, j *ledger.Job, as *ledger.Assignment) error {
+	if as.KeyGrant == nil {
+		pub, err := ledger.HandoverPublicKey(a.handoverSecret(j.ID, as.AssignedAt))
+		if err != nil {
+			return err
+		}
+		_, err = a.o.Chain.SendMsg(ctx, a.o.Key, 0, &ledger.MsgRequestKeyHandover{JobID: j.ID, PublicKey: pub})
+		return err
+	}
+	// Committed: the result can no longer change, so handing the key on
+	// gains this provider nothing over the audit.
+	key, err := seal.UnwrapKey(as.KeyGrant, a.o.Key.Identity())
+	if err != nil {
+		return fmt.Errorf("unwrap the job key: %w", err)
+	}
+	for _, o := range j.Assignments {
+		if o.HandoverKey == nil || o.KeyGrant != nil {
+			continue
+		}
+		var eph ledger.Hash
+		rand.Read(eph[:])
+		sealed, err := ledger.SealHandover([]byte(key.String()), *o.HandoverKey, eph, j.ID)
+		if err != nil {
+			return err
+		}
+		if _, err := a.o.Chain.SendMsg(ctx, a.o.Key, 0, &ledger.MsgHandOverKey{JobID: j.ID, Provider: o.Provider, Sealed: sealed}); err != nil {
+			return err
+		}
+		a.log.Info("job key handed over to the audit replica", "job", j.ID, "to", o.Provider)
+	}
+	return nil
+}
+
+// handoverSecret is this provider's per-job handover private key: secret
+// (derived from its private key), and the same after a restart.
+func (a *Agent) handoverSecret(id uint64, assignedAt int64) ledger.Hash {
+	h := sha256.New()
+	h.Write([]byte("gpunet/handover-secret/v1\x00"))
+	h.Write(a.o.Key.PrivateKey().Seed())
+	var b [16]byte
+	binary.BigEndian.PutUint64(b[:8], id)
+	binary.BigEndian.PutUint64(b[8:], uint64(assignedAt))
+	h.Write(b[:])
+	var s ledger.Hash
+	h.Sum(s[:0])
+	return s
+}
+
+// errWrongJobKey: the key this provider was given is not the one the
+// owner committed to; it does not run the job.
+var errWrongJobKey = errors.New("the job key is not the one the owner committed to at submit")
+
+// jobKey recovers the job key from this provider's grant: the owner's
+// (age, to this provider's key) or a committed replica's handover. With a
+// key commitment on chain it checks the key against it; a handover that
+// fails the check is disputed on chain, which slashes its sender.
+func (a *Agent) jobKey(ctx context.Context, j *ledger.Job, as *ledger.Assignment) (*age.X25519Identity, error) {
+	var key *age.X25519Identity
+	var err error
+	if as.HandedBy != nil {
+		secret := a.handoverSecret(j.ID, as.AssignedAt)
+		var plain []byte
+		if plain, err = ledger.OpenHandover(as.KeyGrant, secret, j.ID); err == nil {
+			key, err = age.ParseX25519Identity(strings.TrimSpace(string(plain)))
+		}
+		if err != nil || j.KeyCommitment == nil || ledger.JobKeyCommitment([]byte(key.String())) != *j.KeyCommitment {
+			if _, derr := a.o.Chain.SendMsg(ctx, a.o.Key, 0, &ledger.MsgDisputeKeyHandover{JobID: j.ID, Secret: secret}); derr != nil && !errors.Is(derr, chainclient.ErrNotInBlockYet) {
+				return nil, fmt.Errorf("handover from %s: %w; dispute: %w", as.HandedBy, errWrongJobKey, derr)
+			}
+			return nil, fmt.Errorf("handover from %s: %w (disputed on chain)", as.HandedBy, errWrongJobKey)
+		}
+		return key, nil
+	}
+	if key, err = seal.UnwrapKey(as.KeyGrant, a.o.Key.Identity()); err != nil {
+		return nil, fmt.Errorf("unwrap the job key: %w", err)
+	}
+	if j.KeyCommitment != nil && ledger.JobKeyCommitment([]byte(key.String())) != *j.KeyCommitment {
+		// Running it would bind this provider to hand on a key the ledger
+		// would call wrong.
+		return nil, errWrongJobKey
+	}
+	return key, nil
 }
