@@ -471,7 +471,7 @@ type apiBuilder struct {
 func (b *apiBuilder) tx(k *benchKey, msg ledger.Msg) []byte {
 	seq := b.seq[k.addr]
 	b.seq[k.addr] = seq + 1
-	t := &ledger.Tx{ChainID: apiChainID, Sequence: seq, PubKey: k.priv.Public().(ed25519.PublicKey), Msg: msg, Signature: make([]byte, ed25519.SignatureSize)}
+	t := &ledger.Tx{ChainID: apiChainID, Sequence: seq, Fee: rawTxFee, PubKey: k.priv.Public().(ed25519.PublicKey), Msg: msg, Signature: make([]byte, ed25519.SignatureSize)}
 	raw, err := t.Encode()
 	if err != nil {
 		panic(err) // unreachable: the tx is well formed
@@ -785,7 +785,7 @@ func sendTransfers(ctx context.Context, api string, senders []benchKey, rate int
 		case <-tick.C:
 		}
 		k := i % len(senders)
-		t := &ledger.Tx{ChainID: apiChainID, Sequence: seq[k], Msg: &ledger.MsgSend{To: senders[(k+1)%len(senders)].addr, Amount: 1}}
+		t := &ledger.Tx{ChainID: apiChainID, Sequence: seq[k], Fee: rawTxFee, Msg: &ledger.MsgSend{To: senders[(k+1)%len(senders)].addr, Amount: 1}}
 		if t.Sign(senders[k].priv) != nil {
 			continue
 		}

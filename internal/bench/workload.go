@@ -68,7 +68,7 @@ func (w *Workload) Txs(chainID string, from, n int) [][]byte {
 				tx := &ledger.Tx{
 					ChainID:  chainID,
 					Sequence: uint64(i / len(w.keys)),
-					Fee:      1,
+					Fee:      rawTxFee,
 					Msg:      &ledger.MsgSend{To: w.addrs[(s+1)%len(w.addrs)], Amount: 1},
 				}
 				if err := tx.Sign(w.keys[s]); err != nil {

@@ -75,6 +75,10 @@ func Setup(home string, o Options) (created bool, err error) {
 	g.Params.UnbondingBlocks = 100 // a devnet does not need to wait a week
 	g.Params.LivenessWindow = 5    // nor long to notice a provider is gone
 	g.Params.RevealTimeout = 30    // replicas reveal within seconds; a lost one should not hold a job long
+	// No minimum fee: balances in the README and the e2e tests come out
+	// exact. Clients pay params.min_fee whatever it is (chainclient), so a
+	// devnet with the default runs the same flows.
+	g.Params.MinFee = 0
 	g.Treasury = DevBalance        // pays the audits of spot jobs
 	if o.HWTarget > 0 {
 		// Short challenges for a demo, and an allowance of three of the
