@@ -286,7 +286,11 @@ func (h *handler) get(w http.ResponseWriter, r *http.Request) {
 		panic(http.ErrAbortHandler) // closes the connection short of Content-Length
 	}
 	head := max(size-holdBack, 0)
-	if _, err := io.CopyBuffer(w, io.LimitReader(src, head), *bufp); err != nil {
+	// The deadline stays set when the response is aborted: net/http
+	// flushes its buffer before closing, which must not wait on the
+	// client either.
+	pw := newProgressWriter(w, h.lim)
+	if _, err := io.CopyBuffer(pw, io.LimitReader(src, head), *bufp); err != nil {
 		// Most likely the client went away; still cut the response.
 		abort("blob send failed", "err", err)
 	}
@@ -301,8 +305,68 @@ func (h *handler) get(w http.ResponseWriter, r *http.Request) {
 		abort("stored blob is corrupt: its bytes hash to something else; response aborted",
 			"got", got, "quarantined_to", moved, "quarantine_err", qerr)
 	}
-	w.Write(tail)
+	if _, err := pw.Write(tail); err == nil {
+		pw.done()
+	}
 }
+
+// progressWriter sends a download under a progress deadline, as
+// progressReader reads an upload: before each write it moves the
+// connection's write deadline to IdleTimeout from now, so a client that
+// stops reading is cut off by the connection itself, and after RateGrace
+// it fails when the average rate falls below MinRate (a reader taking a
+// few bytes just before each deadline). Without it one client holds a
+// connection, an open blob file and a 256 KiB buffer for as long as it
+// likes.
+type progressWriter struct {
+	w     io.Writer
+	rc    *http.ResponseController
+	lim   Limits
+	start time.Time
+	n     int64
+}
+
+func newProgressWriter(w http.ResponseWriter, lim Limits) *progressWriter {
+	return &progressWriter{w: w, rc: http.NewResponseController(w), lim: lim, start: time.Now()}
+}
+
+// writeChunk is the most a single Write sends under one deadline: a
+// client must take this much every IdleTimeout, whatever the buffer the
+// caller writes from.
+const writeChunk = 32 << 10
+
+func (p *progressWriter) Write(b []byte) (int, error) {
+	total := 0
+	for len(b) > 0 {
+		now := time.Now()
+		if elapsed := now.Sub(p.start); p.lim.MinRate > 0 && elapsed > p.lim.RateGrace {
+			if rate := float64(p.n) / elapsed.Seconds(); rate < float64(p.lim.MinRate) {
+				return total, fmt.Errorf("download too slow: %d bytes in %v is %.0f bytes/s, below the gateway's minimum of %d bytes/s", p.n, elapsed.Round(time.Millisecond), rate, p.lim.MinRate)
+			}
+		}
+		if p.lim.IdleTimeout > 0 {
+			// An error means the writer cannot set deadlines (a test
+			// recorder); the rate check still applies.
+			p.rc.SetWriteDeadline(now.Add(p.lim.IdleTimeout))
+		}
+		chunk := b[:min(len(b), writeChunk)]
+		n, err := p.w.Write(chunk)
+		total += n
+		p.n += int64(n)
+		if err != nil {
+			if isTimeout(err) {
+				err = fmt.Errorf("download stalled: the client took nothing for %v (the gateway's idle limit) after %d bytes: %w", p.lim.IdleTimeout, p.n, err)
+			}
+			return total, err
+		}
+		b = b[n:]
+	}
+	return total, nil
+}
+
+// done lifts the write deadline so that the connection can be reused;
+// call it only after the whole body went out.
+func (p *progressWriter) done() { p.rc.SetWriteDeadline(time.Time{}) }
 
 // closeOnError answers an error to an upload with "Connection: close".
 // Without it, net/http reads up to 256 KiB more of a body the handler
