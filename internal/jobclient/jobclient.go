@@ -178,12 +178,30 @@ func (c *Client) loadKey(id uint64) (*age.X25519Identity, error) {
 	return age.ParseX25519Identity(strings.TrimSpace(string(b)))
 }
 
+// ForgetKey removes the job key of a job that has ended: no provider
+// needs it any more (outputs and logs are sealed to the owner's own key),
+// and a key left on disk would open the job's inputs to whoever reads the
+// home later. It is a no-op for a job still running or not the client's.
+func (c *Client) ForgetKey(j *ledger.Job) error {
+	if !j.Done() || j.Owner != c.Key.Address {
+		return nil
+	}
+	if err := os.Remove(c.keyPath(j.ID)); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return err
+	}
+	return nil
+}
+
 // GrantIfNeeded grants the job key to assigned providers that lack it. It
-// reports whether it sent a grant.
+// reports whether it sent a grant. On a job that has ended it removes the
+// key instead (ForgetKey).
 func (c *Client) GrantIfNeeded(ctx context.Context, j *ledger.Job) (bool, error) {
+	if j.Done() {
+		return false, c.ForgetKey(j)
+	}
 	// Assigned jobs, and verifying ones that got an audit or escalation
 	// replica, wait for the key.
-	if j.Done() || j.Owner != c.Key.Address {
+	if j.Owner != c.Key.Address {
 		return false, nil
 	}
 	var grants []ledger.Grant
@@ -238,7 +256,7 @@ func (c *Client) Follow(ctx context.Context, id uint64, poll time.Duration, onCh
 			}
 		}
 		if j.Done() {
-			return j, nil
+			return j, c.ForgetKey(j)
 		}
 		if _, err := c.GrantIfNeeded(ctx, j); err != nil {
 			return j, err

@@ -62,6 +62,13 @@ func TestWASIJobEndToEnd(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	keyFiles := func() []string {
+		m, _ := filepath.Glob(filepath.Join(jc.Dir, "*.key"))
+		return m
+	}
+	if len(keyFiles()) != 1 {
+		t.Fatalf("job key files after submit: %v", keyFiles())
+	}
 	var states []string
 	j, err := jc.Follow(ctx, id, 20*time.Millisecond, func(j *ledger.Job) { states = append(states, j.State) })
 	if err != nil {
@@ -69,6 +76,11 @@ func TestWASIJobEndToEnd(t *testing.T) {
 	}
 	if j.State != ledger.JobSucceeded || j.Verdict != ledger.VerdictValidated || len(j.Assignments) != 2 {
 		t.Fatalf("job %s %s on %d providers: %s (states %v)", j.State, j.Verdict, len(j.Assignments), j.Reason, states)
+	}
+	// The job has ended: its key, which opens its inputs, is gone from
+	// the owner's home (outputs are sealed to the owner's own key).
+	if left := keyFiles(); len(left) != 0 {
+		t.Fatalf("job key files left after the job ended: %v", left)
 	}
 	out := t.TempDir()
 	if err := jc.FetchOutputs(ctx, j, out); err != nil {
