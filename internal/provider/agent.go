@@ -285,6 +285,7 @@ func (a *Agent) Run(ctx context.Context) error {
 
 // prepare detects and benchmarks the machine and builds the declaration.
 func (a *Agent) prepare(ctx context.Context) error {
+	a.sweepWorkDir()
 	inv := a.o.Inventory
 	if inv == nil {
 		var err error
@@ -327,6 +328,30 @@ func (a *Agent) prepare(ctx context.Context) error {
 		s.Inventory, s.Figures, s.GPUFigures, s.Declared, s.Sandboxes = inv, fig, gpuFigs, &info, a.o.SandboxNotes
 	})
 	return nil
+}
+
+// sweepWorkDir removes what a killed agent left in WorkDir: job
+// directories (decrypted modules and inputs) and downloaded blobs. No run
+// is in flight at start, and a job still assigned is run again from
+// scratch. Pending reveals (WorkDir/reveals) are kept: they must outlive a
+// restart.
+func (a *Agent) sweepWorkDir() {
+	if a.o.WorkDir == "" {
+		return
+	}
+	var left []string
+	for _, pat := range []string{"job-*", "blob-*"} {
+		m, _ := filepath.Glob(filepath.Join(a.o.WorkDir, pat))
+		left = append(left, m...)
+	}
+	for _, p := range left {
+		if err := os.RemoveAll(p); err != nil {
+			a.log.Warn("could not remove what an earlier run left", "path", p, "err", err)
+		}
+	}
+	if len(left) > 0 {
+		a.log.Info("removed what an earlier run left in the work directory", "entries", len(left))
+	}
 }
 
 // Declaration turns what was detected and measured into what the provider
