@@ -96,7 +96,7 @@ func TestSlowClientsCannotExhaustConnections(t *testing.T) {
 
 func TestAPIConnLimits(t *testing.T) {
 	for _, tc := range []struct {
-		nofile             uint64
+		nofile            uint64
 		wantTotal, wantIP int
 	}{
 		{0, 1024, 128}, {1 << 20, 1024, 128}, {4096, 1024, 128}, {1024, 256, 32}, {64, 32, 8},

@@ -79,7 +79,7 @@ func Setup(home string, o Options) (created bool, err error) {
 	// exact. Clients pay params.min_fee whatever it is (chainclient), so a
 	// devnet with the default runs the same flows.
 	g.Params.MinFee = 0
-	g.Treasury = DevBalance        // pays the audits of spot jobs
+	g.Treasury = DevBalance // pays the audits of spot jobs
 	if o.HWTarget > 0 {
 		// Short challenges for a demo, and an allowance of three of the
 		// devnet's blocks (not the default's two 6-s blocks), so that the

@@ -178,7 +178,7 @@ type Params struct {
 func DefaultParams() Params {
 	return Params{
 		MaxTxBytes:          256 << 10,
-		MinFee:              1_000, // 0.001 SYNC a tx: see docs/ledger.md, Parameters
+		MinFee:              1_000,       // 0.001 SYNC a tx: see docs/ledger.md, Parameters
 		MinStakePerGPU:      100_000_000, // 100 SYNC
 		MinStakeCPU:         10_000_000,  // 10 SYNC
 		UnbondingBlocks:     100_800,     // a week of 6 s blocks

@@ -6,8 +6,8 @@ import (
 	"fmt"
 	"path/filepath"
 
-	abci "github.com/cometbft/cometbft/abci/types"
 	dbm "github.com/cometbft/cometbft-db"
+	abci "github.com/cometbft/cometbft/abci/types"
 	cmtcfg "github.com/cometbft/cometbft/config"
 	nm "github.com/cometbft/cometbft/node"
 	sm "github.com/cometbft/cometbft/state"

@@ -4,6 +4,8 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/gpunet/gpunet/internal/ledger"
 )
 
 // TestFourValidators runs four validators of equal power: the chain goes on
@@ -97,7 +99,9 @@ func TestFourValidators(t *testing.T) {
 		halted, book.commonHeights(halted+2, names...), book.compared)
 
 	for i := range nodes {
-		for who, want := range map[string]uint64{alice.Address: 995_000_000, bob.Address: 5_000_000} {
+		// alice paid the transfer and the chain's minimum fee (gpunet init
+		// writes the default parameters).
+		for who, want := range map[string]uint64{alice.Address: 995_000_000 - ledger.DefaultParams().MinFee, bob.Address: 5_000_000} {
 			if got := balance(t, who, "--home", keyHome, "--node", apis[i]); got != want {
 				t.Errorf("%s: balance of %s is %d, want %d", names[i], who, got, want)
 			}
