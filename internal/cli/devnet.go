@@ -146,7 +146,17 @@ starts afresh. Ports are free loopback ports picked at each start unless
 			if example && nprov > 0 {
 				go e.runExample(cmd.Context(), d.APIURL)
 			}
-			<-cmd.Context().Done()
+			select {
+			case <-cmd.Context().Done():
+			case <-d.Halted():
+				// The node first: a halted chain commits nothing, so the
+				// providers' parting txs would only wait out their timeout.
+				stopped = true
+				err := haltedError(d)
+				stopProviders()
+				provs.Wait()
+				return err
+			}
 			fmt.Fprintln(e.stderr, "stopping devnet…")
 			stopped = true
 			stopProviders()

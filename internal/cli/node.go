@@ -2,6 +2,7 @@ package cli
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -111,11 +112,26 @@ func nodeCmd(e *env) *cobra.Command {
 			} else {
 				fmt.Fprintf(e.stdout, "node %s of chain %s running\n  api:       %s\n  dashboard: %s/\n  metrics:   %s/metrics\n  home:      %s\n  logs:      %s/logs/cometbft.log\nPress Ctrl-C to stop.\n", c.Moniker, c.ChainID, d.APIURL, d.APIURL, d.APIURL, e.home, e.home)
 			}
-			<-cmd.Context().Done()
+			select {
+			case <-cmd.Context().Done():
+			case <-d.Halted():
+				return haltedError(d)
+			}
 			fmt.Fprintln(e.stderr, "stopping…")
 			return d.Stop()
 		},
 	}
 	c.Flags().StringVar(&api, "api", "", "API listen address host:port (default: from the home's config)")
 	return c
+}
+
+// haltedError stops d, whose consensus halted, and returns the error that
+// `node` and `devnet` end with: it names the cause and wraps
+// validator.ErrConsensusHalted, which Run maps to ExitHalted.
+func haltedError(d *daemon.Daemon) error {
+	err := fmt.Errorf("validator halted: %w; exiting with status %d so that a supervisor restarts it (fix the cause first if it persists)", d.Err(), ExitHalted)
+	if serr := d.StopHalted(); serr != nil {
+		return errors.Join(err, fmt.Errorf("stopping the halted node: %w", serr))
+	}
+	return err
 }

@@ -24,6 +24,10 @@ const (
 	ExitOK    = 0
 	ExitError = 1
 	ExitUsage = 2
+	// ExitHalted: `node` or `devnet` stopped because the validator's
+	// consensus halted (validator.ErrConsensusHalted); a supervisor should
+	// restart the process.
+	ExitHalted = 3
 )
 
 // env holds what every command shares: global flags and output streams.
@@ -81,7 +85,12 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "Error:", err)
 	}
 	var ue usageError
-	if errors.As(err, &ue) || isCobraUsage(err) {
+	switch {
+	case errors.Is(err, validator.ErrConsensusHalted):
+		// First: the cause's text (e.g. "invalid argument") may look like
+		// a usage error to isCobraUsage.
+		return ExitHalted
+	case errors.As(err, &ue) || isCobraUsage(err):
 		return ExitUsage
 	}
 	return ExitError

@@ -35,12 +35,6 @@ type Options struct {
 	// free one).
 	APIAddr         string
 	CheckInvariants bool
-	// OnHalt is called, once, when the validator's consensus stops on a
-	// failure while the process lives (validator.ErrConsensusHalted, e.g.
-	// a failed write of its signing state). Nil means exit the process
-	// with ExitConsensusHalted after naming the cause on stderr; a halted
-	// validator never resumes, so an OnHalt should end the process too.
-	OnHalt func(error)
 }
 
 // Daemon is a running node process.
@@ -131,12 +125,6 @@ func Start(ctx context.Context, home string, o Options) (*Daemon, error) {
 			o.Logger.Error("netstats stopped; the dashboard and chain metrics are not updated", "err", err)
 		}
 	}()
-	onHalt := o.OnHalt
-	if onHalt == nil {
-		onHalt = exitOnHalt(n, o.Logger)
-	}
-	// Not in statsWG: onHalt may stop the node itself.
-	go watchHalt(actx, n, onHalt)
 	d.statsWG.Add(1)
 	go func() {
 		defer d.statsWG.Done()

@@ -1,51 +1,37 @@
 package daemon
 
 import (
-	"context"
 	"fmt"
-	"log/slog"
-	"os"
 	"time"
-
-	"github.com/gpunet/gpunet/internal/validator"
 )
 
-// ExitConsensusHalted is the exit status of a node process whose consensus
-// stopped on a failure (validator.ErrConsensusHalted).
-const ExitConsensusHalted = 3
-
-// haltStopTimeout bounds the attempt to close the stores of a halted node
-// before the process exits; its stores are crash-safe if it runs out.
+// haltStopTimeout bounds StopHalted: a halted node may be out of file
+// descriptors or stuck in a failed write, and its stores are crash-safe
+// if closing them never finishes.
 const haltStopTimeout = 10 * time.Second
 
-// watchHalt waits for n's consensus to halt and then calls onHalt, unless
-// ctx ends first.
-func watchHalt(ctx context.Context, n *validator.Node, onHalt func(error)) {
-	select {
-	case <-ctx.Done():
-	case <-n.Halted():
-		onHalt(n.Err())
-	}
-}
+// Halted is closed when the validator's consensus has stopped on a failure
+// while the daemon runs (validator.Node.Halted); Err then says why. A
+// halted validator never votes again and never resumes, so whoever runs
+// the daemon should stop it (StopHalted) and end the process, for its
+// supervisor to restart it. The daemon does neither itself: it only
+// reports the halt here.
+func (d *Daemon) Halted() <-chan struct{} { return d.Node.Halted() }
 
-// exitOnHalt is the default Options.OnHalt: a validator whose consensus
-// stopped never votes again, so rather than live on halted it names the
-// cause on stderr, closes its stores (bounded) and exits with
-// ExitConsensusHalted, for its supervisor (systemd, a container runtime)
-// to restart it.
-func exitOnHalt(n *validator.Node, log *slog.Logger) func(error) {
-	return func(err error) {
-		log.Error("validator halted; exiting so that a supervisor restarts it", "err", err)
-		fmt.Fprintf(os.Stderr, "gpunet: validator halted: %v; exiting with status %d so that a supervisor restarts it (fix the cause first if it persists)\n", err, ExitConsensusHalted)
-		done := make(chan struct{})
-		go func() {
-			n.Stop()
-			close(done)
-		}()
-		select {
-		case <-done:
-		case <-time.After(haltStopTimeout):
-		}
-		os.Exit(ExitConsensusHalted)
+// Err returns why consensus halted, wrapping validator.ErrConsensusHalted
+// and the cause (e.g. syscall.EMFILE), or nil while it has not.
+func (d *Daemon) Err() error { return d.Node.Err() }
+
+// StopHalted is Stop for a daemon whose consensus halted: it returns once
+// Stop does or after haltStopTimeout, whichever is first, with an error
+// in the second case (Stop then goes on in the background).
+func (d *Daemon) StopHalted() error {
+	done := make(chan error, 1)
+	go func() { done <- d.Stop() }()
+	select {
+	case err := <-done:
+		return err
+	case <-time.After(haltStopTimeout):
+		return fmt.Errorf("stores not closed within %s (they are crash-safe)", haltStopTimeout)
 	}
 }

@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"encoding/json"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -44,10 +45,18 @@ func TestHaltedValidatorExits(t *testing.T) {
 	if code := exitCode(p.err); code != 3 {
 		t.Errorf("exit status %d, want 3 (consensus halted)", code)
 	}
+	// The CLI's exit path reports it: with --output json, the last line
+	// of stderr is {"error": …}.
 	stderr := p.stderr.String()
+	var last struct {
+		Error string `json:"error"`
+	}
+	if lines := p.stderr.Lines(); len(lines) == 0 || json.Unmarshal([]byte(lines[len(lines)-1]), &last) != nil {
+		t.Fatalf("stderr does not end with the CLI's JSON error:\n%s", tail(stderr, 3000))
+	}
 	for _, want := range []string{"validator halted", "too many open files", "supervisor restarts it"} {
-		if !strings.Contains(stderr, want) {
-			t.Errorf("stderr does not say %q:\n%s", want, tail(stderr, 3000))
+		if !strings.Contains(last.Error, want) {
+			t.Errorf("the error %q does not say %q", last.Error, want)
 		}
 	}
 }
