@@ -1,8 +1,12 @@
 package e2e
 
 import (
+	"encoding/json"
+	"fmt"
+	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -14,7 +18,12 @@ import (
 // twin with its own node key, ports and empty signing state), so the key
 // can sign two different votes or proposals at one height. With three
 // honest validators (30 of 40 votes) the chain must go on, every node
-// must report one app hash per height, and a transfer must commit.
+// must report one app hash per height, and a transfer must commit. The
+// double sign must really happen and be seen: at each height where node3's
+// key proposes, node3 and the twin each propose a block of their own (their
+// last commits differ) and prevote it, and node0 must commit
+// DuplicateVoteEvidence against the key (in runs here, at the first or
+// second such height).
 func TestByzantineDoubleSigner(t *testing.T) {
 	root := t.TempDir()
 	keyHome := filepath.Join(root, "keys")
@@ -86,6 +95,26 @@ func TestByzantineDoubleSigner(t *testing.T) {
 		return len(book.commonHeights(tx.Height+1, honest...)) > 0
 	})
 	book.check(t)
+
+	// The double sign itself: node3's key and its twin sign conflicting
+	// votes (two proposals of their own, or a block and nil), an honest
+	// validator that sees both reports them to its evidence pool, and a
+	// later proposer commits the DuplicateVoteEvidence. Read node0's blocks
+	// through CometBFT's RPC: the ledger's /v1/blocks does not show
+	// evidence.
+	byz := validatorAddress(t, net.Homes[3])
+	rpc0 := rpcAddr(t, net.Homes[0])
+	var ev *duplicateVote
+	next := int64(1)
+	waitUntil(t, 60*time.Second, "DuplicateVoteEvidence against node3's key committed on node0", func() bool {
+		for ; ev == nil && next <= book.maxHeight("node0"); next++ {
+			ev = duplicateVoteIn(t, rpc0, next, byz)
+		}
+		return ev != nil
+	})
+	t.Logf("DuplicateVoteEvidence committed at height %d: node3's key signed two %s votes at height %d round %d (blocks %.8s… and %.8s…)",
+		ev.committed, ev.kind, ev.height, ev.round, hashOrNil(ev.blockA), hashOrNil(ev.blockB))
+
 	for _, i := range []int{0, 1, 2} {
 		if got := balance(t, bob.Address, "--home", keyHome, "--node", apis[i]); got != 5_000_000 {
 			t.Errorf("%s: bob's balance %d, want 5000000", names[i], got)
@@ -93,4 +122,102 @@ func TestByzantineDoubleSigner(t *testing.T) {
 	}
 	t.Logf("heights %d → %d with node3's key in two processes (node3 at %d, twin at %d); %d heights compared, no disagreement",
 		h, book.maxHeight(honest...), book.maxHeight("node3"), book.maxHeight("node3-twin"), book.compared)
+}
+
+// validatorAddress returns the consensus address (hex) of home's validator
+// key.
+func validatorAddress(t *testing.T, home string) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(home, "config/priv_validator_key.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var k struct {
+		Address string `json:"address"`
+	}
+	if err := json.Unmarshal(b, &k); err != nil || k.Address == "" {
+		t.Fatalf("validator key of %s: %v (address %q)", home, err, k.Address)
+	}
+	return k.Address
+}
+
+// rpcAddr returns home's CometBFT RPC address (host:port).
+func rpcAddr(t *testing.T, home string) string {
+	t.Helper()
+	cfg, err := validator.LoadConfig(home)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.RPC == "" {
+		t.Fatalf("%s has CometBFT's RPC disabled", home)
+	}
+	return cfg.RPC
+}
+
+// duplicateVote is a DuplicateVoteEvidence as a block carries it.
+type duplicateVote struct {
+	committed      int64 // the block that carries it
+	height         int64 // the votes'
+	round          int
+	kind           string // prevote or precommit
+	blockA, blockB string // the block hashes voted for, "" for nil
+}
+
+// duplicateVoteIn returns the first DuplicateVoteEvidence against the
+// validator addr in block height, read from CometBFT's RPC at rpc, or nil.
+func duplicateVoteIn(t *testing.T, rpc string, height int64, addr string) *duplicateVote {
+	t.Helper()
+	type vote struct {
+		Type             int    `json:"type"`
+		Height           int64  `json:"height,string"`
+		Round            int    `json:"round"`
+		ValidatorAddress string `json:"validator_address"`
+		BlockID          struct {
+			Hash string `json:"hash"`
+		} `json:"block_id"`
+	}
+	var r struct {
+		Result struct {
+			Block struct {
+				Evidence struct {
+					Evidence []struct {
+						Type  string `json:"type"`
+						Value struct {
+							VoteA vote `json:"vote_a"`
+							VoteB vote `json:"vote_b"`
+						} `json:"value"`
+					} `json:"evidence"`
+				} `json:"evidence"`
+			} `json:"block"`
+		} `json:"result"`
+	}
+	resp, err := http.Get(fmt.Sprintf("http://%s/block?height=%d", rpc, height))
+	if err != nil {
+		t.Fatalf("block %d from CometBFT's RPC: %v", height, err)
+	}
+	defer resp.Body.Close()
+	if err := json.NewDecoder(resp.Body).Decode(&r); err != nil {
+		t.Fatalf("block %d from CometBFT's RPC: %v", height, err)
+	}
+	for _, e := range r.Result.Block.Evidence.Evidence {
+		a, b := e.Value.VoteA, e.Value.VoteB
+		if e.Type != "tendermint/DuplicateVoteEvidence" || !strings.EqualFold(a.ValidatorAddress, addr) {
+			continue
+		}
+		// What makes it evidence: one key, one height, round and type, two
+		// different blocks.
+		if b.ValidatorAddress != a.ValidatorAddress || b.Height != a.Height || b.Round != a.Round || b.Type != a.Type || b.BlockID.Hash == a.BlockID.Hash {
+			t.Fatalf("block %d: DuplicateVoteEvidence whose votes do not conflict: %+v", height, e.Value)
+		}
+		kind := map[int]string{1: "prevote", 2: "precommit"}[a.Type]
+		return &duplicateVote{committed: height, height: a.Height, round: a.Round, kind: kind, blockA: a.BlockID.Hash, blockB: b.BlockID.Hash}
+	}
+	return nil
+}
+
+func hashOrNil(hash string) string {
+	if hash == "" {
+		return "nil"
+	}
+	return hash
 }
