@@ -193,13 +193,9 @@ func (m *MsgDisputeKeyHandover) ValidateBasic() error { return nil }
 func (a *Assignment) waitsForHandover() bool { return a.HandoverKey != nil && a.KeyGrant == nil }
 
 func execRequestKeyHandover(o *Overlay, from address.Address, m *MsgRequestKeyHandover, p Params, info BlockInfo) ([]Event, error) {
-	j, err := mustJob(o, m.JobID)
+	j, a, err := jobParty(o, m.JobID, from)
 	if err != nil {
 		return nil, err
-	}
-	a := j.assignment(from)
-	if a == nil || j.Done() {
-		return nil, fmt.Errorf("%s has no part in job %d: %w", from, j.ID, ErrNotJobParty)
 	}
 	switch {
 	case j.KeyCommitment == nil:
@@ -220,13 +216,9 @@ func execRequestKeyHandover(o *Overlay, from address.Address, m *MsgRequestKeyHa
 }
 
 func execHandOverKey(o *Overlay, from address.Address, m *MsgHandOverKey, p Params, info BlockInfo) ([]Event, error) {
-	j, err := mustJob(o, m.JobID)
+	j, me, err := jobParty(o, m.JobID, from)
 	if err != nil {
 		return nil, err
-	}
-	me := j.assignment(from)
-	if me == nil || j.Done() {
-		return nil, fmt.Errorf("%s has no part in job %d: %w", from, j.ID, ErrNotJobParty)
 	}
 	if me.Commitment == nil {
 		return nil, fmt.Errorf("%s has not committed its result for job %d: only a committed replica may hand over the key: %w", from, j.ID, ErrJobState)
@@ -251,13 +243,9 @@ func execHandOverKey(o *Overlay, from address.Address, m *MsgHandOverKey, p Para
 }
 
 func execDisputeKeyHandover(o *Overlay, from address.Address, m *MsgDisputeKeyHandover, p Params, info BlockInfo) ([]Event, error) {
-	j, err := mustJob(o, m.JobID)
+	j, a, err := jobParty(o, m.JobID, from)
 	if err != nil {
 		return nil, err
-	}
-	a := j.assignment(from)
-	if a == nil || j.Done() {
-		return nil, fmt.Errorf("%s has no part in job %d: %w", from, j.ID, ErrNotJobParty)
 	}
 	if a.HandedBy == nil || a.HandoverKey == nil || a.StartedAt != 0 || j.KeyCommitment == nil {
 		return nil, fmt.Errorf("%s holds no disputable handover of job %d's key: %w", from, j.ID, ErrJobState)

@@ -656,14 +656,24 @@ func allGranted(j *Job) bool {
 	return true
 }
 
-func execStartJob(o *Overlay, from address.Address, m *MsgStartJob, p Params, info BlockInfo) ([]Event, error) {
-	j, err := mustJob(o, m.JobID)
+// jobParty returns job id, which must be running, and from's assignment
+// in it: the first check of every message a job's provider sends.
+func jobParty(o *Overlay, id uint64, from address.Address) (*Job, *Assignment, error) {
+	j, err := mustJob(o, id)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	a := j.assignment(from)
 	if a == nil || j.Done() {
-		return nil, fmt.Errorf("%s has no part in job %d: %w", from, j.ID, ErrNotJobParty)
+		return nil, nil, fmt.Errorf("%s has no part in job %d: %w", from, j.ID, ErrNotJobParty)
+	}
+	return j, a, nil
+}
+
+func execStartJob(o *Overlay, from address.Address, m *MsgStartJob, p Params, info BlockInfo) ([]Event, error) {
+	j, a, err := jobParty(o, m.JobID, from)
+	if err != nil {
+		return nil, err
 	}
 	if a.KeyGrant == nil {
 		return nil, fmt.Errorf("job %d's key has not been granted to %s yet: %w", j.ID, from, ErrJobState)
@@ -690,13 +700,9 @@ func execStartJob(o *Overlay, from address.Address, m *MsgStartJob, p Params, in
 }
 
 func execCommitResult(o *Overlay, from address.Address, m *MsgCommitResult, p Params, info BlockInfo) ([]Event, error) {
-	j, err := mustJob(o, m.JobID)
+	j, a, err := jobParty(o, m.JobID, from)
 	if err != nil {
 		return nil, err
-	}
-	a := j.assignment(from)
-	if a == nil || j.Done() {
-		return nil, fmt.Errorf("%s has no part in job %d: %w", from, j.ID, ErrNotJobParty)
 	}
 	if a.StartedAt == 0 {
 		return nil, fmt.Errorf("%s has not started job %d: %w", from, j.ID, ErrJobState)

@@ -225,13 +225,9 @@ func draw(seed Hash, what string, id uint64) uint64 {
 }
 
 func execRevealResult(o *Overlay, from address.Address, m *MsgRevealResult, p Params, info BlockInfo) ([]Event, error) {
-	j, err := mustJob(o, m.JobID)
+	j, a, err := jobParty(o, m.JobID, from)
 	if err != nil {
 		return nil, err
-	}
-	a := j.assignment(from)
-	if a == nil || j.Done() {
-		return nil, fmt.Errorf("%s has no part in job %d: %w", from, j.ID, ErrNotJobParty)
 	}
 	if a.Commitment == nil {
 		return nil, fmt.Errorf("%s has not committed a result for job %d: %w", from, j.ID, ErrJobState)
