@@ -225,8 +225,15 @@ func (r *pendingReveal) commit(id uint64, me address.Address) *ledger.MsgCommitR
 // on the same assignment, so a re-run of a deterministic job commits to
 // the same value.
 func (a *Agent) resultSalt(id uint64, assignedAt int64) ledger.Hash {
+	return a.jobSecret("gpunet/result-salt/v1", id, assignedAt)
+}
+
+// jobSecret derives a secret of this provider's for one assignment of a
+// job: SHA-256 of tag, its private key's seed, the job and the assignment
+// time, so the same after a restart.
+func (a *Agent) jobSecret(tag string, id uint64, assignedAt int64) ledger.Hash {
 	h := sha256.New()
-	h.Write([]byte("gpunet/result-salt/v1\x00"))
+	h.Write([]byte(tag + "\x00"))
 	h.Write(a.o.Key.PrivateKey().Seed())
 	var b [16]byte
 	binary.BigEndian.PutUint64(b[:8], id)
@@ -649,16 +656,7 @@ func (a *Agent) handOver(ctx context.Context, j *ledger.Job, as *ledger.Assignme
 // handoverSecret is this provider's per-job handover private key: secret
 // (derived from its private key), and the same after a restart.
 func (a *Agent) handoverSecret(id uint64, assignedAt int64) ledger.Hash {
-	h := sha256.New()
-	h.Write([]byte("gpunet/handover-secret/v1\x00"))
-	h.Write(a.o.Key.PrivateKey().Seed())
-	var b [16]byte
-	binary.BigEndian.PutUint64(b[:8], id)
-	binary.BigEndian.PutUint64(b[8:], uint64(assignedAt))
-	h.Write(b[:])
-	var s ledger.Hash
-	h.Sum(s[:0])
-	return s
+	return a.jobSecret("gpunet/handover-secret/v1", id, assignedAt)
 }
 
 // errWrongJobKey: the key this provider was given is not the one the
