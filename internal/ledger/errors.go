@@ -1,6 +1,9 @@
 package ledger
 
-import "errors"
+import (
+	"errors"
+	"fmt"
+)
 
 // Error is a class of ledger failure with a stable numeric code. The codes are
 // part of the public contract (they are the ABCI codes clients see, listed in
@@ -59,4 +62,8 @@ func CodeOf(err error) uint32 {
 		return e.Code
 	}
 	return ErrInternal.Code
+}
+
+func invalid(format string, args ...any) error {
+	return fmt.Errorf(format+": %w", append(args, ErrInvalidMsg)...)
 }

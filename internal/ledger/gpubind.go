@@ -25,12 +25,6 @@ import (
 // part of the app hash (it decides which txs succeed), and CheckInvariants
 // rebuilds it from the provider records.
 
-var (
-	prefixGPUBinding = []byte("gpu/")
-	prefixGPUUUID    = []byte("gpu/u/")
-	prefixGPUSerial  = []byte("gpu/s/")
-)
-
 // gpuBinding is one identity key a declaration binds.
 type gpuBinding struct {
 	key  []byte

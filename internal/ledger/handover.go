@@ -280,3 +280,42 @@ func execDisputeKeyHandover(o *Overlay, from address.Address, m *MsgDisputeKeyHa
 	evs, err := finishJob(o, j, info)
 	return append(events, evs...), err
 }
+
+// failWithheldHandover settles a job whose extra replica posted its handover
+// key and got the job key from nobody by the deadline: the owner did not
+// grant it, and no committed replica handed it over. Every committed
+// replica could have (handover.go), so each is treated as one that
+// withholds its reveal: slashed, unpaid, counted invalid. Otherwise a
+// primary with a wrong result would stay silent whenever an audit is drawn
+// and keep its unverified pay. The extra replicas are paid for the slot
+// they held; the job fails and the owner gets the rest back.
+func failWithheldHandover(o *Overlay, j *Job, p Params, info BlockInfo) ([]Event, error) {
+	var events []Event
+	withheld := 0
+	for i := range j.Assignments {
+		a := &j.Assignments[i]
+		switch {
+		case a.KeyGrant == nil:
+			if err := chargeHold(o, j, a, p, info.Time.Unix()); err != nil {
+				return nil, err
+			}
+		case a.Commitment != nil:
+			withheld++
+			a.Outcome = OutcomeWithheldKey
+			amt, err := slash(o, a.Provider, j.Owner, p, info, fmt.Sprintf("job %d: did not hand the job key to the audit replica", j.ID))
+			if err != nil {
+				return nil, err
+			}
+			a.Slashed = amt
+			if err := recordUnrevealed(o, a.Provider, a.Class); err != nil {
+				return nil, err
+			}
+			events = append(events, jobEvent("job_replica_slashed", j, Attr{"provider", a.Provider.String()}, Attr{"amount", strconv.FormatUint(amt, 10)}, Attr{"why", OutcomeWithheldKey}))
+		}
+	}
+	j.AuditDropped = "neither the owner nor a committed replica gave the audit replica the job key in time"
+	j.State = JobFailed
+	j.Reason = fmt.Sprintf("the audit could not run: %s; %d committed replica(s) slashed for withholding the key; refunded", j.AuditDropped, withheld)
+	evs, err := finishJob(o, j, info)
+	return append(events, evs...), err
+}

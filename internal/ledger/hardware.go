@@ -54,3 +54,11 @@ func gpuPeakGOPS(class string) uint64 {
 
 // cpuPeakGOPS is the physical ceiling of a CPU's int8 throughput.
 func cpuPeakGOPS(cores uint64) uint64 { return cores * cpuCorePeakGOPS }
+
+// ClassPeakGOPS returns the datasheet's dense int8 peak of one GPU of a
+// known hardware class (hardware.go), for reports that compare a measured
+// figure with it.
+func ClassPeakGOPS(class string) (uint64, bool) {
+	c, ok := gpuClasses[class]
+	return c.PeakGOPS, ok
+}

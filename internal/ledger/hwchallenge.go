@@ -360,10 +360,6 @@ func (p Params) challengeParams() challenge.Params {
 	}
 }
 
-var (
-	prefixHWOpen = []byte("hwc/") // hwc/<address>: providers with an open challenge
-)
-
 func hwOpenKey(a address.Address) []byte { return append(slices.Clone(prefixHWOpen), a[:]...) }
 
 // MsgChallengeCommit commits a provider to the product of its challenge.

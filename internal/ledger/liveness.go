@@ -17,8 +17,6 @@ import (
 // answered fraction. A miss costs reputation; params.liveness_max_missed
 // misses in a row mark the provider offline.
 
-var prefixLivenessDeadline = []byte("livedl/")
-
 func livenessDeadlineKey(deadline uint64, a address.Address) []byte {
 	k := binary.BigEndian.AppendUint64(slices.Clone(prefixLivenessDeadline), deadline)
 	return append(k, a[:]...)
@@ -126,4 +124,39 @@ func issueChallenges(o *Overlay, height uint64, seed Hash, params Params) ([]Eve
 		events = append(events, Event{Type: "liveness_challenge", Attrs: []Attr{{"provider", a.String()}, {"deadline", strconv.FormatUint(c.Deadline, 10)}}})
 	}
 	return events, nil
+}
+
+// LivenessChallenge is an open liveness challenge.
+type LivenessChallenge struct {
+	Height   uint64 `json:"height"`   // block that issued it
+	Deadline uint64 `json:"deadline"` // last block in which the answer counts
+	Seed     Hash   `json:"seed"`
+}
+
+// MsgLivenessProof answers the sender's open liveness challenge.
+type MsgLivenessProof struct {
+	Height uint64 `json:"height"` // the challenge's height
+	Proof  Hash   `json:"proof"`  // LivenessProof(seed, sender)
+}
+
+// Type implements Msg.
+func (*MsgLivenessProof) Type() MsgType { return MsgTypeLivenessProof }
+
+// ValidateBasic implements Msg.
+func (m *MsgLivenessProof) ValidateBasic() error {
+	if m.Height == 0 {
+		return fmt.Errorf("liveness proof for height 0: %w", ErrInvalidMsg)
+	}
+	return nil
+}
+
+// LivenessProof is the answer to a liveness challenge with seed for addr.
+func LivenessProof(seed Hash, addr address.Address) Hash {
+	h := sha256.New()
+	h.Write([]byte("gpunet/liveness/v1\x00"))
+	h.Write(seed[:])
+	h.Write(addr[:])
+	var out Hash
+	h.Sum(out[:0])
+	return out
 }

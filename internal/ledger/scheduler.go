@@ -20,20 +20,6 @@ import (
 // ceiling, so the cost of placing a job depends on the providers near its
 // price, not on how many providers exist.
 
-var (
-	prefixProviderIndex = []byte("pidx/")
-	prefixClassCount    = []byte("pcls/")
-
-	schedulerIndexPrefixes = [][]byte{prefixProviderIndex, prefixClassCount}
-)
-
-// SchedulerIndexPrefixes are the key prefixes of the scheduler's index: the
-// offers and the class summaries. They are derived from the provider
-// records, are left out of the app hash (CheckInvariants rebuilds and
-// compares them), and are read for every job placed, so a store may keep
-// them in memory. Callers must not modify the result.
-func SchedulerIndexPrefixes() [][]byte { return schedulerIndexPrefixes }
-
 const (
 	candidatesPerClass = 8    // feasible offers a placement scores per class
 	quotePerClass      = 32   // feasible offers a quote counts per class

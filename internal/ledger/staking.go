@@ -42,11 +42,6 @@ func positive(a Amount) error {
 	return nil
 }
 
-var (
-	prefixUnbonding = []byte("unbond/")
-	keyUnbonding    = []byte("chain/unbonding")
-)
-
 // unbondingKey orders entries by the height at which they complete.
 func unbondingKey(height uint64, a address.Address) []byte {
 	k := binary.BigEndian.AppendUint64(slices.Clone(prefixUnbonding), height)
@@ -162,3 +157,70 @@ func releaseUnbonded(o *Overlay, height uint64) ([]Event, error) {
 	}
 	return events, nil
 }
+
+// slash takes params.slash_bps of a provider's stake (bonded first, then
+// unbonding) for the given reason: params.slash_compensation_bps of it to
+// beneficiary (the harmed job's owner; the zero address: none), the rest
+// to the treasury. It returns the amount slashed.
+func slash(o *Overlay, addr, beneficiary address.Address, p Params, info BlockInfo, why string) (uint64, error) {
+	pr, err := mustProvider(o, addr)
+	if err != nil {
+		return 0, err
+	}
+	unbonding := GetUnbondings(o, addr)
+	var total uint64 = pr.Stake
+	for _, u := range unbonding {
+		total += u.Amount
+	}
+	amt := mulDiv(total, p.SlashBps, 10_000)
+	if amt == 0 {
+		return 0, nil
+	}
+	left := amt
+	fromStake := min(left, pr.Stake)
+	pr.Stake -= fromStake
+	left -= fromStake
+	setUint(o, keyStaked, Staked(o)-fromStake)
+	for _, u := range unbonding {
+		if left == 0 {
+			break
+		}
+		take := min(left, u.Amount)
+		k := unbondingKey(u.CompletionHeight, addr)
+		if rest := u.Amount - take; rest == 0 {
+			o.Delete(k)
+		} else {
+			setUint(o, k, rest)
+		}
+		setUint(o, keyUnbonding, UnbondingTotal(o)-take)
+		left -= take
+	}
+	pr.Slashed += amt
+	pr.SlashEvents = append(pr.SlashEvents, SlashEvent{Height: uint64(info.Height), Amount: amt, Reason: why})
+	if len(pr.SlashEvents) > maxSlashEvents {
+		pr.SlashEvents = pr.SlashEvents[len(pr.SlashEvents)-maxSlashEvents:]
+	}
+	setProvider(o, pr)
+	comp := uint64(0)
+	if !beneficiary.IsZero() {
+		comp = mulDiv(amt, p.SlashCompensationBps, 10_000)
+		acct, err := GetAccount(o, beneficiary)
+		if err != nil {
+			return 0, err
+		}
+		acct.Balance += comp
+		setAccount(o, &acct)
+	}
+	setUint(o, keyTreasury, Treasury(o)+amt-comp)
+	return amt, nil
+}
+
+// SlashEvent is one slash of a provider, kept in its record (the latest
+// maxSlashEvents).
+type SlashEvent struct {
+	Height uint64 `json:"height"`
+	Amount uint64 `json:"amount"`
+	Reason string `json:"reason"`
+}
+
+const maxSlashEvents = 16

@@ -293,23 +293,3 @@ func (a *Amount) UnmarshalJSON(b []byte) error {
 	*a = Amount(v)
 	return nil
 }
-
-// MsgSend moves tokens from the sender to another account.
-type MsgSend struct {
-	To     address.Address `json:"to"`
-	Amount Amount          `json:"amount"`
-}
-
-// Type implements Msg.
-func (*MsgSend) Type() MsgType { return MsgTypeSend }
-
-// ValidateBasic implements Msg.
-func (m *MsgSend) ValidateBasic() error {
-	if m.To.IsZero() {
-		return fmt.Errorf("recipient is the zero address: %w", ErrInvalidAddress)
-	}
-	if m.Amount == 0 {
-		return fmt.Errorf("amount must be positive, got 0: %w", ErrInvalidAmount)
-	}
-	return nil
-}

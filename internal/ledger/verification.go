@@ -71,38 +71,6 @@ const (
 	OutcomeWithheldKey = "withheld_key"
 )
 
-// Checked reports whether replicas of the job are compared: only
-// deterministic jobs can be, and verification none opts out.
-func (s *JobSpec) Checked() bool { return s.Deterministic && s.Verification != "none" }
-
-// ClassRecord is a provider's verification record in one hardware class.
-type ClassRecord struct {
-	Class string `json:"class"`
-	// Consecutive is how many results in a row a replica confirmed; a
-	// result outvoted resets it.
-	Consecutive uint64 `json:"consecutive"`
-	Validated   uint64 `json:"validated"`
-	Invalid     uint64 `json:"invalid"`
-}
-
-func (p *Provider) classRecord(class string) *ClassRecord {
-	i, found := slices.BinarySearchFunc(p.Classes, class, func(r ClassRecord, c string) int { return strings.Compare(r.Class, c) })
-	if !found {
-		p.Classes = slices.Insert(p.Classes, i, ClassRecord{Class: class})
-	}
-	return &p.Classes[i]
-}
-
-// Consecutive returns p's consecutive validated results in class.
-func (p *Provider) Consecutive(class string) uint64 {
-	for _, r := range p.Classes {
-		if r.Class == class {
-			return r.Consecutive
-		}
-	}
-	return 0
-}
-
 // AuditRatePPM is the probability, in parts per million, that a spot job
 // whose replica has consecutive validated results in its class is audited.
 func AuditRatePPM(consecutive uint64, p Params) uint64 {
@@ -151,18 +119,6 @@ func validateResult(r *JobResult) error {
 		return invalid("result.height is set by the ledger")
 	}
 	return nil
-}
-
-// committed counts the assignments that have committed (or, unchecked,
-// reported) their result.
-func (j *Job) committed() int {
-	n := 0
-	for _, a := range j.Assignments {
-		if a.Commitment != nil || a.Result != nil {
-			n++
-		}
-	}
-	return n
 }
 
 // afterCommits runs when every wanted replica has committed.
@@ -255,9 +211,6 @@ func execRevealResult(o *Overlay, from address.Address, m *MsgRevealResult, p Pa
 	evs, err := decide(o, j, p, info)
 	return append(events, evs...), err
 }
-
-// queuedForReplica reports whether the job waits for the scheduler.
-func (j *Job) queuedForReplica() bool { return uint64(len(j.Assignments)) < j.Replicas }
 
 // vote is one distinct result and who revealed it.
 type vote struct {
@@ -403,79 +356,6 @@ func decide(o *Overlay, j *Job, p Params, info BlockInfo) ([]Event, error) {
 	return append(events, evs...), err
 }
 
-// payFromTreasury pays an audit or escalation replica, as far as the
-// treasury can.
-func payFromTreasury(o *Overlay, j *Job, a *Assignment, cost uint64) error {
-	cost = min(cost, Treasury(o))
-	acct, err := GetAccount(o, a.Provider)
-	if err != nil {
-		return err
-	}
-	acct.Balance += cost
-	setAccount(o, &acct)
-	if pr, ok, err := GetProvider(o, a.Provider); err != nil {
-		return err
-	} else if ok {
-		pr.Earned += cost
-		setProvider(o, pr)
-	}
-	setUint(o, keyTreasury, Treasury(o)-cost)
-	a.Paid += cost
-	j.AuditCost += cost
-	return nil
-}
-
-// Reputation moves on verdicts and challenges: a confirmed result, an
-// answered liveness challenge or a passed hardware challenge closes 2% of
-// the gap to the provider's ceiling; an outvoted result or a failed
-// challenge halves it, and so does a result committed and never revealed.
-//
-// The ceiling is 10⁶ × (validated+1) / (validated+1 + 10 × (invalid +
-// unrevealed + failed challenges)): evidence of cheating caps what uptime alone can win
-// back. A provider outvoted 7 times and never validated stays under 1.5%
-// however many liveness challenges it answers; only confirmed results
-// raise the cap again.
-func (p *Provider) ReputationCeiling() uint64 {
-	good := p.Validated + 1
-	return ppm * good / (good + 10*(p.Invalid+p.Unrevealed+p.Challenges.Failed))
-}
-
-func (p *Provider) raiseReputation() {
-	if c := p.ReputationCeiling(); p.Reputation < c {
-		p.Reputation += (c - p.Reputation) / reputationGainDiv
-	}
-}
-
-const reputationInvalidDiv = 2
-
-func recordValidated(o *Overlay, addr address.Address, class string) error {
-	pr, ok, err := GetProvider(o, addr)
-	if err != nil || !ok {
-		return err
-	}
-	r := pr.classRecord(class)
-	r.Consecutive++
-	r.Validated++
-	pr.Validated++
-	pr.raiseReputation()
-	setProvider(o, pr)
-	return nil
-}
-
-func recordInvalid(o *Overlay, addr address.Address, class string) error {
-	pr, ok, err := GetProvider(o, addr)
-	if err != nil || !ok {
-		return err
-	}
-	r := pr.classRecord(class)
-	r.Consecutive = 0
-	r.Invalid++
-	pr.Invalid++
-	pr.Reputation -= pr.Reputation / reputationInvalidDiv
-	setProvider(o, pr)
-	return nil
-}
-
 // penalizeUnrevealed settles a replica that committed a result and did not
 // open it by the time the job was decided: it is slashed as an outvoted
 // replica is (params.slash_bps, the compensation share to the job's owner)
@@ -493,87 +373,3 @@ func penalizeUnrevealed(o *Overlay, j *Job, a *Assignment, p Params, info BlockI
 	}
 	return jobEvent("job_replica_slashed", j, Attr{"provider", a.Provider.String()}, Attr{"amount", strconv.FormatUint(amt, 10)}, Attr{"why", OutcomeUnrevealed}), nil
 }
-
-// recordUnrevealed counts a withheld result: as an outvoted one for the
-// class record and the reputation (which halves), and in Unrevealed rather
-// than Invalid so that the record still tells the two apart.
-func recordUnrevealed(o *Overlay, addr address.Address, class string) error {
-	pr, ok, err := GetProvider(o, addr)
-	if err != nil || !ok {
-		return err
-	}
-	r := pr.classRecord(class)
-	r.Consecutive = 0
-	r.Invalid++
-	pr.Unrevealed++
-	pr.Reputation -= pr.Reputation / reputationInvalidDiv
-	setProvider(o, pr)
-	return nil
-}
-
-// slash takes params.slash_bps of a provider's stake (bonded first, then
-// unbonding) for the given reason: params.slash_compensation_bps of it to
-// beneficiary (the harmed job's owner; the zero address: none), the rest
-// to the treasury. It returns the amount slashed.
-func slash(o *Overlay, addr, beneficiary address.Address, p Params, info BlockInfo, why string) (uint64, error) {
-	pr, err := mustProvider(o, addr)
-	if err != nil {
-		return 0, err
-	}
-	unbonding := GetUnbondings(o, addr)
-	var total uint64 = pr.Stake
-	for _, u := range unbonding {
-		total += u.Amount
-	}
-	amt := mulDiv(total, p.SlashBps, 10_000)
-	if amt == 0 {
-		return 0, nil
-	}
-	left := amt
-	fromStake := min(left, pr.Stake)
-	pr.Stake -= fromStake
-	left -= fromStake
-	setUint(o, keyStaked, Staked(o)-fromStake)
-	for _, u := range unbonding {
-		if left == 0 {
-			break
-		}
-		take := min(left, u.Amount)
-		k := unbondingKey(u.CompletionHeight, addr)
-		if rest := u.Amount - take; rest == 0 {
-			o.Delete(k)
-		} else {
-			setUint(o, k, rest)
-		}
-		setUint(o, keyUnbonding, UnbondingTotal(o)-take)
-		left -= take
-	}
-	pr.Slashed += amt
-	pr.SlashEvents = append(pr.SlashEvents, SlashEvent{Height: uint64(info.Height), Amount: amt, Reason: why})
-	if len(pr.SlashEvents) > maxSlashEvents {
-		pr.SlashEvents = pr.SlashEvents[len(pr.SlashEvents)-maxSlashEvents:]
-	}
-	setProvider(o, pr)
-	comp := uint64(0)
-	if !beneficiary.IsZero() {
-		comp = mulDiv(amt, p.SlashCompensationBps, 10_000)
-		acct, err := GetAccount(o, beneficiary)
-		if err != nil {
-			return 0, err
-		}
-		acct.Balance += comp
-		setAccount(o, &acct)
-	}
-	setUint(o, keyTreasury, Treasury(o)+amt-comp)
-	return amt, nil
-}
-
-// SlashEvent is one slash of a provider, kept in its record (the latest
-// maxSlashEvents).
-type SlashEvent struct {
-	Height uint64 `json:"height"`
-	Amount uint64 `json:"amount"`
-	Reason string `json:"reason"`
-}
-
-const maxSlashEvents = 16

@@ -1,0 +1,197 @@
+package ledger
+
+import (
+	"encoding/binary"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/gpunet/gpunet/internal/address"
+)
+
+// Job deadlines. At the start of every block expireJobs takes each job whose
+// current step is overdue (grant, start, result, reveal, extra replica) and
+// decides what happens: a verdict with the replicas there are, a
+// reassignment to other providers, dropped extra replicas, or a failed job.
+// reassignJobsOf does the same for the jobs of a provider that went
+// offline.
+
+// expireJobs handles jobs whose current step is overdue at block time now.
+func expireJobs(o *Overlay, now int64, p Params, info BlockInfo) ([]Event, error) {
+	var due []uint64
+	o.Iterate(prefixJobDue, jobDueKey(now+1, 0), func(k, _ []byte) bool {
+		due = append(due, binary.BigEndian.Uint64(k[len(prefixJobDue)+8:]))
+		return true
+	})
+	var events []Event
+	for _, id := range due {
+		j, err := mustJob(o, id)
+		if err != nil {
+			return nil, err
+		}
+		var evs []Event
+		switch {
+		case j.Done():
+			o.Delete(jobDueKey(j.Deadline, id))
+			continue
+		case j.Revealing:
+			// Replicas that did not open their commitment in time do not
+			// vote.
+			evs, err = decide(o, j, p, info)
+		case j.queuedForReplica() && j.committed() > 0:
+			// No provider took the extra replica in time: go on with the
+			// replicas there are.
+			evs, err = dropReplicas(o, j, nil, "no provider could take the extra replica in time", p, info)
+		case !allGranted(j) && j.committed() == 0:
+			// Every provider placed on it held a slot until now: the
+			// owner pays for that time, and gets the rest back.
+			for i := range j.Assignments {
+				if err := chargeHold(o, j, &j.Assignments[i], p, now); err != nil {
+					return nil, err
+				}
+			}
+			j.State = JobFailed
+			j.Reason = fmt.Sprintf("the owner did not grant the job key in time; paid %dusync for the provider slots it held", j.Cost)
+			evs, err = finishJob(o, j, info)
+		case !allGranted(j) && j.KeyCommitment != nil && slices.ContainsFunc(j.Assignments, func(a Assignment) bool { return a.waitsForHandover() }):
+			evs, err = failWithheldHandover(o, j, p, info)
+		case !allGranted(j):
+			var ungranted []address.Address
+			for i := range j.Assignments {
+				a := &j.Assignments[i]
+				if a.KeyGrant == nil {
+					if err := chargeHold(o, j, a, p, now); err != nil {
+						return nil, err
+					}
+					ungranted = append(ungranted, a.Provider)
+				}
+			}
+			evs, err = dropReplicas(o, j, ungranted, "the owner did not grant the extra replica the job key in time", p, info)
+		default:
+			var late []address.Address
+			for _, a := range j.Assignments {
+				if a.Commitment == nil && a.Result == nil {
+					late = append(late, a.Provider)
+				}
+			}
+			what := "did not start"
+			if j.State != JobAssigned {
+				what = "did not report a result"
+			}
+			evs, err = reassign(o, j, late, fmt.Sprintf("provider %s in time", what), p, info)
+		}
+		if err != nil {
+			return nil, err
+		}
+		events = append(events, evs...)
+	}
+	return events, nil
+}
+
+// reassign takes the job away from the given providers (they are not paid)
+// and queues it for others, or gives up when it has been placed too often.
+// Replicas that already committed keep their place: only the gone ones are
+// replaced.
+func reassign(o *Overlay, j *Job, gone []address.Address, why string, p Params, info BlockInfo) ([]Event, error) {
+	if j.committed() > 0 {
+		if j.Attempts >= p.JobMaxAttempts+p.MaxReplicas {
+			return dropReplicas(o, j, gone, why+"; no more replacements", p, info)
+		}
+		old := j.Deadline
+		for _, g := range gone {
+			if err := releaseProvider(o, g, j.ID, true); err != nil {
+				return nil, err
+			}
+		}
+		j.Assignments = slices.DeleteFunc(j.Assignments, func(a Assignment) bool { return slices.Contains(gone, a.Provider) })
+		j.State = JobVerifying
+		j.Reason = fmt.Sprintf("%s (%s); placing another replica", why, joinAddrs(gone))
+		j.Deadline = info.Time.Unix() + int64(p.JobGrantTimeout)
+		enqueueJob(o, j)
+		setJob(o, j, old)
+		return []Event{jobEvent("job_reassigned", j, Attr{"providers", joinAddrs(gone)})}, nil
+	}
+	old := j.Deadline
+	for _, g := range gone {
+		if err := releaseProvider(o, g, j.ID, true); err != nil {
+			return nil, err
+		}
+	}
+	names := joinAddrs(gone)
+	if j.Attempts >= p.JobMaxAttempts {
+		j.State = JobFailed
+		j.Reason = fmt.Sprintf("%s (%s); gave up after %d placements", why, names, j.Attempts)
+		return finishJob(o, j, info)
+	}
+	// Nothing committed yet: every replica restarts, so that the results
+	// come from one placement.
+	for _, a := range j.Assignments {
+		if !slices.Contains(gone, a.Provider) {
+			if err := releaseProvider(o, a.Provider, j.ID, true); err != nil {
+				return nil, err
+			}
+		}
+	}
+	j.Assignments = []Assignment{}
+	j.State = JobQueued
+	j.Reason = fmt.Sprintf("%s (%s); placing it again", why, names)
+	j.Deadline = 0
+	enqueueJob(o, j)
+	setJob(o, j, old)
+	return []Event{jobEvent("job_reassigned", j, Attr{"providers", names})}, nil
+}
+
+// dropReplicas gives up on extra replicas that did not commit: the job goes
+// on with the replicas that did.
+func dropReplicas(o *Overlay, j *Job, gone []address.Address, why string, p Params, info BlockInfo) ([]Event, error) {
+	for _, g := range gone {
+		if err := releaseProvider(o, g, j.ID, true); err != nil {
+			return nil, err
+		}
+	}
+	j.Assignments = slices.DeleteFunc(j.Assignments, func(a Assignment) bool { return slices.Contains(gone, a.Provider) })
+	j.Replicas = uint64(len(j.Assignments))
+	j.AuditDropped = why
+	dequeueJob(o, j.ID)
+	events := []Event{jobEvent("job_replicas_dropped", j, Attr{"providers", joinAddrs(gone)}, Attr{"why", why})}
+	var evs []Event
+	var err error
+	if revealed(j) > 0 || !j.Spec.Checked() {
+		evs, err = decide(o, j, p, info)
+	} else {
+		evs, err = openReveal(o, j, p, info)
+	}
+	return append(events, evs...), err
+}
+
+// reassignJobsOf moves the unfinished jobs of a provider that went offline.
+func reassignJobsOf(o *Overlay, provider address.Address, p Params, info BlockInfo) ([]Event, error) {
+	var events []Event
+	for _, id := range ActiveJobsOf(o, provider) {
+		j, err := mustJob(o, id)
+		if err != nil {
+			return nil, err
+		}
+		if j.Done() {
+			o.Delete(jobProvKey(provider, id))
+			continue
+		}
+		if a := j.assignment(provider); a != nil && (a.Commitment != nil || a.Result != nil) {
+			continue // it delivered; waiting for the other replicas
+		}
+		evs, err := reassign(o, j, []address.Address{provider}, "provider went offline", p, info)
+		if err != nil {
+			return nil, err
+		}
+		events = append(events, evs...)
+	}
+	return events, nil
+}
+
+func joinAddrs(as []address.Address) string {
+	names := make([]string, len(as))
+	for i, a := range as {
+		names[i] = a.String()
+	}
+	return strings.Join(names, ",")
+}

@@ -1,0 +1,75 @@
+// Package ledger is gpunet's state machine: the rules every validator applies
+// to every block, deterministically (DESIGN.md section 4).
+//
+// It imports nothing but the standard library and gpunet's own pure
+// packages: no CometBFT, no wall clock, no randomness, no files, no
+// goroutines, and it never lets map iteration order reach the state. Time is
+// the block's time and the only inputs are the committed state (a KV), the
+// block's header fields and its txs. The CometBFT adapter (abciapp) and the
+// store live outside.
+//
+// One block goes through BeginBlock, DeliverTx for each tx, and End, which
+// returns the sorted change set and the new app hash; the caller persists
+// both atomically. The mempool runs CheckTx against its own overlay of the
+// committed state.
+//
+// # Where things are
+//
+// The package is laid out one concern per file, the way a Cosmos SDK
+// keeper is; a new area (governance, emissions, validators) gets files of
+// its own the same way, its handlers routed in router.go, its keys in
+// keys.go and its invariants registered in invariants.go.
+//
+// Applying blocks and txs:
+//   - ledger.go: [Ledger], [Block] (BeginBlock, DeliverTx, End), CheckTx,
+//     and what runs at the start and the end of every block.
+//   - genesis.go: [Ledger.InitGenesis].
+//   - ante.go: a tx's envelope: size, chain id, signature, sequence, fee.
+//   - router.go: execute, which hands each message to its handler.
+//   - tx.go: the tx wire format, message types, [DecodeTx].
+//   - errors.go: the error classes and their stable codes.
+//
+// State:
+//   - keys.go: every key prefix, and which keys the app hash covers.
+//   - store.go: [KV], [Overlay], [MemKV]; codec.go and records_gen.go: the
+//     binary record codec; commitment.go: the lattice hash (the app hash).
+//   - invariants.go: [CheckInvariants].
+//
+// Areas, each with its messages and their handlers (exec*):
+//   - accounts.go: balances and transfers (MsgSend).
+//   - supply.go: the supply and the treasury.
+//   - params.go: [Params], their defaults and bounds.
+//   - provider.go: the provider registry and the online index;
+//     msg_provider.go: register, update, set status and what a declaration
+//     may claim; hardware.go and limits.go: the bounds it is held to;
+//     gpubind.go: one GPU, one provider.
+//   - staking.go: stake, unbonding and slashing.
+//   - liveness.go: liveness challenges.
+//   - hwchallenge.go: hardware challenges.
+//   - reputation.go: reputation and the per-class verification records.
+//   - spec.go: [JobSpec] and its rules.
+//   - jobs.go: the job record, its indexes and the queues.
+//   - msg_jobs.go: submit, grant, start, commit and cancel a job.
+//   - scheduler.go (with offer.go and classes.go, its index): placing
+//     queued jobs, and [QuoteJob].
+//   - verification.go: Proof of Sync on results: audits, commit–reveal,
+//     verdicts, MsgRevealResult.
+//   - handover.go: the job key handed to an audit replica.
+//   - settlement.go: escrow, paying a job's providers, finishing a job.
+//   - deadlines.go: overdue jobs and reassignment.
+//   - query.go: read-only pages for the API.
+//   - hash.go: [Hash]; arith.go: parts per million and mulDiv.
+//
+// Where a tx is applied: [Block.DeliverTx] (ledger.go) runs ante (ante.go),
+// then execute (router.go), which calls the message's handler in its area's
+// file, e.g. execSubmitJob in msg_jobs.go.
+//
+// Where a job is scheduled: [Block.End] (ledger.go) calls schedule
+// (scheduler.go), which walks the queues (jobs.go) and places each job on
+// the best providers that fit.
+//
+// Where settlement happens: settlement.go. A verdict (decide,
+// verification.go), a cancel (execCancelJob, msg_jobs.go) and an overdue
+// slot (deadlines.go, handover.go) pay through it; finishJob refunds the
+// rest of the escrow.
+package ledger

@@ -1,0 +1,132 @@
+package ledger
+
+// The state's layout: every key prefix, and which keys the app hash covers.
+// A new area adds its prefixes here, so that one table shows that no two
+// areas share one.
+
+import (
+	"bytes"
+	"encoding/binary"
+	"slices"
+)
+
+// Key layout of the state. The app hash covers every key but these:
+//   - those under metaPrefix: bookkeeping (the lattice hash itself);
+//   - the scheduler's provider index and class summaries (pidx/, pcls/),
+//     functions of the provider records;
+//   - the job indexes: by owner (jobown/), by provider (jobprov/), by
+//     deadline (jobdue/) and the queues (jobq/, jobvq/), functions of the
+//     job records.
+//
+// CheckInvariants rebuilds the derived keys from the records, or checks them
+// against the records, on every block in tests and on nodes that ask for
+// it. A node whose index went wrong would act on it differently (place,
+// expire, list other jobs), and the records, which are hashed, would then
+// differ. Leaving them out halves the entries a placed job hashes: each of
+// these keys is new in the block that writes it, so hashing it also cost a
+// store read for its (absent) old value.
+const metaPrefix = "\x00"
+
+var unhashedPrefixes = [][]byte{[]byte(metaPrefix), prefixProviderIndex, prefixClassCount,
+	prefixJobOwner, prefixJobProv, prefixJobDue, prefixJobQueue, prefixVerifyQ}
+
+// Hashed reports whether the app hash covers key.
+func Hashed(key []byte) bool {
+	for _, p := range unhashedPrefixes {
+		if bytes.HasPrefix(key, p) {
+			return false
+		}
+	}
+	return true
+}
+
+// SchedulerIndexPrefixes are the key prefixes of the scheduler's index: the
+// offers and the class summaries. They are derived from the provider
+// records, are left out of the app hash (CheckInvariants rebuilds and
+// compares them), and are read for every job placed, so a store may keep
+// them in memory. Callers must not modify the result.
+func SchedulerIndexPrefixes() [][]byte { return schedulerIndexPrefixes }
+
+// Every key of the state, by area. Values are records (codec.go), 8-byte
+// big-endian counters (getUint) or markers ([]byte{1}); <address> is 20
+// raw bytes, <id>, <height> and <time> 8 big-endian bytes.
+var (
+	// The chain (ledger.go, genesis.go, params.go, supply.go).
+	keyLtHash   = []byte(metaPrefix + "lthash") // the lattice hash (commitment.go); not hashed
+	keyHeight   = []byte("chain/height")
+	keyChainID  = []byte("chain/id")
+	keyParams   = []byte("chain/params")
+	keySupply   = []byte("chain/supply")
+	keyTreasury = []byte("chain/treasury")
+
+	// Accounts (accounts.go): acct/<address>.
+	prefixAccount = []byte("acct/")
+
+	// Providers (provider.go): prov/<address>, and the online index
+	// online/i/<position> → address.
+	prefixProvider = []byte("prov/")
+	keyOnlineCount = []byte("online/count")
+	prefixOnline   = []byte("online/i/")
+
+	// The scheduler's index (scheduler.go, classes.go):
+	// pidx/<class>/<price>/<address> → offer, pcls/<class> → summary. Not
+	// hashed.
+	prefixProviderIndex = []byte("pidx/")
+	prefixClassCount    = []byte("pcls/")
+
+	schedulerIndexPrefixes = [][]byte{prefixProviderIndex, prefixClassCount}
+
+	// GPU bindings (gpubind.go): gpu/u/<uuid>, gpu/s/<serial> → address.
+	prefixGPUBinding = []byte("gpu/")
+	prefixGPUUUID    = []byte("gpu/u/")
+	prefixGPUSerial  = []byte("gpu/s/")
+
+	// Staking (staking.go): unbond/<completion height><address> → amount.
+	keyStaked       = []byte("chain/staked")
+	prefixUnbonding = []byte("unbond/")
+	keyUnbonding    = []byte("chain/unbonding")
+
+	// Liveness challenges (liveness.go): livedl/<deadline><address>.
+	prefixLivenessDeadline = []byte("livedl/")
+
+	// Hardware challenges (hwchallenge.go).
+	prefixHWOpen = []byte("hwc/") // hwc/<address>: providers with an open challenge
+
+	// Jobs (jobs.go): job/<id>, and its indexes jobown/<owner><id>,
+	// jobprov/<provider><id>, jobdue/<time><id> and the queues jobq/<id>,
+	// jobvq/<id>. Only the records are hashed.
+	keyNextJob     = []byte("jobs/next")
+	keyEscrow      = []byte("chain/escrow")
+	prefixJob      = []byte("job/")
+	prefixJobQueue = []byte("jobq/")  // new and restarted jobs, in id order
+	prefixVerifyQ  = []byte("jobvq/") // jobs waiting for a verification replica: placed first
+	prefixJobOwner = []byte("jobown/")
+	prefixJobProv  = []byte("jobprov/")
+	prefixJobDue   = []byte("jobdue/")
+	keyQueueCursor = []byte("jobs/cursor")
+	keyQueueLen    = []byte("jobs/queued")
+)
+
+// getUint reads an 8-byte counter; a missing key reads 0.
+func getUint(kv KV, key []byte) uint64 {
+	b := kv.Get(key)
+	if len(b) != 8 {
+		return 0
+	}
+	return binary.BigEndian.Uint64(b)
+}
+
+// setUint writes an 8-byte counter.
+func setUint(o *Overlay, key []byte, v uint64) {
+	o.Set(key, binary.BigEndian.AppendUint64(nil, v))
+}
+
+// u64 appends v to a key, big-endian so that keys sort by it.
+func u64(b []byte, v uint64) []byte { return binary.BigEndian.AppendUint64(b, v) }
+
+// prefixEnd is the first key after every key that starts with p.
+func prefixEnd(p []byte) []byte {
+	end := slices.Clone(p)
+	end[len(end)-1]++
+	return end
+}

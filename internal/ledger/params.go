@@ -1,0 +1,183 @@
+package ledger
+
+import (
+	"encoding/json"
+	"fmt"
+
+	"github.com/gpunet/gpunet/internal/challenge"
+)
+
+// Params: the chain's tunable rules, their defaults and their bounds.
+
+// Params are the chain's tunable rules, set at genesis.
+type Params struct {
+	// MaxTxBytes is the largest tx, in bytes, the ledger accepts.
+	MaxTxBytes uint64 `json:"max_tx_bytes"`
+	// MinFee is the smallest fee, in usync, a tx must carry.
+	MinFee uint64 `json:"min_fee"`
+	// MinStakePerGPU is the stake, in usync per GPU, below which a GPU
+	// provider is not schedulable.
+	MinStakePerGPU uint64 `json:"min_stake_per_gpu"`
+	// MinStakeCPU is the stake, in usync, below which a CPU-only provider
+	// is not schedulable.
+	MinStakeCPU uint64 `json:"min_stake_cpu"`
+	// UnbondingBlocks is how long unstaked tokens stay slashable before
+	// they return to the balance.
+	UnbondingBlocks uint64 `json:"unbonding_blocks"`
+	// LivenessWindow is K: a liveness challenge issued in block H must be
+	// answered in a block no later than H+K.
+	LivenessWindow uint64 `json:"liveness_window"`
+	// LivenessMaxMissed misses in a row mark a provider offline.
+	LivenessMaxMissed uint64 `json:"liveness_max_missed"`
+	// LivenessRatePPM is the share of online providers challenged each
+	// block, in parts per million (at least one, at most
+	// LivenessMaxPerBlock).
+	LivenessRatePPM     uint64 `json:"liveness_rate_ppm"`
+	LivenessMaxPerBlock uint64 `json:"liveness_max_per_block"`
+	// ProtocolFeeBps is the fee on what a job pays its providers, in basis
+	// points, paid by the job's owner to the treasury.
+	ProtocolFeeBps uint64 `json:"protocol_fee_bps"`
+	// JobGrantTimeout is how long, in seconds of block time, the owner of
+	// a placed job has to grant its key.
+	JobGrantTimeout uint64 `json:"job_grant_timeout"`
+	// JobStartTimeout is how long an assigned provider has, after the
+	// grant, to start the job before it is reassigned.
+	JobStartTimeout uint64 `json:"job_start_timeout"`
+	// JobResultGrace is how long past the job's timeout a provider has to
+	// report its result before the job is reassigned.
+	JobResultGrace uint64 `json:"job_result_grace"`
+	// JobMaxAttempts is how many placements a job gets before it fails.
+	JobMaxAttempts uint64 `json:"job_max_attempts"`
+	// MaxPlacementsPerBlock bounds the scheduler's work per block.
+	MaxPlacementsPerBlock uint64 `json:"max_placements_per_block"`
+
+	// Proof of Sync (verification.go, DESIGN.md section 5).
+	//
+	// SpotWarmup is how many consecutive validated results in a class a
+	// provider needs before its spot jobs are audited at random rather
+	// than always; SpotFloorPPM the least audit probability after that.
+	SpotWarmup   uint64 `json:"spot_warmup"`
+	SpotFloorPPM uint64 `json:"spot_floor_ppm"`
+	// MaxReplicas caps escalation: replicas that disagree get company up
+	// to this many.
+	MaxReplicas uint64 `json:"max_replicas"`
+	// RevealTimeout is how long, in seconds of block time, committed
+	// replicas have to open their commitments.
+	RevealTimeout uint64 `json:"reveal_timeout"`
+	// SlashBps is the share of its stake (bonded and unbonding) a provider
+	// loses when outvoted or when it fails a hardware challenge;
+	// SlashCompensationBps the share of that paid to the harmed job's
+	// owner (the rest goes to the treasury).
+	SlashBps             uint64 `json:"slash_bps"`
+	SlashCompensationBps uint64 `json:"slash_compensation_bps"`
+	// Hardware challenges (hwchallenge.go). HWRatePPM of the online
+	// providers are drawn each block (at least one, at most
+	// HWMaxPerBlock; 0 turns challenges off); each gets a GEMM that takes
+	// HWTargetMillis at its claimed throughput, a deadline of that ×
+	// HWSlackPermille/1000 + HWAllowanceMillis for its commit, and
+	// HWOpenMillis of block time after the randomness to open HWOpenings
+	// entries (time, not blocks: an honest agent's opening takes the same
+	// whatever the block time).
+	HWRatePPM         uint64 `json:"hw_rate_ppm"`
+	HWMaxPerBlock     uint64 `json:"hw_max_per_block"`
+	HWTargetMillis    uint64 `json:"hw_target_millis"`
+	HWSlackPermille   uint64 `json:"hw_slack_permille"`
+	HWAllowanceMillis uint64 `json:"hw_allowance_millis"`
+	HWOpenings        uint64 `json:"hw_openings"`
+	HWOpenMillis      uint64 `json:"hw_open_millis"`
+}
+
+// DefaultParams returns the parameters a new chain starts with.
+func DefaultParams() Params {
+	return Params{
+		MaxTxBytes:          256 << 10,
+		MinFee:              1_000,       // 0.001 SYNC a tx: see docs/ledger.md, Parameters
+		MinStakePerGPU:      100_000_000, // 100 SYNC
+		MinStakeCPU:         10_000_000,  // 10 SYNC
+		UnbondingBlocks:     100_800,     // a week of 6 s blocks
+		LivenessWindow:      10,
+		LivenessMaxMissed:   3,
+		LivenessRatePPM:     100_000, // 10% of online providers per block
+		LivenessMaxPerBlock: 100,
+
+		ProtocolFeeBps:        100, // 1%
+		JobGrantTimeout:       120,
+		JobStartTimeout:       120,
+		JobResultGrace:        120,
+		JobMaxAttempts:        3,
+		MaxPlacementsPerBlock: 1000,
+
+		SpotWarmup:           10,
+		SpotFloorPPM:         70_000, // 7%
+		MaxReplicas:          5,
+		RevealTimeout:        120,
+		SlashBps:             1_000, // 10%
+		SlashCompensationBps: 5_000, // half of it
+
+		HWRatePPM:         10_000, // 1% of online providers per block, each at most once per its plan's gap
+		HWMaxPerBlock:     10,
+		HWTargetMillis:    challenge.DefaultTargetMillis,
+		HWSlackPermille:   challenge.DefaultSlackPermille,
+		HWAllowanceMillis: challenge.DefaultAllowanceMillis,
+		HWOpenings:        challenge.DefaultOpenings,
+		HWOpenMillis:      30_000,
+	}
+}
+
+// Validate checks that p can run a chain.
+func (p Params) Validate() error {
+	if p.MaxTxBytes < 512 || p.MaxTxBytes > maxBodyLen {
+		return fmt.Errorf("params.max_tx_bytes %d out of range [512, %d]", p.MaxTxBytes, maxBodyLen)
+	}
+	switch {
+	case p.MinStakePerGPU == 0 || p.MinStakeCPU == 0:
+		return fmt.Errorf("params.min_stake_per_gpu and min_stake_cpu must be positive")
+	case p.UnbondingBlocks == 0:
+		return fmt.Errorf("params.unbonding_blocks must be positive")
+	case p.LivenessWindow == 0 || p.LivenessWindow > 10_000:
+		return fmt.Errorf("params.liveness_window %d out of range [1, 10000]", p.LivenessWindow)
+	case p.LivenessMaxMissed == 0:
+		return fmt.Errorf("params.liveness_max_missed must be positive")
+	case p.LivenessRatePPM > ppm:
+		return fmt.Errorf("params.liveness_rate_ppm %d above 1000000", p.LivenessRatePPM)
+	case p.LivenessMaxPerBlock == 0 || p.LivenessMaxPerBlock > 10_000:
+		return fmt.Errorf("params.liveness_max_per_block %d out of range [1, 10000]", p.LivenessMaxPerBlock)
+	case p.ProtocolFeeBps > 5_000:
+		return fmt.Errorf("params.protocol_fee_bps %d above 5000 (50%%)", p.ProtocolFeeBps)
+	case p.JobGrantTimeout == 0 || p.JobStartTimeout == 0 || p.JobResultGrace == 0:
+		return fmt.Errorf("params.job_grant_timeout, job_start_timeout and job_result_grace must be positive")
+	case p.JobMaxAttempts == 0 || p.MaxPlacementsPerBlock == 0:
+		return fmt.Errorf("params.job_max_attempts and max_placements_per_block must be positive")
+	case p.SpotFloorPPM == 0 || p.SpotFloorPPM > ppm:
+		return fmt.Errorf("params.spot_floor_ppm %d out of range [1, 1000000]", p.SpotFloorPPM)
+	case p.SpotWarmup > 1_000_000:
+		return fmt.Errorf("params.spot_warmup %d above 1000000", p.SpotWarmup)
+	case p.MaxReplicas < 3 || p.MaxReplicas > 16:
+		return fmt.Errorf("params.max_replicas %d out of range [3, 16]: disagreeing replicas need a tie-breaker", p.MaxReplicas)
+	case p.RevealTimeout == 0:
+		return fmt.Errorf("params.reveal_timeout must be positive")
+	case p.SlashBps > 10_000 || p.SlashCompensationBps > 10_000:
+		return fmt.Errorf("params.slash_bps and slash_compensation_bps are at most 10000 (100%%)")
+	case p.HWRatePPM > ppm || p.HWMaxPerBlock == 0 || p.HWMaxPerBlock > 10_000:
+		return fmt.Errorf("params.hw_rate_ppm %d (at most 1000000) or hw_max_per_block %d (1 to 10000) out of range", p.HWRatePPM, p.HWMaxPerBlock)
+	case p.HWOpenMillis < 1_000 || p.HWOpenMillis > 3_600_000:
+		return fmt.Errorf("params.hw_open_millis %d out of range [1000, 3600000]", p.HWOpenMillis)
+	}
+	if err := p.challengeParams().Validate(); err != nil {
+		return fmt.Errorf("params.hw_*: %w", err)
+	}
+	return nil
+}
+
+// GetParams reads the chain parameters.
+func GetParams(kv KV) (Params, error) {
+	var p Params
+	b := kv.Get(keyParams)
+	if b == nil {
+		return p, fmt.Errorf("no params in state (was the chain initialised?): %w", ErrInternal)
+	}
+	if err := json.Unmarshal(b, &p); err != nil {
+		return p, fmt.Errorf("corrupt params: %w: %w", err, ErrInternal)
+	}
+	return p, nil
+}

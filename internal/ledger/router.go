@@ -1,0 +1,50 @@
+package ledger
+
+import "fmt"
+
+// The router: which handler applies each message. Handlers live in their
+// area's file (doc.go lists them).
+
+// execute applies a tx's message. Handlers live beside their state area.
+func execute(o *Overlay, tx *Tx, params Params, info BlockInfo) ([]Event, error) {
+	from := tx.Sender()
+	switch m := tx.Msg.(type) {
+	case *MsgSend:
+		return execSend(o, from, m)
+	case *MsgRegisterProvider:
+		return execRegisterProvider(o, from, m, info)
+	case *MsgUpdateProvider:
+		return execUpdateProvider(o, from, m, info)
+	case *MsgSetProviderStatus:
+		return execSetProviderStatus(o, from, m, params, info)
+	case *MsgStake:
+		return execStake(o, from, m)
+	case *MsgUnstake:
+		return execUnstake(o, from, m, params, info)
+	case *MsgLivenessProof:
+		return execLivenessProof(o, from, m, info)
+	case *MsgSubmitJob:
+		return execSubmitJob(o, from, m, params, info)
+	case *MsgGrantKey:
+		return execGrantKey(o, from, m, params, info)
+	case *MsgStartJob:
+		return execStartJob(o, from, m, params, info)
+	case *MsgCommitResult:
+		return execCommitResult(o, from, m, params, info)
+	case *MsgCancelJob:
+		return execCancelJob(o, from, m, params, info)
+	case *MsgRevealResult:
+		return execRevealResult(o, from, m, params, info)
+	case *MsgChallengeCommit:
+		return execChallengeCommit(o, from, m, info)
+	case *MsgChallengeOpen:
+		return execChallengeOpen(o, from, m, params, info)
+	case *MsgRequestKeyHandover:
+		return execRequestKeyHandover(o, from, m, params, info)
+	case *MsgHandOverKey:
+		return execHandOverKey(o, from, m, params, info)
+	case *MsgDisputeKeyHandover:
+		return execDisputeKeyHandover(o, from, m, params, info)
+	}
+	return nil, fmt.Errorf("no handler for %s: %w", tx.Msg.Type(), ErrUnknownMsgType)
+}

@@ -1,0 +1,181 @@
+package ledger
+
+import (
+	"fmt"
+	"regexp"
+	"strings"
+)
+
+// The job spec's on-chain form and its rules. The ledger is the authority on
+// what a valid spec is: it checks every submitted spec with these rules.
+
+// JobSpec is the on-chain part of a job spec: what the scheduler matches and
+// what providers run. Inputs travel as one encrypted blob.
+type JobSpec struct {
+	Name     string            `json:"name"`
+	Executor string            `json:"executor"`
+	Module   string            `json:"module,omitempty"` // wasm: blob "sha256:<hex>" of the module
+	Image    string            `json:"image,omitempty"`  // oci: registry/repo@sha256:<hex>
+	Command  []string          `json:"command,omitempty"`
+	Args     []string          `json:"args,omitempty"`
+	Env      map[string]string `json:"env,omitempty"`
+	Inputs   []string          `json:"inputs,omitempty"` // guest paths the input bundle provides
+	Outputs  []string          `json:"outputs"`
+	// Resources.
+	CPUMilli      uint64   `json:"cpu_milli"` // thousandths of a core
+	Memory        uint64   `json:"memory"`    // bytes
+	Disk          uint64   `json:"disk"`      // bytes
+	GPUCount      uint64   `json:"gpu_count"`
+	GPUModels     []string `json:"gpu_models,omitempty"`
+	MinVRAM       uint64   `json:"min_vram,omitempty"` // bytes
+	MinComputeCap string   `json:"min_compute_cap,omitempty"`
+	// MaxPricePerHour is the ceiling, usync per hour for the whole job
+	// (per replica).
+	MaxPricePerHour uint64 `json:"max_price_per_hour"`
+	TimeoutSeconds  uint64 `json:"timeout_seconds"`
+	Verification    string `json:"verification"` // none | spot | full
+	Deterministic   bool   `json:"deterministic"`
+	Region          string `json:"region,omitempty"`
+	RegionRequired  bool   `json:"region_required,omitempty"`
+	// Network asks for network access: only providers that allow it
+	// (ProviderInfo.Network) take the job; oci only.
+	Network bool `json:"network,omitempty"`
+}
+
+var (
+	jobNameRE   = regexp.MustCompile(`^[a-z0-9][a-z0-9._-]{0,63}$`)
+	blobRefRE   = regexp.MustCompile(`^sha256:[0-9a-f]{64}$`)
+	imageRefRE  = regexp.MustCompile(`^[a-zA-Z0-9][a-zA-Z0-9._:/-]{0,254}@sha256:[0-9a-f]{64}$`)
+	envKeyRE    = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]{0,127}$`)
+	maxJobItems = 128
+)
+
+// MinJobDisk is the least disk, in bytes, a job may ask for: the minimum
+// that the job spec (jobspec.MinDisk) enforces, so that the ledger refuses
+// what the CLI refuses. A provider budgets a job's files against it; a
+// spec without it would leave the provider to guess.
+const MinJobDisk = 1 << 20
+
+// PlannedReplicas is how many providers run a job of this verification
+// level from the start.
+func (s *JobSpec) PlannedReplicas() uint64 {
+	if s.Verification == "full" {
+		return 2
+	}
+	return 1
+}
+
+// Units is what a provider's ask multiplies by: GPUs for a GPU job, whole
+// cores for a CPU job.
+func (s *JobSpec) Units() uint64 {
+	if s.GPUCount > 0 {
+		return s.GPUCount
+	}
+	return max(1, (s.CPUMilli+999)/1000)
+}
+
+// Checked reports whether replicas of the job are compared: only
+// deterministic jobs can be, and verification none opts out.
+func (s *JobSpec) Checked() bool { return s.Deterministic && s.Verification != "none" }
+
+func checkGuestPath(field, p string) error {
+	if !strings.HasPrefix(p, "/") || strings.Contains(p, "\x00") || len(p) > 4096 {
+		return invalid("%s %q: want an absolute path", field, p)
+	}
+	for _, seg := range strings.Split(p, "/") {
+		if seg == ".." {
+			return invalid("%s %q: must not contain ..", field, p)
+		}
+	}
+	return nil
+}
+
+// Validate checks what the ledger can check of a spec without state.
+func (s *JobSpec) Validate() error {
+	if !jobNameRE.MatchString(s.Name) {
+		return invalid("name %q: want 1-64 of a-z 0-9 . _ -, starting with a letter or digit", s.Name)
+	}
+	switch s.Executor {
+	case "wasm":
+		if !blobRefRE.MatchString(s.Module) {
+			return invalid("module %q: a wasm job names its module by blob hash (sha256:<64 hex>)", s.Module)
+		}
+		if s.Image != "" {
+			return invalid("image is for oci jobs; this job's executor is wasm")
+		}
+	case "oci":
+		if !imageRefRE.MatchString(s.Image) {
+			return invalid("image %q: an oci job names its image by digest, registry/repo@sha256:<64 hex>", s.Image)
+		}
+		if s.Module != "" {
+			return invalid("module is for wasm jobs; this job's executor is oci")
+		}
+	default:
+		return invalid("executor %q: want wasm or oci", s.Executor)
+	}
+	if len(s.Args)+len(s.Command) > maxJobItems || len(s.Env) > maxJobItems || len(s.Inputs) > maxJobItems || len(s.Outputs) > maxJobItems {
+		return invalid("too many args, env entries, inputs or outputs (at most %d each)", maxJobItems)
+	}
+	for k := range s.Env {
+		if !envKeyRE.MatchString(k) {
+			return invalid("env key %q: want [A-Za-z_][A-Za-z0-9_]*", k)
+		}
+	}
+	for i, p := range s.Inputs {
+		if err := checkGuestPath(fmt.Sprintf("inputs[%d]", i), p); err != nil {
+			return err
+		}
+	}
+	if len(s.Outputs) == 0 {
+		return invalid("outputs is empty: name at least one path the job writes, e.g. /out")
+	}
+	for i, p := range s.Outputs {
+		if err := checkGuestPath(fmt.Sprintf("outputs[%d]", i), p); err != nil {
+			return err
+		}
+	}
+	switch {
+	case s.CPUMilli == 0 || s.CPUMilli > 1024_000:
+		return invalid("resources.cpu out of range (0, 1024] cores")
+	case s.Memory == 0 || s.Memory > maxRAM:
+		return invalid("resources.memory %d bytes out of range (0, 64 TiB]", s.Memory)
+	case s.Disk < MinJobDisk:
+		return invalid("resources.disk %d bytes is below the minimum %d (1 MiB): a job's disk is the scratch space for its inputs, files and outputs, and 0 does not mean unlimited", s.Disk, MinJobDisk)
+	case s.Disk > maxDisk:
+		return invalid("resources.disk %d bytes is more than 1 PiB", s.Disk)
+	case s.GPUCount > uint64(maxGPUs):
+		return invalid("resources.gpu.count %d is more than %d", s.GPUCount, maxGPUs)
+	case s.GPUCount == 0 && (len(s.GPUModels) > 0 || s.MinVRAM > 0 || s.MinComputeCap != ""):
+		return invalid("resources.gpu sets models, min_vram or min_compute_cap but count is 0")
+	case s.MinComputeCap != "" && !computeCapRE.MatchString(s.MinComputeCap):
+		return invalid("resources.gpu.min_compute_cap %q: want MAJOR.MINOR", s.MinComputeCap)
+	case s.MaxPricePerHour == 0 || s.MaxPricePerHour > maxPriceHour*uint64(maxGPUs):
+		return invalid("max_price %d usync/hour out of range", s.MaxPricePerHour)
+	case s.TimeoutSeconds == 0 || s.TimeoutSeconds > 7*24*3600:
+		return invalid("timeout %ds out of range [1s, 7 days]", s.TimeoutSeconds)
+	}
+	for _, m := range s.GPUModels {
+		if !classRE.MatchString(m) {
+			return invalid("resources.gpu.models: %q is not a hardware class like RTX_4090", m)
+		}
+	}
+	switch s.Verification {
+	case "none", "spot":
+	case "full":
+		if !s.Deterministic {
+			return invalid("verification full compares replicas' outputs, so the job must be deterministic")
+		}
+	default:
+		return invalid("verification %q: want none, spot or full", s.Verification)
+	}
+	if s.Region != "" && !regionRE.MatchString(s.Region) {
+		return invalid("region %q: want lower-case letters, digits and -", s.Region)
+	}
+	if s.RegionRequired && s.Region == "" {
+		return invalid("region_required without a region")
+	}
+	if s.Network && s.Executor != "oci" {
+		return invalid("network: only oci jobs can have network access")
+	}
+	return nil
+}
