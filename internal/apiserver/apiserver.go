@@ -1,6 +1,7 @@
 // Package apiserver serves a node's HTTP JSON API: chain status, accounts,
 // and tx submission. It depends only on the Chain interface, which the
-// validator package implements.
+// validator package implements; the bodies it answers with are
+// internal/apiwire's, which clients decode.
 package apiserver
 
 import (
@@ -17,24 +18,26 @@ import (
 	"time"
 
 	"github.com/gpunet/gpunet/internal/address"
+	"github.com/gpunet/gpunet/internal/apiwire"
 	"github.com/gpunet/gpunet/internal/ledger"
-	"github.com/gpunet/gpunet/internal/validator"
 )
 
 // Chain is what the API needs from a node.
 type Chain interface {
-	Status(ctx context.Context) (*validator.Status, error)
+	Status(ctx context.Context) (*apiwire.Status, error)
 	View() (ledger.KV, func())
-	BroadcastTx(ctx context.Context, tx []byte) (*validator.TxResult, error)
-	GetTx(ctx context.Context, hash []byte) (*validator.TxResult, error)
-	WaitTx(ctx context.Context, hash []byte) (*validator.TxResult, error)
+	// BroadcastTx returns CheckTx's verdict; for a tx the node has seen
+	// recently, an error wrapping apiwire.ErrDuplicateTx.
+	BroadcastTx(ctx context.Context, tx []byte) (*apiwire.TxResult, error)
+	GetTx(ctx context.Context, hash []byte) (*apiwire.TxResult, error)
+	WaitTx(ctx context.Context, hash []byte) (*apiwire.TxResult, error)
 	NextSequence(addr address.Address) (uint64, error)
 	// Blocks returns up to limit block headers from height down (the
 	// latest when height is 0), newest first.
-	Blocks(ctx context.Context, height int64, limit int) ([]validator.BlockHeader, error)
+	Blocks(ctx context.Context, height int64, limit int) ([]apiwire.BlockHeader, error)
 	// Block returns block height with its txs and their results; nil
 	// when the node does not have it.
-	Block(ctx context.Context, height int64) (*validator.Block, error)
+	Block(ctx context.Context, height int64) (*apiwire.Block, error)
 }
 
 // Options tune a Server.
@@ -135,19 +138,13 @@ func (s *Server) Serve(ctx context.Context, l net.Listener) <-chan error {
 
 func bytesReader(b []byte) io.Reader { return bytes.NewReader(b) }
 
-// StatusBody is GET /v1/status.
-type StatusBody struct {
-	validator.Status
-	API string `json:"api"`
-}
-
 func (s *Server) status(w http.ResponseWriter, r *http.Request) {
 	st, err := s.chain.Status(r.Context())
 	if err != nil {
 		writeError(w, http.StatusServiceUnavailable, 0, "node status: "+err.Error())
 		return
 	}
-	writeJSON(w, http.StatusOK, StatusBody{Status: *st, API: s.BaseURL})
+	writeJSON(w, http.StatusOK, apiwire.StatusBody{Status: *st, API: s.BaseURL})
 }
 
 func parseAddr(w http.ResponseWriter, r *http.Request) (address.Address, bool) {
@@ -186,7 +183,7 @@ func (s *Server) account(w http.ResponseWriter, r *http.Request) {
 		writeLedgerError(w, err)
 		return
 	}
-	body := AccountBody{Account: acct, NextSequence: next, Height: height}
+	body := apiwire.AccountBody{Account: acct, NextSequence: next, Height: height}
 	kv, release := s.chain.View()
 	defer release()
 	if p, found, err := ledger.GetProvider(kv, acct.Address); err != nil {
@@ -201,36 +198,12 @@ func (s *Server) account(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, body)
 }
 
-// AccountBody is GET /v1/accounts/{addr}.
-type AccountBody struct {
-	ledger.Account
-	// NextSequence is the sequence the account's next tx must carry,
-	// counting its txs waiting in the mempool ("sequence" counts only
-	// committed ones).
-	NextSequence uint64 `json:"next_sequence"`
-	// Provider tells whether the account is a registered provider; Stake
-	// and Earned (usync paid for its jobs) are then its provider record's.
-	Provider  bool   `json:"provider"`
-	Stake     uint64 `json:"stake"`
-	Unbonding uint64 `json:"unbonding"` // usync on its way back to the balance
-	Earned    uint64 `json:"earned"`
-	Height    uint64 `json:"height"`
-}
-
-// BalanceBody is GET /v1/accounts/{addr}/balance.
-type BalanceBody struct {
-	Address string `json:"address"`
-	Balance uint64 `json:"balance"`
-	Denom   string `json:"denom"`
-	Height  uint64 `json:"height"`
-}
-
 func (s *Server) balance(w http.ResponseWriter, r *http.Request) {
 	acct, height, ok := s.readAccount(w, r)
 	if !ok {
 		return
 	}
-	writeJSON(w, http.StatusOK, BalanceBody{Address: acct.Address.String(), Balance: acct.Balance, Denom: "usync", Height: height})
+	writeJSON(w, http.StatusOK, apiwire.BalanceBody{Address: acct.Address.String(), Balance: acct.Balance, Denom: "usync", Height: height})
 }
 
 func (s *Server) params(w http.ResponseWriter, r *http.Request) {
@@ -244,20 +217,10 @@ func (s *Server) params(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, p)
 }
 
-// SupplyBody is GET /v1/supply: where the tokens are, in usync.
-type SupplyBody struct {
-	Supply    uint64 `json:"supply"`
-	Treasury  uint64 `json:"treasury"`
-	Staked    uint64 `json:"staked"`
-	Unbonding uint64 `json:"unbonding"`
-	Escrowed  uint64 `json:"escrowed"`
-	Height    uint64 `json:"height"`
-}
-
 func (s *Server) supply(w http.ResponseWriter, r *http.Request) {
 	kv, release := s.chain.View()
 	defer release()
-	writeJSON(w, http.StatusOK, SupplyBody{
+	writeJSON(w, http.StatusOK, apiwire.SupplyBody{
 		Supply: ledger.Supply(kv), Treasury: ledger.Treasury(kv), Staked: ledger.Staked(kv),
 		Unbonding: ledger.UnbondingTotal(kv), Escrowed: ledger.Escrowed(kv), Height: ledger.Height(kv),
 	})
@@ -284,7 +247,7 @@ func (s *Server) submitTx(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	res, err := s.chain.BroadcastTx(r.Context(), body)
-	if errors.Is(err, validator.ErrDuplicateTx) {
+	if errors.Is(err, apiwire.ErrDuplicateTx) {
 		writeError(w, http.StatusConflict, ledger.ErrBadSequence.Code, err.Error())
 		return
 	}
@@ -293,7 +256,7 @@ func (s *Server) submitTx(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if res.Code != 0 {
-		writeJSON(w, http.StatusUnprocessableEntity, ErrorBody{Code: CodeTxRejected, Message: res.Log, LedgerCode: res.Code, Tx: res})
+		writeJSON(w, http.StatusUnprocessableEntity, apiwire.ErrorBody{Code: apiwire.CodeTxRejected, Message: res.Log, LedgerCode: res.Code, Tx: res})
 		return
 	}
 	if r.URL.Query().Get("wait") == "false" {

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gpunet/gpunet/internal/apiwire"
 	"github.com/gpunet/gpunet/internal/ledger"
 	lt "github.com/gpunet/gpunet/internal/ledger/ledgertest"
 	"github.com/gpunet/gpunet/internal/offers"
@@ -28,35 +29,35 @@ func TestErrorShape(t *testing.T) {
 		code        string
 		ledgerCode  uint32
 	}{
-		{"GET", "/v1/nope", nil, 404, CodeNotFound, 0},
-		{"DELETE", "/v1/status", nil, 405, CodeMethodNotAllowed, 0},
-		{"GET", "/v1/accounts/gpu1nope", nil, 400, CodeInvalidArgument, ledger.ErrInvalidAddress.Code},
-		{"GET", "/v1/jobs/0", nil, 400, CodeInvalidArgument, ledger.ErrUnknownJob.Code},
-		{"GET", "/v1/jobs/999", nil, 404, CodeNotFound, ledger.ErrUnknownJob.Code},
-		{"GET", "/v1/jobs?limit=0", nil, 400, CodeInvalidArgument, 0},
-		{"GET", "/v1/jobs?limit=1001", nil, 400, CodeInvalidArgument, 0},
-		{"GET", "/v1/jobs?cursor=x", nil, 400, CodeInvalidArgument, 0},
-		{"GET", "/v1/jobs?state=done", nil, 400, CodeInvalidArgument, 0},
-		{"GET", "/v1/providers?cursor=gpu1bad", nil, 400, CodeInvalidArgument, 0},
-		{"GET", "/v1/offers?q=vrm>=24", nil, 400, CodeInvalidArgument, ledger.ErrInvalidMsg.Code},
-		{"GET", "/v1/offers?all=maybe", nil, 400, CodeInvalidArgument, 0},
-		{"GET", "/v1/providers/" + consumerKey.Addr.String(), nil, 404, CodeNotFound, ledger.ErrUnknownProvider.Code},
-		{"GET", "/v1/blocks/0", nil, 400, CodeInvalidArgument, 0},
-		{"GET", "/v1/blocks/9999", nil, 404, CodeNotFound, 0},
-		{"GET", "/v1/txs/zz", nil, 400, CodeInvalidArgument, 0},
-		{"GET", "/v1/txs?cursor=5", nil, 400, CodeInvalidArgument, 0},
-		{"POST", "/v1/txs", nil, 400, CodeInvalidArgument, ledger.ErrDecode.Code},
-		{"POST", "/v1/txs", []byte("garbage"), 422, CodeTxRejected, ledger.ErrDecode.Code},
-		{"POST", "/v1/txs", bytes.Repeat([]byte{1}, maxTxBody+1), 413, CodePayloadTooLarge, ledger.ErrTxTooLarge.Code},
-		{"POST", "/v1/quote", []byte(`{"name":1}`), 400, CodeInvalidArgument, ledger.ErrDecode.Code},
-		{"POST", "/v1/quote", bytes.Repeat([]byte(" "), 1<<20+1), 413, CodePayloadTooLarge, 0},
+		{"GET", "/v1/nope", nil, 404, apiwire.CodeNotFound, 0},
+		{"DELETE", "/v1/status", nil, 405, apiwire.CodeMethodNotAllowed, 0},
+		{"GET", "/v1/accounts/gpu1nope", nil, 400, apiwire.CodeInvalidArgument, ledger.ErrInvalidAddress.Code},
+		{"GET", "/v1/jobs/0", nil, 400, apiwire.CodeInvalidArgument, ledger.ErrUnknownJob.Code},
+		{"GET", "/v1/jobs/999", nil, 404, apiwire.CodeNotFound, ledger.ErrUnknownJob.Code},
+		{"GET", "/v1/jobs?limit=0", nil, 400, apiwire.CodeInvalidArgument, 0},
+		{"GET", "/v1/jobs?limit=1001", nil, 400, apiwire.CodeInvalidArgument, 0},
+		{"GET", "/v1/jobs?cursor=x", nil, 400, apiwire.CodeInvalidArgument, 0},
+		{"GET", "/v1/jobs?state=done", nil, 400, apiwire.CodeInvalidArgument, 0},
+		{"GET", "/v1/providers?cursor=gpu1bad", nil, 400, apiwire.CodeInvalidArgument, 0},
+		{"GET", "/v1/offers?q=vrm>=24", nil, 400, apiwire.CodeInvalidArgument, ledger.ErrInvalidMsg.Code},
+		{"GET", "/v1/offers?all=maybe", nil, 400, apiwire.CodeInvalidArgument, 0},
+		{"GET", "/v1/providers/" + consumerKey.Addr.String(), nil, 404, apiwire.CodeNotFound, ledger.ErrUnknownProvider.Code},
+		{"GET", "/v1/blocks/0", nil, 400, apiwire.CodeInvalidArgument, 0},
+		{"GET", "/v1/blocks/9999", nil, 404, apiwire.CodeNotFound, 0},
+		{"GET", "/v1/txs/zz", nil, 400, apiwire.CodeInvalidArgument, 0},
+		{"GET", "/v1/txs?cursor=5", nil, 400, apiwire.CodeInvalidArgument, 0},
+		{"POST", "/v1/txs", nil, 400, apiwire.CodeInvalidArgument, ledger.ErrDecode.Code},
+		{"POST", "/v1/txs", []byte("garbage"), 422, apiwire.CodeTxRejected, ledger.ErrDecode.Code},
+		{"POST", "/v1/txs", bytes.Repeat([]byte{1}, maxTxBody+1), 413, apiwire.CodePayloadTooLarge, ledger.ErrTxTooLarge.Code},
+		{"POST", "/v1/quote", []byte(`{"name":1}`), 400, apiwire.CodeInvalidArgument, ledger.ErrDecode.Code},
+		{"POST", "/v1/quote", bytes.Repeat([]byte(" "), 1<<20+1), 413, apiwire.CodePayloadTooLarge, 0},
 	} {
-		var eb ErrorBody
+		var eb apiwire.ErrorBody
 		rec := do(t, s, tc.method, tc.url, tc.body, nil, &eb)
 		if rec.Code != tc.status || eb.Code != tc.code || eb.LedgerCode != tc.ledgerCode || eb.Message == "" {
 			t.Errorf("%s %s = %d %+v, want %d code %s ledger_code %d and a message", tc.method, tc.url, rec.Code, eb, tc.status, tc.code, tc.ledgerCode)
 		}
-		if ErrorCodes[eb.Code] != rec.Code {
+		if apiwire.ErrorCodes[eb.Code] != rec.Code {
 			t.Errorf("%s %s: code %s is not the one of status %d", tc.method, tc.url, eb.Code, rec.Code)
 		}
 	}
@@ -72,9 +73,9 @@ func TestTxRejectedCarriesResult(t *testing.T) {
 	s := New(f, Options{})
 	// A transfer with a sequence already used.
 	raw := consumerKey.Send(0, providerKeys[0].Addr, 1)
-	var eb ErrorBody
+	var eb apiwire.ErrorBody
 	rec := do(t, s, "POST", "/v1/txs", raw, nil, &eb)
-	if rec.Code != 422 || eb.Code != CodeTxRejected || eb.Tx == nil || eb.Tx.Code != ledger.ErrBadSequence.Code || eb.LedgerCode != ledger.ErrBadSequence.Code {
+	if rec.Code != 422 || eb.Code != apiwire.CodeTxRejected || eb.Tx == nil || eb.Tx.Code != ledger.ErrBadSequence.Code || eb.LedgerCode != ledger.ErrBadSequence.Code {
 		t.Fatalf("stale tx: %d %+v", rec.Code, eb)
 	}
 }
@@ -137,7 +138,7 @@ func TestPagination(t *testing.T) {
 		provs = append(provs, k.Addr.String())
 	}
 	got := flat(pages(t, s, "/v1/providers", 2, func(b []byte) ([]string, string) {
-		var l ProviderList
+		var l apiwire.ProviderList
 		mustJSON(t, b, &l)
 		var out []string
 		for _, p := range l.Providers {
@@ -150,7 +151,7 @@ func TestPagination(t *testing.T) {
 	}
 
 	jobIDs := func(b []byte) ([]string, string) {
-		var l JobList
+		var l apiwire.JobList
 		mustJSON(t, b, &l)
 		var out []string
 		for _, j := range l.Jobs {
@@ -194,7 +195,7 @@ func TestPagination(t *testing.T) {
 	}
 
 	offerAddrs := func(b []byte) ([]string, string) {
-		var l OfferList
+		var l apiwire.OfferList
 		mustJSON(t, b, &l)
 		var out []string
 		for _, o := range l.Offers {
@@ -212,7 +213,7 @@ func TestPagination(t *testing.T) {
 
 	var heights []string
 	for _, p := range pages(t, s, "/v1/blocks", 4, func(b []byte) ([]string, string) {
-		var l BlockList
+		var l apiwire.BlockList
 		mustJSON(t, b, &l)
 		var out []string
 		for _, h := range l.Blocks {
@@ -227,7 +228,7 @@ func TestPagination(t *testing.T) {
 	}
 	var txs []string
 	for _, p := range pages(t, s, "/v1/txs", 3, func(b []byte) ([]string, string) {
-		var l TxList
+		var l apiwire.TxList
 		mustJSON(t, b, &l)
 		var out []string
 		for _, tx := range l.Txs {
@@ -282,24 +283,24 @@ func TestTokenAndTimeout(t *testing.T) {
 		case <-time.After(5 * time.Second):
 		}
 		served++
-		writeJSON(w, 200, LogPosted{})
+		writeJSON(w, 200, apiwire.LogPosted{})
 	})
 	mk := func(token string) *Server {
 		s := New(newFakeChain(t), Options{Token: token})
-		s.Mount(Route{Method: "POST", Path: "/v1/secret", ID: "secret", Tag: "t", Summary: "s", Auth: true, Resp: LogPosted{}, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		s.Mount(Route{Method: "POST", Path: "/v1/secret", ID: "secret", Tag: "t", Summary: "s", Auth: true, Resp: apiwire.LogPosted{}, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			served++
-			writeJSON(w, 200, LogPosted{})
-		})}, Route{Method: "GET", Path: "/v1/slow", ID: "slow", Tag: "t", Summary: "s", Timeout: 20 * time.Millisecond, Resp: LogPosted{}, Handler: slow})
+			writeJSON(w, 200, apiwire.LogPosted{})
+		})}, Route{Method: "GET", Path: "/v1/slow", ID: "slow", Tag: "t", Summary: "s", Timeout: 20 * time.Millisecond, Resp: apiwire.LogPosted{}, Handler: slow})
 		return s
 	}
 	s := mk("")
-	var eb ErrorBody
-	if rec := do(t, s, "POST", "/v1/secret", nil, map[string]string{"Authorization": "Bearer x"}, &eb); rec.Code != 403 || eb.Code != CodeForbidden {
+	var eb apiwire.ErrorBody
+	if rec := do(t, s, "POST", "/v1/secret", nil, map[string]string{"Authorization": "Bearer x"}, &eb); rec.Code != 403 || eb.Code != apiwire.CodeForbidden {
 		t.Errorf("no token configured: %d %+v", rec.Code, eb)
 	}
 	s = mk("0123456789abcdef")
 	for _, h := range []string{"", "Bearer wrong", "0123456789abcdef", "Bearer 0123456789abcdeF"} {
-		if rec := do(t, s, "POST", "/v1/secret", nil, map[string]string{"Authorization": h}, &eb); rec.Code != 401 || eb.Code != CodeUnauthorized {
+		if rec := do(t, s, "POST", "/v1/secret", nil, map[string]string{"Authorization": h}, &eb); rec.Code != 401 || eb.Code != apiwire.CodeUnauthorized {
 			t.Errorf("Authorization %q: %d %+v", h, rec.Code, eb)
 		}
 	}
@@ -310,7 +311,7 @@ func TestTokenAndTimeout(t *testing.T) {
 		t.Errorf("right token: %d", rec.Code)
 	}
 	start := time.Now()
-	if rec := do(t, s, "GET", "/v1/slow", nil, nil, &eb); rec.Code != 504 || eb.Code != CodeTimeout || time.Since(start) > 2*time.Second {
+	if rec := do(t, s, "GET", "/v1/slow", nil, nil, &eb); rec.Code != 504 || eb.Code != apiwire.CodeTimeout || time.Since(start) > 2*time.Second {
 		t.Errorf("slow route: %d %+v after %s", rec.Code, eb, time.Since(start))
 	}
 }
@@ -318,7 +319,7 @@ func TestTokenAndTimeout(t *testing.T) {
 func TestAccountShowsStakeAndEarnings(t *testing.T) {
 	f := newFakeChain(t)
 	s := New(f, Options{})
-	var a AccountBody
+	var a apiwire.AccountBody
 	do(t, s, "GET", "/v1/accounts/"+providerKeys[0].Addr.String(), nil, nil, &a)
 	if !a.Provider || a.Stake != 10_000_000 || a.NextSequence != 2 {
 		t.Errorf("provider account = %+v", a)
@@ -353,14 +354,14 @@ func TestServesOverHTTP(t *testing.T) {
 func TestOffersQueryCache(t *testing.T) {
 	var mu sync.Mutex
 	height := uint64(4)
-	entries := []*ProviderOffer{{Offer: offers.Offer{Address: "a", Region: "eu", Online: true}, Schedulable: true}}
-	s := New(newFakeChain(t), Options{Offers: func() (uint64, []*ProviderOffer, bool) {
+	entries := []*apiwire.ProviderOffer{{Offer: offers.Offer{Address: "a", Region: "eu", Online: true}, Schedulable: true}}
+	s := New(newFakeChain(t), Options{Offers: func() (uint64, []*apiwire.ProviderOffer, bool) {
 		mu.Lock()
 		defer mu.Unlock()
 		return height, entries, true
 	}})
-	get := func() OfferList {
-		var l OfferList
+	get := func() apiwire.OfferList {
+		var l apiwire.OfferList
 		do(t, s, "GET", "/v1/offers?q=region=eu", nil, nil, &l)
 		return l
 	}
@@ -381,7 +382,7 @@ func TestOffersQueryCache(t *testing.T) {
 	}
 	mu.Lock()
 	height = 6
-	entries = []*ProviderOffer{entries[0], {Offer: offers.Offer{Address: "b", Region: "eu", Online: true}, Schedulable: true}}
+	entries = []*apiwire.ProviderOffer{entries[0], {Offer: offers.Offer{Address: "b", Region: "eu", Online: true}, Schedulable: true}}
 	mu.Unlock()
 	if l := get(); l.Height != 6 || l.Total != 2 {
 		t.Errorf("a provider more: %+v", l)
@@ -398,22 +399,22 @@ func TestResortMatchesSort(t *testing.T) {
 		t.Fatal(err)
 	}
 	cmp := offerComparer(keys)
-	entry := func(r *rand.Rand, i int) *ProviderOffer {
-		return &ProviderOffer{Offer: offers.Offer{Address: fmt.Sprintf("p%05d", i), Price: float64(r.IntN(5)), Region: []string{"eu", "us"}[r.IntN(2)]}}
+	entry := func(r *rand.Rand, i int) *apiwire.ProviderOffer {
+		return &apiwire.ProviderOffer{Offer: offers.Offer{Address: fmt.Sprintf("p%05d", i), Price: float64(r.IntN(5)), Region: []string{"eu", "us"}[r.IntN(2)]}}
 	}
-	eu := func(po *ProviderOffer) bool { return po.Region == "eu" }
-	for _, keep := range []func(*ProviderOffer) bool{nil, eu} {
-		filter := func(l []*ProviderOffer) []*ProviderOffer {
+	eu := func(po *apiwire.ProviderOffer) bool { return po.Region == "eu" }
+	for _, keep := range []func(*apiwire.ProviderOffer) bool{nil, eu} {
+		filter := func(l []*apiwire.ProviderOffer) []*apiwire.ProviderOffer {
 			if keep == nil {
 				return l
 			}
-			return slices.DeleteFunc(l, func(po *ProviderOffer) bool { return !keep(po) })
+			return slices.DeleteFunc(l, func(po *apiwire.ProviderOffer) bool { return !keep(po) })
 		}
 		resorted := 0
 		for seed := range uint64(200) {
 			r := rand.New(rand.NewPCG(seed, 3))
 			n := r.IntN(200)
-			src := make([]*ProviderOffer, n)
+			src := make([]*apiwire.ProviderOffer, n)
 			for i := range src {
 				src[i] = entry(r, i)
 			}
@@ -458,7 +459,7 @@ func TestResortMatchesSort(t *testing.T) {
 	}
 }
 
-func addrs(l []*ProviderOffer) []string {
+func addrs(l []*apiwire.ProviderOffer) []string {
 	var out []string
 	for _, po := range l {
 		out = append(out, po.Address)
@@ -472,11 +473,11 @@ func addrs(l []*ProviderOffer) []string {
 func BenchmarkOffersSorted(b *testing.B) {
 	r := rand.New(rand.NewPCG(1, 1))
 	regions := []string{"eu", "us-east", "us-west", "ap"}
-	entry := func(i int) *ProviderOffer {
-		return &ProviderOffer{Offer: offers.Offer{Address: fmt.Sprintf("gpu1%038d", i), Price: float64(r.IntN(4000)) / 1000, Region: regions[r.IntN(4)],
+	entry := func(i int) *apiwire.ProviderOffer {
+		return &apiwire.ProviderOffer{Offer: offers.Offer{Address: fmt.Sprintf("gpu1%038d", i), Price: float64(r.IntN(4000)) / 1000, Region: regions[r.IntN(4)],
 			GPU: []string{"RTX_4090", "A100", "H100", "cpu"}[r.IntN(4)], Count: r.IntN(8), CPU: 4 << r.IntN(4), Online: true}, Schedulable: true}
 	}
-	src := make([]*ProviderOffer, 100_000)
+	src := make([]*apiwire.ProviderOffer, 100_000)
 	for i := range src {
 		src[i] = entry(i)
 	}
@@ -505,7 +506,7 @@ func BenchmarkOffersSorted(b *testing.B) {
 		}
 	})
 	q, _ := offers.Parse("gpu=RTX_4090 region=eu")
-	keep := func(po *ProviderOffer) bool { return po.Schedulable && q.Match(&po.Offer) }
+	keep := func(po *apiwire.ProviderOffer) bool { return po.Schedulable && q.Match(&po.Offer) }
 	b.Run("match", func(b *testing.B) {
 		for b.Loop() {
 			matchOffers(b.Context(), sorted, keep)

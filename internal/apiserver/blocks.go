@@ -5,16 +5,9 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
-	"time"
 
-	"github.com/gpunet/gpunet/internal/validator"
+	"github.com/gpunet/gpunet/internal/apiwire"
 )
-
-// BlockList is GET /v1/blocks.
-type BlockList struct {
-	Blocks     []validator.BlockHeader `json:"blocks"`
-	NextCursor string                  `json:"next_cursor"`
-}
 
 // listBlocks serves GET /v1/blocks: headers newest first. The cursor is
 // the height the page starts at.
@@ -35,7 +28,7 @@ func (s *Server) listBlocks(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusServiceUnavailable, 0, "block store: "+err.Error())
 		return
 	}
-	out := BlockList{Blocks: hs}
+	out := apiwire.BlockList{Blocks: hs}
 	if len(hs) > limit {
 		out.Blocks, out.NextCursor = hs[:limit], strconv.FormatInt(hs[limit].Height, 10)
 	}
@@ -61,19 +54,6 @@ func (s *Server) block(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, b)
 }
 
-// TxEntry is a tx in a list: the tx and its block.
-type TxEntry struct {
-	validator.BlockTx
-	Height int64     `json:"height"`
-	Time   time.Time `json:"time"`
-}
-
-// TxList is GET /v1/txs.
-type TxList struct {
-	Txs        []TxEntry `json:"txs"`
-	NextCursor string    `json:"next_cursor"`
-}
-
 // maxBlockScan bounds the block headers one page of txs walks; the page
 // then ends early with a cursor to go on from.
 const maxBlockScan = 5000
@@ -97,7 +77,7 @@ func (s *Server) listTxs(w http.ResponseWriter, r *http.Request) {
 		}
 		height, index = h, i
 	}
-	out := TxList{Txs: []TxEntry{}}
+	out := apiwire.TxList{Txs: []apiwire.TxEntry{}}
 	scanned := 0
 	for scanned < maxBlockScan {
 		hs, err := s.chain.Blocks(r.Context(), height, min(100, maxBlockScan-scanned))
@@ -134,7 +114,7 @@ func (s *Server) listTxs(w http.ResponseWriter, r *http.Request) {
 					writeJSON(w, http.StatusOK, out)
 					return
 				}
-				out.Txs = append(out.Txs, TxEntry{BlockTx: b.Txs[i], Height: b.Height, Time: b.Time})
+				out.Txs = append(out.Txs, apiwire.TxEntry{BlockTx: b.Txs[i], Height: b.Height, Time: b.Time})
 			}
 		}
 		if height < 1 {

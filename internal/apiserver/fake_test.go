@@ -11,9 +11,9 @@ import (
 	"testing"
 
 	"github.com/gpunet/gpunet/internal/address"
+	"github.com/gpunet/gpunet/internal/apiwire"
 	"github.com/gpunet/gpunet/internal/ledger"
 	lt "github.com/gpunet/gpunet/internal/ledger/ledgertest"
-	"github.com/gpunet/gpunet/internal/validator"
 )
 
 // fakeChain is a Chain over an in-memory ledger: every tx it is given is
@@ -24,8 +24,8 @@ type fakeChain struct {
 	c  *lt.Chain
 	// seq is each key's next sequence.
 	seq    map[address.Address]uint64
-	blocks []*validator.Block
-	txs    map[string]*validator.TxResult
+	blocks []*apiwire.Block
+	txs    map[string]*apiwire.TxResult
 }
 
 // Test keys: a consumer and five CPU providers.
@@ -41,7 +41,7 @@ func newFakeChain(t testing.TB) *fakeChain {
 	t.Helper()
 	g := lt.Genesis(100_000_000_000, "consumer", "p1", "p2", "p3", "p4", "p5")
 	g.Params.LivenessRatePPM = 0
-	f := &fakeChain{t: t, c: lt.NewChain(t, g), seq: map[address.Address]uint64{}, txs: map[string]*validator.TxResult{}}
+	f := &fakeChain{t: t, c: lt.NewChain(t, g), seq: map[address.Address]uint64{}, txs: map[string]*apiwire.TxResult{}}
 	for i, k := range providerKeys {
 		pi := lt.ProviderInfo("", 0, uint64(36_000*(i+1)))
 		pi.Region = []string{"eu", "us-east", "eu", "ap-south", "eu"}[i]
@@ -69,20 +69,20 @@ func (f *fakeChain) send(k lt.Key, msg ledger.Msg) {
 	}
 }
 
-func (f *fakeChain) apply(raw []byte) *validator.TxResult {
+func (f *fakeChain) apply(raw []byte) *apiwire.TxResult {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	res := f.c.ApplyBlock(f.t, raw)[0]
 	h := sha256.Sum256(raw)
 	hash := strings.ToUpper(hex.EncodeToString(h[:]))
-	tr := &validator.TxResult{Hash: hash, Height: f.c.Height, Code: res.Code(), Events: res.Events}
+	tr := &apiwire.TxResult{Hash: hash, Height: f.c.Height, Code: res.Code(), Events: res.Events}
 	if res.Err != nil {
 		tr.Log = res.Err.Error()
 	}
 	f.txs[hash] = tr
-	b := &validator.Block{
-		BlockHeader: validator.BlockHeader{Height: f.c.Height, Time: f.c.Now(), Hash: fmt.Sprintf("%064X", f.c.Height), NumTxs: 1, Size: len(raw)},
-		Txs:         []validator.BlockTx{{Hash: hash, Size: len(raw), Code: tr.Code, Log: tr.Log, Events: tr.Events}},
+	b := &apiwire.Block{
+		BlockHeader: apiwire.BlockHeader{Height: f.c.Height, Time: f.c.Now(), Hash: fmt.Sprintf("%064X", f.c.Height), NumTxs: 1, Size: len(raw)},
+		Txs:         []apiwire.BlockTx{{Hash: hash, Size: len(raw), Code: tr.Code, Log: tr.Log, Events: tr.Events}},
 		Events:      []ledger.Event{},
 	}
 	if tx, err := ledger.DecodeTx(raw); err == nil {
@@ -93,12 +93,12 @@ func (f *fakeChain) apply(raw []byte) *validator.TxResult {
 	return tr
 }
 
-func (f *fakeChain) Status(context.Context) (*validator.Status, error) {
+func (f *fakeChain) Status(context.Context) (*apiwire.Status, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	h, _ := ledger.AppHash(f.c.KV)
-	return &validator.Status{ChainID: lt.ChainID, Moniker: "fake", Height: f.c.Height, AppHash: hex.EncodeToString(h), LatestBlockTime: f.c.Now(),
-		Validators: []validator.Validator{{Address: "AB", PubKey: "CD", VotingPower: 10}}}, nil
+	return &apiwire.Status{ChainID: lt.ChainID, Moniker: "fake", Height: f.c.Height, AppHash: hex.EncodeToString(h), LatestBlockTime: f.c.Now(),
+		Validators: []apiwire.Validator{{Address: "AB", PubKey: "CD", VotingPower: 10}}}, nil
 }
 
 func (f *fakeChain) View() (ledger.KV, func()) {
@@ -106,17 +106,17 @@ func (f *fakeChain) View() (ledger.KV, func()) {
 	return f.c.KV, f.mu.Unlock
 }
 
-func (f *fakeChain) BroadcastTx(_ context.Context, raw []byte) (*validator.TxResult, error) {
+func (f *fakeChain) BroadcastTx(_ context.Context, raw []byte) (*apiwire.TxResult, error) {
 	return f.apply(raw), nil
 }
 
-func (f *fakeChain) GetTx(_ context.Context, hash []byte) (*validator.TxResult, error) {
+func (f *fakeChain) GetTx(_ context.Context, hash []byte) (*apiwire.TxResult, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.txs[strings.ToUpper(hex.EncodeToString(hash))], nil
 }
 
-func (f *fakeChain) WaitTx(ctx context.Context, hash []byte) (*validator.TxResult, error) {
+func (f *fakeChain) WaitTx(ctx context.Context, hash []byte) (*apiwire.TxResult, error) {
 	return f.GetTx(ctx, hash)
 }
 
@@ -127,20 +127,20 @@ func (f *fakeChain) NextSequence(a address.Address) (uint64, error) {
 	return acct.Sequence, err
 }
 
-func (f *fakeChain) Blocks(_ context.Context, height int64, limit int) ([]validator.BlockHeader, error) {
+func (f *fakeChain) Blocks(_ context.Context, height int64, limit int) ([]apiwire.BlockHeader, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if height <= 0 || height > int64(len(f.blocks)) {
 		height = int64(len(f.blocks))
 	}
-	out := []validator.BlockHeader{}
+	out := []apiwire.BlockHeader{}
 	for h := height; h >= 1 && len(out) < limit; h-- {
 		out = append(out, f.blocks[h-1].BlockHeader)
 	}
 	return out, nil
 }
 
-func (f *fakeChain) Block(_ context.Context, height int64) (*validator.Block, error) {
+func (f *fakeChain) Block(_ context.Context, height int64) (*apiwire.Block, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if height < 1 || height > int64(len(f.blocks)) {

@@ -10,15 +10,9 @@ import (
 	"strings"
 
 	"github.com/gpunet/gpunet/internal/address"
+	"github.com/gpunet/gpunet/internal/apiwire"
 	"github.com/gpunet/gpunet/internal/ledger"
 )
-
-// JobList is GET /v1/jobs and GET /v1/providers/{addr}/jobs.
-type JobList struct {
-	Jobs       []*ledger.Job `json:"jobs"`
-	NextCursor string        `json:"next_cursor"`
-	Height     uint64        `json:"height"`
-}
 
 // jobStates are the states a job can be in (DESIGN.md section 7).
 var jobStates = []string{ledger.JobQueued, ledger.JobAssigned, ledger.JobRunning, ledger.JobVerifying, ledger.JobSucceeded, ledger.JobFailed, ledger.JobCancelled}
@@ -83,7 +77,7 @@ func (s *Server) jobs(w http.ResponseWriter, r *http.Request) {
 	}
 	kv, release := s.chain.View()
 	defer release()
-	out := JobList{Jobs: []*ledger.Job{}, Height: ledger.Height(kv)}
+	out := apiwire.JobList{Jobs: []*ledger.Job{}, Height: ledger.Height(kv)}
 	// Candidates newest first: the owner's index, or every id down from
 	// the newest.
 	var ids []uint64
@@ -158,7 +152,7 @@ func (s *Server) providerJobs(w http.ResponseWriter, r *http.Request) {
 	}
 	kv, release := s.chain.View()
 	defer release()
-	out := JobList{Jobs: []*ledger.Job{}, Height: ledger.Height(kv)}
+	out := apiwire.JobList{Jobs: []*ledger.Job{}, Height: ledger.Height(kv)}
 	for _, id := range ledger.ActiveJobsOf(kv, a) {
 		if id <= after {
 			continue

@@ -2,8 +2,6 @@ package apiserver
 
 import (
 	"crypto/ed25519"
-	"crypto/sha256"
-	"encoding/binary"
 	"encoding/hex"
 	"fmt"
 	"io"
@@ -14,6 +12,7 @@ import (
 	"time"
 
 	"github.com/gpunet/gpunet/internal/address"
+	"github.com/gpunet/gpunet/internal/apiwire"
 	"github.com/gpunet/gpunet/internal/ledger"
 )
 
@@ -27,27 +26,6 @@ import (
 // of the job holding the most goes first, so one noisy or hostile provider
 // cannot push out the others), forgets a job logGrace after it ends, and
 // answers at most maxLogPageBytes of chunk data per page.
-
-// LogChunk is one piece of a job's live log.
-type LogChunk struct {
-	Seq      uint64          `json:"seq"`
-	Provider address.Address `json:"provider"`
-	Data     []byte          `json:"data"` // age-encrypted to the job's owner
-}
-
-// LogPage is GET /v1/jobs/{id}/logs.
-type LogPage struct {
-	Chunks []LogChunk `json:"chunks"`
-	// Next is the seq to ask from next time.
-	Next uint64 `json:"next"`
-	// Dropped counts chunks no longer held (the relay keeps the latest).
-	Dropped uint64 `json:"dropped"`
-}
-
-// LogPosted is the answer to a posted chunk.
-type LogPosted struct {
-	Next uint64 `json:"next"` // the seq the next chunk of the job gets
-}
 
 // Limits of the relay.
 const (
@@ -65,17 +43,8 @@ const (
 	logSweepEvery = 5 * time.Second
 )
 
-// LogSignBytes is what a provider signs to post chunk seq of job id.
-func LogSignBytes(job, seq uint64, data []byte) []byte {
-	sum := sha256.Sum256(data)
-	b := []byte("gpunet/log/v1\x00")
-	b = binary.BigEndian.AppendUint64(b, job)
-	b = binary.BigEndian.AppendUint64(b, seq)
-	return append(b, sum[:]...)
-}
-
 type jobLog struct {
-	chunks []LogChunk
+	chunks []apiwire.LogChunk
 	bytes  int                        // chunk data held
 	next   uint64                     // the seq the next chunk gets
 	first  uint64                     // the seq of chunks[0]
@@ -146,7 +115,7 @@ func (r *logRelay) forget(id uint64) {
 // dropOldest drops l's oldest chunk.
 func (r *logRelay) dropOldest(l *jobLog) {
 	n := len(l.chunks[0].Data)
-	l.chunks[0] = LogChunk{} // let the data go
+	l.chunks[0] = apiwire.LogChunk{} // let the data go
 	l.chunks = l.chunks[1:]
 	l.first++
 	l.bytes -= n
@@ -155,7 +124,7 @@ func (r *logRelay) dropOldest(l *jobLog) {
 
 // add appends a chunk to l and then drops chunks until the relay is
 // within its limits.
-func (r *logRelay) add(l *jobLog, c LogChunk) {
+func (r *logRelay) add(l *jobLog, c apiwire.LogChunk) {
 	l.chunks = append(l.chunks, c)
 	l.bytes += len(c.Data)
 	r.bytes += len(c.Data)
@@ -271,7 +240,7 @@ func (s *Server) postLog(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusForbidden, ledger.ErrNotJobParty.Code, fmt.Sprintf("%s is not running job %d", prov, id))
 		return
 	}
-	if len(pub) != ed25519.PublicKeySize || !ed25519.Verify(pub, LogSignBytes(id, seq, data), sig) {
+	if len(pub) != ed25519.PublicKeySize || !ed25519.Verify(pub, apiwire.LogSignBytes(id, seq, data), sig) {
 		writeError(w, http.StatusForbidden, ledger.ErrBadSignature.Code, "log chunk signature does not verify for "+prov.String())
 		return
 	}
@@ -286,9 +255,9 @@ func (s *Server) postLog(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	l.posted[prov]++
-	s.logs.add(l, LogChunk{Seq: l.next, Provider: prov, Data: data})
+	s.logs.add(l, apiwire.LogChunk{Seq: l.next, Provider: prov, Data: data})
 	l.next++
-	writeJSON(w, http.StatusCreated, LogPosted{Next: l.next})
+	writeJSON(w, http.StatusCreated, apiwire.LogPosted{Next: l.next})
 }
 
 // getLog serves GET /v1/jobs/{id}/logs?from=SEQ. Chunks are ciphertext
@@ -320,7 +289,7 @@ func (s *Server) getLog(w http.ResponseWriter, r *http.Request) {
 	s.sweepLogs()
 	s.logs.mu.Lock()
 	defer s.logs.mu.Unlock()
-	page := LogPage{Chunks: []LogChunk{}, Next: from}
+	page := apiwire.LogPage{Chunks: []apiwire.LogChunk{}, Next: from}
 	l := s.logs.jobs[id]
 	if l == nil {
 		writeJSON(w, http.StatusOK, page)

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gpunet/gpunet/internal/apiwire"
 	"github.com/gpunet/gpunet/internal/ledger"
 	lt "github.com/gpunet/gpunet/internal/ledger/ledgertest"
 )
@@ -37,7 +38,7 @@ func postChunks(t *testing.T, s *Server, k lt.Key, id, seq uint64, n, size int) 
 	t.Helper()
 	for i := range n {
 		data := bytes.Repeat([]byte{byte(i)}, size)
-		sig := ed25519.Sign(k.Priv, LogSignBytes(id, seq+uint64(i), data))
+		sig := ed25519.Sign(k.Priv, apiwire.LogSignBytes(id, seq+uint64(i), data))
 		rec := do(t, s, "POST", fmt.Sprintf("/v1/jobs/%d/logs", id), data, map[string]string{
 			"X-Gpunet-Provider":  k.Addr.String(),
 			"X-Gpunet-Seq":       strconv.FormatUint(seq+uint64(i), 10),
@@ -62,7 +63,7 @@ func TestLogRelayBounded(t *testing.T) {
 		t.Errorf("relay holds %d bytes for one job, want at most %d", s.logs.bytes, maxJobLogBytes)
 	}
 
-	var page LogPage
+	var page apiwire.LogPage
 	rec := do(t, s, "GET", "/v1/jobs/1/logs?limit=512", nil, nil, &page)
 	// JSON carries the data in base64: 4/3 of it, plus a little per chunk.
 	if got, want := rec.Body.Len(), maxLogPageBytes*4/3+64*1024; got > want {
@@ -73,7 +74,7 @@ func TestLogRelayBounded(t *testing.T) {
 	}
 	// Reading on from Next reaches the end of the log.
 	for next, pages := page.Next, 1; next < n; pages++ {
-		var p LogPage
+		var p apiwire.LogPage
 		do(t, s, "GET", fmt.Sprintf("/v1/jobs/1/logs?from=%d", next), nil, nil, &p)
 		if p.Dropped != 0 || len(p.Chunks) == 0 || p.Chunks[0].Seq != next || pages > n {
 			t.Fatalf("page from %d: %d chunks, dropped %d", next, len(p.Chunks), p.Dropped)
@@ -110,8 +111,8 @@ func TestLogRelayForgetsEndedJobs(t *testing.T) {
 	postChunks(t, s, runner(t, f, 1), 1, 0, 4, 1<<10)
 	f.send(consumerKey, &ledger.MsgCancelJob{JobID: 1})
 
-	read := func() LogPage {
-		var p LogPage
+	read := func() apiwire.LogPage {
+		var p apiwire.LogPage
 		do(t, s, "GET", "/v1/jobs/1/logs", nil, nil, &p)
 		return p
 	}

@@ -6,6 +6,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/gpunet/gpunet/internal/apiwire"
 	"github.com/gpunet/gpunet/internal/ledger"
 	"github.com/gpunet/gpunet/internal/offers"
 )
@@ -13,7 +14,7 @@ import (
 // offerSnap is every provider's list entry at one height.
 type offerSnap struct {
 	height uint64
-	all    []*ProviderOffer
+	all    []*apiwire.ProviderOffer
 }
 
 // offerCache keeps what offers queries share: the latest snapshot (so that
@@ -40,8 +41,8 @@ type offerCache struct {
 // sortedEntry is a snapshot sorted in one order.
 type sortedEntry struct {
 	mu   sync.Mutex // held while it is brought up to date: one sort at a time
-	src  []*ProviderOffer
-	list []*ProviderOffer
+	src  []*apiwire.ProviderOffer
+	list []*apiwire.ProviderOffer
 	used time.Time // under offerCache.smu
 }
 
@@ -51,15 +52,15 @@ type resultKey struct {
 }
 
 type resultEntry struct {
-	matched []*ProviderOffer
+	matched []*apiwire.ProviderOffer
 	// src is the snapshot it was computed from: a later height with the
 	// same snapshot (no provider changed) has the same answer.
-	src  []*ProviderOffer
+	src  []*apiwire.ProviderOffer
 	used time.Time
 }
 
 // sameSnapshot reports whether a and b are the same list of entries.
-func sameSnapshot(a, b []*ProviderOffer) bool {
+func sameSnapshot(a, b []*apiwire.ProviderOffer) bool {
 	return len(a) == len(b) && (len(a) == 0 || &a[0] == &b[0])
 }
 
@@ -75,7 +76,7 @@ const (
 // from, kept up to date by the node (netstats) so that offers queries do
 // not decode the whole registry. ok is false until it has one. Callers
 // must not modify the entries.
-type OfferSource func() (height uint64, all []*ProviderOffer, ok bool)
+type OfferSource func() (height uint64, all []*apiwire.ProviderOffer, ok bool)
 
 // offerSnapshot returns the providers' entries at the latest height: from
 // Options.Offers when it has them, else decoded from the state once per
@@ -116,7 +117,7 @@ func (s *Server) offerSnapshot(ctx context.Context) (*offerSnap, error) {
 // sortedBy returns snap's entries sorted by keys, from the cache when it
 // holds them, else brought up to date from the order's previous snapshot,
 // else sorted now.
-func (c *offerCache) sortedBy(snap *offerSnap, keys []offers.SortKey) []*ProviderOffer {
+func (c *offerCache) sortedBy(snap *offerSnap, keys []offers.SortKey) []*apiwire.ProviderOffer {
 	k := ""
 	for _, sk := range keys {
 		k += sk.String() + ","
@@ -157,9 +158,9 @@ func (c *offerCache) sortedBy(snap *offerSnap, keys []offers.SortKey) []*Provide
 	return list
 }
 
-func offerComparer(keys []offers.SortKey) func(a, b *ProviderOffer) int {
+func offerComparer(keys []offers.SortKey) func(a, b *apiwire.ProviderOffer) int {
 	cmp := offers.Comparer(keys)
-	return func(a, b *ProviderOffer) int { return cmp(&a.Offer, &b.Offer) }
+	return func(a, b *apiwire.ProviderOffer) int { return cmp(&a.Offer, &b.Offer) }
 }
 
 // resort returns the entries of newSrc that keep accepts (all when keep
@@ -169,18 +170,18 @@ func offerComparer(keys []offers.SortKey) func(a, b *ProviderOffer) int {
 // of oldSrc out of oldList and merges in those of newSrc. ok is false when
 // too many changed (or oldList is not what it should be): compute the list
 // from scratch instead.
-func resort(oldSrc, oldList, newSrc []*ProviderOffer, cmp func(a, b *ProviderOffer) int, keep func(*ProviderOffer) bool) (list []*ProviderOffer, ok bool) {
+func resort(oldSrc, oldList, newSrc []*apiwire.ProviderOffer, cmp func(a, b *apiwire.ProviderOffer) int, keep func(*apiwire.ProviderOffer) bool) (list []*apiwire.ProviderOffer, ok bool) {
 	if oldSrc == nil || (keep == nil && len(oldList) != len(oldSrc)) {
 		return nil, false
 	}
 	if keep == nil {
-		keep = func(*ProviderOffer) bool { return true }
+		keep = func(*apiwire.ProviderOffer) bool { return true }
 	}
 	limit := max(len(newSrc)/maxResortShare, 1)
-	var removed, added []*ProviderOffer
+	var removed, added []*apiwire.ProviderOffer
 	changed := 0
 	for i := range max(len(oldSrc), len(newSrc)) {
-		var o, n *ProviderOffer
+		var o, n *apiwire.ProviderOffer
 		if i < len(oldSrc) {
 			o = oldSrc[i]
 		}
@@ -220,7 +221,7 @@ func resort(oldSrc, oldList, newSrc []*ProviderOffer, cmp func(a, b *ProviderOff
 	for j, n := range added {
 		at[j], _ = slices.BinarySearchFunc(oldList, n, cmp)
 	}
-	list = make([]*ProviderOffer, 0, len(oldList)-len(removed)+len(added))
+	list = make([]*apiwire.ProviderOffer, 0, len(oldList)-len(removed)+len(added))
 	from := 0 // oldList[from:] is still to copy
 	copyTo := func(end int) {
 		for ; len(drop) > 0 && drop[0] < end; drop = drop[1:] {
@@ -242,8 +243,8 @@ func resort(oldSrc, oldList, newSrc []*ProviderOffer, cmp func(a, b *ProviderOff
 }
 
 // matchOffers returns the entries of sorted that keep accepts, in order.
-func matchOffers(ctx context.Context, sorted []*ProviderOffer, keep func(*ProviderOffer) bool) []*ProviderOffer {
-	matched := make([]*ProviderOffer, 0, 64)
+func matchOffers(ctx context.Context, sorted []*apiwire.ProviderOffer, keep func(*apiwire.ProviderOffer) bool) []*apiwire.ProviderOffer {
+	matched := make([]*apiwire.ProviderOffer, 0, 64)
 	for i, po := range sorted {
 		if keep(po) {
 			matched = append(matched, po)
@@ -260,7 +261,7 @@ func matchOffers(ctx context.Context, sorted []*ProviderOffer, keep func(*Provid
 // from its answer for an earlier snapshot, as sorted lists are (a block
 // that changed a few providers costs a few binary searches, not a pass
 // over every provider); else from snap sorted by keys.
-func (s *Server) queryOffers(ctx context.Context, snap *offerSnap, q *offers.Query, keys []offers.SortKey, all bool) []*ProviderOffer {
+func (s *Server) queryOffers(ctx context.Context, snap *offerSnap, q *offers.Query, keys []offers.SortKey, all bool) []*apiwire.ProviderOffer {
 	k := resultKey{q: q.String(), all: all}
 	for _, sk := range keys {
 		k.sort += sk.String() + ","
@@ -277,7 +278,7 @@ func (s *Server) queryOffers(ctx context.Context, snap *offerSnap, q *offers.Que
 		prev = *e
 	}
 	c.rmu.Unlock()
-	keep := func(po *ProviderOffer) bool { return (all || po.Schedulable) && q.Match(&po.Offer) }
+	keep := func(po *apiwire.ProviderOffer) bool { return (all || po.Schedulable) && q.Match(&po.Offer) }
 	matched, ok := resort(prev.src, prev.matched, snap.all, offerComparer(keys), keep)
 	if !ok {
 		matched = matchOffers(ctx, c.sortedBy(snap, keys), keep)

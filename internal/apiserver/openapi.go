@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/gpunet/gpunet/internal/apiwire"
 )
 
 // OpenAPI builds the OpenAPI 3.0 document of the server's routes. Schemas
@@ -26,9 +28,9 @@ func (s *Server) OpenAPI() map[string]any {
 		paths[path][strings.ToLower(rt.Method)] = g.operation(rt)
 	}
 	// The error codes are a closed set.
-	g.schema(reflect.TypeOf(ErrorBody{}))
-	codes := make([]string, 0, len(ErrorCodes))
-	for c := range ErrorCodes {
+	g.schema(reflect.TypeOf(apiwire.ErrorBody{}))
+	codes := make([]string, 0, len(apiwire.ErrorCodes))
+	for c := range apiwire.ErrorCodes {
 		codes = append(codes, c)
 	}
 	slices.Sort(codes)
@@ -39,7 +41,7 @@ func (s *Server) OpenAPI() map[string]any {
 			"title":   "gpunet node API",
 			"version": "1",
 			"description": "JSON over HTTP, served by every node. Lists are paginated: ?limit= (default " +
-				strconv.Itoa(DefaultPageLimit) + ", at most " + strconv.Itoa(MaxPageLimit) + ") and ?cursor= (the next_cursor of the " +
+				strconv.Itoa(apiwire.DefaultPageLimit) + ", at most " + strconv.Itoa(apiwire.MaxPageLimit) + ") and ?cursor= (the next_cursor of the " +
 				"previous page; empty on the last). Errors are {code, message}, code one of a fixed set tied to the HTTP status. " +
 				"Amounts are integers in usync. Routes marked with the bearer scheme need the node's api_token.",
 		},
@@ -122,7 +124,7 @@ func (g *schemaGen) operation(rt Route) map[string]any {
 	}
 	for _, st := range errs {
 		responses[strconv.Itoa(st)] = map[string]any{"description": http.StatusText(st) + " (" + codeOf(st) + ")",
-			"content": map[string]any{"application/json": map[string]any{"schema": g.schema(reflect.TypeOf(ErrorBody{}))}}}
+			"content": map[string]any{"application/json": map[string]any{"schema": g.schema(reflect.TypeOf(apiwire.ErrorBody{}))}}}
 	}
 	op["responses"] = responses
 	if rt.Timeout > 0 {

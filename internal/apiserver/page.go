@@ -4,21 +4,13 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
-)
 
-// Pagination. Every list takes ?limit= (default DefaultPageLimit, at most
-// MaxPageLimit) and ?cursor=, and answers with next_cursor: pass it back
-// as ?cursor= for the next page; an empty next_cursor is the last page.
-// Cursors are opaque to clients. A page may hold fewer than limit items
-// while more follow (lists that filter bound the work of one request).
-const (
-	DefaultPageLimit = 100
-	MaxPageLimit     = 1000
+	"github.com/gpunet/gpunet/internal/apiwire"
 )
 
 // pageParams are the documented parameters of every list.
 var pageParams = []Param{
-	{Name: "limit", Type: "integer", Desc: fmt.Sprintf("items per page, 1 to %d (default %d)", MaxPageLimit, DefaultPageLimit)},
+	{Name: "limit", Type: "integer", Desc: fmt.Sprintf("items per page, 1 to %d (default %d)", apiwire.MaxPageLimit, apiwire.DefaultPageLimit)},
 	{Name: "cursor", Type: "string", Desc: "where the page starts: the next_cursor of the previous page (opaque)"},
 }
 
@@ -26,11 +18,11 @@ var pageParams = []Param{
 func pageLimit(w http.ResponseWriter, r *http.Request) (int, bool) {
 	l := r.URL.Query().Get("limit")
 	if l == "" {
-		return DefaultPageLimit, true
+		return apiwire.DefaultPageLimit, true
 	}
 	n, err := strconv.Atoi(l)
-	if err != nil || n < 1 || n > MaxPageLimit {
-		writeError(w, http.StatusBadRequest, 0, fmt.Sprintf("limit %q: want an integer from 1 to %d", l, MaxPageLimit))
+	if err != nil || n < 1 || n > apiwire.MaxPageLimit {
+		writeError(w, http.StatusBadRequest, 0, fmt.Sprintf("limit %q: want an integer from 1 to %d", l, apiwire.MaxPageLimit))
 		return 0, false
 	}
 	return n, true

@@ -8,21 +8,10 @@ import (
 	"strconv"
 
 	"github.com/gpunet/gpunet/internal/address"
+	"github.com/gpunet/gpunet/internal/apiwire"
 	"github.com/gpunet/gpunet/internal/ledger"
 	"github.com/gpunet/gpunet/internal/offers"
 )
-
-// ProviderBody is GET /v1/providers/{addr}: the provider's offer (the
-// fields the offers query searches) and its full ledger record.
-type ProviderBody struct {
-	offers.Offer
-	Schedulable   bool                      `json:"schedulable"`
-	RequiredStake uint64                    `json:"required_stake"`
-	Record        *ledger.Provider          `json:"record"`
-	Unbonding     []ledger.Unbonding        `json:"unbonding"`
-	Challenge     *ledger.LivenessChallenge `json:"challenge,omitempty"`
-	Height        uint64                    `json:"height"`
-}
 
 // OfferOf summarises a provider as an offer. A provider with GPUs of
 // several classes is shown by its most numerous class.
@@ -67,25 +56,9 @@ func OfferOf(p *ledger.Provider) offers.Offer {
 	return o
 }
 
-// ProviderOffer is a provider in a list: its offer and what it earned.
-type ProviderOffer struct {
-	offers.Offer
-	Earned uint64 `json:"earned"` // usync paid for its jobs
-	// Schedulable: online and staked the minimum, so jobs may be placed
-	// on it now.
-	Schedulable bool `json:"schedulable"`
-}
-
 // ProviderOfferOf is p's list entry under params.
-func ProviderOfferOf(p *ledger.Provider, params ledger.Params) ProviderOffer {
-	return ProviderOffer{Offer: OfferOf(p), Earned: p.Earned, Schedulable: p.Schedulable(params)}
-}
-
-// ProviderList is GET /v1/providers.
-type ProviderList struct {
-	Providers  []ProviderOffer `json:"providers"`
-	NextCursor string          `json:"next_cursor"`
-	Height     uint64          `json:"height"`
+func ProviderOfferOf(p *ledger.Provider, params ledger.Params) apiwire.ProviderOffer {
+	return apiwire.ProviderOffer{Offer: OfferOf(p), Earned: p.Earned, Schedulable: p.Schedulable(params)}
 }
 
 // providers serves GET /v1/providers: registered providers by address.
@@ -111,7 +84,7 @@ func (s *Server) providers(w http.ResponseWriter, r *http.Request) {
 		writeLedgerError(w, err)
 		return
 	}
-	out := ProviderList{Providers: []ProviderOffer{}, Height: ledger.Height(kv)}
+	out := apiwire.ProviderList{Providers: []apiwire.ProviderOffer{}, Height: ledger.Height(kv)}
 	more := false
 	err = ledger.ProvidersAfter(kv, after, func(p *ledger.Provider) bool {
 		if len(out.Providers) == limit {
@@ -129,15 +102,6 @@ func (s *Server) providers(w http.ResponseWriter, r *http.Request) {
 		out.NextCursor = out.Providers[len(out.Providers)-1].Address
 	}
 	writeJSON(w, http.StatusOK, out)
-}
-
-// OfferList is GET /v1/offers.
-type OfferList struct {
-	Offers     []ProviderOffer `json:"offers"`
-	NextCursor string          `json:"next_cursor"`
-	// Total is how many providers match the query, on all pages.
-	Total  int    `json:"total"`
-	Height uint64 `json:"height"`
 }
 
 // offersList serves GET /v1/offers?q=QUERY&sort=KEYS&all=true: providers
@@ -182,7 +146,7 @@ func (s *Server) offersList(w http.ResponseWriter, r *http.Request) {
 	if timedOut(w, r) {
 		return
 	}
-	out := OfferList{Offers: []ProviderOffer{}, Total: len(matched), Height: snap.height}
+	out := apiwire.OfferList{Offers: []apiwire.ProviderOffer{}, Total: len(matched), Height: snap.height}
 	if offset < uint64(len(matched)) {
 		end := min(uint64(len(matched)), offset+uint64(limit))
 		for _, po := range matched[offset:end] {
@@ -217,7 +181,7 @@ func (s *Server) provider(w http.ResponseWriter, r *http.Request) {
 		writeLedgerError(w, err)
 		return
 	}
-	body := ProviderBody{
+	body := apiwire.ProviderBody{
 		Offer:         OfferOf(p),
 		Schedulable:   p.Schedulable(params),
 		RequiredStake: p.RequiredStake(params),

@@ -4,8 +4,8 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/gpunet/gpunet/internal/apiwire"
 	"github.com/gpunet/gpunet/internal/ledger"
-	"github.com/gpunet/gpunet/internal/validator"
 )
 
 var (
@@ -20,16 +20,16 @@ func (s *Server) apiRoutes() []Route {
 		{Method: "GET", Path: "/openapi.json", ID: "openapi", Tag: "meta", Summary: "This document: the API in OpenAPI 3",
 			Resp: map[string]any{}, Handler: h(s.openapi)},
 		{Method: "GET", Path: "/v1/status", ID: "getStatus", Tag: "chain", Summary: "The node's chain: id, height, app hash, validators, and the API's base URL",
-			Resp: StatusBody{}, Errors: []int{503}, Handler: h(s.status)},
+			Resp: apiwire.StatusBody{}, Errors: []int{503}, Handler: h(s.status)},
 		{Method: "GET", Path: "/v1/params", ID: "getParams", Tag: "chain", Summary: "The ledger's parameters",
 			Resp: ledger.Params{}, Handler: h(s.params)},
 		{Method: "GET", Path: "/v1/supply", ID: "getSupply", Tag: "chain", Summary: "Total supply, treasury, stake, unbonding and escrow (usync)",
-			Resp: SupplyBody{}, Handler: h(s.supply)},
+			Resp: apiwire.SupplyBody{}, Handler: h(s.supply)},
 
 		{Method: "GET", Path: "/v1/accounts/{addr}", ID: "getAccount", Tag: "accounts", Summary: "An account: balance, sequences, stake, unbonding and earnings",
-			PathParams: addrParam, Resp: AccountBody{}, Errors: []int{400}, Handler: h(s.account)},
+			PathParams: addrParam, Resp: apiwire.AccountBody{}, Errors: []int{400}, Handler: h(s.account)},
 		{Method: "GET", Path: "/v1/accounts/{addr}/balance", ID: "getBalance", Tag: "accounts", Summary: "An account's balance",
-			PathParams: addrParam, Resp: BalanceBody{}, Errors: []int{400}, Handler: h(s.balance)},
+			PathParams: addrParam, Resp: apiwire.BalanceBody{}, Errors: []int{400}, Handler: h(s.balance)},
 
 		{Method: "POST", Path: "/v1/txs", ID: "submitTx", Tag: "txs",
 			Summary: "Submit a signed tx (wire form; hex with Content-Type text/plain). Waits for its block unless wait=false",
@@ -37,19 +37,19 @@ func (s *Server) apiRoutes() []Route {
 				{Name: "wait", Type: "boolean", Desc: "false: answer 202 after CheckTx without waiting for the block"},
 				{Name: "timeout", Type: "string", Desc: "how long to wait for the block, up to 5m (default 30s); 202 if it is not in one by then"},
 			},
-			BodyType: "application/octet-stream", Resp: validator.TxResult{}, MaxBody: maxTxBody, Timeout: 5*time.Minute + 30*time.Second,
+			BodyType: "application/octet-stream", Resp: apiwire.TxResult{}, MaxBody: maxTxBody, Timeout: 5*time.Minute + 30*time.Second,
 			Errors: []int{400, 409, 413, 422, 503}, Handler: h(s.submitTx)},
 		{Method: "GET", Path: "/v1/txs", ID: "listTxs", Tag: "txs", Summary: "Recent txs, newest first",
-			List: true, Resp: TxList{}, Errors: []int{400, 503}, Handler: h(s.listTxs)},
+			List: true, Resp: apiwire.TxList{}, Errors: []int{400, 503}, Handler: h(s.listTxs)},
 		{Method: "GET", Path: "/v1/txs/{hash}", ID: "getTx", Tag: "txs", Summary: "An included tx's result",
-			PathParams: map[string]string{"hash": "the tx hash, 64 hex characters"}, Resp: validator.TxResult{}, Errors: []int{400, 404, 503}, Handler: h(s.getTx)},
+			PathParams: map[string]string{"hash": "the tx hash, 64 hex characters"}, Resp: apiwire.TxResult{}, Errors: []int{400, 404, 503}, Handler: h(s.getTx)},
 		{Method: "GET", Path: "/v1/blocks", ID: "listBlocks", Tag: "blocks", Summary: "Recent blocks, newest first",
-			List: true, Resp: BlockList{}, Errors: []int{400, 503}, Handler: h(s.listBlocks)},
+			List: true, Resp: apiwire.BlockList{}, Errors: []int{400, 503}, Handler: h(s.listBlocks)},
 		{Method: "GET", Path: "/v1/blocks/{height}", ID: "getBlock", Tag: "blocks", Summary: "A block with its txs and their results",
-			PathParams: map[string]string{"height": "a block height (a positive integer)"}, Resp: validator.Block{}, Errors: []int{400, 404, 503}, Handler: h(s.block)},
+			PathParams: map[string]string{"height": "a block height (a positive integer)"}, Resp: apiwire.Block{}, Errors: []int{400, 404, 503}, Handler: h(s.block)},
 
 		{Method: "GET", Path: "/v1/providers", ID: "listProviders", Tag: "providers", Summary: "Every registered provider as an offer, by address",
-			List: true, Resp: ProviderList{}, Errors: []int{400}, Handler: h(s.providers)},
+			List: true, Resp: apiwire.ProviderList{}, Errors: []int{400}, Handler: h(s.providers)},
 		{Method: "GET", Path: "/v1/offers", ID: "listOffers", Tag: "providers",
 			Summary: "Providers matching an offers query (internal/offers), sorted; by default only those that can take jobs now",
 			Query: []Param{
@@ -57,18 +57,18 @@ func (s *Server) apiRoutes() []Route {
 				{Name: "sort", Type: "string", Desc: "sort keys, e.g. price- (descending) or region,price"},
 				{Name: "all", Type: "boolean", Desc: "true: include providers that cannot take jobs now (offline or under-staked)"},
 			},
-			List: true, Resp: OfferList{}, Errors: []int{400}, Handler: h(s.offersList)},
+			List: true, Resp: apiwire.OfferList{}, Errors: []int{400}, Handler: h(s.offersList)},
 		{Method: "GET", Path: "/v1/providers/{addr}", ID: "getProvider", Tag: "providers", Summary: "A provider: offer, ledger record, unbonding stake, open challenge",
-			PathParams: addrParam, Resp: ProviderBody{}, Errors: []int{400, 404}, Handler: h(s.provider)},
+			PathParams: addrParam, Resp: apiwire.ProviderBody{}, Errors: []int{400, 404}, Handler: h(s.provider)},
 		{Method: "GET", Path: "/v1/providers/{addr}/jobs", ID: "listProviderJobs", Tag: "providers", Summary: "The unfinished jobs assigned to a provider, oldest first",
-			PathParams: addrParam, List: true, Resp: JobList{}, Errors: []int{400}, Handler: h(s.providerJobs)},
+			PathParams: addrParam, List: true, Resp: apiwire.JobList{}, Errors: []int{400}, Handler: h(s.providerJobs)},
 
 		{Method: "GET", Path: "/v1/jobs", ID: "listJobs", Tag: "jobs", Summary: "Jobs, newest first: all of them, or one owner's, optionally in one state",
 			Query: []Param{
 				{Name: "owner", Type: "string", Desc: "only this account's jobs (an address)"},
 				{Name: "state", Type: "string", Desc: "only jobs in this state: queued, assigned, running, verifying, succeeded, failed, cancelled"},
 			},
-			List: true, Resp: JobList{}, Errors: []int{400}, Handler: h(s.jobs)},
+			List: true, Resp: apiwire.JobList{}, Errors: []int{400}, Handler: h(s.jobs)},
 		{Method: "GET", Path: "/v1/jobs/{id}", ID: "getJob", Tag: "jobs", Summary: "A job: spec, state and reason, assignments, results, escrow and cost",
 			PathParams: jobIDParam, Resp: ledger.Job{}, Errors: []int{400, 404}, Handler: h(s.job)},
 		{Method: "POST", Path: "/v1/quote", ID: "quote", Tag: "jobs", Summary: "What submitting a spec now would give: matching providers, price, escrow, or why it would wait",
@@ -80,7 +80,7 @@ func (s *Server) apiRoutes() []Route {
 				{Name: "X-Gpunet-Seq", In: "header", Type: "integer", Required: true, Desc: "the provider's post number for this job: 0, 1, …"},
 				{Name: "X-Gpunet-Signature", In: "header", Type: "string", Required: true, Desc: "hex ed25519 signature of LogSignBytes"},
 			},
-			BodyType: "application/octet-stream", Resp: LogPosted{}, Status: http.StatusCreated, MaxBody: maxLogChunkBytes,
+			BodyType: "application/octet-stream", Resp: apiwire.LogPosted{}, Status: http.StatusCreated, MaxBody: maxLogChunkBytes,
 			Errors: []int{400, 403, 404, 409, 413}, Handler: h(s.postLog)},
 		{Method: "GET", Path: "/v1/jobs/{id}/logs", ID: "getJobLog", Tag: "jobs", Summary: "A job's live log chunks (ciphertext only its owner can read), from a sequence number",
 			PathParams: jobIDParam,
@@ -88,6 +88,6 @@ func (s *Server) apiRoutes() []Route {
 				{Name: "from", Type: "integer", Desc: "the first chunk's seq (the next of the previous page; default 0)"},
 				{Name: "limit", Type: "integer", Desc: "chunks per page, 1 to 512 (default 64)"},
 			},
-			Resp: LogPage{}, Errors: []int{400}, Handler: h(s.getLog)},
+			Resp: apiwire.LogPage{}, Errors: []int{400}, Handler: h(s.getLog)},
 	}
 }

@@ -19,10 +19,9 @@ import (
 	"time"
 
 	"github.com/gpunet/gpunet/internal/address"
-	"github.com/gpunet/gpunet/internal/apiserver"
+	"github.com/gpunet/gpunet/internal/apiwire"
 	"github.com/gpunet/gpunet/internal/ledger"
 	"github.com/gpunet/gpunet/internal/offers"
-	"github.com/gpunet/gpunet/internal/validator"
 )
 
 // Client is a client of one node's API. Its methods may be called from
@@ -62,7 +61,7 @@ var ErrUnreachable = errors.New("node unreachable")
 // APIError is an error response from the node.
 type APIError struct {
 	Status int
-	// Code is the API's stable error code (apiserver.CodeNotFound, …).
+	// Code is the API's stable error code (apiwire.CodeNotFound, …).
 	Code string
 	// LedgerCode is the ledger's error code behind it, if any.
 	LedgerCode uint32
@@ -89,11 +88,11 @@ func (c *Client) do(ctx context.Context, method, path string, body []byte, out a
 		return resp.StatusCode, fmt.Errorf("read response from %s: %w", c.base, err)
 	}
 	if resp.StatusCode >= 400 {
-		var eb apiserver.ErrorBody
+		var eb apiwire.ErrorBody
 		if json.Unmarshal(b, &eb) == nil && eb.Message != "" {
 			if eb.Tx != nil && out != nil {
 				// A rejected tx: its result is the answer (see BroadcastTx).
-				if res, ok := out.(*validator.TxResult); ok {
+				if res, ok := out.(*apiwire.TxResult); ok {
 					*res = *eb.Tx
 					return resp.StatusCode, nil
 				}
@@ -111,28 +110,28 @@ func (c *Client) do(ctx context.Context, method, path string, body []byte, out a
 }
 
 // Status returns the node's status.
-func (c *Client) Status(ctx context.Context) (*apiserver.StatusBody, error) {
-	var s apiserver.StatusBody
+func (c *Client) Status(ctx context.Context) (*apiwire.StatusBody, error) {
+	var s apiwire.StatusBody
 	_, err := c.do(ctx, http.MethodGet, "/v1/status", nil, &s)
 	return &s, err
 }
 
 // Account returns an account's state.
-func (c *Client) Account(ctx context.Context, a address.Address) (*apiserver.AccountBody, error) {
-	var out apiserver.AccountBody
+func (c *Client) Account(ctx context.Context, a address.Address) (*apiwire.AccountBody, error) {
+	var out apiwire.AccountBody
 	_, err := c.do(ctx, http.MethodGet, "/v1/accounts/"+a.String(), nil, &out)
 	return &out, err
 }
 
 // Balance returns an account's balance.
-func (c *Client) Balance(ctx context.Context, a address.Address) (*apiserver.BalanceBody, error) {
-	var out apiserver.BalanceBody
+func (c *Client) Balance(ctx context.Context, a address.Address) (*apiwire.BalanceBody, error) {
+	var out apiwire.BalanceBody
 	_, err := c.do(ctx, http.MethodGet, "/v1/accounts/"+a.String()+"/balance", nil, &out)
 	return &out, err
 }
 
 // TxError is a tx the ledger rejected, at CheckTx or in its block.
-type TxError struct{ Result *validator.TxResult }
+type TxError struct{ Result *apiwire.TxResult }
 
 func (e *TxError) Error() string {
 	name := "error"
@@ -150,12 +149,12 @@ func (e *TxError) Error() string {
 
 // BroadcastTx submits a signed tx. With wait it returns once the tx is in
 // a block. A tx rejected or failed returns its result and a *TxError.
-func (c *Client) BroadcastTx(ctx context.Context, tx []byte, wait bool) (*validator.TxResult, error) {
+func (c *Client) BroadcastTx(ctx context.Context, tx []byte, wait bool) (*apiwire.TxResult, error) {
 	path := "/v1/txs"
 	if !wait {
 		path += "?wait=false"
 	}
-	var res validator.TxResult
+	var res apiwire.TxResult
 	status, err := c.do(ctx, http.MethodPost, path, tx, &res)
 	if err != nil {
 		return nil, err
@@ -186,18 +185,18 @@ type Signer interface {
 // The tx pays max(fee, the chain's params.min_fee), so callers that have
 // no reason to pay more pass 0 and still pay what the chain asks. The
 // parameter is read with Params and kept for MinFeeTTL.
-func (c *Client) SendMsg(ctx context.Context, key Signer, fee uint64, msg ledger.Msg) (*validator.TxResult, error) {
+func (c *Client) SendMsg(ctx context.Context, key Signer, fee uint64, msg ledger.Msg) (*apiwire.TxResult, error) {
 	return c.sendMsg(ctx, key, fee, msg, true)
 }
 
 // SubmitMsg is SendMsg without waiting for the block: it returns once the
 // mempool accepted the tx. Later txs of the same key take the next
 // sequence, so they land after it.
-func (c *Client) SubmitMsg(ctx context.Context, key Signer, fee uint64, msg ledger.Msg) (*validator.TxResult, error) {
+func (c *Client) SubmitMsg(ctx context.Context, key Signer, fee uint64, msg ledger.Msg) (*apiwire.TxResult, error) {
 	return c.sendMsg(ctx, key, fee, msg, false)
 }
 
-func (c *Client) sendMsg(ctx context.Context, key Signer, fee uint64, msg ledger.Msg, wait bool) (*validator.TxResult, error) {
+func (c *Client) sendMsg(ctx context.Context, key Signer, fee uint64, msg ledger.Msg, wait bool) (*apiwire.TxResult, error) {
 	st, err := c.Status(ctx)
 	if err != nil {
 		return nil, err
@@ -268,8 +267,8 @@ func IsNotFound(err error) bool {
 
 // Provider returns a provider's offer and record; IsNotFound(err) when a is
 // not registered.
-func (c *Client) Provider(ctx context.Context, a address.Address) (*apiserver.ProviderBody, error) {
-	var out apiserver.ProviderBody
+func (c *Client) Provider(ctx context.Context, a address.Address) (*apiwire.ProviderBody, error) {
+	var out apiwire.ProviderBody
 	if _, err := c.do(ctx, http.MethodGet, "/v1/providers/"+a.String(), nil, &out); err != nil {
 		return nil, err
 	}
@@ -286,7 +285,7 @@ func (c *Client) Providers(ctx context.Context) ([]offers.Offer, error) {
 			Providers  []offers.Offer `json:"providers"`
 			NextCursor string         `json:"next_cursor"`
 		}
-		v := url.Values{"limit": {strconv.Itoa(apiserver.MaxPageLimit)}}
+		v := url.Values{"limit": {strconv.Itoa(apiwire.MaxPageLimit)}}
 		if cursor != "" {
 			v.Set("cursor", cursor)
 		}
@@ -309,7 +308,7 @@ func (c *Client) Offers(ctx context.Context, query, sortKeys string, all bool) (
 		v := url.Values{}
 		v.Set("q", query)
 		v.Set("sort", sortKeys)
-		v.Set("limit", strconv.Itoa(apiserver.MaxPageLimit))
+		v.Set("limit", strconv.Itoa(apiwire.MaxPageLimit))
 		if all {
 			v.Set("all", "true")
 		}
@@ -347,21 +346,21 @@ func (c *Client) Job(ctx context.Context, id uint64) (*ledger.Job, error) {
 }
 
 // Jobs returns owner's newest jobs, newest first, at most limit of them
-// (up to apiserver.MaxPageLimit).
-func (c *Client) Jobs(ctx context.Context, owner address.Address, limit int) (*apiserver.JobList, error) {
-	var out apiserver.JobList
+// (up to apiwire.MaxPageLimit).
+func (c *Client) Jobs(ctx context.Context, owner address.Address, limit int) (*apiwire.JobList, error) {
+	var out apiwire.JobList
 	_, err := c.do(ctx, http.MethodGet, fmt.Sprintf("/v1/jobs?owner=%s&limit=%d", owner, limit), nil, &out)
 	return &out, err
 }
 
 // ProviderJobs returns the unfinished jobs assigned to a provider, every
 // page of them.
-func (c *Client) ProviderJobs(ctx context.Context, provider address.Address) (*apiserver.JobList, error) {
-	var out apiserver.JobList
+func (c *Client) ProviderJobs(ctx context.Context, provider address.Address) (*apiwire.JobList, error) {
+	var out apiwire.JobList
 	cursor := ""
 	for {
-		var page apiserver.JobList
-		path := fmt.Sprintf("/v1/providers/%s/jobs?limit=%d", provider, apiserver.MaxPageLimit)
+		var page apiwire.JobList
+		path := fmt.Sprintf("/v1/providers/%s/jobs?limit=%d", provider, apiwire.MaxPageLimit)
 		if cursor != "" {
 			path += "&cursor=" + url.QueryEscape(cursor)
 		}
@@ -399,14 +398,14 @@ func (c *Client) PostLog(ctx context.Context, key Signer, job, seq uint64, data 
 	}
 	req.Header.Set("X-Gpunet-Provider", address.FromPubKey(priv.Public().(ed25519.PublicKey)).String())
 	req.Header.Set("X-Gpunet-Seq", strconv.FormatUint(seq, 10))
-	req.Header.Set("X-Gpunet-Signature", hex.EncodeToString(ed25519.Sign(priv, apiserver.LogSignBytes(job, seq, data))))
+	req.Header.Set("X-Gpunet-Signature", hex.EncodeToString(ed25519.Sign(priv, apiwire.LogSignBytes(job, seq, data))))
 	resp, err := c.http.Do(req)
 	if err != nil {
 		return fmt.Errorf("%w at %s: %v", ErrUnreachable, c.base, err)
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusCreated {
-		var eb apiserver.ErrorBody
+		var eb apiwire.ErrorBody
 		json.NewDecoder(io.LimitReader(resp.Body, 1<<16)).Decode(&eb)
 		return &APIError{Status: resp.StatusCode, Code: eb.Code, LedgerCode: eb.LedgerCode, Msg: eb.Message}
 	}
@@ -414,8 +413,8 @@ func (c *Client) PostLog(ctx context.Context, key Signer, job, seq uint64, data 
 }
 
 // Logs returns job id's live log chunks from seq from.
-func (c *Client) Logs(ctx context.Context, job, from uint64) (*apiserver.LogPage, error) {
-	var p apiserver.LogPage
+func (c *Client) Logs(ctx context.Context, job, from uint64) (*apiwire.LogPage, error) {
+	var p apiwire.LogPage
 	_, err := c.do(ctx, http.MethodGet, fmt.Sprintf("/v1/jobs/%d/logs?from=%d", job, from), nil, &p)
 	return &p, err
 }

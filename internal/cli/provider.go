@@ -23,7 +23,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/gpunet/gpunet/internal/address"
-	"github.com/gpunet/gpunet/internal/apiserver"
+	"github.com/gpunet/gpunet/internal/apiwire"
 	"github.com/gpunet/gpunet/internal/blob"
 	"github.com/gpunet/gpunet/internal/ledger"
 	"github.com/gpunet/gpunet/internal/provider"
@@ -216,9 +216,9 @@ credentials come from Docker's config ($DOCKER_CONFIG or ~/.docker).`,
 				return fmt.Errorf("%s: %w", e.providerStatusFile(name), err)
 			}
 			out := struct {
-				Agent provider.Status         `json:"agent"`
-				Chain *apiserver.ProviderBody `json:"chain"`
-				Error string                  `json:"chain_error,omitempty"`
+				Agent provider.Status       `json:"agent"`
+				Chain *apiwire.ProviderBody `json:"chain"`
+				Error string                `json:"chain_error,omitempty"`
 			}{Agent: st}
 			if a, err := address.Parse(st.Address); err == nil {
 				if cl, err := e.client(); err != nil {
@@ -270,7 +270,7 @@ func providerPrices(all uint64, byClass map[string]uint64) map[string]uint64 {
 }
 
 // printProvider writes a provider's ledger record for people.
-func printProvider(w io.Writer, p *apiserver.ProviderBody) {
+func printProvider(w io.Writer, p *apiwire.ProviderBody) {
 	r := p.Record
 	fmt.Fprintf(w, "registered:  at height %d (updated %d), region %s, executors %s\n", r.RegisteredHeight, r.UpdatedHeight, r.Region, strings.Join(r.Executors, ","))
 	fmt.Fprintf(w, "offer:       %d× %s, %d cores, %.0f GiB RAM, %.0f GiB disk, %.3f TOPS, %.4f SYNC/h per unit\n", p.Count, p.GPU, p.CPU, p.RAM, p.Disk, p.TOPS, p.Price)

@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"github.com/gpunet/gpunet/internal/address"
-	"github.com/gpunet/gpunet/internal/apiserver"
+	"github.com/gpunet/gpunet/internal/apiwire"
 	"github.com/gpunet/gpunet/internal/ledger"
 )
 
@@ -33,7 +33,7 @@ func TestQueryProviderShowsEachDevice(t *testing.T) {
 	rec.Challenges = ledger.ChallengeRecord{Passed: 1, Failed: 1, Proven: true, ProvenGOPS: 500,
 		GPUs: []ledger.DeviceProof{{Proven: true, ProvenGOPS: 1_500_000}, {}, {}, {}}}
 	rec.HWChallenge = &ledger.HardwareChallenge{Device: 2, DeviceUUID: "GPU-bbbb", N: 64, K: 64, M: 64, ClaimedGOPS: 1_400_000, Height: 9}
-	body := apiserver.ProviderBody{Record: rec}
+	body := apiwire.ProviderBody{Record: rec}
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path != "/v1/providers/"+rec.Address.String() {
 			http.NotFound(w, r)
@@ -71,7 +71,7 @@ func TestQueryProviderShowsEachDevice(t *testing.T) {
 		t.Fatalf("the ledger counts %d GOPS, the test expects %d", got, want)
 	}
 
-	var got apiserver.ProviderBody
+	var got apiwire.ProviderBody
 	if err := json.Unmarshal([]byte(run("--output", "json")), &got); err != nil {
 		t.Fatalf("--output json: %v", err)
 	}

@@ -7,9 +7,9 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/gpunet/gpunet/internal/apiwire"
 	"github.com/gpunet/gpunet/internal/chainclient"
 	"github.com/gpunet/gpunet/internal/ledger"
-	"github.com/gpunet/gpunet/internal/validator"
 )
 
 func txCmd(e *env) *cobra.Command {
@@ -71,6 +71,6 @@ func (e *env) sendMsg(cmd *cobra.Command, from string, fee uint64, msg ledger.Ms
 	return e.print(res, func(w io.Writer) { printTxResult(w, res) })
 }
 
-func printTxResult(w io.Writer, r *validator.TxResult) {
+func printTxResult(w io.Writer, r *apiwire.TxResult) {
 	fmt.Fprintf(w, "tx %s included at height %d (code %d)\n", r.Hash, r.Height, r.Code)
 }

@@ -15,7 +15,7 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 
-	"github.com/gpunet/gpunet/internal/apiserver"
+	"github.com/gpunet/gpunet/internal/apiwire"
 	"github.com/gpunet/gpunet/internal/blob"
 	"github.com/gpunet/gpunet/internal/chainclient"
 	"github.com/gpunet/gpunet/internal/ledger"
@@ -115,7 +115,7 @@ func TestBlocksAndTxs(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	var b validator.Block
+	var b apiwire.Block
 	get(fmt.Sprintf("/v1/blocks/%d", res.Height), &b)
 	if b.Height != res.Height || b.NumTxs != 1 || len(b.Txs) != 1 || b.Time.IsZero() || len(b.Hash) != 64 {
 		t.Fatalf("block %d: %+v", res.Height, b)
@@ -124,7 +124,7 @@ func TestBlocksAndTxs(t *testing.T) {
 	if tx.Hash != res.Hash || tx.Type != "send" || tx.Sender != alice.Addr.String() || tx.Code != 0 || !strings.Contains(string(tx.Msg), `"amount":7`) {
 		t.Errorf("tx in block: %+v msg %s", tx, tx.Msg)
 	}
-	var txs apiserver.TxList
+	var txs apiwire.TxList
 	get("/v1/txs?limit=5", &txs)
 	if len(txs.Txs) != 1 || txs.Txs[0].Hash != res.Hash || txs.Txs[0].Height != res.Height || txs.NextCursor != "" {
 		t.Errorf("txs: %+v", txs)
@@ -132,7 +132,7 @@ func TestBlocksAndTxs(t *testing.T) {
 	for st, _ := cl.Status(t.Context()); st.Height < 3; st, _ = cl.Status(t.Context()) {
 		time.Sleep(20 * time.Millisecond)
 	}
-	var blocks apiserver.BlockList
+	var blocks apiwire.BlockList
 	get("/v1/blocks?limit=2", &blocks)
 	if len(blocks.Blocks) != 2 || blocks.Blocks[0].Height <= blocks.Blocks[1].Height || blocks.NextCursor == "" {
 		t.Errorf("blocks: %+v", blocks)
@@ -258,7 +258,7 @@ func TestEveryDocumentedRouteIsServed(t *testing.T) {
 				cancel()
 				t.Fatalf("%s %s: %v", method, path, err)
 			}
-			var eb apiserver.ErrorBody
+			var eb apiwire.ErrorBody
 			if resp.Header.Get("Content-Type") == "application/json" {
 				json.NewDecoder(resp.Body).Decode(&eb)
 			}

@@ -32,6 +32,7 @@ import (
 	"time"
 
 	"github.com/gpunet/gpunet/internal/apiserver"
+	"github.com/gpunet/gpunet/internal/apiwire"
 	"github.com/gpunet/gpunet/internal/chainclient"
 	"github.com/gpunet/gpunet/internal/jobclient"
 	"github.com/gpunet/gpunet/internal/jobspec"
@@ -146,12 +147,12 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 }
 
 func writeError(w http.ResponseWriter, status int, msg string) {
-	code := map[int]string{400: apiserver.CodeInvalidArgument, 404: apiserver.CodeNotFound, 413: apiserver.CodePayloadTooLarge,
-		422: apiserver.CodeTxRejected, 503: apiserver.CodeUnavailable}[status]
+	code := map[int]string{400: apiwire.CodeInvalidArgument, 404: apiwire.CodeNotFound, 413: apiwire.CodePayloadTooLarge,
+		422: apiwire.CodeTxRejected, 503: apiwire.CodeUnavailable}[status]
 	if code == "" {
-		code = apiserver.CodeInternal
+		code = apiwire.CodeInternal
 	}
-	writeJSON(w, status, apiserver.ErrorBody{Code: code, Message: msg})
+	writeJSON(w, status, apiwire.ErrorBody{Code: code, Message: msg})
 }
 
 // KeyList is GET /v1/dashboard/keys.
@@ -176,11 +177,11 @@ func (d *Dashboard) keys(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusInternalServerError, err.Error())
 		return
 	}
-	limit := apiserver.DefaultPageLimit
+	limit := apiwire.DefaultPageLimit
 	if l := r.URL.Query().Get("limit"); l != "" {
 		n, err := strconv.Atoi(l)
-		if err != nil || n < 1 || n > apiserver.MaxPageLimit {
-			writeError(w, http.StatusBadRequest, fmt.Sprintf("limit %q: want an integer from 1 to %d", l, apiserver.MaxPageLimit))
+		if err != nil || n < 1 || n > apiwire.MaxPageLimit {
+			writeError(w, http.StatusBadRequest, fmt.Sprintf("limit %q: want an integer from 1 to %d", l, apiwire.MaxPageLimit))
 			return
 		}
 		limit = n
@@ -319,7 +320,7 @@ func (d *Dashboard) submit(w http.ResponseWriter, r *http.Request) {
 	var txErr *chainclient.TxError
 	switch {
 	case errors.As(err, &txErr):
-		writeJSON(w, http.StatusUnprocessableEntity, apiserver.ErrorBody{Code: apiserver.CodeTxRejected, Message: txErr.Error(), LedgerCode: txErr.Result.Code, Tx: txErr.Result})
+		writeJSON(w, http.StatusUnprocessableEntity, apiwire.ErrorBody{Code: apiwire.CodeTxRejected, Message: txErr.Error(), LedgerCode: txErr.Result.Code, Tx: txErr.Result})
 		return
 	case err != nil:
 		writeError(w, http.StatusServiceUnavailable, "submit: "+err.Error())

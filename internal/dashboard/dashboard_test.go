@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gpunet/gpunet/internal/apiserver"
+	"github.com/gpunet/gpunet/internal/apiwire"
 	"github.com/gpunet/gpunet/internal/chainclient"
 	"github.com/gpunet/gpunet/internal/daemon"
 	"github.com/gpunet/gpunet/internal/dashboard"
@@ -187,9 +187,9 @@ func TestSubmitFromDashboard(t *testing.T) {
 	files := map[string]string{"wordcount.wasm": "../../examples/wordcount/wordcount.wasm", "input.txt": "../../examples/wordcount/input.txt"}
 	url := d.APIURL + "/v1/dashboard/jobs"
 
-	var eb apiserver.ErrorBody
+	var eb apiwire.ErrorBody
 	body, ct := form(t, "alice", string(spec), files)
-	if st := post(t, url, "", body, ct, &eb); st != 401 || eb.Code != apiserver.CodeUnauthorized {
+	if st := post(t, url, "", body, ct, &eb); st != 401 || eb.Code != apiwire.CodeUnauthorized {
 		t.Fatalf("no token: %d %+v", st, eb)
 	}
 	body, ct = form(t, "alice", string(spec), files)
@@ -207,7 +207,7 @@ func TestSubmitFromDashboard(t *testing.T) {
 		{"alice", string(spec), map[string]string{`..\\evil`: files["input.txt"]}, "want a plain file name"},
 	} {
 		body, ct := form(t, tc.key, tc.spec, tc.files)
-		if st := post(t, url, token, body, ct, &eb); st != 400 || eb.Code != apiserver.CodeInvalidArgument || !strings.Contains(eb.Message, tc.want) {
+		if st := post(t, url, token, body, ct, &eb); st != 400 || eb.Code != apiwire.CodeInvalidArgument || !strings.Contains(eb.Message, tc.want) {
 			t.Errorf("%s: %d %+v, want 400 with %q", tc.want, st, eb, tc.want)
 		}
 	}
@@ -268,9 +268,9 @@ func TestSubmitFromDashboard(t *testing.T) {
 
 func TestSubmitOffWithoutToken(t *testing.T) {
 	d, _ := startDevnet(t, 0, "")
-	var eb apiserver.ErrorBody
+	var eb apiwire.ErrorBody
 	body, ct := form(t, "alice", "name: x", nil)
-	if st := post(t, d.APIURL+"/v1/dashboard/jobs", "anything-anything", body, ct, &eb); st != 403 || eb.Code != apiserver.CodeForbidden || !strings.Contains(eb.Message, "api_token") {
+	if st := post(t, d.APIURL+"/v1/dashboard/jobs", "anything-anything", body, ct, &eb); st != 403 || eb.Code != apiwire.CodeForbidden || !strings.Contains(eb.Message, "api_token") {
 		t.Errorf("no token configured: %d %+v", st, eb)
 	}
 }

@@ -7,7 +7,7 @@ import (
 	"sort"
 	"testing"
 
-	"github.com/gpunet/gpunet/internal/apiserver"
+	"github.com/gpunet/gpunet/internal/apiwire"
 	"github.com/gpunet/gpunet/internal/ledger"
 )
 
@@ -103,7 +103,7 @@ func (a *aggregate) figures() fullWalk {
 func randomProvider(r *rand.Rand) *provider {
 	classes := []string{"RTX_4090", "A100", "H100", ledger.CPUClass}
 	p := &provider{
-		offer:   &apiserver.ProviderOffer{},
+		offer:   &apiwire.ProviderOffer{},
 		maxJobs: r.Uint64N(5),
 		jobs:    r.Uint64N(7), // sometimes above maxJobs
 	}

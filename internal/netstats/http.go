@@ -10,6 +10,7 @@ import (
 
 	"github.com/gpunet/gpunet/internal/address"
 	"github.com/gpunet/gpunet/internal/apiserver"
+	"github.com/gpunet/gpunet/internal/apiwire"
 	"github.com/gpunet/gpunet/internal/ledger"
 )
 
@@ -98,11 +99,11 @@ func (s *Stats) Routes() []apiserver.Route {
 func writeJSON(w http.ResponseWriter, status int, v any) { apiserver.WriteJSON(w, status, v) }
 
 func writeError(w http.ResponseWriter, status int, msg string) {
-	code := map[int]string{400: apiserver.CodeInvalidArgument, 404: apiserver.CodeNotFound, 503: apiserver.CodeUnavailable}[status]
+	code := map[int]string{400: apiwire.CodeInvalidArgument, 404: apiwire.CodeNotFound, 503: apiwire.CodeUnavailable}[status]
 	if code == "" {
-		code = apiserver.CodeInternal
+		code = apiwire.CodeInternal
 	}
-	writeJSON(w, status, apiserver.ErrorBody{Code: code, Message: msg})
+	writeJSON(w, status, apiwire.ErrorBody{Code: code, Message: msg})
 }
 
 func (s *Stats) serveOverview(w http.ResponseWriter, _ *http.Request) {
@@ -121,8 +122,8 @@ func pageLimit(r *http.Request, def int) (int, error) {
 		return def, nil
 	}
 	n, err := strconv.Atoi(l)
-	if err != nil || n < 1 || n > apiserver.MaxPageLimit {
-		return 0, fmt.Errorf("limit %q: want an integer from 1 to %d", l, apiserver.MaxPageLimit)
+	if err != nil || n < 1 || n > apiwire.MaxPageLimit {
+		return 0, fmt.Errorf("limit %q: want an integer from 1 to %d", l, apiwire.MaxPageLimit)
 	}
 	return n, nil
 }
@@ -142,7 +143,7 @@ func uintParam(r *http.Request, name string) (uint64, error) {
 // serveSeries: the cursor is the height after which samples start; a page
 // holds the oldest samples after it.
 func (s *Stats) serveSeries(w http.ResponseWriter, r *http.Request) {
-	limit, err := pageLimit(r, apiserver.DefaultPageLimit)
+	limit, err := pageLimit(r, apiwire.DefaultPageLimit)
 	if err != nil {
 		writeError(w, 400, err.Error())
 		return
@@ -168,7 +169,7 @@ type EventPage struct {
 }
 
 func (s *Stats) eventPage(w http.ResponseWriter, r *http.Request, keep func(*Event) bool) {
-	limit, err := pageLimit(r, apiserver.DefaultPageLimit)
+	limit, err := pageLimit(r, apiwire.DefaultPageLimit)
 	if err != nil {
 		writeError(w, 400, err.Error())
 		return

@@ -29,8 +29,8 @@ import (
 
 	"github.com/gpunet/gpunet/internal/address"
 	"github.com/gpunet/gpunet/internal/apiserver"
+	"github.com/gpunet/gpunet/internal/apiwire"
 	"github.com/gpunet/gpunet/internal/ledger"
-	"github.com/gpunet/gpunet/internal/validator"
 )
 
 // Chain is what Stats needs from a node.
@@ -38,7 +38,7 @@ type Chain interface {
 	View() (ledger.KV, func())
 	// Subscribe returns new block heights until ctx ends.
 	Subscribe(ctx context.Context, client string) (<-chan int64, error)
-	Block(ctx context.Context, height int64) (*validator.Block, error)
+	Block(ctx context.Context, height int64) (*apiwire.Block, error)
 	// Mempool returns the number of txs waiting.
 	Mempool() int
 }
@@ -85,7 +85,7 @@ type Stats struct {
 	provs     []*provider
 	agg       *aggregate // of provs
 	interned  interner   // used by load and apply only
-	offerSnap []*apiserver.ProviderOffer
+	offerSnap []*apiwire.ProviderOffer
 	series    ring[Sample]
 	events    ring[Event]
 	eventSeq  uint64
@@ -113,7 +113,7 @@ func stateIndex(s string) uint8 {
 // provider is what Stats keeps of a provider. It is replaced, never
 // modified.
 type provider struct {
-	offer   *apiserver.ProviderOffer
+	offer   *apiwire.ProviderOffer
 	asks    []ledger.Ask
 	gpus    []gpuCount // by class, sorted
 	maxJobs uint64
@@ -366,7 +366,7 @@ func (in *interner) strs(l []string) []string {
 }
 
 func (s *Stats) rebuildOffers() {
-	snap := make([]*apiserver.ProviderOffer, len(s.provs))
+	snap := make([]*apiwire.ProviderOffer, len(s.provs))
 	for i, p := range s.provs {
 		snap[i] = p.offer
 	}
@@ -421,7 +421,7 @@ func (t *touched) event(e ledger.Event) (job uint64, provs []string) {
 }
 
 // apply folds block b into the stats.
-func (s *Stats) apply(b *validator.Block) {
+func (s *Stats) apply(b *apiwire.Block) {
 	t := &touched{jobs: map[uint64]bool{}, provs: map[address.Address]bool{}}
 	var evs []Event
 	add := func(e ledger.Event, tx string) {
@@ -551,7 +551,7 @@ func (s *Stats) addTransition(id uint64, prev uint8, j *ledger.Job, height uint6
 
 // sampleOf computes the network's figures at block b; the caller holds
 // mu. recent is only touched by the goroutine that applies blocks.
-func (s *Stats) sampleOf(b *validator.Block, mempool int) Sample {
+func (s *Stats) sampleOf(b *apiwire.Block, mempool int) Sample {
 	sm := Sample{Height: uint64(b.Height), Time: b.Time, Txs: len(b.Txs), Mempool: mempool, Providers: len(s.provs), Jobs: JobCounts{}}
 	s.agg.fill(&sm)
 	for i, st := range States {
@@ -574,7 +574,7 @@ func (s *Stats) sampleOf(b *validator.Block, mempool int) Sample {
 // Offers returns every provider's list entry and the height they are
 // from; ok is false before the initial load. It is an
 // apiserver.OfferSource.
-func (s *Stats) Offers() (uint64, []*apiserver.ProviderOffer, bool) {
+func (s *Stats) Offers() (uint64, []*apiwire.ProviderOffer, bool) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	return s.height, s.offerSnap, s.ready

@@ -17,10 +17,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
-	"github.com/gpunet/gpunet/internal/apiserver"
+	"github.com/gpunet/gpunet/internal/apiwire"
 	"github.com/gpunet/gpunet/internal/ledger"
 	lt "github.com/gpunet/gpunet/internal/ledger/ledgertest"
-	"github.com/gpunet/gpunet/internal/validator"
 )
 
 // chain is an in-memory chain that keeps each block's txs, results and
@@ -31,7 +30,7 @@ type chain struct {
 	l       ledger.Ledger
 	kv      *ledger.MemKV
 	height  int64
-	blocks  []*validator.Block
+	blocks  []*apiwire.Block
 	seq     map[string]uint64
 	heights chan int64
 	mempool int
@@ -48,20 +47,20 @@ func newChain(t *testing.T, g ledger.Genesis) *chain {
 }
 
 // block applies txs as the next block and announces it.
-func (c *chain) block(txs ...[]byte) *validator.Block {
+func (c *chain) block(txs ...[]byte) *apiwire.Block {
 	c.t.Helper()
 	c.mu.Lock()
 	c.height++
 	at := lt.BlockTime(c.height)
 	b := c.l.BeginBlock(c.kv, ledger.BlockInfo{Height: c.height, Time: at, Seed: lt.BlockSeed(c.height)})
-	vb := &validator.Block{BlockHeader: validator.BlockHeader{Height: c.height, Time: at, NumTxs: len(txs), Hash: fmt.Sprintf("%064X", c.height)}, Txs: []validator.BlockTx{}}
+	vb := &apiwire.Block{BlockHeader: apiwire.BlockHeader{Height: c.height, Time: at, NumTxs: len(txs), Hash: fmt.Sprintf("%064X", c.height)}, Txs: []apiwire.BlockTx{}}
 	for i, raw := range txs {
 		r := b.DeliverTx(raw)
 		if r.Err != nil {
 			c.t.Fatalf("block %d tx %d: %v", c.height, i, r.Err)
 		}
 		h := sha256.Sum256(raw)
-		vb.Txs = append(vb.Txs, validator.BlockTx{Hash: hex.EncodeToString(h[:]), Index: i, Events: r.Events})
+		vb.Txs = append(vb.Txs, apiwire.BlockTx{Hash: hex.EncodeToString(h[:]), Index: i, Events: r.Events})
 	}
 	changes, _, err := b.End()
 	if err != nil {
@@ -88,7 +87,7 @@ func (c *chain) View() (ledger.KV, func()) {
 
 func (c *chain) Subscribe(ctx context.Context, _ string) (<-chan int64, error) { return c.heights, nil }
 
-func (c *chain) Block(_ context.Context, h int64) (*validator.Block, error) {
+func (c *chain) Block(_ context.Context, h int64) (*apiwire.Block, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if h < 1 || h > int64(len(c.blocks)) {
@@ -334,8 +333,8 @@ func TestRoutes(t *testing.T) {
 	if st := get("/v1/jobs/1/timeline", &tl); st != 200 || tl.State != ledger.JobAssigned || len(tl.Steps) != 2 || tl.Steps[1].What != "assigned" || len(tl.Observed) != 1 {
 		t.Errorf("timeline: %d %+v", st, tl)
 	}
-	var eb apiserver.ErrorBody
-	if st := get("/v1/jobs/9/timeline", &eb); st != 404 || eb.Code != apiserver.CodeNotFound {
+	var eb apiwire.ErrorBody
+	if st := get("/v1/jobs/9/timeline", &eb); st != 404 || eb.Code != apiwire.CodeNotFound {
 		t.Errorf("missing job timeline: %d %+v", st, eb)
 	}
 	var page EventPage
@@ -345,7 +344,7 @@ func TestRoutes(t *testing.T) {
 	if st := get("/v1/events?limit=1", &page); st != 200 || len(page.Events) != 1 || page.NextCursor == "" {
 		t.Errorf("events page: %d %+v", st, page)
 	}
-	if st := get("/v1/events?limit=0", &eb); st != 400 || eb.Code != apiserver.CodeInvalidArgument {
+	if st := get("/v1/events?limit=0", &eb); st != 400 || eb.Code != apiwire.CodeInvalidArgument {
 		t.Errorf("bad limit: %d %+v", st, eb)
 	}
 	var hist EventPage

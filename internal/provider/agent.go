@@ -23,7 +23,7 @@ import (
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
 
 	"github.com/gpunet/gpunet/internal/address"
-	"github.com/gpunet/gpunet/internal/apiserver"
+	"github.com/gpunet/gpunet/internal/apiwire"
 	"github.com/gpunet/gpunet/internal/blob"
 	"github.com/gpunet/gpunet/internal/chainclient"
 	"github.com/gpunet/gpunet/internal/gpu"
@@ -33,16 +33,15 @@ import (
 	"github.com/gpunet/gpunet/internal/sandbox"
 	"github.com/gpunet/gpunet/internal/sandbox/oci"
 	"github.com/gpunet/gpunet/internal/sandbox/wasm"
-	"github.com/gpunet/gpunet/internal/validator"
 )
 
 // Chain is what the agent needs from a node.
 type Chain interface {
-	Provider(ctx context.Context, a address.Address) (*apiserver.ProviderBody, error)
+	Provider(ctx context.Context, a address.Address) (*apiwire.ProviderBody, error)
 	Params(ctx context.Context) (*ledger.Params, error)
-	SendMsg(ctx context.Context, key chainclient.Signer, fee uint64, msg ledger.Msg) (*validator.TxResult, error)
-	SubmitMsg(ctx context.Context, key chainclient.Signer, fee uint64, msg ledger.Msg) (*validator.TxResult, error)
-	ProviderJobs(ctx context.Context, provider address.Address) (*apiserver.JobList, error)
+	SendMsg(ctx context.Context, key chainclient.Signer, fee uint64, msg ledger.Msg) (*apiwire.TxResult, error)
+	SubmitMsg(ctx context.Context, key chainclient.Signer, fee uint64, msg ledger.Msg) (*apiwire.TxResult, error)
+	ProviderJobs(ctx context.Context, provider address.Address) (*apiwire.JobList, error)
 	PostLog(ctx context.Context, key chainclient.Signer, job, seq uint64, data []byte) error
 }
 

@@ -6,51 +6,13 @@ import (
 	"fmt"
 	"strings"
 	"sync"
-	"time"
 
 	abci "github.com/cometbft/cometbft/abci/types"
 	cmttypes "github.com/cometbft/cometbft/types"
 
+	"github.com/gpunet/gpunet/internal/apiwire"
 	"github.com/gpunet/gpunet/internal/ledger"
 )
-
-// BlockHeader is what lists of blocks show.
-type BlockHeader struct {
-	Height   int64     `json:"height"`
-	Time     time.Time `json:"time"`
-	Hash     string    `json:"hash"`
-	Proposer string    `json:"proposer"`
-	NumTxs   int       `json:"num_txs"`
-	Size     int       `json:"size"` // bytes
-	// AppHash is the header's: the state after the previous block.
-	AppHash string `json:"app_hash"`
-}
-
-// BlockTx is one tx of a block, decoded, with its result.
-type BlockTx struct {
-	Hash     string `json:"tx_hash"`
-	Index    int    `json:"index"`
-	Type     string `json:"type"` // the message type: send, submit_job, …
-	Sender   string `json:"sender,omitempty"`
-	Sequence uint64 `json:"sequence"`
-	Fee      uint64 `json:"fee"`
-	Size     int    `json:"size"`
-	// Msg is the message as the tx carries it (JSON), absent when the tx
-	// does not decode.
-	Msg       json.RawMessage `json:"msg,omitempty"`
-	Code      uint32          `json:"code"`
-	Codespace string          `json:"codespace,omitempty"`
-	Log       string          `json:"log,omitempty"`
-	Events    []ledger.Event  `json:"events,omitempty"`
-}
-
-// Block is a block with its txs and the ledger's block-level events
-// (scheduling, challenges, deadlines, settlement).
-type Block struct {
-	BlockHeader
-	Txs    []BlockTx      `json:"txs"`
-	Events []ledger.Event `json:"events"`
-}
 
 // executedHeight is the newest block whose results are stored: the app's
 // last committed one. (CometBFT stores a block before executing it.)
@@ -62,14 +24,14 @@ func (n *Node) executedHeight() int64 {
 
 // Blocks returns up to limit block headers from height down (from the
 // latest executed when height is 0), newest first.
-func (n *Node) Blocks(ctx context.Context, height int64, limit int) ([]BlockHeader, error) {
+func (n *Node) Blocks(ctx context.Context, height int64, limit int) ([]apiwire.BlockHeader, error) {
 	bs := n.cmt.BlockStore()
 	top := n.executedHeight()
 	if height <= 0 || height > top {
 		height = top
 	}
 	base := max(bs.Base(), 1)
-	out := []BlockHeader{}
+	out := []apiwire.BlockHeader{}
 	for h := height; h >= base && len(out) < limit; h-- {
 		if err := ctx.Err(); err != nil {
 			return nil, err
@@ -83,8 +45,8 @@ func (n *Node) Blocks(ctx context.Context, height int64, limit int) ([]BlockHead
 	return out, nil
 }
 
-func headerOf(m *cmttypes.BlockMeta) BlockHeader {
-	return BlockHeader{
+func headerOf(m *cmttypes.BlockMeta) apiwire.BlockHeader {
+	return apiwire.BlockHeader{
 		Height:   m.Header.Height,
 		Time:     m.Header.Time.UTC(),
 		Hash:     m.BlockID.Hash.String(),
@@ -100,7 +62,7 @@ func headerOf(m *cmttypes.BlockMeta) BlockHeader {
 // The recent blocks asked for are kept decoded (an executed block never
 // changes, and lists of txs and the node's stats read the newest ones over
 // and over), so callers share them and must not modify them.
-func (n *Node) Block(ctx context.Context, height int64) (*Block, error) {
+func (n *Node) Block(ctx context.Context, height int64) (*apiwire.Block, error) {
 	if height > n.executedHeight() {
 		return nil, nil
 	}
@@ -121,21 +83,21 @@ const blockCacheSize = 64
 // blockCache keeps the blocks read last, by height.
 type blockCache struct {
 	mu    sync.Mutex
-	byH   map[int64]*Block
+	byH   map[int64]*apiwire.Block
 	order []int64 // oldest put first
 }
 
-func (c *blockCache) get(h int64) *Block {
+func (c *blockCache) get(h int64) *apiwire.Block {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.byH[h]
 }
 
-func (c *blockCache) put(b *Block) {
+func (c *blockCache) put(b *apiwire.Block) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.byH == nil {
-		c.byH = map[int64]*Block{}
+		c.byH = map[int64]*apiwire.Block{}
 	}
 	if _, ok := c.byH[b.Height]; ok {
 		return
@@ -148,18 +110,18 @@ func (c *blockCache) put(b *Block) {
 	c.order = append(c.order, b.Height)
 }
 
-func (n *Node) loadBlock(ctx context.Context, height int64) (*Block, error) {
+func (n *Node) loadBlock(ctx context.Context, height int64) (*apiwire.Block, error) {
 	b, m := n.cmt.BlockStore().LoadBlock(height)
 	if b == nil || m == nil {
 		return nil, nil
 	}
-	out := &Block{BlockHeader: headerOf(m), Txs: []BlockTx{}, Events: []ledger.Event{}}
+	out := &apiwire.Block{BlockHeader: headerOf(m), Txs: []apiwire.BlockTx{}, Events: []ledger.Event{}}
 	res, err := n.rpc.BlockResults(ctx, &height)
 	if err != nil {
 		return nil, fmt.Errorf("results of block %d: %w", height, err)
 	}
 	for i, raw := range b.Txs {
-		t := BlockTx{Hash: fmt.Sprintf("%X", raw.Hash()), Index: i, Size: len(raw)}
+		t := apiwire.BlockTx{Hash: fmt.Sprintf("%X", raw.Hash()), Index: i, Size: len(raw)}
 		if tx, err := ledger.DecodeTx(raw); err == nil {
 			t.Type, t.Sender, t.Sequence, t.Fee = tx.Msg.Type().String(), tx.Sender().String(), tx.Sequence, tx.Fee
 			t.Msg, _ = json.Marshal(tx.Msg)

@@ -1,15 +1,19 @@
 package validator
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/gpunet/gpunet/internal/apiwire"
+)
 
 // TestBlockCacheKeepsTheLatest: the cache answers for the blocks put last
 // and forgets the oldest beyond its size.
 func TestBlockCacheKeepsTheLatest(t *testing.T) {
 	var c blockCache
 	for h := int64(1); h <= blockCacheSize+10; h++ {
-		c.put(&Block{BlockHeader: BlockHeader{Height: h}})
+		c.put(&apiwire.Block{BlockHeader: apiwire.BlockHeader{Height: h}})
 	}
-	c.put(&Block{BlockHeader: BlockHeader{Height: blockCacheSize + 10, NumTxs: 7}}) // again: kept as first put
+	c.put(&apiwire.Block{BlockHeader: apiwire.BlockHeader{Height: blockCacheSize + 10, NumTxs: 7}}) // again: kept as first put
 	for h := int64(1); h <= blockCacheSize+10; h++ {
 		b := c.get(h)
 		if kept := h > 10; kept != (b != nil) {

@@ -26,6 +26,7 @@ import (
 
 	"github.com/gpunet/gpunet/internal/abciapp"
 	"github.com/gpunet/gpunet/internal/address"
+	"github.com/gpunet/gpunet/internal/apiwire"
 	"github.com/gpunet/gpunet/internal/ledger"
 )
 
@@ -226,29 +227,9 @@ func (n *Node) View() (ledger.KV, func()) { return n.app.View() }
 // txs waiting in the mempool.
 func (n *Node) NextSequence(addr address.Address) (uint64, error) { return n.app.NextSequence(addr) }
 
-// Status is what `gpunet status` shows.
-type Status struct {
-	ChainID         string      `json:"chain_id"`
-	Moniker         string      `json:"moniker"`
-	NodeID          string      `json:"node_id"`
-	Height          int64       `json:"height"`
-	AppHash         string      `json:"app_hash"`
-	LatestBlockTime time.Time   `json:"latest_block_time"`
-	CatchingUp      bool        `json:"catching_up"`
-	Peers           int         `json:"peers"`
-	Validators      []Validator `json:"validators"`
-}
-
-// Validator is one member of the validator set.
-type Validator struct {
-	Address     string `json:"address"`
-	PubKey      string `json:"pub_key"`
-	VotingPower int64  `json:"voting_power"`
-}
-
 // Status reports the node's view of the chain. Height and app hash are the
 // app's last committed pair: the state after executing block Height.
-func (n *Node) Status(ctx context.Context) (*Status, error) {
+func (n *Node) Status(ctx context.Context) (*apiwire.Status, error) {
 	st, err := n.rpc.Status(ctx)
 	if err != nil {
 		return nil, err
@@ -260,7 +241,7 @@ func (n *Node) Status(ctx context.Context) (*Status, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Status{
+	s := &apiwire.Status{
 		ChainID:         st.NodeInfo.Network,
 		Moniker:         st.NodeInfo.Moniker,
 		NodeID:          string(st.NodeInfo.DefaultNodeID),
@@ -276,7 +257,7 @@ func (n *Node) Status(ctx context.Context) (*Status, error) {
 		return nil, err
 	}
 	for _, v := range vals.Validators {
-		s.Validators = append(s.Validators, Validator{
+		s.Validators = append(s.Validators, apiwire.Validator{
 			Address:     v.Address.String(),
 			PubKey:      hex.EncodeToString(v.PubKey.Bytes()),
 			VotingPower: v.VotingPower,
@@ -285,39 +266,24 @@ func (n *Node) Status(ctx context.Context) (*Status, error) {
 	return s, nil
 }
 
-// TxResult is the outcome of a tx: rejected by CheckTx (Height 0) or
-// included in a block.
-type TxResult struct {
-	Hash      string         `json:"tx_hash"`
-	Height    int64          `json:"height"`
-	Code      uint32         `json:"code"`
-	Codespace string         `json:"codespace,omitempty"`
-	Log       string         `json:"log,omitempty"`
-	Events    []ledger.Event `json:"events,omitempty"`
-}
-
-// ErrDuplicateTx is returned by BroadcastTx for a tx the node has seen
-// recently (in the mempool or just committed).
-var ErrDuplicateTx = errors.New("duplicate tx")
-
 // BroadcastTx submits a tx to the mempool and returns CheckTx's verdict.
-func (n *Node) BroadcastTx(ctx context.Context, tx []byte) (*TxResult, error) {
+func (n *Node) BroadcastTx(ctx context.Context, tx []byte) (*apiwire.TxResult, error) {
 	r, err := n.rpc.BroadcastTxSync(ctx, tx)
 	var invalid mempool.ErrInvalidTx
 	switch {
 	case errors.As(err, &invalid):
-		return &TxResult{Hash: fmt.Sprintf("%X", cmttypes.Tx(tx).Hash()), Code: invalid.Code, Codespace: invalid.Codespace, Log: invalid.Log}, nil
+		return &apiwire.TxResult{Hash: fmt.Sprintf("%X", cmttypes.Tx(tx).Hash()), Code: invalid.Code, Codespace: invalid.Codespace, Log: invalid.Log}, nil
 	case errors.Is(err, mempool.ErrTxInCache):
-		return nil, fmt.Errorf("%w: tx %X was already submitted recently", ErrDuplicateTx, cmttypes.Tx(tx).Hash())
+		return nil, fmt.Errorf("%w: tx %X was already submitted recently", apiwire.ErrDuplicateTx, cmttypes.Tx(tx).Hash())
 	case err != nil:
 		return nil, err
 	}
-	return &TxResult{Hash: r.Hash.String(), Code: r.Code, Codespace: r.Codespace, Log: r.Log}, nil
+	return &apiwire.TxResult{Hash: r.Hash.String(), Code: r.Code, Codespace: r.Codespace, Log: r.Log}, nil
 }
 
 // GetTx returns an included tx's result, or nil if it is not (yet) in a
 // block.
-func (n *Node) GetTx(ctx context.Context, hash []byte) (*TxResult, error) {
+func (n *Node) GetTx(ctx context.Context, hash []byte) (*apiwire.TxResult, error) {
 	r, err := n.rpc.Tx(ctx, hash, false)
 	if err != nil {
 		if strings.Contains(err.Error(), "not found") {
@@ -325,7 +291,7 @@ func (n *Node) GetTx(ctx context.Context, hash []byte) (*TxResult, error) {
 		}
 		return nil, err
 	}
-	res := &TxResult{Hash: r.Hash.String(), Height: r.Height, Code: r.TxResult.Code, Codespace: r.TxResult.Codespace, Log: r.TxResult.Log}
+	res := &apiwire.TxResult{Hash: r.Hash.String(), Height: r.Height, Code: r.TxResult.Code, Codespace: r.TxResult.Codespace, Log: r.TxResult.Log}
 	for _, e := range r.TxResult.Events {
 		ev := ledger.Event{Type: e.Type}
 		for _, a := range e.Attributes {
@@ -337,7 +303,7 @@ func (n *Node) GetTx(ctx context.Context, hash []byte) (*TxResult, error) {
 }
 
 // WaitTx waits until the tx with hash is in a block, or ctx ends.
-func (n *Node) WaitTx(ctx context.Context, hash []byte) (*TxResult, error) {
+func (n *Node) WaitTx(ctx context.Context, hash []byte) (*apiwire.TxResult, error) {
 	delay := 10 * time.Millisecond
 	for {
 		r, err := n.GetTx(ctx, hash)
