@@ -33,7 +33,8 @@
 //   - keys.go: every key prefix, and which keys the app hash covers.
 //   - store.go: [KV], [Overlay], [MemKV]; codec.go and records_gen.go: the
 //     binary record codec; commitment.go: the lattice hash (the app hash).
-//   - invariants.go: [CheckInvariants].
+//   - invariants.go: [CheckInvariants], which runs the registered
+//     invariants, one small function each.
 //
 // Areas, each with its messages and their handlers (exec*):
 //   - accounts.go: balances and transfers (MsgSend).

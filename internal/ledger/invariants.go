@@ -8,7 +8,39 @@ import (
 	"github.com/gpunet/gpunet/internal/address"
 )
 
-// Invariants: what must hold after every block.
+// Invariants: what must hold after every block. Each is a small function
+// registered in invariants, the way a Cosmos SDK module registers its
+// invariants; CheckInvariants runs them in order. An area that adds state
+// adds the invariants that tie it to the rest here.
+
+// invariants are the registered invariants, in the order CheckInvariants
+// runs them. Each returns nil or an error wrapping ErrInternal that says
+// what is broken.
+var invariants = []func(s *invariantState) error{
+	gpuBindingsMatchProviders,
+	gpuRulingsMatchGPUs,
+	schedulerIndexMatchesProviders,
+	classSummariesMatchProviders,
+	onlineIndexMatchesProviders,
+	stakeAddsUp,
+	queueLengthMatchesQueues,
+	jobAssignmentsAreDistinct,
+	escrowCoversCharges,
+	slotsMatchAssignments,
+	jobIndexesMatchJobs,
+	escrowAddsUp,
+	unbondingAddsUp,
+	supplyAddsUp,
+}
+
+// invariantState is what the invariants read: the state, with its
+// parameters and its provider and job records decoded once for all of them.
+type invariantState struct {
+	kv        KV
+	params    Params
+	providers []*Provider // in address order
+	jobs      []*Job      // in id order
+}
 
 // CheckInvariants verifies what must hold after every block: the supply
 // equals every balance plus the treasury, the stake and the unbonding
@@ -16,11 +48,277 @@ import (
 // the online providers; the GPU bindings are exactly the online providers'
 // GPUs, none held twice; no sum overflows.
 func CheckInvariants(kv KV) error {
-	params, err := GetParams(kv)
+	s, err := readInvariantState(kv)
 	if err != nil {
 		return err
 	}
+	for _, check := range invariants {
+		if err := check(s); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func readInvariantState(kv KV) (*invariantState, error) {
+	params, err := GetParams(kv)
+	if err != nil {
+		return nil, err
+	}
+	s := &invariantState{kv: kv, params: params}
+	if err := IterateProviders(kv, func(p *Provider) bool {
+		s.providers = append(s.providers, p)
+		return true
+	}); err != nil {
+		return nil, err
+	}
+	kv.Iterate(prefixJob, prefixEnd(prefixJob), func(k, v []byte) bool {
+		j := &Job{}
+		if e := decodeRecord(v, j); e != nil || len(k) != len(prefixJob)+8 || j.ID != binary.BigEndian.Uint64(k[len(prefixJob):]) {
+			err = fmt.Errorf("invariant: job record %x unreadable or not job %d's: %w", k, j.ID, ErrInternal)
+			return false
+		}
+		s.jobs = append(s.jobs, j)
+		return true
+	})
+	return s, err
+}
+
+// gpuBindingsMatchProviders: the GPU bindings are exactly the online
+// providers' GPUs, none held twice (gpubind.go).
+func gpuBindingsMatchProviders(s *invariantState) error {
+	var bindings gpuBindingCheck
+	for _, p := range s.providers {
+		if err := bindings.add(p); err != nil {
+			return err
+		}
+	}
+	return bindings.check(s.kv)
+}
+
+// gpuRulingsMatchGPUs: a provider has a hardware-challenge ruling for each
+// of its GPUs, or none yet.
+func gpuRulingsMatchGPUs(s *invariantState) error {
+	for _, p := range s.providers {
+		if n := len(p.Challenges.GPUs); n != 0 && n != len(p.Inventory.GPUs) {
+			return fmt.Errorf("invariant: provider %s has %d GPU rulings for %d GPUs: %w", p.Address, n, len(p.Inventory.GPUs), ErrInternal)
+		}
+	}
+	return nil
+}
+
+// schedulerIndexMatchesProviders: the scheduler's index holds exactly the
+// entries the provider records call for.
+func schedulerIndexMatchesProviders(s *invariantState) error {
+	var indexed uint64
+	for _, p := range s.providers {
+		for _, e := range indexEntries(p) {
+			indexed++
+			if v := s.kv.Get(e.Key); !bytes.Equal(v, e.Value) {
+				return fmt.Errorf("invariant: scheduler index entry %x of %s is %x, want %x: %w", e.Key, p.Address, v, e.Value, ErrInternal)
+			}
+		}
+	}
+	var entries uint64
+	s.kv.Iterate(prefixProviderIndex, prefixEnd(prefixProviderIndex), func(_, _ []byte) bool { entries++; return true })
+	if entries != indexed {
+		return fmt.Errorf("invariant: scheduler index has %d entries, the provider records want %d: %w", entries, indexed, ErrInternal)
+	}
+	return nil
+}
+
+// classSummariesMatchProviders: each class summary counts the index
+// entries of its class (classes.go), and there is one for each class that
+// has entries.
+func classSummariesMatchProviders(s *invariantState) error {
+	classes := map[string]*classSummary{}
+	for _, p := range s.providers {
+		for _, e := range indexEntries(p) {
+			class := string(classOfIndexKey(e.Key))
+			if classes[class] == nil {
+				classes[class] = &classSummary{}
+			}
+			classes[class].add(e.caps, +1)
+		}
+	}
+	var err error
+	stored := 0
+	s.kv.Iterate(prefixClassCount, prefixEnd(prefixClassCount), func(k, v []byte) bool {
+		stored++
+		class := string(k[len(prefixClassCount):])
+		want := classes[class]
+		if want == nil {
+			want = &classSummary{}
+		}
+		if w := want.encode(); !bytes.Equal(v, w) {
+			err = fmt.Errorf("invariant: class %s summary is %x, the provider records want %x (%d entries): %w", class, v, w, want.entries, ErrInternal)
+			return false
+		}
+		return true
+	})
+	if err != nil {
+		return err
+	}
+	if stored != len(classes) {
+		return fmt.Errorf("invariant: %d class counts stored, the provider records want %d: %w", stored, len(classes), ErrInternal)
+	}
+	return nil
+}
+
+// onlineIndexMatchesProviders: the online index lists exactly the online
+// providers, each at its recorded position.
+func onlineIndexMatchesProviders(s *invariantState) error {
+	var online uint64
+	for _, p := range s.providers {
+		if !p.Online {
+			continue
+		}
+		online++
+		if a := s.kv.Get(onlineKey(p.OnlineIndex)); string(a) != string(p.Address[:]) {
+			return fmt.Errorf("invariant: online index %d does not point at %s: %w", p.OnlineIndex, p.Address, ErrInternal)
+		}
+	}
+	if n := OnlineCount(s.kv); n != online {
+		return fmt.Errorf("invariant: online count %d != online providers %d: %w", n, online, ErrInternal)
+	}
+	return nil
+}
+
+// stakeAddsUp: the recorded stake is the sum of the providers' stakes.
+func stakeAddsUp(s *invariantState) error {
+	var staked uint64
+	for _, p := range s.providers {
+		staked += p.Stake
+	}
+	if n := Staked(s.kv); n != staked {
+		return fmt.Errorf("invariant: recorded stake %d != sum of provider stakes %d: %w", n, staked, ErrInternal)
+	}
+	return nil
+}
+
+// queueLengthMatchesQueues: the recorded queue length counts both queues.
+func queueLengthMatchesQueues(s *invariantState) error {
+	var queued uint64
+	for _, pre := range [][]byte{prefixJobQueue, prefixVerifyQ} {
+		s.kv.Iterate(pre, prefixEnd(pre), func(_, _ []byte) bool { queued++; return true })
+	}
+	if n := QueueLen(s.kv); n != queued {
+		return fmt.Errorf("invariant: queue length %d != %d queued jobs: %w", n, queued, ErrInternal)
+	}
+	return nil
+}
+
+// jobAssignmentsAreDistinct: no provider is assigned twice to a job, and a
+// job has no more assignments than replicas, nor more replicas than
+// max_replicas (or its planned replicas, if more).
+func jobAssignmentsAreDistinct(s *invariantState) error {
+	for _, j := range s.jobs {
+		seen := map[address.Address]bool{}
+		for _, a := range j.Assignments {
+			if seen[a.Provider] {
+				return fmt.Errorf("invariant: job %d assigned twice to %s: %w", j.ID, a.Provider, ErrInternal)
+			}
+			seen[a.Provider] = true
+		}
+		if uint64(len(j.Assignments)) > j.Replicas || j.Replicas > max(s.params.MaxReplicas, j.Spec.PlannedReplicas()) {
+			return fmt.Errorf("invariant: job %d has %d assignments, wants %d replicas (at most %d): %w", j.ID, len(j.Assignments), j.Replicas, s.params.MaxReplicas, ErrInternal)
+		}
+	}
+	return nil
+}
+
+// escrowCoversCharges: an unfinished job's escrow covers what it may still
+// be charged: the planned replicas at their agreed price (at the job's
+// ceiling for those not placed yet) for their chargeable seconds (the
+// timeout, or the slot held to the grant deadline), fee included. A
+// finished job holds none.
+func escrowCoversCharges(s *invariantState) error {
+	for _, j := range s.jobs {
+		if j.Done() {
+			if j.Escrow != 0 {
+				return fmt.Errorf("invariant: finished job %d still holds escrow %d: %w", j.ID, j.Escrow, ErrInternal)
+			}
+			continue
+		}
+		secs := chargeableSeconds(&j.Spec, s.params)
+		var most, regular uint64
+		for _, a := range j.Assignments {
+			if !a.Extra {
+				regular++
+				most += mulDiv(a.PricePerHour, secs, 3600)
+			}
+		}
+		if planned := j.Spec.PlannedReplicas(); regular < planned {
+			most += mulDiv(j.Spec.MaxPricePerHour, secs, 3600) * (planned - regular)
+		}
+		if j.Escrow < most {
+			return fmt.Errorf("invariant: job %d escrow %d < %d it may still be charged: %w", j.ID, j.Escrow, most, ErrInternal)
+		}
+	}
+	return nil
+}
+
+// slotsMatchAssignments: a provider's count of running jobs is the slots
+// its assignments in unfinished jobs hold.
+func slotsMatchAssignments(s *invariantState) error {
+	slots := map[address.Address]uint64{}
+	for _, j := range s.jobs {
+		if j.Done() {
+			continue
+		}
+		for i := range j.Assignments {
+			if j.Assignments[i].holdsSlot() {
+				slots[j.Assignments[i].Provider]++
+			}
+		}
+	}
+	for _, p := range s.providers {
+		if p.Jobs != slots[p.Address] {
+			return fmt.Errorf("invariant: provider %s counts %d running jobs, its assignments hold %d slots: %w", p.Address, p.Jobs, slots[p.Address], ErrInternal)
+		}
+	}
+	return nil
+}
+
+// jobIndexesMatchJobs: see checkJobIndexes.
+func jobIndexesMatchJobs(s *invariantState) error {
+	jobs := make(map[uint64]*Job, len(s.jobs))
+	for _, j := range s.jobs {
+		jobs[j.ID] = j
+	}
+	return checkJobIndexes(s.kv, jobs)
+}
+
+// escrowAddsUp: the recorded escrow is the sum of the jobs' escrow.
+func escrowAddsUp(s *invariantState) error {
+	var escrow uint64
+	for _, j := range s.jobs {
+		escrow += j.Escrow
+	}
+	if e := Escrowed(s.kv); e != escrow {
+		return fmt.Errorf("invariant: recorded escrow %d != sum of jobs' escrow %d: %w", e, escrow, ErrInternal)
+	}
+	return nil
+}
+
+// unbondingAddsUp: the recorded unbonding total is the sum of the entries.
+func unbondingAddsUp(s *invariantState) error {
+	var unbonding uint64
+	for _, u := range GetUnbondings(s.kv, address.Address{}) {
+		unbonding += u.Amount
+	}
+	if u := UnbondingTotal(s.kv); u != unbonding {
+		return fmt.Errorf("invariant: recorded unbonding %d != sum of entries %d: %w", u, unbonding, ErrInternal)
+	}
+	return nil
+}
+
+// supplyAddsUp: the supply is every balance plus the treasury, the stake,
+// the unbonding stake and the jobs' escrow, and that sum does not
+// overflow.
+func supplyAddsUp(s *invariantState) error {
 	var total uint64
+	var err error
 	add := func(v uint64, what string) bool {
 		if total+v < total {
 			err = fmt.Errorf("invariant: overflow adding %s: %w", what, ErrInternal)
@@ -29,9 +327,7 @@ func CheckInvariants(kv KV) error {
 		total += v
 		return true
 	}
-	end := append([]byte(nil), prefixAccount...)
-	end[len(end)-1]++
-	kv.Iterate(prefixAccount, end, func(k, v []byte) bool {
+	s.kv.Iterate(prefixAccount, prefixEnd(prefixAccount), func(k, v []byte) bool {
 		addr, aerr := address.FromBytes(k[len(prefixAccount):])
 		if aerr != nil {
 			err = fmt.Errorf("invariant: bad account key %x: %w", k, ErrInternal)
@@ -44,186 +340,26 @@ func CheckInvariants(kv KV) error {
 		}
 		return add(a.Balance, "account "+addr.String())
 	})
-	if err != nil {
+	if err != nil || !add(Treasury(s.kv), "treasury") {
 		return err
 	}
-	if !add(Treasury(kv), "treasury") {
-		return err
-	}
-	var staked, online, indexed uint64
-	classes := map[string]*classSummary{}
-	var bindings gpuBindingCheck
-	if perr := IterateProviders(kv, func(p *Provider) bool {
-		staked += p.Stake
-		if err = bindings.add(p); err != nil {
-			return false
+	for _, p := range s.providers {
+		if !add(p.Stake, "stake of "+p.Address.String()) {
+			return err
 		}
-		if n := len(p.Challenges.GPUs); n != 0 && n != len(p.Inventory.GPUs) {
-			err = fmt.Errorf("invariant: provider %s has %d GPU rulings for %d GPUs: %w", p.Address, n, len(p.Inventory.GPUs), ErrInternal)
-			return false
-		}
-		for _, e := range indexEntries(p) {
-			indexed++
-			class := string(classOfIndexKey(e.Key))
-			if classes[class] == nil {
-				classes[class] = &classSummary{}
-			}
-			classes[class].add(e.caps, +1)
-			if v := kv.Get(e.Key); !bytes.Equal(v, e.Value) {
-				err = fmt.Errorf("invariant: scheduler index entry %x of %s is %x, want %x: %w", e.Key, p.Address, v, e.Value, ErrInternal)
-				return false
-			}
-		}
-		if p.Online {
-			online++
-			if a := kv.Get(onlineKey(p.OnlineIndex)); string(a) != string(p.Address[:]) {
-				err = fmt.Errorf("invariant: online index %d does not point at %s: %w", p.OnlineIndex, p.Address, ErrInternal)
-				return false
-			}
-		}
-		return add(p.Stake, "stake of "+p.Address.String())
-	}); perr != nil {
-		return perr
 	}
-	if err != nil {
-		return err
-	}
-	if err := bindings.check(kv); err != nil {
-		return err
-	}
-	if s := Staked(kv); s != staked {
-		return fmt.Errorf("invariant: recorded stake %d != sum of provider stakes %d: %w", s, staked, ErrInternal)
-	}
-	var queued uint64
-	for _, pre := range [][]byte{prefixJobQueue, prefixVerifyQ} {
-		kv.Iterate(pre, prefixEnd(pre), func(_, _ []byte) bool { queued++; return true })
-	}
-	if n := QueueLen(kv); n != queued {
-		return fmt.Errorf("invariant: queue length %d != %d queued jobs: %w", n, queued, ErrInternal)
-	}
-	var entries uint64
-	kv.Iterate(prefixProviderIndex, prefixEnd(prefixProviderIndex), func(_, _ []byte) bool { entries++; return true })
-	if entries != indexed {
-		return fmt.Errorf("invariant: scheduler index has %d entries, the provider records want %d: %w", entries, indexed, ErrInternal)
-	}
-	var cerr error
-	stored := 0
-	kv.Iterate(prefixClassCount, prefixEnd(prefixClassCount), func(k, v []byte) bool {
-		stored++
-		class := string(k[len(prefixClassCount):])
-		want := classes[class]
-		if want == nil {
-			want = &classSummary{}
-		}
-		if w := want.encode(); !bytes.Equal(v, w) {
-			cerr = fmt.Errorf("invariant: class %s summary is %x, the provider records want %x (%d entries): %w", class, v, w, want.entries, ErrInternal)
-			return false
-		}
-		return true
-	})
-	if cerr != nil {
-		return cerr
-	}
-	if stored != len(classes) {
-		return fmt.Errorf("invariant: %d class counts stored, the provider records want %d: %w", stored, len(classes), ErrInternal)
-	}
-	if n := OnlineCount(kv); n != online {
-		return fmt.Errorf("invariant: online count %d != online providers %d: %w", n, online, ErrInternal)
-	}
-	var unbonding uint64
-	for _, u := range GetUnbondings(kv, address.Address{}) {
-		unbonding += u.Amount
+	for _, u := range GetUnbondings(s.kv, address.Address{}) {
 		if !add(u.Amount, "unbonding of "+u.Address.String()) {
 			return err
 		}
 	}
-	var escrow uint64
-	var jerr error
-	slots := map[address.Address]uint64{} // job slots held, by provider
-	jobs := map[uint64]*Job{}             // for the job indexes' check
-	kv.Iterate(prefixJob, prefixEnd(prefixJob), func(k, v []byte) bool {
-		j := &Job{}
-		if e := decodeRecord(v, j); e != nil || len(k) != len(prefixJob)+8 || j.ID != binary.BigEndian.Uint64(k[len(prefixJob):]) {
-			jerr = fmt.Errorf("invariant: job record %x unreadable or not job %d's: %w", k, j.ID, ErrInternal)
-			return false
+	for _, j := range s.jobs {
+		if !add(j.Escrow, fmt.Sprintf("escrow of job %d", j.ID)) {
+			return err
 		}
-		jobs[j.ID] = j
-		escrow += j.Escrow
-		if !j.Done() {
-			for i := range j.Assignments {
-				if j.Assignments[i].holdsSlot() {
-					slots[j.Assignments[i].Provider]++
-				}
-			}
-		}
-		seen := map[address.Address]bool{}
-		for _, a := range j.Assignments {
-			if seen[a.Provider] {
-				jerr = fmt.Errorf("invariant: job %d assigned twice to %s: %w", j.ID, a.Provider, ErrInternal)
-				return false
-			}
-			seen[a.Provider] = true
-		}
-		if uint64(len(j.Assignments)) > j.Replicas || j.Replicas > max(params.MaxReplicas, j.Spec.PlannedReplicas()) {
-			jerr = fmt.Errorf("invariant: job %d has %d assignments, wants %d replicas (at most %d): %w", j.ID, len(j.Assignments), j.Replicas, params.MaxReplicas, ErrInternal)
-			return false
-		}
-		if !j.Done() {
-			// The escrow covers what the job may still be charged: the
-			// planned replicas at their agreed price (at the job's ceiling
-			// for those not placed yet) for their chargeable seconds (the
-			// timeout, or the slot held to the grant deadline), fee
-			// included.
-			secs := chargeableSeconds(&j.Spec, params)
-			var most, regular uint64
-			for _, a := range j.Assignments {
-				if !a.Extra {
-					regular++
-					most += mulDiv(a.PricePerHour, secs, 3600)
-				}
-			}
-			if planned := j.Spec.PlannedReplicas(); regular < planned {
-				most += mulDiv(j.Spec.MaxPricePerHour, secs, 3600) * (planned - regular)
-			}
-			if j.Escrow < most {
-				jerr = fmt.Errorf("invariant: job %d escrow %d < %d it may still be charged: %w", j.ID, j.Escrow, most, ErrInternal)
-				return false
-			}
-		} else if j.Escrow != 0 {
-			jerr = fmt.Errorf("invariant: finished job %d still holds escrow %d: %w", j.ID, j.Escrow, ErrInternal)
-			return false
-		}
-		return add(j.Escrow, fmt.Sprintf("escrow of job %d", j.ID))
-	})
-	if jerr != nil {
-		return jerr
 	}
-	if perr := IterateProviders(kv, func(p *Provider) bool {
-		if p.Jobs != slots[p.Address] {
-			jerr = fmt.Errorf("invariant: provider %s counts %d running jobs, its assignments hold %d slots: %w", p.Address, p.Jobs, slots[p.Address], ErrInternal)
-			return false
-		}
-		return true
-	}); perr != nil {
-		return perr
-	}
-	if jerr != nil {
-		return jerr
-	}
-	if err != nil {
-		return err
-	}
-	if err := checkJobIndexes(kv, jobs); err != nil {
-		return err
-	}
-	if e := Escrowed(kv); e != escrow {
-		return fmt.Errorf("invariant: recorded escrow %d != sum of jobs' escrow %d: %w", e, escrow, ErrInternal)
-	}
-	if u := UnbondingTotal(kv); u != unbonding {
-		return fmt.Errorf("invariant: recorded unbonding %d != sum of entries %d: %w", u, unbonding, ErrInternal)
-	}
-	if s := Supply(kv); s != total {
-		return fmt.Errorf("invariant: supply %d != balances + treasury + stake + unbonding + escrow = %d: %w", s, total, ErrInternal)
+	if n := Supply(s.kv); n != total {
+		return fmt.Errorf("invariant: supply %d != balances + treasury + stake + unbonding + escrow = %d: %w", n, total, ErrInternal)
 	}
 	return nil
 }
