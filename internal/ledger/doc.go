@@ -69,8 +69,9 @@
 // (scheduler.go), which walks the queues (jobs.go) and places each job on
 // the best providers that fit.
 //
-// Where settlement happens: settlement.go. A verdict (decide,
-// verification.go), a cancel (execCancelJob, msg_jobs.go) and an overdue
-// slot (deadlines.go, handover.go) pay through it; finishJob refunds the
-// rest of the escrow.
+// Where settlement happens: settlement.go. Every payment to a job's
+// provider goes through payAssignment, from the escrow or the treasury: a
+// verdict's (decide, verification.go), a cancel's (execCancelJob,
+// msg_jobs.go) and a held slot's (chargeHold, from deadlines.go and
+// handover.go); finishJob refunds the rest of the escrow.
 package ledger

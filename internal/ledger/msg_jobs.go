@@ -284,31 +284,21 @@ func execCancelJob(o *Overlay, from address.Address, m *MsgCancelJob, p Params, 
 		return nil, fmt.Errorf("job %d is already %s: %w", j.ID, j.State, ErrJobState)
 	}
 	// Providers that started are paid for the time they ran (what they
-	// reported, if they did), replicas the owner planned from the escrow,
-	// extra ones from the treasury.
+	// reported, if they did); those placed and not started for the slot
+	// they held (payForTime, settlement.go).
+	now := info.Time.Unix()
 	for i := range j.Assignments {
 		a := &j.Assignments[i]
-		if a.StartedAt == 0 {
-			// Placed and not started: it held its slot for this job.
-			if err := chargeHold(o, j, a, p, info.Time.Unix()); err != nil {
-				return nil, err
-			}
-			continue
+		var err error
+		switch {
+		case a.StartedAt == 0:
+			err = chargeHold(o, j, a, p, now)
+		case a.Commitment != nil || a.Result != nil:
+			err = payForTime(o, j, a, a.Metered, p)
+		default:
+			err = payForTime(o, j, a, min(uint64(max(now-a.StartedAt, 0)), j.Spec.TimeoutSeconds), p)
 		}
-		secs := min(uint64(max(info.Time.Unix()-a.StartedAt, 0)), j.Spec.TimeoutSeconds)
-		if a.Commitment != nil || a.Result != nil {
-			secs = a.Metered
-		}
-		cost := mulDiv(a.PricePerHour, secs, 3600)
-		if a.Extra {
-			if err := payFromTreasury(o, j, a, cost); err != nil {
-				return nil, err
-			}
-			continue
-		}
-		// What the escrow can still cover, fee included.
-		cost = min(cost, mulDiv(j.Escrow, 10_000, 10_000+p.ProtocolFeeBps))
-		if err := payProvider(o, j, a, cost, p); err != nil {
+		if err != nil {
 			return nil, err
 		}
 	}

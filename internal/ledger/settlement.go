@@ -36,25 +36,46 @@ func holdSeconds(a *Assignment, p Params, now int64) uint64 {
 
 // chargeHold pays a provider whose slot a job held without running it (the
 // owner did not grant the key in time, or cancelled first) for the seconds
-// it was held at its agreed price: from the escrow, with the protocol fee,
-// for a replica the owner planned; from the treasury for an audit or
-// escalation replica, as that replica's run would have been. Holding a
-// slot thus costs what running in it costs, so blocking providers is no
-// cheaper than using them.
+// it was held at its agreed price, as that replica's run would have been
+// paid (payAssignment). Holding a slot thus costs what running in it costs,
+// so blocking providers is no cheaper than using them.
 func chargeHold(o *Overlay, j *Job, a *Assignment, p Params, now int64) error {
-	cost := mulDiv(a.PricePerHour, holdSeconds(a, p, now), 3600)
+	return payForTime(o, j, a, holdSeconds(a, p, now), p)
+}
+
+// payForTime pays a's provider for secs seconds at its agreed price, for
+// time held or run rather than a result delivered: a replica the owner
+// planned gets what the job's escrow can still pay, fee included, rather
+// than the tx failing.
+func payForTime(o *Overlay, j *Job, a *Assignment, secs uint64, p Params) error {
+	cost := mulDiv(a.PricePerHour, secs, 3600)
+	if !a.Extra {
+		cost = min(cost, mulDiv(j.Escrow, 10_000, 10_000+p.ProtocolFeeBps))
+	}
+	return payAssignment(o, j, a, cost, p)
+}
+
+// payAssignment pays a's provider cost usync for its part in job j, from
+// where that replica is paid: a replica the owner planned from the job's
+// escrow, with the protocol fee on top to the treasury (the escrow must
+// cover both); an audit or escalation replica (Extra) from the treasury, as
+// far as the treasury holds. Every payment to a job's provider goes through
+// here: a verdict's (decide), a cancel's and a held slot's (payForTime).
+func payAssignment(o *Overlay, j *Job, a *Assignment, cost uint64, p Params) error {
 	if a.Extra {
-		return payFromTreasury(o, j, a, cost)
-	}
-	return payProvider(o, j, a, min(cost, mulDiv(j.Escrow, 10_000, 10_000+p.ProtocolFeeBps)), p)
-}
-
-// payProvider moves cost (capped by what the escrow holds) and its fee out
-// of the job's escrow.
-func payProvider(o *Overlay, j *Job, a *Assignment, cost uint64, p Params) error {
-	fee := mulDiv(cost, p.ProtocolFeeBps, 10_000)
-	if cost+fee > j.Escrow {
-		return fmt.Errorf("job %d: escrow %d cannot cover %d + fee %d: %w", j.ID, j.Escrow, cost, fee, ErrInternal)
+		cost = min(cost, Treasury(o))
+		setUint(o, keyTreasury, Treasury(o)-cost)
+		j.AuditCost += cost
+	} else {
+		fee := mulDiv(cost, p.ProtocolFeeBps, 10_000)
+		if cost+fee > j.Escrow {
+			return fmt.Errorf("job %d: escrow %d cannot cover %d + fee %d: %w", j.ID, j.Escrow, cost, fee, ErrInternal)
+		}
+		setUint(o, keyTreasury, Treasury(o)+fee)
+		setUint(o, keyEscrow, Escrowed(o)-cost-fee)
+		j.Escrow -= cost + fee
+		j.Cost += cost
+		j.Fee += fee
 	}
 	acct, err := GetAccount(o, a.Provider)
 	if err != nil {
@@ -68,34 +89,7 @@ func payProvider(o *Overlay, j *Job, a *Assignment, cost uint64, p Params) error
 		pr.Earned += cost
 		setProvider(o, pr)
 	}
-	setUint(o, keyTreasury, Treasury(o)+fee)
-	setUint(o, keyEscrow, Escrowed(o)-cost-fee)
-	j.Escrow -= cost + fee
-	j.Cost += cost
-	j.Fee += fee
 	a.Paid += cost
-	return nil
-}
-
-// payFromTreasury pays an audit or escalation replica, as far as the
-// treasury can.
-func payFromTreasury(o *Overlay, j *Job, a *Assignment, cost uint64) error {
-	cost = min(cost, Treasury(o))
-	acct, err := GetAccount(o, a.Provider)
-	if err != nil {
-		return err
-	}
-	acct.Balance += cost
-	setAccount(o, &acct)
-	if pr, ok, err := GetProvider(o, a.Provider); err != nil {
-		return err
-	} else if ok {
-		pr.Earned += cost
-		setProvider(o, pr)
-	}
-	setUint(o, keyTreasury, Treasury(o)-cost)
-	a.Paid += cost
-	j.AuditCost += cost
 	return nil
 }
 

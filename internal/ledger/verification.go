@@ -309,14 +309,7 @@ func decide(o *Overlay, j *Job, p Params, info BlockInfo) ([]Event, error) {
 		switch {
 		case slices.Contains(win.members, i):
 			a.Outcome = OutcomeMajority
-			cost := mulDiv(a.PricePerHour, a.Result.MeteredSeconds, 3600)
-			var err error
-			if a.Extra {
-				err = payFromTreasury(o, j, a, cost)
-			} else {
-				err = payProvider(o, j, a, cost, p)
-			}
-			if err != nil {
+			if err := payAssignment(o, j, a, mulDiv(a.PricePerHour, a.Result.MeteredSeconds, 3600), p); err != nil {
 				return nil, err
 			}
 			if n >= 2 {
