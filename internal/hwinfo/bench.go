@@ -3,10 +3,14 @@ package hwinfo
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"runtime"
 	"sync"
+	"sync/atomic"
 	"time"
+
+	"github.com/gpunet/gpunet/internal/int8gemm"
 )
 
 // Figures are one device's measured performance.
@@ -14,7 +18,7 @@ type Figures struct {
 	Device string `json:"device"` // "cpu" or "gpu:<uuid>"
 	// Int8TOPS is int8 GEMM throughput in tera-operations per second, counting
 	// a multiply-add as two operations as GPU datasheets do: 2·n³ operations
-	// per n×n GEMM (GEMMInt8), divided by seconds, divided by 10¹².
+	// per n×n×n product, divided by seconds, divided by 10¹².
 	Int8TOPS float64 `json:"int8_tops"`
 	// MemBandwidthGBs is memory bandwidth in GB/s (10⁹ bytes): bytes read plus
 	// bytes written per second while copying a buffer larger than the caches
@@ -50,8 +54,10 @@ type Benchmarker interface {
 	Run(ctx context.Context, budget time.Duration) (Figures, error)
 }
 
-// CPUBenchmarker measures the CPU with pure-Go kernels: GEMMInt8Parallel for
-// throughput and a parallel copy for memory bandwidth.
+// CPUBenchmarker measures the CPU with pure-Go kernels: for throughput,
+// package int8gemm's kernel as the CPU challenge prover runs it, so that
+// the figure a provider declares is the rate its challenges achieve; for
+// memory bandwidth, a parallel copy.
 type CPUBenchmarker struct {
 	Workers int // goroutines; ≤ 0: runtime.NumCPU()
 	// BufferBytes is the memory moved per bandwidth pass (half read, half
@@ -90,7 +96,7 @@ func (c *CPUBenchmarker) Run(ctx context.Context, budget time.Duration) (Figures
 	if maxN <= 0 {
 		maxN = 4096
 	}
-	maxN = min(maxN, MaxGEMMSize)
+	maxN = min(maxN, int8gemm.MaxK)
 
 	bw, err := memBandwidth(ctx, workers, c.bufferBytes(budget), start.Add(deadline.Sub(start)/4))
 	if err != nil {
@@ -171,20 +177,28 @@ func memBandwidth(ctx context.Context, workers, bufBytes int, deadline time.Time
 	}
 }
 
-// gemmTOPS times GEMMInt8Parallel until deadline and returns the best rate in
-// TOPS. It starts at n = 64 and doubles n while the next size should take at
-// most half the remaining time; a run the deadline cuts short is not counted.
+// gemmTOPS times int8gemm's kernel as the CPU prover runs it for a
+// challenge (package challenge/prove) and returns the best rate in TOPS:
+// B packed in panels, C computed int8gemm.RowBlock rows at a time, the
+// blocks handed to workers as they come free. Products are n×n×n cubes,
+// the shape challenge.SizeFor gives a CPU's claim, from n = 64, doubling
+// while the next size should take at most half the remaining time; a run
+// the deadline cuts short is not counted. The rate of a block hardly
+// depends on n past a few hundred (on one core of a 2-core VM: best runs
+// of 15.5–15.8 GOPS from n = 512 to 6144), so the sizes a short budget reaches give the rate of
+// a challenge's larger ones. Packing B is not timed: it is O(n²), and,
+// like the prover's expansion of A and B and hashing of C, it is what a
+// challenge's slack is for.
 func gemmTOPS(ctx context.Context, workers, maxN int, deadline time.Time) (float64, error) {
-	seedA, seedB := [32]byte{'A'}, [32]byte{'B'}
 	n := min(64, maxN)
-	a, b, c := MatrixFromSeed(seedA, n), MatrixFromSeed(seedB, n), make([]int32, n*n)
+	g := newGEMMBench(n)
 	best := 0.0
 	for {
 		// Only the first run may overrun: without it there is no figure.
 		first := best == 0
 		stop := func() bool { return ctx.Err() != nil || !first && time.Now().After(deadline) }
 		t0 := time.Now()
-		done := gemmInt8(a, b, c, n, workers, stop)
+		done := g.run(workers, stop)
 		dt := time.Since(t0)
 		if !done {
 			if err := ctx.Err(); err != nil && best == 0 {
@@ -200,11 +214,67 @@ func gemmTOPS(ctx context.Context, workers, maxN int, deadline time.Time) (float
 		switch {
 		case 2*n <= maxN && 2*8*dt <= remaining: // GEMM time grows with n³
 			n *= 2
-			a, b, c = MatrixFromSeed(seedA, n), MatrixFromSeed(seedB, n), make([]int32, n*n)
+			g = newGEMMBench(n)
 		case dt > remaining:
 			return best, nil
 		}
 	}
+}
+
+// gemmBench is one n×n×n product to time: B packed, and one block of
+// rows of A, which every block of C is computed from (the kernel's time
+// does not depend on the values).
+type gemmBench struct {
+	n int
+	b *int8gemm.PackedB
+	a []int8
+}
+
+func newGEMMBench(n int) *gemmBench {
+	r := rand.New(rand.NewPCG(uint64(n), 'B'))
+	g := &gemmBench{n: n, b: int8gemm.NewPackedB(n, n), a: make([]int8, min(n, int8gemm.RowBlock)*n)}
+	cols := make([]int8, int8gemm.PanelCols*n)
+	for p := range g.b.Panels() {
+		cols := cols[:min(int8gemm.PanelCols, n-p*int8gemm.PanelCols)*n]
+		for i := range cols {
+			cols[i] = int8(r.Uint32())
+		}
+		g.b.SetPanel(p, cols)
+	}
+	for i := range g.a {
+		g.a[i] = int8(r.Uint32())
+	}
+	return g
+}
+
+// run computes the product's n/RowBlock blocks of C on workers
+// goroutines, as the prover shares them out, polling stop before each
+// block. It returns false if stop ended it early.
+func (g *gemmBench) run(workers int, stop func() bool) bool {
+	n, rb := g.n, int8gemm.RowBlock
+	blocks := (n + rb - 1) / rb
+	var next atomic.Int64
+	var stopped atomic.Bool
+	var wg sync.WaitGroup
+	for range min(workers, blocks) {
+		wg.Go(func() {
+			c := make([]int32, rb*n)
+			for !stopped.Load() {
+				blk := int(next.Add(1) - 1)
+				if blk >= blocks {
+					return
+				}
+				if stop() {
+					stopped.Store(true)
+					return
+				}
+				rows := min(rb, n-blk*rb)
+				g.b.MulRows(c[:rows*n], g.a[:rows*n])
+			}
+		})
+	}
+	wg.Wait()
+	return !stopped.Load()
 }
 
 var _ Benchmarker = (*CPUBenchmarker)(nil)

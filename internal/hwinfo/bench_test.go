@@ -50,3 +50,17 @@ func TestCPUBenchmarkerRunErrors(t *testing.T) {
 		t.Errorf("took %v and gave %+v: the context deadline was not respected", took, f)
 	}
 }
+
+// TestGEMMBenchBlocks runs the timed product on sizes whose last block of
+// rows is short or that have fewer rows than a block, and stops it.
+func TestGEMMBenchBlocks(t *testing.T) {
+	for _, n := range []int{1, 5, 64, 100} {
+		g := newGEMMBench(n)
+		if !g.run(3, func() bool { return false }) {
+			t.Errorf("n=%d: run reported a stop that did not happen", n)
+		}
+		if g.run(3, func() bool { return true }) {
+			t.Errorf("n=%d: run ignored stop", n)
+		}
+	}
+}

@@ -7,6 +7,7 @@
 // driver is reported as a CPU-only provider rather than an error.
 //
 // Measurement is a Benchmarker per device. Figures are measured, never taken
-// from a datasheet: int8 GEMM throughput (the same computation the hardware
-// challenges use, see GEMMInt8 and MatrixFromSeed) and memory bandwidth.
+// from a datasheet: int8 GEMM throughput and memory bandwidth. The CPU's
+// throughput is that of the kernel its hardware challenges run (package
+// int8gemm), timed as the challenge prover runs it.
 package hwinfo

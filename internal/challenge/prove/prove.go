@@ -18,7 +18,12 @@ import (
 	"sync/atomic"
 
 	"github.com/gpunet/gpunet/internal/challenge"
+	"github.com/gpunet/gpunet/internal/int8gemm"
 )
+
+// Every challenge's product is exact in int8gemm's kernel: a compile
+// error here if challenge.MaxK ever exceeded the kernel's bound.
+const _ = uint(int8gemm.MaxK - challenge.MaxK)
 
 // Prover computes and commits to a challenge's product on one device.
 //
@@ -42,12 +47,14 @@ type Commitment interface {
 	Close() error
 }
 
-// CPU proves on the CPU with pure-Go kernels.
+// CPU proves on the CPU with package int8gemm's pure-Go kernel, the one
+// hwinfo's CPU benchmark times.
 type CPU struct {
 	// Workers is the number of goroutines; ≤ 0 means runtime.GOMAXPROCS(0).
 	Workers int
 	// RowBlock is the number of rows of C a goroutine computes and hashes
-	// at a time; 0 means 32. It must be even or 1.
+	// at a time; 0 means int8gemm.RowBlock (32), the block hwinfo's
+	// benchmark times. It must be even or 1.
 	RowBlock int
 }
 
@@ -71,7 +78,7 @@ func (p *CPU) Commit(ctx context.Context, c challenge.Challenge) (Commitment, er
 	}
 	rb := p.RowBlock
 	if rb == 0 {
-		rb = 32
+		rb = int8gemm.RowBlock
 	}
 	if rb < 0 || rb > 1 && rb%2 != 0 {
 		return nil, fmt.Errorf("row block %d: want 1 or a positive even number", rb)
@@ -79,12 +86,12 @@ func (p *CPU) Commit(ctx context.Context, c challenge.Challenge) (Commitment, er
 	n, k, m := c.Size.N, c.Size.K, c.Size.M
 
 	// Pack B panel by panel.
-	packed := make([]int64, panels(m)*k*kernelWords)
-	if err := parallel(ctx, workers, panels(m), func(cols []int8, p int) {
-		cols = cols[:min(panelCols, m-p*panelCols)*k]
-		g.FillColsB(cols, p*panelCols)
-		packPanel(packed[p*k*kernelWords:], cols, k)
-	}, func() []int8 { return make([]int8, panelCols*k) }); err != nil {
+	packed := int8gemm.NewPackedB(k, m)
+	if err := parallel(ctx, workers, packed.Panels(), func(cols []int8, p int) {
+		cols = cols[:min(int8gemm.PanelCols, m-p*int8gemm.PanelCols)*k]
+		g.FillColsB(cols, p*int8gemm.PanelCols)
+		packed.SetPanel(p, cols)
+	}, func() []int8 { return make([]int8, int8gemm.PanelCols*k) }); err != nil {
 		return nil, err
 	}
 
@@ -101,7 +108,7 @@ func (p *CPU) Commit(ctx context.Context, c challenge.Challenge) (Commitment, er
 		rows := min(rb, n-i0)
 		a, cc := b.a[:rows*k], b.c[:rows*m]
 		g.FillRowsA(a, i0)
-		mulRows(cc, a, packed, k, m)
+		packed.MulRows(cc, a)
 		for x := range rows * perRow {
 			leaves[i0*perRow+x] = challenge.HashLeaf((*[challenge.LeafEntries]int32)(cc[x*challenge.LeafEntries:]))
 		}
