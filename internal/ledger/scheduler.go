@@ -357,6 +357,19 @@ func unplacedReason(s *JobSpec, cands []candidate, v *verdict) string {
 	return reason
 }
 
+// code is the Quote code of what unplacedReason explains.
+func (v *verdict) code(cands []candidate) string {
+	switch {
+	case len(cands) > 0:
+		return QuoteTooFew
+	case v.classes == 0 || (v.seen == 0 && v.cheapestAbove == 0):
+		return QuoteNoOffer
+	case v.seen == 0:
+		return QuoteOverPrice
+	}
+	return QuoteNoFit
+}
+
 // Quote is what a job would get if it were submitted now.
 type Quote struct {
 	Matching     int    `json:"matching"`       // providers that can run it now
@@ -364,11 +377,34 @@ type Quote struct {
 	Replicas     uint64 `json:"replicas"`
 	// MaxCost is what the job costs if it runs to its timeout at that
 	// price, fee included; Escrow is what submitting it locks.
-	MaxCost uint64       `json:"max_cost"`
-	Escrow  uint64       `json:"escrow"`
-	Reason  string       `json:"reason,omitempty"` // why it would not be placed
-	Best    []QuoteOffer `json:"best"`
+	MaxCost uint64 `json:"max_cost"`
+	Escrow  uint64 `json:"escrow"`
+	Reason  string `json:"reason,omitempty"` // why it would not be placed, for people
+	// Code is why it would not be placed, for programs: one of the
+	// Quote* codes, "" when it would be placed.
+	Code string `json:"code,omitempty"`
+	// CheapestAsk, when it would not be placed, is the cheapest ask above
+	// its max_price_per_hour in the classes it can use (usync per hour for
+	// this job); 0 when there is none.
+	CheapestAsk uint64       `json:"cheapest_ask,omitempty"`
+	Best        []QuoteOffer `json:"best"`
 }
+
+// Why a quoted job would not be placed (Quote.Code).
+const (
+	// QuoteNoOffer: no online provider offers the job's GPU classes (or
+	// CPU capacity) at any price.
+	QuoteNoOffer = "no_offer"
+	// QuoteOverPrice: providers offer the job's classes, but every ask is
+	// above its max_price_per_hour.
+	QuoteOverPrice = "over_price"
+	// QuoteNoFit: providers ask within the price, but none of them can
+	// run the job now (hardware, region, network, stake, busy).
+	QuoteNoFit = "no_fit"
+	// QuoteTooFew: some can run it, fewer than the distinct replicas its
+	// verification needs.
+	QuoteTooFew = "too_few"
+)
 
 // QuoteOffer is one provider a job could get.
 type QuoteOffer struct {
@@ -392,7 +428,7 @@ func QuoteJob(kv KV, s *JobSpec) (*Quote, error) {
 	}
 	q := &Quote{Matching: len(cands), Replicas: s.PlannedReplicas(), Escrow: JobEscrow(s, p), Best: []QuoteOffer{}}
 	if uint64(len(cands)) < q.Replicas {
-		q.Reason = unplacedReason(s, cands, v)
+		q.Reason, q.Code, q.CheapestAsk = unplacedReason(s, cands, v), v.code(cands), v.cheapestAbove
 	}
 	for i, c := range cands {
 		if uint64(i) < q.Replicas {
