@@ -75,7 +75,7 @@ func (m *MsgSubmitJob) ValidateBasic() error {
 	if err := m.Spec.Validate(); err != nil {
 		return err
 	}
-	if m.InputBlob != "" && !blobRefRE.MatchString(m.InputBlob) {
+	if m.InputBlob != "" && !ValidBlobRef(m.InputBlob) {
 		return invalid("input_blob %q: want sha256:<64 hex>", m.InputBlob)
 	}
 	if len(m.Spec.Inputs) > 0 && m.InputBlob == "" {

@@ -58,7 +58,7 @@ func (pi *ProviderInfo) Validate() error {
 	}
 	classes := map[string]bool{CPUClass: true}
 	for i, g := range inv.GPUs {
-		if !classRE.MatchString(g.Class) {
+		if !ValidHardwareClass(g.Class) {
 			return invalid("gpus[%d].class %q: want upper-case letters, digits and _ (e.g. H100_80GB)", i, g.Class)
 		}
 		if g.VRAM == 0 {
@@ -70,7 +70,7 @@ func (pi *ProviderInfo) Validate() error {
 		if hc, ok := gpuClasses[g.Class]; ok && hc.VRAMGiB > 0 && g.VRAM > hc.VRAMGiB<<30*11/10 {
 			return invalid("gpus[%d] (%s) claims %d GiB of VRAM; that model has %d GiB", i, g.Class, g.VRAM>>30, hc.VRAMGiB)
 		}
-		if g.ComputeCap != "" && !computeCapRE.MatchString(g.ComputeCap) {
+		if g.ComputeCap != "" && !ValidComputeCap(g.ComputeCap) {
 			return invalid("gpus[%d].compute_cap %q: want MAJOR.MINOR, e.g. 9.0", i, g.ComputeCap)
 		}
 		for _, f := range [...]struct{ name, v string }{{"uuid", g.UUID}, {"serial", g.Serial}} {
@@ -105,13 +105,13 @@ func (pi *ProviderInfo) Validate() error {
 	if len(pi.Measured.Device) > maxTextLength {
 		return invalid("measured.device is longer than %d characters", maxTextLength)
 	}
-	if !regionRE.MatchString(pi.Region) {
+	if !ValidRegion(pi.Region) {
 		return invalid("region %q: want 1-32 lower-case letters, digits and -, e.g. eu or us-east", pi.Region)
 	}
 	if len(pi.Executors) == 0 {
 		return invalid("executors is empty; want some of %v", knownExecutors)
 	}
-	if pi.Network && !slices.Contains(pi.Executors, "oci") {
+	if pi.Network && !slices.Contains(pi.Executors, ExecutorOCI) {
 		return invalid("network: only oci jobs can have network access, and this provider offers no oci")
 	}
 	seen := map[string]bool{}

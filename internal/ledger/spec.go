@@ -7,7 +7,11 @@ import (
 )
 
 // The job spec's on-chain form and its rules. The ledger is the authority on
-// what a valid spec is: it checks every submitted spec with these rules.
+// what a valid spec is: it checks every submitted spec with these rules
+// (JobSpec.Validate), and jobspec, which reads the YAML a user writes,
+// checks the same rules through the names below before a spec is sent,
+// adding only what needs the YAML: the field's line and column, defaults,
+// local files, and bounds a client keeps tighter than the chain's.
 
 // JobSpec is the on-chain part of a job spec: what the scheduler matches and
 // what providers run. Inputs travel as one encrypted blob.
@@ -33,7 +37,7 @@ type JobSpec struct {
 	// (per replica).
 	MaxPricePerHour uint64 `json:"max_price_per_hour"`
 	TimeoutSeconds  uint64 `json:"timeout_seconds"`
-	Verification    string `json:"verification"` // none | spot | full
+	Verification    string `json:"verification"` // VerifyNone, VerifySpot or VerifyFull
 	Deterministic   bool   `json:"deterministic"`
 	Region          string `json:"region,omitempty"`
 	RegionRequired  bool   `json:"region_required,omitempty"`
@@ -42,12 +46,17 @@ type JobSpec struct {
 	Network bool `json:"network,omitempty"`
 }
 
-var (
-	jobNameRE   = regexp.MustCompile(`^[a-z0-9][a-z0-9._-]{0,63}$`)
-	blobRefRE   = regexp.MustCompile(`^sha256:[0-9a-f]{64}$`)
-	imageRefRE  = regexp.MustCompile(`^[a-zA-Z0-9][a-zA-Z0-9._:/-]{0,254}@sha256:[0-9a-f]{64}$`)
-	envKeyRE    = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]{0,127}$`)
-	maxJobItems = 128
+// Executors a job may name (JobSpec.Executor).
+const (
+	ExecutorWASM = "wasm" // a WebAssembly module, named by its blob
+	ExecutorOCI  = "oci"  // an OCI container image, named by digest
+)
+
+// Verification levels (JobSpec.Verification; verification.go).
+const (
+	VerifyNone = "none" // no replica is compared
+	VerifySpot = "spot" // an audit replica is drawn at random, at an adaptive rate
+	VerifyFull = "full" // two replicas from the start; needs a deterministic job
 )
 
 // MinJobDisk is the least disk, in bytes, a job may ask for: the minimum
@@ -56,10 +65,42 @@ var (
 // spec without it would leave the provider to guess.
 const MinJobDisk = 1 << 20
 
+// The other bounds of a spec.
+const (
+	MaxJobItems          = 128                    // command and args together, env entries, inputs, outputs: each
+	MaxJobCPUMilli       = 1024_000               // 1024 cores
+	MaxJobMemory         = maxRAM                 // bytes
+	MaxJobDisk           = maxDisk                // bytes
+	MaxJobGPUs           = maxGPUs                // per replica
+	MaxJobPricePerHour   = maxPriceHour * maxGPUs // usync
+	MaxJobTimeoutSeconds = 7 * 24 * 3600
+	MaxGuestPathLen      = 4096 // bytes, for inputs and outputs
+	MaxEnvKeyLen         = 128
+)
+
+var (
+	jobNameRE  = regexp.MustCompile(`^[a-z0-9][a-z0-9._-]{0,63}$`)
+	blobRefRE  = regexp.MustCompile(`^sha256:[0-9a-f]{64}$`)
+	imageRefRE = regexp.MustCompile(`^[a-zA-Z0-9][a-zA-Z0-9._:/-]{0,254}@sha256:[0-9a-f]{64}$`)
+	envKeyRE   = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+)
+
+// ValidJobName reports whether name may name a job: 1 to 64 of a-z 0-9 . _
+// -, starting with a letter or digit.
+func ValidJobName(name string) bool { return jobNameRE.MatchString(name) }
+
+// ValidBlobRef reports whether ref names a blob by its hash:
+// sha256:<64 lower-case hex digits>.
+func ValidBlobRef(ref string) bool { return blobRefRE.MatchString(ref) }
+
+// ValidEnvKey reports whether k may name an environment variable: letters,
+// digits and _, not starting with a digit, at most MaxEnvKeyLen.
+func ValidEnvKey(k string) bool { return len(k) <= MaxEnvKeyLen && envKeyRE.MatchString(k) }
+
 // PlannedReplicas is how many providers run a job of this verification
 // level from the start.
 func (s *JobSpec) PlannedReplicas() uint64 {
-	if s.Verification == "full" {
+	if s.Verification == VerifyFull {
 		return 2
 	}
 	return 1
@@ -76,10 +117,10 @@ func (s *JobSpec) Units() uint64 {
 
 // Checked reports whether replicas of the job are compared: only
 // deterministic jobs can be, and verification none opts out.
-func (s *JobSpec) Checked() bool { return s.Deterministic && s.Verification != "none" }
+func (s *JobSpec) Checked() bool { return s.Deterministic && s.Verification != VerifyNone }
 
 func checkGuestPath(field, p string) error {
-	if !strings.HasPrefix(p, "/") || strings.Contains(p, "\x00") || len(p) > 4096 {
+	if !strings.HasPrefix(p, "/") || strings.Contains(p, "\x00") || len(p) > MaxGuestPathLen {
 		return invalid("%s %q: want an absolute path", field, p)
 	}
 	for _, seg := range strings.Split(p, "/") {
@@ -92,18 +133,18 @@ func checkGuestPath(field, p string) error {
 
 // Validate checks what the ledger can check of a spec without state.
 func (s *JobSpec) Validate() error {
-	if !jobNameRE.MatchString(s.Name) {
+	if !ValidJobName(s.Name) {
 		return invalid("name %q: want 1-64 of a-z 0-9 . _ -, starting with a letter or digit", s.Name)
 	}
 	switch s.Executor {
-	case "wasm":
-		if !blobRefRE.MatchString(s.Module) {
+	case ExecutorWASM:
+		if !ValidBlobRef(s.Module) {
 			return invalid("module %q: a wasm job names its module by blob hash (sha256:<64 hex>)", s.Module)
 		}
 		if s.Image != "" {
 			return invalid("image is for oci jobs; this job's executor is wasm")
 		}
-	case "oci":
+	case ExecutorOCI:
 		if !imageRefRE.MatchString(s.Image) {
 			return invalid("image %q: an oci job names its image by digest, registry/repo@sha256:<64 hex>", s.Image)
 		}
@@ -113,11 +154,11 @@ func (s *JobSpec) Validate() error {
 	default:
 		return invalid("executor %q: want wasm or oci", s.Executor)
 	}
-	if len(s.Args)+len(s.Command) > maxJobItems || len(s.Env) > maxJobItems || len(s.Inputs) > maxJobItems || len(s.Outputs) > maxJobItems {
-		return invalid("too many args, env entries, inputs or outputs (at most %d each)", maxJobItems)
+	if len(s.Args)+len(s.Command) > MaxJobItems || len(s.Env) > MaxJobItems || len(s.Inputs) > MaxJobItems || len(s.Outputs) > MaxJobItems {
+		return invalid("too many args, env entries, inputs or outputs (at most %d each)", MaxJobItems)
 	}
 	for k := range s.Env {
-		if !envKeyRE.MatchString(k) {
+		if !ValidEnvKey(k) {
 			return invalid("env key %q: want [A-Za-z_][A-Za-z0-9_]*", k)
 		}
 	}
@@ -135,46 +176,46 @@ func (s *JobSpec) Validate() error {
 		}
 	}
 	switch {
-	case s.CPUMilli == 0 || s.CPUMilli > 1024_000:
+	case s.CPUMilli == 0 || s.CPUMilli > MaxJobCPUMilli:
 		return invalid("resources.cpu out of range (0, 1024] cores")
-	case s.Memory == 0 || s.Memory > maxRAM:
+	case s.Memory == 0 || s.Memory > MaxJobMemory:
 		return invalid("resources.memory %d bytes out of range (0, 64 TiB]", s.Memory)
 	case s.Disk < MinJobDisk:
 		return invalid("resources.disk %d bytes is below the minimum %d (1 MiB): a job's disk is the scratch space for its inputs, files and outputs, and 0 does not mean unlimited", s.Disk, MinJobDisk)
-	case s.Disk > maxDisk:
+	case s.Disk > MaxJobDisk:
 		return invalid("resources.disk %d bytes is more than 1 PiB", s.Disk)
-	case s.GPUCount > uint64(maxGPUs):
-		return invalid("resources.gpu.count %d is more than %d", s.GPUCount, maxGPUs)
+	case s.GPUCount > MaxJobGPUs:
+		return invalid("resources.gpu.count %d is more than %d", s.GPUCount, MaxJobGPUs)
 	case s.GPUCount == 0 && (len(s.GPUModels) > 0 || s.MinVRAM > 0 || s.MinComputeCap != ""):
 		return invalid("resources.gpu sets models, min_vram or min_compute_cap but count is 0")
-	case s.MinComputeCap != "" && !computeCapRE.MatchString(s.MinComputeCap):
+	case s.MinComputeCap != "" && !ValidComputeCap(s.MinComputeCap):
 		return invalid("resources.gpu.min_compute_cap %q: want MAJOR.MINOR", s.MinComputeCap)
-	case s.MaxPricePerHour == 0 || s.MaxPricePerHour > maxPriceHour*uint64(maxGPUs):
+	case s.MaxPricePerHour == 0 || s.MaxPricePerHour > MaxJobPricePerHour:
 		return invalid("max_price %d usync/hour out of range", s.MaxPricePerHour)
-	case s.TimeoutSeconds == 0 || s.TimeoutSeconds > 7*24*3600:
+	case s.TimeoutSeconds == 0 || s.TimeoutSeconds > MaxJobTimeoutSeconds:
 		return invalid("timeout %ds out of range [1s, 7 days]", s.TimeoutSeconds)
 	}
 	for _, m := range s.GPUModels {
-		if !classRE.MatchString(m) {
+		if !ValidHardwareClass(m) {
 			return invalid("resources.gpu.models: %q is not a hardware class like RTX_4090", m)
 		}
 	}
 	switch s.Verification {
-	case "none", "spot":
-	case "full":
+	case VerifyNone, VerifySpot:
+	case VerifyFull:
 		if !s.Deterministic {
 			return invalid("verification full compares replicas' outputs, so the job must be deterministic")
 		}
 	default:
 		return invalid("verification %q: want none, spot or full", s.Verification)
 	}
-	if s.Region != "" && !regionRE.MatchString(s.Region) {
+	if s.Region != "" && !ValidRegion(s.Region) {
 		return invalid("region %q: want lower-case letters, digits and -", s.Region)
 	}
 	if s.RegionRequired && s.Region == "" {
 		return invalid("region_required without a region")
 	}
-	if s.Network && s.Executor != "oci" {
+	if s.Network && s.Executor != ExecutorOCI {
 		return invalid("network: only oci jobs can have network access")
 	}
 	return nil

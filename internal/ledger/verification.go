@@ -106,10 +106,10 @@ func (*MsgRevealResult) Type() MsgType { return MsgTypeRevealResult }
 func (m *MsgRevealResult) ValidateBasic() error { return validateResult(&m.Result) }
 
 func validateResult(r *JobResult) error {
-	if !blobRefRE.MatchString(r.OutputBlob) {
+	if !ValidBlobRef(r.OutputBlob) {
 		return invalid("result.output_blob %q: want sha256:<64 hex>", r.OutputBlob)
 	}
-	if r.LogBlob != "" && !blobRefRE.MatchString(r.LogBlob) {
+	if r.LogBlob != "" && !ValidBlobRef(r.LogBlob) {
 		return invalid("result.log_blob %q: want sha256:<64 hex>", r.LogBlob)
 	}
 	if len(r.Reason) > 512 {
@@ -126,7 +126,7 @@ func afterCommits(o *Overlay, j *Job, p Params, info BlockInfo) ([]Event, error)
 	if !j.Spec.Checked() {
 		return decide(o, j, p, info)
 	}
-	if j.Spec.Verification == "spot" && !j.AuditDrawn && len(j.Assignments) > 0 {
+	if j.Spec.Verification == VerifySpot && !j.AuditDrawn && len(j.Assignments) > 0 {
 		j.AuditDrawn = true
 		a := &j.Assignments[0]
 		pr, err := mustProvider(o, a.Provider)
