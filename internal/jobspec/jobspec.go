@@ -11,7 +11,11 @@
 //
 // The package is pure apart from Load: it reads no clock and touches no
 // files, so the CLI, the API server and tests can share one definition of
-// a valid spec.
+// a valid spec. That definition is the ledger's (internal/ledger/spec.go),
+// which checks every submitted spec: this package checks the same rules
+// through the ledger's names, explains each problem in the YAML's terms,
+// and lastly asks the ledger's JobSpec.Validate about the on-chain form
+// ([Spec.LedgerSpec]).
 package jobspec
 
 import (
@@ -20,9 +24,13 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
+
+	"github.com/gpunet/gpunet/internal/ledger"
 )
 
 // Spec is a job spec. Parse returns it with defaults filled in and local
@@ -76,17 +84,17 @@ type GPU struct {
 	MinComputeCap string   `yaml:"min_compute_cap,omitempty" json:"min_compute_cap,omitempty"` // CUDA compute capability, e.g. "8.0"
 }
 
-// Values of Spec.Executor.
+// Values of Spec.Executor: the ledger's.
 const (
-	ExecutorWASM = "wasm" // a WebAssembly module run with WASI
-	ExecutorOCI  = "oci"  // an OCI container image
+	ExecutorWASM = ledger.ExecutorWASM // a WebAssembly module run with WASI
+	ExecutorOCI  = ledger.ExecutorOCI  // an OCI container image
 )
 
-// Values of Spec.Verification (DESIGN.md §5).
+// Values of Spec.Verification (DESIGN.md §5): the ledger's.
 const (
-	VerifyNone = "none" // reputation only
-	VerifySpot = "spot" // replicated at random, at an adaptive rate
-	VerifyFull = "full" // always at least two replicas; needs a deterministic job
+	VerifyNone = ledger.VerifyNone // reputation only
+	VerifySpot = ledger.VerifySpot // replicated at random, at an adaptive rate
+	VerifyFull = ledger.VerifyFull // always at least two replicas; needs a deterministic job
 )
 
 // Values of Spec.Tier.
@@ -96,8 +104,11 @@ const (
 	TierPriority = "priority"  // placed first, at a higher price
 )
 
-// Defaults and limits. The limits are within the ledger's own (a spec
-// that passes here is not refused on chain for its shape).
+// Defaults and limits. The limits are the ledger's (spec.go in
+// internal/ledger), except those a client keeps tighter than the chain
+// (MinMemory, MaxMemory, MaxDisk, MaxVRAM, MaxOutputs, MaxPriceLimit): a
+// spec that passes here is not refused on chain for its shape, and
+// Validate asks the ledger to be sure.
 const (
 	DefaultCPU          = 1.0
 	DefaultMemory       = 256 * MiB
@@ -105,19 +116,19 @@ const (
 	DefaultVerification = VerifySpot
 	DefaultTier         = TierOnDemand
 
-	MaxCPU     = 1024
+	MaxCPU     = ledger.MaxJobCPUMilli / 1000
 	MinMemory  = 1 * MiB
 	MaxMemory  = 4 * TiB
-	MinDisk    = 1 * MiB
+	MinDisk    = Bytes(ledger.MinJobDisk)
 	MaxDisk    = 64 * TiB
 	MaxVRAM    = 4 * TiB
-	MaxGPUs    = 64
-	MinTimeout = Duration(1e9)             // 1s
-	MaxTimeout = Duration(7 * 24 * 3600e9) // 7 days
-	MaxEnv     = 128
-	MaxInputs  = 128
+	MaxGPUs    = ledger.MaxJobGPUs
+	MinTimeout = Duration(1e9)                               // 1s
+	MaxTimeout = Duration(ledger.MaxJobTimeoutSeconds * 1e9) // 7 days
+	MaxEnv     = ledger.MaxJobItems
+	MaxInputs  = ledger.MaxJobItems
 	MaxOutputs = 64
-	MaxArgs    = 128 // command and args together
+	MaxArgs    = ledger.MaxJobItems // command and args together
 
 	// MaxPriceLimit bounds max_price (10^6 SYNC per hour) far above any
 	// real price, so that escrow arithmetic cannot overflow.
@@ -198,6 +209,30 @@ func (s *Spec) IsDeterministic() bool {
 	}
 	return s.Executor == ExecutorWASM
 }
+
+// LedgerSpec is the on-chain part of s (what MsgSubmitJob carries), with
+// module the blob of its sealed module; a caller that has not uploaded it
+// (a quote, a check) may pass PlaceholderModule.
+func (s *Spec) LedgerSpec(module string) ledger.JobSpec {
+	ls := ledger.JobSpec{
+		Name: s.Name, Executor: s.Executor, Module: module, Image: s.Image,
+		Command: s.Command, Args: s.Args, Env: s.Env, Outputs: s.Outputs,
+		CPUMilli: uint64(math.Ceil(s.Resources.CPU * 1000)), Memory: uint64(s.Resources.Memory), Disk: uint64(s.Resources.Disk),
+		GPUCount: uint64(s.Resources.GPU.Count), GPUModels: s.Resources.GPU.Models,
+		MinVRAM: uint64(s.Resources.GPU.MinVRAM), MinComputeCap: s.Resources.GPU.MinComputeCap,
+		MaxPricePerHour: uint64(s.MaxPrice), TimeoutSeconds: uint64(time.Duration(s.Timeout) / time.Second),
+		Verification: s.Verification, Deterministic: s.IsDeterministic(),
+		Region: s.Region, RegionRequired: s.RegionRequired, Network: s.Network,
+	}
+	for _, in := range s.Inputs {
+		ls.Inputs = append(ls.Inputs, in.Path)
+	}
+	return ls
+}
+
+// PlaceholderModule is a well-formed module blob reference that names no
+// module, for a spec's on-chain form before its module is uploaded.
+const PlaceholderModule = "sha256:0000000000000000000000000000000000000000000000000000000000000000"
 
 // LocalModule returns the module's local path; ok is false when Module is
 // a blob reference or empty.

@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/gpunet/gpunet/internal/ledger"
 )
 
 // Validate checks everything about s that does not need the filesystem,
@@ -27,6 +29,7 @@ func (s *Spec) validate() Errors {
 	v.outputs()
 	v.resources()
 	v.terms()
+	v.onChain()
 	return v.errs
 }
 
@@ -61,27 +64,24 @@ func (s *Spec) given(field string) bool {
 	return s.pos[field].given
 }
 
-var (
-	nameRE         = regexp.MustCompile(`^[a-z0-9][a-z0-9._-]{0,63}$`)
-	blobRE         = regexp.MustCompile(`^sha256:[0-9a-f]{64}$`)
-	gpuModelRE     = regexp.MustCompile(`^[A-Z0-9][A-Z0-9_]{0,31}$`)
-	computeCapRE   = regexp.MustCompile(`^[0-9]{1,2}\.[0-9]{1,2}$`)
-	regionRE       = regexp.MustCompile(`^[a-z0-9][a-z0-9-]{0,31}$`)
-	nameBadCharsRE = regexp.MustCompile(`[^a-z0-9._-]+`)
-)
+// The rules below are the ledger's (ledger.ValidJobName and the like, and
+// its bounds); what is jobspec's own is how a problem is explained: the
+// field, its line, what would be right.
+
+var nameBadCharsRE = regexp.MustCompile(`[^a-z0-9._-]+`)
 
 func (v *validator) name() {
 	name := v.s.Name
 	switch {
 	case name == "":
 		v.errorf("name", "is required: a short name for the job, e.g. name: wordcount")
-	case !nameRE.MatchString(name):
+	case !ledger.ValidJobName(name):
 		msg := fmt.Sprintf("%q is not a valid name: use 1 to 64 lower-case letters, digits, '.', '_' or '-', starting with a letter or digit", clip(name))
 		if alt := strings.TrimLeft(nameBadCharsRE.ReplaceAllString(strings.ToLower(name), "-"), "._-"); alt != "" {
 			if len(alt) > 64 {
 				alt = alt[:64]
 			}
-			if nameRE.MatchString(alt) {
+			if ledger.ValidJobName(alt) {
 				msg += fmt.Sprintf(", e.g. %q", alt)
 			}
 		}
@@ -157,13 +157,13 @@ func (v *validator) program() {
 func (v *validator) localOrBlob(field, p string) {
 	switch {
 	case IsBlobRef(p):
-		if !blobRE.MatchString(p) {
+		if !ledger.ValidBlobRef(p) {
 			v.errorf(field, "%q is not a blob reference: write sha256: followed by 64 lower-case hex digits (or ./%s for a local file of that name)", clip(p), clip(p))
 		}
 	case strings.IndexByte(p, 0) >= 0:
 		v.errorf(field, "local path %q contains a NUL byte", clip(p))
-	case len(p) > 4096:
-		v.errorf(field, "local path is %d bytes long; at most 4096 are allowed", len(p))
+	case len(p) > maxLocalPath:
+		v.errorf(field, "local path is %d bytes long; at most %d are allowed", len(p), maxLocalPath)
 	}
 }
 
@@ -180,10 +180,11 @@ func (v *validator) env() {
 	for _, k := range keys {
 		field := envField("env", k)
 		switch {
+		case ledger.ValidEnvKey(k):
 		case !identRE.MatchString(k):
 			v.errorf(field, "%q is not a valid variable name: use letters, digits and _, not starting with a digit (e.g. LANG or MY_VAR)", clip(k))
-		case len(k) > maxEnvName:
-			v.errorf(field, "the name is %d characters long; at most %d are allowed", len(k), maxEnvName)
+		default:
+			v.errorf(field, "the name is %d characters long; at most %d are allowed", len(k), ledger.MaxEnvKeyLen)
 		}
 		if strings.IndexByte(s.Env[k], 0) >= 0 {
 			v.errorf(field, "the value contains a NUL byte, which an environment variable cannot hold")
@@ -277,8 +278,8 @@ func guestPathProblem(p string) string {
 		return "is empty; write an absolute path such as /out"
 	case strings.ContainsFunc(p, func(r rune) bool { return r < 0x20 || r == 0x7f }):
 		return fmt.Sprintf("%q contains a control character", clip(p))
-	case len(p) > 4096:
-		return fmt.Sprintf("is %d bytes long; at most 4096 are allowed", len(p))
+	case len(p) > ledger.MaxGuestPathLen:
+		return fmt.Sprintf("is %d bytes long; at most %d are allowed", len(p), ledger.MaxGuestPathLen)
 	case !strings.HasPrefix(p, "/"):
 		msg := fmt.Sprintf("%q is not absolute: paths in the job's filesystem start with /", clip(p))
 		if c := path.Clean(p); c != ".." && !strings.HasPrefix(c, "../") {
@@ -337,7 +338,7 @@ func (v *validator) resources() {
 			v.errorf(field, "is empty; write a hardware class such as RTX_4090 or A100_80GB")
 		case n == "CPU":
 			v.errorf(field, "cpu is not a GPU class; a CPU-only job sets gpu.count: 0")
-		case !gpuModelRE.MatchString(n):
+		case !ledger.ValidHardwareClass(n):
 			v.errorf(field, "%q is not a hardware class: use up to 32 letters, digits and _, e.g. RTX_4090 or A100_80GB (see gpunet offers)", clip(m))
 		case n != m:
 			v.errorf(field, "%q is written %q", clip(m), clip(n))
@@ -348,7 +349,7 @@ func (v *validator) resources() {
 	if g.MinVRAM != 0 {
 		v.size("resources.gpu.min_vram", g.MinVRAM, MinMemory, MaxVRAM, "24GiB")
 	}
-	if c := g.MinComputeCap; c != "" && !computeCapRE.MatchString(c) {
+	if c := g.MinComputeCap; c != "" && !ledger.ValidComputeCap(c) {
 		v.errorf("resources.gpu.min_compute_cap", `%q is not a compute capability: write major.minor, e.g. "8.0" or "8.6"`, clip(c))
 	}
 }
@@ -403,9 +404,9 @@ func (v *validator) terms() {
 		}
 	}
 
-	if s.Region != "" && !regionRE.MatchString(s.Region) {
+	if s.Region != "" && !ledger.ValidRegion(s.Region) {
 		msg := fmt.Sprintf("%q is not a region: use up to 32 lower-case letters, digits and '-', e.g. eu or us-east", clip(s.Region))
-		if lower := strings.ToLower(s.Region); regionRE.MatchString(lower) {
+		if lower := strings.ToLower(s.Region); ledger.ValidRegion(lower) {
 			msg += fmt.Sprintf(" (write %q)", lower)
 		}
 		v.errorf("region", "%s", msg)
@@ -415,6 +416,25 @@ func (v *validator) terms() {
 	}
 	if s.Network && s.Executor == ExecutorWASM {
 		v.errorf("network", "is true, but wasm jobs have no network: use executor: oci, or remove network")
+	}
+}
+
+// onChain asks the ledger, the authority, about the spec's on-chain form
+// once every check above passed. Those checks explain each of the ledger's
+// rules in the YAML's terms, so this finds nothing unless the two drift
+// apart; then the spec is refused here, with the ledger's words, rather
+// than on chain.
+func (v *validator) onChain() {
+	if len(v.errs) > 0 {
+		return
+	}
+	module := v.s.Module
+	if _, local := v.s.LocalModule(); local {
+		module = PlaceholderModule // its blob exists only once it is sealed and uploaded
+	}
+	ls := v.s.LedgerSpec(module)
+	if err := ls.Validate(); err != nil {
+		v.errs = append(v.errs, &Error{Msg: "the ledger would refuse this spec: " + err.Error()})
 	}
 }
 
@@ -434,20 +454,19 @@ func (v *validator) oneOf(field, value string, values []string) {
 	v.errorf(field, "%s", msg)
 }
 
-// Image references, after the grammar of distribution/reference: an
-// optional registry host, lower-case path components, an optional tag, and
-// the digest this network insists on.
-var (
-	imageNameRE = regexp.MustCompile(`^` +
-		`(?:[a-zA-Z0-9](?:[a-zA-Z0-9-]*[a-zA-Z0-9])?(?:\.[a-zA-Z0-9](?:[a-zA-Z0-9-]*[a-zA-Z0-9])?)*(?::[0-9]+)?/)?` +
-		`[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*(?:/[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*)*` +
-		`(?::[A-Za-z0-9_][A-Za-z0-9_.-]{0,127})?$`)
-	imageDigestRE = regexp.MustCompile(`^sha256:[0-9a-f]{64}$`)
-)
+// imageNameRE is an image reference before its digest, after the grammar
+// of distribution/reference: an optional registry host, lower-case path
+// components and an optional tag. It is stricter than the ledger's check,
+// which a reference it accepts always passes; the digest is the ledger's
+// (ledger.ValidBlobRef).
+var imageNameRE = regexp.MustCompile(`^` +
+	`(?:[a-zA-Z0-9](?:[a-zA-Z0-9-]*[a-zA-Z0-9])?(?:\.[a-zA-Z0-9](?:[a-zA-Z0-9-]*[a-zA-Z0-9])?)*(?::[0-9]+)?/)?` +
+	`[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*(?:/[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*)*` +
+	`(?::[A-Za-z0-9_][A-Za-z0-9_.-]{0,127})?$`)
 
 const (
-	maxImageName = 255 // the reference before @sha256:…
-	maxEnvName   = 128
+	maxImageName = 255  // the reference before @sha256:…
+	maxLocalPath = 4096 // module and inputs[].from on this machine
 )
 
 // DigestHint says how to find an image's digest; error messages about
@@ -471,7 +490,7 @@ func imageProblem(ref string) string {
 		return fmt.Sprintf("%q is not pinned by digest; write %s@sha256:<64 hex digits> so that every provider runs the same bytes (%s)",
 			ref, bare, strings.ReplaceAll(DigestHint, "REF", name))
 	}
-	if !imageDigestRE.MatchString(digest) {
+	if !ledger.ValidBlobRef(digest) {
 		return fmt.Sprintf("%q has a bad digest %q: write sha256: followed by 64 lower-case hex digits (%s)", ref, clip(digest), strings.ReplaceAll(DigestHint, "REF", name))
 	}
 	return ""
