@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/gpunet/gpunet/internal/bench"
+	"github.com/gpunet/gpunet/internal/bench/verifybench"
 )
 
 func benchCmd(e *env) *cobra.Command {
@@ -514,7 +515,7 @@ func printContainer(w io.Writer, r *bench.ContainerResult) {
 }
 
 func benchVerifyCmd(e *env) *cobra.Command {
-	var o bench.VerifyOptions
+	var o verifybench.Options
 	c := &cobra.Command{
 		Use:   "verify",
 		Short: "Simulate Proof of Sync over many jobs through the real ledger: verification overhead, how fast cheaters are caught",
@@ -539,41 +540,24 @@ proved on this CPU and verified as a validator does (target: verification
 			if e.output != "json" {
 				o.Progress = e.stderr
 			}
-			res, err := bench.RunVerify(cmd.Context(), o)
+			res, err := verifybench.Run(cmd.Context(), o)
 			if err != nil {
 				return err
 			}
-			return e.print(res, func(w io.Writer) { printVerify(w, res) })
+			return e.print(res, func(w io.Writer) { res.WriteText(w) })
 		},
 	}
 	f := c.Flags()
-	f.IntVar(&o.Providers, "providers", bench.DefaultVerifyProviders, "providers")
-	f.IntVar(&o.Jobs, "jobs", bench.DefaultVerifyJobs, "spot jobs submitted")
-	f.IntVar(&o.BlockJobs, "block-jobs", bench.DefaultVerifyBlockJobs, "jobs submitted per block")
-	f.IntVar(&o.Cheaters, "cheaters", bench.DefaultVerifyCheaters, "cheating providers")
-	f.Float64Var(&o.CheatRate, "cheat-rate", bench.DefaultVerifyCheatRate, "share of its results a cheater falsifies")
-	f.Uint64Var(&o.CheaterSlots, "cheater-slots", bench.DefaultCheaterSlots, "jobs a cheater runs at once (honest providers: 4)")
-	f.Uint64Var(&o.Seed, "seed", 1, "seed of the market")
+	f.IntVar(&o.Providers, "providers", verifybench.DefaultProviders, "providers")
+	f.IntVar(&o.Jobs, "jobs", verifybench.DefaultJobs, "spot jobs submitted")
+	f.IntVar(&o.BlockJobs, "block-jobs", verifybench.DefaultBlockJobs, "jobs submitted per block")
+	f.IntVar(&o.Cheaters, "cheaters", verifybench.DefaultCheaters, "cheating providers")
+	f.Float64Var(&o.CheatRate, "cheat-rate", verifybench.DefaultCheatRate, "share of its results a cheater falsifies")
+	f.Uint64Var(&o.CheaterSlots, "cheater-slots", verifybench.DefaultCheaterSlots, "jobs a cheater runs at once (honest providers: 4)")
+	f.Uint64Var(&o.Seed, "seed", verifybench.DefaultSeed, "seed of the market")
 	f.Uint64Var(&o.ChallengeGOPS, "challenge-gops", 0, "claim the measured hardware challenge is sized for (default: what this machine measures)")
-	f.Uint64Var(&o.ChallengeMillis, "challenge-ms", 2000, "compute time of that challenge at the claim")
+	f.Uint64Var(&o.ChallengeMillis, "challenge-ms", verifybench.DefaultChallengeMillis, "compute time of that challenge at the claim")
 	return c
-}
-
-func printVerify(w io.Writer, r *bench.VerifyResult) {
-	fmt.Fprintf(w, "gpunet bench verify  %s\n", r.Date.Format(time.RFC3339))
-	fmt.Fprintf(w, "%d providers, %d cheating on %.0f%% of their results; %d of %d spot jobs finished in %d blocks (%d txs, %d refused) in %.0fs\n\n",
-		r.Providers, r.Cheaters, 100*r.CheatRate, r.Finished, r.Jobs, r.Blocks, r.Txs, r.TxsFailed, r.ElapsedS)
-	fmt.Fprintf(w, "extra compute for verification  %.1f%% (%d audit/escalation replicas for %d asked for; %.1f%% for honest providers past 100 jobs)  target <= 10%%: %s\n",
-		100*r.ExtraFraction, r.ExtraReplicas, r.RegularReplicas, 100*r.SteadyExtraFraction, met(r.ExtraFraction <= 0.10))
-	fmt.Fprintf(w, "jobs audited %d, escalated %d, no majority %d\n", r.AuditedJobs, r.EscalatedJobs, r.NoMajorityJobs)
-	fmt.Fprintf(w, "wrong results committed %d, delivered to owners %d\n", r.CheatedResults, r.WrongDelivered)
-	fmt.Fprintf(w, "cheaters: %d caught of %d (median %.0f jobs each), first catch at job %.0f (median), %.1f wrong results delivered before it (mean)\n",
-		r.CaughtCheaters, r.Cheaters, r.CheaterJobsMedian, r.FirstCatchP50, r.WrongBeforeCatch)
-	fmt.Fprintf(w, "caught within 1313 jobs: %d of %d observable (%.1f%%); per falsified result caught %.1f%% → derived %.2f%%; analytic bound %.2f%%  target >= 99%%: %s\n",
-		r.CaughtWithin, r.CheatersObservable, 100*r.CaughtWithinRate, 100*r.CatchPerCheat, 100*r.DerivedCatchRate, 100*r.AnalyticBound, met(r.DerivedCatchRate >= 0.99))
-	fmt.Fprintf(w, "honest providers slashed: %d\n", r.HonestSlashed)
-	fmt.Fprintf(w, "hardware challenge %s for a %d-GOPS claim: proof %.0f ms on this CPU, verification %.2f ms, ratio %.1e  target <= 1e-3: %s\n",
-		r.ChallengeSize, r.ChallengeClaimGOPS, r.ChallengeProveMs, r.ChallengeVerifyMs, r.ChallengeRatio, met(r.ChallengeRatio <= 1e-3))
 }
 
 func benchAPICmd(e *env) *cobra.Command {

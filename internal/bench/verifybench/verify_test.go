@@ -1,4 +1,4 @@
-package bench
+package verifybench
 
 import (
 	"testing"
@@ -9,7 +9,7 @@ import (
 // wrong result is delivered by a provider still in its warm-up (all of
 // whose jobs are audited).
 func TestVerifySmall(t *testing.T) {
-	res, err := RunVerify(t.Context(), VerifyOptions{Providers: 40, Jobs: 3000, BlockJobs: 60, Cheaters: 4, CheatRate: 0.1, ChallengeGOPS: 2, ChallengeMillis: 100})
+	res, err := Run(t.Context(), Options{Providers: 40, Jobs: 3000, BlockJobs: 60, Cheaters: 4, CheatRate: 0.1, ChallengeGOPS: 2, ChallengeMillis: 100})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -32,7 +32,7 @@ func TestVerifySmall(t *testing.T) {
 }
 
 func TestVerifyOptionsValidate(t *testing.T) {
-	for _, o := range []VerifyOptions{{Providers: 2}, {Cheaters: 2000}, {CheatRate: 2}, {Jobs: -1}, {ChallengeMillis: 100_000}} {
+	for _, o := range []Options{{Providers: 2}, {Cheaters: 2000}, {CheatRate: 2}, {Jobs: -1}, {ChallengeMillis: 100_000}} {
 		if err := o.Validate(); err == nil {
 			t.Errorf("%+v accepted", o)
 		}
