@@ -41,7 +41,6 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -91,10 +90,7 @@ type Executor struct {
 	lock     *os.File
 	seq      atomic.Uint64
 
-	mu      sync.Mutex
-	closed  bool
-	closing chan struct{}
-	running sync.WaitGroup
+	life sandbox.Lifecycle
 }
 
 var _ sandbox.Executor = (*Executor)(nil)
@@ -133,7 +129,7 @@ func New(ctx context.Context, o Options) (*Executor, error) {
 	}
 	e := &Executor{
 		o: o, caps: caps, store: store, rt: &runc{path: caps.Runc, root: filepath.Join(dir, "runc")},
-		instance: newID(8), closing: make(chan struct{}),
+		instance: newID(8), life: sandbox.Lifecycle{Name: Name},
 	}
 	e.cleanStale(ctx)
 	e.runDir = filepath.Join(dir, "run", e.instance)
@@ -164,15 +160,9 @@ func (e *Executor) Store() *Store { return e.store }
 // Close kills the containers still running, waits for their runs to end,
 // and releases the executor. The image cache stays.
 func (e *Executor) Close() error {
-	e.mu.Lock()
-	if e.closed {
-		e.mu.Unlock()
+	if !e.life.Close() {
 		return nil
 	}
-	e.closed = true
-	close(e.closing)
-	e.mu.Unlock()
-	e.running.Wait()
 	e.store.Close()
 	os.RemoveAll(e.runDir)
 	os.Remove(e.lock.Name())
@@ -240,37 +230,9 @@ func (e *Executor) Run(ctx context.Context, job *sandbox.Job, logs io.Writer) (*
 	if _, err := ParseRef(job.Image); err != nil {
 		return nil, fmt.Errorf("%w: Image: %v", sandbox.ErrInvalidJob, err)
 	}
-	e.mu.Lock()
-	if e.closed {
-		e.mu.Unlock()
-		return nil, errors.New("oci: executor closed")
-	}
-	e.running.Add(1)
-	e.mu.Unlock()
-	defer e.running.Done()
-
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	defer context.AfterFunc(ctxOf(e.closing), cancel)()
-
-	res := &sandbox.Result{ExitCode: -1, Started: time.Now()}
-	out := sandbox.NewLogWriter(logs, sandbox.DefaultLogBytes)
-	if err := e.run(ctx, job, out, res); err != nil {
-		return nil, err
-	}
-	if err := sandbox.Finish(job, res); err != nil {
-		return nil, err
-	}
-	return res, nil
-}
-
-func ctxOf(done <-chan struct{}) context.Context {
-	ctx, cancel := context.WithCancel(context.Background())
-	go func() {
-		<-done
-		cancel()
-	}()
-	return ctx
+	return e.life.Run(ctx, job, logs, func(ctx context.Context, out *sandbox.LogWriter, res *sandbox.Result) error {
+		return e.run(ctx, job, out, res)
+	})
 }
 
 // fail marks res as a failure of the job's own making.

@@ -1,8 +1,6 @@
 package wasm
 
 import (
-	"context"
-	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -12,18 +10,11 @@ import (
 	"os"
 	"runtime/debug"
 	"slices"
-	"strings"
 	"sync"
 	"time"
 
-	"github.com/tetratelabs/wazero"
-	"github.com/tetratelabs/wazero/api"
-	"github.com/tetratelabs/wazero/experimental"
-	"github.com/tetratelabs/wazero/experimental/sysfs"
-	"github.com/tetratelabs/wazero/imports/wasi_snapshot_preview1"
-	"github.com/tetratelabs/wazero/sys"
-
 	"github.com/gpunet/gpunet/internal/sandbox"
+	"github.com/gpunet/gpunet/internal/sandbox/wasm/wasi"
 )
 
 // The sandbox process.
@@ -40,7 +31,7 @@ import (
 //   - The parent starts the child with ChildEnv=ChildEnvValue in its
 //     environment, in a process group of its own.
 //   - fd 0: the parent writes two JSON values, a childPrepare (which
-//     module) and a childJob (what to run it on), and keeps the pipe open
+//     module, which engine) and a childJob (what to run it on), and keeps the pipe open
 //     for the whole run. The child loads the module as soon as it has read
 //     the first, so a spare child (see WithSpares) can wait for its job
 //     with the module ready. At EOF (the parent is gone) the child exits.
@@ -73,7 +64,7 @@ const (
 )
 
 // childProtocol is the version of the messages below.
-const childProtocol = 1
+const childProtocol = 2
 
 // The child's fds beyond stdio: the parent's cmd.ExtraFiles.
 const (
@@ -102,8 +93,10 @@ type childPrepare struct {
 	// ModuleSHA256 is the hex SHA-256 of the bytes the parent read, which
 	// the child checks.
 	ModuleSHA256 string `json:"module_sha256,omitempty"`
-	// CacheDir is the wazero compilation cache directory ("": none).
+	// CacheDir is the compiled-module cache directory ("": none).
 	CacheDir string `json:"cache_dir,omitempty"`
+	// Engine is the engine to compile and run the module with.
+	Engine string `json:"engine"`
 }
 
 // childJob is the second message to the child: the run.
@@ -130,7 +123,7 @@ type childMessage struct {
 	// Error is a failure on the provider's side (the module or the cache
 	// unreadable): Run returns it as an error rather than a Result.
 	Error string `json:"error,omitempty"`
-	// Compiled is true when the module compiled (into the disk cache).
+	// Compiled is true when the module compiled (or came from the cache).
 	Compiled bool `json:"compiled,omitempty"`
 	// ExitCode, Failed and Reason are as in sandbox.Result.
 	ExitCode int    `json:"exit_code,omitempty"`
@@ -225,18 +218,50 @@ func ChildMain(stdin io.Reader, stdout, stderr io.Writer) int {
 	return 0
 }
 
+// An engine compiles modules and runs them, in the sandbox process. Each
+// binds wasi.Funcs as the module's WASI imports, so that every engine
+// shows a job the same world.
+type engine interface {
+	// prepare compiles bin, or loads it from the compiled-module cache in
+	// cacheDir ("": none). A non-nil message is the result of a failure.
+	prepare(bin []byte, cacheDir string) (program, *childMessage)
+}
+
+// A program is a module compiled by an engine, ready to run once.
+type program interface {
+	// run instantiates the module and runs its _start with sys as its
+	// WASI, within limit bytes of linear memory. started is called just
+	// before instantiation (the job's clock starts there), grew with each
+	// new peak of linear memory while it runs.
+	run(sys *wasi.System, limit uint64, started func(), grew func(peak uint64)) outcome
+}
+
+// outcome is how a run ended, as an engine tells it.
+type outcome struct {
+	// exited: the guest returned from _start (code 0) or called
+	// proc_exit (code).
+	exited bool
+	code   int32
+	// trap is the trap's message ("unreachable", "out of bounds memory
+	// access"), trace its stack trace for the log.
+	trap, trace string
+	// invalid is why the module could not be instantiated.
+	invalid string
+	// oom: the memory limit refused the guest memory.
+	oom  bool
+	peak uint64
+}
+
 // guest is a module compiled and ready to run.
 type guest struct {
-	rt        wazero.Runtime
-	mod       wazero.CompiledModule
+	prog      program
 	compileNS int64
 }
 
-// prepare loads the module and compiles it (or loads it from the cache). A
-// non-nil message is the result of a failure.
+// prepare reads the module and has the engine compile it. A non-nil
+// message is the result of a failure.
 func prepare(req *childPrepare) (*guest, *childMessage) {
 	res := &childMessage{ExitCode: -1}
-	ctx := context.Background()
 	bin, err := readModule(req)
 	if err != nil {
 		res.Error = err.Error()
@@ -248,34 +273,20 @@ func prepare(req *childPrepare) (*guest, *childMessage) {
 			return nil, res
 		}
 	}
-	var cache wazero.CompilationCache
-	if req.CacheDir == "" {
-		cache = wazero.NewCompilationCache()
-	} else if cache, err = wazero.NewCompilationCacheWithDir(req.CacheDir); err != nil {
-		res.Error = "compilation cache: " + err.Error()
-		return nil, res
-	}
-	// No WithCloseOnContextDone: the parent stops a guest by killing this
-	// process, so the compiled code needs no termination checks. The
-	// runtime's memory limit is wasm32's whole 4 GiB; the job's limit is
-	// enforced by a memoryCap (see env.go), which tells us when the job
-	// ran out of memory.
-	cfg := wazero.NewRuntimeConfig().
-		WithCompilationCache(cache).
-		WithMemoryLimitPages(65536)
-	rt := wazero.NewRuntimeWithConfig(ctx, cfg)
-	if _, err := wasi_snapshot_preview1.Instantiate(ctx, rt); err != nil {
-		res.Error = "instantiate WASI: " + err.Error()
+	eng := engines[req.Engine]
+	if eng == nil {
+		res.Error = fmt.Sprintf("engine %q is not built into this program", req.Engine)
 		return nil, res
 	}
 	t0 := time.Now()
-	mod, err := rt.CompileModule(ctx, bin)
-	res.CompileNS = time.Since(t0).Nanoseconds()
-	if err != nil {
-		res.Failed, res.Reason = true, "invalid module: "+err.Error()
-		return nil, res
+	prog, msg := eng.prepare(bin, req.CacheDir)
+	clear(bin) // the plaintext module is no longer needed
+	if msg != nil {
+		msg.ExitCode = -1
+		msg.CompileNS = time.Since(t0).Nanoseconds()
+		return nil, msg
 	}
-	return &guest{rt: rt, mod: mod, compileNS: res.CompileNS}, nil
+	return &guest{prog: prog, compileNS: time.Since(t0).Nanoseconds()}, nil
 }
 
 func readModule(req *childPrepare) ([]byte, error) {
@@ -306,147 +317,108 @@ func readModule(req *childPrepare) ([]byte, error) {
 // run runs the guest on job and says what happened.
 func (g *guest) run(job *childJob, logs *sandbox.LogWriter, rep *reporter) *childMessage {
 	res := &childMessage{ExitCode: -1, Compiled: true, CompileNS: g.compileNS}
-	fail := func(reason string) *childMessage {
-		res.Failed, res.Reason = true, reason
-		return res
-	}
-	ctx := context.Background()
-	mod := g.mod
-	if _, ok := mod.ExportedFunctions()["_start"]; !ok {
-		return fail("invalid module: no _start function (not a WASI command)")
-	}
 	memLimit := job.MemoryBytes
-	for _, m := range slices.Concat(mod.ImportedMemories(), exportedMemories(mod)) {
-		if need := uint64(m.Min()) << 16; need > memLimit {
-			res.PeakMemoryBytes = need
-			res.OOM = true
-			return fail(sandbox.OOMReason(memLimit))
-		}
-	}
 
 	// This process runs one job, and the guest's linear memory is most of
-	// its heap. The collector's default pacing (GOGC=100) ran cycles while
-	// memory-heavy guests ran, which cannot be preempted, and made them up
-	// to 2.3× slower than on a runtime in a big process (`gpunet bench
-	// wasm`, the sha256 kernel; the same with GOGC=off). Collect only near
-	// the job's memory limit instead: the guest's memory is capped at it
-	// by memCap, and what else the process holds is small.
+	// what it holds. Collect only near the job's memory limit: the
+	// collector's default pacing ran cycles while memory-heavy guests ran
+	// on wazero (whose linear memory is on the Go heap), which made them up
+	// to 2.3× slower (`gpunet bench wasm`, the sha256 kernel).
 	debug.SetGCPercent(-1)
 	debug.SetMemoryLimit(int64(min(memLimit, 1<<40)) + 256<<20)
 
-	memCap := &memoryCap{limit: memLimit, onGrow: func(peak uint64) {
-		rep.send(&childMessage{Event: "peak", Peak: peak})
-	}}
-	var budget *diskBudget
+	cfg := wasi.Config{
+		Args:          append([]string{argv0}, job.Args...),
+		Env:           environ(job.Env),
+		Root:          job.WorkDir,
+		Stdout:        logs,
+		Stderr:        logs,
+		Deterministic: job.Deterministic,
+		Seed:          seed(job.JobID),
+	}
 	if job.DiskBytes > 0 {
-		budget = &diskBudget{limit: int64(min(job.DiskBytes, 1<<62))}
+		cfg.DiskBytes = int64(min(job.DiskBytes, 1<<62))
 	}
-	cfg := moduleConfig(ctx, job, logs, budget)
-	instCtx := experimental.WithMemoryAllocator(ctx, memCap)
-
-	// The job's clock starts now: the parent starts its timeout when it
-	// reads this, and Metered counts from here.
-	rep.send(&childMessage{Event: "start"})
-	start := time.Now()
-	inst, err := instantiate(instCtx, g.rt, mod, cfg)
-	if err == nil {
-		_, err = inst.ExportedFunction("_start").Call(ctx)
+	sys, err := wasi.New(cfg)
+	if err != nil {
+		res.Error = "guest file system: " + err.Error()
+		return res
 	}
-	res.MeteredNS = time.Since(start).Nanoseconds()
-	res.PeakMemoryBytes = memCap.peakBytes()
+	defer sys.Close()
 
-	var exit *sys.ExitError
+	var start time.Time
+	out := g.prog.run(sys, memLimit, func() {
+		// The job's clock starts now: the parent starts its timeout when
+		// it reads this, and Metered counts from here.
+		rep.send(&childMessage{Event: "start"})
+		start = time.Now()
+	}, func(peak uint64) {
+		rep.send(&childMessage{Event: "peak", Peak: peak})
+	})
+	if !start.IsZero() {
+		res.MeteredNS = time.Since(start).Nanoseconds()
+	}
+	res.PeakMemoryBytes = out.peak
 	switch {
-	case err == nil:
-		res.ExitCode, res.Reason = 0, sandbox.ExitReason(0)
-	case errors.As(err, &exit):
-		res.ExitCode = int(int32(exit.ExitCode()))
+	case out.exited:
+		res.ExitCode = int(out.code)
 		res.Reason = sandbox.ExitReason(res.ExitCode)
 		res.Failed = res.ExitCode != 0
-	case errors.Is(err, errInstantiate):
-		res.Failed = true
-		res.Reason = "invalid module: " + strings.TrimPrefix(err.Error(), errInstantiate.Error()+": ")
+	case out.invalid != "":
+		res.Failed, res.Reason = true, "invalid module: "+out.invalid
 	default:
-		logs.Notef("trap: %s", strings.TrimSpace(err.Error()))
-		res.Trap = trapMessage(err)
-		res.Failed, res.Reason = true, "trap: "+res.Trap
+		msg := out.trap
+		if out.trace != "" {
+			msg += "\n" + out.trace
+		}
+		logs.Notef("trap: %s", msg)
+		res.Trap = out.trap
+		res.Failed, res.Reason = true, "trap: "+out.trap
 	}
-	if res.Failed && memCap.wasRefused() {
+	if res.Failed && out.oom {
 		res.OOM = true
 		res.Reason = sandbox.OOMReason(memLimit)
 	}
-	if budget.wasExceeded() {
+	if sys.DiskExceeded() {
 		res.Disk = true
 		res.Failed, res.Reason = true, sandbox.DiskReason(job.DiskBytes)
 	}
 	return res
 }
 
-// moduleConfig is the guest's whole view of the world.
-func moduleConfig(ctx context.Context, req *childJob, logs io.Writer, budget *diskBudget) wazero.ModuleConfig {
-	fsc := wazero.NewFSConfig().(sysfs.FSConfig).
-		WithSysFSMount(newGuestFS(req.WorkDir, req.Deterministic, budget), "/")
-	cfg := wazero.NewModuleConfig().
-		WithName("").
-		WithStartFunctions().
-		WithArgs(append([]string{argv0}, req.Args...)...).
-		WithStdin(strings.NewReader("")).
-		WithStdout(logs).
-		WithStderr(logs).
-		WithFSConfig(fsc)
-	keys := make([]string, 0, len(req.Env))
-	for k := range req.Env {
+// environ is env as NAME=value strings, in name order.
+func environ(env map[string]string) []string {
+	keys := make([]string, 0, len(env))
+	for k := range env {
 		keys = append(keys, k)
 	}
 	slices.Sort(keys)
-	for _, k := range keys {
-		cfg = cfg.WithEnv(k, req.Env[k])
+	out := make([]string, len(keys))
+	for i, k := range keys {
+		out[i] = k + "=" + env[k]
 	}
-	if req.Deterministic {
-		clock := &virtualClock{}
-		return cfg.
-			WithWalltime(clock.walltime, 1).
-			WithNanotime(clock.nanotime, 1).
-			WithNanosleep(clock.nanosleep).
-			WithRandSource(deterministicRand(req.JobID))
-	}
-	return cfg.
-		WithSysWalltime().
-		WithSysNanotime().
-		WithNanosleep(realSleep(ctx)).
-		WithRandSource(rand.Reader)
+	return out
 }
 
-var errInstantiate = errors.New("instantiate")
-
-// instantiate links and initialises the module without running _start. A
-// failure here is the module's (a missing import, a bad segment) and is
-// reported as an invalid module. It turns wazero's panic on an initial
-// memory the allocator refused into an error.
-func instantiate(ctx context.Context, rt wazero.Runtime, mod wazero.CompiledModule, cfg wazero.ModuleConfig) (inst api.Module, err error) {
-	defer func() {
-		if p := recover(); p != nil {
-			err = fmt.Errorf("%w: initial memory: %v", errInstantiate, p)
-		}
-	}()
-	inst, err = rt.InstantiateModule(ctx, mod, cfg)
-	if err != nil {
-		return nil, fmt.Errorf("%w: %w", errInstantiate, err)
-	}
-	return inst, nil
+// seed is a deterministic job's random seed: from the job ID, which every
+// replica of a job shares and nothing else does.
+func seed(jobID string) [32]byte {
+	return sha256.Sum256([]byte("gpunet/sandbox/wasm rand\x00" + jobID))
 }
 
-// trapMessage is the first line of a wazero runtime error, without its
-// "wasm error: " prefix: "unreachable", "out of bounds memory access".
-func trapMessage(err error) string {
-	msg, _, _ := strings.Cut(err.Error(), "\n")
-	return strings.TrimPrefix(msg, "wasm error: ")
-}
+// noStart is the reason for a module that is not a WASI command.
+const noStart = "no _start function (not a WASI command)"
 
-func exportedMemories(mod wazero.CompiledModule) []api.MemoryDefinition {
-	var ms []api.MemoryDefinition
-	for _, m := range mod.ExportedMemories() {
-		ms = append(ms, m)
+// wasmStackTrace formats frames as the log shows them.
+func wasmStackTrace(frames []string) string {
+	if len(frames) == 0 {
+		return ""
 	}
-	return ms
+	var b []byte
+	b = append(b, "wasm stack trace:"...)
+	for _, f := range frames {
+		b = append(b, "\n\t"...)
+		b = append(b, f...)
+	}
+	return string(b)
 }

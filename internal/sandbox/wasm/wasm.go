@@ -1,23 +1,51 @@
 // Package wasm is the WebAssembly executor: it runs WASI (preview 1)
-// command modules with wazero, confined to the job's work directory, with
-// no network, under the job's memory, time and disk limits, and by default
-// deterministically (fixed clock and seeded randomness) so that replicas of
-// a job on different providers produce byte-identical outputs.
+// command modules confined to the job's work directory, with no network,
+// under the job's memory, time and disk limits, and by default
+// deterministically, so that replicas of a job on different providers
+// produce byte-identical outputs.
+//
+// # Engines
+//
+// Modules are compiled and run by wasmtime (Cranelift, through
+// wasmtime-go), the default wherever it is built in, or by wazero (pure
+// Go), chosen with WithEngine. wasmtime is there for speed: `gpunet bench
+// wasm` measured the C kernels at about 1.0–1.2× native on it against
+// 1.7–3× on wazero (BENCHMARKS.md). What it costs: cgo and a static
+// library (about 50 MiB per platform in the module cache, and a larger
+// binary); wasmtime-go ships libraries for linux and darwin on amd64 and
+// arm64 (and windows/amd64, not used here), so elsewhere, and in builds
+// without cgo, only wazero is built in; and a wasmtime release each month,
+// whose wasmtime-go major version follows it. wazero stays for those
+// builds. Replicas of one job must run the same engine: Engine names it
+// with everything that could change a result.
+//
+// Neither engine's own WASI is used: both bind package wasi, gpunet's
+// preview 1 implementation, so that a job sees the same world on either,
+// with a deterministic clock, randomness, file times, inode numbers and
+// directory order, a disk budget, and no symbolic links (see its package
+// comment). Before a job starts the executor creates the directories its
+// outputs go in and a /tmp, inside the work directory.
+//
+// # Sandbox processes
 //
 // Each job runs in a sandbox process of its own (see ChildMain), which the
 // executor kills to stop the job at its timeout or on cancellation; that
-// lets the guest's compiled code run without wazero's checks for a done
-// context, which made tight loops several times slower. By default the
-// sandbox process is the running executable itself, started again with
-// ChildEnv set (see WithCommand).
+// lets the guest's compiled code run without fuel, epoch or context
+// checks, each of which made tight loops 1.7–1.9× (wasmtime) or several
+// times (wazero) slower. By default the sandbox process is the running
+// executable itself, started again with ChildEnv set (see WithCommand).
 //
-// Compiled modules are cached on disk in the executor's cache directory,
-// shared by every sandbox process (so a module is compiled once, also
-// across restarts); the executor remembers which modules it has seen
+// # Compiled modules
+//
+// wasmtime's compiled modules are cached on disk in the executor's cache
+// directory, sealed (see cache.go: named and encrypted under keys derived
+// from the module and a secret of the provider's, so that nothing readable
+// of a consumer's module stays on disk, and nothing the cache did not seal
+// itself is ever loaded), keyed by the engine's version and settings,
+// bounded in size. The executor remembers which modules it has seen
 // compiled, so that concurrent first runs of one module compile it once.
-// Loading a large module from the disk cache still takes tens of
-// milliseconds, so for modules run more than once the executor keeps a few
-// spare sandbox processes with the module loaded (see WithSpares).
+// For modules run more than once the executor keeps a few spare sandbox
+// processes with the module loaded (see WithSpares).
 package wasm
 
 import (
@@ -34,11 +62,13 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/gpunet/gpunet/internal/sandbox"
+	"github.com/gpunet/gpunet/internal/sandbox/wasm/wasi"
 )
 
 // Name is the executor's name in job specs and offers.
@@ -47,11 +77,13 @@ const Name = "wasm"
 // argv0 is the program name every job sees.
 const argv0 = "job"
 
-// cacheLayout is the subdirectory of the cache directory the sandbox
-// processes use. Code compiled for in-process runs (with termination
-// checks, by earlier versions) sits beside it and is not reused: wazero's
-// cache key does not tell the two apart.
-const cacheLayout = "noclose"
+// cacheLayout is the subdirectory of the cache directory that holds the
+// sealed compiled modules.
+const cacheLayout = "sealed"
+
+// oldCacheLayouts are what earlier versions kept in the cache directory:
+// wazero's compiled modules, unencrypted. New removes them.
+var oldCacheLayouts = []string{"noclose"}
 
 // maxKnownModules bounds the executor's memory of compiled modules.
 const maxKnownModules = 4096
@@ -71,17 +103,14 @@ type Executor struct {
 	argv0 string   // its argv[0], if not path
 	args  []string // and its arguments
 
-	cacheDir  string // the sandbox processes' compilation cache
+	cacheDir  string // the sandbox processes' compiled-module cache
 	tempCache string // removed by Close: New("") made it
 	maxSpares int
+	engine    string
 
-	// closing is cancelled by Close, which ends every running job.
-	closing context.Context
-	close   context.CancelFunc
-	running sync.WaitGroup
+	life sandbox.Lifecycle
 
 	mu       sync.Mutex
-	closed   bool
 	modules  map[[sha256.Size]byte]*moduleState
 	spares   map[[sha256.Size]byte]*child
 	spareSeq uint64
@@ -124,6 +153,34 @@ func WithSpares(n int) Option {
 	return func(e *Executor) { e.maxSpares = max(n, 0) }
 }
 
+// WithEngine sets the engine that compiles and runs modules:
+// EngineWasmtime or EngineWazero (default DefaultEngine). New fails for an
+// engine this program was built without (see Engines).
+func WithEngine(name string) Option {
+	return func(e *Executor) { e.engine = name }
+}
+
+// DefaultEngine is the engine New uses without WithEngine: wasmtime where
+// it is built in, else wazero.
+var DefaultEngine = func() string {
+	if engines[EngineWasmtime] != nil {
+		return EngineWasmtime
+	}
+	return EngineWazero
+}()
+
+// Engines are the engines built into this program, in the order of
+// preference.
+func Engines() []string {
+	var out []string
+	for _, n := range []string{EngineWasmtime, EngineWazero} {
+		if engines[n] != nil {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
 // New returns an executor whose compiled modules persist in cacheDir
 // (created if missing; "" keeps them in a temporary directory removed by
 // Close). Close releases it.
@@ -131,11 +188,16 @@ func New(cacheDir string, opts ...Option) (*Executor, error) {
 	e := &Executor{
 		args:      []string{"sandbox-exec"},
 		maxSpares: DefaultSpares,
+		engine:    DefaultEngine,
+		life:      sandbox.Lifecycle{Name: Name},
 		modules:   make(map[[sha256.Size]byte]*moduleState),
 		spares:    make(map[[sha256.Size]byte]*child),
 	}
 	for _, o := range opts {
 		o(e)
+	}
+	if engines[e.engine] == nil {
+		return nil, fmt.Errorf("wasm: engine %q is not built into this program (it has %s)", e.engine, strings.Join(Engines(), ", "))
 	}
 	if e.path == "" {
 		p, err := selfExe()
@@ -154,9 +216,12 @@ func New(cacheDir string, opts ...Option) (*Executor, error) {
 		}
 		e.tempCache, cacheDir = dir, dir
 	}
+	for _, old := range oldCacheLayouts {
+		os.RemoveAll(filepath.Join(cacheDir, old))
+	}
 	dir, err := filepath.Abs(filepath.Join(cacheDir, cacheLayout))
 	if err == nil {
-		err = os.MkdirAll(dir, 0o700)
+		err = initCache(dir)
 	}
 	if err != nil {
 		if e.tempCache != "" {
@@ -165,8 +230,26 @@ func New(cacheDir string, opts ...Option) (*Executor, error) {
 		return nil, fmt.Errorf("wasm: compilation cache: %w", err)
 	}
 	e.cacheDir = dir
-	e.closing, e.close = context.WithCancel(context.Background())
 	return e, nil
+}
+
+// Engine names the engine that runs this executor's jobs, with everything
+// about it that could change what a job computes: its name and version,
+// the platform (NaN bit patterns are the CPU's), its code-generation
+// settings, and the version of the WASI the guest sees, e.g.
+// "wasmtime-39.0.1/linux-amd64/cranelift-speed,relaxed-simd-deterministic,no-threads/wasi-gpunet-1".
+// Replicas of a deterministic job must run under one Engine for their
+// outputs to be comparable byte for byte.
+func (e *Executor) Engine() string { return engineName(e.engine) + "/wasi-gpunet-" + wasi.Version }
+
+func engineName(name string) string {
+	switch name {
+	case EngineWasmtime:
+		return wasmtimeKey()
+	case EngineWazero:
+		return "wazero-" + wazeroVersion + "/" + runtime.GOOS + "-" + runtime.GOARCH
+	}
+	return name
 }
 
 // executable is os.Executable with symbolic links resolved.
@@ -185,15 +268,9 @@ func (e *Executor) Name() string { return Name }
 // they report "cancelled"), waits for them, and ends the spare processes.
 // The disk cache stays for the next executor on the same directory.
 func (e *Executor) Close() error {
-	e.mu.Lock()
-	if e.closed {
-		e.mu.Unlock()
+	if !e.life.Close() {
 		return nil
 	}
-	e.closed = true
-	e.mu.Unlock()
-	e.close()
-	e.running.Wait()
 	e.mu.Lock()
 	spares := e.spares
 	e.spares = nil
@@ -220,29 +297,9 @@ func (e *Executor) Run(ctx context.Context, job *sandbox.Job, logs io.Writer) (*
 	if job.Module == "" {
 		return nil, fmt.Errorf("%w: Module is empty", sandbox.ErrInvalidJob)
 	}
-	e.mu.Lock()
-	if e.closed {
-		e.mu.Unlock()
-		return nil, errors.New("wasm: executor closed")
-	}
-	e.running.Add(1)
-	e.mu.Unlock()
-	defer e.running.Done()
-
-	// Close cancels every run as if its caller had.
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	defer context.AfterFunc(e.closing, cancel)()
-
-	res := &sandbox.Result{ExitCode: -1, Started: time.Now()}
-	out := sandbox.NewLogWriter(logs, sandbox.DefaultLogBytes)
-	if err := e.run(ctx, job, out, res); err != nil {
-		return nil, err
-	}
-	if err := sandbox.Finish(job, res); err != nil {
-		return nil, err
-	}
-	return res, nil
+	return e.life.Run(ctx, job, logs, func(ctx context.Context, logs *sandbox.LogWriter, res *sandbox.Result) error {
+		return e.run(ctx, job, logs, res)
+	})
 }
 
 // run fills res with what the job did.
@@ -268,6 +325,9 @@ func (e *Executor) run(ctx context.Context, job *sandbox.Job, logs *sandbox.LogW
 		return fmt.Errorf("wasm: work dir: %w", err)
 	} else if link != "" {
 		return fail(res, "invalid work dir: /"+link+" is a symbolic link")
+	}
+	if why := makeDirs(workDir, job.Outputs); why != "" {
+		return fail(res, why)
 	}
 	memLimit := job.Limits.MemoryBytes
 	if memLimit == 0 {
@@ -374,6 +434,7 @@ func (e *Executor) startChild(m *module) (*child, error) {
 		ModuleFD:     moduleFD,
 		ModuleSHA256: hex.EncodeToString(m.sum[:]),
 		CacheDir:     e.cacheDir,
+		Engine:       e.engine,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("wasm: %w", err)
@@ -609,14 +670,12 @@ func (e *Executor) takeSpare(key [sha256.Size]byte) *child {
 // is one. It reports whether it took m (and will close it).
 func (e *Executor) addSpare(m *module) bool {
 	e.mu.Lock()
-	if e.closed || e.spares[m.sum] != nil {
-		e.mu.Unlock()
+	busy := e.spares[m.sum] != nil
+	e.mu.Unlock()
+	if busy {
 		return false
 	}
-	e.running.Add(1)
-	e.mu.Unlock()
-	go func() {
-		defer e.running.Done()
+	return e.life.Go(func() {
 		defer m.f.Close()
 		c, err := e.startChild(m)
 		if err != nil {
@@ -624,7 +683,7 @@ func (e *Executor) addSpare(m *module) bool {
 		}
 		var victims []*child
 		e.mu.Lock()
-		if e.closed || e.spares[m.sum] != nil {
+		if e.life.Closed() || e.spares == nil || e.spares[m.sum] != nil {
 			victims = append(victims, c)
 		} else {
 			for len(e.spares) >= e.maxSpares {
@@ -658,8 +717,7 @@ func (e *Executor) addSpare(m *module) bool {
 		for _, v := range victims {
 			v.discard()
 		}
-	}()
-	return true
+	})
 }
 
 // fail records a failed job in res; it returns nil for run to return.
@@ -807,6 +865,24 @@ func (e *Executor) awaitCompile(ctx context.Context, key [sha256.Size]byte) (com
 			return nil, false, ctx.Err()
 		}
 	}
+}
+
+// makeDirs creates, inside the work dir, the directories the job's outputs
+// go in and /tmp, as a container job has them. It returns why it could
+// not (an input in the way), the job's doing.
+func makeDirs(workDir string, outputs []string) string {
+	root, err := os.OpenRoot(workDir)
+	if err != nil {
+		return "work dir: " + err.Error()
+	}
+	defer root.Close()
+	for _, d := range sandbox.OutputDirs(outputs) {
+		if err := root.MkdirAll(strings.TrimPrefix(d, "/"), 0o755); err != nil {
+			return "cannot create the directory for output " + d + ": " + err.Error()
+		}
+	}
+	root.Mkdir("tmp", 0o1777) // unless an input is there already
+	return ""
 }
 
 // findSymlink returns the first symbolic link under dir, relative to it,
