@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/gpunet/gpunet/internal/bench"
+	"github.com/gpunet/gpunet/internal/bench/containerbench"
 	"github.com/gpunet/gpunet/internal/bench/verifybench"
 )
 
@@ -444,7 +445,7 @@ func printWasm(w io.Writer, r *bench.WasmResult) {
 }
 
 func benchContainerCmd(e *env) *cobra.Command {
-	var o bench.ContainerOptions
+	var o containerbench.Options
 	c := &cobra.Command{
 		Use:   "container",
 		Short: "Measure container start to first instruction (cached rootfs) and image pull+unpack throughput",
@@ -478,40 +479,19 @@ go to a temporary directory, or under --home when given.`,
 			if e.output != "json" {
 				o.Progress = e.stderr
 			}
-			res, err := bench.RunContainer(cmd.Context(), o)
+			res, err := containerbench.Run(cmd.Context(), o)
 			if err != nil {
 				return err
 			}
-			return e.print(res, func(w io.Writer) { printContainer(w, res) })
+			return e.print(res, func(w io.Writer) { res.WriteText(w) })
 		},
 	}
 	f := c.Flags()
-	f.IntVar(&o.Reps, "reps", bench.DefaultContainerReps, "timed container starts")
-	f.IntVar(&o.PullMiB, "pull-mib", bench.DefaultContainerPullMiB, "size of the pulled image's files, MiB")
-	f.IntVar(&o.PullLayers, "pull-layers", bench.DefaultContainerPullLayers, "layers of the pulled image")
-	f.IntVar(&o.PullReps, "pull-reps", bench.DefaultContainerPullReps, "timed pulls, each into an empty cache")
+	f.IntVar(&o.Reps, "reps", containerbench.DefaultReps, "timed container starts")
+	f.IntVar(&o.PullMiB, "pull-mib", containerbench.DefaultPullMiB, "size of the pulled image's files, MiB")
+	f.IntVar(&o.PullLayers, "pull-layers", containerbench.DefaultPullLayers, "layers of the pulled image")
+	f.IntVar(&o.PullReps, "pull-reps", containerbench.DefaultPullReps, "timed pulls, each into an empty cache")
 	return c
-}
-
-func printContainer(w io.Writer, r *bench.ContainerResult) {
-	fmt.Fprintf(w, "gpunet bench container  %s\n", r.Date.Format(time.RFC3339))
-	fmt.Fprintf(w, "%s, GOMAXPROCS %d\n", r.Runtime, r.GOMAXPROCS)
-	for _, l := range r.Capabilities[1:] {
-		fmt.Fprintf(w, "  %s\n", l)
-	}
-	fmt.Fprintln(w)
-	s := r.Start
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "start (cached rootfs)\truns\tfirst output p50\tp90\tmin\tmax\twhole Run p50\tmetered p50\t")
-	fmt.Fprintf(tw, "probe program\t%d\t%.1fms\t%.1fms\t%.1fms\t%.1fms\t%.1fms\t%.1fms\t\n", s.Reps, s.FirstOutputP50Ms, s.FirstOutputP90Ms, s.FirstOutputMinMs, s.FirstOutputMaxMs, s.RunP50Ms, s.MeteredP50Ms)
-	tw.Flush()
-	fmt.Fprintln(w)
-	p := r.Pull
-	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "pull+unpack (loopback)\tpulls\tlayers\tfiles\tdownloaded\tunpacked\tp50\tMB/s downloaded\tMB/s unpacked\t")
-	fmt.Fprintf(tw, "into an empty cache\t%d\t%d\t%d\t%.1f MB\t%.1f MB\t%.2fs\t%.1f\t%.1f\t\n", p.Reps, p.Layers, p.Files, float64(p.CompressedBytes)/1e6, float64(p.UnpackedBytes)/1e6, p.P50Seconds, p.CompressedMBps, p.UnpackedMBps)
-	tw.Flush()
-	fmt.Fprintf(w, "\ntarget: start to first instruction <= %.0fms (median) %s\n", r.TargetMs, met(r.MeetsTarget))
 }
 
 func benchVerifyCmd(e *env) *cobra.Command {

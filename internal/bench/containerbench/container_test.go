@@ -1,7 +1,9 @@
-package bench
+package containerbench
 
 import (
 	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/gpunet/gpunet/internal/sandbox/oci"
@@ -23,7 +25,7 @@ func requireRunc(t testing.TB) {
 // positive and plausible.
 func TestContainerSmall(t *testing.T) {
 	requireRunc(t)
-	res, err := RunContainer(t.Context(), ContainerOptions{Reps: 3, PullMiB: 4, PullLayers: 2, PullReps: 1, Dir: t.TempDir()})
+	res, err := Run(t.Context(), Options{Reps: 3, PullMiB: 4, PullLayers: 2, PullReps: 1, Dir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -42,7 +44,7 @@ func TestContainerSmall(t *testing.T) {
 // metric is the median time to its first output.
 func BenchmarkContainerStart(b *testing.B) {
 	requireRunc(b)
-	res, err := RunContainer(b.Context(), ContainerOptions{Reps: max(b.N, 5), PullMiB: 1, PullLayers: 1, PullReps: 1, Dir: b.TempDir()})
+	res, err := Run(b.Context(), Options{Reps: max(b.N, 5), PullMiB: 1, PullLayers: 1, PullReps: 1, Dir: b.TempDir()})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -55,11 +57,47 @@ func BenchmarkContainerStart(b *testing.B) {
 // layers) from a loopback registry into an empty cache, per iteration.
 func BenchmarkContainerPull(b *testing.B) {
 	requireRunc(b)
-	res, err := RunContainer(b.Context(), ContainerOptions{Reps: 1, PullReps: max(b.N, 1), Dir: b.TempDir()})
+	res, err := Run(b.Context(), Options{Reps: 1, PullReps: max(b.N, 1), Dir: b.TempDir()})
 	if err != nil {
 		b.Fatal(err)
 	}
 	b.ReportMetric(res.Pull.CompressedMBps, "compressed-MB/s")
 	b.ReportMetric(res.Pull.UnpackedMBps, "unpacked-MB/s")
 	b.ReportMetric(0, "ns/op")
+}
+
+// TestRegistryServesPulls: the benchmark's own registry serves what the
+// executor's store pulls, by digest, with no runc needed: the unpacked
+// files are the image's.
+func TestRegistryServesPulls(t *testing.T) {
+	reg, err := serveRegistry()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer reg.close()
+	img, err := imageOf(map[string][]byte{"hello.txt": []byte("hello\n")}, []string{"/hello"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref, err := reg.add("bench/hello", img)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := oci.NewStore(t.TempDir(), oci.RegistryOptions{}, oci.UnpackLimits{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	im, _, err := s.Get(t.Context(), ref)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(filepath.Join(im.Rootfs, "hello.txt"))
+	if err != nil || string(b) != "hello\n" {
+		t.Errorf("hello.txt in the pulled rootfs: %q, %v", b, err)
+	}
+	// A tag, or a digest it does not hold, is not found.
+	if _, _, err := s.Get(t.Context(), reg.addr+"/bench/hello@sha256:"+strings.Repeat("0", 64)); err == nil {
+		t.Error("pulled an image the registry does not hold")
+	}
 }
