@@ -20,6 +20,7 @@ import (
 
 	"github.com/gpunet/gpunet/internal/address"
 	"github.com/gpunet/gpunet/internal/apiwire"
+	"github.com/gpunet/gpunet/internal/clock"
 	"github.com/gpunet/gpunet/internal/ledger"
 	"github.com/gpunet/gpunet/internal/offers"
 )
@@ -27,6 +28,11 @@ import (
 // Client is a client of one node's API. Its methods may be called from
 // several goroutines at once.
 type Client struct {
+	// Clock, when set before the first call, is what the min_fee cache
+	// and SendMsg's waits between attempts go by (tests advance a fake);
+	// nil is the real clock.
+	Clock clock.Clock
+
 	base string
 	http *http.Client
 
@@ -232,7 +238,7 @@ func (c *Client) sendMsg(ctx context.Context, key Signer, fee uint64, msg ledger
 			select {
 			case <-ctx.Done():
 				return nil, ctx.Err()
-			case <-time.After(time.Duration(attempt) * 100 * time.Millisecond):
+			case <-clock.Or(c.Clock).After(time.Duration(attempt) * 100 * time.Millisecond):
 			}
 			continue
 		}
@@ -244,7 +250,8 @@ func (c *Client) sendMsg(ctx context.Context, key Signer, fee uint64, msg ledger
 // MinFeeTTL ago unless fresh is set.
 func (c *Client) MinFee(ctx context.Context, fresh bool) (uint64, error) {
 	c.feeMu.Lock()
-	if c.feeSet && !fresh && time.Since(c.feeAt) < MinFeeTTL {
+	now := clock.Or(c.Clock).Now()
+	if c.feeSet && !fresh && now.Sub(c.feeAt) < MinFeeTTL {
 		defer c.feeMu.Unlock()
 		return c.fee, nil
 	}
@@ -255,7 +262,7 @@ func (c *Client) MinFee(ctx context.Context, fresh bool) (uint64, error) {
 	}
 	c.feeMu.Lock()
 	defer c.feeMu.Unlock()
-	c.fee, c.feeAt, c.feeSet = p.MinFee, time.Now(), true
+	c.fee, c.feeAt, c.feeSet = p.MinFee, clock.Or(c.Clock).Now(), true
 	return c.fee, nil
 }
 
