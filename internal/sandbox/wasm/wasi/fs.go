@@ -93,7 +93,7 @@ func (s *System) fdFdstatGet(m Memory, fd, p uint32) Errno {
 }
 
 func (s *System) fdFdstatSetFlags(fd, flags uint32) Errno {
-	e, errno := s.get(fd)
+	e, errno := s.getFor(fd, rightFdFdstatSetFlags)
 	if errno != 0 {
 		return errno
 	}
@@ -118,7 +118,7 @@ func (s *System) fdFdstatSetRights(fd uint32, base, inheriting uint64) Errno {
 }
 
 func (s *System) fdFilestatGet(m Memory, fd, p uint32) Errno {
-	e, errno := s.get(fd)
+	e, errno := s.getFor(fd, rightFdFilestatGet)
 	if errno != 0 {
 		return errno
 	}
@@ -168,7 +168,7 @@ func (s *System) grow(e *fdEntry, op func() (int, error)) (int, Errno) {
 }
 
 func (s *System) fdFilestatSetSize(fd uint32, size uint64) Errno {
-	e, errno := s.get(fd)
+	e, errno := s.getFor(fd, rightFdFilestatSetSize)
 	if errno != 0 {
 		return errno
 	}
@@ -190,7 +190,7 @@ func (s *System) fdFilestatSetSize(fd uint32, size uint64) Errno {
 }
 
 func (s *System) fdAllocate(fd uint32, off, n uint64) Errno {
-	e, errno := s.get(fd)
+	e, errno := s.getFor(fd, rightFdAllocate)
 	if errno != 0 {
 		return errno
 	}
@@ -220,7 +220,7 @@ func (s *System) fdAllocate(fd uint32, off, n uint64) Errno {
 }
 
 func (s *System) fdAdvise(fd, advice uint32) Errno {
-	e, errno := s.get(fd)
+	e, errno := s.getFor(fd, rightFdAdvise)
 	if errno != 0 {
 		return errno
 	}
@@ -301,7 +301,7 @@ func (s *System) fdPrestatDirName(m Memory, fd, p, n uint32) Errno {
 }
 
 func (s *System) fdRead(m Memory, fd, iovs, n uint32, off int64, positioned bool, nPtr uint32) Errno {
-	e, errno := s.get(fd)
+	e, errno := s.getFor(fd, rightFdRead)
 	if errno != 0 {
 		return errno
 	}
@@ -350,7 +350,7 @@ func (s *System) fdRead(m Memory, fd, iovs, n uint32, off int64, positioned bool
 }
 
 func (s *System) fdWrite(m Memory, fd, iovs, n uint32, off int64, positioned bool, nPtr uint32) Errno {
-	e, errno := s.get(fd)
+	e, errno := s.getFor(fd, rightFdWrite)
 	if errno != 0 {
 		return errno
 	}
@@ -420,6 +420,13 @@ func (s *System) fdSeek(m Memory, fd uint32, off int64, whence, p uint32) Errno 
 	case kindDir:
 		return ErrnoBadf
 	}
+	need := uint64(rightFdSeek)
+	if off == 0 && whence == 1 {
+		need |= rightFdTell // a tell: either right will do
+	}
+	if e.base&need == 0 {
+		return ErrnoNotcapable
+	}
 	if whence > 2 {
 		return ErrnoInval
 	}
@@ -485,7 +492,7 @@ func (s *System) setTimes(rel string, fi os.FileInfo, atim, mtim int64, flags ui
 }
 
 func (s *System) fdFilestatSetTimes(fd uint32, atim, mtim int64, flags uint32) Errno {
-	e, errno := s.get(fd)
+	e, errno := s.getFor(fd, rightFdFilestatSetTimes)
 	if errno != 0 {
 		return errno
 	}
@@ -503,7 +510,7 @@ func (s *System) fdFilestatSetTimes(fd uint32, atim, mtim int64, flags uint32) E
 }
 
 func (s *System) pathFilestatSetTimes(fd uint32, p string, atim, mtim int64, flags uint32) Errno {
-	rel, errno := s.resolve(fd, p)
+	rel, errno := s.resolveFor(fd, p, rightPathFilestatSetTimes)
 	if errno != 0 {
 		return errno
 	}
@@ -518,7 +525,7 @@ func (s *System) pathFilestatSetTimes(fd uint32, p string, atim, mtim int64, fla
 }
 
 func (s *System) pathFilestatGet(m Memory, fd uint32, p string, buf uint32) Errno {
-	rel, errno := s.resolve(fd, p)
+	rel, errno := s.resolveFor(fd, p, rightPathFilestatGet)
 	if errno != 0 {
 		return errno
 	}
@@ -530,15 +537,12 @@ func (s *System) pathFilestatGet(m Memory, fd uint32, p string, buf uint32) Errn
 	return 0
 }
 
-// readRights and writeRights are the rights that ask path_open for a file
-// open for reading or writing (as wasi-libc and Go's runtime ask them).
-const (
-	readRights  = rightFdRead | rightFdReaddir
-	writeRights = rightFdDatasync | rightFdWrite | rightFdAllocate | rightFdFilestatSetSize | rightPathFilestatSetSize
-)
+// readRights are the rights that ask path_open for a file open for
+// reading; FD_WRITE asks for one open for writing (as wasmtime reads them).
+const readRights = rightFdRead | rightFdReaddir
 
 func (s *System) pathOpen(m Memory, fd uint32, p string, oflags uint32, base, inheriting uint64, fdflags uint32, fdPtr uint32) Errno {
-	rel, errno := s.resolve(fd, p)
+	rel, errno := s.resolveFor(fd, p, rightPathOpen)
 	if errno != 0 {
 		return errno
 	}
@@ -547,8 +551,11 @@ func (s *System) pathOpen(m Memory, fd uint32, p string, oflags uint32, base, in
 		return ErrnoInval
 	}
 	creat, excl, trunc := oflags&oflagCreat != 0, oflags&oflagExcl != 0, oflags&oflagTrunc != 0
+	if (creat && parent.base&rightPathCreateFile == 0) || (trunc && parent.base&rightPathFilestatSetSize == 0) {
+		return ErrnoNotcapable
+	}
 	wantDir := oflags&oflagDirectory != 0
-	write := base&writeRights != 0 || trunc
+	write := base&rightFdWrite != 0 || trunc
 	read := base&readRights != 0 || !write
 	base &= parent.inheriting
 	inheriting &= parent.inheriting
@@ -558,7 +565,9 @@ func (s *System) pathOpen(m Memory, fd uint32, p string, oflags uint32, base, in
 	case err == nil && creat && excl:
 		return ErrnoExist
 	case err == nil && fi.IsDir():
-		if write {
+		// Asked for as a directory, the rights are what its files may get;
+		// else writing to a directory is refused as open(2) does.
+		if trunc || base&rightFdWrite != 0 {
 			return ErrnoIsdir
 		}
 		f, err := s.root.Open(rel)
@@ -632,7 +641,7 @@ func (s *System) opened(m Memory, e *fdEntry, fdPtr uint32) (errno Errno) {
 }
 
 func (s *System) pathCreateDirectory(fd uint32, p string) Errno {
-	rel, errno := s.resolve(fd, p)
+	rel, errno := s.resolveFor(fd, p, rightPathCreateDirectory)
 	if errno != 0 {
 		return errno
 	}
@@ -645,7 +654,7 @@ func (s *System) pathCreateDirectory(fd uint32, p string) Errno {
 }
 
 func (s *System) pathRemoveDirectory(fd uint32, p string) Errno {
-	rel, errno := s.resolve(fd, p)
+	rel, errno := s.resolveFor(fd, p, rightPathRemoveDirectory)
 	if errno != 0 {
 		return errno
 	}
@@ -672,7 +681,7 @@ func (s *System) pathRemoveDirectory(fd uint32, p string) Errno {
 }
 
 func (s *System) pathUnlinkFile(fd uint32, p string) Errno {
-	rel, errno := s.resolve(fd, p)
+	rel, errno := s.resolveFor(fd, p, rightPathUnlinkFile)
 	if errno != 0 {
 		return errno
 	}
@@ -700,11 +709,11 @@ func (s *System) pathUnlinkFile(fd uint32, p string) Errno {
 }
 
 func (s *System) pathRename(fd uint32, oldPath string, newFD uint32, newPath string) Errno {
-	oldRel, errno := s.resolve(fd, oldPath)
+	oldRel, errno := s.resolveFor(fd, oldPath, rightPathRenameSource)
 	if errno != 0 {
 		return errno
 	}
-	newRel, errno := s.resolve(newFD, newPath)
+	newRel, errno := s.resolveFor(newFD, newPath, rightPathRenameTarget)
 	if errno != 0 {
 		return errno
 	}
@@ -718,6 +727,21 @@ func (s *System) pathRename(fd uint32, oldPath string, newFD uint32, newPath str
 	oc, nc := cleanRel(oldRel), cleanRel(newRel)
 	if oc == "." || nc == "." {
 		return ErrnoBusy
+	}
+	if to, err := s.root.Lstat(nc); err == nil && to.IsDir() && oc != nc {
+		// rename(2) replaces an empty directory; os.Rename refuses any.
+		if !fi.IsDir() {
+			return ErrnoIsdir
+		}
+		if err := s.root.Remove(nc); err != nil {
+			if errno := errnoOf(err); errno == ErrnoExist {
+				return ErrnoNotempty
+			} else {
+				return errno
+			}
+		}
+	} else if err == nil && fi.IsDir() && !to.IsDir() {
+		return ErrnoNotdir
 	}
 	if err := s.root.Rename(oc, nc); err != nil {
 		return errnoOf(err)
@@ -733,11 +757,11 @@ func (s *System) pathRename(fd uint32, oldPath string, newFD uint32, newPath str
 }
 
 func (s *System) pathLink(oldFD uint32, oldPath string, newFD uint32, newPath string) Errno {
-	oldRel, errno := s.resolve(oldFD, oldPath)
+	oldRel, errno := s.resolveFor(oldFD, oldPath, rightPathLinkSource)
 	if errno != 0 {
 		return errno
 	}
-	newRel, errno := s.resolve(newFD, newPath)
+	newRel, errno := s.resolveFor(newFD, newPath, rightPathLinkTarget)
 	if errno != 0 {
 		return errno
 	}
@@ -748,11 +772,14 @@ func (s *System) pathLink(oldFD uint32, oldPath string, newFD uint32, newPath st
 	if fi.IsDir() {
 		return ErrnoPerm // no hard links to directories, as on Linux
 	}
-	if strings.HasSuffix(oldRel, "/") || strings.HasSuffix(newRel, "/") {
-		if _, err := s.root.Lstat(newRel); err == nil {
+	if strings.HasSuffix(oldRel, "/") {
+		return ErrnoNotdir // a file named as a directory
+	}
+	if strings.HasSuffix(newRel, "/") {
+		if _, err := s.root.Lstat(cleanRel(newRel)); err == nil {
 			return ErrnoExist
 		}
-		return ErrnoNotdir
+		return ErrnoNoent // a link's name cannot end in '/'
 	}
 	if err := s.root.Link(oldRel, newRel); err != nil {
 		return errnoOf(err)
@@ -774,14 +801,17 @@ func (s *System) pathSymlink(target string, fd uint32, p string) Errno {
 	if strings.IndexByte(target, 0) >= 0 {
 		return ErrnoInval
 	}
-	rel, errno := s.resolve(fd, p)
+	rel, errno := s.resolveFor(fd, p, rightPathSymlink)
 	if errno != 0 {
 		return errno
 	}
-	if _, err := s.root.Lstat(cleanRel(rel)); err == nil {
+	if _, err := s.root.Lstat(rel); err == nil {
 		return ErrnoExist
 	} else if !errors.Is(err, fs.ErrNotExist) {
 		return errnoOf(err)
+	}
+	if strings.HasSuffix(rel, "/") {
+		return ErrnoNoent // a link's name cannot end in '/'
 	}
 	fi, err := s.root.Stat(parentOf(rel))
 	switch {
@@ -798,7 +828,7 @@ func (s *System) pathSymlink(target string, fd uint32, p string) Errno {
 // pathReadlink: there are no symbolic links, so EINVAL for any file that
 // exists (readlink(2) on a file that is not a link).
 func (s *System) pathReadlink(m Memory, fd uint32, p string, usedPtr uint32) Errno {
-	rel, errno := s.resolve(fd, p)
+	rel, errno := s.resolveFor(fd, p, rightPathReadlink)
 	if errno != 0 {
 		return errno
 	}
@@ -863,7 +893,7 @@ func (s *System) list(e *fdEntry) ([]dirent, Errno) {
 }
 
 func (s *System) fdReaddir(m Memory, fd, buf, bufLen uint32, cookie uint64, usedPtr uint32) Errno {
-	e, errno := s.get(fd)
+	e, errno := s.getFor(fd, rightFdReaddir)
 	if errno != 0 {
 		return errno
 	}

@@ -250,14 +250,39 @@ func (s *System) resolve(fd uint32, p string) (string, Errno) {
 	case len(p) > 4096:
 		return "", ErrnoNametoolong
 	}
+	// Like a capability: a path may not climb out of its directory.
+	if c := path.Clean(p); c == ".." || strings.HasPrefix(c, "../") {
+		return "", ErrnoPerm
+	}
 	rel := p
 	if e.rel != "." {
 		rel = e.rel + "/" + p
 	}
-	if c := path.Clean(rel); c == ".." || strings.HasPrefix(c, "../") {
-		return "", ErrnoPerm
-	}
 	return rel, 0
+}
+
+// resolveFor is resolve for an operation that needs right on the
+// directory fd.
+func (s *System) resolveFor(fd uint32, p string, right uint64) (string, Errno) {
+	if e, errno := s.get(fd); errno != 0 {
+		return "", errno
+	} else if e.kind == kindDir && e.base&right == 0 {
+		return "", ErrnoNotcapable
+	}
+	return s.resolve(fd, p)
+}
+
+// getFor is get for an operation that needs right on fd: ENOTCAPABLE
+// without it (rights can be dropped, never gained).
+func (s *System) getFor(fd uint32, right uint64) (*fdEntry, Errno) {
+	e, errno := s.get(fd)
+	if errno != 0 {
+		return nil, errno
+	}
+	if e.base&right == 0 {
+		return nil, ErrnoNotcapable
+	}
+	return e, 0
 }
 
 // cleanRel is rel without trailing slashes or "." and ".." elements: the
