@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"strconv"
-	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -69,11 +68,7 @@ func quoteCmd(e *env) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			module := ""
-			if s.Executor == "wasm" {
-				module = "sha256:" + fmt.Sprintf("%064x", 0) // placeholder: quoting uploads nothing
-			}
-			ls := jobclient.LedgerSpec(s, module)
+			ls := jobclient.QuoteSpec(s)
 			q, err := cl.Quote(cmd.Context(), &ls)
 			if err != nil {
 				return err
@@ -97,14 +92,25 @@ func quoteCmd(e *env) *cobra.Command {
 
 func jobCmd(e *env) *cobra.Command {
 	c := &cobra.Command{Use: "job", Short: "Run and manage jobs"}
+	c.AddCommand(jobRunCmd(e), jobSubmitCmd(e), jobStatusCmd(e), jobLogsCmd(e), jobGetCmd(e), jobCancelCmd(e), jobListCmd(e))
+	return c
+}
+
+// fromFlag adds the required --from KEY flag to cmd.
+func fromFlag(cmd *cobra.Command, from *string) {
+	cmd.Flags().StringVar(from, "from", "", "the consumer's key (required)")
+	cmd.MarkFlagRequired("from")
+}
+
+// queueFlag adds --queue to cmd.
+func queueFlag(cmd *cobra.Command, queue *bool) {
+	cmd.Flags().BoolVar(queue, "queue", false, "submit even if max_price is below every ask (the job waits for a cheaper provider)")
+}
+
+func jobRunCmd(e *env) *cobra.Command {
 	var from, out string
 	var poll time.Duration
 	var queue bool
-	addFrom := func(cmd *cobra.Command) {
-		cmd.Flags().StringVar(&from, "from", "", "the consumer's key (required)")
-		cmd.MarkFlagRequired("from")
-	}
-
 	run := &cobra.Command{
 		Use:   "run SPEC.yaml --from KEY [--out DIR]",
 		Short: "Submit a job, follow it to the end, then fetch and decrypt its outputs",
@@ -125,16 +131,17 @@ Ctrl-C detaches without cancelling: reattach with gpunet job status|logs|get ID.
 			}
 			// The job's log streams to stdout while it runs, lines marked
 			// "│"; state changes are marked with their time.
-			stopLogs := func() {}
-			if text {
-				stopLogs = e.streamLogs(cmd.Context(), jc, id, poll)
-			}
-			j, err := jc.Follow(cmd.Context(), id, poll, func(j *ledger.Job) {
+			o := jobclient.WatchOptions{Poll: poll, OnChange: func(j *ledger.Job) {
 				if text {
 					fmt.Fprintf(e.stdout, "  %6.1fs  %-9s %s\n", time.Since(start).Seconds(), j.State, j.Reason)
 				}
-			})
-			stopLogs()
+			}}
+			logs := &prefixWriter{w: e.stdout, prefix: "  │ "}
+			if text {
+				o.Logs = logs
+			}
+			j, err := jc.Watch(cmd.Context(), id, o)
+			logs.flush()
 			if errors.Is(err, context.Canceled) {
 				fmt.Fprintf(e.stderr, "detached; job %d goes on. Reattach with: gpunet job status %d, gpunet job logs %d --from %s, gpunet job get %d --from %s\n", id, id, id, from, id, from)
 				return nil
@@ -145,11 +152,16 @@ Ctrl-C detaches without cancelling: reattach with gpunet job status|logs|get ID.
 			return e.finishJob(cmd.Context(), jc, j, out)
 		},
 	}
-	addFrom(run)
-	run.Flags().BoolVar(&queue, "queue", false, "submit even if max_price is below every ask (the job waits for a cheaper provider)")
+	fromFlag(run, &from)
+	queueFlag(run, &queue)
 	run.Flags().StringVar(&out, "out", "", "where to put the outputs (default ./job-ID)")
 	run.Flags().DurationVar(&poll, "poll", 250*time.Millisecond, "how often to look at the job")
+	return run
+}
 
+func jobSubmitCmd(e *env) *cobra.Command {
+	var from string
+	var queue bool
 	submit := &cobra.Command{
 		Use:   "submit SPEC.yaml --from KEY",
 		Short: "Submit a job and return its id",
@@ -168,9 +180,13 @@ Ctrl-C detaches without cancelling: reattach with gpunet job status|logs|get ID.
 			})
 		},
 	}
-	addFrom(submit)
-	submit.Flags().BoolVar(&queue, "queue", false, "submit even if max_price is below every ask (the job waits for a cheaper provider)")
+	fromFlag(submit, &from)
+	queueFlag(submit, &queue)
+	return submit
+}
 
+func jobStatusCmd(e *env) *cobra.Command {
+	var from string
 	status := &cobra.Command{
 		Use:   "status ID [--from KEY]",
 		Short: "Show a job: state, reason, assignment, cost (with --from, also grants its key if due)",
@@ -201,7 +217,12 @@ Ctrl-C detaches without cancelling: reattach with gpunet job status|logs|get ID.
 		},
 	}
 	status.Flags().StringVar(&from, "from", "", "the owner's key, to grant the job key if the job waits for it")
+	return status
+}
 
+func jobLogsCmd(e *env) *cobra.Command {
+	var from string
+	var poll time.Duration
 	logs := &cobra.Command{
 		Use:   "logs ID --from KEY",
 		Short: "Print a job's log, decrypted: live while it runs, the full log once it is done",
@@ -215,35 +236,16 @@ Ctrl-C detaches without cancelling: reattach with gpunet job status|logs|get ID.
 			if err != nil {
 				return err
 			}
-			j, err := jc.Chain.Job(cmd.Context(), id)
-			if err != nil {
-				return err
-			}
-			if !j.Done() && j.State != ledger.JobVerifying {
-				// Follow the live relay until the job ends.
-				var next uint64
-				for !j.Done() {
-					if err := jc.StreamLogs(cmd.Context(), id, &next, e.stdout); err != nil {
-						return err
-					}
-					jc.GrantIfNeeded(cmd.Context(), j)
-					select {
-					case <-cmd.Context().Done():
-						return nil
-					case <-time.After(poll):
-					}
-					if j, err = jc.Chain.Job(cmd.Context(), id); err != nil {
-						return err
-					}
-				}
-				return jc.StreamLogs(cmd.Context(), id, &next, e.stdout)
-			}
-			return jc.FetchLogs(cmd.Context(), j, e.stdout)
+			return jc.FollowLogs(cmd.Context(), id, poll, e.stdout)
 		},
 	}
-	addFrom(logs)
+	fromFlag(logs, &from)
 	logs.Flags().DurationVar(&poll, "poll", 300*time.Millisecond, "how often to look for new log output")
+	return logs
+}
 
+func jobGetCmd(e *env) *cobra.Command {
+	var from, out string
 	get := &cobra.Command{
 		Use:   "get ID --from KEY [--out DIR]",
 		Short: "Download and decrypt a finished job's outputs",
@@ -264,9 +266,13 @@ Ctrl-C detaches without cancelling: reattach with gpunet job status|logs|get ID.
 			return e.finishJob(cmd.Context(), jc, j, out)
 		},
 	}
-	addFrom(get)
+	fromFlag(get, &from)
 	get.Flags().StringVar(&out, "out", "", "where to put the outputs (default ./job-ID)")
+	return get
+}
 
+func jobCancelCmd(e *env) *cobra.Command {
+	var from string
 	cancel := &cobra.Command{
 		Use:   "cancel ID --from KEY",
 		Short: "Cancel a job; unused escrow is refunded",
@@ -279,8 +285,12 @@ Ctrl-C detaches without cancelling: reattach with gpunet job status|logs|get ID.
 			return e.sendMsg(cmd, from, 0, &ledger.MsgCancelJob{JobID: id})
 		},
 	}
-	addFrom(cancel)
+	fromFlag(cancel, &from)
+	return cancel
+}
 
+func jobListCmd(e *env) *cobra.Command {
+	var from string
 	list := &cobra.Command{
 		Use:   "list --from KEY",
 		Short: "List a key's jobs, newest first",
@@ -308,36 +318,8 @@ Ctrl-C detaches without cancelling: reattach with gpunet job status|logs|get ID.
 			})
 		},
 	}
-	addFrom(list)
-
-	c.AddCommand(run, submit, status, logs, get, cancel, list)
-	return c
-}
-
-// streamLogs prints job id's live log, each line prefixed with "│ ",
-// until the returned function is called.
-func (e *env) streamLogs(ctx context.Context, jc *jobclient.Client, id uint64, poll time.Duration) func() {
-	ctx, cancel := context.WithCancel(ctx)
-	done := make(chan struct{})
-	w := &prefixWriter{w: e.stdout, prefix: "  │ "}
-	go func() {
-		defer close(done)
-		var next uint64
-		for {
-			jc.StreamLogs(ctx, id, &next, w)
-			select {
-			case <-ctx.Done():
-				jc.StreamLogs(context.Background(), id, &next, w) // what came last
-				w.flush()
-				return
-			case <-time.After(poll):
-			}
-		}
-	}()
-	return func() {
-		cancel()
-		<-done
-	}
+	fromFlag(list, &from)
+	return list
 }
 
 // prefixWriter writes whole lines to w, each with prefix.
@@ -366,8 +348,8 @@ func (p *prefixWriter) flush() {
 	}
 }
 
-// submitSpec loads the spec at path, checks that it can be placed (unless
-// queue), and submits it as key from.
+// submitSpec loads the spec at path, checks that its max_price is not
+// below every ask that fits it (unless queue), and submits it as key from.
 func (e *env) submitSpec(ctx context.Context, path, from string, queue bool) (*jobclient.Client, uint64, error) {
 	s, err := loadSpec(path)
 	if err != nil {
@@ -377,34 +359,16 @@ func (e *env) submitSpec(ctx context.Context, path, from string, queue bool) (*j
 	if err != nil {
 		return nil, 0, err
 	}
-	if err := checkPlaceable(ctx, jc, s, queue); err != nil {
-		return nil, 0, err
+	if !queue {
+		var pe *jobclient.PriceError
+		if err := jc.CheckPrice(ctx, s); errors.As(err, &pe) {
+			return nil, 0, usageError{fmt.Errorf("max_price %s/h is below every ask that fits this job (%s); raise max_price, or pass --queue to submit it anyway and wait for a cheaper provider", formatSync(pe.MaxPrice), pe.Quote.Reason)}
+		} else if err != nil {
+			return nil, 0, err
+		}
 	}
 	id, err := jc.Submit(ctx, s)
 	return jc, id, err
-}
-
-// checkPlaceable refuses a job whose max_price is below every ask of the
-// providers that could otherwise run it, unless the user asked to queue it
-// anyway: a job that cannot be placed waits, and that is rarely what a
-// price typo wants.
-func checkPlaceable(ctx context.Context, jc *jobclient.Client, s *jobspec.Spec, queue bool) error {
-	if queue {
-		return nil
-	}
-	module := ""
-	if s.Executor == "wasm" {
-		module = "sha256:" + fmt.Sprintf("%064x", 0)
-	}
-	ls := jobclient.LedgerSpec(s, module)
-	q, err := jc.Chain.Quote(ctx, &ls)
-	if err != nil {
-		return err
-	}
-	if q.Matching == 0 && strings.Contains(q.Reason, "cheapest other ask") && strings.HasPrefix(q.Reason, "0 of 0 providers") {
-		return usageError{fmt.Errorf("max_price %s/h is below every ask that fits this job (%s); raise max_price, or pass --queue to submit it anyway and wait for a cheaper provider", formatSync(ls.MaxPricePerHour), q.Reason)}
-	}
-	return nil
 }
 
 // finishJob fetches a finished job's outputs into out and prints its end.

@@ -7,7 +7,6 @@
 package jobclient
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -23,6 +22,7 @@ import (
 
 	"github.com/gpunet/gpunet/internal/blob"
 	"github.com/gpunet/gpunet/internal/chainclient"
+	"github.com/gpunet/gpunet/internal/clock"
 	"github.com/gpunet/gpunet/internal/jobspec"
 	"github.com/gpunet/gpunet/internal/keys"
 	"github.com/gpunet/gpunet/internal/ledger"
@@ -36,6 +36,9 @@ type Client struct {
 	Key   *keys.Key
 	// Dir keeps the job keys: Dir/<id>.key.
 	Dir string
+	// Clock is what the follow loops wait on between polls (tests
+	// advance a fake); nil is the real clock.
+	Clock clock.Clock
 }
 
 // New returns a client talking to the node at chain (blobs go through the
@@ -192,83 +195,6 @@ func (c *Client) ForgetKey(j *ledger.Job) error {
 	return nil
 }
 
-// GrantIfNeeded grants the job key to assigned providers that lack it. It
-// reports whether it sent a grant. On a job that has ended it removes the
-// key instead (ForgetKey).
-func (c *Client) GrantIfNeeded(ctx context.Context, j *ledger.Job) (bool, error) {
-	if j.Done() {
-		return false, c.ForgetKey(j)
-	}
-	// Assigned jobs, and verifying ones that got an audit or escalation
-	// replica, wait for the key.
-	if j.Owner != c.Key.Address {
-		return false, nil
-	}
-	var grants []ledger.Grant
-	key := (*age.X25519Identity)(nil)
-	for _, a := range j.Assignments {
-		if a.KeyGrant != nil {
-			continue
-		}
-		if key == nil {
-			var err error
-			if key, err = c.loadKey(j.ID); err != nil {
-				return false, err
-			}
-		}
-		p, err := c.Chain.Provider(ctx, a.Provider)
-		if err != nil {
-			return false, fmt.Errorf("provider %s: %w", a.Provider, err)
-		}
-		wrapped, err := seal.WrapKey(key, p.Record.EncryptionKey)
-		if err != nil {
-			return false, fmt.Errorf("wrap the job key to %s: %w", a.Provider, err)
-		}
-		grants = append(grants, ledger.Grant{Provider: a.Provider, WrappedKey: wrapped})
-	}
-	if len(grants) == 0 {
-		return false, nil
-	}
-	_, err := c.Chain.SendMsg(ctx, c.Key, 0, &ledger.MsgGrantKey{JobID: j.ID, Grants: grants})
-	var txErr *chainclient.TxError
-	switch {
-	case errors.As(err, &txErr) && (txErr.Result.Code == ledger.ErrJobState.Code || txErr.Result.Code == ledger.ErrNotJobParty.Code):
-		return false, nil // it moved on meanwhile (reassigned, a replica dropped, cancelled)
-	case errors.Is(err, chainclient.ErrNotInBlockYet):
-		return true, nil // in the mempool: the next poll sees it
-	}
-	return err == nil, err
-}
-
-// Follow watches job id until it ends or ctx does, granting the job key
-// whenever it is assigned. onChange sees each new state or reason.
-func (c *Client) Follow(ctx context.Context, id uint64, poll time.Duration, onChange func(*ledger.Job)) (*ledger.Job, error) {
-	var last string
-	for {
-		j, err := c.Chain.Job(ctx, id)
-		if err != nil {
-			return nil, err
-		}
-		if sig := j.State + "\x00" + j.Reason; sig != last {
-			last = sig
-			if onChange != nil {
-				onChange(j)
-			}
-		}
-		if j.Done() {
-			return j, c.ForgetKey(j)
-		}
-		if _, err := c.GrantIfNeeded(ctx, j); err != nil {
-			return j, err
-		}
-		select {
-		case <-ctx.Done():
-			return j, ctx.Err()
-		case <-time.After(poll):
-		}
-	}
-}
-
 // result picks the result whose outputs a finished job delivers: the
 // verdict's majority.
 func result(j *ledger.Job) (*ledger.JobResult, error) {
@@ -329,28 +255,4 @@ func (c *Client) fetch(ctx context.Context, ref string, use func(io.Reader) erro
 		return fmt.Errorf("decrypt %s: %w", ref, err)
 	}
 	return use(plain)
-}
-
-// StreamLogs writes job id's live log to w as the provider relays it, from
-// chunk *next on (updating it), until ctx ends. Chunks that fail to decrypt
-// are reported in the stream, not fatal.
-func (c *Client) StreamLogs(ctx context.Context, id uint64, next *uint64, w io.Writer) error {
-	page, err := c.Chain.Logs(ctx, id, *next)
-	if err != nil {
-		return err
-	}
-	if page.Dropped > 0 {
-		fmt.Fprintf(w, "[gpunet: %d earlier log chunks are no longer held by the node]\n", page.Dropped)
-	}
-	for _, ch := range page.Chunks {
-		plain, err := seal.Decrypt(bytes.NewReader(ch.Data), c.Key.Identity())
-		if err == nil {
-			_, err = io.Copy(w, plain)
-		}
-		if err != nil {
-			fmt.Fprintf(w, "[gpunet: log chunk %d from %s unreadable: %v]\n", ch.Seq, ch.Provider, err)
-		}
-	}
-	*next = page.Next
-	return nil
 }
