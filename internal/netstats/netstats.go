@@ -93,6 +93,7 @@ type Stats struct {
 	tlOrder   []uint64
 	recent    ring[blockStat] // for tx/s
 	lastBlock *BlockSummary
+	watch     jobWatch // used by load and apply only
 
 	subMu sync.Mutex
 	subs  map[chan Update]struct{}
@@ -205,6 +206,7 @@ func New(chain Chain, o Options) *Stats {
 		recent:    newRing[blockStat](20),
 		timelines: map[uint64][]Transition{},
 		subs:      map[chan Update]struct{}{},
+		watch:     newJobWatch(),
 	}
 	s.m = newMetrics(s, o.Registry)
 	return s
@@ -277,6 +279,7 @@ func (s *Stats) load(ctx context.Context) error {
 				counts[st-1]++
 			}
 		}
+		s.watch.loaded(j)
 		return ctx.Err() == nil
 	}); err != nil {
 		return fmt.Errorf("netstats: %w", err)
@@ -284,6 +287,7 @@ func (s *Stats) load(ctx context.Context) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
+	s.m.queue(s.watch.perClass)
 	s.mu.Lock()
 	s.height = ledger.Height(kv)
 	s.provs, s.provIdx, s.agg = provs, idx, newAggregate(provs)
@@ -389,7 +393,7 @@ func (s *Stats) catchUp(ctx context.Context, h uint64) error {
 		if b == nil {
 			return fmt.Errorf("block %d is not in the block store", next)
 		}
-		s.apply(b)
+		s.apply(ctx, b)
 	}
 }
 
@@ -421,13 +425,22 @@ func (t *touched) event(e ledger.Event) (job uint64, provs []string) {
 }
 
 // apply folds block b into the stats.
-func (s *Stats) apply(b *apiwire.Block) {
+func (s *Stats) apply(ctx context.Context, b *apiwire.Block) {
 	t := &touched{jobs: map[uint64]bool{}, provs: map[address.Address]bool{}}
 	var evs []Event
+	submitted, placed, ended := map[uint64]bool{}, map[uint64]bool{}, map[uint64]bool{}
 	add := func(e ledger.Event, tx string) {
 		job, provs := t.event(e)
 		evs = append(evs, Event{Height: uint64(b.Height), Time: b.Time, Type: e.Type, Job: job, Providers: provs, Tx: tx, Attrs: e.Attrs})
-		s.m.event(e.Type)
+		s.m.event(e)
+		switch e.Type {
+		case "job_submitted":
+			submitted[job] = true
+		case "job_assigned":
+			placed[job] = true
+		case "job_" + ledger.JobSucceeded, "job_" + ledger.JobFailed, "job_" + ledger.JobCancelled:
+			ended[job] = true
+		}
 	}
 	for _, tx := range b.Txs {
 		for _, e := range tx.Events {
@@ -469,8 +482,21 @@ func (s *Stats) apply(b *apiwire.Block) {
 			provs[a] = providerOf(p, params, &s.interned)
 		}
 	}
+	totals := totalsOf(kv)
 	release()
 	mempool := s.chain.Mempool()
+	jobs := make([]*ledger.Job, len(changes))
+	for i, c := range changes {
+		jobs[i] = c.job
+		s.watch.setQueued(c.job)
+		if ended[c.id] {
+			s.m.jobEnded(c.job)
+		}
+	}
+	s.m.queue(s.watch.perClass)
+	for _, w := range s.watch.waits(ctx, blockRef{uint64(b.Height), b.Time}, jobs, submitted, placed, s.blockTime) {
+		s.m.schedulerWait.Observe(w)
+	}
 
 	s.mu.Lock()
 	var updates []Update
@@ -492,9 +518,6 @@ func (s *Stats) apply(b *apiwire.Block) {
 		}
 		s.jobs[c.id] = st
 		s.addTransition(c.id, c.prev, c.job, uint64(b.Height), b.Time)
-		if c.job.State == ledger.JobAssigned && c.prev == stateIndex(ledger.JobQueued) && len(c.job.Assignments) > 0 {
-			s.m.schedulerWait.Observe(max(0, float64(c.job.Assignments[0].AssignedAt-c.job.SubmittedAt)))
-		}
 		updates = append(updates, Update{Type: "job", Job: &JobUpdate{ID: c.id, State: c.job.State, Reason: c.job.Reason, Owner: c.job.Owner.String()}})
 	}
 	changedProvs := false
@@ -524,12 +547,21 @@ func (s *Stats) apply(b *apiwire.Block) {
 	s.series.push(sample)
 	s.lastBlock = last
 	s.mu.Unlock()
-	s.m.block(sample)
+	s.m.block(sample, totals)
 
 	s.publish(Update{Type: "block", Block: last, Sample: &sample})
 	for _, u := range updates {
 		s.publish(u)
 	}
+}
+
+// blockTime reads block height's time.
+func (s *Stats) blockTime(ctx context.Context, height uint64) (time.Time, bool) {
+	b, err := s.chain.Block(ctx, int64(height))
+	if err != nil || b == nil {
+		return time.Time{}, false
+	}
+	return b.Time, true
 }
 
 // addTransition records a job's state change; the caller holds mu.

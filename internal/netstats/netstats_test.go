@@ -34,6 +34,8 @@ type chain struct {
 	seq     map[string]uint64
 	heights chan int64
 	mempool int
+	// times gives block h's time (default lt.BlockTime).
+	times func(h int64) time.Time
 }
 
 func newChain(t *testing.T, g ledger.Genesis) *chain {
@@ -52,6 +54,9 @@ func (c *chain) block(txs ...[]byte) *apiwire.Block {
 	c.mu.Lock()
 	c.height++
 	at := lt.BlockTime(c.height)
+	if c.times != nil {
+		at = c.times(c.height)
+	}
 	b := c.l.BeginBlock(c.kv, ledger.BlockInfo{Height: c.height, Time: at, Seed: lt.BlockSeed(c.height)})
 	vb := &apiwire.Block{BlockHeader: apiwire.BlockHeader{Height: c.height, Time: at, NumTxs: len(txs), Hash: fmt.Sprintf("%064X", c.height)}, Txs: []apiwire.BlockTx{}}
 	for i, raw := range txs {
@@ -248,9 +253,9 @@ func TestChallengeEventsCount(t *testing.T) {
 	RegisterChallengeEvent("test_hw_passed", "hardware", "passed")
 	reg := prometheus.NewRegistry()
 	s := New(&chain{}, Options{Registry: reg})
-	s.m.event("test_hw_passed")
-	s.m.event("liveness_missed")
-	s.m.event("job_assigned")
+	s.m.event(ledger.Event{Type: "test_hw_passed"})
+	s.m.event(ledger.Event{Type: "liveness_missed"})
+	s.m.event(ledger.Event{Type: "job_assigned"})
 	if v := testutil.ToFloat64(s.m.challenges.WithLabelValues("hardware", "passed")); v != 1 {
 		t.Errorf("hardware passed = %v", v)
 	}
