@@ -11,7 +11,9 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/gpunet/gpunet/internal/bench"
+	"github.com/gpunet/gpunet/internal/bench/apibench"
 	"github.com/gpunet/gpunet/internal/bench/containerbench"
+	"github.com/gpunet/gpunet/internal/bench/jobbench"
 	"github.com/gpunet/gpunet/internal/bench/verifybench"
 )
 
@@ -239,7 +241,7 @@ func printSched(w io.Writer, r *bench.SchedResult) {
 }
 
 func benchJobCmd(e *env) *cobra.Command {
-	var o bench.JobsOptions
+	var o jobbench.Options
 	c := &cobra.Command{
 		Use:   "job",
 		Short: "Measure submit → verified result for no-op WASI jobs on an in-process devnet, and jobs/s sustained",
@@ -287,69 +289,25 @@ The target, at 200 ms blocks: <= 4 blocks and p50 <= 1 s (latency phase).`,
 			if e.output != "json" {
 				o.Progress = e.stderr
 			}
-			res, err := bench.RunJobs(cmd.Context(), o)
+			res, err := jobbench.Run(cmd.Context(), o)
 			if err != nil {
 				return err
 			}
-			return e.print(res, func(w io.Writer) { printJobs(w, res) })
+			return e.print(res, func(w io.Writer) { res.WriteText(w) })
 		},
 	}
 	f := c.Flags()
-	f.DurationVar(&o.BlockTime, "block-time", bench.DefaultJobsBlockTime, "the devnet's block time (timeout_commit)")
-	f.DurationVar(&o.Poll, "poll", bench.DefaultJobsPoll, "how often provider agents and consumers look at the chain")
-	f.IntVar(&o.Providers, "providers", bench.DefaultJobsProviders, "provider agents")
-	f.IntVar(&o.LatencyJobs, "latency-jobs", bench.DefaultJobsLatency, "jobs run one at a time")
+	f.DurationVar(&o.BlockTime, "block-time", jobbench.DefaultBlockTime, "the devnet's block time (timeout_commit)")
+	f.DurationVar(&o.Poll, "poll", jobbench.DefaultPoll, "how often provider agents and consumers look at the chain")
+	f.IntVar(&o.Providers, "providers", jobbench.DefaultProviders, "provider agents")
+	f.IntVar(&o.LatencyJobs, "latency-jobs", jobbench.DefaultLatency, "jobs run one at a time")
 	f.IntVar(&o.WarmupJobs, "warmup-jobs", 0, "jobs run before the latency phase from every consumer at once (0 skips it; default 12 per provider for spot)")
-	f.IntVar(&o.SustainedJobs, "sustained-jobs", bench.DefaultJobsSustained, "jobs run in the sustained phase (0 skips it)")
-	f.IntVar(&o.Concurrency, "concurrency", bench.DefaultJobsConcurrency, "consumers submitting at once in the sustained phase")
+	f.IntVar(&o.SustainedJobs, "sustained-jobs", jobbench.DefaultSustained, "jobs run in the sustained phase (0 skips it)")
+	f.IntVar(&o.Concurrency, "concurrency", jobbench.DefaultConcurrency, "consumers submitting at once in the sustained phase")
 	f.StringVar(&o.Verification, "verification", "spot", "the jobs' verification: none, spot or full")
-	f.DurationVar(&o.JobTimeout, "job-timeout", bench.DefaultJobsTimeout, "give up on (and cancel) a job after this long")
+	f.DurationVar(&o.JobTimeout, "job-timeout", jobbench.DefaultTimeout, "give up on (and cancel) a job after this long")
 	f.BoolVar(&o.SerialSubmit, "serial-submit", false, "sustained phase: consumers take turns submitting, one submission per block (avoids the ledger placing twice jobs submitted in the same block)")
 	return c
-}
-
-func printJobs(w io.Writer, r *bench.JobsResult) {
-	fmt.Fprintf(w, "gpunet bench job  %s\n", r.Date.Format(time.RFC3339))
-	fmt.Fprintf(w, "devnet: block time %s, %d providers, poll %s, verification %s, no-op module of %d bytes, GOMAXPROCS %d (setup %.1fs)\n",
-		r.BlockTime, r.Providers, r.Poll, r.Verification, r.ModuleBytes, r.GOMAXPROCS, r.SetupSeconds)
-	if r.SerialSubmit {
-		fmt.Fprintln(w, "sustained phase: submissions serialised, one per block")
-	}
-	fmt.Fprintln(w)
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "phase\tconsumers\tsucceeded\tjobs/s\tp50\tp90\tp99\tmax\tblocks p50\tmax\tsubmit p50\tseen p50\tcpu\t")
-	for _, p := range []struct {
-		name string
-		ph   bench.JobsPhase
-	}{{"warm-up", r.Warmup}, {"latency", r.Latency}, {"sustained", r.Sustained}} {
-		if p.ph.Jobs == 0 {
-			continue
-		}
-		rate := "-"
-		if p.ph.JobsPerS > 0 {
-			rate = fmt.Sprintf("%.2f", p.ph.JobsPerS)
-		}
-		fmt.Fprintf(tw, "%s\t%d\t%d/%d\t%s\t%.0fms\t%.0fms\t%.0fms\t%.0fms\t%d\t%d\t%.0fms\t%.0fms\t%.2f\t\n",
-			p.name, p.ph.Concurrency, p.ph.Succeeded, p.ph.Jobs, rate, p.ph.P50Ms, p.ph.P90Ms, p.ph.P99Ms, p.ph.MaxMs,
-			p.ph.BlocksP50, p.ph.BlocksMax, p.ph.SubmitP50Ms, p.ph.ObservedP50Ms, p.ph.CPUCores)
-	}
-	tw.Flush()
-	for _, p := range []struct {
-		name string
-		ph   bench.JobsPhase
-	}{{"warm-up", r.Warmup}, {"latency", r.Latency}, {"sustained", r.Sustained}} {
-		if p.ph.Failed > 0 || p.ph.MultiAssigned > 0 {
-			fmt.Fprintf(w, "%s: %d failed, %d placed on more providers than planned; first: %s\n", p.name, p.ph.Failed, p.ph.MultiAssigned, p.ph.FirstError)
-		}
-	}
-	fmt.Fprintf(w, "\ntarget (at %s blocks): <= %d blocks %s; p50 <= %.0fms %s\n",
-		r.Target.BlockTime, r.Target.Blocks, met(r.MeetsBlocks), r.Target.P50Ms, met(r.MeetsP50))
-	if r.BlockTime != r.Target.BlockTime {
-		fmt.Fprintf(w, "(this run's blocks are %s: the verdict is for the target's figures, not its block time)\n", r.BlockTime)
-	}
-	if r.Dir != "" {
-		fmt.Fprintf(w, "devnet home kept in %s\n", r.Dir)
-	}
 }
 
 func benchWasmCmd(e *env) *cobra.Command {
@@ -542,7 +500,7 @@ proved on this CPU and verified as a validator does (target: verification
 
 func benchAPICmd(e *env) *cobra.Command {
 	var (
-		o                             bench.APIOptions
+		o                             apibench.Options
 		cpuprofile, trace, memprofile string
 	)
 	c := &cobra.Command{
@@ -602,57 +560,27 @@ request's latency runs from when it was due. Targets (at 100,000 providers,
 				defer f.Close()
 				o.AllocsBase, o.Allocs = base, f
 			}
-			res, err := bench.RunAPI(cmd.Context(), o)
+			res, err := apibench.Run(cmd.Context(), o)
 			if err != nil {
 				return err
 			}
-			return e.print(res, func(w io.Writer) { printAPI(w, res) })
+			return e.print(res, func(w io.Writer) { res.WriteText(w) })
 		},
 	}
 	f := c.Flags()
-	f.IntVar(&o.Providers, "providers", bench.DefaultAPIProviders, "providers in the state")
-	f.IntVar(&o.Jobs, "jobs", bench.DefaultAPIJobs, "jobs in the state")
-	f.IntVar(&o.Consumers, "consumers", bench.DefaultAPIConsumers, "accounts owning the jobs")
-	f.IntVar(&o.Rate, "rate", bench.DefaultAPIRate, "single-object reads per second")
-	f.IntVar(&o.ListRate, "list-rate", bench.DefaultAPIListRate, "paginated list reads per second, at the same time")
-	f.DurationVar(&o.Duration, "duration", bench.DefaultAPIDuration, "how long the load runs")
-	f.DurationVar(&o.BlockTime, "block-time", bench.DefaultAPIBlockTime, "the validator's pause after each block")
-	f.IntVar(&o.TxRate, "tx-rate", bench.DefaultAPITxRate, "signed transfers per second sent to the node during the load")
-	f.Uint64Var(&o.Seed, "seed", bench.DefaultSchedSeed, "seed of the market and the load")
+	f.IntVar(&o.Providers, "providers", apibench.DefaultProviders, "providers in the state")
+	f.IntVar(&o.Jobs, "jobs", apibench.DefaultJobs, "jobs in the state")
+	f.IntVar(&o.Consumers, "consumers", apibench.DefaultConsumers, "accounts owning the jobs")
+	f.IntVar(&o.Rate, "rate", apibench.DefaultRate, "single-object reads per second")
+	f.IntVar(&o.ListRate, "list-rate", apibench.DefaultListRate, "paginated list reads per second, at the same time")
+	f.DurationVar(&o.Duration, "duration", apibench.DefaultDuration, "how long the load runs")
+	f.DurationVar(&o.BlockTime, "block-time", apibench.DefaultBlockTime, "the validator's pause after each block")
+	f.IntVar(&o.TxRate, "tx-rate", apibench.DefaultTxRate, "signed transfers per second sent to the node during the load")
+	f.Uint64Var(&o.Seed, "seed", apibench.DefaultSeed, "seed of the market and the load")
 	f.StringVar(&o.Home, "home", "", "keep the node's home under this directory (default: a temp dir, removed)")
 	f.StringVar(&o.StateDir, "state-dir", "", "keep each built state in this directory and start later runs of the same size from a copy")
 	f.StringVar(&cpuprofile, "cpuprofile", "", "write a CPU profile (pprof) of the process during the load to this file")
 	f.StringVar(&trace, "trace", "", "write an execution trace (go tool trace) of the process during the load to this file")
 	f.StringVar(&memprofile, "memprofile", "", "write the allocations (pprof) at the load's end to this file and at its start to FILE.base: go tool pprof -diff_base FILE.base FILE")
 	return c
-}
-
-func printAPI(w io.Writer, r *bench.APIResult) {
-	fmt.Fprintf(w, "gpunet bench api  %s  (GOMAXPROCS %d)\n", r.Date.Format(time.RFC3339), r.GOMAXPROCS)
-	fmt.Fprintf(w, "state: %d providers, %d jobs %v, built in %.0fs (%d blocks, %d txs); node start %.1fs, stats load %.1fs\n",
-		r.Providers, r.Jobs, r.JobStates, r.SetupSeconds, r.StateBlocks, r.StateTxs, r.NodeStartSeconds, r.StatsLoadSeconds)
-	fmt.Fprintf(w, "load: %d single reads/s + %d list reads/s for %.0fs; the validator made %d blocks holding %d txs (%d transfers/s sent)\n\n",
-		r.Rate, r.ListRate, r.DurationSeconds, r.Blocks, r.BlockTxs, r.TxRate)
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "class\trequests\terrors\tachieved/s\tp50\tp90\tp99\tmax\t")
-	for _, c := range []struct {
-		name string
-		c    bench.APIClass
-	}{{"single-object", r.Single}, {"lists", r.List}} {
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%.0f\t%.2fms\t%.2fms\t%.2fms\t%.1fms\t\n", c.name, c.c.Requests, c.c.Errors, c.c.RatePerS, c.c.P50Ms, c.c.P90Ms, c.c.P99Ms, c.c.MaxMs)
-	}
-	tw.Flush()
-	fmt.Fprintln(w)
-	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "request\tn\tp50\tp99\tmax\t")
-	for _, ep := range r.Endpoints {
-		fmt.Fprintf(tw, "%s\t%d\t%.2fms\t%.2fms\t%.1fms\t\n", ep.Name, ep.N, ep.P50Ms, ep.P99Ms, ep.MaxMs)
-	}
-	tw.Flush()
-	for _, e := range r.ErrorSamples {
-		fmt.Fprintf(w, "error: %s\n", e)
-	}
-	if r.MeetsSingle != nil {
-		fmt.Fprintf(w, "\ntarget: single reads p99 <= %.0fms %s; lists p99 <= %.0fms %s\n", r.Target.SingleP99Ms, met(*r.MeetsSingle), r.Target.ListP99Ms, met(*r.MeetsList))
-	}
 }

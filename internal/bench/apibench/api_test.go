@@ -1,9 +1,10 @@
-package bench
+package apibench
 
 import (
 	"testing"
 	"time"
 
+	"github.com/gpunet/gpunet/internal/bench/market"
 	"github.com/gpunet/gpunet/internal/ledger"
 )
 
@@ -14,13 +15,13 @@ func TestAPISmall(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds a state and runs a node")
 	}
-	o := APIOptions{Providers: 300, Jobs: 3000, Consumers: 20, Rate: 100, ListRate: 20, Duration: 2 * time.Second, BlockTime: 100 * time.Millisecond, TxRate: 20, StateDir: t.TempDir()}
-	first, err := RunAPI(t.Context(), o)
+	o := Options{Providers: 300, Jobs: 3000, Consumers: 20, Rate: 100, ListRate: 20, Duration: 2 * time.Second, BlockTime: 100 * time.Millisecond, TxRate: 20, StateDir: t.TempDir()}
+	first, err := Run(t.Context(), o)
 	if err != nil {
 		t.Fatal(err)
 	}
 	// A second run starts from a copy of the kept state.
-	res, err := RunAPI(t.Context(), o)
+	res, err := Run(t.Context(), o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -42,7 +43,7 @@ func TestAPISmall(t *testing.T) {
 	if res.Blocks < 5 || res.BlockTxs == 0 {
 		t.Errorf("the validator made %d blocks with %d txs during the load", res.Blocks, res.BlockTxs)
 	}
-	for _, c := range []APIClass{res.Single, res.List} {
+	for _, c := range []Class{res.Single, res.List} {
 		if c.Requests < 20 || c.Errors != 0 || c.P99Ms <= 0 || c.P99Ms < c.P50Ms {
 			t.Errorf("class %+v", c)
 		}
@@ -56,7 +57,7 @@ func TestAPISmall(t *testing.T) {
 // run to run of the same code (else a kept state is never reused).
 func TestStateFingerprintStable(t *testing.T) {
 	params := ledger.DefaultParams()
-	senders := benchKeys("api-sender", 4)
+	senders := market.Keys("api-sender", 4)
 	a, err := stateFingerprint(t.Context(), 1, params, senders)
 	if err != nil {
 		t.Fatal(err)

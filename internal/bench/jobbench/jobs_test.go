@@ -1,4 +1,4 @@
-package bench
+package jobbench
 
 import (
 	"context"
@@ -48,12 +48,12 @@ func TestNoopModule(t *testing.T) {
 func TestJobsSmall(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
 	defer cancel()
-	res, err := RunJobs(ctx, JobsOptions{BlockTime: 50 * time.Millisecond, Poll: 20 * time.Millisecond, Providers: 2,
+	res, err := Run(ctx, Options{BlockTime: 50 * time.Millisecond, Poll: 20 * time.Millisecond, Providers: 2,
 		LatencyJobs: 2, SustainedJobs: 2, Concurrency: 1, Dir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, ph := range []JobsPhase{res.Latency, res.Sustained} {
+	for _, ph := range []Phase{res.Latency, res.Sustained} {
 		if ph.Succeeded != ph.Jobs || ph.Failed != 0 || ph.P50Ms <= 0 || ph.BlocksP50 < 1 || ph.SubmitP50Ms <= 0 {
 			t.Errorf("phase %+v", ph)
 		}
@@ -71,7 +71,7 @@ func TestJobsSmall(t *testing.T) {
 func BenchmarkJobs(b *testing.B) {
 	var p50, blocks, rate float64
 	for range b.N {
-		res, err := RunJobs(b.Context(), JobsOptions{})
+		res, err := Run(b.Context(), Options{})
 		if err != nil {
 			b.Fatal(err)
 		}
