@@ -33,6 +33,9 @@ func TestMain(m *testing.M) {
 	if shared.exec != nil {
 		shared.exec.Close()
 	}
+	for _, e := range engineExecs.execs {
+		e.Close()
+	}
 	os.RemoveAll(dir)
 	os.Exit(code)
 }
@@ -54,6 +57,33 @@ func executor(t testing.TB) *wasm.Executor {
 		t.Fatal(shared.err)
 	}
 	return shared.exec
+}
+
+var engineExecs struct {
+	mu    sync.Mutex
+	execs map[string]*wasm.Executor
+}
+
+// engineExecutor is one executor per engine for the whole test binary.
+func engineExecutor(t testing.TB, engine string) *wasm.Executor {
+	t.Helper()
+	if engine == wasm.DefaultEngine {
+		return executor(t)
+	}
+	engineExecs.mu.Lock()
+	defer engineExecs.mu.Unlock()
+	if e := engineExecs.execs[engine]; e != nil {
+		return e
+	}
+	e, err := wasm.New(filepath.Join(tmpRoot, "cache-"+engine), wasm.WithEngine(engine))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if engineExecs.execs == nil {
+		engineExecs.execs = map[string]*wasm.Executor{}
+	}
+	engineExecs.execs[engine] = e
+	return e
 }
 
 var builds struct {

@@ -881,7 +881,7 @@ func makeDirs(workDir string, outputs []string) string {
 			return "cannot create the directory for output " + d + ": " + err.Error()
 		}
 	}
-	root.Mkdir("tmp", 0o1777) // unless an input is there already
+	root.Mkdir("tmp", 0o755) // unless an input is there already
 	return ""
 }
 

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -714,6 +715,67 @@ func BenchmarkProcessStart(b *testing.B) {
 		cmd.Env = []string{wasm.ChildEnv + "=" + wasm.ChildEnvValue}
 		if err := cmd.Run(); err == nil {
 			b.Fatal("the sandbox process accepted an empty request")
+		}
+	}
+}
+
+// TestFiles checks what a job's file system promises on every engine: the
+// outputs' directories and a writable /tmp exist at the start, file times
+// behave like times in deterministic mode (a later write is newer, a time
+// set reads back), and symbolic links are refused with the errno a
+// program expects.
+func TestFiles(t *testing.T) {
+	want := []string{
+		"out dir true <nil>",
+		"tmp writable",
+		"later write is newer true",
+		"set time reads back true",
+		"write after set moves mtime on true",
+		"symlink: symlink a /tmp/link: Operation not permitted",
+		"symlink in missing dir: symlink a /nodir/link: No such file or directory",
+		"symlink over a file: symlink a /tmp/b: File exists",
+		"readlink of a file: readlink /tmp/a: Invalid argument",
+		"open /etc/passwd: open /etc/passwd: No such file or directory",
+	}
+	for _, engine := range wasm.Engines() {
+		for _, deterministic := range []bool{true, false} {
+			t.Run(fmt.Sprintf("%s/deterministic=%v", engine, deterministic), func(t *testing.T) {
+				job := newJob(t, guest(t), "files")
+				job.Outputs = []string{"/out/result"}
+				job.Deterministic = deterministic
+				res, logs := run(t, engineExecutor(t, engine), job)
+				if res.ExitCode != 0 {
+					t.Fatalf("result %+v, logs:\n%s", res, logs)
+				}
+				got := strings.Split(strings.TrimSpace(logs), "\n")
+				if !slices.Equal(got, want) {
+					t.Errorf("got\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+				}
+				if _, err := os.Stat(filepath.Join(job.WorkDir, "tmp", "a")); err != nil {
+					t.Errorf("/tmp is not in the work dir: %v", err)
+				}
+			})
+		}
+	}
+}
+
+// TestEnginesAgree runs one deterministic job on every engine: what it
+// observes (clock, randomness, listings, file times) is the same.
+func TestEnginesAgree(t *testing.T) {
+	var first string
+	for _, engine := range wasm.Engines() {
+		job := newJob(t, guest(t), "entropy")
+		job.ID = "same-job"
+		job.Outputs = []string{"/out"}
+		res, logs := run(t, engineExecutor(t, engine), job)
+		if res.Failed {
+			t.Fatalf("%s: %+v\n%s", engine, res, logs)
+		}
+		got := string(output(t, res, "/out/entropy.txt"))
+		if first == "" {
+			first = got
+		} else if got != first {
+			t.Errorf("%s differs from %s:\n%s\nvs\n%s", engine, wasm.Engines()[0], got, first)
 		}
 	}
 }

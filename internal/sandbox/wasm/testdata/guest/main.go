@@ -70,6 +70,8 @@ func main() {
 		must(os.WriteFile(args[0], []byte(strings.Repeat("x", n)), 0o644))
 	case "escape": // try to write outside the root; escape RELPATH-TO-HOST-FILE
 		escape(args[0])
+	case "files": // what the file system promises, line by line
+		files()
 	default:
 		fmt.Fprintln(os.Stderr, "unknown mode", os.Args[1])
 		os.Exit(2)
@@ -138,6 +140,38 @@ func escape(rel string) {
 	try("rename /x to /../x", os.Rename("/x", "/../x"))
 	_, err := os.ReadFile("/../" + rel)
 	try("read /../"+rel, err)
+}
+
+func files() {
+	say := func(format string, a ...any) { fmt.Printf(format+"\n", a...) }
+	st, err := os.Stat("/out")
+	say("out dir %v %v", err == nil && st.IsDir(), err)
+	must(os.WriteFile("/tmp/a", []byte("a"), 0o644))
+	say("tmp writable")
+	must(os.WriteFile("/tmp/b", []byte("b"), 0o644))
+	a, _ := os.Stat("/tmp/a")
+	b, _ := os.Stat("/tmp/b")
+	say("later write is newer %v", b.ModTime().After(a.ModTime()))
+	set := time.Date(2024, 2, 29, 12, 0, 0, 0, time.UTC)
+	must(os.Chtimes("/tmp/a", set, set))
+	a, _ = os.Stat("/tmp/a")
+	say("set time reads back %v", a.ModTime().Equal(set))
+	must(os.WriteFile("/tmp/a", []byte("again"), 0o644))
+	a, _ = os.Stat("/tmp/a")
+	say("write after set moves mtime on %v", !a.ModTime().Equal(set))
+	err = os.Symlink("a", "/tmp/link")
+	say("symlink: %v", err)
+	err = os.Symlink("a", "/nodir/link")
+	say("symlink in missing dir: %v", err)
+	err = os.Symlink("a", "/tmp/b")
+	say("symlink over a file: %v", err)
+	_, err = os.Readlink("/tmp/a")
+	say("readlink of a file: %v", err)
+	f, err := os.Open("/etc/passwd")
+	if err == nil {
+		f.Close()
+	}
+	say("open /etc/passwd: %v", err)
 }
 
 func must(err error) {
