@@ -11,6 +11,7 @@ import (
 	"sync"
 
 	"github.com/gpunet/gpunet/internal/address"
+	"github.com/gpunet/gpunet/internal/bench/market"
 	"github.com/gpunet/gpunet/internal/ledger"
 )
 
@@ -68,7 +69,7 @@ func (w *Workload) Txs(chainID string, from, n int) [][]byte {
 				tx := &ledger.Tx{
 					ChainID:  chainID,
 					Sequence: uint64(i / len(w.keys)),
-					Fee:      rawTxFee,
+					Fee:      market.TxFee,
 					Msg:      &ledger.MsgSend{To: w.addrs[(s+1)%len(w.addrs)], Amount: 1},
 				}
 				if err := tx.Sign(w.keys[s]); err != nil {

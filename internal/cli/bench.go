@@ -14,6 +14,7 @@ import (
 	"github.com/gpunet/gpunet/internal/bench/apibench"
 	"github.com/gpunet/gpunet/internal/bench/containerbench"
 	"github.com/gpunet/gpunet/internal/bench/jobbench"
+	"github.com/gpunet/gpunet/internal/bench/schedbench"
 	"github.com/gpunet/gpunet/internal/bench/verifybench"
 )
 
@@ -148,7 +149,7 @@ func met(ok bool) string {
 
 func benchSchedulerCmd(e *env) *cobra.Command {
 	var (
-		o          bench.SchedOptions
+		o          schedbench.Options
 		cpuprofile string
 	)
 	c := &cobra.Command{
@@ -191,53 +192,23 @@ placements/s, p99 <= 250 µs, and >= 0.5 × the rate at the smallest count.`,
 				defer f.Close()
 				o.CPUProfile = f
 			}
-			res, err := bench.RunScheduler(cmd.Context(), o)
+			res, err := schedbench.Run(cmd.Context(), o)
 			if err != nil {
 				return err
 			}
-			return e.print(res, func(w io.Writer) { printSched(w, res) })
+			return e.print(res, func(w io.Writer) { res.WriteText(w) })
 		},
 	}
 	f := c.Flags()
-	f.IntSliceVar(&o.Providers, "providers", bench.DefaultSchedProviders, "provider counts to measure")
-	f.IntVar(&o.Jobs, "jobs", bench.DefaultSchedJobs, "jobs submitted in the throughput phase, per provider count")
-	f.IntVar(&o.BlockJobs, "block-jobs", bench.DefaultSchedBlockJobs, "submissions per block in the throughput phase (also the chain's max_placements_per_block)")
-	f.IntVar(&o.LatencyJobs, "latency-jobs", bench.DefaultSchedLatencyJobs, "one-job blocks in the latency phase")
-	f.IntVar(&o.Consumers, "consumers", bench.DefaultSchedConsumers, "accounts submitting the jobs")
-	f.StringVar(&o.Store, "store", bench.DefaultSchedStore, "the state's store: pebble (in memory) or btree")
-	f.Uint64Var(&o.Seed, "seed", bench.DefaultSchedSeed, "seed of the market (providers and jobs)")
+	f.IntSliceVar(&o.Providers, "providers", schedbench.DefaultProviders, "provider counts to measure")
+	f.IntVar(&o.Jobs, "jobs", schedbench.DefaultJobs, "jobs submitted in the throughput phase, per provider count")
+	f.IntVar(&o.BlockJobs, "block-jobs", schedbench.DefaultBlockJobs, "submissions per block in the throughput phase (also the chain's max_placements_per_block)")
+	f.IntVar(&o.LatencyJobs, "latency-jobs", schedbench.DefaultLatencyJobs, "one-job blocks in the latency phase")
+	f.IntVar(&o.Consumers, "consumers", schedbench.DefaultConsumers, "accounts submitting the jobs")
+	f.StringVar(&o.Store, "store", schedbench.DefaultStore, "the state's store: pebble (in memory) or btree")
+	f.Uint64Var(&o.Seed, "seed", schedbench.DefaultSeed, "seed of the market (providers and jobs)")
 	f.StringVar(&cpuprofile, "cpuprofile", "", "write a CPU profile (pprof) of the largest count's measured phases to this file")
 	return c
-}
-
-func printSched(w io.Writer, r *bench.SchedResult) {
-	fmt.Fprintf(w, "gpunet bench scheduler  %s\n", r.Date.Format(time.RFC3339))
-	fmt.Fprintf(w, "store %s, %d jobs in blocks of %d, %d one-job blocks, %d consumers, seed %d, GOMAXPROCS %d\n\n",
-		r.Store, r.Jobs, r.BlockJobs, r.LatencyJobs, r.Consumers, r.Seed, r.GOMAXPROCS)
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "providers\tstate keys\tsetup\tplaced\tplacements/s\tw/o hash\trecords read/job\tEnd/block p50\tone-job End mean\tp50\tp90\tp99\tmax\tempty End\thash p50\t")
-	for _, s := range r.Sizes {
-		fmt.Fprintf(tw, "%d\t%d\t%.1fs\t%d/%d\t%.0f\t%.0f\t%.0f\t%.1fms\t%.0fµs\t%.0fµs\t%.0fµs\t%.0fµs\t%.0fµs\t%.0fµs\t%.0fµs\t\n",
-			s.Providers, s.StateKeys, s.SetupSeconds, s.Placed, s.Submitted, s.PlacementsPerS, s.SchedulerPerS, s.ProviderReadsPerJob, s.EndP50Ms,
-			s.LatencyMeanUs, s.LatencyP50Us, s.LatencyP90Us, s.LatencyP99Us, s.LatencyMaxUs, s.EmptyEndP50Us, s.LatencyHashP50Us)
-	}
-	tw.Flush()
-	for _, s := range r.Sizes {
-		if s.Duplicates > 0 {
-			fmt.Fprintf(w, "%d providers: %d placements of jobs already placed in the same block (ledger bug): figures suspect\n", s.Providers, s.Duplicates)
-		}
-	}
-	if len(r.Sizes) > 1 {
-		fmt.Fprintf(w, "\nplacements/s, largest count over smallest: %.2f\n", r.RatioLargestToSmallest)
-	}
-	if r.MeetsPlacementsPerS != nil {
-		fmt.Fprintf(w, "target at %d providers: >= %.0f placements/s %s; p99 <= %.0fµs %s",
-			r.Target.Providers, r.Target.PlacementsPerS, met(*r.MeetsPlacementsPerS), r.Target.P99Us, met(*r.MeetsP99))
-		if r.MeetsRatio != nil {
-			fmt.Fprintf(w, "; >= %.1f × the smallest count's rate %s", r.Target.Ratio, met(*r.MeetsRatio))
-		}
-		fmt.Fprintln(w)
-	}
 }
 
 func benchJobCmd(e *env) *cobra.Command {

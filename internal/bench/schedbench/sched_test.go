@@ -1,4 +1,4 @@
-package bench
+package schedbench
 
 import (
 	"flag"
@@ -6,15 +6,13 @@ import (
 	"strconv"
 	"strings"
 	"testing"
-
-	"github.com/gpunet/gpunet/internal/ledger"
 )
 
 var (
 	flagSchedProviders = flag.String("bench.sched.providers", "1000,10000,100000", "provider counts in BenchmarkScheduler, comma-separated")
-	flagSchedJobs      = flag.Int("bench.sched.jobs", DefaultSchedJobs, "jobs per provider count in BenchmarkScheduler's throughput phase")
-	flagSchedLatency   = flag.Int("bench.sched.latency", DefaultSchedLatencyJobs, "one-job blocks per provider count in BenchmarkScheduler")
-	flagSchedStore     = flag.String("bench.sched.store", DefaultSchedStore, "store in BenchmarkScheduler: pebble or btree")
+	flagSchedJobs      = flag.Int("bench.sched.jobs", DefaultJobs, "jobs per provider count in BenchmarkScheduler's throughput phase")
+	flagSchedLatency   = flag.Int("bench.sched.latency", DefaultLatencyJobs, "one-job blocks per provider count in BenchmarkScheduler")
+	flagSchedStore     = flag.String("bench.sched.store", DefaultStore, "store in BenchmarkScheduler: pebble or btree")
 )
 
 // TestSchedulerSmall runs the scheduler benchmark tiny on both stores: the
@@ -23,7 +21,7 @@ var (
 func TestSchedulerSmall(t *testing.T) {
 	for _, store := range []string{StorePebble, StoreBTree} {
 		t.Run(store, func(t *testing.T) {
-			res, err := RunScheduler(t.Context(), SchedOptions{Providers: []int{150, 300}, Jobs: 200, BlockJobs: 100, LatencyJobs: 60, Consumers: 20, Store: store})
+			res, err := Run(t.Context(), Options{Providers: []int{150, 300}, Jobs: 200, BlockJobs: 100, LatencyJobs: 60, Consumers: 20, Store: store})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -45,41 +43,6 @@ func TestSchedulerSmall(t *testing.T) {
 	}
 }
 
-// TestSchedMarket: the market's declarations and job specs are valid, the
-// same for a seed, and mixed as described.
-func TestSchedMarket(t *testing.T) {
-	p := schedProviders(1, 2000, ledger.DefaultParams())
-	gpu := 0
-	for i, sp := range p {
-		if err := sp.info.Validate(); err != nil {
-			t.Fatalf("provider %d: %v", i, err)
-		}
-		if len(sp.info.Inventory.GPUs) > 0 {
-			gpu++
-		}
-	}
-	if gpu < 1000 || gpu > 1400 {
-		t.Errorf("%d of 2000 providers have GPUs, want about 60%%", gpu)
-	}
-	jobs := schedJobs(1, 1, 2000)
-	again := schedJobs(1, 1, 2000)
-	anyClass := 0
-	for i, s := range jobs {
-		if err := s.Validate(); err != nil {
-			t.Fatalf("job %d: %v", i, err)
-		}
-		if s.Name != again[i].Name || s.MaxPricePerHour != again[i].MaxPricePerHour {
-			t.Fatal("the job stream is not deterministic")
-		}
-		if s.GPUCount > 0 && len(s.GPUModels) == 0 {
-			anyClass++
-		}
-	}
-	if anyClass < 100 || anyClass > 300 {
-		t.Errorf("%d of 2000 jobs take any GPU class, want about 10%%", anyClass)
-	}
-}
-
 // BenchmarkScheduler is `gpunet bench scheduler` as a Go benchmark, one
 // sub-benchmark per provider count (-bench.sched.providers); each iteration
 // is a whole run at that count. Use -benchtime 1x.
@@ -92,7 +55,7 @@ func BenchmarkScheduler(b *testing.B) {
 		b.Run(fmt.Sprintf("providers=%d", n), func(b *testing.B) {
 			var rate, sched, p50, p99 float64
 			for range b.N {
-				res, err := RunScheduler(b.Context(), SchedOptions{Providers: []int{n}, Jobs: *flagSchedJobs, LatencyJobs: *flagSchedLatency, Store: *flagSchedStore})
+				res, err := Run(b.Context(), Options{Providers: []int{n}, Jobs: *flagSchedJobs, LatencyJobs: *flagSchedLatency, Store: *flagSchedStore})
 				if err != nil {
 					b.Fatal(err)
 				}
