@@ -1,4 +1,4 @@
-package bench
+package ledgerbench
 
 import (
 	"context"
@@ -7,6 +7,8 @@ import (
 	"time"
 
 	abci "github.com/cometbft/cometbft/abci/types"
+
+	"github.com/gpunet/gpunet/internal/bench/measure"
 )
 
 // timedApp wraps an ABCI application and times the calls that carry the
@@ -78,4 +80,20 @@ func (t *timedApp) durations() (finalize, commit []time.Duration) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	return append([]time.Duration(nil), t.finalize...), append([]time.Duration(nil), t.commit...)
+}
+
+// figures fills the phase's app timings: FinalizeBlock and Commit per
+// block, CheckTx and rechecks per tx.
+func (t *timedApp) figures(ph *Phase) {
+	p, ms := measure.Percentile, measure.Ms
+	fin, com := t.durations()
+	ph.FinalizeP50Ms, ph.FinalizeP99Ms = ms(p(fin, 50)), ms(p(fin, 99))
+	ph.CommitP50Ms, ph.CommitP99Ms = ms(p(com, 50)), ms(p(com, 99))
+	if n := t.checkN.Load(); n > 0 {
+		ph.CheckTxAvgUs = float64(t.checkNs.Load()) / float64(n) / 1e3
+	}
+	ph.Rechecks = t.recheckN.Load()
+	if ph.Rechecks > 0 {
+		ph.RecheckAvgUs = float64(t.recheckNs.Load()) / float64(ph.Rechecks) / 1e3
+	}
 }

@@ -1,4 +1,4 @@
-package bench
+package ledgerbench
 
 import (
 	"crypto/ed25519"

@@ -1,5 +1,5 @@
-// Package bench measures the ledger's throughput through consensus: it
-// pushes pre-signed transfers through one in-process CometBFT validator
+// Package ledgerbench is the ledger benchmark (`gpunet bench ledger`): it
+// measures the ledger's throughput through consensus. It pushes pre-signed transfers through one in-process CometBFT validator
 // running gpunet's ABCI app and, in the same run and with the same node
 // configuration, CometBFT's own kvstore example app with txs of exactly the
 // same sizes, and reports both rates, their ratio and commit latencies. The
@@ -14,26 +14,19 @@
 // package. It builds its CometBFT nodes itself (homes written by
 // validator.Init, a node configuration mirroring validator.Start's) so that
 // either app can be plugged in.
-package bench
+package ledgerbench
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
 	"runtime"
-	"runtime/pprof"
-	"slices"
-	"sync"
-	"sync/atomic"
 	"time"
 
-	abci "github.com/cometbft/cometbft/abci/types"
-	cmttypes "github.com/cometbft/cometbft/types"
-
 	"github.com/gpunet/gpunet/internal/abciapp"
+	"github.com/gpunet/gpunet/internal/bench/measure"
 )
 
 // Defaults of Options.
@@ -205,11 +198,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		}
 		dir = tmp
 	}
-	progress := func(format string, args ...any) {
-		if o.Progress != nil {
-			fmt.Fprintf(o.Progress, format+"\n", args...)
-		}
-	}
+	progress := measure.Progress(o.Progress)
 
 	progress("signing %d transfers from %d senders…", o.Txs, o.Senders)
 	w := NewWorkload(o.Senders)
@@ -288,213 +277,3 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	res.MeetsTarget = res.MeetsTxPerS && res.MeetsRatio && res.Ledger.Failed == 0 && res.Ledger.Rejected == 0
 	return res, nil
 }
-
-// runPhase starts a node on home running app, waits for it to make blocks,
-// then pushes txs through lanes of submitters and follows the blocks until
-// every accepted tx is committed.
-func runPhase(ctx context.Context, name, home string, app abci.Application, closeApp func() error, txs [][]byte, lanes [][]int, o Options, profile io.Writer) (ph Phase, err error) {
-	ph.App = name
-	ctx, cancel := context.WithTimeout(ctx, o.Timeout)
-	defer cancel()
-
-	index := make(map[cmttypes.TxKey]int, len(txs))
-	for i, tx := range txs {
-		index[cmttypes.Tx(tx).Key()] = i
-	}
-
-	timed := &timedApp{Application: app}
-	node, err := startNode(ctx, home, o.Submit == SubmitRPC, o.BlockTime, len(txs), timed)
-	if err != nil {
-		closeApp()
-		return ph, err
-	}
-	defer func() {
-		err = errors.Join(err, node.stop(), closeApp())
-	}()
-	sub, err := node.EventBus().Subscribe(ctx, "gpunet-bench", cmttypes.EventQueryNewBlock, 4096)
-	if err != nil {
-		return ph, err
-	}
-	// Warm up: let the node make two blocks before loading it.
-	for h := int64(0); h < 2; {
-		select {
-		case m := <-sub.Out():
-			if ev, ok := m.Data().(cmttypes.EventDataNewBlock); ok {
-				h = ev.Block.Height
-			}
-		case <-sub.Canceled():
-			return ph, fmt.Errorf("block subscription cancelled: %w", sub.Err())
-		case <-ctx.Done():
-			return ph, fmt.Errorf("node made no blocks: %w", ctx.Err())
-		}
-	}
-	timed.reset()
-
-	var (
-		submitted = make([]time.Time, len(txs))
-		committed = make([]time.Time, len(txs))
-		rejected  atomic.Int64
-		errMu     sync.Mutex
-		firstErr  string
-		fatal     error
-	)
-	noteErr := func(s string, f error) {
-		errMu.Lock()
-		if firstErr == "" {
-			firstErr = s
-		}
-		if f != nil && fatal == nil {
-			fatal = f
-		}
-		errMu.Unlock()
-	}
-	// One submit function per lane, made before the clock starts.
-	var dials atomic.Int64
-	submits := make([]submitFunc, len(lanes))
-	for g := range lanes {
-		submit, release, err := node.submitter(o.Submit, &dials)
-		if err != nil {
-			return ph, err
-		}
-		defer release()
-		submits[g] = submit
-	}
-	subDone := make(chan struct{})
-	var wg sync.WaitGroup
-	stopProfile := func() {}
-	if profile != nil {
-		if err := pprof.StartCPUProfile(profile); err != nil {
-			return ph, err
-		}
-		var once sync.Once
-		stopProfile = func() { once.Do(pprof.StopCPUProfile) }
-		defer stopProfile()
-	}
-	cpu0 := processCPU()
-	start := time.Now()
-	for g, lane := range lanes {
-		submit := submits[g]
-		wg.Go(func() {
-			for _, i := range lane {
-				for {
-					if ctx.Err() != nil {
-						return
-					}
-					submitted[i] = time.Now()
-					code, log, err := submit(ctx, txs[i])
-					if errors.Is(err, errMempoolFull) {
-						time.Sleep(time.Millisecond)
-						continue
-					}
-					if err != nil {
-						if ctx.Err() != nil {
-							return
-						}
-						rejected.Add(1)
-						noteErr(fmt.Sprintf("tx %d: %v", i, err), nil)
-					} else if code != abci.CodeTypeOK {
-						rejected.Add(1)
-						noteErr(fmt.Sprintf("tx %d: CheckTx code %d: %s", i, code, log), nil)
-					}
-					break
-				}
-			}
-		})
-	}
-	go func() { wg.Wait(); close(subDone) }()
-
-	var (
-		seen, blocks, maxTxs, failed int
-		end                          time.Time
-		subsDone                     bool
-	)
-	for end.IsZero() {
-		select {
-		case m := <-sub.Out():
-			now := time.Now()
-			ev, ok := m.Data().(cmttypes.EventDataNewBlock)
-			if !ok {
-				continue
-			}
-			n := 0
-			for j, tx := range ev.Block.Txs {
-				i, ok := index[tx.Key()]
-				if !ok {
-					continue
-				}
-				n++
-				committed[i] = now
-				if j < len(ev.ResultFinalizeBlock.TxResults) {
-					if r := ev.ResultFinalizeBlock.TxResults[j]; r.Code != abci.CodeTypeOK {
-						failed++
-						noteErr(fmt.Sprintf("tx %d at height %d: code %d: %s", i, ev.Block.Height, r.Code, r.Log), nil)
-					}
-				}
-			}
-			if n > 0 {
-				seen += n
-				blocks++
-				maxTxs = max(maxTxs, n)
-			}
-			if subsDone && seen >= len(txs)-int(rejected.Load()) {
-				end = now
-			}
-		case <-subDone:
-			subsDone, subDone = true, nil
-			if seen >= len(txs)-int(rejected.Load()) {
-				end = time.Now()
-			}
-		case <-sub.Canceled():
-			return ph, fmt.Errorf("block subscription cancelled: %w", sub.Err())
-		case <-ctx.Done():
-			return ph, fmt.Errorf("%d of %d txs committed after %s: %w", seen, len(txs), time.Since(start).Round(time.Millisecond), ctx.Err())
-		}
-	}
-	cpu := processCPU() - cpu0
-	stopProfile()
-	wg.Wait()
-	errMu.Lock()
-	defer errMu.Unlock()
-	if fatal != nil {
-		return ph, fatal
-	}
-
-	elapsed := end.Sub(start)
-	ph.ElapsedMs = ms(elapsed)
-	ph.TxPerS = float64(seen) / elapsed.Seconds()
-	ph.CPUCores = cpu.Seconds() / elapsed.Seconds()
-	ph.Blocks, ph.MaxBlockTxs, ph.Failed = blocks, maxTxs, failed
-	ph.Rejected = int(rejected.Load())
-	ph.RPCConns = dials.Load()
-	ph.FirstError = firstErr
-	var lat []time.Duration
-	for i := range txs {
-		if !committed[i].IsZero() {
-			lat = append(lat, committed[i].Sub(submitted[i]))
-		}
-	}
-	ph.LatencyP50Ms, ph.LatencyP99Ms = ms(percentile(lat, 50)), ms(percentile(lat, 99))
-	fin, com := timed.durations()
-	ph.FinalizeP50Ms, ph.FinalizeP99Ms = ms(percentile(fin, 50)), ms(percentile(fin, 99))
-	ph.CommitP50Ms, ph.CommitP99Ms = ms(percentile(com, 50)), ms(percentile(com, 99))
-	if n := timed.checkN.Load(); n > 0 {
-		ph.CheckTxAvgUs = float64(timed.checkNs.Load()) / float64(n) / 1e3
-	}
-	ph.Rechecks = timed.recheckN.Load()
-	if ph.Rechecks > 0 {
-		ph.RecheckAvgUs = float64(timed.recheckNs.Load()) / float64(ph.Rechecks) / 1e3
-	}
-	return ph, nil
-}
-
-// percentile returns the p-th percentile (nearest rank) of ds, sorting it.
-func percentile(ds []time.Duration, p float64) time.Duration {
-	if len(ds) == 0 {
-		return 0
-	}
-	slices.Sort(ds)
-	k := int(float64(len(ds))*p/100+0.999999) - 1
-	return ds[min(max(k, 0), len(ds)-1)]
-}
-
-func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1e3 }

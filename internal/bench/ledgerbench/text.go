@@ -1,0 +1,46 @@
+package ledgerbench
+
+import (
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/gpunet/gpunet/internal/bench/measure"
+)
+
+// WriteText prints the result as `gpunet bench ledger` does.
+func (r *Result) WriteText(w io.Writer) error {
+	p := measure.NewReport(w)
+	p.Printf("gpunet bench ledger  %s\n", r.Date.Format(time.RFC3339))
+	how := "in process into the node's mempool"
+	if r.Submit == SubmitRPC {
+		how = "over RPC (broadcast_tx_sync, loopback HTTP)"
+	}
+	p.Printf("submission: %s — %s, %d submitters\n", r.Submit, how, r.Submitters)
+	p.Printf("%d txs of %.0f bytes on average, %d senders, block time %s, GOMAXPROCS %d\n\n",
+		r.Txs, r.TxBytes, r.Senders, r.BlockTime, r.GOMAXPROCS)
+	tw := p.Table()
+	fmt.Fprintln(tw, "app\ttx/s\telapsed\tblocks\tmax txs/block\tlatency p50\tp99\tfinalize p50\tp99\tcommit p50\tp99\tchecktx avg\trechecks\tcpu\t")
+	for _, ph := range []Phase{r.Ledger, r.KVStore} {
+		fmt.Fprintf(tw, "%s\t%.0f\t%.2fs\t%d\t%d\t%.0fms\t%.0fms\t%.1fms\t%.1fms\t%.1fms\t%.1fms\t%.1fµs\t%d\t%.2f\t\n",
+			ph.App, ph.TxPerS, ph.ElapsedMs/1e3, ph.Blocks, ph.MaxBlockTxs, ph.LatencyP50Ms, ph.LatencyP99Ms,
+			ph.FinalizeP50Ms, ph.FinalizeP99Ms, ph.CommitP50Ms, ph.CommitP99Ms, ph.CheckTxAvgUs, ph.Rechecks, ph.CPUCores)
+	}
+	tw.Flush()
+	p.Println()
+	for _, ph := range []Phase{r.Ledger, r.KVStore} {
+		if ph.Rejected > 0 || ph.Failed > 0 {
+			p.Printf("%s: %d txs rejected by CheckTx, %d failed in blocks; first: %s\n", ph.App, ph.Rejected, ph.Failed, ph.FirstError)
+		}
+	}
+	if r.Submit == SubmitRPC {
+		p.Printf("RPC connections opened: ledger %d, kvstore %d\n", r.Ledger.RPCConns, r.KVStore.RPCConns)
+	}
+	met := measure.Verdict
+	p.Printf("ratio ledger/kvstore: %.2f\ntarget (submission %s): ≥ %.0f signed tx/s %s; ratio ≥ %.2f %s\n",
+		r.Ratio, r.Submit, r.Target.TxPerS, met(r.MeetsTxPerS), r.Target.Ratio, met(r.MeetsRatio))
+	if r.Dir != "" {
+		p.Printf("homes kept in %s\n", r.Dir)
+	}
+	return p.Err()
+}
