@@ -26,6 +26,12 @@ var (
 	L4      = GPU{"NVIDIA L4", 23034, 8, 9}
 )
 
+// What a simulated board reports while idle.
+const (
+	IdleTemperatureC    = 34
+	IdlePowerMilliwatts = 61_000
+)
+
 var boards atomic.Uint64
 
 // Lib returns an NVML library with n copies of g.
@@ -45,6 +51,10 @@ func Lib(g GPU, n int) nvml.Interface {
 			GetMaxPcieLinkWidthFunc:       func() (int, nvml.Return) { return 16, nvml.SUCCESS },
 			GetCurrPcieLinkGenerationFunc: func() (int, nvml.Return) { return 4, nvml.SUCCESS },
 			GetCurrPcieLinkWidthFunc:      func() (int, nvml.Return) { return 16, nvml.SUCCESS },
+			// An idle board, for the telemetry a provider's metrics read.
+			GetUtilizationRatesFunc: func() (nvml.Utilization, nvml.Return) { return nvml.Utilization{}, nvml.SUCCESS },
+			GetTemperatureFunc:      func(nvml.TemperatureSensors) (uint32, nvml.Return) { return IdleTemperatureC, nvml.SUCCESS },
+			GetPowerUsageFunc:       func() (uint32, nvml.Return) { return IdlePowerMilliwatts, nvml.SUCCESS },
 		}
 	}
 	return &mock.Interface{
