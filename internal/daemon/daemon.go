@@ -65,6 +65,7 @@ func Start(ctx context.Context, home string, o Options) (*Daemon, error) {
 	if err != nil {
 		return nil, err
 	}
+	m.watchConsensus(n.Consensus)
 	addr := n.Config().API
 	if o.APIAddr != "" {
 		addr = o.APIAddr

@@ -1,6 +1,7 @@
 package daemon
 
 import (
+	"context"
 	"io"
 	"net/http"
 	"strconv"
@@ -11,6 +12,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/gpunet/gpunet/internal/apiserver"
+	"github.com/gpunet/gpunet/internal/buildinfo"
+	"github.com/gpunet/gpunet/internal/validator"
 )
 
 // nodeMetrics are the node process's own metrics; the chain's come from
@@ -43,7 +46,59 @@ func newNodeMetrics() *nodeMetrics {
 	m.blobBytes.WithLabelValues("out")
 	m.reg.MustRegister(m.requests, m.reqSeconds, m.blobBytes, m.blockExec, m.blockTxSize,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	if err := buildinfo.Register(m.reg); err != nil {
+		panic(err)
+	}
 	return m
+}
+
+// watchConsensus exports the validator's peers and consensus, read at
+// each scrape.
+func (m *nodeMetrics) watchConsensus(read func(context.Context) (validator.Consensus, error)) {
+	m.reg.MustRegister(newConsensusCollector(read))
+}
+
+// consensusCollector reads the validator's consensus at each scrape; a
+// failed read exports nothing (the node is stopping).
+type consensusCollector struct {
+	read                                                        func(context.Context) (validator.Consensus, error)
+	peers, height, round, lastRound, lastValidators, lastAbsent *prometheus.Desc
+}
+
+func newConsensusCollector(read func(context.Context) (validator.Consensus, error)) *consensusCollector {
+	d := func(name, help string) *prometheus.Desc { return prometheus.NewDesc(name, help, nil, nil) }
+	return &consensusCollector{read: read,
+		peers:  d("gpunet_p2p_peers", "Peers the node's consensus engine is connected to."),
+		height: d("gpunet_consensus_height", "The height consensus is deciding (the last block's plus one)."),
+		round: d("gpunet_consensus_round",
+			"The round of the height being decided: above 0 when a proposal did not get through (a proposer offline or slow, votes missing)."),
+		lastRound: d("gpunet_consensus_last_commit_round",
+			"The round the last block was committed in: above 0 when it took more than one."),
+		lastValidators: d("gpunet_consensus_validators", "Validators of the last block's commit."),
+		lastAbsent:     d("gpunet_consensus_missing_validators", "Validators whose precommit the last block's commit lacks."),
+	}
+}
+
+func (c *consensusCollector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{c.peers, c.height, c.round, c.lastRound, c.lastValidators, c.lastAbsent} {
+		ch <- d
+	}
+}
+
+func (c *consensusCollector) Collect(ch chan<- prometheus.Metric) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	cs, err := c.read(ctx)
+	if err != nil {
+		return
+	}
+	for _, v := range []struct {
+		d *prometheus.Desc
+		v float64
+	}{{c.peers, float64(cs.Peers)}, {c.height, float64(cs.Height)}, {c.round, float64(cs.Round)},
+		{c.lastRound, float64(cs.LastCommitRound)}, {c.lastValidators, float64(cs.LastValidators)}, {c.lastAbsent, float64(cs.LastAbsent)}} {
+		ch <- prometheus.MustNewConstMetric(v.d, prometheus.GaugeValue, v.v)
+	}
 }
 
 func (m *nodeMetrics) observeRequest(route string, status int, d time.Duration) {
@@ -62,7 +117,7 @@ func (m *nodeMetrics) observeBlock(txs int, d time.Duration) {
 // MetricsRoute serves a registry's metrics in Prometheus's text format.
 func MetricsRoute(g prometheus.Gatherer) apiserver.Route {
 	return apiserver.Route{Method: "GET", Path: "/metrics", ID: "metrics", Tag: "meta",
-		Summary:  "Prometheus metrics: chain height, tx/s, mempool, jobs by state, providers online, scheduler wait, block execution, executor runs, blob bytes, challenge outcomes, API requests",
+		Summary:  "Prometheus metrics (docs/metrics.md): build, consensus and peers, blocks, txs and mempool, jobs, verification, slashes, escrow and fees, providers, scheduler wait and queue, challenges, API requests, blob bytes; in a devnet the providers' too",
 		RespType: "text/plain", Handler: promhttp.HandlerFor(g, promhttp.HandlerOpts{})}
 }
 
