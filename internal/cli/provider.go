@@ -8,31 +8,20 @@ import (
 	"io"
 	"log/slog"
 	"maps"
-	"net"
-	"net/http"
 	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"time"
 	"unicode/utf8"
 
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/collectors"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/spf13/cobra"
 
 	"github.com/gpunet/gpunet/internal/address"
 	"github.com/gpunet/gpunet/internal/apiwire"
-	"github.com/gpunet/gpunet/internal/blob"
 	"github.com/gpunet/gpunet/internal/ledger"
+	"github.com/gpunet/gpunet/internal/metricsserver"
 	"github.com/gpunet/gpunet/internal/provider"
 )
-
-// providerStatusFile is where the agent run with key name keeps its status.
-func (e *env) providerStatusFile(name string) string {
-	return filepath.Join(e.home, "provider", name+".json")
-}
 
 // parsePrices reads --price values: "AMOUNT" for every class this machine
 // has, or "CLASS=AMOUNT" (repeatable, comma-separated). Amounts are per
@@ -65,17 +54,25 @@ func parsePrices(specs []string) (all uint64, byClass map[string]uint64, err err
 
 func providerCmd(e *env) *cobra.Command {
 	c := &cobra.Command{Use: "provider", Short: "Rent out this machine: the provider agent"}
-	var (
-		from, stake, region string
-		prices, executors   []string
-		maxJobs             uint64
-		bench               time.Duration
-		faultWrong          float64
-		faultSkip           bool
-		faultOverclaim      float64
-		allowNet            bool
-		metricsAddr         string
-	)
+	c.AddCommand(providerStartCmd(e), providerStatusCmd(e))
+	return c
+}
+
+// providerFlags are provider start's flags.
+type providerFlags struct {
+	from, stake, region string
+	prices, executors   []string
+	maxJobs             uint64
+	bench               time.Duration
+	faultWrong          float64
+	faultSkip           bool
+	faultOverclaim      float64
+	allowNet            bool
+	metricsAddr         string
+}
+
+func providerStartCmd(e *env) *cobra.Command {
+	var pf providerFlags
 	start := &cobra.Command{
 		Use:   "start --from KEY",
 		Short: "Detect and measure this machine, register it, stake, and serve until interrupted",
@@ -97,99 +94,97 @@ rootfs, user, network, GPUs) and every fallback, or why it offers no
 containers. Images are cached under HOME/provider/oci/images; registry
 credentials come from Docker's config ($DOCKER_CONFIG or ~/.docker).`,
 		Args: exactArgs(),
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			kr, err := e.keyring()
-			if err != nil {
-				return err
-			}
-			key, err := kr.Get(from)
-			if err != nil {
-				return err
-			}
-			cl, err := e.client()
-			if err != nil {
-				return err
-			}
-			var stakeAmt uint64
-			if stake != "" {
-				if stakeAmt, err = parseAmount(stake); err != nil {
-					return usageError{fmt.Errorf("--stake: %w", err)}
-				}
-			}
-			all, byClass, err := parsePrices(prices)
-			if err != nil {
-				return usageError{err}
-			}
-			logger := slog.New(slog.NewTextHandler(e.stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
-			o := provider.Options{
-				Key: key, Chain: cl, Region: region, Stake: stakeAmt, MaxJobs: maxJobs,
-				Executors: executors, BenchBudget: bench, DiskPath: e.home, AllowNetwork: allowNet,
-				StatusFile: e.providerStatusFile(key.Name), Logger: logger,
-			}
-			o.Prices = providerPrices(all, byClass)
-			if faultWrong < 0 || faultWrong > 1 {
-				return usageError{fmt.Errorf("--fault-wrong-outputs %g: want a fraction from 0 to 1", faultWrong)}
-			}
-			if faultOverclaim < 0 {
-				return usageError{fmt.Errorf("--fault-overclaim %g: want a factor ≥ 1", faultOverclaim)}
-			}
-			if faultWrong > 0 || faultSkip || faultOverclaim > 1 {
-				o.Faults = &provider.Faults{WrongOutputs: faultWrong, SkipChallenges: faultSkip, OverclaimFactor: faultOverclaim}
-				fmt.Fprintf(e.stderr, "WARNING: FAULT INJECTION is on (%+v): this provider misbehaves on purpose and will be slashed\n", *o.Faults)
-			}
-			sb, notes, closeSB, err := provider.Sandboxes(cmd.Context(), filepath.Join(e.home, "provider"), provider.SandboxOptions{Logger: logger, AllowNetwork: allowNet})
-			if err != nil {
-				return err
-			}
-			defer closeSB()
-			for _, name := range executors {
-				if _, ok := sb[name]; !ok {
-					why := ""
-					for _, n := range notes {
-						if strings.HasPrefix(n, name+": not offered: ") {
-							why = ": " + strings.TrimPrefix(n, name+": not offered: ")
-						}
-					}
-					return usageError{fmt.Errorf("--executors %s: this machine cannot offer it%s", name, why)}
-				}
-			}
-			o.Sandboxes, o.SandboxNotes = sb, notes
-			o.Blobs = blob.NewClient(cl.Base())
-			o.WorkDir = filepath.Join(e.home, "provider", key.Name, "jobs")
-			if metricsAddr != "" {
-				reg := prometheus.NewRegistry()
-				reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-				o.Metrics = provider.NewMetrics(reg)
-				url, err := serveMetrics(cmd.Context(), metricsAddr, reg)
-				if err != nil {
-					return err
-				}
-				fmt.Fprintf(e.stderr, "metrics: %s\n", url)
-			}
-			if e.output == "json" {
-				json.NewEncoder(e.stdout).Encode(map[string]string{"name": key.Name, "address": key.Address.String(), "node": cl.Base()})
-			} else {
-				fmt.Fprintf(e.stdout, "provider %s (%s) starting against %s; Ctrl-C stops it and marks it offline\n", key.Name, key.Address, cl.Base())
-			}
-			return provider.New(o).Run(cmd.Context())
-		},
+		RunE: func(cmd *cobra.Command, _ []string) error { return e.runProvider(cmd.Context(), &pf) },
 	}
 	f := start.Flags()
-	f.StringVar(&from, "from", "", "key of the provider (its identity on the ledger; required)")
-	f.StringVar(&stake, "stake", "", "stake to keep bonded, e.g. 200sync (default: the ledger's minimum)")
-	f.StringVar(&region, "region", "eu", "region of this machine, e.g. eu, us-east")
-	f.StringArrayVar(&prices, "price", nil, "asks per unit-hour: AMOUNT or CLASS=AMOUNT[,…]")
-	f.StringSliceVar(&executors, "executors", nil, "sandboxes offered (default: wasm, plus oci when runc is installed)")
-	f.Uint64Var(&maxJobs, "max-jobs", 4, "jobs run at once")
-	f.DurationVar(&bench, "bench-time", 2*time.Second, "time spent measuring the machine at start")
-	f.BoolVar(&allowNet, "allow-network", false, "let container jobs that ask for it (network: true) use this machine's network")
-	f.Float64Var(&faultWrong, "fault-wrong-outputs", 0, "FAULT INJECTION for tests and demos: commit a wrong result on this fraction of jobs (0 to 1)")
-	f.BoolVar(&faultSkip, "fault-skip-challenges", false, "FAULT INJECTION for tests and demos: ignore hardware challenges")
-	f.Float64Var(&faultOverclaim, "fault-overclaim", 0, "FAULT INJECTION for tests and demos: declare this many times the measured int8 throughput")
-	f.StringVar(&metricsAddr, "metrics", "", "serve Prometheus metrics at http://ADDR/metrics (host:port; default: off)")
+	f.StringVar(&pf.from, "from", "", "key of the provider (its identity on the ledger; required)")
+	f.StringVar(&pf.stake, "stake", "", "stake to keep bonded, e.g. 200sync (default: the ledger's minimum)")
+	f.StringVar(&pf.region, "region", "eu", "region of this machine, e.g. eu, us-east")
+	f.StringArrayVar(&pf.prices, "price", nil, "asks per unit-hour: AMOUNT or CLASS=AMOUNT[,…]")
+	f.StringSliceVar(&pf.executors, "executors", nil, "sandboxes offered (default: wasm, plus oci when runc is installed)")
+	f.Uint64Var(&pf.maxJobs, "max-jobs", 4, "jobs run at once")
+	f.DurationVar(&pf.bench, "bench-time", 2*time.Second, "time spent measuring the machine at start")
+	f.BoolVar(&pf.allowNet, "allow-network", false, "let container jobs that ask for it (network: true) use this machine's network")
+	f.Float64Var(&pf.faultWrong, "fault-wrong-outputs", 0, "FAULT INJECTION for tests and demos: commit a wrong result on this fraction of jobs (0 to 1)")
+	f.BoolVar(&pf.faultSkip, "fault-skip-challenges", false, "FAULT INJECTION for tests and demos: ignore hardware challenges")
+	f.Float64Var(&pf.faultOverclaim, "fault-overclaim", 0, "FAULT INJECTION for tests and demos: declare this many times the measured int8 throughput")
+	f.StringVar(&pf.metricsAddr, "metrics", "", "serve Prometheus metrics at http://ADDR/metrics (host:port; default: off)")
 	start.MarkFlagRequired("from")
-	c.AddCommand(start)
+	return start
+}
 
+// runProvider is provider start: it checks the flags, sets the agent up
+// in --home and runs it until ctx ends.
+func (e *env) runProvider(ctx context.Context, pf *providerFlags) error {
+	kr, err := e.keyring()
+	if err != nil {
+		return err
+	}
+	key, err := kr.Get(pf.from)
+	if err != nil {
+		return err
+	}
+	cl, err := e.client()
+	if err != nil {
+		return err
+	}
+	var stakeAmt uint64
+	if pf.stake != "" {
+		if stakeAmt, err = parseAmount(pf.stake); err != nil {
+			return usageError{fmt.Errorf("--stake: %w", err)}
+		}
+	}
+	all, byClass, err := parsePrices(pf.prices)
+	if err != nil {
+		return usageError{err}
+	}
+	logger := slog.New(slog.NewTextHandler(e.stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	o := provider.Options{
+		Key: key, Region: pf.region, Stake: stakeAmt, MaxJobs: pf.maxJobs,
+		Executors: pf.executors, BenchBudget: pf.bench, AllowNetwork: pf.allowNet, Logger: logger,
+		Prices: providerPrices(all, byClass),
+	}
+	if pf.faultWrong < 0 || pf.faultWrong > 1 {
+		return usageError{fmt.Errorf("--fault-wrong-outputs %g: want a fraction from 0 to 1", pf.faultWrong)}
+	}
+	if pf.faultOverclaim < 0 {
+		return usageError{fmt.Errorf("--fault-overclaim %g: want a factor ≥ 1", pf.faultOverclaim)}
+	}
+	if pf.faultWrong > 0 || pf.faultSkip || pf.faultOverclaim > 1 {
+		o.Faults = &provider.Faults{WrongOutputs: pf.faultWrong, SkipChallenges: pf.faultSkip, OverclaimFactor: pf.faultOverclaim}
+		fmt.Fprintf(e.stderr, "WARNING: FAULT INJECTION is on (%+v): this provider misbehaves on purpose and will be slashed\n", *o.Faults)
+	}
+	sb, err := provider.OpenSandboxes(ctx, e.home, provider.SandboxOptions{Logger: logger, AllowNetwork: pf.allowNet})
+	if err != nil {
+		return err
+	}
+	defer sb.Close()
+	var no *provider.NotOfferedError
+	if err := sb.Offers(pf.executors); errors.As(err, &no) {
+		why := ""
+		if no.Why != "" {
+			why = ": " + no.Why
+		}
+		return usageError{fmt.Errorf("--executors %s: this machine cannot offer it%s", no.Executor, why)}
+	}
+	if pf.metricsAddr != "" {
+		reg := metricsserver.NewRegistry()
+		o.Metrics = provider.NewMetrics(reg)
+		url, err := metricsserver.Serve(ctx, pf.metricsAddr, reg)
+		if err != nil {
+			return usageError{fmt.Errorf("--metrics %s: %w", pf.metricsAddr, err)}
+		}
+		fmt.Fprintf(e.stderr, "metrics: %s\n", url)
+	}
+	if e.output == "json" {
+		json.NewEncoder(e.stdout).Encode(map[string]string{"name": key.Name, "address": key.Address.String(), "node": cl.Base()})
+	} else {
+		fmt.Fprintf(e.stdout, "provider %s (%s) starting against %s; Ctrl-C stops it and marks it offline\n", key.Name, key.Address, cl.Base())
+	}
+	return provider.NewInHome(e.home, cl, sb, o).Run(ctx)
+}
+
+func providerStatusCmd(e *env) *cobra.Command {
 	var statusFrom string
 	status := &cobra.Command{
 		Use:   "status [--from KEY]",
@@ -198,22 +193,18 @@ credentials come from Docker's config ($DOCKER_CONFIG or ~/.docker).`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			name := statusFrom
 			if name == "" {
-				matches, _ := filepath.Glob(filepath.Join(e.home, "provider", "*.json"))
-				if len(matches) != 1 {
-					return usageError{fmt.Errorf("found %d provider status files in %s/provider; name the provider with --from KEY", len(matches), e.home)}
+				names := provider.StatusNames(e.home)
+				if len(names) != 1 {
+					return usageError{fmt.Errorf("found %d provider status files in %s/provider; name the provider with --from KEY", len(names), e.home)}
 				}
-				name = strings.TrimSuffix(filepath.Base(matches[0]), ".json")
+				name = names[0]
 			}
-			var st provider.Status
-			b, err := os.ReadFile(e.providerStatusFile(name))
+			st, err := provider.ReadStatus(e.home, name)
 			if errors.Is(err, os.ErrNotExist) {
 				return fmt.Errorf("no agent has run as %q in %s (start one with `gpunet provider start --from %s`)", name, e.home, name)
 			}
 			if err != nil {
 				return err
-			}
-			if err := json.Unmarshal(b, &st); err != nil {
-				return fmt.Errorf("%s: %w", e.providerStatusFile(name), err)
 			}
 			out := struct {
 				Agent provider.Status       `json:"agent"`
@@ -228,27 +219,7 @@ credentials come from Docker's config ($DOCKER_CONFIG or ~/.docker).`,
 				}
 			}
 			return e.print(out, func(w io.Writer) {
-				fmt.Fprintf(w, "provider %s (%s)\n", st.Name, st.Address)
-				if st.Inventory != nil {
-					fmt.Fprintf(w, "detected:    %s\n", st.Inventory.Summary())
-				}
-				if st.Figures != nil {
-					fmt.Fprintf(w, "measured:    %.3f int8 TOPS, %.1f GB/s memory bandwidth (%s)\n", st.Figures.Int8TOPS, st.Figures.MemBandwidthGBs, st.Figures.Device)
-				}
-				for _, u := range slices.Sorted(maps.Keys(st.GPUFigures)) {
-					f := st.GPUFigures[u]
-					fmt.Fprintf(w, "measured:    %.3f int8 TOPS, %.1f GB/s memory bandwidth (%s, kernel %s)\n", f.Int8TOPS, f.MemBandwidthGBs, f.Device, f.Kernel)
-				}
-				for _, n := range st.GPUNotes {
-					fmt.Fprintf(w, "gpu:         %s\n", n)
-				}
-				fmt.Fprintf(w, "agent:       connected %v at %s\n", st.Connected, st.UpdatedAt.Format(time.RFC3339))
-				if st.LastError != "" {
-					fmt.Fprintf(w, "last error:  %s\n", st.LastError)
-				}
-				for _, n := range st.Sandboxes {
-					fmt.Fprintf(w, "sandbox:     %s\n", n)
-				}
+				printAgent(w, &st)
 				if out.Chain == nil {
 					fmt.Fprintf(w, "ledger:      unavailable (%s)\n", out.Error)
 					return
@@ -258,8 +229,32 @@ credentials come from Docker's config ($DOCKER_CONFIG or ~/.docker).`,
 		},
 	}
 	status.Flags().StringVar(&statusFrom, "from", "", "the provider's key (default: the only one that ran in --home)")
-	c.AddCommand(status)
-	return c
+	return status
+}
+
+// printAgent writes what an agent says of itself for people.
+func printAgent(w io.Writer, st *provider.Status) {
+	fmt.Fprintf(w, "provider %s (%s)\n", st.Name, st.Address)
+	if st.Inventory != nil {
+		fmt.Fprintf(w, "detected:    %s\n", st.Inventory.Summary())
+	}
+	if st.Figures != nil {
+		fmt.Fprintf(w, "measured:    %.3f int8 TOPS, %.1f GB/s memory bandwidth (%s)\n", st.Figures.Int8TOPS, st.Figures.MemBandwidthGBs, st.Figures.Device)
+	}
+	for _, u := range slices.Sorted(maps.Keys(st.GPUFigures)) {
+		f := st.GPUFigures[u]
+		fmt.Fprintf(w, "measured:    %.3f int8 TOPS, %.1f GB/s memory bandwidth (%s, kernel %s)\n", f.Int8TOPS, f.MemBandwidthGBs, f.Device, f.Kernel)
+	}
+	for _, n := range st.GPUNotes {
+		fmt.Fprintf(w, "gpu:         %s\n", n)
+	}
+	fmt.Fprintf(w, "agent:       connected %v at %s\n", st.Connected, st.UpdatedAt.Format(time.RFC3339))
+	if st.LastError != "" {
+		fmt.Fprintf(w, "last error:  %s\n", st.LastError)
+	}
+	for _, n := range st.Sandboxes {
+		fmt.Fprintf(w, "sandbox:     %s\n", n)
+	}
 }
 
 func providerPrices(all uint64, byClass map[string]uint64) map[string]uint64 {
@@ -371,22 +366,4 @@ func orNone(s, none string) string {
 // audited, with the default parameters.
 func auditRate(consecutive uint64) string {
 	return fmt.Sprintf("%.1f%%", float64(ledger.AuditRatePPM(consecutive, ledger.DefaultParams()))/1e4)
-}
-
-// serveMetrics serves reg at http://addr/metrics until ctx ends and
-// returns that URL.
-func serveMetrics(ctx context.Context, addr string, reg *prometheus.Registry) (string, error) {
-	l, err := net.Listen("tcp", addr)
-	if err != nil {
-		return "", usageError{fmt.Errorf("--metrics %s: %w", addr, err)}
-	}
-	mux := http.NewServeMux()
-	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
-	go srv.Serve(l)
-	go func() {
-		<-ctx.Done()
-		srv.Close()
-	}()
-	return "http://" + l.Addr().String() + "/metrics", nil
 }

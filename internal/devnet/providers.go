@@ -10,13 +10,11 @@ import (
 
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
 
-	"github.com/gpunet/gpunet/internal/blob"
 	"github.com/gpunet/gpunet/internal/chainclient"
 	"github.com/gpunet/gpunet/internal/hwinfo"
 	"github.com/gpunet/gpunet/internal/keys"
 	"github.com/gpunet/gpunet/internal/ledger"
 	"github.com/gpunet/gpunet/internal/provider"
-	"github.com/gpunet/gpunet/internal/sandbox"
 )
 
 // ProviderKey is the keyring name of the devnet's i-th provider (from 1).
@@ -59,18 +57,16 @@ type Providers struct {
 
 	// The agents share one set of executors (and the wasm compilation
 	// cache).
-	sandboxes      map[string]sandbox.Executor
-	sandboxNotes   []string
-	closeSandboxes func()
+	sandboxes *provider.SandboxSet
 }
 
 // Wait waits for every agent to stop, closes the executors and returns the
 // agents' errors.
 func (p *Providers) Wait() []error {
 	p.wg.Wait()
-	if p.closeSandboxes != nil {
-		p.closeSandboxes()
-		p.closeSandboxes = nil
+	if p.sandboxes != nil {
+		p.sandboxes.Close()
+		p.sandboxes = nil
 	}
 	return p.errs
 }
@@ -107,11 +103,9 @@ func RunProviders(ctx context.Context, home, api string, o ProviderOptions) (*Pr
 	}
 	ps := &Providers{}
 	if o.N > 0 {
-		sb, notes, closeSB, err := provider.Sandboxes(ctx, filepath.Join(home, "provider"), provider.SandboxOptions{Logger: o.Logger})
-		if err != nil {
+		if ps.sandboxes, err = provider.OpenSandboxes(ctx, home, provider.SandboxOptions{Logger: o.Logger}); err != nil {
 			return nil, err
 		}
-		ps.sandboxes, ps.sandboxNotes, ps.closeSandboxes = sb, notes, closeSB
 	}
 	for i := 1; i <= o.N; i++ {
 		name := ProviderKey(i)
@@ -158,22 +152,16 @@ func RunProviders(ctx context.Context, home, api string, o ProviderOptions) (*Pr
 			faults.OverclaimFactor = o.Overclaim
 			o.Logger.Warn("FAULT INJECTION: this devnet provider declares more throughput than it measured", "provider", name, "factor", o.Overclaim)
 		}
-		a := provider.New(provider.Options{
-			Faults:       faults,
-			Key:          k,
-			Chain:        cl,
-			Region:       providerRegions[(i-1)%len(providerRegions)],
-			Prices:       map[string]uint64{provider.AnyClass: uint64(provider.DefaultGPUPrice) * uint64(3+i) / 4, ledger.CPUClass: uint64(provider.DefaultCPUPrice) * uint64(3+i) / 4},
-			Inventory:    inv,
-			Figures:      &fig,
-			Poll:         o.Poll,
-			StatusFile:   filepath.Join(home, "provider", name+".json"),
-			Logger:       o.Logger,
-			Sandboxes:    ps.sandboxes,
-			SandboxNotes: ps.sandboxNotes,
-			Blobs:        blob.NewClient(api),
-			WorkDir:      filepath.Join(home, "provider", name, "jobs"),
-			Metrics:      o.Metrics,
+		a := provider.NewInHome(home, cl, ps.sandboxes, provider.Options{
+			Faults:    faults,
+			Key:       k,
+			Region:    providerRegions[(i-1)%len(providerRegions)],
+			Prices:    map[string]uint64{provider.AnyClass: uint64(provider.DefaultGPUPrice) * uint64(3+i) / 4, ledger.CPUClass: uint64(provider.DefaultCPUPrice) * uint64(3+i) / 4},
+			Inventory: inv,
+			Figures:   &fig,
+			Poll:      o.Poll,
+			Logger:    o.Logger,
+			Metrics:   o.Metrics,
 		})
 		ps.Agents = append(ps.Agents, a)
 		ps.wg.Add(1)

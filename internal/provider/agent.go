@@ -26,13 +26,12 @@ import (
 	"github.com/gpunet/gpunet/internal/apiwire"
 	"github.com/gpunet/gpunet/internal/blob"
 	"github.com/gpunet/gpunet/internal/chainclient"
+	"github.com/gpunet/gpunet/internal/clock"
 	"github.com/gpunet/gpunet/internal/gpu"
 	"github.com/gpunet/gpunet/internal/hwinfo"
 	"github.com/gpunet/gpunet/internal/keys"
 	"github.com/gpunet/gpunet/internal/ledger"
 	"github.com/gpunet/gpunet/internal/sandbox"
-	"github.com/gpunet/gpunet/internal/sandbox/oci"
-	"github.com/gpunet/gpunet/internal/sandbox/wasm"
 )
 
 // Chain is what the agent needs from a node.
@@ -97,6 +96,10 @@ type Options struct {
 	// Metrics, when set, counts the agent's executor runs, blob traffic
 	// and challenges.
 	Metrics *Metrics
+	// Clock is what the agent's loops wait on (polls, reconnection
+	// backoff, log relay flushes) and its status's time; nil is the real
+	// clock. Tests advance a fake.
+	Clock clock.Clock
 }
 
 // Faults are deliberate misbehaviours (`gpunet provider start
@@ -176,6 +179,7 @@ type Agent struct {
 	hw           hwState
 	gpus         gpuPool
 	gpuDevs      map[string]*gpuDevice // by UUID
+	clk          clock.Clock
 }
 
 // New returns an agent; Run starts it.
@@ -200,7 +204,7 @@ func New(o Options) *Agent {
 		// agent uploads to the provider's account.
 		o.Blobs.Signer = o.Key
 	}
-	a := &Agent{o: o, log: o.Logger.With("provider", o.Key.Name)}
+	a := &Agent{o: o, log: o.Logger.With("provider", o.Key.Name), clk: clock.Or(o.Clock)}
 	a.runs.byID = map[uint64]context.CancelFunc{}
 	a.runs.revealing = map[uint64]bool{}
 	a.st = Status{Name: o.Key.Name, Address: o.Key.Address.String()}
@@ -217,7 +221,7 @@ func (a *Agent) Status() Status {
 func (a *Agent) update(f func(s *Status)) {
 	a.mu.Lock()
 	f(&a.st)
-	a.st.UpdatedAt = time.Now().UTC()
+	a.st.UpdatedAt = a.clk.Now().UTC()
 	st := a.st
 	a.mu.Unlock()
 	if a.o.StatusFile == "" {
@@ -276,7 +280,7 @@ func (a *Agent) Run(ctx context.Context) error {
 		select {
 		case <-ctx.Done():
 			return nil
-		case <-time.After(backoff):
+		case <-a.clk.After(backoff):
 		}
 		backoff = min(2*backoff, 5*time.Second)
 	}
@@ -432,49 +436,6 @@ func truncate(s string) string {
 	return s
 }
 
-// SandboxOptions tune Sandboxes.
-type SandboxOptions struct {
-	// NoOCI leaves the container executor out.
-	NoOCI bool
-	// AllowNetwork lets oci jobs that ask for network access use the
-	// host's network (`provider start --allow-network`).
-	AllowNetwork bool
-	Logger       *slog.Logger
-}
-
-// Sandboxes returns the executors this machine offers: wasm (built into
-// gpunet, its compilation cache under dir/wasm-cache), and oci when runc is
-// installed and starts a trial container (images cached under dir/oci). It
-// also returns notes for the operator: what the oci executor enforces here
-// and its fallbacks, or why it is not offered. Close the executors with the
-// returned function.
-func Sandboxes(ctx context.Context, dir string, o SandboxOptions) (map[string]sandbox.Executor, []string, func(), error) {
-	w, err := wasm.New(filepath.Join(dir, "wasm-cache"))
-	if err != nil {
-		return nil, nil, nil, fmt.Errorf("wasm executor: %w", err)
-	}
-	sb := map[string]sandbox.Executor{wasm.Name: w}
-	closers := []func() error{w.Close}
-	var notes []string
-	if !o.NoOCI {
-		c, err := oci.New(ctx, oci.Options{Dir: filepath.Join(dir, "oci"), Logger: o.Logger, AllowNetwork: o.AllowNetwork})
-		if err != nil {
-			notes = append(notes, "oci: not offered: "+err.Error())
-		} else {
-			sb[oci.Name] = c
-			closers = append(closers, c.Close)
-			for _, l := range c.Capabilities().Lines() {
-				notes = append(notes, "oci: "+l)
-			}
-		}
-	}
-	return sb, notes, func() {
-		for _, c := range closers {
-			c()
-		}
-	}, nil
-}
-
 // connect brings the registration in line with the machine: register or
 // update, come online, top up the stake.
 func (a *Agent) connect(ctx context.Context) error {
@@ -567,13 +528,13 @@ func (a *Agent) refresh(ctx context.Context) error {
 
 // serve polls the chain until an error or ctx ends.
 func (a *Agent) serve(ctx context.Context) error {
-	t := time.NewTicker(a.o.Poll)
+	t := a.clk.NewTicker(a.o.Poll)
 	defer t.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
-		case <-t.C:
+		case <-t.C():
 			if err := a.refresh(ctx); err != nil {
 				return err
 			}

@@ -40,12 +40,12 @@ type network struct {
 func (n *network) sandboxes(t *testing.T) map[string]sandbox.Executor {
 	t.Helper()
 	if n.sb == nil {
-		sb, _, closeSB, err := provider.Sandboxes(t.Context(), filepath.Join(n.home, "sandbox"), provider.SandboxOptions{NoOCI: true})
+		sb, err := provider.OpenSandboxes(t.Context(), filepath.Join(n.home, "sandbox"), provider.SandboxOptions{NoOCI: true})
 		if err != nil {
 			t.Fatal(err)
 		}
-		t.Cleanup(closeSB)
-		n.sb = sb
+		t.Cleanup(sb.Close)
+		n.sb = sb.Executors
 	}
 	return n.sb
 }

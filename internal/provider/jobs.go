@@ -487,7 +487,7 @@ func (a *Agent) streamLogs(ctx context.Context, job uint64, owner age.Recipient,
 	stopped := make(chan struct{})
 	go func() {
 		defer close(stopped)
-		t := time.NewTicker(logFlushInterval)
+		t := a.clk.NewTicker(logFlushInterval)
 		defer t.Stop()
 		for {
 			select {
@@ -495,7 +495,7 @@ func (a *Agent) streamLogs(ctx context.Context, job uint64, owner age.Recipient,
 				return
 			case <-ctx.Done():
 				return
-			case <-t.C:
+			case <-t.C():
 				flush()
 			}
 		}

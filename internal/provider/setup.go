@@ -1,0 +1,159 @@
+package provider
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/gpunet/gpunet/internal/blob"
+	"github.com/gpunet/gpunet/internal/chainclient"
+	"github.com/gpunet/gpunet/internal/sandbox"
+	"github.com/gpunet/gpunet/internal/sandbox/oci"
+	"github.com/gpunet/gpunet/internal/sandbox/wasm"
+)
+
+// Setting up an agent run from a gpunet home, as `gpunet provider start`
+// and the devnet's providers are: its executors (OpenSandboxes), and the
+// files and node it works with (NewInHome). Under home/provider:
+//
+//	NAME.json      the agent's Status (StatusFile)
+//	NAME/jobs/     running jobs' files and pending reveals (Options.WorkDir)
+//	wasm-cache/    the wasm executor's compilation cache
+//	oci/           the container executor's images and bundles
+
+// StatusFile is where the agent of key name run from home keeps its
+// Status, which `gpunet provider status` reads (ReadStatus).
+func StatusFile(home, name string) string {
+	return filepath.Join(home, "provider", name+".json")
+}
+
+// NewInHome returns an agent whose files live in home and that talks to
+// the node behind chain: o completed with chain, the node's blob gateway,
+// the status file, the jobs' work directory, home as the disk it declares
+// (unless o sets it), and sb's executors and notes.
+func NewInHome(home string, chain *chainclient.Client, sb *SandboxSet, o Options) *Agent {
+	o.Chain = chain
+	o.Blobs = blob.NewClient(chain.Base())
+	o.StatusFile = StatusFile(home, o.Key.Name)
+	o.WorkDir = filepath.Join(home, "provider", o.Key.Name, "jobs")
+	if o.DiskPath == "" {
+		o.DiskPath = home
+	}
+	if sb != nil {
+		o.Sandboxes, o.SandboxNotes = sb.Executors, sb.Notes
+	}
+	return New(o)
+}
+
+// ReadStatus reads the Status that the agent of key name run from home
+// last wrote. A missing file is an error wrapping os.ErrNotExist.
+func ReadStatus(home, name string) (Status, error) {
+	var st Status
+	path := StatusFile(home, name)
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return st, err
+	}
+	if err := json.Unmarshal(b, &st); err != nil {
+		return st, fmt.Errorf("%s: %w", path, err)
+	}
+	return st, nil
+}
+
+// StatusNames returns the key names of the agents that have run from
+// home (those with a status file).
+func StatusNames(home string) []string {
+	matches, _ := filepath.Glob(StatusFile(home, "*"))
+	var names []string
+	for _, m := range matches {
+		names = append(names, strings.TrimSuffix(filepath.Base(m), ".json"))
+	}
+	return names
+}
+
+// SandboxOptions tune OpenSandboxes.
+type SandboxOptions struct {
+	// NoOCI leaves the container executor out.
+	NoOCI bool
+	// AllowNetwork lets oci jobs that ask for network access use the
+	// host's network (`provider start --allow-network`).
+	AllowNetwork bool
+	Logger       *slog.Logger
+}
+
+// SandboxSet is the executors a machine offers, opened.
+type SandboxSet struct {
+	// Executors are the executors offered, by name ("wasm", "oci").
+	Executors map[string]sandbox.Executor
+	// Notes are for the operator: what the oci executor enforces here
+	// and its fallbacks, or why it is not offered.
+	Notes []string
+	// notOffered says why each known executor left out is not offered.
+	notOffered map[string]string
+	closers    []func() error
+}
+
+// OpenSandboxes opens the executors that agents run from home offer: wasm
+// (built into gpunet, its compilation cache under home/provider), and oci
+// when runc is installed and starts a trial container (images cached
+// under home/provider/oci). Close them with Close.
+func OpenSandboxes(ctx context.Context, home string, o SandboxOptions) (*SandboxSet, error) {
+	dir := filepath.Join(home, "provider")
+	w, err := wasm.New(filepath.Join(dir, "wasm-cache"))
+	if err != nil {
+		return nil, fmt.Errorf("wasm executor: %w", err)
+	}
+	s := &SandboxSet{Executors: map[string]sandbox.Executor{wasm.Name: w}, notOffered: map[string]string{}, closers: []func() error{w.Close}}
+	if !o.NoOCI {
+		c, err := oci.New(ctx, oci.Options{Dir: filepath.Join(dir, "oci"), Logger: o.Logger, AllowNetwork: o.AllowNetwork})
+		if err != nil {
+			s.notOffered[oci.Name] = err.Error()
+			s.Notes = append(s.Notes, "oci: not offered: "+err.Error())
+		} else {
+			s.Executors[oci.Name] = c
+			s.closers = append(s.closers, c.Close)
+			for _, l := range c.Capabilities().Lines() {
+				s.Notes = append(s.Notes, "oci: "+l)
+			}
+		}
+	}
+	return s, nil
+}
+
+// Close closes the executors.
+func (s *SandboxSet) Close() {
+	for _, c := range s.closers {
+		c()
+	}
+	s.closers = nil
+}
+
+// NotOfferedError is an executor asked for that this machine does not
+// offer.
+type NotOfferedError struct {
+	Executor string
+	// Why is the executor's own reason ("" for a name no executor has).
+	Why string
+}
+
+func (e *NotOfferedError) Error() string {
+	if e.Why == "" {
+		return fmt.Sprintf("executor %s is not offered here", e.Executor)
+	}
+	return fmt.Sprintf("executor %s is not offered here: %s", e.Executor, e.Why)
+}
+
+// Offers returns a *NotOfferedError for the first of names that s does
+// not offer.
+func (s *SandboxSet) Offers(names []string) error {
+	for _, name := range names {
+		if _, ok := s.Executors[name]; !ok {
+			return &NotOfferedError{Executor: name, Why: s.notOffered[name]}
+		}
+	}
+	return nil
+}
