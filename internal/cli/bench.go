@@ -9,31 +9,39 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/gpunet/gpunet/internal/bench"
 	"github.com/gpunet/gpunet/internal/bench/apibench"
 	"github.com/gpunet/gpunet/internal/bench/containerbench"
+	"github.com/gpunet/gpunet/internal/bench/gpubench"
 	"github.com/gpunet/gpunet/internal/bench/jobbench"
 	"github.com/gpunet/gpunet/internal/bench/ledgerbench"
+	"github.com/gpunet/gpunet/internal/bench/measure"
 	"github.com/gpunet/gpunet/internal/bench/schedbench"
 	"github.com/gpunet/gpunet/internal/bench/verifybench"
 )
 
-func benchCmd(e *env) *cobra.Command {
-	c := &cobra.Command{Use: "bench", Short: "Run benchmarks"}
-	c.AddCommand(benchLedgerCmd(e), benchSchedulerCmd(e), benchJobCmd(e), benchWasmCmd(e), benchContainerCmd(e), benchVerifyCmd(e), benchAPICmd(e), benchGPUCmd(e))
-	return c
+// A benchmark is one `gpunet bench` subcommand. bind registers its flags
+// on fresh options and returns the run that uses them.
+type benchmark struct {
+	name, short, long string
+	bind              func(f *pflag.FlagSet) benchRun
 }
 
-func benchLedgerCmd(e *env) *cobra.Command {
-	var (
-		o          ledgerbench.Options
-		cpuprofile string
-	)
-	c := &cobra.Command{
-		Use:   "ledger",
-		Short: "Measure signed transfers/s through one in-process validator, against CometBFT's kvstore",
-		Long: `Measure the ledger's throughput through consensus.
+// A benchRun checks the flags, runs the benchmark and returns its result;
+// progress is where the benchmark reports as it goes (nil with --output
+// json). A flag in error is a usageError.
+type benchRun func(cmd *cobra.Command, e *env, progress io.Writer) (benchResult, error)
+
+// benchResult is every benchmark's result: it prints itself as text, and
+// --output json prints it as JSON.
+type benchResult interface{ WriteText(io.Writer) error }
+
+// benchmarks are the subcommands of `gpunet bench`, in the order help
+// lists them.
+var benchmarks = []benchmark{
+	{"ledger", "Measure signed transfers/s through one in-process validator, against CometBFT's kvstore", `Measure the ledger's throughput through consensus.
 
 Two phases run one after the other on fresh homes with the same node
 configuration: first gpunet's ledger app with --txs pre-signed transfers from
@@ -55,69 +63,8 @@ the commit latency of txs.
 Any tx CheckTx refuses counts as a failure of the run.
 
 The homes go to a temporary directory removed afterwards, or, when --home is
-given, under HOME/bench-* where they are kept.`,
-		Args: exactArgs(),
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			// Zero would mean "the default" to the library; here it is a
-			// mistake.
-			if o.Txs < 1 || o.Senders < 1 || o.BlockTime <= 0 || o.Timeout <= 0 {
-				return usageError{fmt.Errorf("--txs, --senders, --block-time and --timeout must be positive")}
-			}
-			// Zero --submitters is the mode's default; below it, a mistake.
-			if o.Submitters < 0 {
-				return usageError{fmt.Errorf("--submitters must be positive")}
-			}
-			if err := o.Validate(); err != nil {
-				return usageError{err}
-			}
-			if cmd.Flags().Changed("home") {
-				o.Dir = e.home
-			}
-			if e.output != "json" {
-				o.Progress = e.stderr
-			}
-			if cpuprofile != "" {
-				f, err := os.Create(cpuprofile)
-				if err != nil {
-					return err
-				}
-				defer f.Close()
-				o.CPUProfile = f
-			}
-			res, err := ledgerbench.Run(cmd.Context(), o)
-			if err != nil {
-				return err
-			}
-			return e.print(res, func(w io.Writer) { res.WriteText(w) })
-		},
-	}
-	f := c.Flags()
-	f.IntVar(&o.Txs, "txs", ledgerbench.DefaultTxs, "txs per phase")
-	f.IntVar(&o.Senders, "senders", ledgerbench.DefaultSenders, "genesis-funded accounts signing the transfers, round-robin")
-	f.DurationVar(&o.BlockTime, "block-time", ledgerbench.DefaultBlockTime, "pause after each block (timeout_commit), the same for both phases")
-	f.StringVar(&o.Submit, "submit", ledgerbench.DefaultSubmit, "how txs reach the node: rpc (broadcast_tx_sync over loopback HTTP) or mempool (in process)")
-	f.IntVar(&o.Submitters, "submitters", 0, fmt.Sprintf("goroutines submitting txs, one tx at a time each (default %d for rpc, %d for mempool)", ledgerbench.DefaultRPCSubmitters, ledgerbench.DefaultMempoolSubmitters))
-	f.DurationVar(&o.Timeout, "timeout", ledgerbench.DefaultTimeout, "give up on a phase after this long")
-	f.StringVar(&cpuprofile, "cpuprofile", "", "write a CPU profile (pprof) of the ledger phase's measured window to this file")
-	return c
-}
-
-func met(ok bool) string {
-	if ok {
-		return "met"
-	}
-	return "NOT met"
-}
-
-func benchSchedulerCmd(e *env) *cobra.Command {
-	var (
-		o          schedbench.Options
-		cpuprofile string
-	)
-	c := &cobra.Command{
-		Use:   "scheduler",
-		Short: "Measure the ledger's job placements/s and per-placement latency at 1k, 10k and 100k providers",
-		Long: `Measure the scheduler that places jobs at the end of every block.
+given, under HOME/bench-* where they are kept.`, bindLedgerBench},
+	{"scheduler", "Measure the ledger's job placements/s and per-placement latency at 1k, 10k and 100k providers", `Measure the scheduler that places jobs at the end of every block.
 
 For each --providers count, a state is built through the ledger itself
 (genesis, then blocks of MsgRegisterProvider and MsgStake txs; not timed)
@@ -137,48 +84,8 @@ End() also folds the block's changes into the state's lattice hash; that
 share is re-measured and the rate without it printed too. The store is
 Pebble in memory (--store pebble, what nodes run on) or a B-tree
 (--store btree). The target is checked at 100,000 providers: >= 20,000
-placements/s, p99 <= 250 µs, and >= 0.5 × the rate at the smallest count.`,
-		Args: exactArgs(),
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := o.Validate(); err != nil {
-				return usageError{err}
-			}
-			if e.output != "json" {
-				o.Progress = e.stderr
-			}
-			if cpuprofile != "" {
-				f, err := os.Create(cpuprofile)
-				if err != nil {
-					return err
-				}
-				defer f.Close()
-				o.CPUProfile = f
-			}
-			res, err := schedbench.Run(cmd.Context(), o)
-			if err != nil {
-				return err
-			}
-			return e.print(res, func(w io.Writer) { res.WriteText(w) })
-		},
-	}
-	f := c.Flags()
-	f.IntSliceVar(&o.Providers, "providers", schedbench.DefaultProviders, "provider counts to measure")
-	f.IntVar(&o.Jobs, "jobs", schedbench.DefaultJobs, "jobs submitted in the throughput phase, per provider count")
-	f.IntVar(&o.BlockJobs, "block-jobs", schedbench.DefaultBlockJobs, "submissions per block in the throughput phase (also the chain's max_placements_per_block)")
-	f.IntVar(&o.LatencyJobs, "latency-jobs", schedbench.DefaultLatencyJobs, "one-job blocks in the latency phase")
-	f.IntVar(&o.Consumers, "consumers", schedbench.DefaultConsumers, "accounts submitting the jobs")
-	f.StringVar(&o.Store, "store", schedbench.DefaultStore, "the state's store: pebble (in memory) or btree")
-	f.Uint64Var(&o.Seed, "seed", schedbench.DefaultSeed, "seed of the market (providers and jobs)")
-	f.StringVar(&cpuprofile, "cpuprofile", "", "write a CPU profile (pprof) of the largest count's measured phases to this file")
-	return c
-}
-
-func benchJobCmd(e *env) *cobra.Command {
-	var o jobbench.Options
-	c := &cobra.Command{
-		Use:   "job",
-		Short: "Measure submit → verified result for no-op WASI jobs on an in-process devnet, and jobs/s sustained",
-		Long: `Measure no-op WASI jobs end to end on a devnet run in this process.
+placements/s, p99 <= 250 µs, and >= 0.5 × the rate at the smallest count.`, bindSchedulerBench},
+	{"job", "Measure submit → verified result for no-op WASI jobs on an in-process devnet, and jobs/s sustained", `Measure no-op WASI jobs end to end on a devnet run in this process.
 
 A devnet home (devnet.Setup: one validator, --block-time) gets its node and
 API (daemon.Start), --providers provider agents (devnet.RunProviders, the real
@@ -201,54 +108,8 @@ block holding its result; its blocks are that height minus the submission's.
              was given up on after --job-timeout, then cancelled).
              --serial-submit makes the consumers take turns at submitting.
 
-The target, at 200 ms blocks: <= 4 blocks and p50 <= 1 s (latency phase).`,
-		Args: exactArgs(),
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			if o.SustainedJobs == 0 {
-				o.SustainedJobs = -1 // skip the phase
-			}
-			if cmd.Flags().Changed("warmup-jobs") && o.WarmupJobs == 0 {
-				o.WarmupJobs = -1
-			}
-			if o.SustainedJobs < -1 || o.LatencyJobs < 1 || o.Concurrency < 1 || o.Providers < 1 || o.BlockTime <= 0 || o.Poll <= 0 || o.JobTimeout <= 0 {
-				return usageError{fmt.Errorf("--latency-jobs, --concurrency, --providers, --block-time, --poll and --job-timeout must be positive, --sustained-jobs not negative")}
-			}
-			if err := o.Validate(); err != nil {
-				return usageError{err}
-			}
-			if cmd.Flags().Changed("home") {
-				o.Dir = e.home
-			}
-			if e.output != "json" {
-				o.Progress = e.stderr
-			}
-			res, err := jobbench.Run(cmd.Context(), o)
-			if err != nil {
-				return err
-			}
-			return e.print(res, func(w io.Writer) { res.WriteText(w) })
-		},
-	}
-	f := c.Flags()
-	f.DurationVar(&o.BlockTime, "block-time", jobbench.DefaultBlockTime, "the devnet's block time (timeout_commit)")
-	f.DurationVar(&o.Poll, "poll", jobbench.DefaultPoll, "how often provider agents and consumers look at the chain")
-	f.IntVar(&o.Providers, "providers", jobbench.DefaultProviders, "provider agents")
-	f.IntVar(&o.LatencyJobs, "latency-jobs", jobbench.DefaultLatency, "jobs run one at a time")
-	f.IntVar(&o.WarmupJobs, "warmup-jobs", 0, "jobs run before the latency phase from every consumer at once (0 skips it; default 12 per provider for spot)")
-	f.IntVar(&o.SustainedJobs, "sustained-jobs", jobbench.DefaultSustained, "jobs run in the sustained phase (0 skips it)")
-	f.IntVar(&o.Concurrency, "concurrency", jobbench.DefaultConcurrency, "consumers submitting at once in the sustained phase")
-	f.StringVar(&o.Verification, "verification", "spot", "the jobs' verification: none, spot or full")
-	f.DurationVar(&o.JobTimeout, "job-timeout", jobbench.DefaultTimeout, "give up on (and cancel) a job after this long")
-	f.BoolVar(&o.SerialSubmit, "serial-submit", false, "sustained phase: consumers take turns submitting, one submission per block (avoids the ledger placing twice jobs submitted in the same block)")
-	return c
-}
-
-func benchWasmCmd(e *env) *cobra.Command {
-	var o bench.WasmOptions
-	c := &cobra.Command{
-		Use:   "wasm",
-		Short: "Compare compute kernels run natively and as WebAssembly, in the same run",
-		Long: `Run compute kernels natively and as WebAssembly, with the same arguments,
+The target, at 200 ms blocks: <= 4 blocks and p50 <= 1 s (latency phase).`, bindJobBench},
+	{"wasm", "Compare compute kernels run natively and as WebAssembly, in the same run", `Run compute kernels natively and as WebAssembly, with the same arguments,
 --reps times each, interleaved, and print the medians and their ratios to
 native.
 
@@ -272,28 +133,344 @@ executor and on bare wazero.
 
 Compilation happens once per runtime before the timed runs and is printed
 apart. Every variant's output is checked against the native one. The target
-(<= 1.5× native) is stated for LLVM-compiled guests.`,
-		Args: exactArgs(),
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			if o.Width < 1 || o.Height < 1 || o.MaxIter < 1 || o.Reps < 1 {
-				return usageError{fmt.Errorf("--width, --height, --maxiter and --reps must be positive")}
-			}
-			if e.output != "json" {
-				o.Progress = e.stderr
-			}
-			res, err := bench.RunWasm(cmd.Context(), o)
-			if err != nil {
-				return err
-			}
-			return e.print(res, func(w io.Writer) { printWasm(w, res) })
-		},
+(<= 1.5× native) is stated for LLVM-compiled guests.`, bindWasmBench},
+	{"container", "Measure container start to first instruction (cached rootfs) and image pull+unpack throughput", `Measure the oci executor as a provider runs it (needs runc), against a
+registry served in this process on 127.0.0.1:
+
+  start  --reps runs of a job whose image is the probe program (a static
+         executable of a few hundred bytes that writes one line), its rootfs
+         cached: from Executor.Run to the program's first output (runtime
+         spec, overlay, runc's namespaces, cgroups and seccomp, exec). The
+         whole Run (teardown, output collection) is printed too.
+  pull   --pull-reps pulls of an image of --pull-layers layers holding
+         --pull-mib MiB of files (gzip about halves them) into an empty
+         cache: download, digest checks, gunzip, untar. Throughput is per
+         second of the whole pull, of the bytes downloaded and unpacked.
+
+The target: start to first instruction <= 300 ms (median). State and caches
+go to a temporary directory, or under --home when given.`, bindContainerBench},
+	{"verify", "Simulate Proof of Sync over many jobs through the real ledger: verification overhead, how fast cheaters are caught", `Run a chain of --providers CPU providers through the real ledger code and
+submit --jobs deterministic spot jobs, --block-jobs a block. Scripted parties
+do what agents do: owners grant keys, providers start, commit and reveal.
+--cheaters providers falsify a --cheat-rate share of their results, undercut
+honest prices and run more jobs at once.
+
+Reported: extra compute spent on verification (audit and escalation
+replicas over the replicas owners asked for; target <= 10%), how soon each
+cheater is first outvoted and slashed (target: caught within 1,313 of its
+jobs with probability >= 99%, next to the analytic bound), wrong results
+delivered, honest providers slashed (must be 0), and one hardware challenge
+proved on this CPU and verified as a validator does (target: verification
+<= 1/1000 of the proof).`, bindVerifyBench},
+	{"api", "Measure the node's API reads with 100k providers and 1M jobs in state while its validator produces blocks", `Measure the HTTP API of a real node on a large state.
+
+A state of --providers providers (a mixed market, registered and staked) and
+--jobs jobs is built through the ledger into a fresh validator home (not
+timed; signatures not verified while building): a fifth of the jobs run
+their whole life in txs (a tenth of those fail), a twentieth stay running,
+a twentieth stay queued, the rest are cancelled while queued. The node
+(CometBFT, the API, its stats and dashboard) then starts on that state at
+the next height and produces a block every --block-time, with --tx-rate
+signed transfers a second sent to it.
+
+An open-loop load sends --rate single-object reads a second (a job, a
+provider, an account, a balance, a job's timeline) and --list-rate
+paginated list reads a second (jobs: newest, by owner, by state; providers
+by address; offers queries; blocks; txs; events) for --duration. A
+request's latency runs from when it was due. Targets (at 100,000 providers,
+1,000,000 jobs, 1,000 req/s): single reads p99 <= 20 ms, lists p99 <= 50 ms.`, bindAPIBench},
+	{"gpu", "Measure each NVIDIA GPU's int8 kernels and prove a hardware challenge on it", `Measure every NVIDIA GPU of this machine as a provider's agent does, then
+prove hardware challenges on it.
+
+For each GPU: each int8 GEMM kernel it runs (dp4a; mma.sync tensor-core
+kernels from compute capability 8.0) is checked against the CPU on a small
+product, then timed; the table shows TOPS against the datasheet's dense int8
+peak. Then a challenge sized for the fastest kernel's figure is proved on
+the GPU as the agent would (AES expansion, GEMM and Merkle hashing on the
+device), opened and verified as validators do, with its time, the deadline,
+and the device time challenges take an hour at the ledger's maximum rate.
+With --overclaim F, a challenge sized for F times the figure shows that an
+overclaiming GPU misses its deadline.
+
+Needs the NVIDIA driver (libcuda.so.1), no CUDA toolkit.`, bindGPUBench},
+}
+
+func benchCmd(e *env) *cobra.Command {
+	c := &cobra.Command{Use: "bench", Short: "Run benchmarks"}
+	for _, b := range benchmarks {
+		c.AddCommand(b.command(e))
 	}
-	f := c.Flags()
+	return c
+}
+
+// command makes b's subcommand: flags bound, run, result printed.
+func (b benchmark) command(e *env) *cobra.Command {
+	c := &cobra.Command{Use: b.name, Short: b.short, Long: b.long, Args: exactArgs()}
+	run := b.bind(c.Flags())
+	c.RunE = func(cmd *cobra.Command, _ []string) error {
+		var progress io.Writer
+		if e.output != "json" {
+			progress = e.stderr
+		}
+		res, err := run(cmd, e, progress)
+		if err != nil {
+			return err
+		}
+		return e.print(res, func(w io.Writer) { res.WriteText(w) })
+	}
+	return c
+}
+
+// An output is a file a flag names (none if empty) and the writer of the
+// options it goes to.
+type output struct {
+	path string
+	w    *io.Writer
+}
+
+// createOutputs creates the outputs' files and sets their writers; close
+// closes them all. On error none stays open.
+func createOutputs(outs ...output) (close func(), err error) {
+	var files []*os.File
+	closeAll := func() {
+		for _, f := range files {
+			f.Close()
+		}
+	}
+	for _, o := range outs {
+		if o.path == "" {
+			continue
+		}
+		f, err := os.Create(o.path)
+		if err != nil {
+			closeAll()
+			return nil, err
+		}
+		files = append(files, f)
+		*o.w = f
+	}
+	return closeAll, nil
+}
+
+func bindLedgerBench(f *pflag.FlagSet) benchRun {
+	var (
+		o          ledgerbench.Options
+		cpuprofile string
+	)
+	f.IntVar(&o.Txs, "txs", ledgerbench.DefaultTxs, "txs per phase")
+	f.IntVar(&o.Senders, "senders", ledgerbench.DefaultSenders, "genesis-funded accounts signing the transfers, round-robin")
+	f.DurationVar(&o.BlockTime, "block-time", ledgerbench.DefaultBlockTime, "pause after each block (timeout_commit), the same for both phases")
+	f.StringVar(&o.Submit, "submit", ledgerbench.DefaultSubmit, "how txs reach the node: rpc (broadcast_tx_sync over loopback HTTP) or mempool (in process)")
+	f.IntVar(&o.Submitters, "submitters", 0, fmt.Sprintf("goroutines submitting txs, one tx at a time each (default %d for rpc, %d for mempool)", ledgerbench.DefaultRPCSubmitters, ledgerbench.DefaultMempoolSubmitters))
+	f.DurationVar(&o.Timeout, "timeout", ledgerbench.DefaultTimeout, "give up on a phase after this long")
+	f.StringVar(&cpuprofile, "cpuprofile", "", "write a CPU profile (pprof) of the ledger phase's measured window to this file")
+	return func(cmd *cobra.Command, e *env, progress io.Writer) (benchResult, error) {
+		// Zero would mean "the default" to the library; here it is a
+		// mistake.
+		if o.Txs < 1 || o.Senders < 1 || o.BlockTime <= 0 || o.Timeout <= 0 {
+			return nil, usageError{fmt.Errorf("--txs, --senders, --block-time and --timeout must be positive")}
+		}
+		// Zero --submitters is the mode's default; below it, a mistake.
+		if o.Submitters < 0 {
+			return nil, usageError{fmt.Errorf("--submitters must be positive")}
+		}
+		if err := o.Validate(); err != nil {
+			return nil, usageError{err}
+		}
+		if cmd.Flags().Changed("home") {
+			o.Dir = e.home
+		}
+		o.Progress = progress
+		closeOut, err := createOutputs(output{cpuprofile, &o.CPUProfile})
+		if err != nil {
+			return nil, err
+		}
+		defer closeOut()
+		return ledgerbench.Run(cmd.Context(), o)
+	}
+}
+
+func bindSchedulerBench(f *pflag.FlagSet) benchRun {
+	var (
+		o          schedbench.Options
+		cpuprofile string
+	)
+	f.IntSliceVar(&o.Providers, "providers", schedbench.DefaultProviders, "provider counts to measure")
+	f.IntVar(&o.Jobs, "jobs", schedbench.DefaultJobs, "jobs submitted in the throughput phase, per provider count")
+	f.IntVar(&o.BlockJobs, "block-jobs", schedbench.DefaultBlockJobs, "submissions per block in the throughput phase (also the chain's max_placements_per_block)")
+	f.IntVar(&o.LatencyJobs, "latency-jobs", schedbench.DefaultLatencyJobs, "one-job blocks in the latency phase")
+	f.IntVar(&o.Consumers, "consumers", schedbench.DefaultConsumers, "accounts submitting the jobs")
+	f.StringVar(&o.Store, "store", schedbench.DefaultStore, "the state's store: pebble (in memory) or btree")
+	f.Uint64Var(&o.Seed, "seed", schedbench.DefaultSeed, "seed of the market (providers and jobs)")
+	f.StringVar(&cpuprofile, "cpuprofile", "", "write a CPU profile (pprof) of the largest count's measured phases to this file")
+	return func(cmd *cobra.Command, e *env, progress io.Writer) (benchResult, error) {
+		if err := o.Validate(); err != nil {
+			return nil, usageError{err}
+		}
+		o.Progress = progress
+		closeOut, err := createOutputs(output{cpuprofile, &o.CPUProfile})
+		if err != nil {
+			return nil, err
+		}
+		defer closeOut()
+		return schedbench.Run(cmd.Context(), o)
+	}
+}
+
+func bindJobBench(f *pflag.FlagSet) benchRun {
+	var o jobbench.Options
+	f.DurationVar(&o.BlockTime, "block-time", jobbench.DefaultBlockTime, "the devnet's block time (timeout_commit)")
+	f.DurationVar(&o.Poll, "poll", jobbench.DefaultPoll, "how often provider agents and consumers look at the chain")
+	f.IntVar(&o.Providers, "providers", jobbench.DefaultProviders, "provider agents")
+	f.IntVar(&o.LatencyJobs, "latency-jobs", jobbench.DefaultLatency, "jobs run one at a time")
+	f.IntVar(&o.WarmupJobs, "warmup-jobs", 0, "jobs run before the latency phase from every consumer at once (0 skips it; default 12 per provider for spot)")
+	f.IntVar(&o.SustainedJobs, "sustained-jobs", jobbench.DefaultSustained, "jobs run in the sustained phase (0 skips it)")
+	f.IntVar(&o.Concurrency, "concurrency", jobbench.DefaultConcurrency, "consumers submitting at once in the sustained phase")
+	f.StringVar(&o.Verification, "verification", "spot", "the jobs' verification: none, spot or full")
+	f.DurationVar(&o.JobTimeout, "job-timeout", jobbench.DefaultTimeout, "give up on (and cancel) a job after this long")
+	f.BoolVar(&o.SerialSubmit, "serial-submit", false, "sustained phase: consumers take turns submitting, one submission per block (avoids the ledger placing twice jobs submitted in the same block)")
+	return func(cmd *cobra.Command, e *env, progress io.Writer) (benchResult, error) {
+		if o.SustainedJobs == 0 {
+			o.SustainedJobs = -1 // skip the phase
+		}
+		if cmd.Flags().Changed("warmup-jobs") && o.WarmupJobs == 0 {
+			o.WarmupJobs = -1
+		}
+		if o.SustainedJobs < -1 || o.LatencyJobs < 1 || o.Concurrency < 1 || o.Providers < 1 || o.BlockTime <= 0 || o.Poll <= 0 || o.JobTimeout <= 0 {
+			return nil, usageError{fmt.Errorf("--latency-jobs, --concurrency, --providers, --block-time, --poll and --job-timeout must be positive, --sustained-jobs not negative")}
+		}
+		if err := o.Validate(); err != nil {
+			return nil, usageError{err}
+		}
+		if cmd.Flags().Changed("home") {
+			o.Dir = e.home
+		}
+		o.Progress = progress
+		return jobbench.Run(cmd.Context(), o)
+	}
+}
+
+func bindWasmBench(f *pflag.FlagSet) benchRun {
+	var o bench.WasmOptions
 	f.IntVar(&o.Width, "width", bench.DefaultWasmWidth, "image width")
 	f.IntVar(&o.Height, "height", bench.DefaultWasmHeight, "image height")
 	f.IntVar(&o.MaxIter, "maxiter", bench.DefaultWasmMaxIter, "iterations per pixel at most")
 	f.IntVar(&o.Reps, "reps", bench.DefaultWasmReps, "timed runs of each variant")
-	return c
+	return func(cmd *cobra.Command, e *env, progress io.Writer) (benchResult, error) {
+		if o.Width < 1 || o.Height < 1 || o.MaxIter < 1 || o.Reps < 1 {
+			return nil, usageError{fmt.Errorf("--width, --height, --maxiter and --reps must be positive")}
+		}
+		o.Progress = progress
+		res, err := bench.RunWasm(cmd.Context(), o)
+		if err != nil {
+			return nil, err
+		}
+		return wasmResult{res}, nil
+	}
+}
+
+func bindContainerBench(f *pflag.FlagSet) benchRun {
+	var o containerbench.Options
+	f.IntVar(&o.Reps, "reps", containerbench.DefaultReps, "timed container starts")
+	f.IntVar(&o.PullMiB, "pull-mib", containerbench.DefaultPullMiB, "size of the pulled image's files, MiB")
+	f.IntVar(&o.PullLayers, "pull-layers", containerbench.DefaultPullLayers, "layers of the pulled image")
+	f.IntVar(&o.PullReps, "pull-reps", containerbench.DefaultPullReps, "timed pulls, each into an empty cache")
+	return func(cmd *cobra.Command, e *env, progress io.Writer) (benchResult, error) {
+		if o.Reps < 1 || o.PullMiB < 1 || o.PullLayers < 1 || o.PullReps < 1 || o.PullLayers > o.PullMiB {
+			return nil, usageError{fmt.Errorf("--reps, --pull-mib, --pull-layers and --pull-reps must be positive, --pull-layers at most --pull-mib")}
+		}
+		if cmd.Flags().Changed("home") {
+			dir, err := os.MkdirTemp(e.home, "bench-container-")
+			if err != nil {
+				return nil, err
+			}
+			o.Dir = dir
+		}
+		o.Progress = progress
+		return containerbench.Run(cmd.Context(), o)
+	}
+}
+
+func bindVerifyBench(f *pflag.FlagSet) benchRun {
+	var o verifybench.Options
+	f.IntVar(&o.Providers, "providers", verifybench.DefaultProviders, "providers")
+	f.IntVar(&o.Jobs, "jobs", verifybench.DefaultJobs, "spot jobs submitted")
+	f.IntVar(&o.BlockJobs, "block-jobs", verifybench.DefaultBlockJobs, "jobs submitted per block")
+	f.IntVar(&o.Cheaters, "cheaters", verifybench.DefaultCheaters, "cheating providers")
+	f.Float64Var(&o.CheatRate, "cheat-rate", verifybench.DefaultCheatRate, "share of its results a cheater falsifies")
+	f.Uint64Var(&o.CheaterSlots, "cheater-slots", verifybench.DefaultCheaterSlots, "jobs a cheater runs at once (honest providers: 4)")
+	f.Uint64Var(&o.Seed, "seed", verifybench.DefaultSeed, "seed of the market")
+	f.Uint64Var(&o.ChallengeGOPS, "challenge-gops", 0, "claim the measured hardware challenge is sized for (default: what this machine measures)")
+	f.Uint64Var(&o.ChallengeMillis, "challenge-ms", verifybench.DefaultChallengeMillis, "compute time of that challenge at the claim")
+	return func(cmd *cobra.Command, e *env, progress io.Writer) (benchResult, error) {
+		if err := o.Validate(); err != nil {
+			return nil, usageError{err}
+		}
+		o.Progress = progress
+		return verifybench.Run(cmd.Context(), o)
+	}
+}
+
+func bindAPIBench(f *pflag.FlagSet) benchRun {
+	var (
+		o                             apibench.Options
+		cpuprofile, trace, memprofile string
+	)
+	f.IntVar(&o.Providers, "providers", apibench.DefaultProviders, "providers in the state")
+	f.IntVar(&o.Jobs, "jobs", apibench.DefaultJobs, "jobs in the state")
+	f.IntVar(&o.Consumers, "consumers", apibench.DefaultConsumers, "accounts owning the jobs")
+	f.IntVar(&o.Rate, "rate", apibench.DefaultRate, "single-object reads per second")
+	f.IntVar(&o.ListRate, "list-rate", apibench.DefaultListRate, "paginated list reads per second, at the same time")
+	f.DurationVar(&o.Duration, "duration", apibench.DefaultDuration, "how long the load runs")
+	f.DurationVar(&o.BlockTime, "block-time", apibench.DefaultBlockTime, "the validator's pause after each block")
+	f.IntVar(&o.TxRate, "tx-rate", apibench.DefaultTxRate, "signed transfers per second sent to the node during the load")
+	f.Uint64Var(&o.Seed, "seed", apibench.DefaultSeed, "seed of the market and the load")
+	f.StringVar(&o.Home, "home", "", "keep the node's home under this directory (default: a temp dir, removed)")
+	f.StringVar(&o.StateDir, "state-dir", "", "keep each built state in this directory and start later runs of the same size from a copy")
+	f.StringVar(&cpuprofile, "cpuprofile", "", "write a CPU profile (pprof) of the process during the load to this file")
+	f.StringVar(&trace, "trace", "", "write an execution trace (go tool trace) of the process during the load to this file")
+	f.StringVar(&memprofile, "memprofile", "", "write the allocations (pprof) at the load's end to this file and at its start to FILE.base: go tool pprof -diff_base FILE.base FILE")
+	return func(cmd *cobra.Command, e *env, progress io.Writer) (benchResult, error) {
+		if err := o.Validate(); err != nil {
+			return nil, usageError{err}
+		}
+		o.Progress = progress
+		outs := []output{{cpuprofile, &o.CPUProfile}, {trace, &o.Trace}}
+		if memprofile != "" {
+			outs = append(outs, output{memprofile + ".base", &o.AllocsBase}, output{memprofile, &o.Allocs})
+		}
+		closeOut, err := createOutputs(outs...)
+		if err != nil {
+			return nil, err
+		}
+		defer closeOut()
+		return apibench.Run(cmd.Context(), o)
+	}
+}
+
+func bindGPUBench(f *pflag.FlagSet) benchRun {
+	var o gpubench.Options
+	f.DurationVar(&o.Budget, "budget", gpubench.DefaultBudget, "benchmark time per GPU")
+	f.Float64Var(&o.Overclaim, "overclaim", gpubench.DefaultOverclaim, "also prove a challenge sized for this many times the measured figure (0: skip)")
+	return func(cmd *cobra.Command, e *env, progress io.Writer) (benchResult, error) {
+		if o.Budget <= 0 {
+			return nil, usageError{fmt.Errorf("--budget %v: must be positive", o.Budget)}
+		}
+		o.Progress = progress
+		return gpubench.Run(cmd.Context(), o)
+	}
+}
+
+// wasmResult prints bench.WasmResult as `gpunet bench wasm` does, until
+// the wasm benchmark, being rewritten for wasmtime, moves to a package of
+// its own with a WriteText of its own. Its JSON is the result's.
+type wasmResult struct{ *bench.WasmResult }
+
+// WriteText prints the result as `gpunet bench wasm` does.
+func (r wasmResult) WriteText(w io.Writer) error {
+	p := measure.NewReport(w)
+	printWasm(p, r.WasmResult)
+	return p.Err()
 }
 
 func printWasm(w io.Writer, r *bench.WasmResult) {
@@ -335,185 +512,4 @@ func printWasm(w io.Writer, r *bench.WasmResult) {
 	}
 }
 
-func benchContainerCmd(e *env) *cobra.Command {
-	var o containerbench.Options
-	c := &cobra.Command{
-		Use:   "container",
-		Short: "Measure container start to first instruction (cached rootfs) and image pull+unpack throughput",
-		Long: `Measure the oci executor as a provider runs it (needs runc), against a
-registry served in this process on 127.0.0.1:
-
-  start  --reps runs of a job whose image is the probe program (a static
-         executable of a few hundred bytes that writes one line), its rootfs
-         cached: from Executor.Run to the program's first output (runtime
-         spec, overlay, runc's namespaces, cgroups and seccomp, exec). The
-         whole Run (teardown, output collection) is printed too.
-  pull   --pull-reps pulls of an image of --pull-layers layers holding
-         --pull-mib MiB of files (gzip about halves them) into an empty
-         cache: download, digest checks, gunzip, untar. Throughput is per
-         second of the whole pull, of the bytes downloaded and unpacked.
-
-The target: start to first instruction <= 300 ms (median). State and caches
-go to a temporary directory, or under --home when given.`,
-		Args: exactArgs(),
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			if o.Reps < 1 || o.PullMiB < 1 || o.PullLayers < 1 || o.PullReps < 1 || o.PullLayers > o.PullMiB {
-				return usageError{fmt.Errorf("--reps, --pull-mib, --pull-layers and --pull-reps must be positive, --pull-layers at most --pull-mib")}
-			}
-			if cmd.Flags().Changed("home") {
-				dir, err := os.MkdirTemp(e.home, "bench-container-")
-				if err != nil {
-					return err
-				}
-				o.Dir = dir
-			}
-			if e.output != "json" {
-				o.Progress = e.stderr
-			}
-			res, err := containerbench.Run(cmd.Context(), o)
-			if err != nil {
-				return err
-			}
-			return e.print(res, func(w io.Writer) { res.WriteText(w) })
-		},
-	}
-	f := c.Flags()
-	f.IntVar(&o.Reps, "reps", containerbench.DefaultReps, "timed container starts")
-	f.IntVar(&o.PullMiB, "pull-mib", containerbench.DefaultPullMiB, "size of the pulled image's files, MiB")
-	f.IntVar(&o.PullLayers, "pull-layers", containerbench.DefaultPullLayers, "layers of the pulled image")
-	f.IntVar(&o.PullReps, "pull-reps", containerbench.DefaultPullReps, "timed pulls, each into an empty cache")
-	return c
-}
-
-func benchVerifyCmd(e *env) *cobra.Command {
-	var o verifybench.Options
-	c := &cobra.Command{
-		Use:   "verify",
-		Short: "Simulate Proof of Sync over many jobs through the real ledger: verification overhead, how fast cheaters are caught",
-		Long: `Run a chain of --providers CPU providers through the real ledger code and
-submit --jobs deterministic spot jobs, --block-jobs a block. Scripted parties
-do what agents do: owners grant keys, providers start, commit and reveal.
---cheaters providers falsify a --cheat-rate share of their results, undercut
-honest prices and run more jobs at once.
-
-Reported: extra compute spent on verification (audit and escalation
-replicas over the replicas owners asked for; target <= 10%), how soon each
-cheater is first outvoted and slashed (target: caught within 1,313 of its
-jobs with probability >= 99%, next to the analytic bound), wrong results
-delivered, honest providers slashed (must be 0), and one hardware challenge
-proved on this CPU and verified as a validator does (target: verification
-<= 1/1000 of the proof).`,
-		Args: exactArgs(),
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := o.Validate(); err != nil {
-				return usageError{err}
-			}
-			if e.output != "json" {
-				o.Progress = e.stderr
-			}
-			res, err := verifybench.Run(cmd.Context(), o)
-			if err != nil {
-				return err
-			}
-			return e.print(res, func(w io.Writer) { res.WriteText(w) })
-		},
-	}
-	f := c.Flags()
-	f.IntVar(&o.Providers, "providers", verifybench.DefaultProviders, "providers")
-	f.IntVar(&o.Jobs, "jobs", verifybench.DefaultJobs, "spot jobs submitted")
-	f.IntVar(&o.BlockJobs, "block-jobs", verifybench.DefaultBlockJobs, "jobs submitted per block")
-	f.IntVar(&o.Cheaters, "cheaters", verifybench.DefaultCheaters, "cheating providers")
-	f.Float64Var(&o.CheatRate, "cheat-rate", verifybench.DefaultCheatRate, "share of its results a cheater falsifies")
-	f.Uint64Var(&o.CheaterSlots, "cheater-slots", verifybench.DefaultCheaterSlots, "jobs a cheater runs at once (honest providers: 4)")
-	f.Uint64Var(&o.Seed, "seed", verifybench.DefaultSeed, "seed of the market")
-	f.Uint64Var(&o.ChallengeGOPS, "challenge-gops", 0, "claim the measured hardware challenge is sized for (default: what this machine measures)")
-	f.Uint64Var(&o.ChallengeMillis, "challenge-ms", verifybench.DefaultChallengeMillis, "compute time of that challenge at the claim")
-	return c
-}
-
-func benchAPICmd(e *env) *cobra.Command {
-	var (
-		o                             apibench.Options
-		cpuprofile, trace, memprofile string
-	)
-	c := &cobra.Command{
-		Use:   "api",
-		Short: "Measure the node's API reads with 100k providers and 1M jobs in state while its validator produces blocks",
-		Long: `Measure the HTTP API of a real node on a large state.
-
-A state of --providers providers (a mixed market, registered and staked) and
---jobs jobs is built through the ledger into a fresh validator home (not
-timed; signatures not verified while building): a fifth of the jobs run
-their whole life in txs (a tenth of those fail), a twentieth stay running,
-a twentieth stay queued, the rest are cancelled while queued. The node
-(CometBFT, the API, its stats and dashboard) then starts on that state at
-the next height and produces a block every --block-time, with --tx-rate
-signed transfers a second sent to it.
-
-An open-loop load sends --rate single-object reads a second (a job, a
-provider, an account, a balance, a job's timeline) and --list-rate
-paginated list reads a second (jobs: newest, by owner, by state; providers
-by address; offers queries; blocks; txs; events) for --duration. A
-request's latency runs from when it was due. Targets (at 100,000 providers,
-1,000,000 jobs, 1,000 req/s): single reads p99 <= 20 ms, lists p99 <= 50 ms.`,
-		Args: exactArgs(),
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := o.Validate(); err != nil {
-				return usageError{err}
-			}
-			if e.output != "json" {
-				o.Progress = e.stderr
-			}
-			if cpuprofile != "" {
-				f, err := os.Create(cpuprofile)
-				if err != nil {
-					return err
-				}
-				defer f.Close()
-				o.CPUProfile = f
-			}
-			if trace != "" {
-				f, err := os.Create(trace)
-				if err != nil {
-					return err
-				}
-				defer f.Close()
-				o.Trace = f
-			}
-			if memprofile != "" {
-				base, err := os.Create(memprofile + ".base")
-				if err != nil {
-					return err
-				}
-				defer base.Close()
-				f, err := os.Create(memprofile)
-				if err != nil {
-					return err
-				}
-				defer f.Close()
-				o.AllocsBase, o.Allocs = base, f
-			}
-			res, err := apibench.Run(cmd.Context(), o)
-			if err != nil {
-				return err
-			}
-			return e.print(res, func(w io.Writer) { res.WriteText(w) })
-		},
-	}
-	f := c.Flags()
-	f.IntVar(&o.Providers, "providers", apibench.DefaultProviders, "providers in the state")
-	f.IntVar(&o.Jobs, "jobs", apibench.DefaultJobs, "jobs in the state")
-	f.IntVar(&o.Consumers, "consumers", apibench.DefaultConsumers, "accounts owning the jobs")
-	f.IntVar(&o.Rate, "rate", apibench.DefaultRate, "single-object reads per second")
-	f.IntVar(&o.ListRate, "list-rate", apibench.DefaultListRate, "paginated list reads per second, at the same time")
-	f.DurationVar(&o.Duration, "duration", apibench.DefaultDuration, "how long the load runs")
-	f.DurationVar(&o.BlockTime, "block-time", apibench.DefaultBlockTime, "the validator's pause after each block")
-	f.IntVar(&o.TxRate, "tx-rate", apibench.DefaultTxRate, "signed transfers per second sent to the node during the load")
-	f.Uint64Var(&o.Seed, "seed", apibench.DefaultSeed, "seed of the market and the load")
-	f.StringVar(&o.Home, "home", "", "keep the node's home under this directory (default: a temp dir, removed)")
-	f.StringVar(&o.StateDir, "state-dir", "", "keep each built state in this directory and start later runs of the same size from a copy")
-	f.StringVar(&cpuprofile, "cpuprofile", "", "write a CPU profile (pprof) of the process during the load to this file")
-	f.StringVar(&trace, "trace", "", "write an execution trace (go tool trace) of the process during the load to this file")
-	f.StringVar(&memprofile, "memprofile", "", "write the allocations (pprof) at the load's end to this file and at its start to FILE.base: go tool pprof -diff_base FILE.base FILE")
-	return c
-}
+func met(ok bool) string { return measure.Verdict(ok) }
