@@ -86,8 +86,8 @@ func TestClientOverTheRealRoutes(t *testing.T) {
 	if ps, err := cl.Providers(ctx); err != nil || len(ps) != 1 || ps[0].Address != prov.Addr.String() {
 		t.Errorf("Providers = %v, %v; want p1 alone", ps, err)
 	}
-	if os, err := cl.Offers(ctx, "", "price", false); err != nil || len(os) != 1 {
-		t.Errorf("Offers = %v, %v; want one", os, err)
+	if offs, err := cl.Offers(ctx, "", "price", false); err != nil || len(offs) != 1 {
+		t.Errorf("Offers = %v, %v; want one", offs, err)
 	}
 
 	// A job p1 can run is placed on it at once; one priced below its ask
@@ -213,7 +213,7 @@ func TestAPIErrors(t *testing.T) {
 			t.Errorf("%s: Status err = %v, want %s", tc.name, err, tc.what)
 		}
 	}
-	if IsNot := chainclient.IsNotFound(errors.New("not found")); IsNot {
+	if chainclient.IsNotFound(errors.New("not found")) {
 		t.Error("IsNotFound of a plain error")
 	}
 }
@@ -240,7 +240,7 @@ func TestUnreachableAndTimeouts(t *testing.T) {
 	}))
 	defer hang.Close()
 	defer close(release)
-	ctx, cancel := contextWithTimeout(t, 100*time.Millisecond)
+	ctx, cancel := context.WithTimeout(t.Context(), 100*time.Millisecond)
 	defer cancel()
 	start := time.Now()
 	_, err := chainclient.New(hang.URL).Job(ctx, 1)
@@ -277,8 +277,10 @@ func TestSendMsgRetries(t *testing.T) {
 		_, err := cl.SendMsg(ctx, signer(alice), 0, &ledger.MsgSend{To: bob.Addr, Amount: 7})
 		done <- err
 	}()
+	wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
 	for i, pause := range []time.Duration{100 * time.Millisecond, 200 * time.Millisecond} {
-		if err := clk.WaitTimers(ctx, 1); err != nil {
+		if err := clk.WaitTimers(wctx, 1); err != nil {
 			t.Fatalf("SendMsg never waited before attempt %d: %v", i+2, err)
 		}
 		clk.Advance(pause - time.Millisecond)
@@ -307,7 +309,7 @@ func TestSendMsgRetries(t *testing.T) {
 		done <- err
 	}()
 	for range 4 {
-		if err := clk.WaitTimers(ctx, 1); err != nil {
+		if err := clk.WaitTimers(wctx, 1); err != nil {
 			t.Fatal(err)
 		}
 		clk.Advance(time.Second)
@@ -435,11 +437,11 @@ func TestPagination(t *testing.T) {
 		t.Fatal(err)
 	}
 	check("Providers", len(ps), ps[0].Address, ps[len(ps)-1].Address)
-	os, err := cl.Offers(ctx, "gpu=T4", "price", true)
+	offs, err := cl.Offers(ctx, "gpu=T4", "price", true)
 	if err != nil {
 		t.Fatal(err)
 	}
-	check("Offers", len(os), os[0].Address, os[len(os)-1].Address)
+	check("Offers", len(offs), offs[0].Address, offs[len(offs)-1].Address)
 	jl, err := cl.ProviderJobs(ctx, addr(0))
 	if err != nil {
 		t.Fatal(err)
@@ -469,8 +471,4 @@ func proxy(w http.ResponseWriter, r *http.Request, base string) {
 	}
 	w.WriteHeader(resp.StatusCode)
 	io.Copy(w, resp.Body)
-}
-
-func contextWithTimeout(t *testing.T, d time.Duration) (context.Context, context.CancelFunc) {
-	return context.WithTimeout(t.Context(), d)
 }
