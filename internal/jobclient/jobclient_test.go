@@ -359,3 +359,75 @@ func TestCheckPrice(t *testing.T) {
 		}
 	}
 }
+
+// TestErrors: what goes wrong reaches the caller as an error it can
+// branch on, and what is not an error (a grant to a job that moved on)
+// is not one.
+func TestErrors(t *testing.T) {
+	w := newWorld(t)
+	ctx := t.Context()
+
+	// A job whose escrow is more than the owner has: the ledger's refusal.
+	poorKR, err := keys.Open(filepath.Join(t.TempDir(), "keyring"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	poor, err := poorKR.AddUnencrypted("poor")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.cl.SendMsg(ctx, w.alice, 0, &ledger.MsgSend{To: poor.Address, Amount: 1000}); err != nil {
+		t.Fatal(err)
+	}
+	var txErr *chainclient.TxError
+	if _, err := jobclient.New(w.cl, poor, t.TempDir(), lt.ChainID).Submit(ctx, w.spec(t, "2", "none", "")); !errors.As(err, &txErr) || txErr.Result.Code != ledger.ErrInsufficientFunds.Code {
+		t.Errorf("Submit by a key with 1000 usync: %v, want the ledger's insufficient funds", err)
+	}
+
+	// No such job.
+	if _, err := w.jc.Follow(ctx, 99, poll, nil); !chainclient.IsNotFound(err) {
+		t.Errorf("Follow(99): %v, want not found", err)
+	}
+
+	// A grant to a job cancelled since it was read is no error and no
+	// grant.
+	id, err := w.jc.Submit(ctx, w.spec(t, "2", "none", ""))
+	if err != nil {
+		t.Fatal(err)
+	}
+	stale, err := w.cl.Job(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.cl.SendMsg(ctx, w.alice, 0, &ledger.MsgCancelJob{JobID: id}); err != nil {
+		t.Fatal(err)
+	}
+	if granted, err := w.jc.GrantIfNeeded(ctx, stale); granted || err != nil {
+		t.Errorf("GrantIfNeeded on a job cancelled meanwhile = %v, %v; want false, nil", granted, err)
+	}
+	j, err := w.cl.Job(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.jc.FetchOutputs(ctx, j, t.TempDir()); err == nil || !strings.Contains(err.Error(), "has no result") {
+		t.Errorf("FetchOutputs of a cancelled job: %v, want no result", err)
+	}
+
+	// Watch ends with the context's error when the caller stops
+	// following (gpunet job run prints "detached" on it).
+	id, err = w.jc.Submit(ctx, w.spec(t, "2", "none", ""))
+	if err != nil {
+		t.Fatal(err)
+	}
+	wctx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() {
+		_, err := w.jc.Watch(wctx, id, jobclient.WatchOptions{Poll: poll, Logs: &syncBuffer{}})
+		done <- err
+	}()
+	w.waitPolls(t, 2)
+	cancel()
+	if err := <-done; !errors.Is(err, context.Canceled) {
+		t.Errorf("Watch after its context ended: %v, want context.Canceled", err)
+	}
+}
