@@ -45,7 +45,9 @@ func (s *Server) OpenAPI() map[string]any {
 				"previous page; empty on the last). Errors are {code, message}, code one of a fixed set tied to the HTTP status. " +
 				"Amounts are integers in usync. Routes marked with the bearer scheme need the node's api_token.",
 		},
-		"paths": paths,
+		// Relative: the node that serves the document.
+		"servers": []any{map[string]any{"url": "/", "description": "this node"}},
+		"paths":   paths,
 		"components": map[string]any{
 			"schemas":         g.defs,
 			"securitySchemes": map[string]any{"apiToken": map[string]any{"type": "http", "scheme": "bearer"}},
@@ -70,8 +72,12 @@ func (g *schemaGen) operation(rt Route) map[string]any {
 	op := map[string]any{"operationId": rt.ID, "summary": rt.Summary, "tags": []string{rt.Tag}}
 	var params []any
 	for _, m := range pathParamRE.FindAllStringSubmatch(rt.Path, -1) {
+		schema := map[string]any{"type": "string"}
+		if intPathParams[m[1]] {
+			schema = map[string]any{"type": "integer", "minimum": 1}
+		}
 		params = append(params, map[string]any{"name": m[1], "in": "path", "required": true,
-			"description": rt.PathParams[m[1]], "schema": map[string]any{"type": "string"}})
+			"description": rt.PathParams[m[1]], "schema": schema})
 	}
 	qs := rt.Query
 	if rt.List {
@@ -82,8 +88,15 @@ func (g *schemaGen) operation(rt Route) map[string]any {
 		if in == "" {
 			in = "query"
 		}
+		schema := map[string]any{"type": q.Type}
+		if q.Min != 0 || q.Max != 0 {
+			schema["minimum"] = q.Min
+		}
+		if q.Max != 0 {
+			schema["maximum"] = q.Max
+		}
 		params = append(params, map[string]any{"name": q.Name, "in": in, "required": q.Required,
-			"description": q.Desc, "schema": map[string]any{"type": q.Type}})
+			"description": q.Desc, "schema": schema})
 	}
 	if params != nil {
 		op["parameters"] = params
@@ -100,21 +113,27 @@ func (g *schemaGen) operation(rt Route) map[string]any {
 	if respType == "" {
 		respType = "application/json"
 	}
-	var respSchema any = map[string]any{"type": "string"}
-	switch {
-	case respType == "application/json" && rt.Resp != nil:
-		respSchema = g.schema(reflect.TypeOf(rt.Resp))
-	case strings.HasPrefix(respType, "application/octet-stream"):
-		respSchema = map[string]any{"type": "string", "format": "binary"}
+	content := map[string]any{}
+	for _, ct := range strings.Split(respType, ",") {
+		ct = strings.TrimSpace(ct)
+		var respSchema any = map[string]any{"type": "string"}
+		switch {
+		case ct == "application/json" && rt.Resp != nil:
+			respSchema = g.schema(reflect.TypeOf(rt.Resp))
+		case ct == "application/octet-stream" || strings.HasPrefix(ct, "image/"):
+			respSchema = map[string]any{"type": "string", "format": "binary"}
+		}
+		content[ct] = map[string]any{"schema": respSchema}
 	}
 	responses := map[string]any{
-		strconv.Itoa(rt.Status): map[string]any{"description": http.StatusText(rt.Status),
-			"content": map[string]any{respType: map[string]any{"schema": respSchema}}},
+		strconv.Itoa(rt.Status): map[string]any{"description": http.StatusText(rt.Status), "content": content},
 	}
 	errs := append(slices.Clone(rt.Errors), http.StatusInternalServerError)
 	if rt.Auth {
 		errs = append(errs, http.StatusUnauthorized, http.StatusForbidden)
 		op["security"] = []any{map[string]any{"apiToken": []string{}}}
+	} else {
+		op["security"] = []any{} // public: no token
 	}
 	if rt.Timeout > 0 {
 		errs = append(errs, http.StatusGatewayTimeout)
@@ -189,9 +208,12 @@ func (g *schemaGen) schema(t reflect.Type) map[string]any {
 	panic(fmt.Sprintf("apiserver: no JSON schema for %s", t))
 }
 
+// nullable lets s be null too. OpenAPI 3.0's nullable acts only beside a
+// type, so a reference (to a struct's schema, an object) is wrapped in an
+// allOf with the type.
 func nullable(s map[string]any) map[string]any {
 	if _, ref := s["$ref"]; ref {
-		return map[string]any{"allOf": []any{s}, "nullable": true}
+		return map[string]any{"type": "object", "allOf": []any{s}, "nullable": true}
 	}
 	out := map[string]any{"nullable": true}
 	for k, v := range s {

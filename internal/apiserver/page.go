@@ -10,7 +10,7 @@ import (
 
 // pageParams are the documented parameters of every list.
 var pageParams = []Param{
-	{Name: "limit", Type: "integer", Desc: fmt.Sprintf("items per page, 1 to %d (default %d)", apiwire.MaxPageLimit, apiwire.DefaultPageLimit)},
+	{Name: "limit", Type: "integer", Min: 1, Max: apiwire.MaxPageLimit, Desc: fmt.Sprintf("items per page, 1 to %d (default %d)", apiwire.MaxPageLimit, apiwire.DefaultPageLimit)},
 	{Name: "cursor", Type: "string", Desc: "where the page starts: the next_cursor of the previous page (opaque)"},
 }
 

@@ -17,7 +17,9 @@ import (
 type Route struct {
 	Method string // GET, POST, PUT (a GET route also answers HEAD)
 	// Path in http.ServeMux syntax: /v1/jobs/{id}; {name...} matches the
-	// rest of the path.
+	// rest of the path. A path parameter named id (a job id) or height (a
+	// block height) is documented as a positive integer, any other as a
+	// string.
 	Path    string
 	ID      string // OpenAPI operationId, unique
 	Tag     string
@@ -31,7 +33,9 @@ type Route struct {
 	Body     any
 	BodyType string // request content type when not JSON, e.g. application/octet-stream
 	// Resp is a sample of the success response body; RespType is its
-	// content type (default application/json).
+	// content type (default application/json), or several separated by
+	// commas when it depends on what is asked for (the dashboard's
+	// assets: text/javascript, text/css, image/svg+xml).
 	Resp     any
 	RespType string
 	Status   int // success status (default 200)
@@ -58,7 +62,13 @@ type Param struct {
 	Type     string // string, integer, boolean
 	Desc     string
 	Required bool
+	// Min and Max bound an integer parameter (both 0: unbounded; Max 0
+	// with Min set: no upper bound).
+	Min, Max int64
 }
+
+// intPathParams are the path parameters that are positive integers.
+var intPathParams = map[string]bool{"id": true, "height": true}
 
 // Limits.
 const (

@@ -86,7 +86,7 @@ func (s *Server) apiRoutes() []Route {
 			PathParams: jobIDParam,
 			Query: []Param{
 				{Name: "from", Type: "integer", Desc: "the first chunk's seq (the next of the previous page; default 0)"},
-				{Name: "limit", Type: "integer", Desc: "chunks per page, 1 to 512 (default 64)"},
+				{Name: "limit", Type: "integer", Min: 1, Max: maxChunksPerJob, Desc: "chunks per page, 1 to 512 (default 64)"},
 			},
 			Resp: apiwire.LogPage{}, Errors: []int{400}, Handler: h(s.getLog)},
 	}

@@ -94,7 +94,7 @@ func (d *Dashboard) Routes() []apiserver.Route {
 		{Method: "GET", Path: "/{$}", ID: "dashboard", Tag: "dashboard", Summary: "The web dashboard (a single page; its assets are under /ui/)",
 			RespType: "text/html", Handler: http.HandlerFunc(d.index)},
 		{Method: "GET", Path: "/ui/{file...}", ID: "dashboardAsset", Tag: "dashboard", Summary: "The dashboard's embedded assets (JavaScript, CSS, icon)",
-			PathParams: map[string]string{"file": "the asset's name, e.g. app.js"}, RespType: "text/plain", Errors: []int{404}, Handler: http.HandlerFunc(d.asset)},
+			PathParams: map[string]string{"file": "the asset's name, e.g. app.js"}, RespType: "text/javascript, text/css, image/svg+xml", Errors: []int{404}, Handler: http.HandlerFunc(d.asset)},
 		{Method: "GET", Path: "/v1/dashboard/keys", ID: "listLocalKeys", Tag: "dashboard",
 			Summary: "The node's local keyring (names and addresses, by name), for submitting from the dashboard",
 			Auth:    true, List: true, Resp: KeyList{}, Errors: []int{400}, Handler: http.HandlerFunc(d.keys)},
