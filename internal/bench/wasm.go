@@ -21,6 +21,7 @@ import (
 
 	"github.com/gpunet/gpunet/examples"
 	"github.com/gpunet/gpunet/examples/mandelbrot/kernel"
+	"github.com/gpunet/gpunet/internal/bench/measure"
 	"github.com/gpunet/gpunet/internal/sandbox"
 	"github.com/gpunet/gpunet/internal/sandbox/wasm"
 )
@@ -32,11 +33,13 @@ import (
 //
 //   - native: kernel.Render, kernel.PGM and kernel.Checksum in this
 //     process, what the module's main does apart from writing the file.
-//   - executor: gpunet's wasm executor (internal/sandbox/wasm), as a
-//     provider runs jobs: a child process per job, guest file system,
-//     deterministic clock, memory cap, output collection. Timed is
-//     Result.Metered (instantiation and _start); compilation happens once,
-//     before, and is not timed.
+//   - executor: gpunet's wasm executor (internal/sandbox/wasm) on its
+//     default engine (wasmtime where built in), as a provider runs jobs: a
+//     child process per job, guest file system, deterministic clock,
+//     memory cap, output collection. Timed is Result.Metered
+//     (instantiation and _start); compilation happens once, before, and is
+//     not timed.
+//   - executor-wazero: the same executor on its wazero engine.
 //   - wazero: the same module on a bare wazero runtime built here (same
 //     compiler, a plain directory mount), without WithCloseOnContextDone,
 //     as the executor's child process runs it.
@@ -44,10 +47,11 @@ import (
 //     of in-guest cancellation checks, which the executor avoids by killing
 //     its child instead.
 //
-// Then the LLVM-compiled guests DESIGN.md's target is stated for: the C
-// kernels under examples/ (mandelbrot's, SHA-256, a float32 matrix
-// multiply), each built natively by clang here and timed as a process
-// against its committed wasm32-wasi module in the executor.
+// Then the LLVM-compiled guests the target is stated for: the C kernels
+// under examples/ (mandelbrot's, SHA-256, a float32 matrix multiply), each
+// built natively by clang here and timed as a process against its
+// committed wasm32-wasi module in the executor on each engine, and on a
+// bare wazero runtime.
 //
 // Every variant's output is checked against the native one.
 
@@ -59,9 +63,11 @@ const (
 	DefaultWasmReps    = 5
 )
 
-// WasmTarget: wasm at most this many times native (DESIGN.md section 9,
-// stated for LLVM-compiled guests; the example is built by Go's compiler).
-const WasmTarget = 1.5
+// WasmTarget: the executor on its default engine at most this many times
+// native, as the geometric mean over the C kernels (issue 18; DESIGN.md
+// section 9 asked 1.5, which wazero missed at about 2×). Stated for
+// LLVM-compiled guests; the Go example is built by Go's compiler.
+const WasmTarget = 1.2
 
 // WasmOptions tune a run. Zero fields take the defaults.
 type WasmOptions struct {
@@ -109,9 +115,12 @@ type WasmResult struct {
 	// built natively by clang with the same flags. DESIGN.md's target is
 	// stated for such guests.
 	LLVM *WasmLLVM `json:"llvm,omitempty"`
-	// MeetsTarget is whether the executor's ratio is within Target: every
-	// C kernel's when they were measured, else the Go module's.
+	// MeetsTarget is whether the executor's ratio is within Target: the
+	// geometric mean of the C kernels' on the default engine when they
+	// were measured, else the Go module's.
 	MeetsTarget bool `json:"meets_target"`
+	// Engine names the executor's default engine (wasm.Executor.Engine).
+	Engine string `json:"engine"`
 }
 
 // WasmLLVM is the C kernels, each measured natively and in the executor.
@@ -119,9 +128,11 @@ type WasmLLVM struct {
 	Clang   string       `json:"clang"`
 	Flags   string       `json:"flags"` // of both builds (CFlags)
 	Kernels []WasmKernel `json:"kernels,omitempty"`
-	// GeoMeanRatio is the geometric mean of the kernels' ratios.
-	GeoMeanRatio float64 `json:"geomean_ratio,omitempty"`
-	Skipped      string  `json:"skipped,omitempty"` // why they were not measured
+	// GeoMeanRatio is the geometric mean of the kernels' ratios on the
+	// executor's default engine; EngineGeoMeans the same for each engine.
+	GeoMeanRatio   float64            `json:"geomean_ratio,omitempty"`
+	EngineGeoMeans map[string]float64 `json:"engine_geomean_ratios,omitempty"`
+	Skipped        string             `json:"skipped,omitempty"` // why they were not measured
 }
 
 // WasmKernel is one C kernel: its native build (a process) against its
@@ -142,9 +153,19 @@ type WasmKernel struct {
 	BareRatio     float64 `json:"bare_wazero_ratio"`
 	BareCompileMs float64 `json:"bare_wazero_compile_ms"`
 	ModuleBytes   int     `json:"module_bytes"`
+	// Engines is the executor on each engine built in, the default first
+	// (whose figures are also ExecutorP50Ms and Ratio).
+	Engines []WasmKernelEngine `json:"engines"`
 	// OutputSHA256 is of the program's output file, the same natively and
 	// in wasm (checked on every run).
 	OutputSHA256 string `json:"output_sha256"`
+}
+
+// WasmKernelEngine is a C kernel in the executor on one engine.
+type WasmKernelEngine struct {
+	Engine string  `json:"engine"`
+	P50Ms  float64 `json:"p50_ms"`
+	Ratio  float64 `json:"ratio"`
 }
 
 // RunWasm measures the variants, interleaved rep by rep so that a change in
@@ -192,12 +213,25 @@ func RunWasm(ctx context.Context, o WasmOptions) (*WasmResult, error) {
 	}
 	res.Checksum = kernel.Checksum(kernel.PGM(o.Width, o.Height, kernel.Render(kernel.Whole, o.Width, o.Height, o.MaxIter)))
 
-	// The executor, with a fresh compilation cache.
-	ex, err := wasm.New(filepath.Join(dir, "cache"))
-	if err != nil {
-		return nil, err
+	// The executor on each engine, the default first, each with a fresh
+	// compilation cache.
+	var execs []*wasm.Executor
+	engineNames := []string{wasm.DefaultEngine}
+	for _, n := range wasm.Engines() {
+		if n != wasm.DefaultEngine {
+			engineNames = append(engineNames, n)
+		}
 	}
-	defer ex.Close()
+	for _, n := range engineNames {
+		x, err := wasm.New(filepath.Join(dir, "cache-"+n), wasm.WithEngine(n))
+		if err != nil {
+			return nil, err
+		}
+		defer x.Close()
+		execs = append(execs, x)
+	}
+	ex := execs[0]
+	res.Engine = ex.Engine()
 	work := filepath.Join(dir, "work")
 	if err := os.Mkdir(work, 0o755); err != nil {
 		return nil, err
@@ -206,7 +240,7 @@ func RunWasm(ctx context.Context, o WasmOptions) (*WasmResult, error) {
 		ID: "bench-wasm", Module: modPath, Args: args, WorkDir: work, Outputs: []string{"/out"},
 		Limits: sandbox.Limits{Timeout: 10 * time.Minute, MemoryBytes: 1 << 30}, Deterministic: true,
 	}
-	runExecutor := func() (metered, wall time.Duration, compile time.Duration, err error) {
+	runExecutorOn := func(ex *wasm.Executor) (metered, wall time.Duration, compile time.Duration, err error) {
 		t0 := time.Now()
 		r, err := ex.Run(ctx, job, io.Discard)
 		wall = time.Since(t0)
@@ -226,6 +260,7 @@ func RunWasm(ctx context.Context, o WasmOptions) (*WasmResult, error) {
 		}
 		return r.Metered, wall, r.CompileTime, nil
 	}
+	runExecutor := func() (time.Duration, time.Duration, time.Duration, error) { return runExecutorOn(ex) }
 
 	bare, err := newBareWazero(ctx, o.Module, false)
 	if err != nil {
@@ -244,6 +279,12 @@ func RunWasm(ctx context.Context, o WasmOptions) (*WasmResult, error) {
 	if err != nil {
 		return nil, err
 	}
+	otherCompile := make([]time.Duration, len(execs))
+	for i, x := range execs[1:] {
+		if _, _, otherCompile[i+1], err = runExecutorOn(x); err != nil {
+			return nil, err
+		}
+	}
 	for _, b := range []*bareWazero{bare, closing} {
 		if _, err := b.run(ctx, filepath.Join(dir, "bare"), args, res.Checksum); err != nil {
 			return nil, err
@@ -251,6 +292,7 @@ func RunWasm(ctx context.Context, o WasmOptions) (*WasmResult, error) {
 	}
 
 	var native, exec, execWall, bareT, closeT []time.Duration
+	others := make([][]time.Duration, len(execs))
 	for rep := range o.Reps {
 		if err := ctx.Err(); err != nil {
 			return nil, err
@@ -268,6 +310,13 @@ func RunWasm(ctx context.Context, o WasmOptions) (*WasmResult, error) {
 			return nil, err
 		}
 		exec, execWall = append(exec, m), append(execWall, w)
+		for i, x := range execs[1:] {
+			m, _, _, err := runExecutorOn(x)
+			if err != nil {
+				return nil, err
+			}
+			others[i+1] = append(others[i+1], m)
+		}
 		d, err := bare.run(ctx, filepath.Join(dir, "bare"), args, res.Checksum)
 		if err != nil {
 			return nil, err
@@ -279,31 +328,34 @@ func RunWasm(ctx context.Context, o WasmOptions) (*WasmResult, error) {
 		}
 		closeT = append(closeT, d)
 	}
-	nativeP50 := percentile(native, 50)
+	nativeP50 := measure.Percentile(native, 50)
 	variant := func(name string, ds []time.Duration) WasmVariant {
-		p50 := percentile(ds, 50)
-		return WasmVariant{Name: name, P50Ms: ms64(p50), MinMs: ms64(ds[0]), MaxMs: ms64(ds[len(ds)-1]), Ratio: float64(p50) / float64(nativeP50)}
+		p50 := measure.Percentile(ds, 50)
+		return WasmVariant{Name: name, P50Ms: measure.ExactMs(p50), MinMs: measure.ExactMs(ds[0]), MaxMs: measure.ExactMs(ds[len(ds)-1]), Ratio: float64(p50) / float64(nativeP50)}
 	}
 	nv := variant("native", native)
 	ev := variant("executor", exec)
-	ev.CompileMs = ms64(compile)
-	ev.WallP50Ms = ms64(percentile(execWall, 50))
+	ev.CompileMs = measure.ExactMs(compile)
+	ev.WallP50Ms = measure.ExactMs(measure.Percentile(execWall, 50))
 	bv := variant("wazero", bareT)
-	bv.CompileMs = ms64(bare.compile)
+	bv.CompileMs = measure.ExactMs(bare.compile)
 	cv := variant("wazero+close", closeT)
-	cv.CompileMs = ms64(closing.compile)
-	res.Variants = []WasmVariant{nv, ev, bv, cv}
+	cv.CompileMs = measure.ExactMs(closing.compile)
+	res.Variants = []WasmVariant{nv, ev}
+	for i := range execs[1:] {
+		v := variant("executor-"+engineNames[i+1], others[i+1])
+		v.CompileMs = measure.ExactMs(otherCompile[i+1])
+		res.Variants = append(res.Variants, v)
+	}
+	res.Variants = append(res.Variants, bv, cv)
 	res.MeetsTarget = ev.Ratio <= WasmTarget
 	progress("the C kernels (clang), native and wasm…")
-	res.LLVM, err = runLLVM(ctx, dir, ex, o, args, res.Checksum)
+	res.LLVM, err = runLLVM(ctx, dir, execs, engineNames, o, args, res.Checksum)
 	if err != nil {
 		return nil, err
 	}
 	if res.LLVM.Skipped == "" {
-		res.MeetsTarget = true
-		for _, k := range res.LLVM.Kernels {
-			res.MeetsTarget = res.MeetsTarget && k.MeetsTarget
-		}
+		res.MeetsTarget = res.LLVM.GeoMeanRatio <= WasmTarget
 	}
 	return res, nil
 }
@@ -333,7 +385,7 @@ var cKernels = []cKernel{
 // committed wasm32-wasi build in the executor, interleaved rep by rep, each
 // run's output checked against the native one (and mandelbrot's against the
 // Go kernel's image too).
-func runLLVM(ctx context.Context, dir string, ex *wasm.Executor, o WasmOptions, mandelArgs []string, mandelSum string) (*WasmLLVM, error) {
+func runLLVM(ctx context.Context, dir string, execs []*wasm.Executor, engineNames []string, o WasmOptions, mandelArgs []string, mandelSum string) (*WasmLLVM, error) {
 	out := &WasmLLVM{Flags: strings.Join(CFlags, " ")}
 	clang, err := exec.LookPath("clang")
 	if err != nil {
@@ -343,10 +395,12 @@ func runLLVM(ctx context.Context, dir string, ex *wasm.Executor, o WasmOptions, 
 	v, _ := exec.CommandContext(ctx, clang, "--version").Output()
 	out.Clang = strings.TrimSpace(strings.SplitN(string(v), "\n", 2)[0])
 	type pair struct {
-		k                           cKernel
-		res                         *WasmKernel
-		runNative, runWasm, runBare func() (time.Duration, error)
-		native, wasmT, bareT        []time.Duration
+		k                  cKernel
+		res                *WasmKernel
+		runNative, runBare func() (time.Duration, error)
+		runWasm            []func() (time.Duration, error) // per engine
+		native, bareT      []time.Duration
+		wasmT              [][]time.Duration // per engine
 	}
 	var pairs []*pair
 	for _, k := range cKernels {
@@ -403,27 +457,30 @@ func runLLVM(ctx context.Context, dir string, ex *wasm.Executor, o WasmOptions, 
 			}
 			return d, check("native build", got)
 		}
-		p.runWasm = func() (time.Duration, error) {
-			r, err := ex.Run(ctx, job, io.Discard)
-			if err != nil {
-				return 0, err
-			}
-			defer os.RemoveAll(r.OutputDir)
-			if r.Failed {
-				return 0, fmt.Errorf("%s module failed: %s", k.name, r.Reason)
-			}
-			got, err := os.ReadFile(filepath.Join(r.OutputDir, "out", k.output))
-			if err != nil {
-				return 0, err
-			}
-			return r.Metered, check("wasm module", got)
+		p.wasmT = make([][]time.Duration, len(execs))
+		for _, ex := range execs {
+			p.runWasm = append(p.runWasm, func() (time.Duration, error) {
+				r, err := ex.Run(ctx, job, io.Discard)
+				if err != nil {
+					return 0, err
+				}
+				defer os.RemoveAll(r.OutputDir)
+				if r.Failed {
+					return 0, fmt.Errorf("%s module failed: %s", k.name, r.Reason)
+				}
+				got, err := os.ReadFile(filepath.Join(r.OutputDir, "out", k.output))
+				if err != nil {
+					return 0, err
+				}
+				return r.Metered, check("wasm module", got)
+			})
 		}
 		bare, err := newBareWazero(ctx, k.module, false)
 		if err != nil {
 			return nil, err
 		}
 		defer bare.close()
-		p.res.BareCompileMs = ms64(bare.compile)
+		p.res.BareCompileMs = measure.ExactMs(bare.compile)
 		p.runBare = func() (time.Duration, error) {
 			d, got, err := bare.runOutput(ctx, filepath.Join(kdir, "bare"), args, k.output)
 			if err != nil {
@@ -436,8 +493,10 @@ func runLLVM(ctx context.Context, dir string, ex *wasm.Executor, o WasmOptions, 
 		if _, err := p.runNative(); err != nil {
 			return nil, err
 		}
-		if _, err := p.runWasm(); err != nil {
-			return nil, err
+		for _, run := range p.runWasm {
+			if _, err := run(); err != nil {
+				return nil, err
+			}
 		}
 		if _, err := p.runBare(); err != nil {
 			return nil, err
@@ -457,28 +516,40 @@ func runLLVM(ctx context.Context, dir string, ex *wasm.Executor, o WasmOptions, 
 				return nil, err
 			}
 			p.native = append(p.native, d)
-			if d, err = p.runWasm(); err != nil {
-				return nil, err
+			for i, run := range p.runWasm {
+				if d, err = run(); err != nil {
+					return nil, err
+				}
+				p.wasmT[i] = append(p.wasmT[i], d)
 			}
-			p.wasmT = append(p.wasmT, d)
 			if d, err = p.runBare(); err != nil {
 				return nil, err
 			}
 			p.bareT = append(p.bareT, d)
 		}
 	}
-	logSum := 0.0
+	logSums := make([]float64, len(execs))
 	for _, p := range pairs {
-		n, w := percentile(p.native, 50), percentile(p.wasmT, 50)
+		n := measure.Percentile(p.native, 50)
 		r := p.res
-		r.NativeP50Ms, r.ExecutorP50Ms, r.Ratio = ms64(n), ms64(w), float64(w)/float64(n)
-		r.BareP50Ms = ms64(percentile(p.bareT, 50))
+		r.NativeP50Ms = measure.ExactMs(n)
+		for i := range execs {
+			w := measure.Percentile(p.wasmT[i], 50)
+			ratio := float64(w) / float64(n)
+			r.Engines = append(r.Engines, WasmKernelEngine{Engine: engineNames[i], P50Ms: measure.ExactMs(w), Ratio: ratio})
+			logSums[i] += math.Log(ratio)
+		}
+		r.ExecutorP50Ms, r.Ratio = r.Engines[0].P50Ms, r.Engines[0].Ratio
+		r.BareP50Ms = measure.ExactMs(measure.Percentile(p.bareT, 50))
 		r.BareRatio = r.BareP50Ms / r.NativeP50Ms
 		r.MeetsTarget = r.Ratio <= WasmTarget
-		logSum += math.Log(r.Ratio)
 		out.Kernels = append(out.Kernels, *r)
 	}
-	out.GeoMeanRatio = math.Exp(logSum / float64(len(pairs)))
+	out.EngineGeoMeans = map[string]float64{}
+	for i, n := range engineNames {
+		out.EngineGeoMeans[n] = math.Exp(logSums[i] / float64(len(pairs)))
+	}
+	out.GeoMeanRatio = out.EngineGeoMeans[engineNames[0]]
 	return out, nil
 }
 

@@ -6,6 +6,8 @@ import (
 	"os"
 	"os/exec"
 	"testing"
+
+	"github.com/gpunet/gpunet/internal/sandbox/wasm"
 )
 
 // requireClang skips without clang, except with CI=true, where .ci/run
@@ -33,7 +35,7 @@ func TestWasmSmall(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(res.Variants) != 4 || res.Variants[0].Name != "native" || res.Variants[0].Ratio != 1 {
+	if len(res.Variants) != 3+len(wasm.Engines()) || res.Variants[0].Name != "native" || res.Variants[0].Ratio != 1 {
 		t.Fatalf("variants %+v", res.Variants)
 	}
 	for _, v := range res.Variants {
@@ -51,6 +53,14 @@ func TestWasmSmall(t *testing.T) {
 		names = append(names, k.Name)
 		if k.NativeP50Ms <= 0 || k.ExecutorP50Ms <= 0 || k.Ratio <= 0 || k.OutputSHA256 == "" {
 			t.Errorf("implausible %+v", k)
+		}
+		if len(k.Engines) != len(wasm.Engines()) || k.Engines[0].Engine != wasm.DefaultEngine {
+			t.Errorf("%s: engines %+v, want one for each of %v, the default first", k.Name, k.Engines, wasm.Engines())
+		}
+		for _, e := range k.Engines {
+			if e.P50Ms <= 0 || e.Ratio <= 0 {
+				t.Errorf("%s on %s: implausible %+v", k.Name, e.Engine, e)
+			}
 		}
 		t.Logf("%+v", k)
 	}

@@ -280,7 +280,6 @@ func prepare(req *childPrepare) (*guest, *childMessage) {
 	}
 	t0 := time.Now()
 	prog, msg := eng.prepare(bin, req.CacheDir)
-	clear(bin) // the plaintext module is no longer needed
 	if msg != nil {
 		msg.ExitCode = -1
 		msg.CompileNS = time.Since(t0).Nanoseconds()

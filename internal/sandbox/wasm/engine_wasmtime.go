@@ -154,6 +154,7 @@ func newWasmtimeEngine() *wasmtime.Engine {
 }
 
 func (wasmtimeEngine) prepare(bin []byte, cacheDir string) (program, *childMessage) {
+	defer clear(bin) // wasmtime keeps what it needs; the plaintext module goes
 	eng := newWasmtimeEngine()
 	key := wasmtimeKey()
 	var cache *moduleCache
