@@ -310,7 +310,7 @@ func (a *Agent) prepare(ctx context.Context) error {
 	a.gpus.init(inv.GPUs)
 	fig := a.o.Figures
 	if fig == nil {
-		f, err := hwinfo.NewCPUBenchmarker(0).Run(ctx, a.o.BenchBudget)
+		f, err := a.cpuBenchmarker().Run(ctx, a.o.BenchBudget)
 		if err != nil {
 			return fmt.Errorf("benchmark: %w", err)
 		}

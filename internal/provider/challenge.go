@@ -6,6 +6,7 @@ import (
 	"sync"
 
 	"github.com/gpunet/gpunet/internal/challenge/prove"
+	"github.com/gpunet/gpunet/internal/hwinfo"
 	"github.com/gpunet/gpunet/internal/ledger"
 )
 
@@ -39,6 +40,13 @@ func (h *hwState) cancelInflight() {
 // cpuProverWorkers leaves one core free for the agent and a local node:
 // a challenge must not make the provider miss its liveness answers.
 func (a *Agent) cpuProverWorkers() int { return max(1, runtime.GOMAXPROCS(0)-1) }
+
+// cpuBenchmarker measures the CPU with the workers its prover will have:
+// a figure measured on every core would be a claim the prover, which leaves
+// one core free, cannot meet (twice its speed on two cores).
+func (a *Agent) cpuBenchmarker() *hwinfo.CPUBenchmarker {
+	return &hwinfo.CPUBenchmarker{Workers: a.cpuProverWorkers()}
+}
 
 func (a *Agent) answerHardwareChallenge(ctx context.Context, r *ledger.Provider) {
 	c := r.HWChallenge
