@@ -3,6 +3,7 @@ package hwinfo
 import (
 	"errors"
 	"math"
+	"os"
 	"testing"
 
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
@@ -69,5 +70,30 @@ func TestGPUTelemetryWithoutGPUs(t *testing.T) {
 	_, err = OpenGPUTelemetry(&mock.Interface{InitFunc: func() nvml.Return { return nvml.ERROR_LIBRARY_NOT_FOUND }})
 	if !errors.Is(err, ErrNoNVML) || !errors.Is(err, nvml.ERROR_LIBRARY_NOT_FOUND) {
 		t.Errorf("no library: %v", err)
+	}
+}
+
+// TestGPUTelemetryRealNVML reads the live figures of the machine's GPUs
+// through the real NVML library. Like TestRealNVML it runs only where
+// GPUNET_REAL_NVML=1 says the machine has an NVIDIA GPU and driver.
+func TestGPUTelemetryRealNVML(t *testing.T) {
+	if os.Getenv("GPUNET_REAL_NVML") != "1" {
+		t.Skip("set GPUNET_REAL_NVML=1 on a machine with an NVIDIA GPU and driver")
+	}
+	tel, err := OpenGPUTelemetry(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tel.Close()
+	got := tel.Read()
+	if len(got) == 0 {
+		t.Fatal("no GPU read")
+	}
+	for _, g := range got {
+		t.Logf("%+v", g)
+		if g.UUID == "" || !(g.Utilization >= 0 && g.Utilization <= 1) || !(g.MemoryTotalBytes >= 1<<30) ||
+			!(g.MemoryUsedBytes <= g.MemoryTotalBytes) || !(g.TemperatureC > 0 && g.TemperatureC < 120) || !(g.PowerWatts > 0 && g.PowerWatts < 2000) {
+			t.Errorf("implausible reading: %+v", g)
+		}
 	}
 }
