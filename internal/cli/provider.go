@@ -66,6 +66,7 @@ type providerFlags struct {
 	bench               time.Duration
 	faultWrong          float64
 	faultSkip           bool
+	faultFake           bool
 	faultOverclaim      float64
 	allowNet            bool
 	metricsAddr         string
@@ -107,6 +108,7 @@ credentials come from Docker's config ($DOCKER_CONFIG or ~/.docker).`,
 	f.BoolVar(&pf.allowNet, "allow-network", false, "let container jobs that ask for it (network: true) use this machine's network")
 	f.Float64Var(&pf.faultWrong, "fault-wrong-outputs", 0, "FAULT INJECTION for tests and demos: commit a wrong result on this fraction of jobs (0 to 1)")
 	f.BoolVar(&pf.faultSkip, "fault-skip-challenges", false, "FAULT INJECTION for tests and demos: ignore hardware challenges")
+	f.BoolVar(&pf.faultFake, "fault-fake-challenges", false, "FAULT INJECTION for tests and demos: answer hardware challenges with a proof of a product never computed")
 	f.Float64Var(&pf.faultOverclaim, "fault-overclaim", 0, "FAULT INJECTION for tests and demos: declare this many times the measured int8 throughput")
 	f.StringVar(&pf.metricsAddr, "metrics", "", "serve Prometheus metrics at http://ADDR/metrics (host:port; default: off)")
 	start.MarkFlagRequired("from")
@@ -150,8 +152,8 @@ func (e *env) runProvider(ctx context.Context, pf *providerFlags) error {
 	if pf.faultOverclaim < 0 {
 		return usageError{fmt.Errorf("--fault-overclaim %g: want a factor ≥ 1", pf.faultOverclaim)}
 	}
-	if pf.faultWrong > 0 || pf.faultSkip || pf.faultOverclaim > 1 {
-		o.Faults = &provider.Faults{WrongOutputs: pf.faultWrong, SkipChallenges: pf.faultSkip, OverclaimFactor: pf.faultOverclaim}
+	if pf.faultWrong > 0 || pf.faultSkip || pf.faultFake || pf.faultOverclaim > 1 {
+		o.Faults = &provider.Faults{WrongOutputs: pf.faultWrong, SkipChallenges: pf.faultSkip, FakeChallenges: pf.faultFake, OverclaimFactor: pf.faultOverclaim}
 		fmt.Fprintf(e.stderr, "WARNING: FAULT INJECTION is on (%+v): this provider misbehaves on purpose and will be slashed\n", *o.Faults)
 	}
 	sb, err := provider.OpenSandboxes(ctx, e.home, provider.SandboxOptions{Logger: logger, AllowNetwork: pf.allowNet})

@@ -112,6 +112,9 @@ type Faults struct {
 	WrongOutputs float64
 	// SkipChallenges ignores hardware challenges.
 	SkipChallenges bool
+	// FakeChallenges answers hardware challenges at once without
+	// computing them: a tree over a product of zeros, opened consistently.
+	FakeChallenges bool
 	// OverclaimFactor multiplies the measured throughput the agent
 	// declares (0 or 1: honest).
 	OverclaimFactor float64

@@ -80,6 +80,9 @@ func (a *Agent) answerHardwareChallenge(ctx context.Context, r *ledger.Provider)
 	switch {
 	case c.Root == nil && h.cm == nil && !h.busy:
 		pr, device, err := a.proverFor(c)
+		if f := a.o.Faults; err == nil && f != nil && f.FakeChallenges {
+			pr, device = fakeProver{}, "FAULT INJECTION: a fake proof"
+		}
 		if err != nil {
 			if !h.skipped {
 				h.skipped = true

@@ -93,3 +93,49 @@ func TestGPUHardwareChallenges(t *testing.T) {
 		t.Errorf("the GPU's challenge did not run on the device: %d GEMMs, %d leaf hashings", dev.LaunchCount("gemm_dp4a"), dev.LaunchCount("hash_leaves"))
 	}
 }
+
+// TestSkippedAndFakedChallenges runs the two cheats besides overclaiming
+// (issue 19) against a real node: a provider that ignores its hardware
+// challenges, and one that answers at once with a proof of a product it
+// never computed (a Merkle tree of zeros, opened consistently). Each is
+// slashed for its own failure: the first for no commit by the deadline,
+// the second for a wrong opening, which only the chain's recomputation of
+// the opened entries can see; the honest provider beside them is not.
+func TestSkippedAndFakedChallenges(t *testing.T) {
+	n := startNetworkWith(t, func(p *ledger.Params) {
+		p.HWRatePPM = 1_000_000
+		p.HWTargetMillis = 200
+		p.HWAllowanceMillis = 3_000
+	}, "honest", "skipper", "faker")
+	cpu := nvmlsim.Lib(nvmlsim.GPU{}, 0)
+	h, _ := runAgent(t, n, "honest", cpu, "eu", 36_000)
+	s, _ := runAgentFaulty(t, n, "skipper", cpu, "eu", 36_000, &provider.Faults{SkipChallenges: true})
+	f, _ := runAgentFaulty(t, n, "faker", cpu, "eu", 36_000, &provider.Faults{FakeChallenges: true})
+	record := func(a *provider.Agent) *ledger.Provider {
+		p, err := n.cl.Provider(t.Context(), a.Status().Key())
+		if err != nil {
+			return nil
+		}
+		return p.Record
+	}
+	waitFor(t, "the skipper and the faker each failed a challenge", func() bool {
+		sp, fp := record(s), record(f)
+		return sp != nil && fp != nil && sp.Challenges.Failed >= 1 && fp.Challenges.Failed >= 1
+	})
+	for _, c := range []struct {
+		name string
+		a    *provider.Agent
+		why  string
+	}{
+		{"skipper", s, "no commit by the deadline"},
+		{"faker", f, "wrong opening"},
+	} {
+		r := record(c.a)
+		if r.Slashed == 0 || r.Challenges.Passed != 0 || !strings.Contains(r.Challenges.LastFailure, c.why) {
+			t.Errorf("%s: slashed %d, record %+v; want slashed, no pass, last failure %q", c.name, r.Slashed, r.Challenges, c.why)
+		}
+	}
+	if hp := record(h); hp == nil || hp.Slashed != 0 || hp.Challenges.Failed != 0 {
+		t.Errorf("honest provider: %+v", hp)
+	}
+}
