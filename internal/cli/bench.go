@@ -41,7 +41,10 @@ type benchResult interface{ WriteText(io.Writer) error }
 // benchmarks are the subcommands of `gpunet bench`, in the order help
 // lists them.
 var benchmarks = []benchmark{
-	{"ledger", "Measure signed transfers/s through one in-process validator, against CometBFT's kvstore", `Measure the ledger's throughput through consensus.
+	{
+		name:  "ledger",
+		short: "Measure signed transfers/s through one in-process validator, against CometBFT's kvstore",
+		long: `Measure the ledger's throughput through consensus.
 
 Two phases run one after the other on fresh homes with the same node
 configuration: first gpunet's ledger app with --txs pre-signed transfers from
@@ -63,8 +66,13 @@ the commit latency of txs.
 Any tx CheckTx refuses counts as a failure of the run.
 
 The homes go to a temporary directory removed afterwards, or, when --home is
-given, under HOME/bench-* where they are kept.`, bindLedgerBench},
-	{"scheduler", "Measure the ledger's job placements/s and per-placement latency at 1k, 10k and 100k providers", `Measure the scheduler that places jobs at the end of every block.
+given, under HOME/bench-* where they are kept.`,
+		bind: bindLedgerBench,
+	},
+	{
+		name:  "scheduler",
+		short: "Measure the ledger's job placements/s and per-placement latency at 1k, 10k and 100k providers",
+		long: `Measure the scheduler that places jobs at the end of every block.
 
 For each --providers count, a state is built through the ledger itself
 (genesis, then blocks of MsgRegisterProvider and MsgStake txs; not timed)
@@ -84,8 +92,13 @@ End() also folds the block's changes into the state's lattice hash; that
 share is re-measured and the rate without it printed too. The store is
 Pebble in memory (--store pebble, what nodes run on) or a B-tree
 (--store btree). The target is checked at 100,000 providers: >= 20,000
-placements/s, p99 <= 250 µs, and >= 0.5 × the rate at the smallest count.`, bindSchedulerBench},
-	{"job", "Measure submit → verified result for no-op WASI jobs on an in-process devnet, and jobs/s sustained", `Measure no-op WASI jobs end to end on a devnet run in this process.
+placements/s, p99 <= 250 µs, and >= 0.5 × the rate at the smallest count.`,
+		bind: bindSchedulerBench,
+	},
+	{
+		name:  "job",
+		short: "Measure submit → verified result for no-op WASI jobs on an in-process devnet, and jobs/s sustained",
+		long: `Measure no-op WASI jobs end to end on a devnet run in this process.
 
 A devnet home (devnet.Setup: one validator, --block-time) gets its node and
 API (daemon.Start), --providers provider agents (devnet.RunProviders, the real
@@ -108,8 +121,13 @@ block holding its result; its blocks are that height minus the submission's.
              was given up on after --job-timeout, then cancelled).
              --serial-submit makes the consumers take turns at submitting.
 
-The target, at 200 ms blocks: <= 4 blocks and p50 <= 1 s (latency phase).`, bindJobBench},
-	{"wasm", "Compare compute kernels run natively and as WebAssembly, in the same run", `Run compute kernels natively and as WebAssembly, with the same arguments,
+The target, at 200 ms blocks: <= 4 blocks and p50 <= 1 s (latency phase).`,
+		bind: bindJobBench,
+	},
+	{
+		name:  "wasm",
+		short: "Compare compute kernels run natively and as WebAssembly, in the same run",
+		long: `Run compute kernels natively and as WebAssembly, with the same arguments,
 --reps times each, interleaved, and print the medians and their ratios to
 native.
 
@@ -133,8 +151,13 @@ executor and on bare wazero.
 
 Compilation happens once per runtime before the timed runs and is printed
 apart. Every variant's output is checked against the native one. The target
-(<= 1.5× native) is stated for LLVM-compiled guests.`, bindWasmBench},
-	{"container", "Measure container start to first instruction (cached rootfs) and image pull+unpack throughput", `Measure the oci executor as a provider runs it (needs runc), against a
+(<= 1.5× native) is stated for LLVM-compiled guests.`,
+		bind: bindWasmBench,
+	},
+	{
+		name:  "container",
+		short: "Measure container start to first instruction (cached rootfs) and image pull+unpack throughput",
+		long: `Measure the oci executor as a provider runs it (needs runc), against a
 registry served in this process on 127.0.0.1:
 
   start  --reps runs of a job whose image is the probe program (a static
@@ -148,8 +171,13 @@ registry served in this process on 127.0.0.1:
          second of the whole pull, of the bytes downloaded and unpacked.
 
 The target: start to first instruction <= 300 ms (median). State and caches
-go to a temporary directory, or under --home when given.`, bindContainerBench},
-	{"verify", "Simulate Proof of Sync over many jobs through the real ledger: verification overhead, how fast cheaters are caught", `Run a chain of --providers CPU providers through the real ledger code and
+go to a temporary directory, or under --home when given.`,
+		bind: bindContainerBench,
+	},
+	{
+		name:  "verify",
+		short: "Simulate Proof of Sync over many jobs through the real ledger: verification overhead, how fast cheaters are caught",
+		long: `Run a chain of --providers CPU providers through the real ledger code and
 submit --jobs deterministic spot jobs, --block-jobs a block. Scripted parties
 do what agents do: owners grant keys, providers start, commit and reveal.
 --cheaters providers falsify a --cheat-rate share of their results, undercut
@@ -161,8 +189,13 @@ cheater is first outvoted and slashed (target: caught within 1,313 of its
 jobs with probability >= 99%, next to the analytic bound), wrong results
 delivered, honest providers slashed (must be 0), and one hardware challenge
 proved on this CPU and verified as a validator does (target: verification
-<= 1/1000 of the proof).`, bindVerifyBench},
-	{"api", "Measure the node's API reads with 100k providers and 1M jobs in state while its validator produces blocks", `Measure the HTTP API of a real node on a large state.
+<= 1/1000 of the proof).`,
+		bind: bindVerifyBench,
+	},
+	{
+		name:  "api",
+		short: "Measure the node's API reads with 100k providers and 1M jobs in state while its validator produces blocks",
+		long: `Measure the HTTP API of a real node on a large state.
 
 A state of --providers providers (a mixed market, registered and staked) and
 --jobs jobs is built through the ledger into a fresh validator home (not
@@ -178,8 +211,13 @@ provider, an account, a balance, a job's timeline) and --list-rate
 paginated list reads a second (jobs: newest, by owner, by state; providers
 by address; offers queries; blocks; txs; events) for --duration. A
 request's latency runs from when it was due. Targets (at 100,000 providers,
-1,000,000 jobs, 1,000 req/s): single reads p99 <= 20 ms, lists p99 <= 50 ms.`, bindAPIBench},
-	{"gpu", "Measure each NVIDIA GPU's int8 kernels and prove a hardware challenge on it", `Measure every NVIDIA GPU of this machine as a provider's agent does, then
+1,000,000 jobs, 1,000 req/s): single reads p99 <= 20 ms, lists p99 <= 50 ms.`,
+		bind: bindAPIBench,
+	},
+	{
+		name:  "gpu",
+		short: "Measure each NVIDIA GPU's int8 kernels and prove a hardware challenge on it",
+		long: `Measure every NVIDIA GPU of this machine as a provider's agent does, then
 prove hardware challenges on it.
 
 For each GPU: each int8 GEMM kernel it runs (dp4a; mma.sync tensor-core
@@ -192,7 +230,9 @@ and the device time challenges take an hour at the ledger's maximum rate.
 With --overclaim F, a challenge sized for F times the figure shows that an
 overclaiming GPU misses its deadline.
 
-Needs the NVIDIA driver (libcuda.so.1), no CUDA toolkit.`, bindGPUBench},
+Needs the NVIDIA driver (libcuda.so.1), no CUDA toolkit.`,
+		bind: bindGPUBench,
+	},
 }
 
 func benchCmd(e *env) *cobra.Command {
