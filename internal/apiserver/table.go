@@ -8,6 +8,9 @@ import (
 	"github.com/gpunet/gpunet/internal/ledger"
 )
 
+// msgTypesDoc lists the message types for the documentation of filters.
+const msgTypesDoc = "send, register_provider, update_provider, set_provider_status, stake, unstake, liveness_proof, submit_job, grant_key, start_job, commit_result, cancel_job, reveal_result, challenge_commit, challenge_open, request_key_handover, hand_over_key, dispute_key_handover"
+
 var (
 	addrParam  = map[string]string{"addr": "an account address (bech32, gpu1…)"}
 	jobIDParam = map[string]string{"id": "a job id (a positive integer)"}
@@ -39,11 +42,19 @@ func (s *Server) apiRoutes() []Route {
 			},
 			BodyType: "application/octet-stream", Resp: apiwire.TxResult{}, MaxBody: maxTxBody, Timeout: 5*time.Minute + 30*time.Second,
 			Errors: []int{400, 409, 413, 422, 503}, Handler: h(s.submitTx)},
-		{Method: "GET", Path: "/v1/txs", ID: "listTxs", Tag: "txs", Summary: "Recent txs, newest first",
+		{Method: "GET", Path: "/v1/txs", ID: "listTxs", Tag: "txs", Summary: "Recent txs, newest first, optionally of one message type",
+			Query: []Param{
+				{Name: "type", Type: "string", Desc: "only txs of this message type: " + msgTypesDoc},
+			},
 			List: true, Resp: apiwire.TxList{}, Errors: []int{400, 503}, Handler: h(s.listTxs)},
 		{Method: "GET", Path: "/v1/txs/{hash}", ID: "getTx", Tag: "txs", Summary: "An included tx's result",
 			PathParams: map[string]string{"hash": "the tx hash, 64 hex characters"}, Resp: apiwire.TxResult{}, Errors: []int{400, 404, 503}, Handler: h(s.getTx)},
-		{Method: "GET", Path: "/v1/blocks", ID: "listBlocks", Tag: "blocks", Summary: "Recent blocks, newest first",
+		{Method: "GET", Path: "/v1/blocks", ID: "listBlocks", Tag: "blocks",
+			Summary: "Recent blocks, newest first; optionally only those with a tx of a message type or an event of a type (a filtered page walks at most 5000 blocks and may end short, with a cursor to go on from)",
+			Query: []Param{
+				{Name: "tx_type", Type: "string", Desc: "only blocks with a tx of this message type (" + msgTypesDoc + "), or any: blocks with at least one tx"},
+				{Name: "event", Type: "string", Desc: "only blocks where an event of this type happened, in a tx or in the block's own processing, e.g. job_replica_slashed, hw_challenge_failed, job_assigned, liveness_missed"},
+			},
 			List: true, Resp: apiwire.BlockList{}, Errors: []int{400, 503}, Handler: h(s.listBlocks)},
 		{Method: "GET", Path: "/v1/blocks/{height}", ID: "getBlock", Tag: "blocks", Summary: "A block with its txs and their results",
 			PathParams: map[string]string{"height": "a block height (a positive integer)"}, Resp: apiwire.Block{}, Errors: []int{400, 404, 503}, Handler: h(s.block)},
