@@ -58,7 +58,7 @@ func TestClassSummarySkipsClassesThatCannotFit(t *testing.T) {
 	spec := &JobSpec{Executor: "oci", GPUCount: 1, MinVRAM: 40 << 30, MaxPricePerHour: 1 << 30, CPUMilli: 1000, Memory: 1 << 30}
 
 	kv := &scanCountingKV{KV: o, visited: map[string]int{}}
-	cands, _, err := findCandidates(kv, spec, p, candidatesPerClass)
+	cands, _, err := findCandidates(kv, spec, p, candidatesPerClass, engineNeed{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -72,7 +72,7 @@ func TestClassSummarySkipsClassesThatCannotFit(t *testing.T) {
 	// Four GPUs of compute capability 9: A100s have 4 GPUs but 8.0.
 	spec.MinVRAM, spec.GPUCount, spec.MinComputeCap = 0, 4, "9.0"
 	kv.visited = map[string]int{}
-	cands, v, err := findCandidates(kv, spec, p, candidatesPerClass)
+	cands, v, err := findCandidates(kv, spec, p, candidatesPerClass, engineNeed{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -83,7 +83,7 @@ func TestClassSummarySkipsClassesThatCannotFit(t *testing.T) {
 		t.Fatalf("reason %q", r)
 	}
 	spec.GPUCount, spec.MinComputeCap = 5, ""
-	_, v, _ = findCandidates(kv, spec, p, candidatesPerClass)
+	_, v, _ = findCandidates(kv, spec, p, candidatesPerClass, engineNeed{})
 	if r := v.String(spec); !strings.Contains(r, "60 have fewer than 5 GPUs") {
 		t.Fatalf("reason %q", r)
 	}

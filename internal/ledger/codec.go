@@ -11,7 +11,10 @@ import (
 // every value (minimal varints, no trailing bytes), so that bytes in and bytes
 // out always agree.
 
-type encoder struct{ buf []byte }
+type encoder struct {
+	buf     []byte
+	version byte // of the record being written: fields since a later one are left out
+}
 
 func (e *encoder) uvarint(v uint64) { e.buf = binary.AppendUvarint(e.buf, v) }
 func (e *encoder) bytes(b []byte)   { e.uvarint(uint64(len(b))); e.buf = append(e.buf, b...) }
@@ -37,9 +40,10 @@ var (
 )
 
 type decoder struct {
-	buf []byte
-	off int
-	err error
+	buf     []byte
+	off     int
+	err     error
+	version byte // of the record being read: fields since a later one are absent
 }
 
 func (d *decoder) fail(err error, what string) {
@@ -151,25 +155,43 @@ func uvarintLen(v uint64) int {
 // Job and provider records are stored in the binary codec that
 // internal/recgen generates (records_gen.go) from their types: a version
 // byte, then the fields in order. Decoding and encoding again gives the
-// same bytes (FuzzRecords). recordVersion changes with the layout; a record
-// of another version (JSON, before it, began with '{') is refused with an
-// error that says so.
+// same bytes (FuzzRecords). A record of a version this node does not read
+// (JSON, before the binary codec, began with '{') is refused with an error
+// that says so.
+//
+// A field added later is tagged rec:"since=N" and stored only in records of
+// version N or later; each record is written at the lowest version that
+// holds what is set in it (its recVersion). So a record that sets none of
+// the newer fields keeps the bytes, and the app hash, it had before they
+// existed, and a node reads both versions. A record written at a higher
+// version than it needs is not canonical and is refused.
 //
 //go:generate go run -tags recgen ./internal/recgen -o records_gen.go
 
-// Version 2: GPUs carry their own measured throughput and serial,
-// hardware challenges name a device, and rulings are kept per device.
-const recordVersion = 2
+// Record versions:
+//   - 2 (recordVersionBase): GPUs carry their own measured throughput and
+//     serial, hardware challenges name a device, and rulings are kept per
+//     device.
+//   - 3: the wasm engine a provider declares (ProviderInfo.WasmEngine) and
+//     each assignment ran (Assignment.WasmEngine), and why a job waits
+//     (Job.WaitCode).
+const (
+	recordVersionBase = 2
+	recordVersion     = 3 // the newest this node reads and writes
+)
 
 // record is a stored record type: a struct the generator gave a codec.
 type record interface {
 	encodeRec(*encoder)
 	decodeRec(*decoder)
+	// recVersion is the lowest version that holds every field set.
+	recVersion() byte
 }
 
 func encodeRecord(r record) []byte {
-	e := encoder{buf: make([]byte, 0, 512)}
-	e.buf = append(e.buf, recordVersion)
+	v := r.recVersion()
+	e := encoder{buf: make([]byte, 0, 512), version: v}
+	e.buf = append(e.buf, v)
 	r.encodeRec(&e)
 	return e.buf
 }
@@ -180,7 +202,13 @@ func decodeRecord(b []byte, r record) error {
 		return err
 	}
 	r.decodeRec(d)
-	return d.done()
+	if err := d.done(); err != nil {
+		return err
+	}
+	if need := r.recVersion(); need != d.version {
+		return fmt.Errorf("record encoding version %d, but what it holds is written at version %d: not canonical", d.version, need)
+	}
+	return nil
 }
 
 func recordDecoder(b []byte) (*decoder, error) {
@@ -189,10 +217,10 @@ func recordDecoder(b []byte) (*decoder, error) {
 		return nil, errTruncated
 	case b[0] == '{':
 		return nil, errors.New("a JSON record from before the binary encoding: this state was written by an older gpunet; start from a new home (a devnet: gpunet devnet --reset)")
-	case b[0] != recordVersion:
-		return nil, fmt.Errorf("record encoding version %d, this node reads %d: this state was written by another gpunet; start from a new home (a devnet: gpunet devnet --reset)", b[0], recordVersion)
+	case b[0] < recordVersionBase || b[0] > recordVersion:
+		return nil, fmt.Errorf("record encoding version %d, this node reads %d to %d: this state was written by another gpunet; start from a new home (a devnet: gpunet devnet --reset)", b[0], recordVersionBase, recordVersion)
 	}
-	return &decoder{buf: b, off: 1}, nil
+	return &decoder{buf: b, off: 1, version: b[0]}, nil
 }
 
 // CheckRecordEncoding reads the first provider and the first job record of

@@ -25,6 +25,7 @@ var invariants = []func(s *invariantState) error{
 	stakeAddsUp,
 	queueLengthMatchesQueues,
 	jobAssignmentsAreDistinct,
+	replicasShareEngine,
 	escrowCoversCharges,
 	slotsMatchAssignments,
 	jobIndexesMatchJobs,
@@ -222,6 +223,27 @@ func jobAssignmentsAreDistinct(s *invariantState) error {
 		}
 		if uint64(len(j.Assignments)) > j.Replicas || j.Replicas > max(s.params.MaxReplicas, j.Spec.PlannedReplicas()) {
 			return fmt.Errorf("invariant: job %d has %d assignments, wants %d replicas (at most %d): %w", j.ID, len(j.Assignments), j.Replicas, s.params.MaxReplicas, ErrInternal)
+		}
+	}
+	return nil
+}
+
+// replicasShareEngine: the replicas of a wasm job whose results are
+// compared all ran on one engine (engine.go), as their assignments record
+// it; a job that waits for none has no WaitCode.
+func replicasShareEngine(s *invariantState) error {
+	for _, j := range s.jobs {
+		if j.WaitCode != "" && (j.Done() || !j.queuedForReplica()) {
+			return fmt.Errorf("invariant: job %d (%s) waits for no replica but has wait code %q: %w", j.ID, j.State, j.WaitCode, ErrInternal)
+		}
+		if !j.Spec.SharesEngine() {
+			continue
+		}
+		pinned := engineID(j.PinnedEngine())
+		for _, a := range j.Assignments {
+			if a.WasmEngine != "" && engineID(a.WasmEngine) != pinned {
+				return fmt.Errorf("invariant: job %d's replicas ran on engines %q and %q: %w", j.ID, j.PinnedEngine(), a.WasmEngine, ErrInternal)
+			}
 		}
 	}
 	return nil

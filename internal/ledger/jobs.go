@@ -61,6 +61,10 @@ type Job struct {
 	// AuditDropped says why a drawn audit (or escalation) replica did not
 	// run; empty when none was dropped.
 	AuditDropped string `json:"audit_dropped,omitempty"`
+	// WaitCode says, for programs, why the scheduler could not place the
+	// replicas the job waits for (Reason says it for people): one of the
+	// Quote* codes, e.g. QuoteNoEngine. Empty when the job waits for none.
+	WaitCode string `json:"wait_code,omitempty" rec:"since=3"`
 }
 
 // Assignment is one provider's part in a job.
@@ -73,6 +77,11 @@ type Assignment struct {
 	// Class is the hardware class the job was matched in ("cpu" for a
 	// CPU job): verification records are kept per class.
 	Class string `json:"class"`
+	// WasmEngine is the wasm engine the provider declared when the job was
+	// placed on it (ProviderInfo.WasmEngine), for a wasm job; it stays
+	// what it was if the provider declares another later. Every replica
+	// of a wasm job whose results are compared has the same one.
+	WasmEngine string `json:"wasm_engine,omitempty" rec:"since=3"`
 	// Commitment is H(manifest ‖ provider ‖ salt), for a checked job;
 	// Metered the seconds the provider reported with it.
 	Commitment *Hash  `json:"commitment,omitempty"`
@@ -185,8 +194,12 @@ func mustJob(kv KV, id uint64) (*Job, error) {
 	return j, nil
 }
 
-// setJob stores j and keeps its deadline index in step.
+// setJob stores j and keeps its deadline index in step. A job that waits
+// for no replica keeps no WaitCode.
 func setJob(o *Overlay, j *Job, oldDeadline int64) {
+	if j.WaitCode != "" && (j.Done() || !j.queuedForReplica()) {
+		j.WaitCode = ""
+	}
 	if oldDeadline != 0 {
 		o.Delete(jobDueKey(oldDeadline, j.ID))
 	}

@@ -288,7 +288,7 @@ func TestNetworkJobsGoToProvidersThatAllowIt(t *testing.T) {
 		t.Fatalf("network job with no provider allowing it: %s (%s)", j.State, j.Reason)
 	}
 	open := lt.ProviderInfo("", 0, 20_000)
-	open.Executors, open.Network = []string{"oci"}, true
+	open.Executors, open.WasmEngine, open.Network = []string{"oci"}, "", true
 	must(t, []ledger.TxResult{send(t, c, prov2, &ledger.MsgRegisterProvider{ProviderInfo: open})})
 	must(t, []ledger.TxResult{send(t, c, prov2, &ledger.MsgStake{Amount: 10_000_000})})
 	if j := job(t, c, 1); j.State != ledger.JobAssigned || j.Assignments[0].Provider != prov2.Addr {

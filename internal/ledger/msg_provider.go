@@ -124,6 +124,9 @@ func (pi *ProviderInfo) Validate() error {
 		}
 		seen[e] = true
 	}
+	if err := checkWasmEngine(pi.WasmEngine, seen[ExecutorWASM]); err != nil {
+		return err
+	}
 	asked := map[string]bool{}
 	for i, a := range pi.Asks {
 		if !classes[a.Class] {
@@ -151,6 +154,23 @@ func (pi *ProviderInfo) Validate() error {
 	hrp, key, err := address.DecodeBech32(pi.EncryptionKey)
 	if err != nil || hrp != "age" || len(key) != 32 {
 		return invalid("encryption_key %q is not an age X25519 recipient (age1…)", pi.EncryptionKey)
+	}
+	return nil
+}
+
+// checkWasmEngine checks a declaration's wasm_engine: required, and well
+// formed, when it offers wasm (offersWasm); absent otherwise.
+func checkWasmEngine(engine string, offersWasm bool) error {
+	const example = "wasmtime-39.0.1/linux-amd64/cranelift-speed/wasi-gpunet-1"
+	switch {
+	case offersWasm && engine == "":
+		return invalid("wasm_engine is empty: a provider offering the wasm executor declares the engine it runs wasm jobs on, e.g. %s", example)
+	case !offersWasm && engine != "":
+		return invalid("wasm_engine is set, but executors do not include wasm: declare an engine only with the wasm executor")
+	case len(engine) > MaxWasmEngineLen:
+		return invalid("wasm_engine is %d bytes long, at most %d", len(engine), MaxWasmEngineLen)
+	case engine != "" && !ValidWasmEngine(engine):
+		return invalid("wasm_engine %q: want 1-%d of A-Z a-z 0-9 . _ , + = : @ / -, starting with a letter or digit, e.g. %s", engine, MaxWasmEngineLen, example)
 	}
 	return nil
 }

@@ -17,7 +17,8 @@ import (
 type offer struct {
 	addr         address.Address
 	pricePerUnit uint64 // usync per unit-hour, from the key
-	executors    uint8  // bit i: knownExecutors[i]; offerNetwork: allows network
+	executors    uint8  // bit i: knownExecutors[i]; offerNetwork: allows network; offerEngine: engine is set
+	engine       uint64 // engineID of the wasm engine it declares; 0 for none
 	stake        uint64
 	gpus         uint64 // all the provider's GPUs (its minimum stake depends on them)
 	cpuCores     uint64
@@ -40,6 +41,12 @@ const offerVersion = 1
 
 // offerNetwork in offer.executors: the provider allows network access.
 const offerNetwork = 1 << 7
+
+// offerEngine in offer.executors: the provider runs wasm jobs on a
+// declared engine, whose engineID follows the flags (8 bytes, big-endian).
+// An entry written before engines were declared has neither, and reads as
+// an offer without one.
+const offerEngine = 1 << 6
 
 // maxOfferGPUs bounds what a decoder accepts; registration allows far
 // fewer GPUs than this.
@@ -86,7 +93,17 @@ func encodeOffer(p *Provider, class string) []byte {
 	if p.Network {
 		flags |= offerNetwork
 	}
+	engine := uint64(0)
+	if slices.Contains(p.Executors, ExecutorWASM) {
+		engine = engineID(p.WasmEngine)
+	}
+	if engine != 0 {
+		flags |= offerEngine
+	}
 	b = append(b, offerVersion, flags)
+	if engine != 0 {
+		b = binary.BigEndian.AppendUint64(b, engine)
+	}
 	for _, v := range []uint64{p.Stake, uint64(len(inv.GPUs)), inv.CPUCores, inv.RAM, inv.Disk} {
 		b = binary.AppendUvarint(b, v)
 	}
@@ -127,6 +144,16 @@ func decodeOffer(cp, key, value []byte, o *offer) error {
 	}
 	o.executors = value[1]
 	rest := value[2:]
+	o.engine = 0
+	if o.executors&offerEngine != 0 {
+		if len(rest) < 8 {
+			return bad("engine")
+		}
+		o.engine, rest = binary.BigEndian.Uint64(rest), rest[8:]
+		if o.engine == 0 {
+			return bad("engine")
+		}
+	}
 	next := func(dst *uint64) bool {
 		v, n := binary.Uvarint(rest)
 		if n <= 0 {

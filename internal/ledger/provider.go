@@ -64,8 +64,16 @@ type ProviderInfo struct {
 	Measured  Measured  `json:"measured"`
 	Region    string    `json:"region"`
 	Executors []string  `json:"executors"`
-	Asks      []Ask     `json:"asks"`
-	MaxJobs   uint64    `json:"max_jobs"`
+	// WasmEngine names the engine the provider runs wasm jobs on: engine,
+	// version, platform and settings, e.g.
+	// "wasmtime-39.0.1/linux-amd64/cranelift-speed,…/wasi-gpunet-1" (the
+	// sandbox's Engine()). Required when Executors include wasm, empty
+	// otherwise. The replicas of a wasm job whose results are compared all
+	// run on one engine (scheduler.go), so that two engines' legitimate
+	// differences (NaN bits, say) are never taken for a wrong result.
+	WasmEngine string `json:"wasm_engine,omitempty" rec:"since=3"`
+	Asks       []Ask  `json:"asks"`
+	MaxJobs    uint64 `json:"max_jobs"`
 	// Network says the provider lets oci jobs that ask for it reach the
 	// network.
 	Network bool `json:"network,omitempty"`

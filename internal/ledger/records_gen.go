@@ -46,6 +46,9 @@ func (x *Job) encodeRec(e *encoder) {
 		e.raw((*x.KeyCommitment)[:])
 	}
 	e.string(x.AuditDropped)
+	if e.version >= 3 {
+		e.string(x.WaitCode)
+	}
 }
 
 func (x *Job) decodeRec(d *decoder) {
@@ -87,6 +90,20 @@ func (x *Job) decodeRec(d *decoder) {
 		x.KeyCommitment = v0
 	}
 	x.AuditDropped = d.string("audit_dropped")
+	if d.version >= 3 {
+		x.WaitCode = d.string("wait_code")
+	}
+}
+
+func (x *Job) recVersion() byte {
+	v := byte(recordVersionBase)
+	for i := range x.Assignments {
+		v = max(v, x.Assignments[i].recVersion())
+	}
+	if x.WaitCode != "" {
+		v = max(v, 3)
+	}
+	return v
 }
 
 func (x *Provider) encodeRec(e *encoder) {
@@ -167,6 +184,12 @@ func (x *Provider) decodeRec(d *decoder) {
 		x.HWChallenge = v0
 	}
 	x.Challenges.decodeRec(d)
+}
+
+func (x *Provider) recVersion() byte {
+	v := byte(recordVersionBase)
+	v = max(v, x.ProviderInfo.recVersion())
+	return v
 }
 
 func (x *JobSpec) encodeRec(e *encoder) {
@@ -283,6 +306,9 @@ func (x *Assignment) encodeRec(e *encoder) {
 	e.bytes(x.KeyGrant)
 	e.int64(x.StartedAt)
 	e.string(x.Class)
+	if e.version >= 3 {
+		e.string(x.WasmEngine)
+	}
 	e.bool(x.Commitment != nil)
 	if x.Commitment != nil {
 		e.raw((*x.Commitment)[:])
@@ -313,6 +339,9 @@ func (x *Assignment) decodeRec(d *decoder) {
 	x.KeyGrant = d.byteSlice("key_grant")
 	x.StartedAt = d.int64("started_at")
 	x.Class = d.string("class")
+	if d.version >= 3 {
+		x.WasmEngine = d.string("wasm_engine")
+	}
 	if d.bool("commitment") {
 		v0 := new(Hash)
 		copy((*v0)[:], d.raw("commitment", 32))
@@ -340,6 +369,14 @@ func (x *Assignment) decodeRec(d *decoder) {
 	}
 }
 
+func (x *Assignment) recVersion() byte {
+	v := byte(recordVersionBase)
+	if x.WasmEngine != "" {
+		v = max(v, 3)
+	}
+	return v
+}
+
 func (x *ProviderInfo) encodeRec(e *encoder) {
 	x.Inventory.encodeRec(e)
 	x.Measured.encodeRec(e)
@@ -347,6 +384,9 @@ func (x *ProviderInfo) encodeRec(e *encoder) {
 	e.uvarint(uint64(len(x.Executors)))
 	for i0 := range x.Executors {
 		e.string(x.Executors[i0])
+	}
+	if e.version >= 3 {
+		e.string(x.WasmEngine)
 	}
 	e.uvarint(uint64(len(x.Asks)))
 	for i0 := range x.Asks {
@@ -367,6 +407,9 @@ func (x *ProviderInfo) decodeRec(d *decoder) {
 			x.Executors[i0] = d.string("executors")
 		}
 	}
+	if d.version >= 3 {
+		x.WasmEngine = d.string("wasm_engine")
+	}
 	if n := d.count("asks"); n > 0 {
 		x.Asks = make([]Ask, n)
 		for i0 := range x.Asks {
@@ -376,6 +419,14 @@ func (x *ProviderInfo) decodeRec(d *decoder) {
 	x.MaxJobs = d.uvarint("max_jobs")
 	x.Network = d.bool("network")
 	x.EncryptionKey = d.string("encryption_key")
+}
+
+func (x *ProviderInfo) recVersion() byte {
+	v := byte(recordVersionBase)
+	if x.WasmEngine != "" {
+		v = max(v, 3)
+	}
+	return v
 }
 
 func (x *LivenessChallenge) encodeRec(e *encoder) {

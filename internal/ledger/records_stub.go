@@ -10,3 +10,5 @@ func (x *Job) encodeRec(*encoder)      {}
 func (x *Job) decodeRec(*decoder)      {}
 func (x *Provider) encodeRec(*encoder) {}
 func (x *Provider) decodeRec(*decoder) {}
+func (x *Job) recVersion() byte        { return 0 }
+func (x *Provider) recVersion() byte   { return 0 }

@@ -2,8 +2,11 @@ package ledger
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"reflect"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -11,7 +14,12 @@ import (
 // fill sets every field reachable from v to a non-zero value derived from
 // seed (slices and maps get two elements, pointers a value), so that a
 // field the codec dropped or mixed up shows in a round trip.
-func fill(v reflect.Value, seed *uint64) {
+func fill(v reflect.Value, seed *uint64) { fillUpTo(v, seed, recordVersion) }
+
+// fillUpTo is fill leaving out the fields of record versions after
+// version (rec:"since=N" with N > version): the values the other fields
+// get are those they got before the left-out fields existed.
+func fillUpTo(v reflect.Value, seed *uint64, version int) {
 	*seed++
 	switch v.Kind() {
 	case reflect.Uint64:
@@ -31,25 +39,28 @@ func fill(v reflect.Value, seed *uint64) {
 	case reflect.Slice:
 		s := reflect.MakeSlice(v.Type(), 2, 2)
 		for i := range 2 {
-			fill(s.Index(i), seed)
+			fillUpTo(s.Index(i), seed, version)
 		}
 		v.Set(s)
 	case reflect.Map:
 		m := reflect.MakeMap(v.Type())
 		for range 2 {
 			k, e := reflect.New(v.Type().Key()).Elem(), reflect.New(v.Type().Elem()).Elem()
-			fill(k, seed)
-			fill(e, seed)
+			fillUpTo(k, seed, version)
+			fillUpTo(e, seed, version)
 			m.SetMapIndex(k, e)
 		}
 		v.Set(m)
 	case reflect.Pointer:
 		p := reflect.New(v.Type().Elem())
-		fill(p.Elem(), seed)
+		fillUpTo(p.Elem(), seed, version)
 		v.Set(p)
 	case reflect.Struct:
 		for i := range v.NumField() {
-			fill(v.Field(i), seed)
+			if n, _ := strconv.Atoi(strings.TrimPrefix(v.Type().Field(i).Tag.Get("rec"), "since=")); n > version {
+				continue
+			}
+			fillUpTo(v.Field(i), seed, version)
 		}
 	default:
 		panic("fill: " + v.Type().String())
@@ -90,11 +101,13 @@ func TestRecordsRefuseOtherEncodings(t *testing.T) {
 		t.Fatalf("a JSON record: %v", err)
 	}
 	b := encodeRecord(&Job{ID: 1})
-	b[0] = recordVersion + 1
-	if err := decodeRecord(b, &j); err == nil || !strings.Contains(err.Error(), "version") {
-		t.Fatalf("another version: %v", err)
+	for _, v := range []byte{recordVersionBase - 1, recordVersion + 1} {
+		b[0] = v
+		if err := decodeRecord(b, &j); err == nil || !strings.Contains(err.Error(), "version") {
+			t.Fatalf("version %d: %v", v, err)
+		}
 	}
-	b[0] = recordVersion
+	b[0] = recordVersionBase
 	if err := decodeRecord(append(b, 0), &j); err == nil || !strings.Contains(err.Error(), "trailing") {
 		t.Fatalf("trailing byte: %v", err)
 	}
@@ -108,6 +121,70 @@ func TestRecordsRefuseOtherEncodings(t *testing.T) {
 	hostile = append(hostile, 0xff, 0xff, 0xff, 0xff, 0x0f)
 	if err := decodeRecord(hostile, &p); err == nil {
 		t.Fatal("hostile count accepted")
+	}
+}
+
+// TestRecordsKeepTheirOlderEncoding: a record that sets none of the
+// fields a later record version added is written exactly as before they
+// existed, so a state that does not use them keeps its app hash. The
+// hashes are those of the version 2 codec (before wasm engines) for the
+// same filled records.
+func TestRecordsKeepTheirOlderEncoding(t *testing.T) {
+	var seed uint64
+	var j Job
+	fillUpTo(reflect.ValueOf(&j).Elem(), &seed, 2)
+	var p Provider
+	fillUpTo(reflect.ValueOf(&p).Elem(), &seed, 2)
+	for _, c := range []struct {
+		what string
+		rec  record
+		want string
+	}{
+		{"job", &j, "594395591cacbffff86a7e0cca15a65190ec541e650d97c5e44f46857c4a9588"},
+		{"provider", &p, "10ca8273e87fc430efba5e93999c470209167fec4e249e9573452d8ad1461675"},
+	} {
+		b := encodeRecord(c.rec)
+		if b[0] != recordVersionBase {
+			t.Errorf("%s: written at version %d, want %d", c.what, b[0], recordVersionBase)
+		}
+		if h := sha256.Sum256(b); hex.EncodeToString(h[:]) != c.want {
+			t.Errorf("%s: encoding changed: sha256 %x, want %s", c.what, h, c.want)
+		}
+	}
+}
+
+// TestRecordVersionIsTheLeastThatHoldsIt: setting a version 3 field, at
+// any depth, writes version 3, which reads back; a version 3 record that
+// holds nothing of version 3 is not canonical and is refused.
+func TestRecordVersionIsTheLeastThatHoldsIt(t *testing.T) {
+	for _, c := range []struct {
+		what string
+		rec  record
+		zero record
+	}{
+		{"provider engine", &Provider{ProviderInfo: ProviderInfo{WasmEngine: "wazero-1.12.0/linux-amd64/wasi-gpunet-1"}}, &Provider{}},
+		{"assignment engine", &Job{ID: 7, Assignments: []Assignment{{Class: "cpu"}, {Class: "cpu", WasmEngine: "e"}}}, &Job{}},
+		{"wait code", &Job{ID: 7, WaitCode: QuoteNoEngine}, &Job{}},
+	} {
+		b := encodeRecord(c.rec)
+		if b[0] != 3 {
+			t.Errorf("%s: version %d, want 3", c.what, b[0])
+		}
+		if err := decodeRecord(b, c.zero); err != nil || !reflect.DeepEqual(c.zero, c.rec) {
+			t.Errorf("%s: round trip: %v %+v", c.what, err, c.zero)
+		}
+	}
+	// A version 2 record relabelled 3 with the new fields present but
+	// empty: readable bytes, not canonical.
+	p := &Provider{ProviderInfo: ProviderInfo{Executors: []string{"oci"}}}
+	withEngine := &Provider{ProviderInfo: ProviderInfo{Executors: []string{"oci"}, WasmEngine: "x"}}
+	b := encodeRecord(withEngine)
+	b = bytes.Replace(b, []byte{1, 'x'}, []byte{0}, 1) // the engine "x" → ""
+	if err := decodeRecord(b, &Provider{}); err == nil || !strings.Contains(err.Error(), "not canonical") {
+		t.Fatalf("version 3 holding only version 2: %v", err)
+	}
+	if got := encodeRecord(p); got[0] != recordVersionBase {
+		t.Fatalf("engine-less provider written at version %d", got[0])
 	}
 }
 

@@ -175,10 +175,11 @@ func schedule(o *Overlay, p Params, info BlockInfo) ([]Event, error) {
 }
 
 type candidate struct {
-	addr  address.Address
-	class string
-	price uint64 // usync per hour for this job
-	score uint64
+	addr   address.Address
+	class  string
+	price  uint64 // usync per hour for this job
+	score  uint64
+	engine uint64 // engineID of its wasm engine; 0 for none
 }
 
 // verdict tallies why providers were passed over, for the job's reason.
@@ -186,6 +187,13 @@ type verdict struct {
 	seen, busy, executor, gpus, vram, computeCap, cpu, ram, disk, region, network, stake int
 	cheapestAbove                                                                        uint64
 	classes                                                                              int
+	// For a job whose replicas share an engine: the offers that fit but
+	// run another engine than the pinned one (otherEngine) or declare
+	// none (noEngine); and, when no engine had enough of the offers that
+	// fit (chooseEngine), how many fit and how many engines they run.
+	otherEngine, noEngine int
+	pinned                string
+	fitting, engines      int
 }
 
 func (v *verdict) String(j *JobSpec) string {
@@ -216,6 +224,8 @@ func (v *verdict) String(j *JobSpec) string {
 	add(v.network, "do not allow network access")
 	add(v.stake, "are under-staked")
 	add(v.busy, "match but are busy")
+	add(v.otherEngine, "run another wasm engine than its replicas' ("+v.pinned+")")
+	add(v.noEngine, "declare no wasm engine")
 	s := fmt.Sprintf("0 of %d providers within the price can run it", v.seen)
 	if len(parts) > 0 {
 		s += ": " + strings.Join(parts, ", ")
@@ -237,7 +247,12 @@ func syncString(usync uint64) string {
 // the first perClass that fit (so the best price, then reputation, load,
 // speed and region among them wins), looking at no more than scanLimit
 // offers in all.
-func findCandidates(kv KV, s *JobSpec, p Params, perClass int) ([]candidate, *verdict, error) {
+//
+// For a job whose replicas share a wasm engine (eng.shared) only offers
+// with one fit: the pinned engine's, or, before the job has one, any; the
+// scan then goes on past perClass until eng.group offers of one engine
+// fit, and the candidates returned are those of one engine (chooseEngine).
+func findCandidates(kv KV, s *JobSpec, p Params, perClass int, eng engineNeed) ([]candidate, *verdict, error) {
 	units := s.Units()
 	classes := s.GPUModels
 	var sums []classSummary // of classes, for a GPU job
@@ -259,9 +274,14 @@ func findCandidates(kv KV, s *JobSpec, p Params, perClass int) ([]candidate, *ve
 	}
 	maxUnit := s.MaxPricePerHour / units
 	need := newNeeds(s, p)
+	need.engine = eng
 	caps := needCaps(s)
 	var cands []candidate
-	v := &verdict{}
+	v := &verdict{pinned: eng.pinned}
+	// grouping: the scan looks for eng.group offers of one engine.
+	grouping := eng.shared && eng.pinned == "" && eng.group > 1
+	var engines []engineCount
+	largest := 0
 	budget := scanLimit
 	var of offer
 	var scanned, empty []string
@@ -292,10 +312,15 @@ func findCandidates(kv KV, s *JobSpec, p Params, perClass int) ([]candidate, *ve
 			v.seen++
 			if need.fits(&of, v) {
 				price := of.pricePerUnit * units
-				cands = append(cands, candidate{addr: of.addr, class: class, price: price, score: score(&of, price, s)})
+				cands = append(cands, candidate{addr: of.addr, class: class, price: price, score: score(&of, price, s), engine: of.engine})
 				found++
+				if grouping {
+					var n int
+					engines, n = countEngine(engines, of.engine)
+					largest = max(largest, n)
+				}
 			}
-			return found < perClass && budget > 0
+			return (found < perClass || (grouping && largest < eng.group)) && budget > 0
 		})
 		if err != nil {
 			return nil, nil, err
@@ -329,6 +354,9 @@ func findCandidates(kv KV, s *JobSpec, p Params, perClass int) ([]candidate, *ve
 		}
 		cands = out
 	}
+	if grouping {
+		cands = chooseEngine(cands, eng.group, v)
+	}
 	if len(cands) < int(s.PlannedReplicas()) {
 		// The job will not be placed: find, for its reason, the cheapest
 		// ask above its ceiling.
@@ -351,15 +379,23 @@ func findCandidates(kv KV, s *JobSpec, p Params, perClass int) ([]candidate, *ve
 // unplacedReason explains why a job with these candidates cannot start.
 func unplacedReason(s *JobSpec, cands []candidate, v *verdict) string {
 	reason := v.String(s)
-	if n := len(cands); n > 0 {
+	switch n := len(cands); {
+	case v.engines > 1:
+		reason = fmt.Sprintf("needs %d distinct providers on one wasm engine for verification %s: %d fit, but they run %d engines, at most %d on one; %s",
+			s.PlannedReplicas(), s.Verification, v.fitting, v.engines, n, reason)
+	case n > 0:
 		reason = fmt.Sprintf("needs %d distinct providers for verification %s, %d fit; %s", s.PlannedReplicas(), s.Verification, n, reason)
 	}
 	return reason
 }
 
-// code is the Quote code of what unplacedReason explains.
-func (v *verdict) code(cands []candidate) string {
+// code is the Quote code of what unplacedReason explains, for a placement
+// that needs need candidates.
+func (v *verdict) code(cands []candidate, need int) string {
 	switch {
+	case v.engines > 1 || (len(cands) < need && len(cands)+v.otherEngine+v.noEngine >= need):
+		// Enough fit, but not on one engine (or not on the pinned one).
+		return QuoteNoEngine
 	case len(cands) > 0:
 		return QuoteTooFew
 	case v.classes == 0 || (v.seen == 0 && v.cheapestAbove == 0):
@@ -404,6 +440,12 @@ const (
 	// QuoteTooFew: some can run it, fewer than the distinct replicas its
 	// verification needs.
 	QuoteTooFew = "too_few"
+	// QuoteNoEngine: a wasm job whose replicas are compared, and enough
+	// providers that fit are free, but too few of them on one wasm engine:
+	// before it is placed, no engine has as many as it needs; once placed,
+	// the free ones run another engine than its replicas (or declare
+	// none).
+	QuoteNoEngine = "no_engine"
 )
 
 // QuoteOffer is one provider a job could get.
@@ -422,13 +464,17 @@ func QuoteJob(kv KV, s *JobSpec) (*Quote, error) {
 	if err != nil {
 		return nil, err
 	}
-	cands, v, err := findCandidates(kv, s, p, quotePerClass)
+	var eng engineNeed
+	if s.SharesEngine() {
+		eng = engineNeed{shared: true, group: int(s.PlannedReplicas())}
+	}
+	cands, v, err := findCandidates(kv, s, p, quotePerClass, eng)
 	if err != nil {
 		return nil, err
 	}
 	q := &Quote{Matching: len(cands), Replicas: s.PlannedReplicas(), Escrow: JobEscrow(s, p), Best: []QuoteOffer{}}
 	if uint64(len(cands)) < q.Replicas {
-		q.Reason, q.Code, q.CheapestAsk = unplacedReason(s, cands, v), v.code(cands), v.cheapestAbove
+		q.Reason, q.Code, q.CheapestAsk = unplacedReason(s, cands, v), v.code(cands, int(q.Replicas)), v.cheapestAbove
 	}
 	for i, c := range cands {
 		if uint64(i) < q.Replicas {
@@ -452,7 +498,8 @@ func place(o *Overlay, j *Job, p Params, info BlockInfo) ([]Event, error) {
 		dequeueJob(o, j.ID)
 		return nil, nil
 	}
-	cands, v, err := findCandidates(o, &j.Spec, p, candidatesPerClass)
+	eng := engineNeedOf(j)
+	cands, v, err := findCandidates(o, &j.Spec, p, candidatesPerClass, eng)
 	if err != nil {
 		return nil, err
 	}
@@ -464,8 +511,8 @@ func place(o *Overlay, j *Job, p Params, info BlockInfo) ([]Event, error) {
 		if len(j.Assignments) > 0 {
 			reason = fmt.Sprintf("waiting for %d more distinct provider(s) to verify it: %s", need, reason)
 		}
-		if j.Reason != reason {
-			j.Reason = reason
+		if code := v.code(cands, need); j.Reason != reason || j.WaitCode != code {
+			j.Reason, j.WaitCode = reason, code
 			setJob(o, j, j.Deadline)
 		}
 		return nil, nil
@@ -488,9 +535,13 @@ func place(o *Overlay, j *Job, p Params, info BlockInfo) ([]Event, error) {
 				regular++
 			}
 		}
-		j.Assignments = append(j.Assignments, Assignment{
-			Provider: c.addr, PricePerHour: c.price, AssignedAt: now, Class: c.class, Extra: regular >= planned,
-		})
+		a := Assignment{Provider: c.addr, PricePerHour: c.price, AssignedAt: now, Class: c.class, Extra: regular >= planned}
+		if j.Spec.Executor == ExecutorWASM {
+			// What ran it, for every wasm job; for one whose replicas
+			// share an engine, the index matched it (engineNeed).
+			a.WasmEngine = pr.WasmEngine
+		}
+		j.Assignments = append(j.Assignments, a)
 		o.Set(jobProvKey(c.addr, j.ID), []byte{1})
 		names = append(names, c.addr.String())
 	}
@@ -503,6 +554,7 @@ func place(o *Overlay, j *Job, p Params, info BlockInfo) ([]Event, error) {
 		j.Reason = "placed; waiting for the owner to grant the job key"
 	}
 	j.Deadline = now + int64(p.JobGrantTimeout)
+	j.WaitCode = ""
 	dequeueJob(o, j.ID)
 	setJob(o, j, old)
 	return []Event{jobEvent("job_assigned", j, Attr{"providers", strings.Join(names, ",")})}, nil
@@ -512,6 +564,7 @@ func place(o *Overlay, j *Job, p Params, info BlockInfo) ([]Event, error) {
 type needs struct {
 	s             *JobSpec
 	p             Params
+	engine        engineNeed
 	executor      uint8
 	cpuCores      uint64 // whole cores, rounded up
 	minComputeCap uint64
@@ -548,6 +601,10 @@ func (n *needs) fits(of *offer, v *verdict) bool {
 	case s.GPUCount > 0 && !n.gpusFit(of.classGPUs, v):
 	case of.jobs >= of.maxJobs:
 		v.busy++
+	case n.engine.shared && of.engine == 0:
+		v.noEngine++
+	case n.engine.pinnedID != 0 && of.engine != n.engine.pinnedID:
+		v.otherEngine++
 	default:
 		return true
 	}

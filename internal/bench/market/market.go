@@ -3,6 +3,7 @@ package market
 import (
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"strconv"
 
 	"github.com/gpunet/gpunet/internal/ledger"
@@ -39,6 +40,9 @@ const cpuShare = 40
 
 // Regions are the regions providers declare and jobs ask for.
 var Regions = []string{"eu", "us-east", "us-west", "ap-south", "ap-east", "sa-east", "af-south", "me-central"}
+
+// WasmEngine is the wasm engine the market's wasm providers declare.
+const WasmEngine = "wasmtime-39.0.1/linux-amd64/cranelift-speed/wasi-gpunet-1"
 
 // underStakedPct of providers stake half the minimum: indexed, but
 // never schedulable.
@@ -104,6 +108,9 @@ func Providers(seed uint64, n int, p ledger.Params) []Provider {
 			ask := g.price * Between(r, 60, 160) / 100
 			pi.Asks = []ledger.Ask{{Class: g.class, PricePerHour: ledger.Amount(ask)}, {Class: ledger.CPUClass, PricePerHour: ledger.Amount(cpuAsk)}}
 			required = uint64(count) * p.MinStakePerGPU
+		}
+		if slices.Contains(pi.Executors, ledger.ExecutorWASM) {
+			pi.WasmEngine = WasmEngine // one engine: every wasm provider may replicate every job
 		}
 		stake := required
 		if r.IntN(100) < underStakedPct {

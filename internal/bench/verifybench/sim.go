@@ -129,7 +129,7 @@ func (s *sim) register() error {
 		info := ledger.ProviderInfo{
 			Inventory: ledger.Inventory{CPUCores: 8, CPUModel: "Sim CPU", RAM: 32 << 30, Disk: 500 << 30, OS: "linux", Arch: "amd64"},
 			Measured:  ledger.Measured{Int8GOPS: 500, BandwidthMBs: 20_000, Device: "cpu"},
-			Region:    market.Regions[i%len(market.Regions)], Executors: []string{"wasm"}, MaxJobs: slots,
+			Region:    market.Regions[i%len(market.Regions)], Executors: []string{"wasm"}, WasmEngine: market.WasmEngine, MaxJobs: slots,
 			Asks:          []ledger.Ask{{Class: ledger.CPUClass, PricePerHour: ledger.Amount(price)}},
 			EncryptionKey: market.AgeRecipient("verify/" + strconv.Itoa(i)),
 		}

@@ -99,15 +99,19 @@ func BlockSeed(h int64) ledger.Hash {
 	return sha256.Sum256([]byte(fmt.Sprintf("ledgertest/seed/%d", h)))
 }
 
+// WasmEngine is the wasm engine ProviderInfo declares.
+const WasmEngine = "wasmtime-39.0.1/linux-amd64/cranelift-speed/wasi-gpunet-1"
+
 // ProviderInfo returns a valid declaration: count GPUs of class (a
 // CPU-only provider when count is 0), priced at pricePerHour usync.
 func ProviderInfo(class string, count int, pricePerHour uint64) ledger.ProviderInfo {
 	pi := ledger.ProviderInfo{
-		Inventory: ledger.Inventory{CPUCores: 16, CPUModel: "Test CPU", RAM: 64 << 30, Disk: 500 << 30, OS: "linux", Arch: "amd64"},
-		Measured:  ledger.Measured{Int8GOPS: 1000, BandwidthMBs: 20000, Device: "cpu"},
-		Region:    "eu",
-		Executors: []string{"wasm"},
-		MaxJobs:   4,
+		Inventory:  ledger.Inventory{CPUCores: 16, CPUModel: "Test CPU", RAM: 64 << 30, Disk: 500 << 30, OS: "linux", Arch: "amd64"},
+		Measured:   ledger.Measured{Int8GOPS: 1000, BandwidthMBs: 20000, Device: "cpu"},
+		Region:     "eu",
+		Executors:  []string{"wasm"},
+		WasmEngine: WasmEngine,
+		MaxJobs:    4,
 	}
 	for i := 0; i < count; i++ {
 		pi.Inventory.GPUs = append(pi.Inventory.GPUs, ledger.GPUSpec{Class: class, VRAM: 24 << 30, ComputeCap: "8.9"})

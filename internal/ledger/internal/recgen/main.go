@@ -12,6 +12,14 @@
 // byte arrays raw, slices as a count and the elements, pointers as a
 // presence byte and the value, maps of strings as a count and the pairs in
 // strictly increasing key order. An empty slice or map decodes as nil.
+//
+// A field added to a record after its first layout carries the tag
+// `rec:"since=N"`: it is stored only in records of encoding version N or
+// later. A record is written at the lowest version that holds everything
+// set in it (recVersion), so a record that leaves every newer field zero
+// keeps its older bytes, and so its hash: adding a field does not change the
+// app hash of a state that does not use it. A record whose version is higher
+// than its fields need is not canonical, and is refused (decodeRecord).
 package main
 
 import (
@@ -21,6 +29,7 @@ import (
 	"go/format"
 	"os"
 	"reflect"
+	"strconv"
 	"strings"
 
 	"github.com/gpunet/gpunet/internal/ledger"
@@ -48,7 +57,12 @@ const ledgerPkg = "github.com/gpunet/gpunet/internal/ledger"
 
 // Generate returns the formatted source of records_gen.go.
 func Generate() ([]byte, error) {
-	g := &gen{done: map[reflect.Type]bool{}}
+	g := &gen{done: map[reflect.Type]bool{}, versioned: map[reflect.Type]bool{}}
+	for _, r := range Roots {
+		if _, err := g.hasVersioned(reflect.TypeOf(r), map[reflect.Type]bool{}); err != nil {
+			return nil, err
+		}
+	}
 	for _, r := range Roots {
 		g.queue = append(g.queue, reflect.TypeOf(r))
 	}
@@ -88,6 +102,117 @@ type gen struct {
 	done    map[reflect.Type]bool
 	body    bytes.Buffer
 	imports map[string]bool
+	// versioned holds the structs that have, themselves or in a struct
+	// they reach, a field with a since tag: they get a recVersion method.
+	versioned map[reflect.Type]bool
+}
+
+// since is the encoding version a field first appears in (its
+// rec:"since=N" tag); 0 for the fields of a record's first layout.
+func since(f reflect.StructField) (int, error) {
+	tag := f.Tag.Get("rec")
+	if tag == "" {
+		return 0, nil
+	}
+	v, ok := strings.CutPrefix(tag, "since=")
+	n, err := strconv.Atoi(v)
+	if !ok || err != nil || n < 1 || n > 255 {
+		return 0, fmt.Errorf("%s: tag rec:%q: want rec:\"since=N\", N a record version", f.Name, tag)
+	}
+	return n, nil
+}
+
+// elemStruct is the struct a field's value is or holds (through a
+// pointer or a slice), or nil.
+func elemStruct(t reflect.Type) reflect.Type {
+	for t.Kind() == reflect.Pointer || (t.Kind() == reflect.Slice && t.Elem().Kind() != reflect.Uint8) {
+		t = t.Elem()
+	}
+	if t.Kind() == reflect.Struct {
+		return t
+	}
+	return nil
+}
+
+// hasVersioned reports, and records in g.versioned, whether struct t has
+// a field with a since tag, itself or in a struct it reaches.
+func (g *gen) hasVersioned(t reflect.Type, visiting map[reflect.Type]bool) (bool, error) {
+	if v, ok := g.versioned[t]; ok || visiting[t] {
+		return v, nil
+	}
+	visiting[t] = true
+	found := false
+	for i := range t.NumField() {
+		f := t.Field(i)
+		n, err := since(f)
+		if err != nil {
+			return false, fmt.Errorf("%s.%w", t.Name(), err)
+		}
+		if n > 0 {
+			if f.Type.Kind() == reflect.Struct {
+				return false, fmt.Errorf("%s.%s: a field with a since tag must be a scalar, slice, map or pointer (its zero value must be testable)", t.Name(), f.Name)
+			}
+			found = true
+		}
+		if e := elemStruct(f.Type); e != nil && e.PkgPath() == ledgerPkg {
+			v, err := g.hasVersioned(e, visiting)
+			if err != nil {
+				return false, err
+			}
+			found = found || v
+		}
+	}
+	g.versioned[t] = found
+	return found, nil
+}
+
+// setTest is Go source that is true when the value at expr of type t is
+// not its zero value.
+func setTest(expr string, t reflect.Type) string {
+	switch t.Kind() {
+	case reflect.String:
+		return expr + ` != ""`
+	case reflect.Bool:
+		return expr
+	case reflect.Slice, reflect.Map:
+		return "len(" + expr + ") > 0"
+	case reflect.Pointer:
+		return expr + " != nil"
+	}
+	return expr + " != 0"
+}
+
+// versionMethod writes t's recVersion: the lowest record version that
+// holds every field set in it.
+func (g *gen) versionMethod(t reflect.Type) error {
+	var b bytes.Buffer
+	for i := range t.NumField() {
+		f := t.Field(i)
+		n, err := since(f)
+		if err != nil {
+			return err
+		}
+		expr := "x." + f.Name
+		if n > 0 {
+			fmt.Fprintf(&b, "if %s {\nv = max(v, %d)\n}\n", setTest(expr, f.Type), n)
+		}
+		e := elemStruct(f.Type)
+		if e == nil || !g.versioned[e] {
+			continue
+		}
+		switch {
+		case f.Type.Kind() == reflect.Struct:
+			fmt.Fprintf(&b, "v = max(v, %s.recVersion())\n", expr)
+		case f.Type.Kind() == reflect.Pointer && f.Type.Elem().Kind() == reflect.Struct:
+			fmt.Fprintf(&b, "if %s != nil {\nv = max(v, %s.recVersion())\n}\n", expr, expr)
+		case f.Type.Kind() == reflect.Slice && f.Type.Elem().Kind() == reflect.Struct:
+			fmt.Fprintf(&b, "for i := range %s {\nv = max(v, %s[i].recVersion())\n}\n", expr, expr)
+		default:
+			return fmt.Errorf("%s.%s: %s holds a struct with versioned fields in a way recgen does not follow", t.Name(), f.Name, f.Type)
+		}
+	}
+	fmt.Fprintf(&g.body, "func (x *%s) recVersion() byte {\nv := byte(recordVersionBase)\n%sreturn v\n}\n\n", t.Name(), b.String())
+	return nil
 }
 
 func (g *gen) typeName(t reflect.Type) string {
@@ -118,12 +243,27 @@ func (g *gen) structMethods(t reflect.Type) error {
 		if what == "" {
 			what = strings.ToLower(f.Name)
 		}
+		n, err := since(f)
+		if err != nil {
+			return fmt.Errorf("%s.%w", t.Name(), err)
+		}
+		if n > 0 {
+			fmt.Fprintf(&enc, "if e.version >= %d {\n", n)
+			fmt.Fprintf(&dec, "if d.version >= %d {\n", n)
+		}
 		if err := g.field(&enc, &dec, "x."+f.Name, f.Type, what, 0); err != nil {
 			return fmt.Errorf("%s.%s: %w", t.Name(), f.Name, err)
+		}
+		if n > 0 {
+			enc.WriteString("}\n")
+			dec.WriteString("}\n")
 		}
 	}
 	fmt.Fprintf(&g.body, "func (x *%s) encodeRec(e *encoder) {\n%s}\n\n", t.Name(), enc.String())
 	fmt.Fprintf(&g.body, "func (x *%s) decodeRec(d *decoder) {\n%s}\n\n", t.Name(), dec.String())
+	if g.versioned[t] || isRoot(t) {
+		return g.versionMethod(t)
+	}
 	return nil
 }
 
@@ -206,6 +346,15 @@ func (g *gen) field(enc, dec *bytes.Buffer, expr string, t reflect.Type, what st
 		return fmt.Errorf("%s (%s) is not supported", t, t.Kind())
 	}
 	return nil
+}
+
+func isRoot(t reflect.Type) bool {
+	for _, r := range Roots {
+		if reflect.TypeOf(r) == t {
+			return true
+		}
+	}
+	return false
 }
 
 func (g *gen) sliceType(t reflect.Type) string {
