@@ -30,6 +30,7 @@ func OfferOf(p *ledger.Provider) offers.Offer {
 		TOPS:       float64(p.EffectiveGOPS()) / 1e3,
 		Bandwidth:  float64(p.Measured.BandwidthMBs) / 1e3,
 		Executor:   slices.Sorted(slices.Values(p.Executors)),
+		WasmEngine: p.WasmEngine,
 		MaxJobs:    int(p.MaxJobs),
 		Jobs:       int(p.Jobs),
 

@@ -34,8 +34,12 @@ type Offer struct {
 	TOPS       float64  `json:"tops"`        // measured int8 TOPS (whole machine)
 	Bandwidth  float64  `json:"bandwidth"`   // measured memory bandwidth, GB/s
 	Executor   []string `json:"executor"`    // supported executors, e.g. ["oci","wasm"], sorted
-	MaxJobs    int      `json:"max_jobs"`    // most jobs it runs at once
-	Jobs       int      `json:"jobs"`        // running now
+	// WasmEngine is the engine it runs wasm jobs on, e.g.
+	// "wasmtime-39.0.1/linux-amd64/…/wasi-gpunet-1"; empty without wasm.
+	// The replicas of a verified wasm job all run on one engine.
+	WasmEngine string `json:"wasm_engine,omitempty"`
+	MaxJobs    int    `json:"max_jobs"` // most jobs it runs at once
+	Jobs       int    `json:"jobs"`     // running now
 	// Proof of Sync record: results a replica confirmed, results outvoted,
 	// the share of hardware challenges passed (1 before the first), and
 	// all the usync ever slashed.

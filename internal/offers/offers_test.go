@@ -8,8 +8,14 @@ import (
 	"testing"
 )
 
-// fixture is a small market: different GPUs, regions, executors and prices,
-// a CPU-only provider, two offers at the same price (0.30) for tie-breaks,
+// Wasm engines of the fixture's wasm offers.
+const (
+	engineA = "wasmtime-39.0.1/linux-amd64/cranelift-speed,relaxed-simd-deterministic,no-threads/wasi-gpunet-1"
+	engineB = "wazero-1.12.0/linux-amd64/wasi-gpunet-1"
+)
+
+// fixture is a small market: different GPUs, regions, executors, wasm
+// engines and prices, a CPU-only provider, two offers at the same price (0.30) for tie-breaks,
 // and a stake too large for a float64 to hold exactly.
 func fixture() []Offer {
 	return []Offer{
@@ -18,25 +24,25 @@ func fixture() []Offer {
 			TOPS: 15800, Bandwidth: 3350, Executor: []string{"oci"}, MaxJobs: 8, Jobs: 2},
 		{Address: "gpu1rtx4090a", Stake: 1_000_000, Online: true, GPU: "RTX_4090", Count: 2, VRAM: 24, ComputeCap: "8.9",
 			CPU: 16, RAM: 64, Disk: 500, Price: 0.35, Region: "eu", Reputation: 0.9, Uptime: 0.97,
-			TOPS: 1321, Bandwidth: 1008, Executor: []string{"oci", "wasm"}, MaxJobs: 2, Jobs: 0},
+			TOPS: 1321, Bandwidth: 1008, Executor: []string{"oci", "wasm"}, WasmEngine: engineA, MaxJobs: 2, Jobs: 0},
 		{Address: "gpu1rtx4090b", Stake: 200_000, Online: false, GPU: "RTX_4090", Count: 1, VRAM: 24, ComputeCap: "8.9",
 			CPU: 8, RAM: 32, Disk: 200, Price: 0.30, Region: "us-west", Reputation: 0.7, Uptime: 0.9,
-			TOPS: 660, Bandwidth: 1008, Executor: []string{"wasm"}, MaxJobs: 1, Jobs: 1},
+			TOPS: 660, Bandwidth: 1008, Executor: []string{"wasm"}, WasmEngine: engineB, MaxJobs: 1, Jobs: 1},
 		{Address: "gpu1a100", Stake: 3_000_000, Online: true, GPU: "A100_80GB", Count: 4, VRAM: 80, ComputeCap: "8.0",
 			CPU: 32, RAM: 256, Disk: 1000, Price: 1.2, Region: "eu", Reputation: 0.95, Uptime: 0.99,
 			TOPS: 2496, Bandwidth: 2039, Executor: []string{"oci"}, MaxJobs: 4, Jobs: 4},
 		{Address: "gpu1rtx3060", Stake: 0, Online: true, GPU: "RTX_3060", Count: 1, VRAM: 12, ComputeCap: "8.6",
 			CPU: 6, RAM: 16, Disk: 100, Price: 0.08, Region: "asia", Reputation: 0.5, Uptime: 0.8,
-			TOPS: 101, Bandwidth: 360, Executor: []string{"oci", "wasm"}, MaxJobs: 1, Jobs: 0},
+			TOPS: 101, Bandwidth: 360, Executor: []string{"oci", "wasm"}, WasmEngine: engineA, MaxJobs: 1, Jobs: 0},
 		{Address: "gpu1cpu", Stake: 100_000, Online: true, GPU: "cpu", Count: 0, VRAM: 0, ComputeCap: "",
 			CPU: 32, RAM: 128, Disk: 1000, Price: 0.01, Region: "eu", Reputation: 0.85, Uptime: 0.95,
-			TOPS: 2, Bandwidth: 100, Executor: []string{"wasm"}, MaxJobs: 4, Jobs: 1},
+			TOPS: 2, Bandwidth: 100, Executor: []string{"wasm"}, WasmEngine: engineA, MaxJobs: 4, Jobs: 1},
 		{Address: "gpu1b200", Stake: 9_000_000, Online: false, GPU: "B200", Count: 8, VRAM: 180, ComputeCap: "10.0",
 			CPU: 128, RAM: 2048, Disk: 8000, Price: 4.0, Region: "us-east", Reputation: 1.0, Uptime: 1.0,
 			TOPS: 36000, Bandwidth: 8000, Executor: []string{"oci"}, MaxJobs: 8, Jobs: 0},
 		{Address: "gpu1l4", Stake: 18446744073709551615, Online: true, GPU: "L4", Count: 1, VRAM: 24, ComputeCap: "8.9",
 			CPU: 8, RAM: 48, Disk: 300, Price: 0.30, Region: "eu", Reputation: 0.8, Uptime: 0.92,
-			TOPS: 485, Bandwidth: 300, Executor: []string{"oci", "wasm"}, MaxJobs: 2, Jobs: 1},
+			TOPS: 485, Bandwidth: 300, Executor: []string{"oci", "wasm"}, WasmEngine: engineB, MaxJobs: 2, Jobs: 1},
 	}
 }
 
@@ -87,7 +93,9 @@ func TestOfferJSON(t *testing.T) {
 	}
 	want := `{"address":"gpu1rtx4090a","stake":1000000,"online":true,"gpu":"RTX_4090","count":2,"vram":24,` +
 		`"compute_cap":"8.9","cpu":16,"ram":64,"disk":500,"price":0.35,"region":"eu","reputation":0.9,` +
-		`"uptime":0.97,"tops":1321,"bandwidth":1008,"executor":["oci","wasm"],"max_jobs":2,"jobs":0,` +
+		`"uptime":0.97,"tops":1321,"bandwidth":1008,"executor":["oci","wasm"],` +
+		`"wasm_engine":"wasmtime-39.0.1/linux-amd64/cranelift-speed,relaxed-simd-deterministic,no-threads/wasi-gpunet-1",` +
+		`"max_jobs":2,"jobs":0,` +
 		`"validated":0,"invalid":0,"challenge_pass":0,"slashed":0}`
 	if string(b) != want {
 		t.Errorf("JSON:\n got %s\nwant %s", b, want)

@@ -107,6 +107,15 @@ var matchTests = []struct {
 	{"executor notin oci,wasm", ""},
 	{"executor=oci executor=wasm", "rtx4090a rtx3060 l4"},
 
+	// wasm engines: strings, quoted when they hold commas
+	{`wasm_engine="wasmtime-39.0.1/linux-amd64/cranelift-speed,relaxed-simd-deterministic,no-threads/wasi-gpunet-1"`, "rtx4090a rtx3060 cpu"},
+	{"wasm_engine=wazero-1.12.0/linux-amd64/wasi-gpunet-1", "rtx4090b l4"},
+	{"wasm_engine=WAZERO-1.12.0/LINUX-AMD64/WASI-GPUNET-1", "rtx4090b l4"},
+	{"wasm_engine=wazero-1.12.0", ""},
+	{"executor=wasm wasm_engine!=wazero-1.12.0/linux-amd64/wasi-gpunet-1", "rtx4090a rtx3060 cpu"},
+	{`wasm_engine in [wazero-1.12.0/linux-amd64/wasi-gpunet-1, "wasmtime-39.0.1/linux-amd64/cranelift-speed,relaxed-simd-deterministic,no-threads/wasi-gpunet-1"]`, "rtx4090a rtx4090b rtx3060 cpu l4"},
+	{"wasm_engine notin [wazero-1.12.0/linux-amd64/wasi-gpunet-1]", "h100 rtx4090a a100 rtx3060 cpu b200"},
+
 	// booleans
 	{"online=true", "h100 rtx4090a a100 rtx3060 cpu l4"},
 	{"online=TRUE", "h100 rtx4090a a100 rtx3060 cpu l4"},
