@@ -52,7 +52,8 @@
 //   - jobs.go: the job record, its indexes and the queues.
 //   - msg_jobs.go: submit, grant, start, commit and cancel a job.
 //   - scheduler.go (with offer.go and classes.go, its index): placing
-//     queued jobs, and [QuoteJob].
+//     queued jobs, and [QuoteJob]; engine.go: the one wasm engine the
+//     replicas of a compared wasm job run on.
 //   - verification.go: Proof of Sync on results: audits, commit–reveal,
 //     verdicts, MsgRevealResult.
 //   - handover.go: the job key handed to an audit replica.

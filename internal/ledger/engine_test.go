@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gpunet/gpunet/internal/address"
 	"github.com/gpunet/gpunet/internal/ledger"
 	lt "github.com/gpunet/gpunet/internal/ledger/ledgertest"
 )
@@ -124,6 +125,28 @@ func TestAuditReplicaSameEngine(t *testing.T) {
 	addEngineProvider(t, c, 2, engineA)
 	if j = job(t, c, 1); len(j.Assignments) != 2 || j.Assignments[1].Provider != prov3.Addr || j.WaitCode != "" {
 		t.Fatalf("audit after a provider of the engine came: %v (%s)", enginesOf(j), j.Reason)
+	}
+}
+
+// TestTieBreakerSameEngine: when the primary and its audit disagree, the
+// tie-breaking replica runs their engine too, passing over two cheaper
+// free providers of another.
+func TestTieBreakerSameEngine(t *testing.T) {
+	c := engineChain(t, engineA, engineB, engineA, engineB, engineA)
+	must(t, []ledger.TxResult{submit(t, c, spotJob("spot"))})
+	cheater := runReplicas(t, c, 1, 100, map[address.Address]bool{prov1.Addr: true})[0]
+	auditor := runReplicas(t, c, 1, 100, nil)[0]
+	if auditor.Addr != prov3.Addr {
+		t.Fatalf("audit on %s, want prov3 (engine A)", auditor.Addr)
+	}
+	must(t, []ledger.TxResult{reveal(t, c, 1, cheater, true)})
+	must(t, []ledger.TxResult{reveal(t, c, 1, auditor, false)})
+	j := job(t, c, 1)
+	if j.Replicas != 3 || len(j.Assignments) != 3 {
+		t.Fatalf("no tie-breaker placed: replicas %d, %v (%s)", j.Replicas, enginesOf(j), j.Reason)
+	}
+	if a := j.Assignments[2]; a.Provider != provs[4].Addr || a.WasmEngine != engineA {
+		t.Fatalf("tie-breaker on %s (%s), want prov5 on %s", a.Provider, a.WasmEngine, engineA)
 	}
 }
 

@@ -45,6 +45,44 @@ func TestOfferRoundTrip(t *testing.T) {
 	}
 }
 
+// TestOfferEngine: a wasm provider's offer carries its engine's id behind
+// the offerEngine flag; an offer without wasm, or written before engines
+// (no flag), has none.
+func TestOfferEngine(t *testing.T) {
+	const engine = "wazero-1.12.0/linux-amd64/wasi-gpunet-1"
+	p := &Provider{Address: address.Address{4}, ProviderInfo: ProviderInfo{
+		Inventory: Inventory{CPUCores: 8, RAM: 16 << 30}, Region: "eu", Executors: []string{"wasm"}, WasmEngine: engine, MaxJobs: 2,
+	}}
+	cp := classPrefix(CPUClass)
+	key := providerIndexKey(CPUClass, 10_000, p.Address)
+	var o offer
+	v := encodeOffer(p, CPUClass)
+	if err := decodeOffer(cp, key, v, &o); err != nil {
+		t.Fatal(err)
+	}
+	if o.engine != engineID(engine) || o.engine == 0 || o.executors&offerEngine == 0 || o.cpuCores != 8 || string(o.region) != "eu" {
+		t.Fatalf("decoded engine %x flags %b cores %d region %q, want engine %x", o.engine, o.executors, o.cpuCores, o.region, engineID(engine))
+	}
+	if engineID("") != 0 || engineID(engine) == engineID(engine+"x") {
+		t.Fatal("engine ids: none must be 0, two engines two ids")
+	}
+	// The same offer as written before engines: no flag, no id.
+	old := append([]byte{v[0], v[1] &^ offerEngine}, v[2+8:]...)
+	if err := decodeOffer(cp, key, old, &o); err != nil || o.engine != 0 {
+		t.Fatalf("an offer without the flag: engine %x, %v", o.engine, err)
+	}
+	// The flag without the id, or with id 0, is corrupt.
+	for _, bad := range [][]byte{v[:2+7], append(append([]byte{v[0], v[1]}, make([]byte, 8)...), v[2+8:]...)} {
+		if err := decodeOffer(cp, key, bad, &o); err == nil {
+			t.Fatalf("corrupt engine %x accepted", bad)
+		}
+	}
+	p.Executors, p.WasmEngine = []string{"oci"}, ""
+	if err := decodeOffer(cp, key, encodeOffer(p, CPUClass), &o); err != nil || o.engine != 0 {
+		t.Fatalf("oci offer: engine %x, %v", o.engine, err)
+	}
+}
+
 func TestComputeCapValue(t *testing.T) {
 	for in, want := range map[string]uint64{"9.0": 9000, "8.9": 8009, "10.12": 10012, "": 0, "8": 8000, "x.1": 0, "1.2.3": 0} {
 		if got := computeCapValue(in); got != want {
@@ -59,7 +97,7 @@ func TestComputeCapValue(t *testing.T) {
 // FuzzDecodeOffer: a corrupt index value is an error, never a panic, and a
 // value that decodes re-encodes to itself.
 func FuzzDecodeOffer(f *testing.F) {
-	p := &Provider{ProviderInfo: ProviderInfo{Inventory: Inventory{GPUs: []GPUSpec{{Class: "T4", VRAM: 16 << 30, ComputeCap: "7.5"}}}, Region: "us-east", Executors: []string{"wasm"}}}
+	p := &Provider{ProviderInfo: ProviderInfo{Inventory: Inventory{GPUs: []GPUSpec{{Class: "T4", VRAM: 16 << 30, ComputeCap: "7.5"}}}, Region: "us-east", Executors: []string{"wasm"}, WasmEngine: "e"}}
 	f.Add(encodeOffer(p, "T4"))
 	f.Add([]byte{offerVersion, 1})
 	cp := classPrefix("T4")
