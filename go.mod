@@ -106,3 +106,5 @@ require (
 	google.golang.org/protobuf v1.36.4 // indirect
 	gotest.tools/v3 v3.5.2 // indirect
 )
+
+replace github.com/NVIDIA/go-nvml => ./third_party/go-nvml
