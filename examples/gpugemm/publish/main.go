@@ -6,14 +6,11 @@
 //	go run ./examples/gpugemm/publish -spec /tmp/gpugemm.yaml   # keeps serving until Ctrl-C
 //	gpunet job run /tmp/gpugemm.yaml --from alice --out result
 //
-// The image holds the gpugemm program (built here with cgo, so dynamically
-// linked against glibc) and this machine's glibc loader and libraries; the
-// NVIDIA driver's libraries (libcuda.so.1 and the PTX compiler) come from
-// the provider's host at run time, through CDI. No CUDA toolkit anywhere.
+// The image is gemmimage's (the program and this machine's glibc).
+// `gpunet devnet --registry` serves the same image from the devnet.
 package main
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"flag"
@@ -23,32 +20,14 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"os/signal"
 	"path/filepath"
-	"runtime"
-	"strings"
 
 	"github.com/google/go-containerregistry/pkg/registry"
-	v1 "github.com/google/go-containerregistry/pkg/v1"
-	"github.com/google/go-containerregistry/pkg/v1/empty"
-	"github.com/google/go-containerregistry/pkg/v1/mutate"
-	"github.com/google/go-containerregistry/pkg/v1/tarball"
 
+	"github.com/gpunet/gpunet/examples/gpugemm/gemmimage"
 	"github.com/gpunet/gpunet/internal/sandbox/oci"
-	"github.com/gpunet/gpunet/internal/sandbox/oci/ocitest"
 )
-
-// The glibc pieces a cgo program and libcuda.so.1 load: the loader, libc,
-// and the libraries libcuda links (libm, libdl, libpthread, librt).
-var glibc = []string{
-	"/lib64/ld-linux-x86-64.so.2",
-	"/lib/x86_64-linux-gnu/libc.so.6",
-	"/lib/x86_64-linux-gnu/libm.so.6",
-	"/lib/x86_64-linux-gnu/libdl.so.2",
-	"/lib/x86_64-linux-gnu/libpthread.so.0",
-	"/lib/x86_64-linux-gnu/librt.so.1",
-}
 
 func main() {
 	addr := flag.String("addr", "127.0.0.1:5000", "where to serve the registry (loopback)")
@@ -64,78 +43,13 @@ func main() {
 	}
 }
 
-// buildImage makes the example's image: the program at /gpugemm (its
-// entrypoint) and this machine's glibc pieces.
-func buildImage(binary string) (v1.Image, error) {
-	prog, err := os.ReadFile(binary)
-	if err != nil {
-		return nil, err
-	}
-	files := map[string]ocitest.File{}
-	files["gpugemm"] = ocitest.File{Data: prog, Mode: 0o755}
-	for _, p := range glibc {
-		b, err := os.ReadFile(p) // follows the links to the real files
-		if err != nil {
-			return nil, fmt.Errorf("this machine's glibc: %w", err)
-		}
-		files[strings.TrimPrefix(p, "/")] = ocitest.File{Data: b, Mode: 0o755}
-	}
-	files["etc/passwd"] = ocitest.File{Data: []byte("root:x:0:0:root:/root:/sbin/nologin\nnobody:x:65534:65534:nobody:/nonexistent:/sbin/nologin\n")}
-	files["etc/group"] = ocitest.File{Data: []byte("root:x:0:\nnogroup:x:65534:\n")}
-	tarb, err := ocitest.TarFiles(files)
-	if err != nil {
-		return nil, err
-	}
-	layer, err := tarball.LayerFromOpener(func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(tarb)), nil })
-	if err != nil {
-		return nil, err
-	}
-	img, err := mutate.AppendLayers(empty.Image, layer)
-	if err != nil {
-		return nil, err
-	}
-	cf, err := img.ConfigFile()
-	if err != nil {
-		return nil, err
-	}
-	cf = cf.DeepCopy()
-	cf.OS, cf.Architecture = "linux", "amd64"
-	cf.Config.Entrypoint = []string{"/gpugemm"}
-	cf.Config.Env = []string{"PATH=/"}
-	cf.Config.WorkingDir = "/"
-	return mutate.ConfigFile(img, cf)
-}
-
-// jobSpec is the job spec that runs the image at ref on one GPU.
-func jobSpec(ref, dims, seed, verification string) (string, error) {
-	args := strings.Fields(dims)
-	if len(args) != 3 {
-		return "", fmt.Errorf("-size %q: want \"N K M\"", dims)
-	}
-	return fmt.Sprintf(`# The GPU example (examples/gpugemm), written by examples/gpugemm/publish.
-# Check its result on the CPU: go run ./examples/gpugemm -cpu %s %s %s %q
-name: gpugemm
-executor: oci
-image: %s
-args: [-out, /out, %q, %q, %q, %q]
-outputs: [/out]
-resources:
-  cpu: 1
-  memory: 2GiB
-  gpu: {count: 1}
-max_price: 2
-timeout: 10m
-deterministic: true
-verification: %s
-`, args[0], args[1], args[2], seed, ref, args[0], args[1], args[2], seed, verification), nil
-}
-
 func run(addr, specPath, binary, dims, seed, verification string, once bool) error {
-	if verification != "spot" && verification != "none" && verification != "full" {
-		return fmt.Errorf("-verification %q: want spot, full or none", verification)
+	so := gemmimage.SpecOptions{Size: dims, Seed: seed, Verification: verification}
+	if _, err := gemmimage.Spec("check", so); err != nil {
+		return err
 	}
-	if runtime.GOOS != "linux" || runtime.GOARCH != "amd64" {
-		return fmt.Errorf("the example image is built for linux/amd64 (this is %s/%s)", runtime.GOOS, runtime.GOARCH)
+	if err := gemmimage.Supported(); err != nil {
+		return err
 	}
 	if _, _, err := net.SplitHostPort(addr); err != nil || !oci.PlainHTTPAllowed(addr) {
 		return fmt.Errorf("-addr %q: want a loopback host:port", addr)
@@ -147,15 +61,11 @@ func run(addr, specPath, binary, dims, seed, verification string, once bool) err
 		}
 		defer os.RemoveAll(dir)
 		binary = filepath.Join(dir, "gpugemm")
-		cmd := exec.Command("go", "build", "-trimpath", "-ldflags=-s -w", "-o", binary, "./examples/gpugemm")
-		cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
-		// go-nvml's cgo wrappers name calls that NVML deprecates.
-		cmd.Env = append(os.Environ(), "CGO_CFLAGS=-O2 -g -Wno-deprecated-declarations")
-		if err := cmd.Run(); err != nil {
-			return fmt.Errorf("go build ./examples/gpugemm (run this from the repository's root): %w", err)
+		if err := gemmimage.BuildProgram(context.Background(), ".", binary); err != nil {
+			return fmt.Errorf("%w (run this from the repository's root)", err)
 		}
 	}
-	img, err := buildImage(binary)
+	img, err := gemmimage.Build(binary)
 	if err != nil {
 		return err
 	}
@@ -167,11 +77,11 @@ func run(addr, specPath, binary, dims, seed, verification string, once bool) err
 	srv := &http.Server{Handler: registry.New(registry.Logger(log.New(io.Discard, "", 0)))}
 	go srv.Serve(ln)
 	defer srv.Close()
-	ref, err := oci.PushImage(ln.Addr().String(), "gpunet/gpugemm", img)
+	ref, err := oci.PushImage(ln.Addr().String(), gemmimage.Repo, img)
 	if err != nil {
 		return err
 	}
-	y, err := jobSpec(ref, dims, seed, verification)
+	y, err := gemmimage.Spec(ref, so)
 	if err != nil {
 		return err
 	}

@@ -6,13 +6,13 @@ import (
 	"crypto/sha256"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/gpunet/gpunet/examples/gpugemm/gemmimage"
 	"github.com/gpunet/gpunet/internal/challenge"
 	"github.com/gpunet/gpunet/internal/challenge/prove"
 	"github.com/gpunet/gpunet/internal/jobspec"
@@ -36,19 +36,17 @@ func TestExampleImage(t *testing.T) {
 	defer ex.Close()
 
 	bin := filepath.Join(t.TempDir(), "gpugemm")
-	build := exec.Command("go", "build", "-o", bin, "..")
-	build.Env = append(os.Environ(), "CGO_CFLAGS=-O2 -g -Wno-deprecated-declarations")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
+	if err := gemmimage.BuildProgram(t.Context(), "../../..", bin); err != nil {
+		t.Fatal(err)
 	}
-	img, err := buildImage(bin)
+	img, err := gemmimage.Build(bin)
 	if err != nil {
 		t.Fatal(err)
 	}
 	reg := ocitest.Registry(t, nil)
 	ref := ocitest.Push(t, reg, "gpunet/gpugemm", img)
 
-	spec, err := jobSpec(ref, "256 512 256", "test seed", "spot")
+	spec, err := gemmimage.Spec(ref, gemmimage.SpecOptions{Size: "256 512 256", Seed: "test seed", Verification: "spot"})
 	if err != nil {
 		t.Fatal(err)
 	}
