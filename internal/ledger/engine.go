@@ -104,12 +104,42 @@ func countEngine(counts []engineCount, id uint64) ([]engineCount, int) {
 	return append(counts, engineCount{id, 1}), 1
 }
 
+// tally is what counts a scan's offers when the placement chooses the
+// engine (it needs more than one replica and has none); nil otherwise.
+func (e engineNeed) tally() *engineTally {
+	if e.shared && e.pinned == "" && e.group > 1 {
+		t := &engineTally{want: e.group}
+		t.counts = t.buf[:0]
+		return t
+	}
+	return nil
+}
+
+// engineTally counts a scan's fitting offers per engine.
+type engineTally struct {
+	want    int // offers of one engine the placement needs
+	counts  []engineCount
+	largest int
+	buf     [4]engineCount // counts' first backing array: one allocation
+}
+
+func (t *engineTally) add(id uint64) {
+	var n int
+	t.counts, n = countEngine(t.counts, id)
+	t.largest = max(t.largest, n)
+}
+
+// short reports whether no engine has t.want offers yet; false for no
+// tally.
+func (t *engineTally) short() bool { return t != nil && t.largest < t.want }
+
 // chooseEngine keeps, of cands (best first), those of the engine whose
 // group-th best candidate ranks highest: the first engine with group
 // candidates. When no engine has that many it keeps the largest group (the
 // better-ranked on a tie), and v records that the job waits for one.
 func chooseEngine(cands []candidate, group int, v *verdict) []candidate {
-	var counts []engineCount
+	var buf [4]engineCount
+	counts := buf[:0]
 	chosen, ok := uint64(0), false
 	for _, c := range cands {
 		var n int

@@ -278,10 +278,10 @@ func findCandidates(kv KV, s *JobSpec, p Params, perClass int, eng engineNeed) (
 	caps := needCaps(s)
 	var cands []candidate
 	v := &verdict{pinned: eng.pinned}
-	// grouping: the scan looks for eng.group offers of one engine.
-	grouping := eng.shared && eng.pinned == "" && eng.group > 1
-	var engines []engineCount
-	largest := 0
+	// tally, for a placement that chooses the engine, counts the fitting
+	// offers of each: the scan looks for eng.group of one. (Set once, so
+	// the scan's closure copies it rather than moving it to the heap.)
+	tally := eng.tally()
 	budget := scanLimit
 	var of offer
 	var scanned, empty []string
@@ -314,13 +314,11 @@ func findCandidates(kv KV, s *JobSpec, p Params, perClass int, eng engineNeed) (
 				price := of.pricePerUnit * units
 				cands = append(cands, candidate{addr: of.addr, class: class, price: price, score: score(&of, price, s), engine: of.engine})
 				found++
-				if grouping {
-					var n int
-					engines, n = countEngine(engines, of.engine)
-					largest = max(largest, n)
+				if tally != nil {
+					tally.add(of.engine)
 				}
 			}
-			return (found < perClass || (grouping && largest < eng.group)) && budget > 0
+			return (found < perClass || tally.short()) && budget > 0
 		})
 		if err != nil {
 			return nil, nil, err
@@ -354,7 +352,7 @@ func findCandidates(kv KV, s *JobSpec, p Params, perClass int, eng engineNeed) (
 		}
 		cands = out
 	}
-	if grouping {
+	if tally != nil {
 		cands = chooseEngine(cands, eng.group, v)
 	}
 	if len(cands) < int(s.PlannedReplicas()) {
