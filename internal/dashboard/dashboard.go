@@ -4,10 +4,11 @@
 // reads the node's JSON API and follows /v1/stream (server-sent events) to
 // update without reloading; its charts are SVG drawn by the page itself.
 //
-// The package also serves the one action the dashboard takes with the
-// node's own keys: submitting a job signed by a key of the node's local
-// keyring. That route needs the node's API token (api_token in its
-// config); without a token configured it is off.
+// The package also serves what the dashboard does with the node's own
+// keys: submitting a job signed by a key of the node's local keyring, and
+// reading the log of a job whose owner's key is there (logs are sealed to
+// the owner). Those routes need the node's API token (api_token in its
+// config); without a token configured they are off.
 package dashboard
 
 import (
@@ -98,6 +99,13 @@ func (d *Dashboard) Routes() []apiserver.Route {
 		{Method: "GET", Path: "/v1/dashboard/keys", ID: "listLocalKeys", Tag: "dashboard",
 			Summary: "The node's local keyring (names and addresses, by name), for submitting from the dashboard",
 			Auth:    true, List: true, Resp: KeyList{}, Errors: []int{400}, Handler: http.HandlerFunc(d.keys)},
+		{Method: "GET", Path: "/v1/dashboard/jobs/{id}/log", ID: "getJobLogFromDashboard", Tag: "dashboard",
+			Summary:    "A job's log, decrypted with its owner's key from the node's keyring: while it runs, the live chunks from ?from= on; once it has a delivered result, that result's whole log (the end of it past 1 MiB)",
+			PathParams: map[string]string{"id": "a job id (a positive integer)"},
+			Query: []apiserver.Param{
+				{Name: "from", Type: "integer", Min: 0, Desc: "for a live log, the first chunk: the next of the previous answer (default 0)"},
+			},
+			Auth: true, Resp: JobLog{}, Timeout: time.Minute, Errors: []int{400, 403, 404, 503}, Handler: http.HandlerFunc(d.jobLog)},
 		{Method: "POST", Path: "/v1/dashboard/jobs", ID: "submitJobFromDashboard", Tag: "dashboard",
 			Summary: "Submit a job signed by a key of the node's keyring (multipart form: key, spec (YAML, as for gpunet job run), and the files it names as file parts); the node seals and uploads them, submits, and grants the job key when assigned",
 			Auth:    true, BodyType: "multipart/form-data", Resp: Submitted{}, Status: http.StatusCreated,
@@ -147,7 +155,7 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 }
 
 func writeError(w http.ResponseWriter, status int, msg string) {
-	code := map[int]string{400: apiwire.CodeInvalidArgument, 404: apiwire.CodeNotFound, 413: apiwire.CodePayloadTooLarge,
+	code := map[int]string{400: apiwire.CodeInvalidArgument, 403: apiwire.CodeForbidden, 404: apiwire.CodeNotFound, 413: apiwire.CodePayloadTooLarge,
 		422: apiwire.CodeTxRejected, 503: apiwire.CodeUnavailable}[status]
 	if code == "" {
 		code = apiwire.CodeInternal

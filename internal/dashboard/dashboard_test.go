@@ -4,12 +4,15 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"io/fs"
 	"mime/multipart"
 	"net/http"
 	"os"
+	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -19,6 +22,9 @@ import (
 	"github.com/gpunet/gpunet/internal/daemon"
 	"github.com/gpunet/gpunet/internal/dashboard"
 	"github.com/gpunet/gpunet/internal/devnet"
+	"github.com/gpunet/gpunet/internal/jobclient"
+	"github.com/gpunet/gpunet/internal/jobspec"
+	"github.com/gpunet/gpunet/internal/keys"
 	"github.com/gpunet/gpunet/internal/ledger"
 	"github.com/gpunet/gpunet/internal/validator"
 )
@@ -266,11 +272,153 @@ func TestSubmitFromDashboard(t *testing.T) {
 	}
 }
 
+func get(t *testing.T, url, token string, out any) int {
+	t.Helper()
+	req, _ := http.NewRequest("GET", url, nil)
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	if err := json.Unmarshal(b, out); err != nil {
+		t.Fatalf("GET %s: %d %s", url, resp.StatusCode, b)
+	}
+	return resp.StatusCode
+}
+
+// TestJobLogFromDashboard reads job logs the way the job page does: a
+// finished job's whole log from its result, decrypted with the owner's key
+// of the node's keyring; the live relay's (empty) log of a job that waits;
+// refused without the token, and for a job whose owner is not in the
+// keyring.
+func TestJobLogFromDashboard(t *testing.T) {
+	const token = "0123456789abcdef0123456789abcdef"
+	d, home := startDevnet(t, 1, token)
+	kr, err := keys.Open(filepath.Join(home, "keyring"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	bob, err := kr.Get("bob")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cl := chainclient.New(d.APIURL)
+	jc := jobclient.New(cl, bob, home, devnet.ChainID)
+	spec, err := jobspec.Load("../../examples/wordcount/job.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec.Verification = "none" // one provider: no audit replica to wait for
+	id, err := jc.Submit(t.Context(), spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	if j, err := jc.Follow(ctx, id, 50*time.Millisecond, nil); err != nil || j.State != ledger.JobSucceeded {
+		t.Fatalf("job %d: %v %+v", id, err, j)
+	}
+	logURL := func(id uint64, q string) string { return fmt.Sprintf("%s/v1/dashboard/jobs/%d/log%s", d.APIURL, id, q) }
+
+	var eb apiwire.ErrorBody
+	if st := get(t, logURL(id, ""), "", &eb); st != 401 || eb.Code != apiwire.CodeUnauthorized {
+		t.Errorf("no token: %d %+v", st, eb)
+	}
+	var l dashboard.JobLog
+	if st := get(t, logURL(id, ""), token, &l); st != 200 {
+		t.Fatalf("log of job %d: %d", id, st)
+	}
+	if l.Job != id || l.Key != "bob" || l.Source != dashboard.LogFromResult || !l.Final || l.Truncated ||
+		!strings.Contains(l.Text, "wordcount: ") || !strings.Contains(l.Text, " words, ") {
+		t.Errorf("log of job %d: %+v, want bob's, from the result, with wordcount's summary line", id, l)
+	}
+
+	// A job that waits (no provider in its region): the live relay, empty
+	// and not final until it is cancelled.
+	spec.Region, spec.RegionRequired = "mars", true
+	waiting, err := jc.Submit(t.Context(), spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l = dashboard.JobLog{}
+	if st := get(t, logURL(waiting, "?from=0"), token, &l); st != 200 || l.Source != dashboard.LogLive || l.Final || l.Text != "" || l.Next != 0 {
+		t.Errorf("log of waiting job %d: %d %+v", waiting, st, l)
+	}
+	if _, err := cl.SendMsg(t.Context(), bob, 0, &ledger.MsgCancelJob{JobID: waiting}); err != nil {
+		t.Fatal(err)
+	}
+	l = dashboard.JobLog{}
+	if st := get(t, logURL(waiting, ""), token, &l); st != 200 || l.Source != dashboard.LogLive || !l.Final {
+		t.Errorf("log of cancelled job %d: %d %+v", waiting, st, l)
+	}
+
+	// A job whose owner's key is elsewhere.
+	other, err := keys.Open(filepath.Join(t.TempDir(), "keyring"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	carol, err := other.AddUnencrypted("carol")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cl.SendMsg(t.Context(), bob, 0, &ledger.MsgSend{To: carol.Address, Amount: ledger.Amount(100_000_000)}); err != nil {
+		t.Fatal(err)
+	}
+	carols, err := jobclient.New(cl, carol, t.TempDir(), devnet.ChainID).Submit(t.Context(), spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		url    string
+		status int
+		code   string
+		want   string
+	}{
+		{logURL(carols, ""), 404, apiwire.CodeNotFound, "is not a key of this node's keyring"},
+		{logURL(9999, ""), 404, apiwire.CodeNotFound, "no job 9999"},
+		{logURL(id, "?from=x"), 400, apiwire.CodeInvalidArgument, "from"},
+		{d.APIURL + "/v1/dashboard/jobs/0/log", 400, apiwire.CodeInvalidArgument, "job id"},
+	} {
+		eb = apiwire.ErrorBody{}
+		if st := get(t, tc.url, token, &eb); st != tc.status || eb.Code != tc.code || !strings.Contains(eb.Message, tc.want) {
+			t.Errorf("GET %s: %d %+v, want %d with %q", tc.url, st, eb, tc.status, tc.want)
+		}
+	}
+}
+
 func TestSubmitOffWithoutToken(t *testing.T) {
 	d, _ := startDevnet(t, 0, "")
 	var eb apiwire.ErrorBody
 	body, ct := form(t, "alice", "name: x", nil)
 	if st := post(t, d.APIURL+"/v1/dashboard/jobs", "anything-anything", body, ct, &eb); st != 403 || eb.Code != apiwire.CodeForbidden || !strings.Contains(eb.Message, "api_token") {
 		t.Errorf("no token configured: %d %+v", st, eb)
+	}
+}
+
+// TestTxTypesListed holds the page's list of message types (its txs and
+// blocks filters offer them) to the ledger's.
+func TestTxTypesListed(t *testing.T) {
+	js, err := os.ReadFile("static/app.js")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := regexp.MustCompile(`(?s)const TX_TYPES = \[(.*?)\];`).FindSubmatch(js)
+	if m == nil {
+		t.Fatal("app.js has no TX_TYPES list")
+	}
+	var listed []string
+	for _, q := range regexp.MustCompile(`'([a-z_]+)'`).FindAllSubmatch(m[1], -1) {
+		listed = append(listed, string(q[1]))
+	}
+	var all []string
+	for mt := ledger.MsgType(1); !strings.HasPrefix(mt.String(), "type "); mt++ {
+		all = append(all, mt.String())
+	}
+	if !slices.Equal(listed, all) {
+		t.Errorf("app.js's TX_TYPES = %v, the ledger's message types are %v", listed, all)
 	}
 }

@@ -104,6 +104,58 @@
   function stateBadge(st) { return h('span', {class: 'state ' + st}, st); }
   function errorBox(err) { return h('div', {class: 'error'}, err.message || String(err)); }
 
+  // cmdBox shows a shell command with a button that copies it.
+  function cmdBox(cmd, id) {
+    const code = h('code', {class: 'mono', id}, cmd);
+    const btn = h('button', {type: 'button', class: 'copy', title: 'copy the command'}, 'Copy');
+    btn.addEventListener('click', async () => {
+      try {
+        await navigator.clipboard.writeText(code.textContent);
+        replace(btn, 'Copied');
+      } catch (e) {
+        // No clipboard (an insecure origin): select the text to copy by hand.
+        const r = document.createRange();
+        r.selectNodeContents(code);
+        const sel = window.getSelection();
+        sel.removeAllRanges();
+        sel.addRange(r);
+        replace(btn, 'Selected');
+      }
+      setTimeout(() => replace(btn, 'Copy'), 1500);
+    });
+    return h('div', {class: 'cmd'}, code, btn);
+  }
+
+  // The API token of this node, kept for the tab's session (the submit
+  // page and the job log use it).
+  const token = {
+    get() { return sessionStorage.getItem('gpunet-token') || ''; },
+    set(v) { sessionStorage.setItem('gpunet-token', v.trim()); },
+    clear() { sessionStorage.removeItem('gpunet-token'); },
+    headers() { return {Authorization: 'Bearer ' + this.get()}; },
+  };
+
+  // What became of a replica in its job's verdict (ledger Assignment.outcome).
+  const OUTCOMES = {
+    majority: ['in majority', 'good'],
+    minority: ['outvoted', 'bad'],
+    unrevealed: ['did not reveal', 'bad'],
+    no_majority: ['no majority', 'warn'],
+    bad_handover: ['handed over a wrong key', 'bad'],
+    withheld_key: ['withheld the key', 'bad'],
+  };
+  // Event types that slash a provider, and the routine liveness rows a
+  // provider's history holds many of.
+  const SLASH_EVENTS = new Set(['job_replica_slashed', 'hw_challenge_failed']);
+  const ROUTINE_EVENTS = new Set(['liveness_challenge', 'liveness_answered']);
+  // The ledger's message types (TestTxTypesListed holds this to the
+  // ledger's list) and the event types worth finding a block by.
+  const TX_TYPES = ['send', 'register_provider', 'update_provider', 'set_provider_status', 'stake', 'unstake', 'liveness_proof',
+    'submit_job', 'grant_key', 'start_job', 'commit_result', 'cancel_job', 'reveal_result', 'challenge_commit', 'challenge_open',
+    'request_key_handover', 'hand_over_key', 'dispute_key_handover'];
+  const BLOCK_EVENTS = ['job_replica_slashed', 'hw_challenge_failed', 'job_submitted', 'job_assigned', 'job_audit', 'job_escalated',
+    'job_succeeded', 'job_failed', 'job_cancelled', 'liveness_missed', 'provider_registered', 'provider_status', 'hw_challenge'];
+
   // ---------------------------------------------------------------- charts
 
   // lineChart draws series [{name, points: [[x, y]…]}] as an SVG line
@@ -392,62 +444,117 @@
     return {onBlock: reload};
   }
 
-  function providerPage([addr]) {
+  function providerPage([addr], params) {
     const root = h('div');
+    const cursor = params.get('history') || '';
+    let showRoutine = params.get('liveness') === '1';
     replace(app, root);
+    let last = null;
+    const draw = () => {
+      const [p, jobs, hist] = last;
+      const r = p.record;
+      const inv = r.inventory;
+      const gpus = (inv.gpus || []);
+      const slashes = (r.slash_events || []).slice().reverse();
+      const toggle = h('input', {type: 'checkbox', id: 'history-liveness', checked: showRoutine});
+      toggle.addEventListener('change', () => { showRoutine = toggle.checked; draw(); });
+      replace(root,
+        h('h1', {}, 'Provider ', h('span', {class: 'mono'}, addr)),
+        r.slashed ? h('p', {class: 'error', id: 'provider-slashed'}, 'Slashed ' + fmtSync(r.slashed) + ' in all · ' + r.invalid + ' result(s) outvoted, ' + r.unrevealed + ' not revealed, ' + ((r.challenges || {}).failed || 0) + ' hardware challenge(s) failed') : null,
+        h('div', {class: 'grid2'},
+          h('div', {class: 'panel'}, h('h2', {}, 'Offer'), h('dl', {class: 'kv'},
+            h('dt', {}, 'Status'), h('dd', {id: 'provider-status'}, r.online ? (p.schedulable ? 'online, schedulable' : 'online, under-staked') : 'offline'),
+            h('dt', {}, 'Hardware'), h('dd', {}, gpus.length ? gpus.length + ' × ' + p.gpu + ' (' + fmtNum(p.vram, 0) + ' GiB), ' : 'CPU only, ', inv.cpu_cores + ' cores ' + inv.cpu_model + ', ' + fmtBytes(inv.ram) + ' RAM, ' + fmtBytes(inv.disk) + ' disk'),
+            h('dt', {}, 'Measured'), h('dd', {}, fmtNum(r.measured.int8_gops / 1000, 3) + ' int8 TOPS, ' + fmtNum(r.measured.bandwidth_mbs / 1000, 1) + ' GB/s memory (' + r.measured.device + ')'),
+            h('dt', {}, 'Region'), h('dd', {}, r.region),
+            h('dt', {}, 'Executors'), h('dd', {}, (r.executors || []).join(', ')),
+            h('dt', {}, 'Asks'), h('dd', {}, (r.asks || []).map(a => a.class + ' ' + fmtSync(a.price_per_hour) + '/unit·h').join('; ')),
+            h('dt', {}, 'Jobs'), h('dd', {}, r.jobs + ' running of ' + r.max_jobs))),
+          h('div', {class: 'panel'}, h('h2', {}, 'Stake and reputation'), h('dl', {class: 'kv'},
+            h('dt', {}, 'Stake'), h('dd', {}, fmtSync(r.stake) + ' (required ' + fmtSync(p.required_stake) + ')'),
+            h('dt', {}, 'Unbonding'), h('dd', {}, p.unbonding.length ? p.unbonding.map(u => fmtSync(u.amount) + ' at block ' + u.completion_height).join('; ') : 'none'),
+            h('dt', {}, 'Earned'), h('dd', {}, fmtSync(r.earned)),
+            h('dt', {}, 'Reputation'), h('dd', {}, fmtNum(r.reputation / 1e6, 3)),
+            h('dt', {}, 'Results'), h('dd', {}, r.validated + ' validated, ' + r.invalid + ' outvoted, ' + r.unrevealed + ' not revealed'),
+            h('dt', {}, 'Uptime'), h('dd', {}, fmtPct(p.uptime) + ' (' + r.answered + ' challenges answered, ' + r.missed + ' missed, ' + r.missed_in_a_row + ' in a row)'),
+            h('dt', {}, 'Open challenge'), h('dd', {}, p.challenge ? 'issued at block ' + p.challenge.height + ', due by ' + p.challenge.deadline : 'none'),
+            h('dt', {}, 'Registered'), h('dd', {}, 'block ' + r.registered_height + ', updated at ' + r.updated_height),
+            h('dt', {}, 'Account'), h('dd', {}, addrLink(addr))))),
+        h('div', {class: 'panel'}, h('h2', {}, 'Slashes'), slashes.length ? h('table', {id: 'provider-slashes'},
+          h('thead', {}, h('tr', {}, h('th', {}, 'Block'), h('th', {class: 'num'}, 'Amount'), h('th', {}, 'Why'))),
+          h('tbody', {}, slashes.map(e => h('tr', {class: 'slashed'}, h('td', {}, h('a', {href: '#/block/' + e.height}, e.height)),
+            h('td', {class: 'num'}, fmtSync(e.amount)), h('td', {class: 'wrap'}, e.reason))))) :
+          h('p', {class: 'muted', id: 'provider-slashes'}, 'Never slashed.'),
+          slashes.length >= 16 ? h('p', {class: 'muted'}, 'The ledger keeps a provider’s latest 16 slashes.') : null),
+        h('div', {class: 'panel'}, h('h2', {}, 'Running jobs'), jobsTable(jobs.jobs)),
+        h('div', {class: 'panel'}, h('h2', {}, 'History'),
+          h('div', {class: 'toolbar'}, h('label', {}, toggle, ' show each liveness challenge and answer')),
+          historyTable(hist.events, showRoutine),
+          h('div', {class: 'pager'},
+            cursor ? h('button', {onclick: () => history.back()}, '← newer') : null,
+            hist.next_cursor ? h('button', {onclick: () => go('#/provider/' + addr + qs({history: hist.next_cursor, liveness: showRoutine ? '1' : ''}))}, 'older →') : null)));
+    };
     const load = async () => {
       try {
-        const [p, jobs, hist] = await Promise.all([
-          api('/v1/providers/' + addr), api('/v1/providers/' + addr + '/jobs?limit=100'), api('/v1/providers/' + addr + '/history?limit=50'),
+        last = await Promise.all([
+          api('/v1/providers/' + addr), api('/v1/providers/' + addr + '/jobs?limit=100'), api('/v1/providers/' + addr + '/history' + qs({limit: 200, cursor})),
         ]);
-        const r = p.record;
-        const inv = r.inventory;
-        const gpus = (inv.gpus || []);
-        replace(root,
-          h('h1', {}, 'Provider ', h('span', {class: 'mono'}, addr)),
-          h('div', {class: 'grid2'},
-            h('div', {class: 'panel'}, h('h2', {}, 'Offer'), h('dl', {class: 'kv'},
-              h('dt', {}, 'Status'), h('dd', {id: 'provider-status'}, r.online ? (p.schedulable ? 'online, schedulable' : 'online, under-staked') : 'offline'),
-              h('dt', {}, 'Hardware'), h('dd', {}, gpus.length ? gpus.length + ' × ' + p.gpu + ' (' + fmtNum(p.vram, 0) + ' GiB), ' : 'CPU only, ', inv.cpu_cores + ' cores ' + inv.cpu_model + ', ' + fmtBytes(inv.ram) + ' RAM, ' + fmtBytes(inv.disk) + ' disk'),
-              h('dt', {}, 'Measured'), h('dd', {}, fmtNum(r.measured.int8_gops / 1000, 3) + ' int8 TOPS, ' + fmtNum(r.measured.bandwidth_mbs / 1000, 1) + ' GB/s memory (' + r.measured.device + ')'),
-              h('dt', {}, 'Region'), h('dd', {}, r.region),
-              h('dt', {}, 'Executors'), h('dd', {}, (r.executors || []).join(', ')),
-              h('dt', {}, 'Asks'), h('dd', {}, (r.asks || []).map(a => a.class + ' ' + fmtSync(a.price_per_hour) + '/unit·h').join('; ')),
-              h('dt', {}, 'Jobs'), h('dd', {}, r.jobs + ' running of ' + r.max_jobs))),
-            h('div', {class: 'panel'}, h('h2', {}, 'Stake and reputation'), h('dl', {class: 'kv'},
-              h('dt', {}, 'Stake'), h('dd', {}, fmtSync(r.stake) + ' (required ' + fmtSync(p.required_stake) + ')'),
-              h('dt', {}, 'Unbonding'), h('dd', {}, p.unbonding.length ? p.unbonding.map(u => fmtSync(u.amount) + ' at block ' + u.completion_height).join('; ') : 'none'),
-              h('dt', {}, 'Earned'), h('dd', {}, fmtSync(r.earned)),
-              h('dt', {}, 'Reputation'), h('dd', {}, fmtNum(r.reputation / 1e6, 3)),
-              h('dt', {}, 'Uptime'), h('dd', {}, fmtPct(p.uptime) + ' (' + r.answered + ' challenges answered, ' + r.missed + ' missed, ' + r.missed_in_a_row + ' in a row)'),
-              h('dt', {}, 'Open challenge'), h('dd', {}, p.challenge ? 'issued at block ' + p.challenge.height + ', due by ' + p.challenge.deadline : 'none'),
-              h('dt', {}, 'Registered'), h('dd', {}, 'block ' + r.registered_height + ', updated at ' + r.updated_height),
-              h('dt', {}, 'Account'), h('dd', {}, addrLink(addr))))),
-          h('div', {class: 'panel'}, h('h2', {}, 'Running jobs'), jobsTable(jobs.jobs)),
-          h('div', {class: 'panel'}, h('h2', {}, 'History'), eventsTable(hist.events, true)));
+        draw();
       } catch (e) { replace(root, h('h1', {}, 'Provider'), errorBox(e)); }
     };
     load();
-    return {onBlock: refresher(load, 2000)};
+    return {onBlock: cursor ? null : refresher(load, 2000)};
   }
 
-  function eventsTable(events, noProvider) {
+  // historyTable is a provider's events, newest first. Unless showRoutine,
+  // each run of liveness challenges and answers is one summary row, so
+  // that what matters (slashes, failures, jobs) is not lost among them;
+  // slashes are marked.
+  function historyTable(events, showRoutine) {
     if (!events.length) return h('p', {class: 'muted'}, 'No events kept by this node.');
-    return h('table', {}, h('thead', {}, h('tr', {}, h('th', {}, 'Block'), h('th', {}, 'Time'), h('th', {}, 'Event'), h('th', {}, 'Job'), noProvider ? null : h('th', {}, 'Providers'), h('th', {}, 'Details'))),
-      h('tbody', {}, events.map(e => h('tr', {},
-        h('td', {}, h('a', {href: '#/block/' + e.height}, e.height)), h('td', {}, fmtTime(e.time)), h('td', {}, e.type),
-        h('td', {}, e.job ? jobLink(e.job) : ''), noProvider ? null : h('td', {}, (e.providers || []).map(p => addrLink(p, true))),
-        h('td', {class: 'muted'}, (e.attrs || []).filter(a => !['job', 'provider', 'providers'].includes(a.key)).map(a => a.key + '=' + a.value).join(' '))))));
+    const rows = [];
+    let run = null;
+    for (const e of events) {
+      if (!showRoutine && ROUTINE_EVENTS.has(e.type)) {
+        if (!run) { run = {n: 0, hi: e.height, lo: e.height, answered: 0}; rows.push(run); }
+        run.n++;
+        run.lo = e.height;
+        if (e.type === 'liveness_answered') run.answered++;
+        continue;
+      }
+      run = null;
+      rows.push(e);
+    }
+    return h('table', {id: 'provider-history'}, h('thead', {}, h('tr', {}, h('th', {}, 'Block'), h('th', {class: 'wide-only'}, 'Time'), ['Event', 'Job', 'Details'].map(t => h('th', {}, t)))),
+      h('tbody', {}, rows.map(e => e.type === undefined ?
+        h('tr', {class: 'routine'}, h('td', {}, e.lo === e.hi ? e.lo : e.lo + '–' + e.hi), h('td', {class: 'wide-only'}),
+          h('td', {colspan: 3, class: 'muted'}, e.n + ' liveness row(s): ' + (e.n - e.answered) + ' challenge(s), ' + e.answered + ' answer(s)')) :
+        h('tr', {class: SLASH_EVENTS.has(e.type) ? 'slashed' : (e.type === 'liveness_missed' ? 'warn' : '')},
+          h('td', {}, h('a', {href: '#/block/' + e.height}, e.height)), h('td', {class: 'wide-only'}, fmtTime(e.time)),
+          h('td', {}, SLASH_EVENTS.has(e.type) ? h('b', {}, 'slashed: ' + e.type) : e.type),
+          h('td', {}, e.job ? jobLink(e.job) : ''),
+          h('td', {class: 'muted'}, (e.attrs || []).filter(a => !['job', 'provider', 'providers'].includes(a.key)).map(a => a.key + '=' + a.value).join(' '))))));
   }
 
   // ---------------------------------------------------------------- jobs
+
+  // providerList lists a job's replicas, one provider per line, each
+  // marked with its outcome once the verdict is in.
+  function providerList(j) {
+    return (j.assignments || []).map((a, i) => {
+      const [label, cls] = OUTCOMES[a.outcome] || [];
+      return h('span', {class: 'prov' + (a.slashed ? ' slashed' : ''), 'data-provider': a.provider},
+        i ? h('span', {class: 'sep'}, ', ') : null, addrLink(a.provider, true),
+        label ? h('span', {class: 'mark ' + cls, title: label + (a.slashed ? ', slashed ' + fmtSync(a.slashed) : '')}, cls === 'good' ? ' ✓' : ' ✗') : null);
+    });
+  }
 
   function jobsTable(jobs) {
     if (!jobs.length) return h('p', {class: 'muted'}, 'No jobs.');
     return h('table', {class: 'jobs'}, h('thead', {}, h('tr', {}, ['Job', 'Name', 'State', 'Owner', 'Providers', 'Submitted', 'Cost', 'Reason'].map(t => h('th', {}, t)))),
       h('tbody', {}, jobs.map(j => h('tr', {'data-job': j.id},
         h('td', {}, jobLink(j.id)), h('td', {}, j.spec.name), h('td', {class: 'state-cell'}, stateBadge(j.state)), h('td', {}, addrLink(j.owner)),
-        h('td', {}, (j.assignments || []).map(a => addrLink(a.provider, true))), h('td', {}, fmtTime(j.submitted_at)),
+        h('td', {class: 'providers'}, providerList(j)), h('td', {}, fmtTime(j.submitted_at)),
         h('td', {class: 'num'}, j.state === 'succeeded' || j.state === 'failed' || j.state === 'cancelled' ? fmtSync(j.cost + j.fee) : 'escrow ' + fmtSync(j.escrow)),
         h('td', {class: 'muted reason'}, j.reason || '')))));
   }
@@ -487,54 +594,190 @@
     };
   }
 
+  // verdictText says how the job's result was checked and what came of it.
+  function verdictText(j) {
+    const sp = j.spec;
+    const as = j.assignments || [];
+    const revealed = as.filter(a => a.result);
+    const outvoted = as.filter(a => OUTCOMES[a.outcome] && OUTCOMES[a.outcome][1] === 'bad');
+    const slashed = as.reduce((n, a) => n + (a.slashed || 0), 0);
+    let v;
+    switch (j.verdict) {
+      case 'validated': v = 'validated: ' + as.filter(a => a.outcome === 'majority').length + ' of ' + as.length + ' replicas agree'; break;
+      case 'unverified': v = 'accepted unverified: one replica, not audited this time'; break;
+      case 'unchecked': v = 'not checked (verification none, or not deterministic): taken on the provider’s reputation'; break;
+      case 'no_majority': v = 'no majority: the replicas disagreed up to the most replicas allowed; refunded, nobody slashed'; break;
+      default:
+        if (sp.verification === 'none') v = 'none requested';
+        else if (j.done_state) v = 'no verdict';
+        else v = 'waiting for ' + (as.length ? revealed.length + ' of ' + as.length + ' replica result(s)' : 'a provider');
+    }
+    if (j.audit_drawn) v += ' · an audit replica was drawn';
+    if (j.audit_dropped) v += ' · the audit could not run: ' + j.audit_dropped;
+    if (outvoted.length) v += ' · ' + outvoted.length + ' replica(s) ' + outvoted.map(a => OUTCOMES[a.outcome][0]).join(', ');
+    if (slashed) v += ', slashed ' + fmtSync(slashed) + ' in all';
+    return v;
+  }
+
+  // replicaRole names a replica's part: planned by the owner, or an
+  // extra one the treasury pays (the audit, then escalations).
+  function replicaRole(j, a) {
+    if (!a.extra) return 'replica';
+    const extras = (j.assignments || []).filter(x => x.extra);
+    return j.audit_drawn && extras[0] === a ? 'audit' : 'escalation';
+  }
+
+  // replicaVerdict is a replica's line in the verdict, before one exists
+  // its progress.
+  function replicaVerdict(j, a) {
+    const o = OUTCOMES[a.outcome];
+    if (o) return h('span', {class: 'verdict ' + o[1]}, o[0]);
+    if (a.result && (j.verdict === 'unverified' || j.verdict === 'unchecked')) return h('span', {class: 'verdict good'}, 'accepted');
+    if (a.result) return 'revealed';
+    if (a.commitment) return 'committed';
+    if (a.started_at) return 'running';
+    return a.key_grant ? 'key granted' : 'waiting for the key';
+  }
+
+  function replicasTable(j) {
+    const as = j.assignments || [];
+    if (!as.length) return h('p', {class: 'muted'}, 'Not assigned yet.');
+    const delivered = j.delivered || '';
+    return h('table', {id: 'job-replicas'}, h('thead', {}, h('tr', {}, ['Provider', 'Role', 'Verdict', 'Slashed', 'Result', 'Price', 'Assigned', 'Started', 'Metered', 'Paid'].map(t => h('th', {}, t)))),
+      h('tbody', {}, as.map(a => h('tr', {'data-provider': a.provider, class: a.slashed ? 'slashed' : ''},
+        h('td', {}, addrLink(a.provider, true), a.provider === delivered ? h('span', {class: 'tag', title: 'the owner gets this replica’s outputs'}, 'delivered') : null),
+        h('td', {}, replicaRole(j, a)),
+        h('td', {class: 'outcome'}, replicaVerdict(j, a)),
+        h('td', {class: 'slash num'}, a.slashed ? fmtSync(a.slashed) : '–'),
+        h('td', {}, a.result ? (a.result.failed ? 'failed: ' + a.result.reason : 'exit ' + a.result.exit_code) + ' (block ' + a.result.height + ')' : '–'),
+        h('td', {}, fmtSync(a.price_per_hour) + '/h'), h('td', {}, fmtTime(a.assigned_at)), h('td', {}, a.started_at ? fmtTime(a.started_at) : '–'),
+        h('td', {class: 'num'}, a.result ? a.result.metered_seconds + ' s' : (a.metered_seconds ? a.metered_seconds + ' s' : '–')), h('td', {class: 'num'}, fmtSync(a.paid))))));
+  }
+
+  function deliveredResult(j) {
+    const a = (j.assignments || []).find(x => j.delivered && x.provider === j.delivered);
+    return a && a.result;
+  }
+
+  // outputsPanel tells how to fetch a job's outputs: they are sealed to
+  // the owner's key, so the page gives the command (and the sealed
+  // archive), never the plaintext.
+  function outputsPanel(j, keyName) {
+    const r = deliveredResult(j);
+    const from = keyName || 'KEY';
+    const kids = [h('h2', {}, 'Outputs')];
+    if (!r) {
+      kids.push(h('p', {class: 'muted', id: 'job-outputs'}, j.state === 'succeeded' || !['failed', 'cancelled'].includes(j.state) ?
+        'The outputs come with the verdict: ' + ((j.spec.outputs || []).join(' ') || 'none declared') + '.' : 'None: the job ' + j.state + ' without a result.'));
+      return kids;
+    }
+    kids.push(h('p', {id: 'job-outputs'}, 'Sealed to the owner’s key (age), so this node cannot show them. Fetch and decrypt them where that key is:'),
+      cmdBox('gpunet job get ' + j.id + ' --from ' + from + ' --out job-' + j.id, 'job-get-cmd'),
+      h('dl', {class: 'kv'},
+        h('dt', {}, 'Paths'), h('dd', {class: 'mono'}, (j.spec.outputs || []).join(' ')),
+        h('dt', {}, 'Sealed archive'), h('dd', {}, h('a', {href: '/v1/blobs/' + r.output_blob, class: 'mono', id: 'job-output-blob', download: 'job-' + j.id + '-outputs.age'}, short(r.output_blob))),
+        h('dt', {}, 'Manifest hash'), h('dd', {class: 'mono'}, r.manifest_hash)));
+    if (!keyName) kids.push(h('p', {class: 'muted'}, 'KEY is the name of the owner’s key (', addrLink(j.owner), ') in your keyring.'));
+    return kids;
+  }
+
+  // jobLog follows a job's log on its page: with the node's API token,
+  // decrypted with the owner's key from the node's keyring (live while the
+  // job runs, the result's whole log after); without it, what the relay
+  // holds and the command that prints the log.
+  function jobLog(id, onKey) {
+    const st = {next: 0, text: '', final: false, stop: false, key: '', busy: false};
+    const pre = h('pre', {class: 'log', id: 'job-log'});
+    const note = h('p', {class: 'muted', id: 'job-log-note'});
+    const cmd = h('div');
+    const form = h('div');
+    const panel = h('div', {class: 'panel', id: 'job-log-panel'}, h('h2', {}, 'Log'), note, pre, form, cmd);
+    const showCmd = () => replace(cmd, h('p', {class: 'muted'}, 'In a terminal, where the owner’s key is (live while it runs):'),
+      cmdBox('gpunet job logs ' + id + ' --from ' + (st.key || 'KEY'), 'job-logs-cmd'));
+    showCmd();
+    const askToken = why => {
+      const input = h('input', {type: 'password', id: 'log-token', placeholder: 'the api_token of this node’s config', 'aria-label': 'API token'});
+      const show = () => { token.set(input.value); st.stop = false; replace(form); load(true); };
+      input.addEventListener('keydown', ev => { if (ev.key === 'Enter') show(); });
+      replace(form, h('p', {}, why), h('div', {class: 'toolbar'}, input, h('button', {type: 'button', id: 'log-show', onclick: show}, 'Show the log')));
+    };
+    // relayed says, without the token, what the live relay holds.
+    const relayed = async () => {
+      try {
+        const p = await api('/v1/jobs/' + id + '/logs' + qs({limit: 512}));
+        const provs = [...new Set(p.chunks.map(c => c.provider))];
+        replace(note, p.chunks.length ? p.chunks.length + ' sealed chunk(s) of live log relayed by ' : 'The node’s live relay holds no chunk of this job’s log', provs.map((a, i) => [i ? ', ' : '', addrLink(a, true)]),
+          p.dropped ? ' (' + p.dropped + ' older dropped)' : '', '.');
+      } catch (e) { replace(note, errorBox(e)); }
+    };
+    const load = async force => {
+      if (st.busy || (st.final && !force) || st.stop) return;
+      if (!token.get()) {
+        st.stop = true;
+        askToken('The log is sealed to the job’s owner. With this node’s API token the node decrypts it here when the owner’s key is in its keyring.');
+        relayed();
+        return;
+      }
+      st.busy = true;
+      try {
+        const l = await api('/v1/dashboard/jobs/' + id + '/log' + qs({from: st.next}), {headers: token.headers()});
+        if (l.key !== st.key) { st.key = l.key; showCmd(); onKey(l.key); }
+        if (l.source === 'result') { st.text = l.text; st.final = true; } else { st.text += l.text; st.next = l.next; st.final = l.final; }
+        pre.textContent = st.text;
+        replace(note, l.source === 'result' ? 'The whole log, from the delivered result' : (l.final ? 'What the live relay held (the job ended without a result)' : 'Live, as the provider relays it'),
+          ', decrypted with ', h('b', {}, l.key), ' of this node’s keyring', l.truncated ? ' (its last MiB)' : '', st.text ? '.' : ': nothing yet.');
+      } catch (e) {
+        st.stop = true;
+        if (e.status === 401) { token.clear(); askToken('The token was refused: ' + e.message); } else replace(note, errorBox(e));
+      } finally { st.busy = false; }
+    };
+    return {panel, load};
+  }
+
   function jobPage([id]) {
-    const root = h('div');
-    replace(app, root);
+    const top = h('div'), outputs = h('div', {class: 'panel'}), spec = h('div');
+    let keyName = '';
+    let job = null;
+    const log = jobLog(id, k => { keyName = k; if (job) replace(outputs, outputsPanel(job, keyName)); });
+    replace(app, top, h('div', {class: 'grid2'}, outputs, log.panel), spec);
     let done = false;
     const load = async () => {
       try {
         const [j, tl] = await Promise.all([api('/v1/jobs/' + id), api('/v1/jobs/' + id + '/timeline')]);
+        job = j;
         done = ['succeeded', 'failed', 'cancelled'].includes(j.state);
         const sp = j.spec;
-        const results = (j.assignments || []).filter(a => a.result);
-        const hashes = [...new Set(results.map(a => a.result.manifest_hash))];
-        let verdict = 'waiting for results';
-        if (sp.verification === 'none') verdict = 'none requested: the result is taken on the provider’s reputation';
-        else if (results.length === 1 && done) verdict = sp.verification + ': one replica' + (j.state === 'succeeded' ? ', accepted' : '');
-        else if (results.length > 1) verdict = hashes.length === 1 ? results.length + ' replicas agree (output hash ' + hashes[0].slice(0, 12) + '…)' : 'replicas disagree: ' + hashes.length + ' different outputs';
         const timeline = h('ul', {class: 'timeline', id: 'job-timeline'}, tl.steps.map(st => h('li', {class: st.what === 'failed' || /^failed/.test(st.detail || '') ? 'bad' : (st.what === 'succeeded' ? 'good' : '')},
           h('b', {}, st.what), st.provider ? [' on ', addrLink(st.provider, true)] : null, st.detail ? ' — ' + st.detail : null,
           h('span', {class: 'when'}, st.height ? 'block ' + st.height + ' ' : '', st.time && !st.time.startsWith('1970') && !st.time.startsWith('0001') ? fmtTime(st.time) : ''))));
         const observed = tl.observed.length ? h('p', {class: 'muted'}, 'Seen by this node: ', tl.observed.map((o, i) => [i ? ' → ' : '', o.state, o.height ? ' (block ' + o.height + ')' : ''])) : null;
         const paid = (j.assignments || []).reduce((n, a) => n + a.paid, 0);
-        replace(root,
+        replace(top,
           h('h1', {}, 'Job #' + j.id + ' ', h('span', {class: 'muted'}, sp.name), ' ', h('span', {id: 'job-state'}, stateBadge(j.state))),
           j.reason ? h('p', {class: j.state === 'failed' ? 'error' : 'notice', id: 'job-reason'}, (j.state === 'queued' ? 'Waiting: ' : '') + j.reason) : null,
+          h('div', {class: 'panel'}, h('h2', {}, 'Replicas and verdict'),
+            h('p', {}, 'Verification: ', h('b', {}, sp.verification), ' · ', h('span', {id: 'job-verification'}, verdictText(Object.assign({done_state: done}, j))), ' · attempts ' + j.attempts),
+            replicasTable(j)),
           h('div', {class: 'grid2'},
             h('div', {class: 'panel'}, h('h2', {}, 'Status timeline'), timeline, observed),
             h('div', {class: 'panel'}, h('h2', {}, 'Cost'), h('dl', {class: 'kv', id: 'job-cost'},
               h('dt', {}, 'Max price'), h('dd', {}, fmtSync(sp.max_price_per_hour) + '/h per replica, timeout ' + sp.timeout_seconds + ' s'),
               h('dt', {}, 'Escrow held'), h('dd', {}, fmtSync(j.escrow)),
-              h('dt', {}, 'Paid to providers'), h('dd', {}, fmtSync(j.cost) + (paid !== j.cost ? ' (' + fmtSync(paid) + ' so far)' : '')),
+              h('dt', {}, 'Paid to providers'), h('dd', {}, fmtSync(j.cost) + (paid === j.cost ? '' : done ? ' from the escrow; ' + fmtSync(paid) + ' to the replicas in all' : ' (' + fmtSync(paid) + ' so far)')),
               h('dt', {}, 'Protocol fee'), h('dd', {}, fmtSync(j.fee)),
               h('dt', {}, 'Refunded'), h('dd', {}, fmtSync(j.refund)),
-              h('dt', {}, 'Owner'), h('dd', {}, addrLink(j.owner))))),
-          h('div', {class: 'panel'}, h('h2', {}, 'Assignment and replicas'),
-            h('p', {}, 'Verification: ', h('b', {}, sp.verification), ' · ', h('span', {id: 'job-verification'}, verdict), ' · attempts ' + j.attempts),
-            (j.assignments || []).length ? h('table', {}, h('thead', {}, h('tr', {}, ['Provider', 'Price', 'Assigned', 'Key', 'Started', 'Result', 'Metered', 'Paid'].map(t => h('th', {}, t)))),
-              h('tbody', {}, j.assignments.map(a => h('tr', {},
-                h('td', {}, addrLink(a.provider, true)), h('td', {}, fmtSync(a.price_per_hour) + '/h'), h('td', {}, fmtTime(a.assigned_at)),
-                h('td', {}, a.key_grant ? 'granted' : 'waiting'), h('td', {}, a.started_at ? fmtTime(a.started_at) : '–'),
-                h('td', {}, a.result ? (a.result.failed ? 'failed: ' + a.result.reason : 'exit ' + a.result.exit_code) + ' (block ' + a.result.height + ')' : '–'),
-                h('td', {class: 'num'}, a.result ? a.result.metered_seconds + ' s' : '–'), h('td', {class: 'num'}, fmtSync(a.paid)))))) : h('p', {class: 'muted'}, 'Not assigned yet.')),
-          h('div', {class: 'panel'}, h('h2', {}, 'Spec'), h('dl', {class: 'kv'},
-            h('dt', {}, 'Executor'), h('dd', {}, sp.executor + ' ' + (sp.module || sp.image || '')),
-            h('dt', {}, 'Args'), h('dd', {class: 'mono'}, (sp.args || []).join(' ')),
-            h('dt', {}, 'Resources'), h('dd', {}, (sp.cpu_milli / 1000) + ' CPU, ' + fmtBytes(sp.memory) + ' memory, ' + fmtBytes(sp.disk) + ' disk' + (sp.gpu_count ? ', ' + sp.gpu_count + ' GPU(s) ' + (sp.gpu_models || []).join('/') : '')),
-            h('dt', {}, 'Region'), h('dd', {}, sp.region || 'any'),
-            h('dt', {}, 'Outputs'), h('dd', {class: 'mono'}, (sp.outputs || []).join(' ')),
-            h('dt', {}, 'Submitted'), h('dd', {}, fmtTime(j.submitted_at) + ' in ', h('a', {href: '#/block/' + j.height}, 'block ' + j.height)))));
-      } catch (e) { replace(root, h('h1', {}, 'Job #' + id), errorBox(e)); }
+              j.audit_cost ? [h('dt', {}, 'Audit paid by the treasury'), h('dd', {}, fmtSync(j.audit_cost))] : null,
+              h('dt', {}, 'Owner'), h('dd', {}, addrLink(j.owner))))));
+        replace(outputs, outputsPanel(j, keyName));
+        replace(spec, h('div', {class: 'panel'}, h('h2', {}, 'Spec'), h('dl', {class: 'kv'},
+          h('dt', {}, 'Executor'), h('dd', {}, sp.executor + ' ' + (sp.module || sp.image || '')),
+          h('dt', {}, 'Args'), h('dd', {class: 'mono'}, (sp.args || []).join(' ')),
+          h('dt', {}, 'Resources'), h('dd', {}, (sp.cpu_milli / 1000) + ' CPU, ' + fmtBytes(sp.memory) + ' memory, ' + fmtBytes(sp.disk) + ' disk' + (sp.gpu_count ? ', ' + sp.gpu_count + ' GPU(s) ' + (sp.gpu_models || []).join('/') : '')),
+          h('dt', {}, 'Region'), h('dd', {}, sp.region || 'any'),
+          h('dt', {}, 'Outputs'), h('dd', {class: 'mono'}, (sp.outputs || []).join(' ')),
+          h('dt', {}, 'Submitted'), h('dd', {}, fmtTime(j.submitted_at) + ' in ', h('a', {href: '#/block/' + j.height}, 'block ' + j.height)))));
+        log.load(false);
+      } catch (e) { replace(top, h('h1', {}, 'Job #' + id), errorBox(e)); }
     };
     load();
     const reload = refresher(load, 200);
@@ -547,31 +790,52 @@
   // ---------------------------------------------------------------- ledger
 
   function blocksTable(blocks) {
-    return h('table', {id: 'blocks-table'}, h('thead', {}, h('tr', {}, ['Height', 'Time', 'Txs', 'Proposer', 'Hash'].map(t => h('th', {}, t)))),
-      h('tbody', {}, blocks.map(b => h('tr', {}, h('td', {}, h('a', {href: '#/block/' + b.height}, b.height)), h('td', {}, fmtTime(b.time)),
+    return h('table', {id: 'blocks-table'}, h('thead', {}, h('tr', {}, h('th', {}, 'Height'), h('th', {class: 'wide-only'}, 'Time'), ['Txs', 'Proposer', 'Hash'].map(t => h('th', {}, t)))),
+      h('tbody', {}, blocks.map(b => h('tr', {}, h('td', {}, h('a', {href: '#/block/' + b.height}, b.height)), h('td', {class: 'wide-only'}, fmtTime(b.time)),
         h('td', {class: 'num'}, b.num_txs), h('td', {class: 'mono'}, short(b.proposer)), h('td', {class: 'mono'}, short(b.hash))))));
   }
   function txsTable(txs, withBlock) {
     if (!txs.length) return h('p', {class: 'muted'}, 'No txs.');
     return h('table', {id: 'txs-table'}, h('thead', {}, h('tr', {}, ['Tx', 'Type', 'Sender', withBlock ? 'Block' : null, 'Result'].filter(Boolean).map(t => h('th', {}, t)))),
-      h('tbody', {}, txs.map(t => h('tr', {}, h('td', {}, h('a', {href: '#/tx/' + t.tx_hash, class: 'mono'}, short(t.tx_hash))), h('td', {}, t.type),
+      h('tbody', {}, txs.map(t => h('tr', {class: (t.events || []).some(e => SLASH_EVENTS.has(e.type)) ? 'slashed' : ''}, h('td', {}, h('a', {href: '#/tx/' + t.tx_hash, class: 'mono'}, short(t.tx_hash))), h('td', {}, t.type),
         h('td', {}, addrLink(t.sender)), withBlock ? h('td', {}, h('a', {href: '#/block/' + t.height}, t.height)) : null,
         h('td', {}, t.code === 0 ? 'ok' : h('span', {class: 'state failed', title: t.log}, 'code ' + t.code))))));
   }
 
   function ledgerPage(_, params) {
     const bcur = params.get('blocks') || '', tcur = params.get('txs') || '';
+    // Filters, server-side: blocks by a tx's message type or an event's
+    // type, txs by message type.
+    const btx = params.get('tx_type') || '', bev = params.get('event') || '', ttype = params.get('type') || '';
+    const nav = o => go('#/ledger' + qs(Object.assign({tx_type: btx, event: bev, type: ttype, blocks: bcur, txs: tcur}, o)));
+    const bsel = h('select', {id: 'blocks-filter', 'aria-label': 'which blocks'},
+      h('option', {value: ''}, 'all blocks'), h('option', {value: 'tx:any', selected: btx === 'any'}, 'with txs'),
+      h('optgroup', {label: 'with a tx of type'}, TX_TYPES.map(t => h('option', {value: 'tx:' + t, selected: btx === t}, t))),
+      h('optgroup', {label: 'with an event of type'}, BLOCK_EVENTS.map(t => h('option', {value: 'event:' + t, selected: bev === t}, t))));
+    bsel.addEventListener('change', () => {
+      const [kind, t] = bsel.value.split(':');
+      nav({tx_type: kind === 'tx' ? t : '', event: kind === 'event' ? t : '', blocks: ''});
+    });
+    const tsel = h('select', {id: 'txs-filter', 'aria-label': 'which txs'},
+      h('option', {value: ''}, 'all types'), TX_TYPES.map(t => h('option', {value: t, selected: ttype === t}, t)));
+    tsel.addEventListener('change', () => nav({type: tsel.value, txs: ''}));
     const err = h('div');
-    const blocks = h('div', {class: 'panel'}), txs = h('div', {class: 'panel'});
-    replace(app, h('h1', {}, 'Ledger'), err, h('div', {class: 'grid2'}, blocks, txs));
+    const blocks = h('div'), txs = h('div');
+    replace(app, h('h1', {}, 'Ledger'), err, h('div', {class: 'grid2'},
+      h('div', {class: 'panel'}, h('div', {class: 'panel-head'}, h('h2', {}, 'Recent blocks'), bsel), blocks),
+      h('div', {class: 'panel'}, h('div', {class: 'panel-head'}, h('h2', {}, 'Recent txs'), tsel), txs)));
     const load = async () => {
       try {
-        const [b, t] = await Promise.all([api('/v1/blocks' + qs({limit: 20, cursor: bcur})), api('/v1/txs' + qs({limit: 20, cursor: tcur}))]);
+        const [b, t] = await Promise.all([
+          api('/v1/blocks' + qs({limit: 20, cursor: bcur, tx_type: btx, event: bev})),
+          api('/v1/txs' + qs({limit: 20, cursor: tcur, type: ttype}))]);
         replace(err);
-        replace(blocks, h('h2', {}, 'Recent blocks'), blocksTable(b.blocks),
-          h('div', {class: 'pager'}, b.next_cursor ? h('button', {onclick: () => go('#/ledger' + qs({blocks: b.next_cursor, txs: tcur}))}, 'older →') : null));
-        replace(txs, h('h2', {}, 'Recent txs'), txsTable(t.txs, true),
-          h('div', {class: 'pager'}, t.next_cursor ? h('button', {onclick: () => go('#/ledger' + qs({blocks: bcur, txs: t.next_cursor}))}, 'older →') : null));
+        replace(blocks, b.blocks.length ? blocksTable(b.blocks) : h('p', {class: 'muted'}, b.next_cursor ? 'None in the blocks looked at; older ones may hold some.' : 'No such block.'),
+          h('div', {class: 'pager'}, bcur ? h('button', {onclick: () => history.back()}, '← newer') : null,
+            b.next_cursor ? h('button', {id: 'blocks-older', onclick: () => nav({blocks: b.next_cursor})}, 'older →') : null));
+        replace(txs, txsTable(t.txs, true),
+          h('div', {class: 'pager'}, tcur ? h('button', {onclick: () => history.back()}, '← newer') : null,
+            t.next_cursor ? h('button', {id: 'txs-older', onclick: () => nav({txs: t.next_cursor})}, 'older →') : null));
       } catch (e) { replace(err, errorBox(e)); }
     };
     load();
@@ -589,7 +853,7 @@
             h('dt', {}, 'Size'), h('dd', {}, fmtBytes(b.size)))),
           h('div', {class: 'pager'}, b.height > 1 ? h('a', {href: '#/block/' + (b.height - 1)}, '← block ' + (b.height - 1)) : null, h('a', {href: '#/block/' + (b.height + 1)}, 'block ' + (b.height + 1) + ' →')),
           h('div', {class: 'panel'}, h('h2', {}, 'Txs'), txsTable(b.txs, false)),
-          h('div', {class: 'panel'}, h('h2', {}, 'Block events (scheduling, challenges, deadlines)'), (b.events || []).length ? h('table', {}, h('tbody', {}, b.events.map(e => h('tr', {}, h('td', {}, e.type),
+          h('div', {class: 'panel'}, h('h2', {}, 'Block events (scheduling, challenges, deadlines)'), (b.events || []).length ? h('table', {id: 'block-events'}, h('tbody', {}, b.events.map(e => h('tr', {class: SLASH_EVENTS.has(e.type) ? 'slashed' : ''}, h('td', {}, e.type),
             h('td', {class: 'muted'}, (e.attrs || []).map(a => a.key + '=' + a.value).join(' ')))))) : h('p', {class: 'muted'}, 'None.')));
       } catch (e) { replace(app, h('h1', {}, 'Block ' + height), errorBox(e)); }
     })();
@@ -652,25 +916,28 @@ verification: spot
 `;
 
   function submitPage() {
-    const token = h('input', {type: 'password', id: 'submit-token', placeholder: 'the api_token of this node’s config', value: sessionStorage.getItem('gpunet-token') || ''});
+    const tokenInput = h('input', {type: 'password', id: 'submit-token', placeholder: 'the api_token of this node’s config', value: token.get()});
     const keySel = h('select', {id: 'submit-key'}, h('option', {value: ''}, '(enter the token, then load keys)'));
     const spec = h('textarea', {id: 'submit-spec', spellcheck: 'false'});
     spec.value = EXAMPLE_SPEC;
     const files = h('input', {type: 'file', id: 'submit-files', multiple: true});
     const out = h('div', {id: 'submit-result'});
     const btn = h('button', {class: 'primary', type: 'submit', id: 'submit-button'}, 'Submit job');
-    const auth = () => ({Authorization: 'Bearer ' + token.value.trim()});
+    const auth = () => token.headers();
     const loadKeys = async () => {
-      sessionStorage.setItem('gpunet-token', token.value.trim());
+      token.set(tokenInput.value);
       try {
         const k = await api('/v1/dashboard/keys', {headers: auth()});
-        replace(keySel, k.keys.map(x => h('option', {value: x.name}, x.name + ' (' + short(x.address) + ')')));
+        // Keep the key chosen meanwhile (a load started when the page
+        // opened may end after the user picked one).
+        const chosen = keySel.value;
+        replace(keySel, k.keys.map(x => h('option', {value: x.name, selected: x.name === chosen}, x.name + ' (' + short(x.address) + ')')));
         replace(out);
       } catch (e) { replace(out, errorBox(e)); }
     };
     const form = h('form', {class: 'submit panel'},
       h('p', {class: 'muted'}, 'Submits a job signed by a key of this node’s keyring. The node seals and uploads the files, submits the job, and grants its key to the providers the ledger assigns. It needs the node’s API token.'),
-      h('label', {for: 'submit-token'}, 'API token'), token, ' ', h('button', {type: 'button', id: 'submit-load-keys', onclick: loadKeys}, 'Load keys'),
+      h('label', {for: 'submit-token'}, 'API token'), tokenInput, ' ', h('button', {type: 'button', id: 'submit-load-keys', onclick: loadKeys}, 'Load keys'),
       h('label', {for: 'submit-key'}, 'Key'), keySel,
       h('label', {for: 'submit-spec'}, 'Job spec (YAML)'), spec,
       h('label', {for: 'submit-files'}, 'Files the spec names (module, inputs)'), files,
@@ -690,7 +957,7 @@ verification: spot
       } catch (e) { replace(out, errorBox(e)); } finally { btn.disabled = false; }
     });
     replace(app, h('h1', {}, 'Submit a job'), form);
-    if (token.value) loadKeys();
+    if (tokenInput.value) loadKeys();
     return null;
   }
 
