@@ -2,10 +2,14 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -60,7 +64,10 @@ func TestDashboardInBrowser(t *testing.T) {
 		t.Skip("no chromium on PATH (apt-get install -y chromium); skipping the browser test outside CI")
 	}
 	home := t.TempDir()
-	_, info := startDevnet(t, home, "--providers", "3", "--block-time", "200ms", "--example=false")
+	// The third provider (region ap-south, the dearest) commits wrong
+	// results: the job page, the provider page and the ledger show it
+	// outvoted and slashed.
+	_, info := startDevnet(t, home, "--providers", "3", "--faulty", "1", "--block-time", "200ms", "--example=false")
 
 	opts := append(chromedp.DefaultExecAllocatorOptions[:],
 		chromedp.ExecPath(chrome),
@@ -73,7 +80,7 @@ func TestDashboardInBrowser(t *testing.T) {
 	defer cancelAlloc()
 	ctx, cancelCtx := chromedp.NewContext(actx)
 	defer cancelCtx()
-	ctx, cancel := context.WithTimeout(ctx, 4*time.Minute)
+	ctx, cancel := context.WithTimeout(ctx, 7*time.Minute)
 	defer cancel()
 
 	var mu sync.Mutex
@@ -140,6 +147,16 @@ func TestDashboardInBrowser(t *testing.T) {
 	eval := func(expr string) string {
 		t.Helper()
 		v, err := chromedp.Run(ctx, chromedp.Evaluate[string](expr))
+		if err != nil {
+			t.Fatalf("%s: %v", expr, err)
+		}
+		return v
+	}
+	// evalAwait is eval for an expression that may be a promise (a fetch):
+	// its value once it settles.
+	evalAwait := func(expr string) string {
+		t.Helper()
+		v, err := chromedp.Run(ctx, chromedp.Evaluate[string](expr, chromedp.EvalAwaitPromise))
 		if err != nil {
 			t.Fatalf("%s: %v", expr, err)
 		}
@@ -234,6 +251,7 @@ func TestDashboardInBrowser(t *testing.T) {
 	if c := eval(`document.getElementById('job-cost').innerText`); !strings.Contains(c, "Paid to providers") || !strings.Contains(c, "SYNC") {
 		t.Errorf("job cost panel: %q", c)
 	}
+	checkJobLogAndOutputs(t, ctx, evalAwait, poll, id, home, info.APIToken)
 
 	// The providers table filters with the offers query language.
 	rows := `document.querySelectorAll('#providers-table tbody tr').length`
@@ -325,9 +343,321 @@ func TestDashboardInBrowser(t *testing.T) {
 		t.Errorf("the dashboard's job is owned by %s, want bob %s", owner, info.addr(t, "bob"))
 	}
 
+	faulty := checkSlashShown(t, ctx, evalAwait, poll, hash, shot, home)
+	checkLedgerFilters(t, ctx, evalAwait, poll, hash)
+	checkNarrow(t, ctx, poll, hash, shot, map[string]string{
+		"#/":                                 `document.getElementById('ov-online').textContent === '3'`,
+		"#/providers":                        `document.querySelectorAll('#providers-table tbody tr').length === 3`,
+		"#/jobs":                             `document.querySelectorAll('tr[data-job]').length >= 3`,
+		"#/job/" + id:                        `document.getElementById('job-replicas') !== null && document.getElementById('job-log').textContent.includes('wordcount:')`,
+		"#/provider/" + faulty:               `document.querySelector('#provider-history tr.slashed') !== null`,
+		"#/ledger?type=submit_job":           `document.querySelectorAll('#txs-table tbody tr').length >= 3`,
+		"#/block/2":                          `document.getElementById('app').innerText.includes('Block 2')`,
+		"#/account/" + info.addr(t, "alice"): `(document.getElementById('account-balance')||{}).textContent.includes('SYNC')`,
+		"#/submit":                           `document.getElementById('submit-spec') !== null`,
+	})
+
 	mu.Lock()
 	defer mu.Unlock()
 	if len(consoleErrors) > 0 {
 		t.Errorf("the page logged %d console error(s):\n%s", len(consoleErrors), strings.Join(consoleErrors, "\n"))
+	}
+}
+
+type (
+	pollFunc = func(what, expr string, d time.Duration) chromedp.Action[chromedp.Void]
+	hashFunc = func(h string) chromedp.Action[chromedp.Void]
+	shotFunc = func(name string) chromedp.Action[chromedp.Void]
+	evalFunc = func(expr string) string // the expression's value, a promise's once settled
+)
+
+// checkJobLogAndOutputs: on a finished job's page, before the page has
+// the node's API token, the log panel asks for it and gives the command
+// that prints the log; with the token, it shows the log decrypted with the
+// owner's key (alice, of the devnet's keyring), and the outputs panel's
+// command, run as shown, fetches the outputs.
+func checkJobLogAndOutputs(t *testing.T, ctx context.Context, eval evalFunc, poll pollFunc, id, home, token string) {
+	t.Helper()
+	err := chromedp.Do(ctx,
+		poll("the log panel asking for the token", `document.getElementById('log-token') !== null`, 10*time.Second),
+		poll("the relay's note", `document.getElementById('job-log-note').textContent.length > 0`, 10*time.Second),
+	)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := eval(`document.getElementById('job-logs-cmd').textContent`), "gpunet job logs "+id+" --from KEY"; got != want {
+		t.Errorf("log command before the token: %q, want %q", got, want)
+	}
+	err = chromedp.Do(ctx,
+		chromedp.SetValue(chromedp.CSS(`#log-token`), token),
+		chromedp.Click(chromedp.CSS(`#log-show`)),
+		poll("the decrypted log", `document.getElementById('job-log').textContent.includes('wordcount: ')`, 15*time.Second),
+		poll("alice's name in the commands", `document.getElementById('job-get-cmd').textContent.includes('--from alice')`, 5*time.Second),
+	)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if note := eval(`document.getElementById('job-log-note').textContent`); !strings.Contains(note, "from the delivered result") || !strings.Contains(note, "alice") {
+		t.Errorf("log note: %q", note)
+	}
+	if got, want := eval(`document.getElementById('job-logs-cmd').textContent`), "gpunet job logs "+id+" --from alice"; got != want {
+		t.Errorf("log command: %q, want %q", got, want)
+	}
+	// The sealed archive's link serves the blob.
+	if st := eval(`fetch(document.getElementById('job-output-blob').getAttribute('href'), {method: 'HEAD'}).then(r => String(r.status))`); st != "200" {
+		t.Errorf("the sealed outputs' link: HTTP %s", st)
+	}
+	// The command the page shows works as shown (in the devnet's home).
+	cmd := strings.Fields(eval(`document.getElementById('job-get-cmd').textContent`))
+	if len(cmd) < 3 || cmd[0] != "gpunet" || cmd[1] != "job" || cmd[2] != "get" {
+		t.Fatalf("outputs command %q", cmd)
+	}
+	out := filepath.Join(t.TempDir(), "got")
+	args := append(cmd[1:], "--home", home)
+	for i, a := range args {
+		if a == "job-"+id {
+			args[i] = out // --out job-ID, here in the test's temp dir
+		}
+	}
+	if r := gpunet(t, args...); r.code != 0 {
+		t.Fatalf("the page's command: %s", r)
+	}
+	if b, err := os.ReadFile(filepath.Join(out, "out", "counts.txt")); err != nil || !strings.Contains(string(b), "words") {
+		t.Errorf("outputs fetched with the page's command: %q %v", b, err)
+	}
+}
+
+// slashJob is a job as the checks below read it.
+type slashJob struct {
+	ID          uint64 `json:"id"`
+	State       string `json:"state"`
+	Assignments []struct {
+		Provider string `json:"provider"`
+		Outcome  string `json:"outcome"`
+		Slashed  uint64 `json:"slashed"`
+	} `json:"assignments"`
+}
+
+// slashedJob returns the newest job whose replica on provider was
+// outvoted and slashed, if any.
+func slashedJob(t *testing.T, eval evalFunc, provider string) (slashJob, bool) {
+	t.Helper()
+	var list struct {
+		Jobs []slashJob `json:"jobs"`
+	}
+	if err := json.Unmarshal([]byte(eval(`fetch('/v1/jobs?limit=100').then(r => r.text())`)), &list); err != nil {
+		t.Fatal(err)
+	}
+	for _, j := range list.Jobs {
+		for _, a := range j.Assignments {
+			if a.Provider == provider && a.Outcome == "minority" && a.Slashed > 0 {
+				return j, true
+			}
+		}
+	}
+	return slashJob{}, false
+}
+
+// checkSlashShown finds the job in which the faulty provider was outvoted
+// and slashed: one of the earlier jobs if it took part as their audit
+// replica, else a job that prefers its region, so it runs the job, the
+// audit replica disagrees, an escalation replica decides. (Once slashed it
+// is under-staked and gets no more jobs.) The job page shows each
+// replica's verdict and the slash; the jobs list separates the job's
+// three providers and marks the outvoted one; the faulty provider's
+// history shows the slash, its liveness rows folded away. It returns the
+// faulty provider's address.
+func checkSlashShown(t *testing.T, ctx context.Context, eval evalFunc, poll pollFunc, hash hashFunc, shot shotFunc, home string) string {
+	t.Helper()
+	faulty := eval(`fetch('/v1/offers?q=region=ap-south&all=true').then(r => r.json()).then(p => p.offers.length === 1 ? p.offers[0].address : 'offers: ' + JSON.stringify(p))`)
+	if !strings.HasPrefix(faulty, "gpu1") {
+		t.Fatalf("the faulty provider (ap-south): %s", faulty)
+	}
+	job, ok := slashedJob(t, eval, faulty)
+	if !ok {
+		dir := t.TempDir()
+		spec, err := os.ReadFile("../../examples/wordcount/job.yaml")
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, f := range []string{"wordcount.wasm", "input.txt"} {
+			b, err := os.ReadFile(filepath.Join("../../examples/wordcount", f))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(filepath.Join(dir, f), b, 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := os.WriteFile(filepath.Join(dir, "job.yaml"), append(spec, "region: ap-south\n"...), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		rctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
+		defer cancel()
+		run := exec.CommandContext(rctx, gpunetBin, "job", "run", filepath.Join(dir, "job.yaml"), "--from", "alice", "--home", home, "--out", filepath.Join(dir, "out"))
+		run.Env = cleanEnv()
+		if b, err := run.CombinedOutput(); err != nil {
+			t.Fatalf("job run preferring ap-south: %v\n%s", err, b)
+		}
+		if job, ok = slashedJob(t, eval, faulty); !ok {
+			t.Fatalf("no job with the faulty provider %s outvoted and slashed, even one preferring its region: %s", faulty, eval(`fetch('/v1/jobs?limit=1').then(r => r.text())`))
+		}
+	}
+	if job.State != "succeeded" || len(job.Assignments) != 3 {
+		t.Fatalf("job %d %s: want 3 replicas and success, got %+v", job.ID, job.State, job.Assignments)
+	}
+	t.Logf("job %d: the faulty provider %s outvoted and slashed", job.ID, faulty)
+	id := fmt.Sprint(job.ID)
+
+	// The job page: each replica's verdict, the slash.
+	row := `document.querySelector('#job-replicas tr[data-provider="` + faulty + `"]')`
+	err := chromedp.Do(ctx,
+		hash("#/job/"+id),
+		poll("the replicas", `document.querySelectorAll('#job-replicas tbody tr').length === 3`, 15*time.Second),
+		shot("dashboard-job-slashed.png"),
+	)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := eval(row + `.querySelector('.outcome').textContent`); got != "outvoted" {
+		t.Errorf("the faulty replica's verdict: %q, want outvoted", got)
+	}
+	if got := eval(row + `.querySelector('.slash').textContent`); !strings.HasSuffix(got, " SYNC") || got == "0 SYNC" {
+		t.Errorf("the faulty replica's slash: %q", got)
+	}
+	if got := eval(row + `.classList.contains('slashed') ? 'marked' : 'not marked'`); got != "marked" {
+		t.Errorf("the faulty replica's row is %s", got)
+	}
+	if got := eval(`[...document.querySelectorAll('#job-replicas tbody tr:not(.slashed) .outcome')].map(td => td.textContent).join('|')`); got != "in majority|in majority" {
+		t.Errorf("the honest replicas' verdicts: %q", got)
+	}
+	if got := eval(`[...document.querySelectorAll('#job-replicas tbody tr td:nth-child(2)')].map(td => td.textContent).join('|')`); got != "replica|audit|escalation" {
+		t.Errorf("the replicas' roles: %q", got)
+	}
+	if v := eval(`document.getElementById('job-verification').textContent`); !strings.Contains(v, "validated: 2 of 3 replicas agree") || !strings.Contains(v, "outvoted") || !strings.Contains(v, "slashed") {
+		t.Errorf("the verdict line: %q", v)
+	}
+
+	// The jobs list: the job's providers apart, the outvoted one marked.
+	err = chromedp.Do(ctx,
+		hash("#/jobs"),
+		poll("the job's row", `document.querySelectorAll('tr[data-job="`+id+`"] td.providers .prov').length === 3`, 15*time.Second),
+	)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cell := eval(`document.querySelector('tr[data-job="` + id + `"] td.providers').textContent`)
+	if strings.Count(cell, ", ") != 2 || regexp.MustCompile(`[0-9a-z]gpu1`).MatchString(cell) {
+		t.Errorf("the job's providers run together: %q", cell)
+	}
+	if got := eval(`document.querySelector('tr[data-job="` + id + `"] .prov[data-provider="` + faulty + `"] .mark').textContent`); got != " ✗" {
+		t.Errorf("the outvoted provider's mark: %q", got)
+	}
+
+	// The faulty provider's page: its slashes, and its history with the
+	// slash visible and the liveness rows folded into summaries.
+	var live struct {
+		Events []struct {
+			Type string `json:"type"`
+		} `json:"events"`
+	}
+	if err := json.Unmarshal([]byte(eval(`fetch('/v1/providers/`+faulty+`/history?limit=200').then(r => r.text())`)), &live); err != nil {
+		t.Fatal(err)
+	}
+	liveness := 0
+	for _, e := range live.Events {
+		if e.Type == "liveness_challenge" || e.Type == "liveness_answered" {
+			liveness++
+		}
+	}
+	err = chromedp.Do(ctx,
+		hash("#/provider/"+faulty),
+		poll("the slash in the history", `[...document.querySelectorAll('#provider-history tr.slashed')].some(tr => tr.innerText.includes('job_replica_slashed') && tr.innerText.includes('#`+id+`'))`, 15*time.Second),
+		poll("the slashes panel", `document.querySelectorAll('#provider-slashes tbody tr').length >= 1`, 5*time.Second),
+		shot("dashboard-provider-slashed.png"),
+	)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b := eval(`document.getElementById('provider-slashed').textContent`); !strings.Contains(b, "Slashed") || !strings.Contains(b, "outvoted") {
+		t.Errorf("the slashed banner: %q", b)
+	}
+	raw := `[...document.querySelectorAll('#provider-history tbody tr')].filter(tr => /liveness_(challenge|answered)/.test(tr.innerText)).length`
+	if liveness == 0 {
+		t.Logf("the faulty provider's history holds no liveness rows to fold (%d events)", len(live.Events))
+	} else {
+		if n := eval(`String(` + raw + `)`); n != "0" {
+			t.Errorf("%s liveness rows shown among the history, want them folded", n)
+		}
+		if n := eval(`String(document.querySelectorAll('#provider-history tr.routine').length)`); n == "0" {
+			t.Errorf("no summary of the %d liveness rows", liveness)
+		}
+		err = chromedp.Do(ctx,
+			chromedp.Click(chromedp.CSS(`#history-liveness`)),
+			poll("the liveness rows, unfolded", raw+` > 0 && document.querySelectorAll('#provider-history tr.routine').length === 0`, 5*time.Second),
+		)
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	return faulty
+}
+
+// checkLedgerFilters filters the ledger page's blocks by an event type
+// and its txs by a message type, with the page's own controls: every
+// block listed has the event, every tx listed the type.
+func checkLedgerFilters(t *testing.T, ctx context.Context, eval evalFunc, poll pollFunc, hash hashFunc) {
+	t.Helper()
+	choose := func(sel, value string) chromedp.Action[chromedp.Void] {
+		return chromedp.Evaluate[chromedp.Void](fmt.Sprintf(`(s => { s.value = %q; s.dispatchEvent(new Event('change')); })(document.getElementById(%q))`, value, sel))
+	}
+	err := chromedp.Do(ctx,
+		hash("#/ledger"),
+		poll("the ledger", `document.getElementById('blocks-filter') !== null && document.getElementById('blocks-table') !== null`, 15*time.Second),
+		choose("blocks-filter", "event:job_replica_slashed"),
+		poll("the slashing blocks", `location.hash.includes('event=job_replica_slashed') && document.getElementById('blocks-filter').value === 'event:job_replica_slashed' && document.querySelectorAll('#blocks-table tbody tr').length >= 1`, 30*time.Second),
+		choose("txs-filter", "submit_job"),
+		poll("the submit_job txs", `location.hash.includes('type=submit_job') && document.querySelectorAll('#txs-table tbody tr').length >= 3`, 30*time.Second),
+	)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if types := eval(`[...new Set([...document.querySelectorAll('#txs-table tbody tr td:nth-child(2)')].map(td => td.textContent))].join(',')`); types != "submit_job" {
+		t.Errorf("txs filtered by submit_job show types %q", types)
+	}
+	// Every block listed holds a job_replica_slashed event.
+	check := `Promise.all([...document.querySelectorAll('#blocks-table tbody tr td:first-child')].map(td =>
+		fetch('/v1/blocks/' + td.textContent).then(r => r.json()).then(b =>
+			(b.events || []).concat(...(b.txs || []).map(tx => tx.events || [])).some(e => e.type === 'job_replica_slashed') ? '' : td.textContent)))
+		.then(bad => bad.filter(Boolean).join(','))`
+	if bad := eval(check); bad != "" {
+		t.Errorf("blocks listed for job_replica_slashed without one: %s", bad)
+	}
+}
+
+// checkNarrow loads each page in a 420 px wide viewport: once its content
+// is there (ready), nothing is wider than the screen.
+func checkNarrow(t *testing.T, ctx context.Context, poll pollFunc, hash hashFunc, shot shotFunc, pages map[string]string) {
+	t.Helper()
+	if err := chromedp.Do(ctx, chromedp.EmulateViewport(420, 900)); err != nil {
+		t.Fatal(err)
+	}
+	defer chromedp.Do(ctx, chromedp.EmulateReset())
+	for _, h := range slices.Sorted(maps.Keys(pages)) {
+		err := chromedp.Do(ctx,
+			hash(h),
+			poll(h+" at 420 px", pages[h], 20*time.Second),
+			poll(h+" no wider than 420 px", `window.innerWidth === 420 && document.documentElement.scrollWidth <= 420`, 2*time.Second),
+		)
+		if err != nil {
+			width, _ := chromedp.Run(ctx, chromedp.Evaluate[string](`(() => { const w = []; for (const el of document.querySelectorAll('body *')) { const r = el.getBoundingClientRect(); if (r.right > 420.5) w.push(el.tagName + (el.id ? '#' + el.id : '') + '.' + el.className + ' ' + Math.round(r.right)); } return document.documentElement.scrollWidth + ': ' + w.slice(0, 8).join('; '); })()`))
+			t.Errorf("%v\nwidest: %s", err, width)
+			continue
+		}
+		if page, _, _ := strings.Cut(strings.TrimPrefix(h, "#/"), "/"); page == "job" || page == "provider" || page == "ledger?type=submit_job" {
+			if err := chromedp.Do(ctx, shot("dashboard-narrow-"+strings.TrimSuffix(page, "?type=submit_job")+".png")); err != nil {
+				t.Error(err)
+			}
+		}
 	}
 }
