@@ -355,8 +355,22 @@ func (c *Client) Job(ctx context.Context, id uint64) (*ledger.Job, error) {
 // Jobs returns owner's newest jobs, newest first, at most limit of them
 // (up to apiwire.MaxPageLimit).
 func (c *Client) Jobs(ctx context.Context, owner address.Address, limit int) (*apiwire.JobList, error) {
+	return c.ListJobs(ctx, &owner, "", limit)
+}
+
+// ListJobs returns the newest jobs of owner (nil: anyone's) in state
+// (empty: any), newest first, at most limit of them (up to
+// apiwire.MaxPageLimit).
+func (c *Client) ListJobs(ctx context.Context, owner *address.Address, state string, limit int) (*apiwire.JobList, error) {
+	q := url.Values{"limit": {fmt.Sprint(limit)}}
+	if owner != nil {
+		q.Set("owner", owner.String())
+	}
+	if state != "" {
+		q.Set("state", state)
+	}
 	var out apiwire.JobList
-	_, err := c.do(ctx, http.MethodGet, fmt.Sprintf("/v1/jobs?owner=%s&limit=%d", owner, limit), nil, &out)
+	_, err := c.do(ctx, http.MethodGet, "/v1/jobs?"+q.Encode(), nil, &out)
 	return &out, err
 }
 

@@ -139,14 +139,18 @@ func (c *Client) Watch(ctx context.Context, id uint64, o WatchOptions) (*ledger.
 // FollowLogs writes job id's log to w: while the job runs, its live log
 // as the provider relays it, until the job ends (granting the job key
 // when it is due) or ctx does, which is not an error; once it is verifying
-// or done, the full log its delivered result holds.
+// or done, the log so far (Log). A client whose key does not own the job
+// gets a *NotOwnerError, before anything is read.
 func (c *Client) FollowLogs(ctx context.Context, id uint64, poll time.Duration, w io.Writer) error {
 	j, err := c.Chain.Job(ctx, id)
 	if err != nil {
 		return err
 	}
+	if err := c.CheckOwner(j); err != nil {
+		return err
+	}
 	if j.Done() || j.State == ledger.JobVerifying {
-		return c.FetchLogs(ctx, j, w)
+		return c.log(ctx, j, w)
 	}
 	var next uint64
 	for !j.Done() {
@@ -163,16 +167,52 @@ func (c *Client) FollowLogs(ctx context.Context, id uint64, poll time.Duration, 
 			return err
 		}
 	}
-	return c.StreamLogs(ctx, id, &next, w)
+	_, err = c.readRelay(ctx, id, &next, w)
+	return err
+}
+
+// Log writes job id's log so far to w, without waiting for more: the full
+// log its delivered result holds, once it has one; before that (queued,
+// running, verifying) what the node relays of its live log; for a job that
+// ended without a result (cancelled, or failed before any replica
+// reported), what the node still relays, else what Cancel kept here, else
+// an error wrapping ErrNoLog. Like FollowLogs, only for the job's owner.
+func (c *Client) Log(ctx context.Context, id uint64, w io.Writer) error {
+	j, err := c.Chain.Job(ctx, id)
+	if err != nil {
+		return err
+	}
+	if err := c.CheckOwner(j); err != nil {
+		return err
+	}
+	return c.log(ctx, j, w)
+}
+
+func (c *Client) log(ctx context.Context, j *ledger.Job, w io.Writer) error {
+	switch {
+	case j.DeliveredResult() != nil:
+		return c.FetchLogs(ctx, j, w)
+	case j.Done():
+		return c.endedLog(ctx, j, w)
+	}
+	var next uint64
+	_, err := c.readRelay(ctx, j.ID, &next, w)
+	return err
 }
 
 // StreamLogs writes job id's live log to w as the provider relays it, from
-// chunk *next on (updating it), until ctx ends. Chunks that fail to decrypt
-// are reported in the stream, not fatal.
+// chunk *next on (updating it): one page of what the node holds. Chunks
+// that fail to decrypt are reported in the stream, not fatal.
 func (c *Client) StreamLogs(ctx context.Context, id uint64, next *uint64, w io.Writer) error {
+	_, err := c.streamPage(ctx, id, next, w)
+	return err
+}
+
+// streamPage is StreamLogs, reporting how many chunks it read.
+func (c *Client) streamPage(ctx context.Context, id uint64, next *uint64, w io.Writer) (int, error) {
 	page, err := c.Chain.Logs(ctx, id, *next)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	if page.Dropped > 0 {
 		fmt.Fprintf(w, "[gpunet: %d earlier log chunks are no longer held by the node]\n", page.Dropped)
@@ -187,5 +227,5 @@ func (c *Client) StreamLogs(ctx context.Context, id uint64, next *uint64, w io.W
 		}
 	}
 	*next = page.Next
-	return nil
+	return len(page.Chunks), nil
 }

@@ -205,7 +205,11 @@ func result(j *ledger.Job) (*ledger.JobResult, error) {
 }
 
 // FetchOutputs downloads, decrypts and unpacks a job's outputs into dir.
+// Only the job's owner can: another key gets a *NotOwnerError.
 func (c *Client) FetchOutputs(ctx context.Context, j *ledger.Job, dir string) error {
+	if err := c.CheckOwner(j); err != nil {
+		return err
+	}
 	r, err := result(j)
 	if err != nil {
 		return err
@@ -218,8 +222,13 @@ func (c *Client) FetchOutputs(ctx context.Context, j *ledger.Job, dir string) er
 	})
 }
 
-// FetchLogs writes a finished job's log to w.
+// FetchLogs writes a finished job's log to w (the log blob of its
+// delivered result). Only the job's owner can: another key gets a
+// *NotOwnerError.
 func (c *Client) FetchLogs(ctx context.Context, j *ledger.Job, w io.Writer) error {
+	if err := c.CheckOwner(j); err != nil {
+		return err
+	}
 	r, err := result(j)
 	if err != nil {
 		return err

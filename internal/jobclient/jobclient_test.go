@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/ed25519"
 	"errors"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -429,5 +430,92 @@ func TestErrors(t *testing.T) {
 	cancel()
 	if err := <-done; !errors.Is(err, context.Canceled) {
 		t.Errorf("Watch after its context ended: %v, want context.Canceled", err)
+	}
+}
+
+// TestCancelKeepsPartialLog: Cancel settles the job (the provider paid for
+// the time it ran, the rest refunded) and keeps what the node relayed of
+// its log, so that the log of a cancelled job (which has no log blob)
+// still reads once the node has forgotten it: here a second node of the
+// same chain, whose relay never held it.
+func TestCancelKeepsPartialLog(t *testing.T) {
+	w := newWorld(t)
+	ctx := t.Context()
+	id, err := w.jc.Submit(ctx, w.spec(t, "2", "none", ""))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if j, err := w.cl.Job(ctx, id); err != nil {
+		t.Fatal(err)
+	} else if _, err := w.jc.GrantIfNeeded(ctx, j); err != nil {
+		t.Fatal(err)
+	}
+	w.chain.Send(w.prov, &ledger.MsgStartJob{JobID: id})
+	w.postLog(t, id, 0, "step 1\n")
+	w.postLog(t, id, 1, "step 2\n")
+	j, err := w.jc.Cancel(ctx, id)
+	if err != nil {
+		t.Fatalf("Cancel: %v", err)
+	}
+	if j.State != ledger.JobCancelled || j.Escrow != 0 || j.Refund == 0 {
+		t.Errorf("cancelled job: state %s, escrow %d, refund %d; want cancelled, nothing left in escrow, a refund", j.State, j.Escrow, j.Refund)
+	}
+	if _, err := w.jc.Cancel(ctx, id); !errors.Is(err, jobclient.ErrAlreadyDone) {
+		t.Errorf("Cancel of a cancelled job: %v, want ErrAlreadyDone", err)
+	}
+	var got bytes.Buffer
+	if err := w.jc.Log(ctx, id, &got); err != nil || got.String() != "step 1\nstep 2\n" {
+		t.Errorf("Log of the cancelled job from the node that relayed it = %q, %v", got.String(), err)
+	}
+
+	other := jobclient.New(chainclient.New(apiservertest.NewServer(t, w.chain).URL), w.alice, filepath.Dir(filepath.Dir(filepath.Dir(w.jc.Dir))), lt.ChainID)
+	other.Dir = w.jc.Dir
+	got.Reset()
+	if err := other.Log(ctx, id, &got); err != nil || got.String() != "step 1\nstep 2\n" {
+		t.Errorf("Log of the cancelled job from a node without its live log = %q, %v; want the log Cancel kept", got.String(), err)
+	}
+	other.Dir = t.TempDir()
+	if err := other.Log(ctx, id, &got); !errors.Is(err, jobclient.ErrNoLog) {
+		t.Errorf("Log with neither the relay nor a kept log: %v, want ErrNoLog", err)
+	}
+}
+
+// TestNotOwner: another key asking for a job's logs or outputs, or to
+// cancel it, gets a NotOwnerError naming the owner, never a decryption
+// error.
+func TestNotOwner(t *testing.T) {
+	w := newWorld(t)
+	ctx := t.Context()
+	id, err := w.jc.Submit(ctx, w.spec(t, "2", "none", ""))
+	if err != nil {
+		t.Fatal(err)
+	}
+	kr, err := keys.Open(filepath.Join(t.TempDir(), "keyring"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	bob, err := kr.AddUnencrypted("bob")
+	if err != nil {
+		t.Fatal(err)
+	}
+	bc := jobclient.New(w.cl, bob, t.TempDir(), lt.ChainID)
+	j, err := w.cl.Job(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, call := range map[string]func() error{
+		"FollowLogs":   func() error { return bc.FollowLogs(ctx, id, poll, io.Discard) },
+		"Log":          func() error { return bc.Log(ctx, id, io.Discard) },
+		"FetchOutputs": func() error { return bc.FetchOutputs(ctx, j, t.TempDir()) },
+		"FetchLogs":    func() error { return bc.FetchLogs(ctx, j, io.Discard) },
+		"Cancel":       func() error { _, err := bc.Cancel(ctx, id); return err },
+	} {
+		var no *jobclient.NotOwnerError
+		if err := call(); !errors.As(err, &no) || no.Owner != w.alice.Address || no.Key != bob.Address || no.Job != id {
+			t.Errorf("%s by bob: %v, want a NotOwnerError naming alice", name, err)
+		}
+	}
+	if j, _ := w.cl.Job(ctx, id); j.Done() {
+		t.Errorf("bob's Cancel ended alice's job: %s", j.State)
 	}
 }

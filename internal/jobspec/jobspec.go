@@ -169,11 +169,23 @@ func Parse(data []byte, baseDir string) (*Spec, error) {
 // exist: the module a readable WebAssembly file, each input's from a
 // regular file or a directory. Each error names the file.
 func Load(path string) (*Spec, error) {
-	data, err := readSpec(path)
+	f, err := os.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("read job spec: %w", err)
 	}
-	s, err := Parse(data, filepath.Dir(path))
+	defer f.Close()
+	return LoadFrom(f, path, filepath.Dir(path))
+}
+
+// LoadFrom is Load of the spec read from r (e.g. stdin), named name in
+// errors, with baseDir as the base for relative paths.
+func LoadFrom(r io.Reader, name, baseDir string) (*Spec, error) {
+	data, err := io.ReadAll(io.LimitReader(r, MaxSpecSize+1))
+	if err != nil {
+		return nil, fmt.Errorf("read job spec: %w", err)
+	}
+	path := name
+	s, err := Parse(data, baseDir)
 	if err == nil {
 		err = s.checkFiles()
 	}
@@ -187,17 +199,6 @@ func Load(path string) (*Spec, error) {
 		return nil, err
 	}
 	return s, nil
-}
-
-// readSpec reads the file at path, but no more than one byte past
-// MaxSpecSize: enough for Parse to say it is too large.
-func readSpec(path string) ([]byte, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	return io.ReadAll(io.LimitReader(f, MaxSpecSize+1))
 }
 
 // IsDeterministic reports whether the job's output is a function of its
