@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"os"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -24,7 +26,10 @@ type devnetFlags struct {
 	faulty    int
 	overclaim float64
 	logLevel  string
-	example   bool
+	// example is --example; exampleSet whether it was given.
+	example    bool
+	exampleSet bool
+	registry   string
 }
 
 func devnetCmd(e *env) *cobra.Command {
@@ -35,21 +40,40 @@ func devnetCmd(e *env) *cobra.Command {
 		Long: `Run a local development network in --home until interrupted.
 
 The first run creates the chain and the funded dev keys alice and bob in the
-home's keyring; later runs resume the chain with all its state; --reset
-starts afresh. Ports are free loopback ports picked at each start unless
---api is given; other commands with the same --home find the node by itself.`,
+home's keyring, starts the providers and runs the bundled example job once;
+later runs resume the chain with all its state (--example runs the example
+again). The node keeps its loopback ports from one run to the next, so the
+API and dashboard addresses stay the same (a port another process holds
+meanwhile is replaced, and devnet says so); --api sets the API's address.
+Other commands with the same --home find the node by themselves.
+
+--reset starts a new chain: it deletes the old chain, its config and logs,
+the job keys and example outputs of its jobs, the providers' status, and the
+devnet's own keys (alice, bob, provider-N), and lists them as it does; keys
+you added (gpunet keys add) and the providers' image cache are kept.
+
+--registry also serves an OCI registry on loopback (127.0.0.1:5000, or the
+address given, or a free port if that is taken) holding the container
+example's image, built from this repository (examples/gpugemm; run devnet
+from a clone), and writes job specs that run it by digest to
+HOME/examples/container: job.yaml on a CPU, gpu.yaml on a GPU.`,
 		Args: exactArgs(),
-		RunE: func(cmd *cobra.Command, _ []string) error { return e.runDevnet(cmd.Context(), &df) },
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			df.exampleSet = cmd.Flags().Changed("example")
+			return e.runDevnet(cmd.Context(), &df)
+		},
 	}
-	c.Flags().BoolVar(&df.reset, "reset", false, "delete the devnet's chain and keys in --home and start afresh")
+	c.Flags().BoolVar(&df.reset, "reset", false, "start a new chain in --home: deletes the old chain and the devnet's own keys (listing what it deletes), keeps the keys you added")
 	c.Flags().DurationVar(&df.blockTime, "block-time", 0, "pause after each block (default 1s; kept in the home)")
 	c.Flags().DurationVar(&df.hwTarget, "hw-challenge-time", 0, "a new chain's hardware challenges take this long at the claimed throughput (default 10s), with three blocks' allowance for getting the commit on chain (default 12s); shorter ones come more often, at most one per device every 75 times this")
-	c.Flags().StringVar(&df.api, "api", "", "API listen address host:port (default: a free loopback port)")
+	c.Flags().StringVar(&df.api, "api", "", "API listen address host:port, kept in the home (default: the home's, a free loopback port at first)")
 	c.Flags().IntVar(&df.nprov, "providers", 3, "in-process providers to run (keys provider-1 … provider-N)")
 	c.Flags().StringVar(&df.logLevel, "log-level", "warn", "what the node and providers log: debug, info, warn or error")
 	c.Flags().Float64Var(&df.overclaim, "fault-overclaim", 0, "make every provider declare this many times the throughput it measured (fault injection, to watch hardware challenges catch it)")
 	c.Flags().IntVar(&df.faulty, "faulty", 0, "make the last N providers commit wrong results on every job (fault injection, to watch Proof of Sync catch them)")
-	c.Flags().BoolVar(&df.example, "example", true, "run the bundled wordcount example job once the providers are up")
+	c.Flags().BoolVar(&df.example, "example", true, "run the bundled wordcount example job once the providers are up (default: on a home's first run only)")
+	c.Flags().StringVar(&df.registry, "registry", "", "serve an OCI registry with the container example's image at this loopback address (--registry alone: "+devnet.DefaultRegistry+")")
+	c.Flags().Lookup("registry").NoOptDefVal = "default"
 	return c
 }
 
@@ -59,24 +83,62 @@ func (e *env) runDevnet(ctx context.Context, df *devnetFlags) error {
 	if df.faulty < 0 || df.faulty > df.nprov {
 		return usageError{fmt.Errorf("--faulty %d: want 0 to --providers (%d)", df.faulty, df.nprov)}
 	}
-	created, err := devnet.Setup(e.home, devnet.Options{Reset: df.reset, BlockTime: df.blockTime, HWTarget: df.hwTarget})
-	if err != nil {
-		return err
-	}
-	c, err := devnet.Configure(e.home)
-	if err != nil {
-		return err
-	}
-	api := df.api
-	if api == "" {
-		api = c.API
-	}
 	var level slog.Level
 	if err := level.UnmarshalText([]byte(df.logLevel)); err != nil {
 		return usageError{fmt.Errorf("--log-level %q: want debug, info, warn or error", df.logLevel)}
 	}
+	start := time.Now()
+	text := e.output != "json"
+	// A line on stderr for each step of the start, so that the wait says
+	// what it is waiting for.
+	progress := func(step string) {
+		if text {
+			fmt.Fprintf(e.stderr, "devnet [%4.1fs] %s\n", time.Since(start).Seconds(), step)
+		}
+	}
+	var reset *devnet.ResetPlan
+	if df.reset {
+		if c, err := validator.LoadConfig(e.home); err == nil && c.Devnet {
+			if reset, err = devnet.PlanReset(e.home); err != nil {
+				return err
+			}
+			e.printReset(reset)
+		}
+	}
+	created, err := devnet.Setup(e.home, devnet.Options{Reset: df.reset, BlockTime: df.blockTime, HWTarget: df.hwTarget})
+	if err != nil {
+		return err
+	}
+	if created {
+		progress(fmt.Sprintf("created a new chain in %s (funded keys %s)", e.home, strings.Join(devnet.DevKeys, ", ")))
+	} else {
+		progress(fmt.Sprintf("resuming the chain in %s", e.home))
+	}
+	c, moved, err := devnet.Configure(e.home, df.api)
+	if err != nil {
+		return err
+	}
+	for _, m := range moved {
+		fmt.Fprintf(e.stderr, "devnet: %s (it stays there from now on)\n", m)
+	}
+	exampleSpec, err := devnet.WriteExamples(e.home)
+	if err != nil {
+		return err
+	}
+	var container *devnet.ContainerExample
+	if df.registry != "" {
+		addr := df.registry
+		if addr == "default" {
+			addr = ""
+		}
+		var reg *devnet.Registry
+		if container, reg, err = e.startRegistry(ctx, addr, progress); err != nil {
+			return err
+		}
+		defer reg.Close()
+	}
 	logger := slog.New(slog.NewTextHandler(e.stderr, &slog.HandlerOptions{Level: level}))
-	n, err := devnet.Start(ctx, e.home, devnet.StartOptions{Logger: logger, API: api,
+	n, err := devnet.Start(ctx, e.home, devnet.StartOptions{Logger: logger, Progress: progress,
 		Providers: devnet.ProviderOptions{N: df.nprov, Faulty: df.faulty, Overclaim: df.overclaim}})
 	if err != nil {
 		return err
@@ -87,11 +149,17 @@ func (e *env) runDevnet(ctx context.Context, df *devnetFlags) error {
 			n.Stop()
 		}
 	}()
-	if err := e.printDevnet(n, c, created); err != nil {
+	progress("ready")
+	if err := e.printDevnet(n, c, created, reset, container); err != nil {
 		return err
 	}
-	if df.example && df.nprov > 0 {
-		go e.runExample(ctx, n.Daemon.APIURL)
+	ranID, ranOut := devnet.ExampleRan(e.home)
+	switch {
+	case df.nprov == 0:
+	case df.exampleSet && df.example, !df.exampleSet && ranID == 0:
+		go e.runExample(ctx, n.Daemon.APIURL, start)
+	case text && ranID != 0:
+		fmt.Fprintf(e.stdout, "The example job ran on this chain as job %d (its outputs: %s); --example runs it again, or: gpunet --home %s job run %s --from alice\n", ranID, ranOut, e.home, exampleSpec)
 	}
 	select {
 	case <-ctx.Done():
@@ -108,8 +176,56 @@ func (e *env) runDevnet(ctx context.Context, df *devnetFlags) error {
 	return n.Stop()
 }
 
+// printReset says what a reset deletes and keeps, before it does.
+func (e *env) printReset(p *devnet.ResetPlan) {
+	w := e.stderr
+	fmt.Fprintf(w, "devnet --reset: a new chain in %s. Deleting:\n", p.Home)
+	for _, d := range p.Delete {
+		fmt.Fprintf(w, "  %-28s %s\n", d.Path, d.What)
+	}
+	if len(p.DevKeys) > 0 {
+		fmt.Fprintf(w, "  %-28s the devnet's own keys (new ones are made and funded)\n", "keys "+strings.Join(p.DevKeys, ", "))
+	}
+	if len(p.KeptKeys) > 0 || len(p.Kept) > 0 {
+		fmt.Fprintf(w, "Keeping:\n")
+	}
+	if len(p.KeptKeys) > 0 {
+		fmt.Fprintf(w, "  %-28s keys you added (on the new chain they start with no balance)\n", "keys "+strings.Join(p.KeptKeys, ", "))
+	}
+	for _, k := range p.Kept {
+		fmt.Fprintf(w, "  %-28s %s\n", k.Path, k.What)
+	}
+}
+
+// startRegistry serves the devnet's registry and publishes the container
+// example to it.
+func (e *env) startRegistry(ctx context.Context, addr string, progress func(string)) (*devnet.ContainerExample, *devnet.Registry, error) {
+	wd, err := os.Getwd()
+	if err != nil {
+		return nil, nil, err
+	}
+	repo, err := devnet.FindRepo(wd)
+	if err != nil {
+		return nil, nil, usageError{fmt.Errorf("--registry: %w", err)}
+	}
+	reg, moved, err := devnet.StartRegistry(e.home, addr)
+	if err != nil {
+		return nil, nil, fmt.Errorf("--registry: %w", err)
+	}
+	if moved != "" {
+		fmt.Fprintf(e.stderr, "devnet: %s\n", moved)
+	}
+	progress(fmt.Sprintf("registry on %s; building the container example's image (go build ./examples/gpugemm)", reg.Addr))
+	ex, err := devnet.PublishExample(ctx, e.home, reg, repo)
+	if err != nil {
+		reg.Close()
+		return nil, nil, fmt.Errorf("--registry: %w", err)
+	}
+	return ex, reg, nil
+}
+
 // printDevnet writes where the devnet is and who is in it.
-func (e *env) printDevnet(n *devnet.Net, c *validator.Config, created bool) error {
+func (e *env) printDevnet(n *devnet.Net, c *validator.Config, created bool, reset *devnet.ResetPlan, container *devnet.ContainerExample) error {
 	kr, err := e.keyring()
 	if err != nil {
 		return err
@@ -120,7 +236,7 @@ func (e *env) printDevnet(n *devnet.Net, c *validator.Config, created bool) erro
 	}
 	var ks []devKey
 	for _, name := range devnet.DevKeys {
-		k, err := kr.Get(name)
+		k, err := kr.Lookup(name)
 		if err != nil {
 			return err
 		}
@@ -128,13 +244,19 @@ func (e *env) printDevnet(n *devnet.Net, c *validator.Config, created bool) erro
 	}
 	api := n.Daemon.APIURL
 	if e.output == "json" {
-		var ps []devKey
+		ps := []devKey{}
 		for _, a := range n.Providers.Agents {
 			st := a.Status()
 			ps = append(ps, devKey{st.Name, st.Address})
 		}
-		json.NewEncoder(e.stdout).Encode(map[string]any{"chain_id": c.ChainID, "api": api, "dashboard": api + "/", "api_token": c.APIToken, "home": e.home, "created": created, "keys": ks, "providers": ps})
-		return nil
+		out := map[string]any{"chain_id": c.ChainID, "api": api, "dashboard": api + "/", "api_token": c.APIToken, "home": e.home, "created": created, "keys": ks, "providers": ps}
+		if reset != nil {
+			out["reset"] = reset
+		}
+		if container != nil {
+			out["container_example"] = container
+		}
+		return json.NewEncoder(e.stdout).Encode(out)
 	}
 	verb := "resumed"
 	if created {
@@ -144,17 +266,22 @@ func (e *env) printDevnet(n *devnet.Net, c *validator.Config, created bool) erro
 	for _, k := range ks {
 		fmt.Fprintf(e.stdout, "    %-6s %s\n", k.Name, k.Address)
 	}
-	fmt.Fprintf(e.stdout, "  providers:\n")
+	if len(n.Providers.Agents) > 0 {
+		fmt.Fprintf(e.stdout, "  providers:\n")
+	}
 	for _, a := range n.Providers.Agents {
 		st := a.Status()
 		fmt.Fprintf(e.stdout, "    %-10s %s\n", st.Name, st.Address)
 	}
-	fmt.Fprintf(e.stdout, "Try: gpunet --home %s offers -o price\n     gpunet --home %s tx send bob 5sync --from alice\n     gpunet --home %s query balance bob\nPress Ctrl-C to stop.\n", e.home, e.home, e.home)
+	if container != nil {
+		fmt.Fprintf(e.stdout, "  registry:   %s, serving the container example %s\n              run it: gpunet --home %s job run %s --from alice\n", strings.SplitN(container.Tag, "/", 2)[0], container.Image, e.home, container.Spec)
+	}
+	fmt.Fprintf(e.stdout, "Try: gpunet --home %s offers --sort price\n     gpunet --home %s tx send bob 5sync --from alice\n     gpunet --home %s query balance bob\nPress Ctrl-C to stop.\n", e.home, e.home, e.home)
 	return nil
 }
 
 // runExample runs the bundled example job and prints its verified output.
-func (e *env) runExample(ctx context.Context, api string) {
+func (e *env) runExample(ctx context.Context, api string, devnetStart time.Time) {
 	start := time.Now()
 	text := e.output != "json"
 	if text {
@@ -174,10 +301,10 @@ func (e *env) runExample(ctx context.Context, api string) {
 	}
 	j := res.Job
 	if !text {
-		json.NewEncoder(e.stdout).Encode(map[string]any{"example_job": j.ID, "state": j.State, "out": res.OutDir, "output": string(res.Output), "cost": j.Cost + j.Fee})
+		json.NewEncoder(e.stdout).Encode(map[string]any{"example_job": j.ID, "state": j.State, "out": res.OutDir, "output": string(res.Output), "cost": j.Cost + j.Fee, "seconds_since_start": time.Since(devnetStart).Seconds()})
 		return
 	}
-	fmt.Fprintf(e.stdout, "Example job %d succeeded on %s in %.2fs; cost %s + %s fee; verified: %s. Its decrypted output (%s/out/counts.txt):\n%s",
-		j.ID, j.Delivered, time.Since(start).Seconds(), formatSync(j.Cost), formatSync(j.Fee), verdictText(j), res.OutDir, res.Output)
+	fmt.Fprintf(e.stdout, "Example job %d succeeded on %s in %.2fs (%.1fs after the devnet started); cost %s + %s fee; verified: %s. Its decrypted output (%s/out/counts.txt):\n%s",
+		j.ID, e.names().addr(*j.Delivered), time.Since(start).Seconds(), time.Since(devnetStart).Seconds(), formatSync(j.Cost), formatSync(j.Fee), verdictText(j), res.OutDir, res.Output)
 	fmt.Fprintf(e.stdout, "Run it yourself: gpunet --home %s job run %s/examples/wordcount/job.yaml --from alice\n", e.home, e.home)
 }

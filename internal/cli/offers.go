@@ -3,11 +3,14 @@ package cli
 import (
 	"fmt"
 	"io"
+	"math"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
 
+	"github.com/gpunet/gpunet/internal/address"
 	"github.com/gpunet/gpunet/internal/offers"
 )
 
@@ -18,12 +21,14 @@ func offersCmd(e *env) *cobra.Command {
 	)
 	c := &cobra.Command{
 		Use:   "offers [QUERY]",
-		Short: "Search provider hardware, e.g. 'gpu=RTX_4090 count>=2 vram>=24 price<0.5 region=eu' -o price-",
+		Short: "Search provider hardware, e.g. 'gpu=RTX_4090 count>=2 vram>=24 price<0.5 region=eu' --sort price-",
 		Long: `Search the providers that can take jobs now (online, staked).
 
 QUERY is space-separated 'field op value' terms, all of which must hold.
 Operators: < <= = != >= > in notin (lists: [a,b] or a,b).
--o sorts by fields, '-' after a field for descending: -o price  -o tops-,price
+--sort sorts by fields, '-' after a field for descending: --sort price
+--sort tops-,price. --all also lists providers that cannot take jobs now,
+with an ONLINE column.
 
 Fields:
 ` + fieldsHelp(),
@@ -49,10 +54,11 @@ Fields:
 			if err != nil {
 				return err
 			}
-			return e.print(list, func(w io.Writer) { printOffers(w, list) })
+			names := e.names()
+			return e.print(list, func(w io.Writer) { printOffers(w, list, all, names) })
 		},
 	}
-	c.Flags().StringVarP(&sortKeys, "order", "o", "", "sort keys, e.g. price or tops-,price")
+	c.Flags().StringVar(&sortKeys, "sort", "", "sort keys, e.g. price or tops-,price")
 	c.Flags().BoolVar(&all, "all", false, "include providers that cannot take jobs now (offline or under-staked)")
 	return c
 }
@@ -65,17 +71,61 @@ func fieldsHelp() string {
 	return b.String()
 }
 
-func printOffers(w io.Writer, list []offers.Offer) {
+// printOffers writes offers as a table; online adds the ONLINE column
+// (offers --all, query providers: lists with providers that cannot take
+// jobs now). Providers the keyring knows are named.
+func printOffers(w io.Writer, list []offers.Offer, online bool, names keyNames) {
 	if len(list) == 0 {
 		fmt.Fprintln(w, "No offers match.")
 		return
 	}
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "ADDRESS\tGPU\tN\tVRAM\tCPU\tRAM\tTOPS\tPRICE/h\tREGION\tREP\tUPTIME\tOK/BAD\tCHALLENGES\tEXECUTORS\tSTAKE")
+	head := "PROVIDER\t"
+	if online {
+		head += "ONLINE\t"
+	}
+	fmt.Fprintln(tw, head+"GPU\tN\tVRAM\tCPU\tRAM\tTOPS\tPRICE/h\tREGION\tREP\tUPTIME\tOK/BAD\tCHALLENGES\tEXECUTORS\tSTAKE")
 	for _, o := range list {
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%.0f\t%d\t%.0f\t%.2f\t%.4f\t%s\t%.2f\t%.0f%%\t%d/%d\t%.0f%%\t%s\t%s\n",
-			o.Address, o.GPU, o.Count, o.VRAM, o.CPU, o.RAM, o.TOPS, o.Price, o.Region, o.Reputation, 100*o.Uptime,
+		who := o.Address
+		if a, err := address.Parse(o.Address); err == nil && names.name(a) != "" {
+			who = names.name(a)
+		}
+		fmt.Fprintf(tw, "%s\t", who)
+		if online {
+			fmt.Fprintf(tw, "%s\t", yesNo(o.Online))
+		}
+		gpu, n, vram := o.GPU, strconv.Itoa(o.Count), formatGiB(o.VRAM)
+		if o.Count == 0 {
+			gpu, n, vram = "none (cpu)", "-", "-"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\t%s SYNC\t%s\t%.2f\t%.0f%%\t%d/%d\t%.0f%%\t%s\t%s\n",
+			gpu, n, vram, o.CPU, formatGiB(o.RAM), sig(o.TOPS), sig(o.Price), o.Region, o.Reputation, 100*o.Uptime,
 			o.Validated, o.Invalid, 100*o.ChallengePass, strings.Join(o.Executor, ","), formatSync(o.Stake))
 	}
 	tw.Flush()
+}
+
+// sig writes x with three significant digits: 0.0123, 1.23, 45.6, 789,
+// 12345 (never "0.00" for a small non-zero figure).
+func sig(x float64) string {
+	if math.Abs(x) >= 1000 {
+		return strconv.FormatFloat(x, 'f', 0, 64)
+	}
+	v, _ := strconv.ParseFloat(strconv.FormatFloat(x, 'g', 3, 64), 64)
+	return strconv.FormatFloat(v, 'f', -1, 64)
+}
+
+// formatGiB writes a size in GiB with its unit: "24 GiB", "62.7 GiB".
+func formatGiB(g float64) string {
+	if g >= 100 || g == float64(int64(g)) {
+		return fmt.Sprintf("%.0f GiB", g)
+	}
+	return fmt.Sprintf("%.1f GiB", g)
+}
+
+func yesNo(b bool) string {
+	if b {
+		return "yes"
+	}
+	return "no"
 }

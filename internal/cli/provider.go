@@ -18,6 +18,7 @@ import (
 
 	"github.com/gpunet/gpunet/internal/address"
 	"github.com/gpunet/gpunet/internal/apiwire"
+	"github.com/gpunet/gpunet/internal/devnet"
 	"github.com/gpunet/gpunet/internal/ledger"
 	"github.com/gpunet/gpunet/internal/metricsserver"
 	"github.com/gpunet/gpunet/internal/provider"
@@ -195,11 +196,10 @@ func providerStatusCmd(e *env) *cobra.Command {
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			name := statusFrom
 			if name == "" {
-				names := provider.StatusNames(e.home)
-				if len(names) != 1 {
-					return usageError{fmt.Errorf("found %d provider status files in %s/provider; name the provider with --from KEY", len(names), e.home)}
+				var err error
+				if name, err = e.onlyProvider(); err != nil {
+					return err
 				}
-				name = names[0]
 			}
 			st, err := provider.ReadStatus(e.home, name)
 			if errors.Is(err, os.ErrNotExist) {
@@ -234,6 +234,28 @@ func providerStatusCmd(e *env) *cobra.Command {
 	return status
 }
 
+// onlyProvider names the agent provider status means without --from: the
+// only agent that has run from --home, or, in a devnet's home, the only one
+// besides the devnet's own (provider-N); otherwise it says which there are.
+func (e *env) onlyProvider() (string, error) {
+	all := provider.StatusNames(e.home)
+	var mine []string
+	for _, n := range all {
+		if !devnet.IsDevKey(n) {
+			mine = append(mine, n)
+		}
+	}
+	switch {
+	case len(all) == 1:
+		return all[0], nil
+	case len(mine) == 1:
+		return mine[0], nil
+	case len(all) == 0:
+		return "", fmt.Errorf("no provider agent has run from %s: start one with `gpunet provider start --from KEY`, or pass the --home it runs from", e.home)
+	}
+	return "", usageError{fmt.Errorf("%d provider agents have run from %s (%s): name one with --from KEY", len(all), e.home, strings.Join(all, ", "))}
+}
+
 // printAgent writes what an agent says of itself for people.
 func printAgent(w io.Writer, st *provider.Status) {
 	fmt.Fprintf(w, "provider %s (%s)\n", st.Name, st.Address)
@@ -241,11 +263,11 @@ func printAgent(w io.Writer, st *provider.Status) {
 		fmt.Fprintf(w, "detected:    %s\n", st.Inventory.Summary())
 	}
 	if st.Figures != nil {
-		fmt.Fprintf(w, "measured:    %.3f int8 TOPS, %.1f GB/s memory bandwidth (%s)\n", st.Figures.Int8TOPS, st.Figures.MemBandwidthGBs, st.Figures.Device)
+		fmt.Fprintf(w, "measured:    %s int8 TOPS, %s GB/s memory bandwidth (%s)\n", sig(st.Figures.Int8TOPS), sig(st.Figures.MemBandwidthGBs), st.Figures.Device)
 	}
 	for _, u := range slices.Sorted(maps.Keys(st.GPUFigures)) {
 		f := st.GPUFigures[u]
-		fmt.Fprintf(w, "measured:    %.3f int8 TOPS, %.1f GB/s memory bandwidth (%s, kernel %s)\n", f.Int8TOPS, f.MemBandwidthGBs, f.Device, f.Kernel)
+		fmt.Fprintf(w, "measured:    %s int8 TOPS, %s GB/s memory bandwidth (%s, kernel %s)\n", sig(f.Int8TOPS), sig(f.MemBandwidthGBs), f.Device, f.Kernel)
 	}
 	for _, n := range st.GPUNotes {
 		fmt.Fprintf(w, "gpu:         %s\n", n)
@@ -270,7 +292,11 @@ func providerPrices(all uint64, byClass map[string]uint64) map[string]uint64 {
 func printProvider(w io.Writer, p *apiwire.ProviderBody) {
 	r := p.Record
 	fmt.Fprintf(w, "registered:  at height %d (updated %d), region %s, executors %s\n", r.RegisteredHeight, r.UpdatedHeight, r.Region, strings.Join(r.Executors, ","))
-	fmt.Fprintf(w, "offer:       %d× %s, %d cores, %.0f GiB RAM, %.0f GiB disk, %.3f TOPS, %.4f SYNC/h per unit\n", p.Count, p.GPU, p.CPU, p.RAM, p.Disk, p.TOPS, p.Price)
+	gpus, unit := fmt.Sprintf("%d× %s (%s each)", p.Count, p.GPU, formatGiB(p.VRAM)), "GPU"
+	if p.Count == 0 {
+		gpus, unit = "no GPU", "core"
+	}
+	fmt.Fprintf(w, "offer:       %s, %d cores, %s RAM, %s disk, %s int8 TOPS, %s SYNC/h per %s\n", gpus, p.CPU, formatGiB(p.RAM), formatGiB(p.Disk), sig(p.TOPS), sig(p.Price), unit)
 	fmt.Fprintf(w, "online:      %v (schedulable %v)\n", r.Online, p.Schedulable)
 	fmt.Fprintf(w, "stake:       %s (minimum %s)\n", formatAmount(r.Stake), formatAmount(p.RequiredStake))
 	for _, u := range p.Unbonding {
@@ -355,7 +381,7 @@ func deviceStanding(r *ledger.Provider, d uint64) string {
 }
 
 // formatTOPS writes an int8 figure in GOPS as TOPS.
-func formatTOPS(gops uint64) string { return fmt.Sprintf("%.3f TOPS", float64(gops)/1e3) }
+func formatTOPS(gops uint64) string { return sig(float64(gops)/1e3) + " TOPS" }
 
 func orNone(s, none string) string {
 	if s == "" {

@@ -55,13 +55,15 @@ func TestQueryProviderShowsEachDevice(t *testing.T) {
 
 	text := run()
 	for _, want := range []string{
-		"hardware:    1 challenges passed, 1 failed; effective 4200.500 TOPS\n",
-		"  cpu (16 cores)               claims 0.800 TOPS, proven only 0.500 TOPS; counts 0.500 TOPS\n",
-		"  gpus[0] H100_80GB GPU-aaaa   claims 1500.000 TOPS, proven 1500.000 TOPS; counts 1500.000 TOPS\n",
-		"  gpus[1] H100_80GB GPU-bbbb   claims 1400.000 TOPS, not yet challenged; counts 1400.000 TOPS\n",
-		"  gpus[2] H100_80GB (no uuid)  claims 1300.000 TOPS, not yet challenged; counts 1300.000 TOPS\n",
-		"  gpus[3] T4 (no uuid)         claims nothing, never challenged; counts 0.000 TOPS\n",
-		"  open: 64×64×64 GEMM on gpus[1] GPU-bbbb at 1400.000 TOPS, issued at height 9\n",
+		"hardware:    1 challenges passed, 1 failed; effective 4200 TOPS\n",
+		"  cpu (16 cores)               claims 0.8 TOPS, proven only 0.5 TOPS; counts 0.5 TOPS\n",
+		"  gpus[0] H100_80GB GPU-aaaa   claims 1500 TOPS, proven 1500 TOPS; counts 1500 TOPS\n",
+		"  gpus[1] H100_80GB GPU-bbbb   claims 1400 TOPS, not yet challenged; counts 1400 TOPS\n",
+		"  gpus[2] H100_80GB (no uuid)  claims 1300 TOPS, not yet challenged; counts 1300 TOPS\n",
+		"  gpus[3] T4 (no uuid)         claims nothing, never challenged; counts 0 TOPS\n",
+		"  open: 64×64×64 GEMM on gpus[1] GPU-bbbb at 1400 TOPS, issued at height 9\n",
+		// Units, and no "0× cpu" for a machine without GPUs.
+		"offer:       no GPU, 0 cores, 0 GiB RAM, 0 GiB disk, 0 int8 TOPS, 0 SYNC/h per core\n",
 	} {
 		if !strings.Contains(text, want) {
 			t.Errorf("output lacks %q:\n%s", want, text)

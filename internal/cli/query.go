@@ -42,8 +42,9 @@ func queryCmd(e *env) *cobra.Command {
 			if err != nil {
 				return err
 			}
+			who := e.names().addr(a)
 			return e.print(b, func(w io.Writer) {
-				fmt.Fprintf(w, "%s: %s at height %d\n", b.Address, formatAmount(b.Balance), b.Height)
+				fmt.Fprintf(w, "%s: %s at height %d\n", who, formatAmount(b.Balance), b.Height)
 			})
 		},
 	})
@@ -65,7 +66,7 @@ func queryCmd(e *env) *cobra.Command {
 				return err
 			}
 			return e.print(acct, func(w io.Writer) {
-				fmt.Fprintf(w, "address:  %s\nbalance:  %s\nsequence: %d\n", acct.Address, formatAmount(acct.Balance), acct.Sequence)
+				fmt.Fprintf(w, "address:  %s\nbalance:  %s\nsequence: %d\n", e.names().addr(a), formatAmount(acct.Balance), acct.Sequence)
 				if len(acct.PubKey) > 0 {
 					fmt.Fprintf(w, "pub key:  %x\n", acct.PubKey)
 				}
@@ -86,7 +87,8 @@ func queryCmd(e *env) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			return e.print(list, func(w io.Writer) { printOffers(w, list) })
+			names := e.names()
+			return e.print(list, func(w io.Writer) { printOffers(w, list, true, names) })
 		},
 	})
 	c.AddCommand(&cobra.Command{
@@ -106,8 +108,9 @@ func queryCmd(e *env) *cobra.Command {
 			if err != nil {
 				return err
 			}
+			who := e.names().addr(a)
 			return e.print(p, func(w io.Writer) {
-				fmt.Fprintf(w, "provider %s\n", p.Address)
+				fmt.Fprintf(w, "provider %s\n", who)
 				printProvider(w, p)
 			})
 		},

@@ -13,7 +13,7 @@ func stakeCmd(e *env) *cobra.Command {
 	}
 	var from string
 	add := &cobra.Command{
-		Use:   "add AMOUNT --from KEY",
+		Use:   "add AMOUNT [--from KEY]",
 		Short: "Bond AMOUNT of KEY's balance as provider stake",
 		Args:  exactArgs("AMOUNT"),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -25,7 +25,7 @@ func stakeCmd(e *env) *cobra.Command {
 		},
 	}
 	unbond := &cobra.Command{
-		Use:   "unbond AMOUNT --from KEY",
+		Use:   "unbond AMOUNT [--from KEY]",
 		Short: "Start unbonding AMOUNT of KEY's stake; it returns to the balance after the unbonding period",
 		Args:  exactArgs("AMOUNT"),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -37,8 +37,7 @@ func stakeCmd(e *env) *cobra.Command {
 		},
 	}
 	for _, sub := range []*cobra.Command{add, unbond} {
-		sub.Flags().StringVar(&from, "from", "", "the provider's key (required)")
-		sub.MarkFlagRequired("from")
+		sub.Flags().StringVar(&from, "from", "", "the provider's key (default: the only key in the keyring)")
 		c.AddCommand(sub)
 	}
 	return c

@@ -9,6 +9,7 @@ import (
 
 	"github.com/gpunet/gpunet/internal/apiwire"
 	"github.com/gpunet/gpunet/internal/chainclient"
+	"github.com/gpunet/gpunet/internal/keys"
 	"github.com/gpunet/gpunet/internal/ledger"
 )
 
@@ -16,8 +17,8 @@ func txCmd(e *env) *cobra.Command {
 	c := &cobra.Command{Use: "tx", Short: "Sign and submit transactions"}
 	var from, fee string
 	send := &cobra.Command{
-		Use:   "send TO AMOUNT --from KEY",
-		Short: "Send tokens (AMOUNT: 1500usync, 2.5sync or a bare integer in usync)",
+		Use:   "send TO AMOUNT [--from KEY]",
+		Short: "Send tokens (AMOUNT: 1500usync, 2.5sync, or a bare integer in usync) and say what was sent",
 		Args:  exactArgs("TO", "AMOUNT"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			to, err := e.resolveAddress(args[0])
@@ -34,37 +35,69 @@ func txCmd(e *env) *cobra.Command {
 					return usageError{fmt.Errorf("--fee: %w", err)}
 				}
 			}
-			return e.sendMsg(cmd, from, feeAmt, &ledger.MsgSend{To: to, Amount: ledger.Amount(amt)})
+			res, key, err := e.signAndSend(cmd, from, feeAmt, &ledger.MsgSend{To: to, Amount: ledger.Amount(amt)})
+			if err != nil {
+				return err
+			}
+			names := e.names()
+			out := sendResult{TxResult: res, From: key.Address.String(), To: to.String(), Amount: amt, Fee: feeAmt}
+			return e.print(out, func(w io.Writer) {
+				fmt.Fprintf(w, "sent %s from %s to %s", formatAmount(amt), names.addr(key.Address), names.addr(to))
+				if feeAmt > 0 {
+					fmt.Fprintf(w, ", fee %s", formatAmount(feeAmt))
+				}
+				fmt.Fprintln(w)
+				printTxResult(w, res)
+			})
 		},
 	}
-	send.Flags().StringVar(&from, "from", "", "name of the signing key in the keyring (required)")
+	send.Flags().StringVar(&from, "from", "", "name of the signing key in the keyring (default: the only key there)")
 	send.Flags().StringVar(&fee, "fee", "0", "fee paid to the treasury")
-	send.MarkFlagRequired("from")
 	c.AddCommand(send)
 	return c
 }
 
-// sendMsg signs msg with the key named from, submits it, waits for its
-// block and prints the result.
-func (e *env) sendMsg(cmd *cobra.Command, from string, fee uint64, msg ledger.Msg) error {
+// sendResult is tx send's JSON: the tx's result and what it sent.
+type sendResult struct {
+	*apiwire.TxResult
+	From   string `json:"from"`
+	To     string `json:"to"`
+	Amount uint64 `json:"amount"` // usync
+	Fee    uint64 `json:"fee"`    // usync
+}
+
+// signAndSend signs msg with the key named from (default: the keyring's
+// only key), submits it and waits for its block. A tx the ledger rejects
+// is printed with --output json (its result on stdout) and returned as
+// the error.
+func (e *env) signAndSend(cmd *cobra.Command, from string, fee uint64, msg ledger.Msg) (*apiwire.TxResult, *keys.Key, error) {
+	from, err := e.signer(from)
+	if err != nil {
+		return nil, nil, err
+	}
 	kr, err := e.keyring()
 	if err != nil {
-		return err
+		return nil, nil, err
 	}
 	key, err := kr.Get(from)
 	if err != nil {
-		return err
+		return nil, nil, err
 	}
 	cl, err := e.client()
 	if err != nil {
-		return err
+		return nil, nil, err
 	}
 	res, err := cl.SendMsg(cmd.Context(), key, fee, msg)
 	var txErr *chainclient.TxError
 	if errors.As(err, &txErr) && e.output == "json" {
 		e.print(res, nil)
-		return err
 	}
+	return res, key, err
+}
+
+// sendMsg is signAndSend that prints the tx's result.
+func (e *env) sendMsg(cmd *cobra.Command, from string, fee uint64, msg ledger.Msg) error {
+	res, _, err := e.signAndSend(cmd, from, fee, msg)
 	if err != nil {
 		return err
 	}

@@ -4,41 +4,40 @@ import (
 	"fmt"
 	"io"
 	"runtime"
-	"runtime/debug"
 
 	"github.com/spf13/cobra"
+
+	"github.com/gpunet/gpunet/internal/buildinfo"
 )
 
-// Version is set at build time with -ldflags "-X github.com/gpunet/gpunet/internal/cli.Version=v1.2.3".
-var Version = "dev"
-
+// versionInfo is version's JSON.
 type versionInfo struct {
-	Version   string `json:"version"`
-	Commit    string `json:"commit,omitempty"`
-	GoVersion string `json:"go_version"`
-	Platform  string `json:"platform"`
+	buildinfo.Info
+	Platform string `json:"platform"`
 }
 
 func versionCmd(e *env) *cobra.Command {
 	return &cobra.Command{
 		Use:   "version",
-		Short: "Print the gpunet version",
-		Args:  exactArgs(),
+		Short: "Print the gpunet version, the commit it was built from, and the Go release that built it",
+		Long: `Print the version (set with -ldflags "-X github.com/gpunet/gpunet/internal/buildinfo.Version=v1.2.3",
+or the module version of go install …@v1.2.3), the commit (recorded by go
+build in a git checkout; not by go run, nor with -buildvcs=false), whether
+the tree had changes, and the Go release and platform.`,
+		Args: exactArgs(),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			v := versionInfo{Version: Version, GoVersion: runtime.Version(), Platform: runtime.GOOS + "/" + runtime.GOARCH}
-			if bi, ok := debug.ReadBuildInfo(); ok {
-				for _, s := range bi.Settings {
-					if s.Key == "vcs.revision" {
-						v.Commit = s.Value
-					}
-				}
-			}
+			v := versionInfo{Info: buildinfo.Read(), Platform: runtime.GOOS + "/" + runtime.GOARCH}
 			return e.print(v, func(w io.Writer) {
-				fmt.Fprintf(w, "gpunet %s", v.Version)
-				if v.Commit != "" {
-					fmt.Fprintf(w, " (%.12s)", v.Commit)
+				fmt.Fprintf(w, "gpunet %s\n", v.Version)
+				switch {
+				case v.Commit == "":
+					fmt.Fprintln(w, "commit:   unknown (built without VCS information: go run, or go build -buildvcs=false; go build in a git checkout records it)")
+				case v.Modified:
+					fmt.Fprintf(w, "commit:   %s, with uncommitted changes\n", v.Commit)
+				default:
+					fmt.Fprintf(w, "commit:   %s\n", v.Commit)
 				}
-				fmt.Fprintf(w, " %s %s\n", v.GoVersion, v.Platform)
+				fmt.Fprintf(w, "go:       %s %s\n", v.GoVersion, v.Platform)
 			})
 		},
 	}

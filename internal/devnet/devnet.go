@@ -59,10 +59,12 @@ func Setup(home string, o Options) (created bool, err error) {
 		}
 		return false, nil
 	case err == nil && o.Reset:
-		for _, d := range []string{"config", "data", "logs", "keyring"} {
-			if err := os.RemoveAll(filepath.Join(home, d)); err != nil {
-				return false, err
-			}
+		plan, err := PlanReset(home)
+		if err != nil {
+			return false, err
+		}
+		if err := plan.Do(); err != nil {
+			return false, err
 		}
 	case !errors.Is(err, os.ErrNotExist):
 		return false, err

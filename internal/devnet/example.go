@@ -22,15 +22,13 @@ type ExampleResult struct {
 	Output []byte // its main output file (wordcount's counts.txt)
 }
 
-// RunExample submits the bundled wordcount example as alice, follows it on
-// the devnet's providers, and fetches and decrypts its output into
-// home/examples/job-ID. The example's files are written to
-// home/examples/wordcount so the user can run it again with
-// `gpunet job run`.
-func RunExample(ctx context.Context, home, api string, onState func(*ledger.Job)) (*ExampleResult, error) {
+// WriteExamples writes the bundled wordcount example's files (its module,
+// input and job spec) to home/examples/wordcount, so that the user can run
+// it with `gpunet job run`, and returns its job spec's path.
+func WriteExamples(home string) (string, error) {
 	dir := filepath.Join(home, "examples", "wordcount")
 	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, err
+		return "", err
 	}
 	for name, data := range map[string][]byte{
 		"wordcount.wasm": examples.WordcountWASM,
@@ -38,10 +36,22 @@ func RunExample(ctx context.Context, home, api string, onState func(*ledger.Job)
 		"job.yaml":       []byte(examples.WordcountJob),
 	} {
 		if err := os.WriteFile(filepath.Join(dir, name), data, 0o644); err != nil {
-			return nil, err
+			return "", err
 		}
 	}
-	spec, err := jobspec.Load(filepath.Join(dir, "job.yaml"))
+	return filepath.Join(dir, "job.yaml"), nil
+}
+
+// RunExample submits the bundled wordcount example as alice, follows it on
+// the devnet's providers, and fetches and decrypts its output into
+// home/examples/job-ID (WriteExamples writes its files first). When it
+// succeeds, the home records it (ExampleRan).
+func RunExample(ctx context.Context, home, api string, onState func(*ledger.Job)) (*ExampleResult, error) {
+	path, err := WriteExamples(home)
+	if err != nil {
+		return nil, err
+	}
+	spec, err := jobspec.Load(path)
 	if err != nil {
 		return nil, fmt.Errorf("bundled example: %w", err)
 	}
@@ -71,6 +81,15 @@ func RunExample(ctx context.Context, home, api string, onState func(*ledger.Job)
 	if err := jc.FetchOutputs(ctx, j, res.OutDir); err != nil {
 		return res, err
 	}
-	res.Output, err = os.ReadFile(filepath.Join(res.OutDir, "out", "counts.txt"))
-	return res, err
+	if res.Output, err = os.ReadFile(filepath.Join(res.OutDir, "out", "counts.txt")); err != nil {
+		return res, err
+	}
+	return res, updateState(home, func(s *state) { s.ExampleJob, s.ExampleOut = id, res.OutDir })
+}
+
+// ExampleRan returns the id of the example job RunExample last ran to
+// success in home, and where its outputs are; 0 when it has not.
+func ExampleRan(home string) (id uint64, out string) {
+	s, _ := readState(home)
+	return s.ExampleJob, s.ExampleOut
 }

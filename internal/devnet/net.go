@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"net"
+	"strings"
 	"time"
 
 	"github.com/gpunet/gpunet/internal/daemon"
@@ -11,25 +13,58 @@ import (
 	"github.com/gpunet/gpunet/internal/validator"
 )
 
-// Configure gives the devnet in home fresh loopback ports, so that several
-// devnets run side by side, and an API token if it has none (a devnet made
-// before tokens existed); it saves the config and returns it.
-func Configure(home string) (*validator.Config, error) {
+// Configure readies the devnet in home to start: it keeps the loopback
+// ports its config holds, so that the API's address (and a bookmark of the
+// dashboard) stays the same from one start to the next, and gives a new
+// free port to any that another process holds now, so that several devnets
+// run side by side; api, when set, is the API's address from now on. It
+// gives the node an API token if it has none (a devnet made before tokens
+// existed), saves the config and returns it, with a line for each address
+// it had to change.
+func Configure(home, api string) (*validator.Config, []string, error) {
 	c, err := validator.LoadConfig(home)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	for _, p := range []*string{&c.P2P, &c.RPC, &c.API} {
-		if *p, err = validator.FreeAddr(); err != nil {
-			return nil, err
+	var moved []string
+	if api != "" {
+		c.API = api
+	}
+	for _, p := range []struct {
+		name string
+		addr *string
+	}{{"p2p", &c.P2P}, {"rpc", &c.RPC}, {"api", &c.API}} {
+		if p.name == "api" && api != "" {
+			continue // the caller's choice: a clash is the node's error to report
+		}
+		if *p.addr != "" && portFree(*p.addr) {
+			continue
+		}
+		old := *p.addr
+		if *p.addr, err = validator.FreeAddr(); err != nil {
+			return nil, nil, err
+		}
+		if old != "" {
+			moved = append(moved, fmt.Sprintf("%s address %s is taken by another process; using %s", p.name, old, *p.addr))
 		}
 	}
 	if c.APIToken == "" {
 		if c.APIToken, err = NewAPIToken(); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 	}
-	return c, validator.SaveConfig(home, c)
+	return c, moved, validator.SaveConfig(home, c)
+}
+
+// portFree reports whether addr (host:port, or CometBFT's tcp://host:port)
+// can be listened on now.
+func portFree(addr string) bool {
+	l, err := net.Listen("tcp", strings.TrimPrefix(addr, "tcp://"))
+	if err != nil {
+		return false
+	}
+	l.Close()
+	return true
 }
 
 // ProviderPoll is how often devnet providers look at the chain: twice a
@@ -50,6 +85,9 @@ type StartOptions struct {
 	// ReadyTimeout bounds the wait for the providers to be registered,
 	// online and staked (default a minute).
 	ReadyTimeout time.Duration
+	// Progress, when set, is told each step of the start as it begins, in
+	// words for people ("starting the node", …).
+	Progress func(step string)
 }
 
 // Net is a running devnet: its node and its providers.
@@ -65,6 +103,12 @@ type Net struct {
 // waits until the providers are ready. On an error it has stopped what it
 // started.
 func Start(ctx context.Context, home string, o StartOptions) (*Net, error) {
+	progress := func(format string, args ...any) {
+		if o.Progress != nil {
+			o.Progress(fmt.Sprintf(format, args...))
+		}
+	}
+	progress("starting the node")
 	d, err := daemon.Start(ctx, home, daemon.Options{Logger: o.Logger, APIAddr: o.API, CheckInvariants: true})
 	if err != nil {
 		return nil, err
@@ -81,6 +125,14 @@ func Start(ctx context.Context, home string, o StartOptions) (*Net, error) {
 	if po.Metrics == nil {
 		po.Metrics = provider.NewMetrics(d.Metrics)
 	}
+	if po.N == 0 {
+		n.Providers = &Providers{}
+		return n, nil
+	}
+	if po.Progress == nil {
+		po.Progress = o.Progress
+	}
+	progress("node up at %s (height %d); starting %d provider(s)", d.APIURL, d.Node.Height(), po.N)
 	if n.Providers, err = RunProviders(pctx, home, d.APIURL, po); err != nil {
 		n.Stop()
 		return nil, fmt.Errorf("start devnet providers: %w", err)
@@ -89,6 +141,7 @@ func Start(ctx context.Context, home string, o StartOptions) (*Net, error) {
 	if ready == 0 {
 		ready = time.Minute
 	}
+	progress("providers registering, staking and coming online (a few blocks)")
 	if err := n.Providers.WaitReady(ctx, ready); err != nil {
 		n.Stop()
 		return nil, err

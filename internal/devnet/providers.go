@@ -2,9 +2,11 @@ package devnet
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"path/filepath"
+	"slices"
 	"sync"
 	"time"
 
@@ -46,6 +48,8 @@ type ProviderOptions struct {
 	// Metrics, when set, counts the agents' work (the node's registry in
 	// a devnet, so its /metrics shows them).
 	Metrics *provider.Metrics
+	// Progress, when set, is told each step as it begins, for people.
+	Progress func(step string)
 }
 
 // Providers are the devnet's running provider agents.
@@ -86,6 +90,9 @@ func RunProviders(ctx context.Context, home, api string, o ProviderOptions) (*Pr
 	alice, err := kr.Get(DevKeys[0])
 	if err != nil {
 		return nil, err
+	}
+	if o.Progress != nil {
+		o.Progress("detecting and measuring this machine for the providers (about a second)")
 	}
 	real, err := hwinfo.Detect(ctx, hwinfo.Options{DiskPath: home})
 	if err != nil {
@@ -194,6 +201,13 @@ func (p *Providers) WaitReady(ctx context.Context, timeout time.Duration) error 
 		}
 		if ready == len(p.Agents) {
 			return nil
+		}
+		p.mu.Lock()
+		stopped := slices.Clone(p.errs)
+		p.mu.Unlock()
+		if len(stopped) > 0 {
+			// An agent that stopped will not become ready.
+			return fmt.Errorf("devnet providers: %w", errors.Join(stopped...))
 		}
 		if time.Now().After(deadline) {
 			return fmt.Errorf("devnet providers not ready after %s: %s is registered=%v online=%v stake=%d (%s)", timeout, last.Name, last.Registered, last.Online, last.Stake, last.LastError)

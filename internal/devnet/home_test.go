@@ -1,0 +1,125 @@
+package devnet
+
+import (
+	"net"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gpunet/gpunet/internal/keys"
+	"github.com/gpunet/gpunet/internal/validator"
+)
+
+// TestConfigureKeepsPorts: a devnet keeps its ports from one start to the
+// next (a bookmarked dashboard stays valid); a port another process holds
+// is replaced, and Configure says which; --api is kept.
+func TestConfigureKeepsPorts(t *testing.T) {
+	home := t.TempDir()
+	if _, err := Setup(home, Options{}); err != nil {
+		t.Fatal(err)
+	}
+	first, moved, err := Configure(home, "")
+	if err != nil || len(moved) != 0 {
+		t.Fatalf("Configure: %v, moved %v", err, moved)
+	}
+	again, moved, err := Configure(home, "")
+	if err != nil || len(moved) != 0 || again.API != first.API || again.P2P != first.P2P || again.RPC != first.RPC {
+		t.Fatalf("second Configure: api %s p2p %s rpc %s (moved %v, %v); first was %s %s %s", again.API, again.P2P, again.RPC, moved, err, first.API, first.P2P, first.RPC)
+	}
+	ln, err := net.Listen("tcp", first.API) // another process takes the API's port
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	third, moved, err := Configure(home, "")
+	if err != nil || third.API == first.API || len(moved) != 1 || !strings.Contains(moved[0], first.API) || !strings.Contains(moved[0], third.API) {
+		t.Fatalf("Configure with the API's port taken: api %s, moved %v, %v", third.API, moved, err)
+	}
+	if third.P2P != first.P2P {
+		t.Errorf("the p2p port moved too: %s, was %s", third.P2P, first.P2P)
+	}
+	addr, err := validator.FreeAddr()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c, _, err := Configure(home, addr); err != nil || c.API != addr {
+		t.Fatalf("Configure with --api %s: %s, %v", addr, c.API, err)
+	}
+	if c, _, err := Configure(home, ""); err != nil || c.API != addr {
+		t.Fatalf("the --api address was not kept: %s, %v", c.API, err)
+	}
+}
+
+// TestResetKeepsUserKeys: a reset lists what it deletes, deletes the
+// chain and the devnet's own keys, and keeps the keys the user added and
+// the image cache.
+func TestResetKeepsUserKeys(t *testing.T) {
+	home := t.TempDir()
+	if _, err := Setup(home, Options{BlockTime: 200 * time.Millisecond}); err != nil {
+		t.Fatal(err)
+	}
+	kr, err := keys.Open(filepath.Join(home, "keyring"), keys.WithPassphrase(func(string, bool) ([]byte, error) { return []byte("pass"), nil }))
+	if err != nil {
+		t.Fatal(err)
+	}
+	carol, err := kr.Add("carol")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := kr.AddUnencrypted("provider-1"); err != nil {
+		t.Fatal(err)
+	}
+	alice, _ := kr.Lookup("alice")
+	for _, d := range []string{"provider/oci/images", "provider/provider-1/jobs", "jobs/gpunet-devnet", "examples/wordcount"} {
+		os.MkdirAll(filepath.Join(home, d), 0o755)
+	}
+	os.WriteFile(filepath.Join(home, "provider", "provider-1.json"), []byte("{}"), 0o600)
+	if err := updateState(home, func(s *state) { s.ExampleJob = 1 }); err != nil {
+		t.Fatal(err)
+	}
+
+	p, err := PlanReset(home)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var deleted []string
+	for _, d := range p.Delete {
+		deleted = append(deleted, d.Path)
+	}
+	for _, want := range []string{"config", "data", "jobs", "examples", "devnet.json", "provider/provider-1", "provider/provider-1.json"} {
+		if !slices.Contains(deleted, want) {
+			t.Errorf("the plan does not delete %s: %v", want, deleted)
+		}
+	}
+	if !slices.Equal(p.DevKeys, []string{"alice", "bob", "provider-1"}) || !slices.Equal(p.KeptKeys, []string{"carol"}) || len(p.Kept) != 1 || p.Kept[0].Path != "provider/oci" {
+		t.Errorf("plan: dev keys %v, kept keys %v, kept %v", p.DevKeys, p.KeptKeys, p.Kept)
+	}
+
+	created, err := Setup(home, Options{Reset: true})
+	if err != nil || !created {
+		t.Fatalf("reset: created %v, %v", created, err)
+	}
+	if k, err := kr.Lookup("carol"); err != nil || k.Address != carol.Address || !k.Encrypted() {
+		t.Errorf("carol after the reset: %+v, %v; want the same encrypted key", k, err)
+	}
+	if k, err := kr.Lookup("alice"); err != nil || k.Address == alice.Address {
+		t.Errorf("alice after the reset: %v; want a new key", err)
+	}
+	if _, err := kr.Lookup("provider-1"); err == nil {
+		t.Error("provider-1 survived the reset")
+	}
+	for _, gone := range []string{"jobs", "examples", "provider/provider-1.json", "devnet.json"} {
+		if _, err := os.Stat(filepath.Join(home, gone)); err == nil {
+			t.Errorf("%s survived the reset", gone)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(home, "provider/oci/images")); err != nil {
+		t.Errorf("the image cache did not survive the reset: %v", err)
+	}
+	if id, _ := ExampleRan(home); id != 0 {
+		t.Errorf("the new chain remembers example job %d", id)
+	}
+}
