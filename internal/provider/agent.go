@@ -389,6 +389,11 @@ func Declaration(inv *hwinfo.Inventory, fig *hwinfo.Figures, gpuFigs map[string]
 		slices.Sort(pi.Executors)
 	}
 	pi.Network = pi.Network && slices.Contains(pi.Executors, "oci")
+	// Replicas of a compared wasm job must run one engine (the ledger pins
+	// it), so the wasm executor's engine is part of the declaration.
+	if ex, ok := o.Sandboxes[ledger.ExecutorWASM]; ok && slices.Contains(pi.Executors, ledger.ExecutorWASM) {
+		pi.WasmEngine = sandbox.EngineOf(ex)
+	}
 	price := func(class string, def uint64) ledger.Amount {
 		if p, ok := o.Prices[class]; ok {
 			return ledger.Amount(p)

@@ -18,6 +18,8 @@ import (
 	"github.com/gpunet/gpunet/internal/ledger"
 	lt "github.com/gpunet/gpunet/internal/ledger/ledgertest"
 	"github.com/gpunet/gpunet/internal/provider"
+	"github.com/gpunet/gpunet/internal/sandbox"
+	"github.com/gpunet/gpunet/internal/sandbox/fake"
 )
 
 // flakyChain is a node that can be taken down: while down, every call
@@ -64,6 +66,7 @@ func TestAgentWaitsOnItsClock(t *testing.T) {
 	const poll = time.Second
 	a := provider.New(provider.Options{
 		Key: k, Chain: chain, Region: "eu", Executors: []string{"wasm"}, Poll: poll, Clock: clk,
+		Sandboxes: map[string]sandbox.Executor{"wasm": fake.New(nil).WithName("wasm")},
 		Inventory: &hwinfo.Inventory{CPUModel: "test", CPUCores: 4, RAMBytes: 8 << 30, DiskFreeBytes: 100 << 30, OS: "linux", Arch: "amd64"},
 		Figures:   figures(),
 	})

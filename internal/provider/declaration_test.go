@@ -7,6 +7,8 @@ import (
 	"github.com/gpunet/gpunet/internal/keys"
 	"github.com/gpunet/gpunet/internal/ledger"
 	"github.com/gpunet/gpunet/internal/provider"
+	"github.com/gpunet/gpunet/internal/sandbox"
+	"github.com/gpunet/gpunet/internal/sandbox/fake"
 )
 
 // TestDeclarationAsks: a GPU machine asks for its GPU classes and for its
@@ -62,7 +64,11 @@ func TestDeclarationFigures(t *testing.T) {
 		}}
 	cpu := &hwinfo.Figures{Device: "cpu", Int8TOPS: 0.0004, MemBandwidthGBs: 10}
 	gpus := map[string]hwinfo.Figures{"GPU-1": {Device: "gpu:GPU-1", Int8TOPS: 456.8, Kernel: "gemm_mma_256x128"}}
-	pi := provider.Declaration(inv, cpu, gpus, provider.Options{Key: k, Region: "eu", Executors: []string{"wasm"}, MaxJobs: 4})
+	wasm := map[string]sandbox.Executor{"wasm": fake.New(nil).WithName("wasm")}
+	pi := provider.Declaration(inv, cpu, gpus, provider.Options{Key: k, Region: "eu", Executors: []string{"wasm"}, Sandboxes: wasm, MaxJobs: 4})
+	if pi.WasmEngine != "fake-1" {
+		t.Errorf("wasm_engine %q, want the wasm executor's engine fake-1", pi.WasmEngine)
+	}
 	if pi.Measured.Int8GOPS != 1 {
 		t.Errorf("CPU at 0.4 GOPS declares %d GOPS, want 1", pi.Measured.Int8GOPS)
 	}

@@ -92,6 +92,9 @@ type countingExecutor struct {
 	name string
 }
 
+// Engine passes on the wrapped executor's engine (sandbox.Engined).
+func (c *countingExecutor) Engine() string { return sandbox.EngineOf(c.Executor) }
+
 func (e *countingExecutor) Run(ctx context.Context, job *sandbox.Job, logs io.Writer) (*sandbox.Result, error) {
 	ex := e.Executor.Name()
 	e.m.runs.WithLabelValues(e.name, ex).Inc()

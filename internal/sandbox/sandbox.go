@@ -155,6 +155,22 @@ type Executor interface {
 	Run(ctx context.Context, job *Job, logs io.Writer) (*Result, error)
 }
 
+// Engined is the optional ability of an executor whose results depend on
+// the engine that runs its jobs (the wasm executor: wasmtime or wazero,
+// with version and platform). Providers declare it, and the ledger places
+// the replicas of a compared job on one engine.
+type Engined interface {
+	Engine() string
+}
+
+// EngineOf returns ex's engine, or "" when ex does not name one.
+func EngineOf(ex Executor) string {
+	if e, ok := ex.(Engined); ok {
+		return e.Engine()
+	}
+	return ""
+}
+
 // ErrInvalidJob is wrapped by the errors ValidateJob returns.
 var ErrInvalidJob = errors.New("invalid job")
 

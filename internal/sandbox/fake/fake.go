@@ -56,6 +56,11 @@ func (e *Executor) WithName(name string) *Executor {
 // Name returns "fake" or the name given to WithName.
 func (e *Executor) Name() string { return e.name }
 
+// Engine returns "fake-1": standing in for the wasm executor, the fake
+// declares an engine as the real one does (wasm.Executor.Engine), so
+// that replicas of a compared job can be placed on fakes alike.
+func (e *Executor) Engine() string { return "fake-1" }
+
 // Jobs returns copies of the jobs Run was given, in order.
 func (e *Executor) Jobs() []sandbox.Job {
 	e.mu.Lock()
