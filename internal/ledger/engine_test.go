@@ -161,6 +161,8 @@ func TestWasmEngineDeclaration(t *testing.T) {
 		want   string // in the error; "" for accepted
 	}{
 		{"engine", engineA, []string{"wasm"}, ""},
+		{"as the sandbox names it", "wasmtime-39.0.1/linux-arm64/cranelift-speed,relaxed-simd-deterministic,no-threads/wasi-gpunet-1", []string{"wasm"}, ""},
+		{"wazero", engineB, []string{"oci", "wasm"}, ""},
 		{"no engine", "", []string{"wasm"}, "wasm_engine is empty"},
 		{"space", "wasmtime 39", []string{"wasm"}, `wasm_engine "wasmtime 39"`},
 		{"control", "wasmtime\x00", []string{"oci", "wasm"}, `wasm_engine "wasmtime\x00"`},
