@@ -272,3 +272,46 @@ func TestOCIAndUncheckedJobsIgnoreEngines(t *testing.T) {
 		t.Fatalf("non-deterministic wasm job: %s (%s)", j.State, j.Reason)
 	}
 }
+
+// TestEngineChangeReassignsUncommittedReplicas: a provider that declares a
+// new engine (upgraded) while it holds a replica it has not committed
+// gives that replica back before running it on the new engine, where it
+// could disagree with its peers. With nothing committed the job is placed
+// afresh, on one engine, each replica recording what its provider runs
+// now; the provider is not slashed.
+func TestEngineChangeReassignsUncommittedReplicas(t *testing.T) {
+	c := engineChain(t, engineA, engineA, engineB)
+	must(t, []ledger.TxResult{submit(t, c, fullJob("full"))})
+	if j := job(t, c, 1); len(j.Assignments) != 2 || j.PinnedEngine() != engineA {
+		t.Fatalf("full job: %v (%s)", enginesOf(j), j.Reason)
+	}
+	moved := provider(t, c, prov2).ProviderInfo
+	moved.WasmEngine = engineB
+	res := send(t, c, prov2, &ledger.MsgUpdateProvider{ProviderInfo: moved})
+	must(t, []ledger.TxResult{res})
+	reassigned := false
+	for _, e := range res.Events {
+		reassigned = reassigned || e.Type == "job_reassigned"
+	}
+	if !reassigned {
+		t.Errorf("no job_reassigned event from prov2's upgrade: %v", res.Events)
+	}
+	j := job(t, c, 1)
+	if len(j.Assignments) != 2 {
+		t.Fatalf("after prov2's upgrade: %v (%s)", enginesOf(j), j.Reason)
+	}
+	for _, a := range j.Assignments {
+		var k lt.Key
+		for _, p := range []lt.Key{prov1, prov2, prov3} {
+			if p.Addr == a.Provider {
+				k = p
+			}
+		}
+		if now := provider(t, c, k).WasmEngine; a.WasmEngine != now || a.WasmEngine != j.PinnedEngine() {
+			t.Errorf("replica on %s records %q, its provider runs %q, the job is pinned to %q", a.Provider, a.WasmEngine, now, j.PinnedEngine())
+		}
+	}
+	if p := provider(t, c, prov2); p.Slashed != 0 {
+		t.Errorf("prov2 slashed %d for an upgrade", p.Slashed)
+	}
+}

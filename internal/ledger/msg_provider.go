@@ -191,7 +191,7 @@ func execRegisterProvider(o *Overlay, from address.Address, m *MsgRegisterProvid
 	return []Event{{Type: "provider_registered", Attrs: []Attr{{"provider", from.String()}}}}, nil
 }
 
-func execUpdateProvider(o *Overlay, from address.Address, m *MsgUpdateProvider, info BlockInfo) ([]Event, error) {
+func execUpdateProvider(o *Overlay, from address.Address, m *MsgUpdateProvider, params Params, info BlockInfo) ([]Event, error) {
 	p, err := mustProvider(o, from)
 	if err != nil {
 		return nil, err
@@ -204,7 +204,36 @@ func execUpdateProvider(o *Overlay, from address.Address, m *MsgUpdateProvider, 
 	p.redeclare(m.ProviderInfo)
 	p.UpdatedHeight = uint64(info.Height)
 	setProvider(o, p)
-	return []Event{{Type: "provider_updated", Attrs: []Attr{{"provider", from.String()}}}}, nil
+	events := []Event{{Type: "provider_updated", Attrs: []Attr{{"provider", from.String()}}}}
+	evs, err := reassignOtherEngine(o, from, p.WasmEngine, params, info)
+	return append(events, evs...), err
+}
+
+// reassignOtherEngine puts back in the queue the replicas a provider holds
+// of jobs pinned to a wasm engine it no longer runs (it was upgraded and
+// declared the new one), before it runs them: run on another engine, a
+// replica could disagree with its peers for no fault of anyone's. A
+// replica it has already committed stands: it was computed on the engine
+// recorded with it. Like going offline, this costs the provider nothing
+// but the work.
+func reassignOtherEngine(o *Overlay, provider address.Address, engine string, p Params, info BlockInfo) ([]Event, error) {
+	var events []Event
+	for _, id := range ActiveJobsOf(o, provider) {
+		j, err := mustJob(o, id)
+		if err != nil {
+			return nil, err
+		}
+		a := j.assignment(provider)
+		if j.Done() || a == nil || !j.Spec.SharesEngine() || a.WasmEngine == "" || a.WasmEngine == engine || a.Commitment != nil || a.Result != nil {
+			continue
+		}
+		evs, err := reassign(o, j, []address.Address{provider}, "provider now runs another wasm engine than "+a.WasmEngine, p, info)
+		if err != nil {
+			return nil, err
+		}
+		events = append(events, evs...)
+	}
+	return events, nil
 }
 
 func execSetProviderStatus(o *Overlay, from address.Address, m *MsgSetProviderStatus, params Params, info BlockInfo) ([]Event, error) {

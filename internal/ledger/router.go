@@ -14,7 +14,7 @@ func execute(o *Overlay, tx *Tx, params Params, info BlockInfo) ([]Event, error)
 	case *MsgRegisterProvider:
 		return execRegisterProvider(o, from, m, info)
 	case *MsgUpdateProvider:
-		return execUpdateProvider(o, from, m, info)
+		return execUpdateProvider(o, from, m, params, info)
 	case *MsgSetProviderStatus:
 		return execSetProviderStatus(o, from, m, params, info)
 	case *MsgStake:
