@@ -1,4 +1,4 @@
-package bench
+package wasmbench
 
 import (
 	"crypto/sha256"
@@ -24,11 +24,11 @@ func requireClang(t testing.TB) {
 
 // TestWasmSmall runs the wasm benchmark on small inputs: every variant must
 // produce the native output and get a positive time, and each C kernel's
-// wasm module must write the same bytes as its native build (RunWasm fails
+// wasm module must write the same bytes as its native build (Run fails
 // otherwise).
 func TestWasmSmall(t *testing.T) {
 	requireClang(t)
-	res, err := RunWasm(t.Context(), WasmOptions{
+	res, err := Run(t.Context(), Options{
 		Width: 64, Height: 48, MaxIter: 200, Reps: 2,
 		CArgs: map[string][]string{"sha256": {"1", "2"}, "matmul": {"48", "2"}},
 	})
@@ -108,30 +108,27 @@ func hexSum(b []byte) string {
 
 // BenchmarkWasmVsNative is `gpunet bench wasm` at its defaults as a Go
 // benchmark: each iteration is a whole run (all variants, 3 reps each).
+// It reports each variant's ratio to native by name, and each C kernel's
+// on the default engine with their geometric mean.
 func BenchmarkWasmVsNative(b *testing.B) {
-	var ratio, bare, closing float64
-	llvm := map[string]float64{}
+	ratios := map[string]float64{}
 	for range b.N {
-		res, err := RunWasm(b.Context(), WasmOptions{Reps: 3})
+		res, err := Run(b.Context(), Options{Reps: 3})
 		if err != nil {
 			b.Fatal(err)
 		}
-		ratio += res.Variants[1].Ratio
-		bare += res.Variants[2].Ratio
-		closing += res.Variants[3].Ratio
+		for _, v := range res.Variants[1:] {
+			ratios[v.Name] += v.Ratio
+		}
 		if res.LLVM != nil {
 			for _, k := range res.LLVM.Kernels {
-				llvm[k.Name] += k.Ratio
+				ratios["C-"+k.Name] += k.Ratio
 			}
-			llvm["geomean"] += res.LLVM.GeoMeanRatio
+			ratios["C-geomean"] += res.LLVM.GeoMeanRatio
 		}
 	}
-	n := float64(b.N)
-	b.ReportMetric(ratio/n, "executor/native")
-	b.ReportMetric(bare/n, "wazero/native")
-	b.ReportMetric(closing/n, "wazero+close/native")
-	for name, r := range llvm {
-		b.ReportMetric(r/n, "C-"+name+"/native")
+	for name, r := range ratios {
+		b.ReportMetric(r/float64(b.N), name+"/native")
 	}
 	b.ReportMetric(0, "ns/op")
 }

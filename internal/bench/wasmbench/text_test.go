@@ -1,0 +1,67 @@
+package wasmbench
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestWriteTextTarget checks that the target line says what is checked:
+// the C kernels' geometric mean on the default engine against Target,
+// with the figure, met or not whatever the single kernels do.
+func TestWriteTextTarget(t *testing.T) {
+	for _, tc := range []struct {
+		geomean float64
+		want    string
+	}{
+		{1.01, "target: geometric mean of the C kernels in the executor (wasmtime) <= 1.2× native: 1.01× native, met\n"},
+		{1.35, "target: geometric mean of the C kernels in the executor (wasmtime) <= 1.2× native: 1.35× native, NOT met\n"},
+	} {
+		r := &Result{
+			Date: time.Date(2026, 11, 26, 10, 41, 0, 0, time.UTC), Kernel: "mandelbrot", Args: []string{"64", "48", "200"}, Reps: 2,
+			Variants: []Variant{{Name: "native", P50Ms: 1, MinMs: 1, MaxMs: 1, Ratio: 1}, {Name: "executor", P50Ms: 2, MinMs: 2, MaxMs: 2, Ratio: 2, CompileMs: 100, WallP50Ms: 5}},
+			Target:   Target, MeetsTarget: tc.geomean <= Target,
+			LLVM: &LLVM{Clang: "clang 14", Flags: "-O2", GeoMeanRatio: tc.geomean, Kernels: []Kernel{
+				// A kernel over the target alone: the verdict is the mean's.
+				{Name: "matmul", Args: []string{"48", "2"}, NativeP50Ms: 1, ExecutorP50Ms: 1.8, Ratio: 1.8, Engines: []KernelEngine{{Engine: "wasmtime", P50Ms: 1.8, Ratio: 1.8}}},
+			}},
+		}
+		var b bytes.Buffer
+		if err := r.WriteText(&b); err != nil {
+			t.Fatal(err)
+		}
+		text := b.String()
+		if !strings.HasSuffix(text, tc.want) {
+			t.Errorf("geomean %.2f: text ends\n%s\nwant it to end with %q", tc.geomean, text[strings.LastIndex(text[:len(text)-1], "\n")+1:], tc.want)
+		}
+		if strings.Contains(text, "every LLVM-compiled guest") {
+			t.Errorf("geomean %.2f: text still says every guest is held to the target:\n%s", tc.geomean, text)
+		}
+	}
+}
+
+func TestValidate(t *testing.T) {
+	var o Options
+	if err := o.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := o.args(), []string{"640", "480", "1000"}; strings.Join(got, " ") != strings.Join(want, " ") || o.Reps != DefaultReps || o.Module == nil {
+		t.Errorf("defaults: args %v reps %d module %d bytes, want %v, %d and the example's", got, o.Reps, len(o.Module), want, DefaultReps)
+	}
+	for _, tc := range []struct {
+		o    Options
+		want string
+	}{
+		{Options{Width: -1}, "width"},
+		{Options{MaxIter: 1 << 16}, "maxiter"},
+		{Options{Width: 1 << 14, Height: 1 << 14}, "64 Mpixel"},
+		{Options{Reps: 1001}, "reps 1001"},
+		{Options{Reps: -1}, "reps -1"},
+	} {
+		err := tc.o.Validate()
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%+v: error %v, want one naming %q", tc.o, err, tc.want)
+		}
+	}
+}
