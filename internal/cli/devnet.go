@@ -137,8 +137,10 @@ func (e *env) runDevnet(ctx context.Context, df *devnetFlags) error {
 		}
 		defer reg.Close()
 	}
+	ranID, ranOut := devnet.ExampleRan(e.home)
+	runExample := df.nprov > 0 && (df.exampleSet && df.example || !df.exampleSet && ranID == 0)
 	logger := slog.New(slog.NewTextHandler(e.stderr, &slog.HandlerOptions{Level: level}))
-	n, err := devnet.Start(ctx, e.home, devnet.StartOptions{Logger: logger, Progress: progress,
+	n, err := devnet.Start(ctx, e.home, devnet.StartOptions{Logger: logger, Progress: progress, WarmExample: runExample,
 		Providers: devnet.ProviderOptions{N: df.nprov, Faulty: df.faulty, Overclaim: df.overclaim}})
 	if err != nil {
 		return err
@@ -153,12 +155,10 @@ func (e *env) runDevnet(ctx context.Context, df *devnetFlags) error {
 	if err := e.printDevnet(n, c, created, reset, container); err != nil {
 		return err
 	}
-	ranID, ranOut := devnet.ExampleRan(e.home)
 	switch {
-	case df.nprov == 0:
-	case df.exampleSet && df.example, !df.exampleSet && ranID == 0:
+	case runExample:
 		go e.runExample(ctx, n.Daemon.APIURL, start)
-	case text && ranID != 0:
+	case text && df.nprov > 0 && ranID != 0:
 		fmt.Fprintf(e.stdout, "The example job ran on this chain as job %d (its outputs: %s); --example runs it again, or: gpunet --home %s job run %s --from alice\n", ranID, ranOut, e.home, exampleSpec)
 	}
 	select {

@@ -3,6 +3,7 @@ package devnet
 import (
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"time"
@@ -13,6 +14,8 @@ import (
 	"github.com/gpunet/gpunet/internal/jobspec"
 	"github.com/gpunet/gpunet/internal/keys"
 	"github.com/gpunet/gpunet/internal/ledger"
+	"github.com/gpunet/gpunet/internal/sandbox"
+	"github.com/gpunet/gpunet/internal/sandbox/wasm"
 )
 
 // ExampleResult is the outcome of the bundled example job.
@@ -92,4 +95,32 @@ func RunExample(ctx context.Context, home, api string, onState func(*ledger.Job)
 func ExampleRan(home string) (id uint64, out string) {
 	s, _ := readState(home)
 	return s.ExampleJob, s.ExampleOut
+}
+
+// WarmExample runs the bundled example's module once on the providers'
+// wasm executor, outside any job, so that its compiled form is in their
+// cache when the example job (or any wordcount job) reaches a provider:
+// compiling it takes seconds, and a first-time user is watching. It runs
+// while the providers come online; its outcome does not matter.
+func (p *Providers) WarmExample(ctx context.Context) {
+	if p.sandboxes == nil {
+		return
+	}
+	ex := p.sandboxes.Executors[wasm.Name]
+	if ex == nil {
+		return
+	}
+	dir, err := os.MkdirTemp("", "gpunet-warm-")
+	if err != nil {
+		return
+	}
+	defer os.RemoveAll(dir)
+	module := filepath.Join(dir, "wordcount.wasm")
+	work := filepath.Join(dir, "work")
+	if os.WriteFile(module, examples.WordcountWASM, 0o600) != nil || os.MkdirAll(filepath.Join(work, "in"), 0o700) != nil ||
+		os.WriteFile(filepath.Join(work, "in", "input.txt"), []byte("warm\n"), 0o600) != nil {
+		return
+	}
+	ex.Run(ctx, &sandbox.Job{ID: "devnet-warm", Module: module, Args: []string{"/in/input.txt"}, WorkDir: work,
+		Outputs: []string{"/out"}, Limits: sandbox.Limits{Timeout: time.Minute}, Deterministic: true}, io.Discard)
 }

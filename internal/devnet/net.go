@@ -88,6 +88,10 @@ type StartOptions struct {
 	// Progress, when set, is told each step of the start as it begins, in
 	// words for people ("starting the node", …).
 	Progress func(step string)
+	// WarmExample compiles the bundled example's module into the
+	// providers' cache while they come online (Providers.WarmExample), for
+	// a devnet about to run the example.
+	WarmExample bool
 }
 
 // Net is a running devnet: its node and its providers.
@@ -140,6 +144,9 @@ func Start(ctx context.Context, home string, o StartOptions) (*Net, error) {
 	ready := o.ReadyTimeout
 	if ready == 0 {
 		ready = time.Minute
+	}
+	if o.WarmExample {
+		n.Providers.wg.Go(func() { n.Providers.WarmExample(pctx) }) // Wait waits for it
 	}
 	progress("providers registering, staking and coming online (a few blocks)")
 	if err := n.Providers.WaitReady(ctx, ready); err != nil {

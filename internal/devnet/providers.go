@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"sync"
 	"time"
 
@@ -68,10 +69,7 @@ type Providers struct {
 // agents' errors.
 func (p *Providers) Wait() []error {
 	p.wg.Wait()
-	if p.sandboxes != nil {
-		p.sandboxes.Close()
-		p.sandboxes = nil
-	}
+	p.closeSandboxes()
 	return p.errs
 }
 
@@ -91,15 +89,45 @@ func RunProviders(ctx context.Context, home, api string, o ProviderOptions) (*Pr
 	if err != nil {
 		return nil, err
 	}
-	if o.Progress != nil {
-		o.Progress("detecting and measuring this machine for the providers (about a second)")
+	progress := func(format string, args ...any) {
+		if o.Progress != nil {
+			o.Progress(fmt.Sprintf(format, args...))
+		}
 	}
-	real, err := hwinfo.Detect(ctx, hwinfo.Options{DiskPath: home})
+	ps := &Providers{}
+	// The executors open (a trial container takes seconds) while the
+	// machine is measured, and the providers are funded in one block.
+	opened := make(chan error, 1)
+	if o.N > 0 {
+		progress("opening the executors (wasm, and containers if runc runs a trial one); detecting and measuring this machine (about a second)")
+		go func() {
+			var err error
+			ps.sandboxes, err = provider.OpenSandboxes(ctx, home, provider.SandboxOptions{Logger: o.Logger})
+			opened <- err
+		}()
+	} else {
+		opened <- nil
+	}
+	pkeys := make([]*keys.Key, o.N)
+	funded, err := fundProviders(ctx, cl, kr, alice, pkeys)
 	if err != nil {
+		<-opened
+		ps.closeSandboxes()
 		return nil, err
 	}
-	fig, err := hwinfo.NewCPUBenchmarker(0).Run(ctx, time.Second)
+	real, err := hwinfo.Detect(ctx, hwinfo.Options{DiskPath: home})
+	var fig hwinfo.Figures
+	if err == nil {
+		fig, err = hwinfo.NewCPUBenchmarker(0).Run(ctx, time.Second)
+	}
+	if oerr := <-opened; err == nil {
+		err = oerr
+	}
+	if err == nil {
+		err = funded(ctx)
+	}
 	if err != nil {
+		ps.closeSandboxes()
 		return nil, err
 	}
 	if o.N > 1 {
@@ -108,29 +136,12 @@ func RunProviders(ctx context.Context, home, api string, o ProviderOptions) (*Pr
 		// challenged at once.
 		fig.Int8TOPS /= float64(o.N)
 	}
-	ps := &Providers{}
 	if o.N > 0 {
-		if ps.sandboxes, err = provider.OpenSandboxes(ctx, home, provider.SandboxOptions{Logger: o.Logger}); err != nil {
-			return nil, err
-		}
+		progress("measured %s int8 TOPS on this machine (each of the %d providers claims its share); starting them", strconv.FormatFloat(fig.Int8TOPS*float64(o.N), 'g', 3, 64), o.N)
 	}
 	for i := 1; i <= o.N; i++ {
 		name := ProviderKey(i)
-		k, err := kr.Get(name)
-		if err != nil {
-			if k, err = kr.AddUnencrypted(name); err != nil { // a test key: see the package doc
-				return nil, err
-			}
-		}
-		acct, err := cl.Account(ctx, k.Address)
-		if err != nil {
-			return nil, err
-		}
-		if acct.Balance < ProviderFunding/2 {
-			if _, err := cl.SendMsg(ctx, alice, 0, &ledger.MsgSend{To: k.Address, Amount: ledger.Amount(ProviderFunding)}); err != nil {
-				return nil, fmt.Errorf("fund %s: %w", name, err)
-			}
-		}
+		k := pkeys[i-1]
 		inv := real
 		if i > 1 && len(real.GPUs) > 0 {
 			// One GPU is one provider's (the ledger refuses a GPU
@@ -218,4 +229,61 @@ func (p *Providers) WaitReady(ctx context.Context, timeout time.Duration) error 
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
+}
+
+// closeSandboxes closes the executors, if they were opened.
+func (p *Providers) closeSandboxes() {
+	if p.sandboxes != nil {
+		p.sandboxes.Close()
+		p.sandboxes = nil
+	}
+}
+
+// fundProviders makes (or loads) the key of each provider into ks and
+// submits, from alice, a transfer of ProviderFunding to each that has less
+// than half of it, without waiting for their blocks; wait waits until all
+// are funded.
+func fundProviders(ctx context.Context, cl *chainclient.Client, kr *keys.Keyring, alice *keys.Key, ks []*keys.Key) (wait func(context.Context) error, err error) {
+	var pending []*keys.Key
+	for i := range ks {
+		name := ProviderKey(i + 1)
+		k, err := kr.Get(name)
+		if err != nil {
+			if k, err = kr.AddUnencrypted(name); err != nil { // a test key: see the package doc
+				return nil, err
+			}
+		}
+		ks[i] = k
+		acct, err := cl.Account(ctx, k.Address)
+		if err != nil {
+			return nil, err
+		}
+		if acct.Balance >= ProviderFunding/2 {
+			continue
+		}
+		// Each takes alice's next sequence, so all land in the next block.
+		if _, err := cl.SubmitMsg(ctx, alice, 0, &ledger.MsgSend{To: k.Address, Amount: ledger.Amount(ProviderFunding)}); err != nil {
+			return nil, fmt.Errorf("fund %s: %w", name, err)
+		}
+		pending = append(pending, k)
+	}
+	return func(ctx context.Context) error {
+		for _, k := range pending {
+			for {
+				acct, err := cl.Account(ctx, k.Address)
+				if err != nil {
+					return err
+				}
+				if acct.Balance >= ProviderFunding/2 {
+					break
+				}
+				select {
+				case <-ctx.Done():
+					return ctx.Err()
+				case <-time.After(50 * time.Millisecond):
+				}
+			}
+		}
+		return nil
+	}, nil
 }
