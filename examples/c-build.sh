@@ -3,7 +3,7 @@
 # each NAME.c for wasm32-wasi (committed beside its source) and, when given
 # an output directory, natively. Needs Debian's clang, lld, wasi-libc and
 # libclang-rt-dev-wasm32. Both builds use the same optimization flags,
-# bench.CFlags in internal/bench/wasm.go; the wasm build adds 128-bit SIMD,
+# wasmbench.CFlags in internal/bench/wasmbench; the wasm build adds 128-bit SIMD,
 # the counterpart of x86-64's SSE2 baseline that the native build gets.
 #
 # clang runs binaryen's wasm-opt after linking when it is on PATH (and
