@@ -140,7 +140,11 @@ func PublishExample(ctx context.Context, home string, r *Registry, repo string) 
 // FindRepo returns the root of the gpunet repository that holds dir (or
 // a parent of it), where --registry builds the example image from.
 func FindRepo(dir string) (string, error) {
-	for d := dir; ; d = filepath.Dir(d) {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return "", err
+	}
+	for d := abs; ; d = filepath.Dir(d) {
 		if b, err := os.ReadFile(filepath.Join(d, "go.mod")); err == nil {
 			if _, err := os.Stat(filepath.Join(d, "examples", "gpugemm", "main.go")); err == nil && bytes.HasPrefix(b, []byte("module github.com/gpunet/gpunet\n")) {
 				return d, nil

@@ -52,9 +52,11 @@ func Supported() error {
 }
 
 // BuildProgram builds the gpugemm program of the repository at repo (its
-// root) into out, with the go command.
+// root) into out, with the go command. The build records no paths and no
+// VCS state, so the same source and toolchain give the same bytes (and
+// the image the same digest) whatever the checkout.
 func BuildProgram(ctx context.Context, repo, out string) error {
-	cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-ldflags=-s -w", "-o", out, "./examples/gpugemm")
+	cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-buildvcs=false", "-ldflags=-s -w", "-o", out, "./examples/gpugemm")
 	cmd.Dir = repo
 	var msg bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &msg, &msg
