@@ -19,8 +19,9 @@ var (
 )
 
 // TestCLIContract checks the CLI's JSON output, its exit codes and error
-// messages, and devnet's stop, resume and reset, against real devnets; two
-// of them run side by side.
+// messages, and devnet's stop, resume (on the same ports) and reset (which
+// keeps the keys the user added), against real devnets; two of them run
+// side by side.
 func TestCLIContract(t *testing.T) {
 	home := t.TempDir()
 	dn, info := startDevnet(t, home, "--block-time", "200ms")
@@ -109,6 +110,8 @@ func TestCLIContract(t *testing.T) {
 		wantFail(t, 1, []string{"carol.json", "wrong passphrase"}, "tx", "send", "alice", "1", "--from", "carol", "--home", home, "--keyring-passphrase-file", wrong)
 		wantFail(t, 1, []string{"unreachable"}, "status", "--node", "127.0.0.1:1", "--home", home)
 		wantFail(t, 2, []string{"--output"}, "status", "--output", "yaml", "--home", home)
+		wantFail(t, 2, []string{`unknown command "runn"`, "did you mean run?"}, "job", "runn", "x", "--home", home)
+		wantFail(t, 2, []string{"--sort price-"}, "offers", "-o", "price-", "--home", home)
 
 		// With --output json a rejected tx still prints its result on
 		// stdout, and the error goes to stderr as {"error": ...}.
@@ -135,6 +138,10 @@ func TestCLIContract(t *testing.T) {
 	if resumed.Created || resumed.addr(t, "alice") != info.addr(t, "alice") {
 		t.Fatalf("resumed devnet: %+v, want created=false and the same keys as %+v", resumed, info)
 	}
+	// The same ports: a bookmarked dashboard still works.
+	if resumed.API != info.API {
+		t.Errorf("resumed devnet serves its API on %s, was on %s", resumed.API, info.API)
+	}
 	if st := status(t, "--home", home); st.Height < before.Height {
 		t.Fatalf("resumed devnet at height %d, was at %d", st.Height, before.Height)
 	}
@@ -147,18 +154,26 @@ func TestCLIContract(t *testing.T) {
 		t.Fatalf("resumed devnet exited %d on SIGINT, want 0", code)
 	}
 
-	// Reset: a new chain with new dev keys; carol is gone.
-	_, fresh := startDevnet(t, home, "--block-time", "200ms", "--reset")
+	// Reset: a new chain with new dev keys; carol, a key the user added,
+	// is kept, and the reset said what it deleted and kept.
+	resetProc, fresh := startDevnet(t, home, "--block-time", "200ms", "--reset")
 	if !fresh.Created || fresh.addr(t, "alice") == info.addr(t, "alice") {
 		t.Fatalf("reset devnet: %+v, want created=true and new keys", fresh)
+	}
+	var plan struct {
+		Reset *devnet.ResetPlan `json:"reset"`
+	}
+	if err := json.Unmarshal([]byte(resetProc.stdout.Lines()[0]), &plan); err != nil || plan.Reset == nil ||
+		!slices.Equal(plan.Reset.KeptKeys, []string{"carol"}) || !slices.Equal(plan.Reset.DevKeys, []string{"alice", "bob"}) || len(plan.Reset.Delete) == 0 {
+		t.Errorf("reset devnet's plan: %+v (%v), want alice and bob deleted, carol kept, the chain's paths listed", plan.Reset, err)
 	}
 	st := status(t, "--home", home)
 	if st.Height >= last.Height || st.AppHash == last.AppHash {
 		t.Errorf("reset devnet at height %d, the old chain was at %d", st.Height, last.Height)
 	}
 	t.Logf("devnet stopped at height %d, resumed up to %d, reset to %d", before.Height, last.Height, st.Height)
-	if got := keyNames(t, home); !slices.Equal(got, []string{"alice", "bob"}) {
-		t.Errorf("keys list after reset: %v, want alice bob", got)
+	if got := keyNames(t, home); !slices.Equal(got, []string{"alice", "bob", "carol"}) {
+		t.Errorf("keys list after reset: %v, want alice bob carol", got)
 	}
 	if b := balance(t, carol.Address, "--home", home); b != 0 {
 		t.Errorf("carol's address has %d usync on the reset chain, want 0", b)
