@@ -364,3 +364,39 @@ func TestProviderStatusInfersTheAgent(t *testing.T) {
 		t.Errorf("two agents of one's own: exit %d, %q", r.code, r.stderr)
 	}
 }
+
+// TestEveryJSONIsJSON: with -o json, what each command prints on stdout
+// is JSON (one value, or one per line for a stream), whatever it says on
+// stderr and whatever its exit code.
+func TestEveryJSONIsJSON(t *testing.T) {
+	s := newStory(t)
+	s.startJob("a line")
+	spec := filepath.Join(s.home, "spec", "job.yaml")
+	for _, args := range [][]string{
+		{"version"}, {"status"}, {"keys", "list"}, {"keys", "show", "alice"},
+		{"query", "balance", "alice"}, {"query", "account", "alice"}, {"query", "providers"}, {"query", "provider", s.prov.Addr.String()},
+		{"offers"}, {"offers", "--all", "--sort", "price-"}, {"quote", spec},
+		{"tx", "send", "bob", "1", "--from", "alice"}, {"tx", "send", "bob", "1000000000sync", "--from", "alice"},
+		{"job", "submit", spec, "--from", "alice"}, {"job", "status", "1"}, {"job", "list"}, {"job", "list", "--state", "running"},
+		{"job", "logs", "1", "--follow=false"}, {"job", "cancel", "1"}, {"job", "logs", "1"}, {"job", "wait", "1"}, {"job", "get", "1"},
+	} {
+		r := s.run(append(args, "-o", "json")...)
+		if strings.TrimSpace(r.stdout) == "" && r.code == 0 {
+			t.Errorf("gpunet %s -o json printed nothing", strings.Join(args, " "))
+		}
+		dec := json.NewDecoder(strings.NewReader(r.stdout))
+		for dec.More() {
+			var v any
+			if err := dec.Decode(&v); err != nil {
+				t.Errorf("gpunet %s -o json: stdout is not JSON (%v):\n%s", strings.Join(args, " "), err, r.stdout)
+				break
+			}
+		}
+		if r.code != 0 {
+			var e struct{ Error string }
+			if err := json.Unmarshal([]byte(r.stderr), &e); err != nil || e.Error == "" {
+				t.Errorf("gpunet %s -o json: exit %d and stderr is not a JSON error: %q", strings.Join(args, " "), r.code, r.stderr)
+			}
+		}
+	}
+}
