@@ -281,6 +281,19 @@ func jobSubmitCmd(e *env) *cobra.Command {
 	return submit
 }
 
+// waitsForKey reports whether an assigned provider of j lacks the job key.
+func waitsForKey(j *ledger.Job) bool {
+	if j.Done() {
+		return false
+	}
+	for _, a := range j.Assignments {
+		if a.KeyGrant == nil {
+			return true
+		}
+	}
+	return false
+}
+
 // jobView is a job as job status shows it: the ledger's record and, while
 // it runs, how far it is.
 type jobView struct {
@@ -352,15 +365,20 @@ func jobStatusCmd(e *env) *cobra.Command {
 				return err
 			}
 			// The owner's key, given or in the keyring, grants the job
-			// key if the job waits for it; anyone may look.
-			if jc, _, err := e.ownerClient(cmd.Context(), from, id, "grant its key"); err == nil {
-				if granted, err := jc.GrantIfNeeded(cmd.Context(), j); err != nil {
+			// key if the job waits for it (only then: an encrypted key
+			// asks for its passphrase); anyone may look.
+			if waitsForKey(j) || from != "" {
+				jc, _, err := e.ownerClient(cmd.Context(), from, id, "grant its key")
+				switch {
+				case err == nil:
+					if granted, err := jc.GrantIfNeeded(cmd.Context(), j); err != nil {
+						return err
+					} else if granted {
+						j, _ = cl.Job(cmd.Context(), id)
+					}
+				case from != "":
 					return err
-				} else if granted {
-					j, _ = cl.Job(cmd.Context(), id)
 				}
-			} else if from != "" {
-				return err
 			}
 			v := jobView{Job: j}
 			if st, err := cl.Status(cmd.Context()); err == nil {
