@@ -71,7 +71,7 @@ HOME/examples/container: job.yaml on a CPU, gpu.yaml on a GPU.`,
 	c.Flags().StringVar(&df.logLevel, "log-level", "warn", "what the node and providers log: debug, info, warn or error")
 	c.Flags().Float64Var(&df.overclaim, "fault-overclaim", 0, "make every provider declare this many times the throughput it measured (fault injection, to watch hardware challenges catch it)")
 	c.Flags().IntVar(&df.faulty, "faulty", 0, "make the last N providers commit wrong results on every job (fault injection, to watch Proof of Sync catch them)")
-	c.Flags().BoolVar(&df.example, "example", true, "run the bundled wordcount example job once the providers are up (default: on a home's first run only)")
+	c.Flags().BoolVar(&df.example, "example", false, "run the bundled wordcount example job once the providers are up (without the flag: on a home's first run only; --example=false: never)")
 	c.Flags().StringVar(&df.registry, "registry", "", "serve an OCI registry with the container example's image at this loopback address (--registry alone: "+devnet.DefaultRegistry+")")
 	c.Flags().Lookup("registry").NoOptDefVal = "default"
 	return c

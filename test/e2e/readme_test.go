@@ -161,6 +161,7 @@ type readmeRun struct {
 	lastJob    string   // the id the last job submit printed
 	address    string   // carol's address, for gpu1… placeholders
 	commits    []string // HEAD before and after the README's go build
+	starts     int      // devnets started so far
 }
 
 // readmeProc is a long-running process a README line started.
@@ -413,6 +414,18 @@ func (r *readmeRun) startDevnet(l readmeLine, args []string) {
 	for _, step := range []string{"starting the node", "providers registering", "ready"} {
 		if !strings.Contains(p.err.String(), step) {
 			t.Errorf("README.md:%d: the devnet's stderr does not say %q:\n%s", l.n, step, p.err.String())
+		}
+	}
+	// A devnet runs its example on a home's first start only: a resumed
+	// one says it ran and does not run it again.
+	resumed := r.starts > 0 && !strings.Contains(strings.Join(args, " "), "--reset")
+	r.starts++
+	if resumed {
+		r.waitFor(l, 10*time.Second, "word that its example ran", p, func() bool {
+			return strings.Contains(p.out.String(), "The example job ran on this chain as job 1 ")
+		})
+		if strings.Contains(p.out.String(), "Running the bundled example job") {
+			t.Errorf("README.md:%d: the resumed devnet runs its example again:\n%s", l.n, p.out.String())
 		}
 	}
 	if strings.Contains(p.out.String(), "Running the bundled example job") {
