@@ -349,7 +349,7 @@ func jobStatusCmd(e *env) *cobra.Command {
 	var from string
 	status := &cobra.Command{
 		Use:   "status ID [--from KEY]",
-		Short: "Show a job: state, reason, assignment, cost (so far and time left while it runs); grants its key if due",
+		Short: "Show a job: state, reason, assignment, cost (so far and time left while it runs); with --from, also grants its key if due",
 		Args:  exactArgs("ID"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			id, err := parseID(args[0])
@@ -364,10 +364,12 @@ func jobStatusCmd(e *env) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			// The owner's key, given or in the keyring, grants the job
-			// key if the job waits for it (only then: an encrypted key
-			// asks for its passphrase); anyone may look.
-			if waitsForKey(j) || from != "" {
+			// With --from, the owner's key grants the job key if the job
+			// waits for it; without, status only reads (anyone may look,
+			// and a status poll from the owner's home must not stand in
+			// for the owner being online: audits then get the key handed
+			// over by a committed replica).
+			if from != "" && waitsForKey(j) {
 				jc, _, err := e.ownerClient(cmd.Context(), from, id, "grant its key")
 				switch {
 				case err == nil:

@@ -128,7 +128,7 @@ func (s *story) startJob(lines ...string) uint64 {
 	if err := json.Unmarshal([]byte(s.ok("job", "submit", filepath.Join(s.home, "spec", "job.yaml"), "--from", "alice", "-o", "json")), &sub); err != nil || sub.ID == 0 {
 		s.t.Fatalf("job submit: %v", err)
 	}
-	s.ok("job", "status", "1") // grants the key as the owner in this keyring
+	s.ok("job", "status", "1", "--from", "alice") // grants the key as the owner
 	s.chain.Send(s.prov, &ledger.MsgStartJob{JobID: sub.ID})
 	cl := chainclient.New(s.url)
 	for i, l := range lines {
