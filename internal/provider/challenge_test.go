@@ -24,7 +24,12 @@ func TestHardwareChallenges(t *testing.T) {
 		p.HWAllowanceMillis = 3_000
 	}, "honest", "liar")
 	cpu := nvmlsim.Lib(nvmlsim.GPU{}, 0)
-	h, _ := runAgent(t, n, "honest", cpu, "eu", 36_000)
+	// The honest agent claims 2 GOPS, a tenth of what one core of the
+	// prover's kernel does, so that it passes on a machine loaded by
+	// other tests too (CI runs packages in parallel).
+	h, _ := runAgentWith(t, n, "honest", cpu, "eu", 36_000, func(o *provider.Options) {
+		o.Figures = &hwinfo.Figures{Device: "cpu", Int8TOPS: 0.002, MemBandwidthGBs: 20}
+	})
 	l, _ := runAgentFaulty(t, n, "liar", cpu, "eu", 36_000, &provider.Faults{OverclaimFactor: 200})
 	record := func(a *provider.Agent) *ledger.Provider {
 		p, err := n.cl.Provider(t.Context(), a.Status().Key())
