@@ -11,12 +11,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"time"
 
 	"filippo.io/age"
 
@@ -52,23 +50,8 @@ func New(chain *chainclient.Client, key *keys.Key, home, chainID string) *Client
 }
 
 // LedgerSpec is the on-chain part of s, with module the blob holding the
-// (encrypted) module.
-func LedgerSpec(s *jobspec.Spec, module string) ledger.JobSpec {
-	ls := ledger.JobSpec{
-		Name: s.Name, Executor: s.Executor, Module: module, Image: s.Image,
-		Command: s.Command, Args: s.Args, Env: s.Env, Outputs: s.Outputs,
-		CPUMilli: uint64(math.Ceil(s.Resources.CPU * 1000)), Memory: uint64(s.Resources.Memory), Disk: uint64(s.Resources.Disk),
-		GPUCount: uint64(s.Resources.GPU.Count), GPUModels: s.Resources.GPU.Models,
-		MinVRAM: uint64(s.Resources.GPU.MinVRAM), MinComputeCap: s.Resources.GPU.MinComputeCap,
-		MaxPricePerHour: uint64(s.MaxPrice), TimeoutSeconds: uint64(time.Duration(s.Timeout) / time.Second),
-		Verification: s.Verification, Deterministic: s.IsDeterministic(),
-		Region: s.Region, RegionRequired: s.RegionRequired, Network: s.Network,
-	}
-	for _, in := range s.Inputs {
-		ls.Inputs = append(ls.Inputs, in.Path)
-	}
-	return ls
-}
+// (encrypted) module: jobspec.Spec.LedgerSpec.
+func LedgerSpec(s *jobspec.Spec, module string) ledger.JobSpec { return s.LedgerSpec(module) }
 
 // Prepare encrypts and uploads a spec's module and inputs under a new job
 // key and returns the submission and the key.
