@@ -48,6 +48,11 @@ type Config struct {
 	// CORSOrigins lists the web origins allowed to call the API from a
 	// browser ("*" for any). Empty, the default, allows none.
 	CORSOrigins []string `yaml:"cors_origins,omitempty"`
+	// AdvertiseAPI is the URL other nodes and clients reach this node's
+	// API at.
+	AdvertiseAPI string `yaml:"advertise_api,omitempty"`
+	// PeerAPIs are other nodes' API URLs.
+	PeerAPIs []string `yaml:"peer_apis,omitempty"`
 }
 
 // Duration is a time.Duration written as "1s", "200ms" in YAML.
