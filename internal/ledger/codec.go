@@ -175,9 +175,12 @@ func uvarintLen(v uint64) int {
 //   - 3: the wasm engine a provider declares (ProviderInfo.WasmEngine) and
 //     each assignment ran (Assignment.WasmEngine), and why a job waits
 //     (Job.WaitCode).
+//   - 4: where a job's data was put (Job.DataAt, JobResult.DataAt), its
+//     URL-pinned inputs (JobSpec.URLInputs), and the last provider that
+//     handed it back (Job.Released).
 const (
 	recordVersionBase = 2
-	recordVersion     = 3 // the newest this node reads and writes
+	recordVersion     = 4 // the newest this node reads and writes
 )
 
 // record is a stored record type: a struct the generator gave a codec.

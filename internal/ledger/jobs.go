@@ -65,6 +65,13 @@ type Job struct {
 	// replicas the job waits for (Reason says it for people): one of the
 	// Quote* codes, e.g. QuoteNoEngine. Empty when the job waits for none.
 	WaitCode string `json:"wait_code,omitempty" rec:"since=3"`
+	// DataAt is the API URL of the node whose blob gateway the owner
+	// uploaded the module and inputs to (data.go); other gateways fetch
+	// them from there. Empty from an older client.
+	DataAt string `json:"data_at,omitempty" rec:"since=4"`
+	// Released says which provider last handed the job back
+	// (MsgReleaseJob) and why; empty when none did.
+	Released string `json:"released,omitempty" rec:"since=4"`
 }
 
 // Assignment is one provider's part in a job.
@@ -112,6 +119,10 @@ type JobResult struct {
 	Failed         bool   `json:"failed"`
 	Reason         string `json:"reason,omitempty"`
 	Height         uint64 `json:"height"`
+	// DataAt is the API URL of the node whose gateway the provider
+	// uploaded the outputs and log to (data.go). Empty from an older
+	// provider.
+	DataAt string `json:"data_at,omitempty" rec:"since=4"`
 }
 
 // DeliveredResult is the result whose outputs a finished job delivers.

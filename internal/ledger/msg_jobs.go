@@ -20,6 +20,9 @@ type MsgSubmitJob struct {
 	// KeyCommitment is JobKeyCommitment of the job key; without it only
 	// the owner can give an audit replica the key.
 	KeyCommitment *Hash `json:"key_commitment,omitempty"`
+	// DataAt is the API URL of the gateway the module and inputs were
+	// uploaded to (Job.DataAt); empty from an older client.
+	DataAt string `json:"data_at,omitempty"`
 }
 
 // Grant is a job key wrapped to one assigned provider.
@@ -84,7 +87,7 @@ func (m *MsgSubmitJob) ValidateBasic() error {
 	if hrp, key, err := address.DecodeBech32(m.ConsumerKey); err != nil || hrp != "age" || len(key) != 32 {
 		return invalid("consumer_key %q is not an age X25519 recipient (age1…)", m.ConsumerKey)
 	}
-	return nil
+	return checkDataAt("data_at", m.DataAt)
 }
 
 // ValidateBasic implements Msg.
@@ -136,7 +139,7 @@ func execSubmitJob(o *Overlay, from address.Address, m *MsgSubmitJob, p Params, 
 	id := getUint(o, keyNextJob) + 1
 	setUint(o, keyNextJob, id)
 	j := &Job{
-		ID: id, Owner: from, Spec: m.Spec, InputBlob: m.InputBlob, ConsumerKey: m.ConsumerKey,
+		ID: id, Owner: from, Spec: m.Spec, InputBlob: m.InputBlob, ConsumerKey: m.ConsumerKey, DataAt: m.DataAt,
 		State: JobQueued, Reason: "waiting for the scheduler at the end of the block", Escrow: escrow,
 		SubmittedAt: info.Time.Unix(), Height: uint64(info.Height), Assignments: []Assignment{},
 		Replicas: m.Spec.PlannedReplicas(), KeyCommitment: m.KeyCommitment,

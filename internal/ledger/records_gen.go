@@ -49,6 +49,12 @@ func (x *Job) encodeRec(e *encoder) {
 	if e.version >= 3 {
 		e.string(x.WaitCode)
 	}
+	if e.version >= 4 {
+		e.string(x.DataAt)
+	}
+	if e.version >= 4 {
+		e.string(x.Released)
+	}
 }
 
 func (x *Job) decodeRec(d *decoder) {
@@ -93,15 +99,28 @@ func (x *Job) decodeRec(d *decoder) {
 	if d.version >= 3 {
 		x.WaitCode = d.string("wait_code")
 	}
+	if d.version >= 4 {
+		x.DataAt = d.string("data_at")
+	}
+	if d.version >= 4 {
+		x.Released = d.string("released")
+	}
 }
 
 func (x *Job) recVersion() byte {
 	v := byte(recordVersionBase)
+	v = max(v, x.Spec.recVersion())
 	for i := range x.Assignments {
 		v = max(v, x.Assignments[i].recVersion())
 	}
 	if x.WaitCode != "" {
 		v = max(v, 3)
+	}
+	if x.DataAt != "" {
+		v = max(v, 4)
+	}
+	if x.Released != "" {
+		v = max(v, 4)
 	}
 	return v
 }
@@ -235,6 +254,12 @@ func (x *JobSpec) encodeRec(e *encoder) {
 	e.string(x.Region)
 	e.bool(x.RegionRequired)
 	e.bool(x.Network)
+	if e.version >= 4 {
+		e.uvarint(uint64(len(x.URLInputs)))
+		for i0 := range x.URLInputs {
+			x.URLInputs[i0].encodeRec(e)
+		}
+	}
 }
 
 func (x *JobSpec) decodeRec(d *decoder) {
@@ -297,6 +322,22 @@ func (x *JobSpec) decodeRec(d *decoder) {
 	x.Region = d.string("region")
 	x.RegionRequired = d.bool("region_required")
 	x.Network = d.bool("network")
+	if d.version >= 4 {
+		if n := d.count("url_inputs"); n > 0 {
+			x.URLInputs = make([]URLInput, n)
+			for i0 := range x.URLInputs {
+				x.URLInputs[i0].decodeRec(d)
+			}
+		}
+	}
+}
+
+func (x *JobSpec) recVersion() byte {
+	v := byte(recordVersionBase)
+	if len(x.URLInputs) > 0 {
+		v = max(v, 4)
+	}
+	return v
 }
 
 func (x *Assignment) encodeRec(e *encoder) {
@@ -373,6 +414,9 @@ func (x *Assignment) recVersion() byte {
 	v := byte(recordVersionBase)
 	if x.WasmEngine != "" {
 		v = max(v, 3)
+	}
+	if x.Result != nil {
+		v = max(v, x.Result.recVersion())
 	}
 	return v
 }
@@ -549,6 +593,20 @@ func (x *ChallengeRecord) decodeRec(d *decoder) {
 	x.LastFailure = d.string("last_failure")
 }
 
+func (x *URLInput) encodeRec(e *encoder) {
+	e.string(x.Path)
+	e.string(x.URL)
+	e.string(x.SHA256)
+	e.uvarint(x.Size)
+}
+
+func (x *URLInput) decodeRec(d *decoder) {
+	x.Path = d.string("path")
+	x.URL = d.string("url")
+	x.SHA256 = d.string("sha256")
+	x.Size = d.uvarint("size")
+}
+
 func (x *JobResult) encodeRec(e *encoder) {
 	e.raw(x.ManifestHash[:])
 	e.string(x.OutputBlob)
@@ -558,6 +616,9 @@ func (x *JobResult) encodeRec(e *encoder) {
 	e.bool(x.Failed)
 	e.string(x.Reason)
 	e.uvarint(x.Height)
+	if e.version >= 4 {
+		e.string(x.DataAt)
+	}
 }
 
 func (x *JobResult) decodeRec(d *decoder) {
@@ -569,6 +630,17 @@ func (x *JobResult) decodeRec(d *decoder) {
 	x.Failed = d.bool("failed")
 	x.Reason = d.string("reason")
 	x.Height = d.uvarint("height")
+	if d.version >= 4 {
+		x.DataAt = d.string("data_at")
+	}
+}
+
+func (x *JobResult) recVersion() byte {
+	v := byte(recordVersionBase)
+	if x.DataAt != "" {
+		v = max(v, 4)
+	}
+	return v
 }
 
 func (x *Inventory) encodeRec(e *encoder) {

@@ -45,6 +45,8 @@ func execute(o *Overlay, tx *Tx, params Params, info BlockInfo) ([]Event, error)
 		return execHandOverKey(o, from, m, params, info)
 	case *MsgDisputeKeyHandover:
 		return execDisputeKeyHandover(o, from, m, params, info)
+	case *MsgReleaseJob:
+		return execReleaseJob(o, from, m, params, info)
 	}
 	return nil, fmt.Errorf("no handler for %s: %w", tx.Msg.Type(), ErrUnknownMsgType)
 }

@@ -44,6 +44,9 @@ type JobSpec struct {
 	// Network asks for network access: only providers that allow it
 	// (ProviderInfo.Network) take the job; oci only.
 	Network bool `json:"network,omitempty"`
+	// URLInputs are public inputs the provider fetches itself, pinned by
+	// their hash (data.go).
+	URLInputs []URLInput `json:"url_inputs,omitempty" rec:"since=4"`
 }
 
 // Executors a job may name (JobSpec.Executor).
@@ -218,5 +221,5 @@ func (s *JobSpec) Validate() error {
 	if s.Network && s.Executor != ExecutorOCI {
 		return invalid("network: only oci jobs can have network access")
 	}
-	return nil
+	return s.validateURLInputs()
 }

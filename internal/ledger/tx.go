@@ -42,6 +42,7 @@ const (
 	MsgTypeRequestKeyHandover MsgType = 16
 	MsgTypeHandOverKey        MsgType = 17
 	MsgTypeDisputeKeyHandover MsgType = 18
+	MsgTypeReleaseJob         MsgType = 25
 )
 
 var msgNames = map[MsgType]string{
@@ -63,6 +64,7 @@ var msgNames = map[MsgType]string{
 	MsgTypeRequestKeyHandover: "request_key_handover",
 	MsgTypeHandOverKey:        "hand_over_key",
 	MsgTypeDisputeKeyHandover: "dispute_key_handover",
+	MsgTypeReleaseJob:         "release_job",
 }
 
 func (t MsgType) String() string {
@@ -118,6 +120,8 @@ func newMsg(t MsgType) Msg {
 		return &MsgHandOverKey{}
 	case MsgTypeDisputeKeyHandover:
 		return &MsgDisputeKeyHandover{}
+	case MsgTypeReleaseJob:
+		return &MsgReleaseJob{}
 	}
 	return nil
 }

@@ -118,7 +118,7 @@ func validateResult(r *JobResult) error {
 	if r.Height != 0 {
 		return invalid("result.height is set by the ledger")
 	}
-	return nil
+	return checkDataAt("result.data_at", r.DataAt)
 }
 
 // afterCommits runs when every wanted replica has committed.
