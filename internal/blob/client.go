@@ -9,6 +9,7 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -157,7 +158,18 @@ func (c *Client) Stat(ctx context.Context, h Hash) (int64, error) {
 // be discarded. A gateway that finds its own copy corrupt cuts the
 // response short, which Get reports as io.ErrUnexpectedEOF.
 func (c *Client) Get(ctx context.Context, h Hash, w io.Writer) (int64, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.base+"/v1/blobs/"+h.String(), nil)
+	return c.GetForJob(ctx, h, 0, w)
+}
+
+// GetForJob is Get for a blob that job (0: none) references: the gateway,
+// if it lacks the blob, fetches it from the node the job says holds it
+// (docs/blobs.md).
+func (c *Client) GetForJob(ctx context.Context, h Hash, job uint64, w io.Writer) (int64, error) {
+	u := c.base + "/v1/blobs/" + h.String()
+	if job != 0 {
+		u += "?job=" + strconv.FormatUint(job, 10)
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
 	if err != nil {
 		return 0, err
 	}

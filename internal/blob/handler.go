@@ -61,6 +61,7 @@ type handler struct {
 	slots uploadSlots
 	auth  *Auth
 	used  usedTickets
+	fetch *fetcher // nil: no fetch-through
 }
 
 // NewHandler returns the blob gateway's HTTP handler:
@@ -69,6 +70,10 @@ type handler struct {
 //	PUT  /v1/blobs/{hash}  the same, failing with 422 unless the body hashes to {hash}
 //	GET  /v1/blobs/{hash}  the blob, with Content-Length, ETag and X-Content-SHA256
 //	HEAD /v1/blobs/{hash}  the same headers, no body
+//
+// With GatewayOptions.Fetch, a GET or HEAD of a blob the store lacks
+// fetches it from another gateway first (fetch.go); ?job=ID names the job
+// that references it, which tells the gateway where to look.
 //
 // Errors are JSON {"code": "...", "message": "..."}: 400 for a malformed hash, 404, 405,
 // 413 over the size limit (the message states it), 422 hash mismatch, 507
@@ -89,6 +94,9 @@ type GatewayOptions struct {
 	// upload ticket, and charges ticketed uploads to their account's
 	// quota. Nil lets anyone upload (tests, a private gateway).
 	Auth *Auth
+	// Fetch, when set, makes a GET or HEAD of a blob the store lacks
+	// fetch it from another gateway first (fetch.go).
+	Fetch *FetchOptions
 }
 
 // Auth is who may upload to a gateway.
@@ -132,6 +140,9 @@ func NewGateway(s *Store, o GatewayOptions) http.Handler {
 			a.Now = time.Now
 		}
 		h.auth = &a
+	}
+	if o.Fetch != nil && o.Fetch.Sources != nil {
+		h.fetch = newFetcher(s, o.Fetch, log)
 	}
 	h.mux.HandleFunc("PUT /v1/blobs", h.put)
 	h.mux.HandleFunc("PUT /v1/blobs/{hash}", h.put)
@@ -250,6 +261,20 @@ func (h *handler) get(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	f, size, err := h.store.open(want)
+	if errors.Is(err, ErrNotFound) && h.fetch != nil && r.Header.Get(LocalHeader) == "" {
+		var job uint64
+		if q := r.URL.Query().Get("job"); q != "" {
+			if job, err = strconv.ParseUint(q, 10, 64); err != nil || job == 0 {
+				writeError(w, http.StatusBadRequest, fmt.Sprintf("job %q: want a job id", q))
+				return
+			}
+		}
+		if ferr := h.fetch.fetch(r.Context(), want, job); ferr != nil {
+			writeError(w, http.StatusNotFound, fmt.Sprintf("%v: %s is not on this node, and it could not fetch it from another: %v", ErrNotFound, want, ferr))
+			return
+		}
+		f, size, err = h.store.open(want)
+	}
 	if errors.Is(err, ErrNotFound) {
 		writeError(w, http.StatusNotFound, err.Error())
 		return

@@ -276,6 +276,7 @@ func (s *Store) Delete(h Hash) error {
 	defer s.lock(h)()
 	err := os.Remove(s.path(h))
 	s.disown(h)
+	s.unmarkFetched(h)
 	if errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("%w: %s", ErrNotFound, h)
 	}

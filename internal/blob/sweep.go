@@ -80,5 +80,6 @@ func (s *Store) collect(h Hash, cutoff time.Time) (int64, bool) {
 		return 0, false
 	}
 	s.disown(h)
+	s.unmarkFetched(h)
 	return info.Size(), true
 }
