@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/goccy/go-yaml"
+
+	"github.com/gpunet/gpunet/internal/ledger"
 )
 
 // ConfigFile is where a home keeps its node configuration, relative to the
@@ -49,10 +51,37 @@ type Config struct {
 	// browser ("*" for any). Empty, the default, allows none.
 	CORSOrigins []string `yaml:"cors_origins,omitempty"`
 	// AdvertiseAPI is the URL other nodes and clients reach this node's
-	// API at.
+	// API at (empty: http://<api>). Jobs and results record it as where
+	// their data was put (data_at).
 	AdvertiseAPI string `yaml:"advertise_api,omitempty"`
-	// PeerAPIs are other nodes' API URLs.
+	// PeerAPIs are other nodes' API URLs: the nodes its blob gateway may
+	// fetch a missing blob from, and asks for more nodes (GET
+	// /v1/net/peers).
 	PeerAPIs []string `yaml:"peer_apis,omitempty"`
+	// BlobRetention is how long the gateway keeps a finished job's blobs
+	// (0: 7 days); outputs their owner fetched go sooner (docs/blobs.md).
+	BlobRetention Duration `yaml:"blob_retention,omitempty"`
+}
+
+// DefaultBlobRetention is a node's blob_retention when its config sets
+// none.
+const DefaultBlobRetention = 7 * 24 * time.Hour
+
+// APIURL is the URL other nodes and clients reach the API at:
+// AdvertiseAPI, or http://<api>.
+func (c *Config) APIURL() string {
+	if c.AdvertiseAPI != "" {
+		return strings.TrimRight(c.AdvertiseAPI, "/")
+	}
+	return "http://" + c.API
+}
+
+// Retention is BlobRetention, or DefaultBlobRetention when unset.
+func (c *Config) Retention() time.Duration {
+	if c.BlobRetention > 0 {
+		return time.Duration(c.BlobRetention)
+	}
+	return DefaultBlobRetention
 }
 
 // Duration is a time.Duration written as "1s", "200ms" in YAML.
@@ -100,6 +129,17 @@ func (c *Config) Validate() error {
 		if o != "*" && !strings.HasPrefix(o, "http://") && !strings.HasPrefix(o, "https://") {
 			return fmt.Errorf("cors_origins: %q: want \"*\" or an origin like https://example.com", o)
 		}
+	}
+	if c.AdvertiseAPI != "" && !ledger.ValidDataAt(c.AdvertiseAPI) {
+		return fmt.Errorf("advertise_api %q: want the http(s) URL this node's API is reached at, like http://203.0.113.7:8080 (at most %d bytes)", c.AdvertiseAPI, ledger.MaxDataAtLen)
+	}
+	for _, p := range c.PeerAPIs {
+		if p == "" || !ledger.ValidDataAt(p) {
+			return fmt.Errorf("peer_apis: %q: want another node's API URL, like http://203.0.113.8:8080", p)
+		}
+	}
+	if c.BlobRetention < 0 {
+		return fmt.Errorf("blob_retention %s is negative", time.Duration(c.BlobRetention))
 	}
 	if c.BlockTime < Duration(10*time.Millisecond) || c.BlockTime > Duration(time.Minute) {
 		return fmt.Errorf("block_time %s out of range [10ms, 1m]", time.Duration(c.BlockTime))

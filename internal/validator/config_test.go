@@ -3,6 +3,7 @@ package validator
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -31,6 +32,9 @@ func TestInitMultiValidator(t *testing.T) {
 		}
 		if len(c.PersistentPeers) != 3 {
 			t.Errorf("%s has %d peers, want 3", h, len(c.PersistentPeers))
+		}
+		if c.AdvertiseAPI != "http://"+c.API || len(c.PeerAPIs) != 3 || slices.Contains(c.PeerAPIs, c.AdvertiseAPI) {
+			t.Errorf("%s advertises %q and knows the APIs %q, want its own and the 3 others'", h, c.AdvertiseAPI, c.PeerAPIs)
 		}
 		for _, a := range []string{c.API, c.P2P, c.RPC} {
 			if !strings.HasPrefix(a, "127.0.0.1:") || ports[a] {
@@ -62,6 +66,8 @@ func TestLoadConfigRejectsBadFiles(t *testing.T) {
 		{"bad address", strings.Replace(good, "127.0.0.1:1", "localhost", 1), "api"},
 		{"no chain id", strings.Replace(good, "chain_id: c", "chain_id: \"\"", 1), "chain_id"},
 		{"not yaml", "{{{", ""},
+		{"advertise_api not a URL", good + "advertise_api: 127.0.0.1:1\n", "advertise_api"},
+		{"peer_apis not URLs", good + "peer_apis: [ftp://x]\n", "peer_apis"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			home := t.TempDir()

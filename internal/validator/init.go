@@ -17,6 +17,10 @@ import (
 	"github.com/gpunet/gpunet/internal/ledger"
 )
 
+// devnetBlobRetention is a devnet's blob_retention: a devnet's jobs are
+// looked at within minutes.
+const devnetBlobRetention = time.Hour
+
 // InitOptions describe a new network.
 type InitOptions struct {
 	ChainID    string
@@ -107,7 +111,12 @@ func Init(home string, o InitOptions) ([]string, error) {
 		for j, id := range ids {
 			if j != i {
 				cfgs[i].PersistentPeers = append(cfgs[i].PersistentPeers, id)
+				cfgs[i].PeerAPIs = append(cfgs[i].PeerAPIs, cfgs[j].APIURL())
 			}
+		}
+		cfgs[i].AdvertiseAPI = cfgs[i].APIURL()
+		if o.Devnet {
+			cfgs[i].BlobRetention = Duration(devnetBlobRetention)
 		}
 		if err := gen.SaveAs(filepath.Join(h, "config/genesis.json")); err != nil {
 			return nil, err
