@@ -21,6 +21,8 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"net"
+	"net/http"
 	"net/netip"
 	"os"
 	"os/exec"
@@ -186,6 +188,24 @@ func (h *Host) Command(ctx context.Context, name string, args ...string) *exec.C
 	h.net.procs = append(h.net.procs, cmd)
 	h.net.mu.Unlock()
 	return cmd
+}
+
+// DialContext connects from inside the host's namespace, as a process
+// running there would: its packets leave through the host's gn0 and the
+// router (or its own loopback).
+func (h *Host) DialContext(ctx context.Context, network, addr string) (net.Conn, error) {
+	var c net.Conn
+	err := inNamespace(h.NS, func() (err error) {
+		c, err = (&net.Dialer{Timeout: 10 * time.Second}).DialContext(ctx, network, addr)
+		return err
+	})
+	return c, err
+}
+
+// HTTPClient returns an HTTP client whose connections start in the host,
+// for this process to reach the hosts' APIs without a route of its own.
+func (h *Host) HTTPClient() *http.Client {
+	return &http.Client{Transport: &http.Transport{DialContext: h.DialContext, MaxIdleConnsPerHost: 4}}
 }
 
 // Close kills every process started in the hosts, deletes the namespaces

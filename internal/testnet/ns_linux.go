@@ -11,55 +11,61 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// openTUN creates the TUN interface ifname (IFF_TUN|IFF_NO_PI: bare IP
-// packets) inside the named network namespace and returns its file. The
-// interface lives in that namespace, bound to the file: it goes away when
-// the file is closed or the namespace deleted.
+// inNamespace runs fn on an OS thread switched into the named network
+// namespace. Sockets and TUN devices fn creates stay in that namespace
+// after the thread switches back.
 //
-// The namespace switch is per OS thread, so the goroutine is locked to its
-// thread for the duration; if the switch back fails, the thread stays
-// locked and Go discards it when the goroutine ends.
-func openTUN(ns, ifname string) (*os.File, error) {
+// The namespace is a property of the thread, so the goroutine is locked to
+// it throughout; if the switch back fails, the thread stays locked and Go
+// discards it when the goroutine ends.
+func inNamespace(ns string, fn func() error) error {
 	target, err := unix.Open("/run/netns/"+ns, unix.O_RDONLY|unix.O_CLOEXEC, 0)
 	if err != nil {
-		return nil, fmt.Errorf("open namespace %s: %w", ns, err)
+		return fmt.Errorf("open namespace %s: %w", ns, err)
 	}
 	defer unix.Close(target)
-
-	type result struct {
-		f   *os.File
-		err error
-	}
-	ch := make(chan result, 1)
+	errc := make(chan error, 1)
 	go func() {
 		runtime.LockOSThread()
 		self, err := unix.Open("/proc/thread-self/ns/net", unix.O_RDONLY|unix.O_CLOEXEC, 0)
 		if err != nil {
 			runtime.UnlockOSThread()
-			ch <- result{nil, fmt.Errorf("open own namespace: %w", err)}
+			errc <- fmt.Errorf("open own namespace: %w", err)
 			return
 		}
 		defer unix.Close(self)
 		if err := unix.Setns(target, unix.CLONE_NEWNET); err != nil {
 			runtime.UnlockOSThread()
-			ch <- result{nil, fmt.Errorf("setns %s: %w", ns, err)}
+			errc <- fmt.Errorf("setns %s: %w", ns, err)
 			return
 		}
-		f, tunErr := createTUN(ifname)
+		fnErr := fn()
 		if err := unix.Setns(self, unix.CLONE_NEWNET); err != nil {
-			// This thread is in the wrong namespace: leave it locked so
-			// that the runtime ends it with this goroutine.
-			if f != nil {
-				f.Close()
-			}
-			ch <- result{nil, fmt.Errorf("setns back from %s: %w", ns, err)}
+			// Leave this thread locked: the runtime ends it with us.
+			errc <- fmt.Errorf("setns back from %s: %w (and %v)", ns, err, fnErr)
 			return
 		}
 		runtime.UnlockOSThread()
-		ch <- result{f, tunErr}
+		errc <- fnErr
 	}()
-	r := <-ch
-	return r.f, r.err
+	return <-errc
+}
+
+// openTUN creates the TUN interface ifname (IFF_TUN|IFF_NO_PI: bare IP
+// packets) inside the named network namespace and returns its file. The
+// interface is bound to the file: it goes away when the file is closed or
+// the namespace deleted.
+func openTUN(ns, ifname string) (*os.File, error) {
+	var f *os.File
+	err := inNamespace(ns, func() (err error) {
+		f, err = createTUN(ifname)
+		return err
+	})
+	if err != nil && f != nil {
+		f.Close()
+		f = nil
+	}
+	return f, err
 }
 
 // createTUN opens /dev/net/tun and attaches it to a new TUN interface
