@@ -52,6 +52,9 @@ type Options struct {
 	// ledger took to execute it (txs, scheduling and the rest of the
 	// block's end; invariant checks not included).
 	ObserveBlock func(txs int, d time.Duration)
+	// Snapshots configures the state snapshots taken and served for
+	// state sync (snapshot.go).
+	Snapshots SnapshotOptions
 }
 
 // App is the ABCI application.
@@ -76,6 +79,9 @@ type App struct {
 	// Mempool state: an overlay of the committed state, rebuilt at Commit.
 	checkMu sync.Mutex
 	check   *ledger.Overlay
+
+	dir   string       // the store's directory
+	snaps *snapshotter // state sync (snapshot.go)
 
 	closeOnce sync.Once
 	closeErr  error
@@ -107,12 +113,15 @@ func Open(dir string, opts Options) (*App, error) {
 	if opts.CacheBytes == 0 {
 		opts.CacheBytes = DefaultCacheBytes
 	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	if err := discardUnfinishedRestore(dir, opts.Logger); err != nil {
+		return nil, err
+	}
 	db, err := OpenPebble(dir, nil, opts.CacheBytes)
 	if err != nil {
 		return nil, fmt.Errorf("open app state in %s: %w", dir, err)
-	}
-	if opts.Logger == nil {
-		opts.Logger = slog.New(slog.DiscardHandler)
 	}
 	store, err := OpenStore(db)
 	if err != nil {
@@ -123,7 +132,7 @@ func Open(dir string, opts Options) (*App, error) {
 		store.Close()
 		return nil, fmt.Errorf("open app state in %s: %w", dir, err)
 	}
-	a := &App{store: store, state: store.KV(), opts: opts, sigs: newSigCache(1 << 16)}
+	a := &App{store: store, state: store.KV(), opts: opts, sigs: newSigCache(1 << 16), dir: dir, snaps: newSnapshotter(opts.Snapshots, opts.Logger)}
 	a.ledger.Verify = a.sigs.verify
 	a.check = ledger.NewOverlay(a.committed())
 	return a, nil
@@ -131,7 +140,10 @@ func Open(dir string, opts Options) (*App, error) {
 
 // Close closes the store. Later calls do nothing.
 func (a *App) Close() error {
-	a.closeOnce.Do(func() { a.closeErr = a.store.Close() })
+	a.closeOnce.Do(func() {
+		a.snaps.close()
+		a.closeErr = a.store.Close()
+	})
 	return a.closeErr
 }
 
@@ -141,6 +153,9 @@ func (a *App) committed() ledger.KV { return a.state }
 // genesis state before the first block is committed) and a function to
 // release it.
 func (a *App) View() (ledger.KV, func()) {
+	if a.snaps.restoring.Load() {
+		return emptyKV{}, func() {}
+	}
 	a.viewMu.RLock()
 	kv, release := a.store.View()
 	g := a.genesis
@@ -261,6 +276,7 @@ func (a *App) Commit(context.Context, *abci.CommitRequest) (*abci.CommitResponse
 	}
 	a.pending = nil
 	a.resetCheckState()
+	a.takeSnapshot(uint64(a.pendingHeight))
 	return &abci.CommitResponse{}, nil
 }
 
