@@ -674,7 +674,7 @@ func (s *Store) reload() error {
 // emptyKV is the state readers see while a restore is in progress.
 type emptyKV struct{}
 
-func (emptyKV) Get([]byte) []byte                          { return nil }
+func (emptyKV) Get([]byte) []byte                              { return nil }
 func (emptyKV) Iterate([]byte, []byte, func(k, v []byte) bool) {}
 
 // close stops the snapshot writer and waits for it.
