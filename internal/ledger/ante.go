@@ -54,8 +54,6 @@ func (l *Ledger) ante(o *Overlay, chainID string, p Params, raw []byte) (*Tx, er
 	acct.Sequence++
 	acct.PubKey = tx.PubKey
 	setAccount(o, &acct)
-	if tx.Fee > 0 {
-		setUint(o, keyTreasury, Treasury(o)+tx.Fee)
-	}
+	collectFee(o, tx.Fee)
 	return tx, nil
 }

@@ -45,6 +45,10 @@
 //     may claim; hardware.go and limits.go: the bounds it is held to;
 //     gpubind.go: one GPU, one provider.
 //   - staking.go: stake, unbonding and slashing.
+//   - validators.go: the validator records and their indexes;
+//     msg_validator.go: create a validator, bond, unbond, unjail;
+//     validatorset.go: each block's votes (downtime jailing), evidence
+//     (double-sign slashing), fee share and the set returned to CometBFT.
 //   - liveness.go: liveness challenges.
 //   - hwchallenge.go: hardware challenges.
 //   - reputation.go: reputation and the per-class verification records.

@@ -18,6 +18,10 @@ type Genesis struct {
 	// escalation replicas of spot jobs (verification.go) until fees and slashes
 	// keep it.
 	Treasury uint64 `json:"treasury,omitempty"`
+	// Validators are bonded at genesis; their stake is added to the
+	// supply, not taken from the operators' balances. A genesis that
+	// lists none keeps CometBFT's genesis validators as a fixed set.
+	Validators []GenesisValidator `json:"validators,omitempty"`
 }
 
 // GenesisAccount is an initial allocation.
@@ -62,6 +66,14 @@ func (l *Ledger) InitGenesis(base KV, chainID string, g Genesis) ([]Change, []by
 		return nil, nil, fmt.Errorf("treasury: total supply overflows: %w", ErrInvalidGenesis)
 	}
 	supply += g.Treasury
+	staked, err := initValidators(o, g)
+	if err != nil {
+		return nil, nil, fmt.Errorf("%w: %w", err, ErrInvalidGenesis)
+	}
+	if supply+staked < supply {
+		return nil, nil, fmt.Errorf("validators: total supply overflows: %w", ErrInvalidGenesis)
+	}
+	supply += staked
 	setUint(o, keySupply, supply)
 	setUint(o, keyTreasury, g.Treasury)
 	setUint(o, keyStaked, 0)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"fmt"
+	"slices"
 
 	"github.com/gpunet/gpunet/internal/address"
 )
@@ -31,6 +32,11 @@ var invariants = []func(s *invariantState) error{
 	jobIndexesMatchJobs,
 	escrowAddsUp,
 	unbondingAddsUp,
+	validatorIndexesMatchRecords,
+	validatorBondsAddUp,
+	validatorSetWithinMax,
+	noTombstonedPower,
+	validatorSetMatchesBonds,
 	supplyAddsUp,
 }
 
@@ -39,8 +45,9 @@ var invariants = []func(s *invariantState) error{
 type invariantState struct {
 	kv        KV
 	params    Params
-	providers []*Provider // in address order
-	jobs      []*Job      // in id order
+	providers []*Provider  // in address order
+	jobs      []*Job       // in id order
+	vals      []*Validator // in consensus address order
 }
 
 // CheckInvariants verifies what must hold after every block: the supply
@@ -71,6 +78,18 @@ func readInvariantState(kv KV) (*invariantState, error) {
 		s.providers = append(s.providers, p)
 		return true
 	}); err != nil {
+		return nil, err
+	}
+	kv.Iterate(prefixValidator, prefixEnd(prefixValidator), func(k, b []byte) bool {
+		v, e := decodeValidator(b)
+		if e != nil || !bytes.Equal(k[len(prefixValidator):], func() []byte { c := v.ConsAddress(); return c[:] }()) {
+			err = fmt.Errorf("invariant: validator record %x unreadable or not its key's (%v): %w", k, e, ErrInternal)
+			return false
+		}
+		s.vals = append(s.vals, v)
+		return true
+	})
+	if err != nil {
 		return nil, err
 	}
 	kv.Iterate(prefixJob, prefixEnd(prefixJob), func(k, v []byte) bool {
@@ -380,8 +399,18 @@ func supplyAddsUp(s *invariantState) error {
 			return err
 		}
 	}
+	for _, v := range s.vals {
+		if !add(v.Bond, "bond of validator "+v.ConsAddress().String()) {
+			return err
+		}
+	}
+	for _, u := range validatorUnbondings(s.kv) {
+		if !add(u.Amount, "unbonding of validator "+u.Address.String()) {
+			return err
+		}
+	}
 	if n := Supply(s.kv); n != total {
-		return fmt.Errorf("invariant: supply %d != balances + treasury + stake + unbonding + escrow = %d: %w", n, total, ErrInternal)
+		return fmt.Errorf("invariant: supply %d != balances + treasury + stake + unbonding + escrow + validator bonds and unbonding = %d: %w", n, total, ErrInternal)
 	}
 	return nil
 }
@@ -467,6 +496,113 @@ func checkJobIndexes(kv KV, jobs map[uint64]*Job) error {
 		if !j.Done() && j.Deadline != 0 && dues[id] != 1 {
 			return fmt.Errorf("invariant: job %d has deadline %d and %d deadline index entries: %w", id, j.Deadline, dues[id], ErrInternal)
 		}
+	}
+	return nil
+}
+
+// validatorIndexesMatchRecords: each validator has its operator entry,
+// every operator entry names its validator, the power index holds exactly
+// the validators that are neither jailed nor tombstoned, at their bond,
+// and each validator's missed count is its missed-block slots.
+func validatorIndexesMatchRecords(s *invariantState) error {
+	byAddr := map[ConsAddress]*Validator{}
+	eligible := 0
+	for _, v := range s.vals {
+		c := v.ConsAddress()
+		byAddr[c] = v
+		if got, ok := ValidatorOf(s.kv, v.Operator); !ok || got != c {
+			return fmt.Errorf("invariant: operator %s of validator %s has operator entry %s: %w", v.Operator, c, got, ErrInternal)
+		}
+		if v.eligible() {
+			eligible++
+			if s.kv.Get(valPowerKey(v.Bond, c)) == nil {
+				return fmt.Errorf("invariant: validator %s (bond %d) is missing from the power index: %w", c, v.Bond, ErrInternal)
+			}
+		}
+		p := append(slices.Clone(prefixValMissed), c[:]...)
+		var missed uint64
+		s.kv.Iterate(p, prefixEnd(p), func(_, _ []byte) bool { missed++; return true })
+		if missed != v.Missed || (missed > 0 && !v.eligible()) {
+			return fmt.Errorf("invariant: validator %s counts %d missed blocks, has %d slots (jailed %v): %w", c, v.Missed, missed, v.Jailed, ErrInternal)
+		}
+	}
+	var ops, idx int
+	var err error
+	s.kv.Iterate(prefixValOperator, prefixEnd(prefixValOperator), func(k, b []byte) bool {
+		ops++
+		var c ConsAddress
+		copy(c[:], b)
+		if v := byAddr[c]; v == nil || !bytes.Equal(v.Operator[:], k[len(prefixValOperator):]) {
+			err = fmt.Errorf("invariant: operator entry %x names %s, not its validator: %w", k, c, ErrInternal)
+			return false
+		}
+		return true
+	})
+	s.kv.Iterate(prefixValPower, prefixEnd(prefixValPower), func(_, _ []byte) bool { idx++; return true })
+	if err == nil && (ops != len(s.vals) || idx != eligible) {
+		err = fmt.Errorf("invariant: %d operator entries and %d power index entries for %d validators (%d eligible): %w", ops, idx, len(s.vals), eligible, ErrInternal)
+	}
+	return err
+}
+
+// validatorBondsAddUp: the recorded bonded and unbonding validator totals
+// are the sums of the records and of the unbonding entries.
+func validatorBondsAddUp(s *invariantState) error {
+	var bonded, unbonding uint64
+	for _, v := range s.vals {
+		bonded += v.Bond
+	}
+	for _, u := range validatorUnbondings(s.kv) {
+		unbonding += u.Amount
+	}
+	if b, u := ValidatorBonded(s.kv), ValidatorUnbonding(s.kv); b != bonded || u != unbonding {
+		return fmt.Errorf("invariant: recorded validator bond %d and unbonding %d, the records sum to %d and %d: %w", b, u, bonded, unbonding, ErrInternal)
+	}
+	return nil
+}
+
+// validatorSetWithinMax: the set has at most params.max_validators
+// members, each with a power.
+func validatorSetWithinMax(s *invariantState) error {
+	set := activeSet(s.kv)
+	if uint64(len(set)) > s.params.MaxValidators && ManagesValidators(s.kv) {
+		return fmt.Errorf("invariant: %d validators in the set, params.max_validators is %d: %w", len(set), s.params.MaxValidators, ErrInternal)
+	}
+	for _, vp := range set {
+		if vp.Power == 0 {
+			return fmt.Errorf("invariant: validator %s is in the set with power 0: %w", vp.Address, ErrInternal)
+		}
+	}
+	return nil
+}
+
+// noTombstonedPower: no tombstoned validator is in the set, unless the set
+// was left as it was because no validator qualified (updateValidatorSet).
+func noTombstonedPower(s *invariantState) error {
+	if len(desiredSet(s.kv, s.params)) == 0 {
+		return nil
+	}
+	for _, vp := range activeSet(s.kv) {
+		v, ok, err := GetValidator(s.kv, vp.Address)
+		if err != nil || !ok {
+			return fmt.Errorf("invariant: validator %s in the set has no record (%v): %w", vp.Address, err, ErrInternal)
+		}
+		if v.Tombstoned {
+			return fmt.Errorf("invariant: tombstoned validator %s has power %d: %w", vp.Address, vp.Power, ErrInternal)
+		}
+	}
+	return nil
+}
+
+// validatorSetMatchesBonds: after a block, the set is the one the bonds
+// call for (or, when none qualifies, the last one).
+func validatorSetMatchesBonds(s *invariantState) error {
+	want := desiredSet(s.kv, s.params)
+	if len(want) == 0 {
+		return nil
+	}
+	if have := activeSet(s.kv); !slices.Equal(have, want) {
+		return fmt.Errorf("invariant: the validator set is %v, the bonds call for %v: %w", have, want, ErrInternal)
 	}
 	return nil
 }

@@ -86,6 +86,27 @@ var (
 	prefixUnbonding = []byte("unbond/")
 	keyUnbonding    = []byte("chain/unbonding")
 
+	// Validators (validators.go): val/<consensus address> → record,
+	// valop/<operator> → consensus address, the eligible validators by bond
+	// valpow/<^bond><consensus address>, the set CometBFT has
+	// valset/<consensus address> → power, missed blocks
+	// valmiss/<consensus address><slot>, unbonding validator stake
+	// valunb/<completion height><consensus address> → amount, start height.
+	// All hashed. chain/valmanaged marks a chain whose genesis listed
+	// validators; chain/valbonded and chain/valunbonding are the totals.
+	// keyBlockFees counts the fees of the block being applied (validator
+	// fee share); it is deleted by the block's end, so never committed.
+	prefixValidator   = []byte("val/")
+	prefixValOperator = []byte("valop/")
+	prefixValPower    = []byte("valpow/")
+	prefixValSet      = []byte("valset/")
+	prefixValMissed   = []byte("valmiss/")
+	prefixValUnbond   = []byte("valunb/")
+	keyValManaged     = []byte("chain/valmanaged")
+	keyValBonded      = []byte("chain/valbonded")
+	keyValUnbonding   = []byte("chain/valunbonding")
+	keyBlockFees      = []byte(metaPrefix + "blockfees")
+
 	// Liveness challenges (liveness.go): livedl/<deadline><address>.
 	prefixLivenessDeadline = []byte("livedl/")
 

@@ -52,6 +52,12 @@ type BlockInfo struct {
 	// Seed is the block's randomness: the adapter derives it from the
 	// block hash, which no one knows before the block is proposed.
 	Seed Hash
+	// Votes are the last block's commit votes (CometBFT's
+	// DecidedLastCommit), Misbehavior the evidence the block commits:
+	// they count validators' missed blocks and slash double signers
+	// (validatorset.go).
+	Votes       []VoteInfo
+	Misbehavior []Misbehavior
 }
 
 // Block is one block being applied.
@@ -64,6 +70,8 @@ type Block struct {
 	chain  string
 	err    error
 	events []Event
+	// updates are the validator set's changes, known after End.
+	updates []ValidatorUpdate
 }
 
 // BeginBlock starts applying a block on the committed state base.
@@ -88,7 +96,12 @@ func (b *Block) begin() ([]Event, error) {
 	if err != nil {
 		return nil, err
 	}
-	more, err := expireChallenges(b.state, h, b.params, b.info)
+	more, err := beginValidators(b.state, b.params, b.info)
+	if err != nil {
+		return nil, err
+	}
+	evs = append(evs, more...)
+	more, err = expireChallenges(b.state, h, b.params, b.info)
 	if err != nil {
 		return nil, err
 	}
@@ -150,9 +163,19 @@ func (b *Block) End() ([]Change, []byte, error) {
 		return nil, nil, err
 	}
 	b.events = append(b.events, evs...)
+	b.updates, evs, err = endValidators(b.state, b.params, b.info)
+	if err != nil {
+		return nil, nil, err
+	}
+	b.events = append(b.events, evs...)
 	setUint(b.state, keyHeight, h)
 	return finish(b.base, b.state)
 }
+
+// ValidatorUpdates returns the changes End made to the validator set, in
+// consensus address order (power 0 removes a validator): what the adapter
+// returns to CometBFT, which applies them from two heights on.
+func (b *Block) ValidatorUpdates() []ValidatorUpdate { return b.updates }
 
 // CheckTx decides whether a tx may enter the mempool, applying it to the
 // mempool's state (an overlay of the committed state) when it is valid so

@@ -85,6 +85,32 @@ type Params struct {
 	HWAllowanceMillis uint64 `json:"hw_allowance_millis"`
 	HWOpenings        uint64 `json:"hw_openings"`
 	HWOpenMillis      uint64 `json:"hw_open_millis"`
+
+	// The validator set (validators.go, validatorset.go). Voting power is
+	// bond / PowerUnit; the MaxValidators largest bonds of at least
+	// MinValidatorStake that are not jailed form the set.
+	MaxValidators     uint64 `json:"max_validators"`
+	MinValidatorStake uint64 `json:"min_validator_stake"`
+	PowerUnit         uint64 `json:"power_unit"`
+	// Downtime: a validator that missed more than DowntimeMaxMissed of the
+	// last DowntimeWindow blocks is jailed for JailBlocks and loses
+	// DowntimeSlashPPM of its bond.
+	DowntimeWindow    uint64 `json:"downtime_window"`
+	DowntimeMaxMissed uint64 `json:"downtime_max_missed"`
+	JailBlocks        uint64 `json:"jail_blocks"`
+	DowntimeSlashPPM  uint64 `json:"downtime_slash_ppm"`
+	// Double signing (CometBFT's evidence): DoubleSignSlashPPM of the bond
+	// and of what is unbonding since the offence, and the validator is
+	// tombstoned. Evidence more than EvidenceMaxAgeBlocks old is ignored;
+	// withdrawn validator stake waits ValidatorUnbondingBlocks, which must
+	// be longer, so that stake cannot leave before its evidence can land.
+	DoubleSignSlashPPM       uint64 `json:"double_sign_slash_ppm"`
+	EvidenceMaxAgeBlocks     uint64 `json:"evidence_max_age_blocks"`
+	ValidatorUnbondingBlocks uint64 `json:"validator_unbonding_blocks"`
+	// ValidatorFeeSharePPM is the share of each block's tx fees and
+	// protocol fees paid from the treasury to the active validators, by
+	// power.
+	ValidatorFeeSharePPM uint64 `json:"validator_fee_share_ppm"`
 }
 
 // DefaultParams returns the parameters a new chain starts with.
@@ -121,6 +147,18 @@ func DefaultParams() Params {
 		HWAllowanceMillis: challenge.DefaultAllowanceMillis,
 		HWOpenings:        challenge.DefaultOpenings,
 		HWOpenMillis:      30_000,
+
+		MaxValidators:            100,
+		MinValidatorStake:        10_000_000, // 10 SYNC
+		PowerUnit:                1_000_000,  // 1 SYNC of bond is one vote
+		DowntimeWindow:           10_000,
+		DowntimeMaxMissed:        5_000,  // half the window, as the Cosmos SDK's default
+		JailBlocks:               100,    // 10 minutes of 6 s blocks
+		DowntimeSlashPPM:         10_000, // 1%
+		DoubleSignSlashPPM:       50_000, // 5%
+		EvidenceMaxAgeBlocks:     100_000,
+		ValidatorUnbondingBlocks: 100_800, // a week of 6 s blocks, longer than the evidence window
+		ValidatorFeeSharePPM:     200_000, // 20%
 	}
 }
 
@@ -163,6 +201,9 @@ func (p Params) Validate() error {
 	case p.HWOpenMillis < 1_000 || p.HWOpenMillis > 3_600_000:
 		return fmt.Errorf("params.hw_open_millis %d out of range [1000, 3600000]", p.HWOpenMillis)
 	}
+	if err := p.validateValidatorParams(); err != nil {
+		return err
+	}
 	if err := p.challengeParams().Validate(); err != nil {
 		return fmt.Errorf("params.hw_*: %w", err)
 	}
@@ -180,4 +221,32 @@ func GetParams(kv KV) (Params, error) {
 		return p, fmt.Errorf("corrupt params: %w: %w", err, ErrInternal)
 	}
 	return p, nil
+}
+
+// validateValidatorParams checks the validator set's parameters. Power
+// must fit CometBFT's int64 with room to spare: PowerUnit of at least 1000
+// keeps the total under 2^64/1000, below CometBFT's MaxTotalVotingPower
+// (2^63/8).
+func (p Params) validateValidatorParams() error {
+	switch {
+	case p.MaxValidators == 0 || p.MaxValidators > 1_000:
+		return fmt.Errorf("params.max_validators %d out of range [1, 1000]", p.MaxValidators)
+	case p.PowerUnit < 1_000:
+		return fmt.Errorf("params.power_unit %d below 1000 (voting power must fit CometBFT's)", p.PowerUnit)
+	case p.MinValidatorStake < p.PowerUnit:
+		return fmt.Errorf("params.min_validator_stake %d below power_unit %d: a validator needs a power of at least 1", p.MinValidatorStake, p.PowerUnit)
+	case p.DowntimeWindow < 2 || p.DowntimeWindow > 1_000_000:
+		return fmt.Errorf("params.downtime_window %d out of range [2, 1000000]", p.DowntimeWindow)
+	case p.DowntimeMaxMissed == 0 || p.DowntimeMaxMissed >= p.DowntimeWindow:
+		return fmt.Errorf("params.downtime_max_missed %d out of range [1, downtime_window %d)", p.DowntimeMaxMissed, p.DowntimeWindow)
+	case p.JailBlocks == 0:
+		return fmt.Errorf("params.jail_blocks must be positive")
+	case p.DowntimeSlashPPM > ppm || p.DoubleSignSlashPPM > ppm || p.ValidatorFeeSharePPM > ppm:
+		return fmt.Errorf("params.downtime_slash_ppm, double_sign_slash_ppm and validator_fee_share_ppm are at most 1000000 (100%%)")
+	case p.EvidenceMaxAgeBlocks == 0:
+		return fmt.Errorf("params.evidence_max_age_blocks must be positive")
+	case p.ValidatorUnbondingBlocks <= p.EvidenceMaxAgeBlocks:
+		return fmt.Errorf("params.validator_unbonding_blocks %d must be longer than evidence_max_age_blocks %d: withdrawn stake must stay slashable while evidence against it can still land", p.ValidatorUnbondingBlocks, p.EvidenceMaxAgeBlocks)
+	}
+	return nil
 }

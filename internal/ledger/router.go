@@ -45,6 +45,14 @@ func execute(o *Overlay, tx *Tx, params Params, info BlockInfo) ([]Event, error)
 		return execHandOverKey(o, from, m, params, info)
 	case *MsgDisputeKeyHandover:
 		return execDisputeKeyHandover(o, from, m, params, info)
+	case *MsgCreateValidator:
+		return execCreateValidator(o, from, m, params, info)
+	case *MsgUnjail:
+		return execUnjail(o, from, params, info)
+	case *MsgValidatorBond:
+		return execValidatorBond(o, from, m)
+	case *MsgValidatorUnbond:
+		return execValidatorUnbond(o, from, m, params, info)
 	case *MsgReleaseJob:
 		return execReleaseJob(o, from, m, params, info)
 	}

@@ -71,7 +71,7 @@ func payAssignment(o *Overlay, j *Job, a *Assignment, cost uint64, p Params) err
 		if cost+fee > j.Escrow {
 			return fmt.Errorf("job %d: escrow %d cannot cover %d + fee %d: %w", j.ID, j.Escrow, cost, fee, ErrInternal)
 		}
-		setUint(o, keyTreasury, Treasury(o)+fee)
+		collectFee(o, fee)
 		setUint(o, keyEscrow, Escrowed(o)-cost-fee)
 		j.Escrow -= cost + fee
 		j.Cost += cost

@@ -42,6 +42,10 @@ const (
 	MsgTypeRequestKeyHandover MsgType = 16
 	MsgTypeHandOverKey        MsgType = 17
 	MsgTypeDisputeKeyHandover MsgType = 18
+	MsgTypeCreateValidator    MsgType = 19
+	MsgTypeUnjail             MsgType = 20
+	MsgTypeValidatorBond      MsgType = 21
+	MsgTypeValidatorUnbond    MsgType = 22
 	MsgTypeReleaseJob         MsgType = 25
 )
 
@@ -64,6 +68,10 @@ var msgNames = map[MsgType]string{
 	MsgTypeRequestKeyHandover: "request_key_handover",
 	MsgTypeHandOverKey:        "hand_over_key",
 	MsgTypeDisputeKeyHandover: "dispute_key_handover",
+	MsgTypeCreateValidator:    "create_validator",
+	MsgTypeUnjail:             "unjail",
+	MsgTypeValidatorBond:      "validator_bond",
+	MsgTypeValidatorUnbond:    "validator_unbond",
 	MsgTypeReleaseJob:         "release_job",
 }
 
@@ -120,6 +128,14 @@ func newMsg(t MsgType) Msg {
 		return &MsgHandOverKey{}
 	case MsgTypeDisputeKeyHandover:
 		return &MsgDisputeKeyHandover{}
+	case MsgTypeCreateValidator:
+		return &MsgCreateValidator{}
+	case MsgTypeUnjail:
+		return &MsgUnjail{}
+	case MsgTypeValidatorBond:
+		return &MsgValidatorBond{}
+	case MsgTypeValidatorUnbond:
+		return &MsgValidatorUnbond{}
 	case MsgTypeReleaseJob:
 		return &MsgReleaseJob{}
 	}

@@ -56,6 +56,8 @@ type Chain struct {
 	Hash   []byte
 	// Offset is added to every later block's time (see Advance).
 	Offset time.Duration
+	// Updates are the validator set changes of the last block.
+	Updates []ledger.ValidatorUpdate
 }
 
 // Advance moves the chain's clock forward: later blocks are d later.
@@ -133,8 +135,16 @@ func ProviderInfo(class string, count int, pricePerHour uint64) ledger.ProviderI
 // invariants. It returns each tx's result.
 func (c *Chain) ApplyBlock(tb testing.TB, txs ...[]byte) []ledger.TxResult {
 	tb.Helper()
+	return c.ApplyBlockWith(tb, nil, nil, txs...)
+}
+
+// ApplyBlockWith is ApplyBlock with the last commit's votes and the
+// block's evidence; the block's validator set changes are then in
+// c.Updates.
+func (c *Chain) ApplyBlockWith(tb testing.TB, votes []ledger.VoteInfo, evidence []ledger.Misbehavior, txs ...[]byte) []ledger.TxResult {
+	tb.Helper()
 	c.Height++
-	b := c.L.BeginBlock(c.KV, ledger.BlockInfo{Height: c.Height, Time: BlockTime(c.Height).Add(c.Offset), Seed: BlockSeed(c.Height)})
+	b := c.L.BeginBlock(c.KV, ledger.BlockInfo{Height: c.Height, Time: BlockTime(c.Height).Add(c.Offset), Seed: BlockSeed(c.Height), Votes: votes, Misbehavior: evidence})
 	res := make([]ledger.TxResult, len(txs))
 	for i, tx := range txs {
 		res[i] = b.DeliverTx(tx)
@@ -143,6 +153,7 @@ func (c *Chain) ApplyBlock(tb testing.TB, txs ...[]byte) []ledger.TxResult {
 	if err != nil {
 		tb.Fatalf("block %d: %v", c.Height, err)
 	}
+	c.Updates = b.ValidatorUpdates()
 	c.KV.Apply(changes)
 	c.Hash = hash
 	c.checkInvariants(tb)
@@ -189,4 +200,16 @@ func AgeKey(name string) string {
 	k := sha256.Sum256([]byte("age/" + name))
 	s, _ := address.EncodeBech32("age", k[:])
 	return s
+}
+
+// ConsKey is a deterministic validator consensus key (ed25519).
+func ConsKey(name string) ed25519.PublicKey {
+	seed := sha256.Sum256([]byte("ledgertest/cons/" + name))
+	return ed25519.NewKeyFromSeed(seed[:]).Public().(ed25519.PublicKey)
+}
+
+// GenesisValidator returns a genesis validator operated by the key name,
+// with the consensus key ConsKey(name).
+func GenesisValidator(name string, stake uint64) ledger.GenesisValidator {
+	return ledger.GenesisValidator{Operator: NewKey(name).Addr, PubKey: ConsKey(name), Stake: stake, Moniker: name}
 }
