@@ -198,11 +198,15 @@ func (a *App) InitChain(_ context.Context, req *abci.InitChainRequest) (*abci.In
 	if err != nil {
 		return nil, err
 	}
+	vals, err := genesisValidators(layered(a.committed(), changes), req.Validators)
+	if err != nil {
+		return nil, err
+	}
 	a.viewMu.Lock()
 	a.genesis = changes
 	a.viewMu.Unlock()
 	a.resetCheckState()
-	return &abci.InitChainResponse{AppHash: hash}, nil
+	return &abci.InitChainResponse{AppHash: hash, Validators: vals}, nil
 }
 
 // CheckTx implements abci.Application.
@@ -220,7 +224,8 @@ func (a *App) CheckTx(_ context.Context, req *abci.CheckTxRequest) (*abci.CheckT
 func (a *App) FinalizeBlock(_ context.Context, req *abci.FinalizeBlockRequest) (*abci.FinalizeBlockResponse, error) {
 	start := time.Now()
 	base := layered(a.committed(), a.genesis)
-	b := a.ledger.BeginBlock(base, ledger.BlockInfo{Height: req.Height, Time: req.Time, Seed: blockSeed(req.Hash)})
+	b := a.ledger.BeginBlock(base, ledger.BlockInfo{Height: req.Height, Time: req.Time, Seed: blockSeed(req.Hash),
+		Votes: commitVotes(req.DecidedLastCommit), Misbehavior: misbehavior(req.Misbehavior)})
 	results := make([]*abci.ExecTxResult, len(req.Txs))
 	for i, tx := range req.Txs {
 		r := b.DeliverTx(tx)
@@ -245,7 +250,7 @@ func (a *App) FinalizeBlock(_ context.Context, req *abci.FinalizeBlockRequest) (
 		}
 	}
 	a.pending, a.pendingHeight = changes, req.Height
-	return &abci.FinalizeBlockResponse{TxResults: results, AppHash: hash, Events: toABCIEvents(b.Events())}, nil
+	return &abci.FinalizeBlockResponse{TxResults: results, AppHash: hash, Events: toABCIEvents(b.Events()), ValidatorUpdates: validatorUpdates(b.ValidatorUpdates())}, nil
 }
 
 // blockSeed derives the ledger's per-block randomness from the block hash,
