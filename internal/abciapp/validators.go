@@ -89,7 +89,9 @@ func genesisValidators(kv ledger.KV, req []abci.ValidatorUpdate) ([]abci.Validat
 	if len(req) == 0 {
 		return ours, nil
 	}
-	key := func(u abci.ValidatorUpdate) string { return fmt.Sprintf("%s/%X/%d", u.PubKeyType, u.PubKeyBytes, u.Power) }
+	key := func(u abci.ValidatorUpdate) string {
+		return fmt.Sprintf("%s/%X/%d", u.PubKeyType, u.PubKeyBytes, u.Power)
+	}
 	theirs := make([]string, len(req))
 	for i, u := range req {
 		theirs[i] = key(u)
@@ -105,4 +107,3 @@ func genesisValidators(kv ledger.KV, req []abci.ValidatorUpdate) ([]abci.Validat
 	}
 	return ours, nil
 }
-
