@@ -13,6 +13,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -25,16 +26,17 @@ import (
 	"github.com/gpunet/gpunet/internal/offers"
 )
 
-// Client is a client of one node's API. Its methods may be called from
-// several goroutines at once.
+// Client is a client of a node's API, or of several nodes' of one network
+// (see New and Failover). Its methods may be called from several
+// goroutines at once.
 type Client struct {
 	// Clock, when set before the first call, is what the min_fee cache
 	// and SendMsg's waits between attempts go by (tests advance a fake);
 	// nil is the real clock.
 	Clock clock.Clock
 
-	base string
-	http *http.Client
+	nodes *Failover
+	http  *http.Client
 
 	// The chain's params.min_fee, as last read, and when (see minFee).
 	feeMu  sync.Mutex
@@ -50,16 +52,48 @@ type Client struct {
 const MinFeeTTL = time.Minute
 
 // New returns a client for the API at base ("http://127.0.0.1:26680" or
-// "127.0.0.1:26680").
+// "127.0.0.1:26680"), or, given a comma-separated list of them, for the
+// APIs of several nodes of one network: each request goes to the node that
+// answered last and moves on to the next when that one cannot be reached
+// (see Failover).
 func New(base string) *Client {
-	if !strings.Contains(base, "://") {
-		base = "http://" + base
+	var bases []string
+	for _, b := range strings.Split(base, ",") {
+		if b = strings.TrimSpace(b); b == "" && strings.Contains(base, ",") {
+			continue
+		}
+		if !strings.Contains(b, "://") {
+			b = "http://" + b
+		}
+		if b = strings.TrimRight(b, "/"); !slices.Contains(bases, b) {
+			bases = append(bases, b)
+		}
 	}
-	return &Client{base: strings.TrimRight(base, "/"), http: &http.Client{Timeout: 2 * time.Minute}}
+	if len(bases) == 0 {
+		bases = []string{"http://"}
+	}
+	nodes := NewFailover(bases, nil)
+	return &Client{nodes: nodes, http: &http.Client{Timeout: 2 * time.Minute, Transport: nodes}}
 }
 
-// Base returns the API's base URL.
-func (c *Client) Base() string { return c.base }
+// Base returns the base URL of the node requests go to now.
+func (c *Client) Base() string { return c.nodes.Current() }
+
+// Bases returns the base URLs of every node the client may use, in order.
+func (c *Client) Bases() []string { return c.nodes.Bases() }
+
+// Transport is the client's failover transport, for other clients of the
+// same nodes (blob.Client.HTTPClient) to follow the node it uses: a request
+// to any of Bases goes to the current node. It sets no timeout.
+func (c *Client) Transport() http.RoundTripper { return c.nodes }
+
+// where names the node, or the nodes, in an error.
+func (c *Client) where() string {
+	if b := c.nodes.Bases(); len(b) > 1 {
+		return strings.Join(b, ", ")
+	}
+	return c.Base()
+}
 
 // ErrUnreachable wraps failures to reach the node at all.
 var ErrUnreachable = errors.New("node unreachable")
@@ -77,7 +111,8 @@ type APIError struct {
 func (e *APIError) Error() string { return e.Msg }
 
 func (c *Client) do(ctx context.Context, method, path string, body []byte, out any) (int, error) {
-	req, err := http.NewRequestWithContext(ctx, method, c.base+path, bytes.NewReader(body))
+	base := c.Base()
+	req, err := http.NewRequestWithContext(ctx, method, base+path, bytes.NewReader(body))
 	if err != nil {
 		return 0, err
 	}
@@ -86,12 +121,12 @@ func (c *Client) do(ctx context.Context, method, path string, body []byte, out a
 	}
 	resp, err := c.http.Do(req)
 	if err != nil {
-		return 0, fmt.Errorf("%w at %s: %v (is the node running? start one with `gpunet devnet` or `gpunet node`)", ErrUnreachable, c.base, err)
+		return 0, fmt.Errorf("%w at %s: %v (is the node running? start one with `gpunet devnet` or `gpunet node`)", ErrUnreachable, c.where(), err)
 	}
 	defer resp.Body.Close()
 	b, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
 	if err != nil {
-		return resp.StatusCode, fmt.Errorf("read response from %s: %w", c.base, err)
+		return resp.StatusCode, fmt.Errorf("read response from %s: %w", base, err)
 	}
 	if resp.StatusCode >= 400 {
 		var eb apiwire.ErrorBody
@@ -413,7 +448,7 @@ func (c *Client) Quote(ctx context.Context, spec *ledger.JobSpec) (*ledger.Quote
 // PostLog sends chunk seq of job id's live log, signed by the provider's key.
 func (c *Client) PostLog(ctx context.Context, key Signer, job, seq uint64, data []byte) error {
 	priv := key.PrivateKey()
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, fmt.Sprintf("%s/v1/jobs/%d/logs", c.base, job), bytes.NewReader(data))
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, fmt.Sprintf("%s/v1/jobs/%d/logs", c.Base(), job), bytes.NewReader(data))
 	if err != nil {
 		return err
 	}
@@ -422,7 +457,7 @@ func (c *Client) PostLog(ctx context.Context, key Signer, job, seq uint64, data 
 	req.Header.Set("X-Gpunet-Signature", hex.EncodeToString(ed25519.Sign(priv, apiwire.LogSignBytes(job, seq, data))))
 	resp, err := c.http.Do(req)
 	if err != nil {
-		return fmt.Errorf("%w at %s: %v", ErrUnreachable, c.base, err)
+		return fmt.Errorf("%w at %s: %v", ErrUnreachable, c.where(), err)
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusCreated {

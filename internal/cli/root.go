@@ -85,7 +85,7 @@ func RunIO(ctx context.Context, args []string, stdin io.Reader, stdout, stderr i
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
 	pf := root.PersistentFlags()
 	pf.StringVar(&e.home, "home", defaultHome(), "gpunet home directory (env GPUNET_HOME)")
-	pf.StringVar(&e.node, "node", os.Getenv("GPUNET_NODE"), "node API address (default: the API of the node in --home; env GPUNET_NODE)")
+	pf.StringVar(&e.node, "node", os.Getenv("GPUNET_NODE"), "node API address, or several comma-separated nodes of one network, tried in turn when one is unreachable (default: the API of the node in --home; env GPUNET_NODE)")
 	pf.StringVarP(&e.output, "output", "o", "text", "output format: text or json")
 	pf.StringVar(&e.keyringPassFile, "keyring-passphrase-file", "", "file whose first line is the passphrase of encrypted keys (else $GPUNET_KEYRING_PASSPHRASE, else a prompt)")
 	root.AddCommand(
@@ -212,7 +212,8 @@ func (e *env) keyring() (*keys.Keyring, error) {
 	return keys.Open(filepath.Join(e.home, "keyring"), keys.WithPassphrase(e.passphrase()))
 }
 
-// client returns a client for --node, or for the API of the node in --home.
+// client returns a client for --node (one node or a comma-separated list),
+// or for the API of the node in --home.
 func (e *env) client() (*chainclient.Client, error) {
 	if e.node != "" {
 		return chainclient.New(e.node), nil

@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -40,9 +41,11 @@ type Client struct {
 }
 
 // New returns a client talking to the node at chain (blobs go through the
-// same node's gateway), keeping job keys under home/jobs/<chain id>.
+// same node's gateway, and follow chain to another node when chain has
+// several and moves on), keeping job keys under home/jobs/<chain id>.
 func New(chain *chainclient.Client, key *keys.Key, home, chainID string) *Client {
 	blobs := blob.NewClient(chain.Base())
+	blobs.HTTPClient = &http.Client{Transport: chain.Transport()}
 	if key != nil {
 		blobs.Signer = key // uploads are charged to the consumer's account
 	}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -32,12 +33,15 @@ func StatusFile(home, name string) string {
 }
 
 // NewInHome returns an agent whose files live in home and that talks to
-// the node behind chain: o completed with chain, the node's blob gateway,
+// the node behind chain: o completed with chain, the node's blob gateway
+// (reached through chain's transport, so that it follows chain from node
+// to node when chain has several),
 // the status file, the jobs' work directory, home as the disk it declares
 // (unless o sets it), and sb's executors and notes.
 func NewInHome(home string, chain *chainclient.Client, sb *SandboxSet, o Options) *Agent {
 	o.Chain = chain
 	o.Blobs = blob.NewClient(chain.Base())
+	o.Blobs.HTTPClient = &http.Client{Transport: chain.Transport()}
 	o.StatusFile = StatusFile(home, o.Key.Name)
 	o.WorkDir = filepath.Join(home, "provider", o.Key.Name, "jobs")
 	if o.DiskPath == "" {
