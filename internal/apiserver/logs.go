@@ -1,6 +1,8 @@
 package apiserver
 
 import (
+	"bytes"
+	"context"
 	"crypto/ed25519"
 	"encoding/hex"
 	"fmt"
@@ -61,6 +63,9 @@ type logRelay struct {
 	order     []uint64
 	bytes     int // chunk data held for all jobs
 	lastSweep time.Time
+
+	// out queues chunks for the other nodes (ForwardLogs); nil: none.
+	out chan relayedChunk
 
 	// Overrides for tests; zero means the constant.
 	jobBytes, totalBytes int
@@ -249,15 +254,96 @@ func (s *Server) postLog(w http.ResponseWriter, r *http.Request) {
 	defer s.logs.mu.Unlock()
 	l := s.logs.get(id)
 	// X-Gpunet-Seq numbers a provider's own posts, so a signed chunk
-	// cannot be replayed.
-	if want := l.posted[prov]; seq != want {
+	// cannot be replayed. A relayed chunk may come after a gap (the
+	// relay drops what it cannot pass on), so a later number is taken.
+	if want := l.posted[prov]; seq < want || (seq != want && r.Header.Get(relayedHeader) == "") {
 		writeError(w, http.StatusConflict, 0, fmt.Sprintf("log post %d from %s, want %d", seq, prov, want))
 		return
 	}
-	l.posted[prov]++
+	l.posted[prov] = seq + 1
 	s.logs.add(l, apiwire.LogChunk{Seq: l.next, Provider: prov, Data: data})
 	l.next++
+	if r.Header.Get(relayedHeader) == "" {
+		s.logs.forward(id, seq, prov, r.Header.Get("X-Gpunet-Signature"), data)
+	}
 	writeJSON(w, http.StatusCreated, apiwire.LogPosted{Next: l.next})
+}
+
+// Live logs across nodes: a chunk a provider posts to one node is passed
+// on, as it was signed, to the other nodes the node knows, so that an
+// owner following the job on any of them sees it. Each node checks the
+// provider's signature itself, so a relay cannot forge or alter a chunk;
+// relayed chunks carry relayedHeader and are not passed on again (one hop:
+// every node forwards to the nodes it knows). The queue is bounded: when
+// it is full, chunks are not relayed (the live view is best effort; the
+// full log goes with the result).
+
+// relayedHeader marks a chunk one node passes on to another.
+const relayedHeader = "X-Gpunet-Relayed"
+
+// Bounds of the forwarding.
+const (
+	forwardQueue   = 256
+	forwardTimeout = 5 * time.Second
+)
+
+type relayedChunk struct {
+	job, seq uint64
+	prov     address.Address
+	sig      string
+	data     []byte
+}
+
+// ForwardLogs makes the node pass each live log chunk its providers post
+// on to the API URLs peers returns, until ctx ends.
+func (s *Server) ForwardLogs(ctx context.Context, peers func() []string) {
+	q := make(chan relayedChunk, forwardQueue)
+	s.logs.mu.Lock()
+	s.logs.out = q
+	s.logs.mu.Unlock()
+	hc := &http.Client{Timeout: forwardTimeout}
+	go func() {
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case c := <-q:
+				for _, p := range peers() {
+					s.postRelayed(ctx, hc, p, c)
+				}
+			}
+		}
+	}()
+}
+
+func (s *Server) postRelayed(ctx context.Context, hc *http.Client, peer string, c relayedChunk) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, fmt.Sprintf("%s/v1/jobs/%d/logs", peer, c.job), bytes.NewReader(c.data))
+	if err != nil {
+		return
+	}
+	req.Header.Set("X-Gpunet-Provider", c.prov.String())
+	req.Header.Set("X-Gpunet-Seq", strconv.FormatUint(c.seq, 10))
+	req.Header.Set("X-Gpunet-Signature", c.sig)
+	req.Header.Set(relayedHeader, "1")
+	resp, err := hc.Do(req)
+	if err != nil {
+		s.log.Debug("relaying a log chunk", "peer", peer, "job", c.job, "err", err)
+		return
+	}
+	io.Copy(io.Discard, io.LimitReader(resp.Body, 4096))
+	resp.Body.Close()
+}
+
+// forward queues a chunk for the other nodes, dropping it when the queue
+// is full or forwarding is off. The caller holds r.mu.
+func (r *logRelay) forward(job, seq uint64, prov address.Address, sig string, data []byte) {
+	if r.out == nil {
+		return
+	}
+	select {
+	case r.out <- relayedChunk{job: job, seq: seq, prov: prov, sig: sig, data: data}:
+	default:
+	}
 }
 
 // getLog serves GET /v1/jobs/{id}/logs?from=SEQ. Chunks are ciphertext
