@@ -32,6 +32,17 @@ type Config struct {
 	RPC string `yaml:"rpc,omitempty"`
 	// PersistentPeers are "nodeid@host:port" of the other validators.
 	PersistentPeers []string `yaml:"persistent_peers,omitempty"`
+	// Seeds are "nodeid@host:port" of nodes asked for more peers
+	// (CometBFT's p2p.seeds).
+	Seeds []string `yaml:"seeds,omitempty"`
+	// SnapshotInterval takes a state snapshot, for nodes joining by state
+	// sync, at every height that is a multiple of it; 0 takes none.
+	SnapshotInterval uint64 `yaml:"snapshot_interval,omitempty"`
+	// SnapshotKeepRecent is how many snapshots are kept (0: 2).
+	SnapshotKeepRecent int `yaml:"snapshot_keep_recent,omitempty"`
+	// StateSync, when enabled, restores the latest snapshot peers offer
+	// on the first start, instead of replaying the chain from genesis.
+	StateSync StateSyncConfig `yaml:"state_sync,omitempty"`
 	// BlockTime is the pause after each block (CometBFT's timeout_commit).
 	BlockTime Duration `yaml:"block_time"`
 	// CheckInvariants checks the ledger's invariants after every block and
@@ -140,6 +151,12 @@ func (c *Config) Validate() error {
 	}
 	if c.BlobRetention < 0 {
 		return fmt.Errorf("blob_retention %s is negative", time.Duration(c.BlobRetention))
+	}
+	if c.SnapshotKeepRecent < 0 {
+		return fmt.Errorf("snapshot_keep_recent %d is negative", c.SnapshotKeepRecent)
+	}
+	if err := c.StateSync.validate(); err != nil {
+		return fmt.Errorf("state_sync: %w", err)
 	}
 	if c.BlockTime < Duration(10*time.Millisecond) || c.BlockTime > Duration(time.Minute) {
 		return fmt.Errorf("block_time %s out of range [10ms, 1m]", time.Duration(c.BlockTime))

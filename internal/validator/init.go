@@ -14,6 +14,7 @@ import (
 	"github.com/cometbft/cometbft/privval"
 	cmttypes "github.com/cometbft/cometbft/types"
 
+	"github.com/gpunet/gpunet/internal/address"
 	"github.com/gpunet/gpunet/internal/ledger"
 )
 
@@ -30,6 +31,16 @@ type InitOptions struct {
 	Devnet     bool
 	// GenesisTime is the chain's start time; zero means now.
 	GenesisTime time.Time
+	// ValidatorStake, when positive, bonds each validator in the ledger's
+	// genesis, so that the ledger manages the set (genesisvals.go); its
+	// operator is the account OperatorKey returns for its home, funded
+	// with OperatorBalance. Zero keeps CometBFT's genesis set fixed.
+	ValidatorStake  uint64
+	OperatorBalance uint64
+	OperatorKey     func(home string) (address.Address, error)
+	// SnapshotInterval is the nodes' snapshot_interval (0:
+	// DefaultSnapshotInterval of the block time; negative: none).
+	SnapshotInterval int
 }
 
 // Init writes the homes of a new network: keys, genesis and config for each
@@ -74,6 +85,7 @@ func Init(home string, o InitOptions) ([]string, error) {
 	}
 	var cfgs []*Config
 	var ids []string
+	var pubs [][]byte
 	for i, h := range homes {
 		for _, d := range []string{"config", "data", "logs"} {
 			if err := os.MkdirAll(filepath.Join(h, d), 0o700); err != nil {
@@ -93,9 +105,11 @@ func Init(home string, o InitOptions) ([]string, error) {
 		if err != nil {
 			return nil, err
 		}
+		pubs = append(pubs, pub.Bytes())
 		name := fmt.Sprintf("node%d", i)
 		gen.Validators = append(gen.Validators, cmttypes.GenesisValidator{Address: pub.Address(), PubKey: pub, Power: 10, Name: name})
 		c := &Config{ChainID: o.ChainID, Moniker: name, BlockTime: Duration(o.BlockTime), Devnet: o.Devnet, LogLevel: "info"}
+		c.SnapshotInterval = initSnapshotInterval(o)
 		for _, p := range []*string{&c.API, &c.P2P, &c.RPC} {
 			if *p, err = FreeAddr(); err != nil {
 				return nil, err
@@ -103,6 +117,9 @@ func Init(home string, o InitOptions) ([]string, error) {
 		}
 		cfgs = append(cfgs, c)
 		ids = append(ids, string(nk.ID())+"@"+c.P2P)
+	}
+	if err := bondGenesisValidators(&o, gen, homes, pubs); err != nil {
+		return nil, err
 	}
 	if err := gen.ValidateAndComplete(); err != nil {
 		return nil, fmt.Errorf("genesis: %w", err)

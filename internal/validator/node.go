@@ -97,6 +97,7 @@ func Start(ctx context.Context, home string, o StartOptions) (*Node, error) {
 		CheckInvariants: c.CheckInvariants || o.CheckInvariants,
 		Logger:          o.Logger,
 		ObserveBlock:    o.ObserveBlock,
+		Snapshots:       snapshotOptions(home, c),
 	})
 	if err != nil {
 		closeIf(logC)
@@ -174,7 +175,8 @@ func cmtConfig(home string, c *Config) *cmtcfg.Config {
 	cfg.P2P.PersistentPeers = strings.Join(c.PersistentPeers, ",")
 	cfg.P2P.AddrBookStrict = false // peers are on loopback in local networks
 	cfg.P2P.AllowDuplicateIP = true
-	cfg.P2P.PexReactor = len(c.PersistentPeers) > 0
+	cfg.P2P.PexReactor = len(c.PersistentPeers) > 0 || len(c.Seeds) > 0
+	stateSyncConfig(cfg, c)
 	cfg.P2P.PersistentPeersMaxDialPeriod = 2 * time.Second
 	if c.RPC != "" {
 		cfg.RPC.ListenAddress = "tcp://" + c.RPC
