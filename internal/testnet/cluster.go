@@ -201,7 +201,7 @@ func (c *Cluster) addNode(ctx context.Context, name, home string, validator bool
 }
 
 // rewriteConfigs points each home's config/gpunet.yaml at its host's
-// address: api, p2p and rpc on it, the validators as persistent peers (a
+// address: moniker the host's name, api, p2p and rpc on its address, the validators as persistent peers (a
 // node's id kept from what init wrote), advertise_api its API URL and
 // peer_apis the other nodes'. Every other setting stays as init wrote it.
 func (c *Cluster) rewriteConfigs() error {
@@ -248,6 +248,7 @@ func (c *Cluster) rewriteConfigs() error {
 			}
 		}
 		cfg := cfgs[i]
+		cfg = set(cfg, "moniker", nd.Name)
 		cfg = set(cfg, "api", net.JoinHostPort(a, APIPort))
 		cfg = set(cfg, "p2p", net.JoinHostPort(a, P2PPort))
 		cfg = set(cfg, "rpc", net.JoinHostPort(a, RPCPort))
