@@ -39,13 +39,14 @@ func gatewayLimits(conns int) blob.Limits {
 	return blob.Limits{MaxUploads: min(blob.DefaultMaxUploads, max(conns/4, 4))}
 }
 
-// sweepEvery is how often a node collects blobs no job references.
+// sweepEvery is how often a node collects blobs.
 const sweepEvery = 10 * time.Minute
 
 // sweepBlobs runs the gateway's sweeper until ctx ends: every sweepEvery it
-// reads which blobs the ledger's jobs name and collects the others once
+// reads which blobs the ledger's jobs name, deletes those whose retention
+// has passed (planRetention), and collects the blobs no job names once
 // blob.DefaultSweepGrace has passed since their last upload.
-func sweepBlobs(ctx context.Context, s *blob.Store, view func() (ledger.KV, func()), log *slog.Logger) {
+func sweepBlobs(ctx context.Context, s *blob.Store, view func() (ledger.KV, func()), retention time.Duration, log *slog.Logger) {
 	t := time.NewTicker(sweepEvery)
 	defer t.Stop()
 	for {
@@ -54,43 +55,28 @@ func sweepBlobs(ctx context.Context, s *blob.Store, view func() (ledger.KV, func
 			return
 		case <-t.C:
 		}
-		refs, err := referencedBlobs(view)
-		if err != nil {
-			log.Error("blob sweep: reading the jobs' blobs; nothing collected", "err", err)
-			continue
-		}
-		res, err := s.Sweep(func(h blob.Hash) bool { return refs[h] }, time.Now().Add(-blob.DefaultSweepGrace))
-		if err != nil {
-			log.Error("blob sweep failed", "err", err)
-		}
-		log.Debug("blob sweep", "kept", res.Kept, "released", res.Released, "deleted", res.Deleted, "freed_bytes", res.FreedBytes)
+		kv, release := view()
+		sweepOnce(s, func(fn func(*ledger.Job) bool) error { return ledger.JobsFrom(kv, 0, fn) }, retention, time.Now(), log)
+		release()
 	}
 }
 
-// referencedBlobs returns every blob a job on the ledger names: its wasm
-// module, its inputs, and each replica's outputs and log.
-func referencedBlobs(view func() (ledger.KV, func())) (map[blob.Hash]bool, error) {
-	kv, release := view()
-	defer release()
-	refs := make(map[blob.Hash]bool)
-	err := ledger.JobsFrom(kv, 0, func(j *ledger.Job) bool {
-		jobBlobs(j, func(h blob.Hash) { refs[h] = true })
-		return true
-	})
-	return refs, err
-}
-
-// jobBlobs calls add for each blob j names.
-func jobBlobs(j *ledger.Job, add func(blob.Hash)) {
-	names := []string{j.Spec.Module, j.InputBlob}
-	for _, a := range j.Assignments {
-		if a.Result != nil {
-			names = append(names, a.Result.OutputBlob, a.Result.LogBlob)
+// sweepOnce is one round of sweepBlobs at now over the ledger's jobs.
+func sweepOnce(s *blob.Store, jobs func(func(*ledger.Job) bool) error, retention time.Duration, now time.Time, log *slog.Logger) {
+	plan, err := planRetention(jobs, s.FetchedAt, now, retention)
+	if err != nil {
+		log.Error("blob sweep: reading the jobs' blobs; nothing collected", "err", err)
+		return
+	}
+	expired := 0
+	for h := range plan.expired {
+		if err := s.Delete(h); err == nil {
+			expired++
 		}
 	}
-	for _, n := range names {
-		if h, err := blob.ParseHash(n); err == nil {
-			add(h)
-		}
+	res, err := s.Sweep(func(h blob.Hash) bool { return plan.keep[h] }, now.Add(-blob.DefaultSweepGrace))
+	if err != nil {
+		log.Error("blob sweep failed", "err", err)
 	}
+	log.Debug("blob sweep", "kept", res.Kept, "released", res.Released, "deleted", res.Deleted, "freed_bytes", res.FreedBytes, "expired", expired)
 }

@@ -90,15 +90,6 @@ func Start(ctx context.Context, home string, o Options) (*Daemon, error) {
 	stats := netstats.New(n, netstats.Options{Logger: o.Logger, Registry: m.reg})
 	api := apiserver.New(n, apiserver.Options{Logger: o.Logger, Token: cfg.APIToken, CORSOrigins: cfg.CORSOrigins,
 		ObserveRequest: m.observeRequest, Offers: stats.Offers, JobsInState: stats.JobsInState})
-	gw := blob.NewGateway(blobs, blob.GatewayOptions{Logger: o.Logger, Limits: gatewayLimits(maxConns),
-		Auth: &blob.Auth{Token: cfg.APIToken, Account: blobAccount(n.View)}})
-	api.Mount(BlobRoutes(m.countBlobs(gw))...)
-	api.Mount(stats.Routes()...)
-	api.Mount(MetricsRoute(m.reg))
-	var base atomic.Value
-	base.Store("")
-	dash := dashboard.New(actx, dashboard.Options{Home: home, ChainID: cfg.ChainID, Logger: o.Logger, API: func() string { return base.Load().(string) }})
-	api.Mount(dash.Routes()...)
 	l, err := net.Listen("tcp", addr)
 	if err != nil {
 		cancel()
@@ -106,6 +97,27 @@ func Start(ctx context.Context, home string, o Options) (*Daemon, error) {
 		return nil, fmt.Errorf("api listen on %s: %w (another node or devnet on this port? pick one with --api)", addr, err)
 	}
 	bound := l.Addr()
+	if bound.String() != cfg.API && (cfg.AdvertiseAPI == "" || canonURL(cfg.AdvertiseAPI) == "http://"+cfg.API) {
+		// The API moved (port 0, --api): so does the URL it advertises.
+		c := *cfg
+		c.API, c.AdvertiseAPI = bound.String(), "http://"+bound.String()
+		cfg = &c
+	}
+	peers := newPeerBook(cfg.APIURL(), cfg.ChainID, cfg.PeerAPIs, o.Logger)
+	quota := blob.Quota{Bytes: blob.DefaultQuotaBytes, Blobs: blob.DefaultQuotaBlobs}
+	gw := blob.NewGateway(blobs, blob.GatewayOptions{Logger: o.Logger, Limits: gatewayLimits(maxConns),
+		Auth:  &blob.Auth{Token: cfg.APIToken, Account: blobAccount(n.View), Quota: quota},
+		Fetch: &blob.FetchOptions{Sources: &dataSources{view: n.View, peers: peers}}})
+	api.Mount(BlobRoutes(m.countBlobs(gw))...)
+	api.Mount(peers.routes()...)
+	api.Mount(dataRoutes(blobs, n.View, quota, cfg.Retention())...)
+	api.ForwardLogs(actx, peers.List)
+	api.Mount(stats.Routes()...)
+	api.Mount(MetricsRoute(m.reg))
+	var base atomic.Value
+	base.Store("")
+	dash := dashboard.New(actx, dashboard.Options{Home: home, ChainID: cfg.ChainID, Logger: o.Logger, API: func() string { return base.Load().(string) }})
+	api.Mount(dash.Routes()...)
 	apiErr := api.Serve(actx, newConnLimiter(l, maxConns, perIP))
 	api.BaseURL = "http://" + bound.String()
 	base.Store(api.BaseURL)
@@ -113,7 +125,7 @@ func Start(ctx context.Context, home string, o Options) (*Daemon, error) {
 		// Record where the API really is so other commands in this home
 		// find it.
 		c := *n.Config()
-		c.API = bound.String()
+		c.API, c.AdvertiseAPI = bound.String(), cfg.AdvertiseAPI
 		if err := validator.SaveConfig(home, &c); err != nil {
 			o.Logger.Warn("could not record the API address in the home", "err", err)
 		}
@@ -129,7 +141,12 @@ func Start(ctx context.Context, home string, o Options) (*Daemon, error) {
 	d.statsWG.Add(1)
 	go func() {
 		defer d.statsWG.Done()
-		sweepBlobs(actx, blobs, n.View, o.Logger)
+		sweepBlobs(actx, blobs, n.View, cfg.Retention(), o.Logger)
+	}()
+	d.statsWG.Add(1)
+	go func() {
+		defer d.statsWG.Done()
+		peers.learn(actx)
 	}()
 	return d, nil
 }
@@ -148,7 +165,8 @@ func BlobRoutes(gw http.Handler) []apiserver.Route {
 			PathParams: hash, BodyType: "application/octet-stream", Resp: blob.PutResponse{}, Status: http.StatusCreated, MaxBody: -1, Timeout: -1,
 			Errors: []int{400, 401, 403, 408, 413, 422, 429, 503, 507}, Handler: gw},
 		{Method: "GET", Path: "/v1/blobs/{hash}", ID: "getBlob", Tag: "blobs", Summary: "A blob, with Content-Length, ETag and X-Content-SHA256 (HEAD: the headers only)",
-			PathParams: hash, RespType: "application/octet-stream", MaxBody: -1, Timeout: -1, Errors: []int{400, 404}, Handler: gw},
+			PathParams: hash, RespType: "application/octet-stream", MaxBody: -1, Timeout: -1, Errors: []int{400, 404}, Handler: gw,
+			Query: []apiserver.Param{{Name: "job", Type: "integer", Desc: "the job that references the blob: a node that lacks it fetches it from the node the job names (data_at), then from the nodes it knows"}}},
 	}
 }
 

@@ -132,23 +132,25 @@ func TestNodeBlobUploadsNeedAccount(t *testing.T) {
 	}
 }
 
-// The sweeper keeps every blob a job names: module, inputs, each
+// The sweeper keeps every blob a running job names: module, inputs, each
 // replica's outputs and log.
 func TestJobBlobs(t *testing.T) {
 	name := func(s string) string { return blob.Sum([]byte(s)).String() }
-	j := &ledger.Job{Spec: ledger.JobSpec{Module: name("module")}, InputBlob: name("input"), Assignments: []ledger.Assignment{
+	j := &ledger.Job{State: ledger.JobRunning, Spec: ledger.JobSpec{Module: name("module")}, InputBlob: name("input"), Assignments: []ledger.Assignment{
 		{Result: &ledger.JobResult{OutputBlob: name("out1"), LogBlob: name("log1")}},
 		{},
 		{Result: &ledger.JobResult{OutputBlob: name("out2")}},
 	}}
-	got := map[string]bool{}
-	jobBlobs(j, func(h blob.Hash) { got[h.String()] = true })
+	plan, err := planRetention(func(fn func(*ledger.Job) bool) error { fn(j); return nil }, func(blob.Hash) (time.Time, bool) { return time.Time{}, false }, time.Now(), time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
 	for _, s := range []string{"module", "input", "out1", "log1", "out2"} {
-		if !got[name(s)] {
-			t.Errorf("blob %q not found among %v", s, got)
+		if h, _ := blob.ParseHash(name(s)); !plan.keep[h] {
+			t.Errorf("blob %q not kept: %v", s, plan.keep)
 		}
 	}
-	if len(got) != 5 {
-		t.Errorf("got %d blobs, want 5", len(got))
+	if len(plan.keep) != 5 || len(plan.expired) != 0 {
+		t.Errorf("kept %d blobs, expired %d, want 5 and 0", len(plan.keep), len(plan.expired))
 	}
 }
