@@ -233,4 +233,3 @@ func TestOutputsFetchedNeedsTheOwner(t *testing.T) {
 		t.Errorf("signed by the owner of a job with no outputs yet: %d", got)
 	}
 }
-
