@@ -23,6 +23,7 @@ func initCmd(e *env) *cobra.Command {
 		blockTime  time.Duration
 		accounts   []string
 		treasury   string
+		vals       validatorInitFlags
 	)
 	c := &cobra.Command{
 		Use:   "init",
@@ -52,7 +53,11 @@ start one 'gpunet node --home DIR/nodeI' per home.
 				}
 				g.Accounts = append(g.Accounts, ga)
 			}
-			homes, err := validator.Init(e.home, validator.InitOptions{ChainID: chainID, Validators: validators, Genesis: g, BlockTime: blockTime})
+			opts := validator.InitOptions{ChainID: chainID, Validators: validators, Genesis: g, BlockTime: blockTime}
+			if err := vals.apply(e, &opts); err != nil {
+				return err
+			}
+			homes, err := validator.Init(e.home, opts)
 			if err != nil {
 				return err
 			}
@@ -73,6 +78,7 @@ start one 'gpunet node --home DIR/nodeI' per home.
 	c.Flags().DurationVar(&blockTime, "block-time", time.Second, "pause after each block")
 	c.Flags().StringArrayVar(&accounts, "account", nil, "genesis allocation ADDR=AMOUNT or KEYNAME=AMOUNT (repeatable)")
 	c.Flags().StringVar(&treasury, "treasury", "", "the treasury's genesis balance (it pays spot audits), e.g. 100000SYNC")
+	vals.register(c)
 	return c
 }
 

@@ -115,5 +115,6 @@ func queryCmd(e *env) *cobra.Command {
 			})
 		},
 	})
+	c.AddCommand(queryValidatorsCmd(e))
 	return c
 }
