@@ -141,3 +141,6 @@ func waitHeight(t *testing.T, c *testnet.Cluster, h int64, timeout time.Duration
 }
 
 func itoa(i int64) string { return strconv.FormatInt(i, 10) }
+
+// jsonInto decodes s into v and reports whether it could.
+func jsonInto(s string, v any) bool { return json.Unmarshal([]byte(s), v) == nil }
