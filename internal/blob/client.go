@@ -36,6 +36,9 @@ func NewClient(base string) *Client {
 	return &Client{base: strings.TrimRight(base, "/")}
 }
 
+// Base returns the gateway's base URL.
+func (c *Client) Base() string { return c.base }
+
 func (c *Client) hc() *http.Client {
 	if c.HTTPClient != nil {
 		return c.HTTPClient

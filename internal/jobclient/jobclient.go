@@ -87,9 +87,18 @@ func (c *Client) Prepare(ctx context.Context, s *jobspec.Spec) (*ledger.MsgSubmi
 	// replica checkably when this client is not online to grant it.
 	kc := ledger.JobKeyCommitment([]byte(key.String()))
 	msg := &ledger.MsgSubmitJob{Spec: LedgerSpec(s, module), ConsumerKey: c.Key.Recipient(), KeyCommitment: &kc}
-	if len(s.Inputs) > 0 {
+	// Where the module and inputs were put, so that a provider talking to
+	// another node gets them through its own node's gateway. A node that
+	// does not say (an older gpunet) leaves it empty.
+	if at, err := c.Blobs.NodeAPIURL(ctx); err == nil {
+		msg.DataAt = at
+	}
+	if len(msg.Spec.Inputs) > 0 {
 		files := map[string]string{}
 		for i, in := range s.Inputs {
+			if jobspec.IsURL(in.From) {
+				continue // the provider fetches it (spec.URLInputs)
+			}
 			if jobspec.IsBlobRef(in.From) {
 				// Like the module, a gateway blob cannot be re-sealed to
 				// this job's key.
@@ -200,12 +209,19 @@ func (c *Client) FetchOutputs(ctx context.Context, j *ledger.Job, dir string) er
 	if err != nil {
 		return err
 	}
-	return c.fetch(ctx, r.OutputBlob, func(plain io.Reader) error {
+	err = c.fetch(ctx, j.ID, r.OutputBlob, func(plain io.Reader) error {
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			return err
 		}
 		return seal.UnpackDir(plain, dir, seal.Limits{})
 	})
+	if err == nil {
+		// The node may now let the outputs go after a short grace
+		// instead of its whole retention; failing to say so costs only
+		// its disk.
+		c.Blobs.MarkFetched(ctx, j.ID)
+	}
+	return err
 }
 
 // FetchLogs writes a finished job's log to w (the log blob of its
@@ -222,13 +238,16 @@ func (c *Client) FetchLogs(ctx context.Context, j *ledger.Job, w io.Writer) erro
 	if r.LogBlob == "" {
 		return nil
 	}
-	return c.fetch(ctx, r.LogBlob, func(plain io.Reader) error {
+	return c.fetch(ctx, j.ID, r.LogBlob, func(plain io.Reader) error {
 		_, err := io.Copy(w, plain)
 		return err
 	})
 }
 
-func (c *Client) fetch(ctx context.Context, ref string, use func(io.Reader) error) error {
+// fetch downloads blob ref of job id (the gateway fetches it from the node
+// that holds it if it lacks it), decrypts it and hands the plaintext to
+// use.
+func (c *Client) fetch(ctx context.Context, id uint64, ref string, use func(io.Reader) error) error {
 	h, err := blob.ParseHash(ref)
 	if err != nil {
 		return err
@@ -239,7 +258,7 @@ func (c *Client) fetch(ctx context.Context, ref string, use func(io.Reader) erro
 	}
 	defer os.Remove(tmp.Name())
 	defer tmp.Close()
-	if _, err := c.Blobs.Get(ctx, h, tmp); err != nil {
+	if _, err := c.Blobs.GetForJob(ctx, h, id, tmp); err != nil {
 		return fmt.Errorf("download %s: %w", ref, err)
 	}
 	if _, err := tmp.Seek(0, io.SeekStart); err != nil {

@@ -622,7 +622,7 @@ func (d *decoder) price(field string, n ast.Node) Price {
 // Fields of each mapping, in the order the docs list them.
 var (
 	specFields      = []string{"name", "executor", "module", "image", "command", "args", "env", "inputs", "outputs", "resources", "max_price", "timeout", "verification", "region", "region_required", "tier", "deterministic", "checkpoint", "network"}
-	inputFields     = []string{"path", "from"}
+	inputFields     = []string{"path", "from", "sha256", "size"}
 	resourcesFields = []string{"cpu", "memory", "disk", "gpu"}
 	gpuFields       = []string{"count", "models", "min_vram", "min_compute_cap"}
 )
@@ -776,6 +776,10 @@ func (d *decoder) inputs(field string, n ast.Node) []Input {
 				out[i].Path = d.str(ff, e.value, "path: /in/data.csv")
 			case "from":
 				out[i].From = d.localOrBlob(ff, e.value, "from: ./data.csv")
+			case "sha256":
+				out[i].SHA256 = d.str(ff, e.value, "sha256: 9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08")
+			case "size":
+				out[i].Size = d.bytes(ff, e.value, "size: 12MiB")
 			default:
 				delete(d.pos, ff)
 				d.unknown(f, e, inputFields)

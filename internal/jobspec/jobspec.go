@@ -64,7 +64,23 @@ type Spec struct {
 // Input is a file or directory the job reads.
 type Input struct {
 	Path string `yaml:"path" json:"path"` // absolute guest path where the job sees it
-	From string `yaml:"from" json:"from"` // local file or directory, or a blob "sha256:<hex>"
+	From string `yaml:"from" json:"from"` // local file or directory, a blob "sha256:<hex>", or an http(s) URL
+	// SHA256 pins a URL input's content (64 hex digits, sha256: optional);
+	// required with a URL, not allowed otherwise. Size, when given, is the
+	// content's length: the provider reads no more.
+	SHA256 string `yaml:"sha256,omitempty" json:"sha256,omitempty"`
+	Size   Bytes  `yaml:"size,omitempty" json:"size,omitempty"`
+}
+
+// IsURL reports whether an input's from is an http or https URL: a public
+// input the provider fetches itself, pinned by its hash.
+func IsURL(s string) bool {
+	return strings.HasPrefix(s, "https://") || strings.HasPrefix(s, "http://")
+}
+
+// urlInputHash is an input's sha256 in the ledger's form, sha256:<hex>.
+func urlInputHash(s string) string {
+	return blobPrefix + strings.TrimPrefix(strings.ToLower(strings.TrimSpace(s)), blobPrefix)
 }
 
 // Resources is what a job needs from one provider.
@@ -226,6 +242,10 @@ func (s *Spec) LedgerSpec(module string) ledger.JobSpec {
 		Region: s.Region, RegionRequired: s.RegionRequired, Network: s.Network,
 	}
 	for _, in := range s.Inputs {
+		if IsURL(in.From) {
+			ls.URLInputs = append(ls.URLInputs, ledger.URLInput{Path: in.Path, URL: in.From, SHA256: urlInputHash(in.SHA256), Size: uint64(in.Size)})
+			continue
+		}
 		ls.Inputs = append(ls.Inputs, in.Path)
 	}
 	return ls
@@ -256,7 +276,7 @@ func IsBlobRef(s string) bool {
 const blobPrefix = "sha256:"
 
 func localPath(s string) (string, bool) {
-	if s == "" || IsBlobRef(s) {
+	if s == "" || IsBlobRef(s) || IsURL(s) {
 		return "", false
 	}
 	return s, true
@@ -295,7 +315,7 @@ func (s *Spec) setDefaults(given func(field string) bool) {
 
 // resolve joins a relative local path to baseDir.
 func resolve(baseDir, p string) string {
-	if p == "" || IsBlobRef(p) || baseDir == "" || filepath.IsAbs(p) {
+	if p == "" || IsBlobRef(p) || IsURL(p) || baseDir == "" || filepath.IsAbs(p) {
 		return p
 	}
 	return filepath.Join(baseDir, p)

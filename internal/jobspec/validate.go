@@ -209,11 +209,50 @@ func (v *validator) inputs() {
 				"%s is inside inputs[%d].path %s; inputs may not nest",
 				"%s contains inputs[%d].path %s; inputs may not nest")
 		}
-		if in.From == "" {
-			v.errorf(field+".from", "is required: a local file or directory (relative to the spec's directory) or an uploaded blob (sha256:…)")
-		} else {
+		switch {
+		case in.From == "":
+			v.errorf(field+".from", "is required: a local file or directory (relative to the spec's directory), an uploaded blob (sha256:…) or an http(s) URL with its sha256")
+		case IsURL(in.From):
+			v.urlInput(field, in)
+		default:
 			v.localOrBlob(field+".from", in.From)
+			if in.SHA256 != "" || in.Size != 0 {
+				v.errorf(field+".sha256", "sha256 and size are for an input fetched from a URL; a local file or blob is checked by its upload")
+			}
 		}
+	}
+	if len(s.Inputs) > 0 {
+		// The ledger's own rules: count, URL, hash, total size within
+		// the disk (a single source of truth for what the chain takes).
+		ls := s.LedgerSpec(PlaceholderModule)
+		if len(ls.URLInputs) > ledger.MaxURLInputs {
+			v.errorf("inputs", "has %d inputs from URLs; at most %d are allowed", len(ls.URLInputs), ledger.MaxURLInputs)
+		}
+		var total uint64
+		for _, u := range ls.URLInputs {
+			total += u.Size
+		}
+		if total > uint64(s.Resources.Disk) {
+			v.errorf("inputs", "the inputs from URLs declare %d bytes in all, more than resources.disk (%d bytes)", total, uint64(s.Resources.Disk))
+		}
+	}
+}
+
+// urlInput checks an input fetched from a URL: an http(s) URL the ledger
+// takes, and the content's sha256.
+func (v *validator) urlInput(field string, in Input) {
+	probe := ledger.JobSpec{Disk: ^uint64(0), URLInputs: []ledger.URLInput{{Path: "/x", URL: in.From, SHA256: urlInputHash(in.SHA256)}}}
+	if in.SHA256 == "" {
+		v.errorf(field+".sha256", "is required with a URL: the SHA-256 of the content (64 hex digits, e.g. from sha256sum), which the provider checks")
+	} else if !ledger.ValidBlobRef(urlInputHash(in.SHA256)) {
+		v.errorf(field+".sha256", "%q: want 64 hex digits (sha256: may come first)", clip(in.SHA256))
+	}
+	if err := probe.URLInputsValid(); err != nil && !strings.Contains(err.Error(), "sha256") {
+		msg := err.Error()
+		if i := strings.Index(msg, ".from "); i >= 0 {
+			msg = msg[i+len(".from "):]
+		}
+		v.errorf(field+".from", "%s", strings.TrimSuffix(msg, ": "+ledger.ErrInvalidMsg.Error()))
 	}
 }
 

@@ -166,3 +166,7 @@ func execReleaseJob(o *Overlay, from address.Address, m *MsgReleaseJob, p Params
 	evs, err := reassign(o, j, []address.Address{from}, "provider handed the job back: "+m.Reason, p, info)
 	return append(events, evs...), err
 }
+
+// URLInputsValid checks s.URLInputs alone, with the rules Validate applies
+// (for the job spec's own checks).
+func (s *JobSpec) URLInputsValid() error { return s.validateURLInputs() }
