@@ -47,6 +47,9 @@ type runs struct {
 	// handover marks the jobs whose key handover (request or answer) is
 	// in flight.
 	handover map[uint64]bool
+	// fails tracks the jobs whose data could not be fetched
+	// (datafetch.go).
+	fails fetchFailures
 }
 
 // syncJobs starts and stops runs to match the ledger.
@@ -109,6 +112,11 @@ func (a *Agent) syncJobs(ctx context.Context) error {
 			a.runs.mu.Unlock()
 			continue
 		}
+		if !running && !a.runs.fails.ready(j.ID, as.AssignedAt, a.clk.Now()) {
+			// Its data could not be fetched: wait for the backoff.
+			a.runs.mu.Unlock()
+			continue
+		}
 		if !running {
 			rctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 			a.runs.byID[j.ID] = cancel
@@ -123,6 +131,7 @@ func (a *Agent) syncJobs(ctx context.Context) error {
 		}
 		a.runs.mu.Unlock()
 	}
+	a.runs.fails.keepOnly(want)
 	a.runs.mu.Lock()
 	for id, cancel := range a.runs.byID {
 		if !want[id] {
@@ -164,10 +173,16 @@ func (a *Agent) runJob(ctx context.Context, j *ledger.Job, started bool) {
 		log.Info("job run stopped", "reason", context.Cause(ctx))
 		return
 	}
+	var de *dataError
+	if errors.As(err, &de) {
+		a.dataFailed(ctx, j, err)
+		return
+	}
 	if err != nil {
 		log.Error("job run failed on this provider; the ledger will reassign it", "err", err)
 		return
 	}
+	a.runs.fails.forget(j.ID)
 	if a.o.Faults.wrongOutput(j.ID) {
 		// Fault injection (Options.Faults): claim another result.
 		res.ManifestHash[0] ^= 0xFF
@@ -202,6 +217,32 @@ func (a *Agent) runJob(ctx context.Context, j *ledger.Job, started bool) {
 		return
 	}
 	log.Info("job done", "failed", res.Failed, "reason", res.Reason, "metered_seconds", res.MeteredSeconds, "checked", j.Spec.Checked())
+}
+
+// dataFailed handles a run that could not get its job's data: back off,
+// say why once, and hand the job back when it has failed long enough.
+func (a *Agent) dataFailed(ctx context.Context, j *ledger.Job, err error) {
+	log := a.log.With("job", j.ID)
+	as := assignmentOf(j, a.o.Key.Address)
+	if as == nil {
+		return
+	}
+	logIt, next, release := a.runs.fails.failed(j.ID, as.AssignedAt, a.clk.Now(), err)
+	if logIt {
+		log.Warn("cannot get the job's data; trying again later, and handing the job back if it keeps failing", "err", err, "next_try", next.Sub(a.clk.Now()).Round(time.Second))
+	}
+	if !release {
+		return
+	}
+	reason := truncateReason("could not get the job's data: " + err.Error())
+	if len(reason) > ledger.MaxReleaseLen {
+		reason = reason[:ledger.MaxReleaseLen]
+	}
+	if _, err := a.o.Chain.SendMsg(ctx, a.o.Key, 0, &ledger.MsgReleaseJob{JobID: j.ID, Reason: reason}); err != nil && !errors.Is(err, chainclient.ErrNotInBlockYet) {
+		log.Error("handing the job back", "err", err)
+		return
+	}
+	log.Warn("job handed back: its data could not be fetched", "reason", reason)
 }
 
 // pendingReveal is what a provider keeps between committing a checked
@@ -323,7 +364,7 @@ func (a *Agent) execute(ctx context.Context, j *ledger.Job, started bool) (*ledg
 	module := ""
 	if s.Executor == "wasm" {
 		module = filepath.Join(dir, "module.wasm")
-		if err := a.fetchDecrypted(ctx, s.Module, jobKey, func(r io.Reader) error { return writeFile(module, r) }); err != nil {
+		if err := a.fetchDecrypted(ctx, j.ID, s.Module, jobKey, func(r io.Reader) error { return writeFile(module, r) }); err != nil {
 			return nil, fmt.Errorf("module: %w", err)
 		}
 	}
@@ -333,8 +374,13 @@ func (a *Agent) execute(ctx context.Context, j *ledger.Job, started bool) (*ledg
 	limits.DiskBytes = limits.Disk()
 	if j.InputBlob != "" {
 		lim := seal.Limits{MaxBytes: int64(min(limits.DiskBytes, math.MaxInt64)), MaxEntries: sandbox.MaxOutputEntries}
-		if err := a.fetchDecrypted(ctx, j.InputBlob, jobKey, func(r io.Reader) error { return seal.UnpackDir(r, root, lim) }); err != nil {
+		if err := a.fetchDecrypted(ctx, j.ID, j.InputBlob, jobKey, func(r io.Reader) error { return seal.UnpackDir(r, root, lim) }); err != nil {
 			return nil, fmt.Errorf("inputs: %w", err)
+		}
+	}
+	for _, in := range s.URLInputs {
+		if err := fetchURLInput(ctx, urlClient, in, root, int64(min(limits.DiskBytes, math.MaxInt64))); err != nil {
+			return nil, err
 		}
 	}
 	if !started {
@@ -390,12 +436,19 @@ func (a *Agent) execute(ctx context.Context, j *ledger.Job, started bool) (*ledg
 		return nil, fmt.Errorf("logs: %w", err)
 	}
 	out.LogBlob = logBlob.String()
+	// Where the outputs and log are, so that the owner's node fetches
+	// them from this one's; empty from a node that does not say.
+	if at, err := a.o.Blobs.NodeAPIURL(ctx); err == nil {
+		out.DataAt = at
+	}
 	return out, nil
 }
 
-// fetchDecrypted downloads a blob, checks its hash, decrypts it with key
-// and hands the plaintext to use.
-func (a *Agent) fetchDecrypted(ctx context.Context, ref string, key *age.X25519Identity, use func(io.Reader) error) error {
+// fetchDecrypted downloads a blob of job (through the node's gateway,
+// which fetches it from the node that holds it), checks its hash, decrypts
+// it with key and hands the plaintext to use. A failed download is a
+// *dataError.
+func (a *Agent) fetchDecrypted(ctx context.Context, job uint64, ref string, key *age.X25519Identity, use func(io.Reader) error) error {
 	h, err := blob.ParseHash(ref)
 	if err != nil {
 		return err
@@ -406,8 +459,8 @@ func (a *Agent) fetchDecrypted(ctx context.Context, ref string, key *age.X25519I
 	}
 	defer os.Remove(tmp.Name())
 	defer tmp.Close()
-	if _, err := a.o.Blobs.Get(ctx, h, tmp); err != nil {
-		return fmt.Errorf("download %s: %w", ref, err)
+	if _, err := a.o.Blobs.GetForJob(ctx, h, job, tmp); err != nil {
+		return &dataError{err: fmt.Errorf("download %s: %w", ref, err)}
 	}
 	if _, err := tmp.Seek(0, io.SeekStart); err != nil {
 		return err
