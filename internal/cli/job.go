@@ -791,6 +791,9 @@ func printJob(w io.Writer, j *ledger.Job, p *jobProgress, names keyNames) {
 	if j.Reason != "" {
 		fmt.Fprintf(w, "reason:   %s\n", j.Reason)
 	}
+	if j.Released != "" {
+		fmt.Fprintf(w, "handed back: %s\n", j.Released)
+	}
 	for _, a := range j.Assignments {
 		role := "provider:"
 		if a.Extra {
