@@ -304,11 +304,19 @@ func bindLedgerBench(f *pflag.FlagSet) benchRun {
 	f.IntVar(&o.Submitters, "submitters", 0, fmt.Sprintf("goroutines submitting txs, one tx at a time each (default %d for rpc, %d for mempool)", ledgerbench.DefaultRPCSubmitters, ledgerbench.DefaultMempoolSubmitters))
 	f.DurationVar(&o.Timeout, "timeout", ledgerbench.DefaultTimeout, "give up on a phase after this long")
 	f.StringVar(&cpuprofile, "cpuprofile", "", "write a CPU profile (pprof) of the ledger phase's measured window to this file")
+	var processes bool
+	f.IntVar(&o.Validators, "validators", 1, "validators; above 1 needs --processes and runs the ledger alone (no kvstore phase)")
+	f.BoolVar(&processes, "processes", false, "run each validator as a `gpunet node` process of this binary, txs sent over their RPCs")
+	f.DurationVar(&o.Delay, "delay", 0, "with --processes: each validator in its own network namespace with this one-way delay between them (gpunet testnet's userspace netem; root)")
+	f.DurationVar(&o.Jitter, "jitter", 0, "with --delay: ± this much on each packet's delay")
 	return func(cmd *cobra.Command, e *env, progress io.Writer) (benchResult, error) {
 		// Zero would mean "the default" to the library; here it is a
 		// mistake.
 		if o.Txs < 1 || o.Senders < 1 || o.BlockTime <= 0 || o.Timeout <= 0 {
 			return nil, usageError{fmt.Errorf("--txs, --senders, --block-time and --timeout must be positive")}
+		}
+		if (o.Validators > 1) != processes {
+			return nil, usageError{fmt.Errorf("--validators above 1 and --processes go together (several validators run as processes)")}
 		}
 		// Zero --submitters is the mode's default; below it, a mistake.
 		if o.Submitters < 0 {

@@ -45,6 +45,10 @@ type ClusterOptions struct {
 	ChainID   string
 	BlockTime time.Duration
 	InitArgs  []string
+	// InitHomes, when set, writes the validators' homes under dir instead
+	// of `gpunet init` (a benchmark with its own genesis) and returns
+	// them, each config as init writes it.
+	InitHomes func(dir string) ([]string, error)
 	// Env is the environment of every process (nil: this one's).
 	Env []string
 	// StartTimeout bounds the wait for each node's API (default 90s).
@@ -149,10 +153,16 @@ func (c *Cluster) writeHomes(ctx context.Context) error {
 	var out struct {
 		Homes []string `json:"homes"`
 	}
-	if err := c.runJSON(ctx, &out, args...); err != nil {
+	if o.InitHomes != nil {
+		homes, err := o.InitHomes(netDir)
+		if err != nil {
+			return err
+		}
+		out.Homes = homes
+	} else if err := c.runJSON(ctx, &out, args...); err != nil {
 		return err
 	}
-	if o.Validators == 1 {
+	if o.Validators == 1 && o.InitHomes == nil {
 		// init writes one validator into --home itself.
 		out.Homes = []string{netDir}
 	}

@@ -21,6 +21,9 @@ import (
 type port struct {
 	addr netip.Addr
 	tun  io.ReadWriteCloser
+	// direct ports' links carry packets without delay (a client next to
+	// its node).
+	direct bool
 }
 
 // packet is one IP packet in a link's queue.
@@ -71,9 +74,10 @@ func newRouter(delay, jitter time.Duration, queueLen int) *router {
 	}
 }
 
-// attach starts forwarding what the host at addr sends through tun.
-func (r *router) attach(addr netip.Addr, tun io.ReadWriteCloser) {
-	p := &port{addr: addr, tun: tun}
+// attach starts forwarding what the host at addr sends through tun; with
+// direct, its packets and those to it are not delayed.
+func (r *router) attach(addr netip.Addr, tun io.ReadWriteCloser, direct bool) {
+	p := &port{addr: addr, tun: tun, direct: direct}
 	r.mu.Lock()
 	r.ports[addr] = p
 	r.mu.Unlock()
@@ -98,7 +102,11 @@ func (r *router) read(p *port) {
 			r.unroutable.Add(1)
 			continue
 		}
-		pkt := packet{data: append([]byte(nil), buf[:n]...), due: time.Now().Add(r.sampleDelay())}
+		due := time.Now()
+		if !p.direct && !l.dst.direct {
+			due = due.Add(r.sampleDelay())
+		}
+		pkt := packet{data: append([]byte(nil), buf[:n]...), due: due}
 		select {
 		case l.q <- pkt:
 		default:

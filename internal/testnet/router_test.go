@@ -82,8 +82,8 @@ func TestRouterDelaysInOrder(t *testing.T) {
 	const delay, jitter = 20 * time.Millisecond, 20 * time.Millisecond
 	r := newRouter(delay, jitter, 128)
 	a, b := newFakeTUN(), newFakeTUN()
-	r.attach(addrA, a)
-	r.attach(addrB, b)
+	r.attach(addrA, a, false)
+	r.attach(addrB, b, false)
 	defer r.close()
 
 	sent := make([]time.Time, 50)
@@ -129,8 +129,8 @@ func TestRouterDelaysInOrder(t *testing.T) {
 func TestRouterDropsWhenFull(t *testing.T) {
 	r := newRouter(time.Second, 0, 4)
 	a, b := newFakeTUN(), newFakeTUN()
-	r.attach(addrA, a)
-	r.attach(addrB, b)
+	r.attach(addrA, a, false)
+	r.attach(addrB, b, false)
 	defer r.close()
 	for i := range 10 {
 		a.out <- ipv4(addrA, addrB, byte(i))

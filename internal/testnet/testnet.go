@@ -26,6 +26,7 @@ import (
 	"net/netip"
 	"os"
 	"os/exec"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -51,6 +52,9 @@ type Options struct {
 	// QueueLen bounds each link's queue, in packets (default 4096);
 	// packets arriving at a full queue are dropped.
 	QueueLen int
+	// Direct names hosts whose links carry no delay, to or from any host:
+	// a client that sits next to its node (a benchmark's load generator).
+	Direct []string
 }
 
 // Net is a set of hosts and the router between them. Close removes
@@ -58,6 +62,7 @@ type Options struct {
 type Net struct {
 	prefix string
 	router *router
+	direct []string
 
 	mu     sync.Mutex
 	hosts  []*Host
@@ -107,6 +112,7 @@ func New(o Options) (*Net, error) {
 	return &Net{
 		prefix: fmt.Sprintf("%s%d-%s-", Prefix, os.Getpid(), hex.EncodeToString(r[:])),
 		router: newRouter(o.Delay, o.Jitter, o.QueueLen),
+		direct: o.Direct,
 	}, nil
 }
 
@@ -152,7 +158,7 @@ func (n *Net) AddHost(ctx context.Context, name string) (*Host, error) {
 			return nil, err
 		}
 	}
-	n.router.attach(h.Addr, tun)
+	n.router.attach(h.Addr, tun, slices.Contains(n.direct, name))
 	return h, nil
 }
 

@@ -18,6 +18,7 @@ package ledgerbench
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -79,6 +80,17 @@ type Options struct {
 	// CPUProfile, if set, receives a CPU profile (pprof) of the ledger
 	// phase's measured window, from the first submission to the last commit.
 	CPUProfile io.Writer
+
+	// Validators above 1 runs the ledger phase alone (no kvstore phase) on
+	// that many validators, each a `gpunet node` process of Bin (default:
+	// this executable), the submitters spread over their RPCs (see
+	// runNetwork). Only SubmitRPC applies.
+	Validators int
+	Bin        string
+	// Delay, with Validators, puts each validator in a network namespace
+	// of its own (internal/testnet: root) with this one-way delay, ±
+	// Jitter, between any two.
+	Delay, Jitter time.Duration
 }
 
 // Validate fills in the defaults of zero fields and checks the rest.
@@ -104,7 +116,18 @@ func (o *Options) Validate() error {
 	if o.Timeout == 0 {
 		o.Timeout = DefaultTimeout
 	}
+	if o.Validators == 0 {
+		o.Validators = 1
+	}
 	switch {
+	case o.Validators < 1 || o.Validators > 16:
+		return fmt.Errorf("validators %d out of range [1, 16]", o.Validators)
+	case o.Validators > 1 && o.Submit != SubmitRPC:
+		return fmt.Errorf("submission mode %q with %d validators: only %q reaches validators in other processes", o.Submit, o.Validators, SubmitRPC)
+	case (o.Delay > 0 || o.Jitter > 0) && o.Validators < 2:
+		return errors.New("a delay needs at least 2 validators")
+	case o.Delay < 0 || o.Jitter < 0 || o.Jitter > o.Delay:
+		return fmt.Errorf("delay %s, jitter %s: want 0 ≤ jitter ≤ delay", o.Delay, o.Jitter)
 	case o.Submit != SubmitRPC && o.Submit != SubmitMempool:
 		return fmt.Errorf("submission mode %q: want %q or %q", o.Submit, SubmitRPC, SubmitMempool)
 	case o.Txs < 1 || o.Txs > 1_000_000:
@@ -137,6 +160,9 @@ type Result struct {
 	MeetsTxPerS bool          `json:"meets_tx_per_s"`
 	MeetsRatio  bool          `json:"meets_ratio"`
 	Dir         string        `json:"dir,omitempty"` // where the homes were kept
+	// Network is set for a run on several validator processes; KVStore
+	// and Ratio are then empty.
+	Network *NetworkResult `json:"network,omitempty"`
 }
 
 // Phase is what one app achieved.
@@ -235,6 +261,22 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	}
 
 	g := w.Genesis()
+	if o.Validators > 1 {
+		if o.Bin == "" {
+			if o.Bin, err = os.Executable(); err != nil {
+				return nil, err
+			}
+		}
+		progress("gpunet ledger app on %d validator processes, %s ± %s between them", o.Validators, o.Delay, o.Jitter)
+		ph, nr, err := runNetwork(ctx, o, dir, g, ledgerTxs, lanes)
+		if err != nil {
+			return nil, fmt.Errorf("network run: %w", err)
+		}
+		res.Ledger, res.Network = ph, &nr
+		res.MeetsTarget = nr.MeetsTarget
+		progress("  %.0f tx/s, commit p50 %.0f ms", ph.TxPerS, ph.LatencyP50Ms)
+		return res, nil
+	}
 	progress("phase 1/2: gpunet ledger app")
 	home := filepath.Join(dir, "ledger")
 	if err := initHome(home, g, o.BlockTime); err != nil {

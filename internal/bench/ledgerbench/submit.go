@@ -80,20 +80,27 @@ func (n *benchNode) submitter(mode string, dials *atomic.Int64) (submitFunc, fun
 			},
 			MaxIdleConnsPerHost: 1,
 		}}
-		c, err := rpchttp.NewWithClient(remote, hc)
-		if err != nil {
-			return nil, nil, err
-		}
-		return func(ctx context.Context, tx []byte) (uint32, string, error) {
-			r, err := c.BroadcastTxSync(ctx, tx)
-			if err != nil {
-				if strings.Contains(err.Error(), "mempool is full") {
-					return 0, "", errMempoolFull
-				}
-				return 0, "", err
-			}
-			return r.Code, r.Log, nil
-		}, hc.CloseIdleConnections, nil
+		submit, err := rpcSubmitter(remote, hc)
+		return submit, hc.CloseIdleConnections, err
 	}
 	return nil, nil, fmt.Errorf("unknown submission mode %q", mode)
+}
+
+// rpcSubmitter returns a submitFunc calling broadcast_tx_sync on the
+// CometBFT RPC at remote through hc.
+func rpcSubmitter(remote string, hc *http.Client) (submitFunc, error) {
+	c, err := rpchttp.NewWithClient(remote, hc)
+	if err != nil {
+		return nil, err
+	}
+	return func(ctx context.Context, tx []byte) (uint32, string, error) {
+		r, err := c.BroadcastTxSync(ctx, tx)
+		if err != nil {
+			if strings.Contains(err.Error(), "mempool is full") {
+				return 0, "", errMempoolFull
+			}
+			return 0, "", err
+		}
+		return r.Code, r.Log, nil
+	}, nil
 }

@@ -12,6 +12,9 @@ import (
 func (r *Result) WriteText(w io.Writer) error {
 	p := measure.NewReport(w)
 	p.Printf("gpunet bench ledger  %s\n", r.Date.Format(time.RFC3339))
+	if r.Network != nil {
+		return r.writeNetwork(p)
+	}
 	how := "in process into the node's mempool"
 	if r.Submit == SubmitRPC {
 		how = "over RPC (broadcast_tx_sync, loopback HTTP)"
@@ -39,6 +42,31 @@ func (r *Result) WriteText(w io.Writer) error {
 	met := measure.Verdict
 	p.Printf("ratio ledger/kvstore: %.2f\ntarget (submission %s): ≥ %.0f signed tx/s %s; ratio ≥ %.2f %s\n",
 		r.Ratio, r.Submit, r.Target.TxPerS, met(r.MeetsTxPerS), r.Target.Ratio, met(r.MeetsRatio))
+	if r.Dir != "" {
+		p.Printf("homes kept in %s\n", r.Dir)
+	}
+	return p.Err()
+}
+
+// writeNetwork prints a run on several validator processes.
+func (r *Result) writeNetwork(p *measure.Report) error {
+	n := r.Network
+	where := "on loopback"
+	if n.Delay != "0s" {
+		where = fmt.Sprintf("each in its own network namespace, %s ± %s one way between them (userspace netem)", n.Delay, n.Jitter)
+	}
+	p.Printf("%d validators in separate processes, %s\n", n.Validators, where)
+	p.Printf("submission: rpc (broadcast_tx_sync), %d submitters spread over the validators; commits polled on node0 every 5ms\n", r.Submitters)
+	p.Printf("%d txs of %.0f bytes on average, %d senders, block time %s\n\n", r.Txs, r.TxBytes, r.Senders, r.BlockTime)
+	l := r.Ledger
+	tw := p.Table()
+	fmt.Fprintln(tw, "tx/s\telapsed\tblocks\tmax txs/block\tlatency p50\tp99\trejected\tfailed\tdropped packets\t")
+	fmt.Fprintf(tw, "%.0f\t%.2fs\t%d\t%d\t%.0fms\t%.0fms\t%d\t%d\t%d\t\n", l.TxPerS, l.ElapsedMs/1e3, l.Blocks, l.MaxBlockTxs, l.LatencyP50Ms, l.LatencyP99Ms, l.Rejected, l.Failed, n.Dropped)
+	tw.Flush()
+	if l.FirstError != "" {
+		p.Printf("first error: %s\n", l.FirstError)
+	}
+	p.Printf("\ntarget (no delay): ≥ %.0f tx/s and commit p50 ≤ %.0f ms: %s\n", n.Target.TxPerS, n.Target.LatencyP50Ms, measure.Verdict(n.MeetsTarget))
 	if r.Dir != "" {
 		p.Printf("homes kept in %s\n", r.Dir)
 	}
