@@ -28,6 +28,10 @@ func (s *Server) apiRoutes() []Route {
 			Resp: ledger.Params{}, Handler: h(s.params)},
 		{Method: "GET", Path: "/v1/supply", ID: "getSupply", Tag: "chain", Summary: "Total supply, treasury, stake, unbonding and escrow (usync)",
 			Resp: apiwire.SupplyBody{}, Handler: h(s.supply)},
+		{Method: "GET", Path: "/v1/genesis", ID: "getGenesis", Tag: "net", Summary: "The network's genesis file, byte for byte; its SHA-256 in the X-Gpunet-Genesis-Sha256 header (what gpunet init --join --genesis-hash checks)",
+			Resp: apiwire.GenesisDoc{}, Errors: []int{501, 503}, Handler: h(s.genesis)},
+		{Method: "GET", Path: "/v1/net/info", ID: "getNetInfo", Tag: "net", Summary: "What a joining node needs: chain id, genesis hash, this node's p2p, RPC and API addresses, its peers, the latest block, a header to trust for state sync, and its snapshots",
+			Resp: apiwire.NetInfo{}, Errors: []int{501, 503}, Handler: h(s.netInfo)},
 
 		{Method: "GET", Path: "/v1/accounts/{addr}", ID: "getAccount", Tag: "accounts", Summary: "An account: balance, sequences, stake, unbonding and earnings",
 			PathParams: addrParam, Resp: apiwire.AccountBody{}, Errors: []int{400}, Handler: h(s.account)},

@@ -24,6 +24,7 @@ func initCmd(e *env) *cobra.Command {
 		accounts   []string
 		treasury   string
 		vals       validatorInitFlags
+		sync       syncInitFlags
 	)
 	c := &cobra.Command{
 		Use:   "init",
@@ -35,9 +36,20 @@ with 'gpunet node --home DIR'. With --validators N, --home gets N homes,
 node0 … nodeN-1, on distinct free loopback ports, each a peer of the others;
 start one 'gpunet node --home DIR/nodeI' per home.
 
---account ADDR=AMOUNT (repeatable) funds accounts at genesis.`,
+--account ADDR=AMOUNT (repeatable) funds accounts at genesis.
+
+With --join URL (the API of any node of a running network) --home becomes a
+full node of that network instead: its chain id, genesis (checked against
+--genesis-hash, the genesis file's SHA-256, when given: ask someone you
+trust for it) and peers come from that node, with new keys; when the
+network serves state snapshots, the node restores the latest at its first
+start (state sync) rather than replaying the chain. Run it with
+'gpunet node --home DIR'.`,
 		Args: exactArgs(),
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if sync.join != "" {
+				return sync.runJoin(cmd, e)
+			}
 			g := ledger.Genesis{Params: ledger.DefaultParams()}
 			if treasury != "" {
 				t, err := parseAmount(treasury)
@@ -55,6 +67,9 @@ start one 'gpunet node --home DIR/nodeI' per home.
 			}
 			opts := validator.InitOptions{ChainID: chainID, Validators: validators, Genesis: g, BlockTime: blockTime}
 			if err := vals.apply(e, &opts); err != nil {
+				return err
+			}
+			if err := sync.apply(&opts); err != nil {
 				return err
 			}
 			homes, err := validator.Init(e.home, opts)
@@ -79,6 +94,7 @@ start one 'gpunet node --home DIR/nodeI' per home.
 	c.Flags().StringArrayVar(&accounts, "account", nil, "genesis allocation ADDR=AMOUNT or KEYNAME=AMOUNT (repeatable)")
 	c.Flags().StringVar(&treasury, "treasury", "", "the treasury's genesis balance (it pays spot audits), e.g. 100000SYNC")
 	vals.register(c)
+	sync.register(c)
 	return c
 }
 

@@ -1,0 +1,66 @@
+package cli
+
+import (
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/gpunet/gpunet/internal/validator"
+)
+
+// syncInitFlags are init's flags for state sync: the snapshots a new
+// network's nodes take, and --join, which makes a full node's home of a
+// running network instead.
+type syncInitFlags struct {
+	snapshotInterval    int
+	join, hash, moniker string
+}
+
+func (f *syncInitFlags) register(c *cobra.Command) {
+	c.Flags().IntVar(&f.snapshotInterval, "snapshot-interval", 0, "take a state snapshot every N blocks, for nodes joining by state sync (default: 100 at 1s blocks, about every 4s on faster chains; -1: none)")
+	c.Flags().StringVar(&f.join, "join", "", "make --home a full node of the running network whose node serves this API URL")
+	c.Flags().StringVar(&f.hash, "genesis-hash", "", "with --join: the SHA-256 (hex) the network's genesis file must have")
+	c.Flags().StringVar(&f.moniker, "moniker", "", "with --join: the node's name (default: full- and its node id's start)")
+}
+
+// apply sets a new network's options.
+func (f *syncInitFlags) apply(o *validator.InitOptions) error {
+	if f.hash != "" || f.moniker != "" {
+		return usageError{errors.New("--genesis-hash and --moniker go with --join URL")}
+	}
+	o.SnapshotInterval = f.snapshotInterval
+	return nil
+}
+
+// runJoin is `gpunet init --join URL`: a full node's home.
+func (f *syncInitFlags) runJoin(cmd *cobra.Command, e *env) error {
+	var other []string
+	cmd.LocalNonPersistentFlags().Visit(func(fl *pflag.Flag) {
+		if fl.Name != "join" && fl.Name != "genesis-hash" && fl.Name != "moniker" {
+			other = append(other, "--"+fl.Name)
+		}
+	})
+	if len(other) > 0 {
+		return usageError{fmt.Errorf("%v do(es) not go with --join: a joined node takes the network's settings", other)}
+	}
+	res, err := validator.Join(cmd.Context(), e.home, validator.JoinOptions{URL: f.join, GenesisSHA256: f.hash, Moniker: f.moniker})
+	if err != nil {
+		return err
+	}
+	return e.print(res, func(w io.Writer) {
+		fmt.Fprintf(w, "Joined chain %q as a full node in %s\n", res.ChainID, res.Home)
+		fmt.Fprintf(w, "  node id:        %s\n", res.NodeID)
+		fmt.Fprintf(w, "  genesis sha256: %s\n", res.GenesisSHA256)
+		fmt.Fprintf(w, "  peers:          %v\n", res.Peers)
+		if res.StateSync {
+			fmt.Fprintf(w, "  state sync:     from a snapshot, trusting the header at height %d (light client via %v)\n", res.TrustHeight, res.RPCServers)
+		}
+		for _, n := range res.Notes {
+			fmt.Fprintf(w, "  note: %s\n", n)
+		}
+		fmt.Fprintf(w, "Run it with:\n  gpunet node --home %s\n", res.Home)
+	})
+}
