@@ -195,9 +195,12 @@ type Phase struct {
 	CPUCores float64 `json:"cpu_cores"`
 	// RPCConns is the number of TCP connections the RPC clients opened:
 	// about one per submitter when HTTP keep-alive works (rpc mode only).
-	RPCConns   int64  `json:"rpc_connections,omitempty"`
-	Rejected   int    `json:"rejected"` // refused by CheckTx
-	Failed     int    `json:"failed"`   // in a block with a non-zero code
+	RPCConns int64 `json:"rpc_connections,omitempty"`
+	Rejected int   `json:"rejected"` // refused by CheckTx
+	Failed   int   `json:"failed"`   // in a block with a non-zero code
+	// Lost txs were admitted by CheckTx but never committed (a network
+	// run: dropped from the mempools, e.g. behind a failed sequence).
+	Lost       int    `json:"lost,omitempty"`
 	FirstError string `json:"first_error,omitempty"`
 }
 

@@ -119,7 +119,7 @@ func runNetwork(ctx context.Context, o Options, dir string, g ledger.Genesis, tx
 	}
 	subDone := make(chan struct{})
 	go func() { wg.Wait(); close(subDone) }()
-	b, err := p.followPolled(ctx, follower, h0, subDone, start)
+	b, err := p.followPolled(ctx, follower, h0, subDone, start, max(5*time.Second, 50*o.BlockTime))
 	wg.Wait()
 	if err != nil {
 		return ph, nr, err
@@ -129,13 +129,14 @@ func runNetwork(ctx context.Context, o Options, dir string, g ledger.Genesis, tx
 	ph.TxPerS = float64(b.seen) / elapsed.Seconds()
 	ph.Blocks, ph.MaxBlockTxs, ph.Failed = b.count, b.maxTxs, b.failed
 	ph.Rejected = int(p.rejected.Load())
+	ph.Lost = b.lost
 	ph.RPCConns = dials.Load()
 	ph.FirstError = p.firstErr
 	p.latencies(&ph)
 	if ns.stats != nil {
 		nr.Dropped = ns.stats().Dropped
 	}
-	nr.MeetsTarget = ph.TxPerS >= NetworkTarget.TxPerS && ph.LatencyP50Ms <= NetworkTarget.LatencyP50Ms && ph.Failed == 0 && ph.Rejected == 0
+	nr.MeetsTarget = ph.TxPerS >= NetworkTarget.TxPerS && ph.LatencyP50Ms <= NetworkTarget.LatencyP50Ms && ph.Failed == 0 && ph.Rejected == 0 && ph.Lost == 0
 	return ph, nr, nil
 }
 
@@ -220,11 +221,14 @@ func waitBlocks(ctx context.Context, c *rpchttp.HTTP, h int64) (int64, error) {
 
 // followPolled reads the blocks after height from by polling c, until the
 // submitters are done (subDone closed) and every tx they got admitted is
-// committed. A block counts as committed when the poll sees it.
-func (p *phase) followPolled(ctx context.Context, c *rpchttp.HTTP, from int64, subDone chan struct{}, start time.Time) (blocks, error) {
+// committed, or no more came for quiet: admitted txs that never landed
+// (dropped from a mempool) are then counted in Lost. A block counts as
+// committed when the poll sees it.
+func (p *phase) followPolled(ctx context.Context, c *rpchttp.HTTP, from int64, subDone chan struct{}, start time.Time, quiet time.Duration) (blocks, error) {
 	var b blocks
 	subsDone := false
 	last := from
+	lastTx := start // when the last of the phase's txs was seen committed
 	for b.end.IsZero() {
 		select {
 		case <-subDone:
@@ -251,11 +255,20 @@ func (p *phase) followPolled(ctx context.Context, c *rpchttp.HTTP, from int64, s
 			if res, err := c.BlockResults(ctx, &h); err == nil {
 				ev.ResultFinalizeBlock = abci.FinalizeBlockResponse{TxResults: res.TxResults}
 			}
-			p.block(ev, time.Now(), &b)
+			seen := b.seen
+			now := time.Now()
+			p.block(ev, now, &b)
+			if b.seen > seen {
+				lastTx = now
+			}
 			last = h
 		}
-		if subsDone && b.seen >= len(p.txs)-int(p.rejected.Load()) {
+		switch {
+		case subsDone && b.seen >= len(p.txs)-int(p.rejected.Load()):
 			b.end = time.Now()
+		case subsDone && time.Since(lastTx) > quiet:
+			b.end = lastTx
+			b.lost = len(p.txs) - int(p.rejected.Load()) - b.seen
 		}
 	}
 	if b.seen == 0 {

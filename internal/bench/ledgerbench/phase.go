@@ -46,6 +46,7 @@ func (p *phase) noteErr(s string, f error) {
 // blocks is what the committed blocks held of the phase's txs.
 type blocks struct {
 	seen, count, maxTxs, failed int
+	lost                        int       // admitted, never committed (network runs)
 	end                         time.Time // the commit of the last tx
 }
 

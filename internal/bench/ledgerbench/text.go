@@ -60,8 +60,8 @@ func (r *Result) writeNetwork(p *measure.Report) error {
 	p.Printf("%d txs of %.0f bytes on average, %d senders, block time %s\n\n", r.Txs, r.TxBytes, r.Senders, r.BlockTime)
 	l := r.Ledger
 	tw := p.Table()
-	fmt.Fprintln(tw, "tx/s\telapsed\tblocks\tmax txs/block\tlatency p50\tp99\trejected\tfailed\tdropped packets\t")
-	fmt.Fprintf(tw, "%.0f\t%.2fs\t%d\t%d\t%.0fms\t%.0fms\t%d\t%d\t%d\t\n", l.TxPerS, l.ElapsedMs/1e3, l.Blocks, l.MaxBlockTxs, l.LatencyP50Ms, l.LatencyP99Ms, l.Rejected, l.Failed, n.Dropped)
+	fmt.Fprintln(tw, "tx/s\telapsed\tblocks\tmax txs/block\tlatency p50\tp99\trejected\tfailed\tlost\tdropped packets\t")
+	fmt.Fprintf(tw, "%.0f\t%.2fs\t%d\t%d\t%.0fms\t%.0fms\t%d\t%d\t%d\t%d\t\n", l.TxPerS, l.ElapsedMs/1e3, l.Blocks, l.MaxBlockTxs, l.LatencyP50Ms, l.LatencyP99Ms, l.Rejected, l.Failed, l.Lost, n.Dropped)
 	tw.Flush()
 	if l.FirstError != "" {
 		p.Printf("first error: %s\n", l.FirstError)
