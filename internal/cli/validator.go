@@ -188,9 +188,12 @@ func (f *validatorInitFlags) apply(e *env, o *validator.InitOptions) error {
 			return usageError{fmt.Errorf("--genesis-params %s: %w", f.paramsFile, err)}
 		}
 	}
-	stake, err := parseAmount(f.stake)
-	if err != nil {
-		return usageError{fmt.Errorf("--validator-stake %q: %w", f.stake, err)}
+	var stake uint64
+	if f.stake != "0" {
+		var err error
+		if stake, err = parseAmount(f.stake); err != nil {
+			return usageError{fmt.Errorf("--validator-stake %q: %w (0: a set fixed at genesis)", f.stake, err)}
+		}
 	}
 	balance, err := parseAmount(f.balance)
 	if err != nil {
