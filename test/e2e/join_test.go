@@ -106,6 +106,7 @@ func TestJoinByStateSync(t *testing.T) {
 	if !joined.StateSync || joined.ChainID != "e2e-join" || len(joined.Peers) != 2 || len(joined.RPCServers) != 2 || joined.RPCServers[0] == joined.RPCServers[1] {
 		t.Fatalf("init --join: %+v, want state sync from the two validators", joined)
 	}
+	joinStart := time.Now()
 	p := startProc(t, "full", "node", "--home", full, "--output", "json")
 	var fullInfo struct {
 		API string `json:"api"`
@@ -119,6 +120,7 @@ func TestJoinByStateSync(t *testing.T) {
 		st, err := cl.Status(ctx)
 		return err == nil && st.Height > target
 	})
+	t.Logf("the full node passed height %d %.1fs after its start", target, time.Since(joinStart).Seconds())
 	// Watched only now: while restoring, it shows an empty state.
 	w := watch(t, book, "full", fullInfo.API)
 	from := w.firstHeight()
