@@ -23,7 +23,8 @@ import (
 // key proposes, node3 and the twin each propose a block of their own (their
 // last commits differ) and prevote it, and node0 must commit
 // DuplicateVoteEvidence against the key (in runs here, at the first or
-// second such height).
+// second such height); the ledger then slashes and tombstones the key
+// (query validators) and CometBFT's set drops it.
 func TestByzantineDoubleSigner(t *testing.T) {
 	root := t.TempDir()
 	keyHome := filepath.Join(root, "keys")
@@ -114,6 +115,28 @@ func TestByzantineDoubleSigner(t *testing.T) {
 	})
 	t.Logf("DuplicateVoteEvidence committed at height %d: node3's key signed two %s votes at height %d round %d (blocks %.8s… and %.8s…)",
 		ev.committed, ev.kind, ev.height, ev.round, hashOrNil(ev.blockA), hashOrNil(ev.blockB))
+
+	// The ledger slashes the key 5% of its bond (params.double_sign_slash_ppm)
+	// and tombstones it: out of the set for good.
+	waitUntil(t, 30*time.Second, "node3's validator tombstoned in the ledger", func() bool {
+		st, power, slashed, _, _ := queryValidators(t, apis[0]).find(byz)
+		if st == "tombstoned" && (power != 0 || slashed != 5_000_000) {
+			t.Fatalf("node3 tombstoned with power %d, slashed %d; want 0 and 5000000 (5%% of 100 SYNC)", power, slashed)
+		}
+		return st == "tombstoned"
+	})
+	waitUntil(t, 30*time.Second, "node3's key out of CometBFT's set", func() bool {
+		for _, v := range status(t, "--node", apis[0]).Validators {
+			if strings.EqualFold(v.Address, byz) {
+				return false
+			}
+		}
+		return true
+	})
+	r := gpunet(t, "validator", "unjail", "--from", "operator", "--home", net.Homes[3], "--node", apis[0])
+	if r.code == 0 || !strings.Contains(r.stderr, "tombstoned") {
+		t.Errorf("unjail of a tombstoned validator: want refused:\n%s", r)
+	}
 
 	for _, i := range []int{0, 1, 2} {
 		if got := balance(t, bob.Address, "--home", keyHome, "--node", apis[i]); got != 5_000_000 {
