@@ -9,7 +9,7 @@ import (
 )
 
 // msgTypesDoc lists the message types for the documentation of filters.
-const msgTypesDoc = "send, register_provider, update_provider, set_provider_status, stake, unstake, liveness_proof, submit_job, grant_key, start_job, commit_result, cancel_job, reveal_result, challenge_commit, challenge_open, request_key_handover, hand_over_key, dispute_key_handover"
+const msgTypesDoc = "send, register_provider, update_provider, set_provider_status, stake, unstake, liveness_proof, submit_job, grant_key, start_job, commit_result, cancel_job, reveal_result, challenge_commit, challenge_open, request_key_handover, hand_over_key, dispute_key_handover, create_validator, unjail, validator_bond, validator_unbond"
 
 var (
 	addrParam  = map[string]string{"addr": "an account address (bech32, gpu1…)"}
@@ -28,6 +28,8 @@ func (s *Server) apiRoutes() []Route {
 			Resp: ledger.Params{}, Handler: h(s.params)},
 		{Method: "GET", Path: "/v1/supply", ID: "getSupply", Tag: "chain", Summary: "Total supply, treasury, stake, unbonding and escrow (usync)",
 			Resp: apiwire.SupplyBody{}, Handler: h(s.supply)},
+		{Method: "GET", Path: "/v1/validators", ID: "listValidators", Tag: "chain", Summary: "The ledger's validators: power, bond, missed blocks in the downtime window, status (bonded, unbonded, jailed, tombstoned)",
+			Resp: apiwire.ValidatorList{}, Handler: h(s.validators)},
 		{Method: "GET", Path: "/v1/genesis", ID: "getGenesis", Tag: "net", Summary: "The network's genesis file, byte for byte; its SHA-256 in the X-Gpunet-Genesis-Sha256 header (what gpunet init --join --genesis-hash checks)",
 			Resp: apiwire.GenesisDoc{}, Errors: []int{501, 503}, Handler: h(s.genesis)},
 		{Method: "GET", Path: "/v1/net/info", ID: "getNetInfo", Tag: "net", Summary: "What a joining node needs: chain id, genesis hash, this node's p2p, RPC and API addresses, its peers, the latest block, a header to trust for state sync, and its snapshots",

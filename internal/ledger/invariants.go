@@ -37,6 +37,10 @@ var invariants = []func(s *invariantState) error{
 	validatorSetWithinMax,
 	noTombstonedPower,
 	validatorSetMatchesBonds,
+	paramsWithinBounds,
+	proposalsMatchIndexes,
+	govDepositsAddUp,
+	minDepositWithinBounds,
 	supplyAddsUp,
 }
 
@@ -408,6 +412,9 @@ func supplyAddsUp(s *invariantState) error {
 		if !add(u.Amount, "unbonding of validator "+u.Address.String()) {
 			return err
 		}
+	}
+	if !add(GovDeposits(s.kv), "proposal deposits") {
+		return err
 	}
 	if n := Supply(s.kv); n != total {
 		return fmt.Errorf("invariant: supply %d != balances + treasury + stake + unbonding + escrow + validator bonds and unbonding = %d: %w", n, total, ErrInternal)

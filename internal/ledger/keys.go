@@ -107,6 +107,22 @@ var (
 	keyValUnbonding   = []byte("chain/valunbonding")
 	keyBlockFees      = []byte(metaPrefix + "blockfees")
 
+	// Governance (gov.go, gov_deposit.go): proposals gov/p/<id>, the
+	// queue of active proposals by the end of their period
+	// gov/q/<end height><id>, deposits gov/d/<id><address> → amount,
+	// votes gov/v/<id><address> → option (0 yes, 1 no, 2 abstain, 3
+	// veto). gov/next is the last id, gov/active the active count,
+	// gov/mindeposit the raised minimum deposit (absent: the base),
+	// chain/govdeposits what the deposits hold. All hashed.
+	keyGovNext       = []byte("gov/next")
+	keyGovActive     = []byte("gov/active")
+	keyGovMinDeposit = []byte("gov/mindeposit")
+	keyGovDeposits   = []byte("chain/govdeposits")
+	prefixProposal   = []byte("gov/p/")
+	prefixGovQueue   = []byte("gov/q/")
+	prefixGovDeposit = []byte("gov/d/")
+	prefixGovVote    = []byte("gov/v/")
+
 	// Liveness challenges (liveness.go): livedl/<deadline><address>.
 	prefixLivenessDeadline = []byte("livedl/")
 
@@ -126,6 +142,9 @@ var (
 	prefixJobDue   = []byte("jobdue/")
 	keyQueueCursor = []byte("jobs/cursor")
 	keyQueueLen    = []byte("jobs/queued")
+
+	// Supply changes (supply.go): the total ever burned.
+	keyBurned = []byte("chain/burned")
 )
 
 // getUint reads an 8-byte counter; a missing key reads 0.

@@ -92,11 +92,19 @@ func (l *Ledger) BeginBlock(base KV, info BlockInfo) *Block {
 // begin runs what happens at the start of every block, before its txs.
 func (b *Block) begin() ([]Event, error) {
 	h := uint64(b.info.Height)
-	evs, err := releaseUnbonded(b.state, h)
+	// Governance first: a parameter change passed at the end of the last
+	// block's voting period applies to all of this block (gov.go).
+	evs, params, err := beginGov(b.state, b.params, b.info)
 	if err != nil {
 		return nil, err
 	}
-	more, err := beginValidators(b.state, b.params, b.info)
+	b.params = params
+	more, err := releaseUnbonded(b.state, h)
+	if err != nil {
+		return nil, err
+	}
+	evs = append(evs, more...)
+	more, err = beginValidators(b.state, b.params, b.info)
 	if err != nil {
 		return nil, err
 	}

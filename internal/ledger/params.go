@@ -111,6 +111,58 @@ type Params struct {
 	// protocol fees paid from the treasury to the active validators, by
 	// power.
 	ValidatorFeeSharePPM uint64 `json:"validator_fee_share_ppm"`
+
+	// The market (market.go, DESIGN.md section 6). Every EpochBlocks
+	// blocks each hardware class's price index (usync per unit-hour, in
+	// [MarketFloor, MarketCeiling]) moves by at most MarketStepPPM toward
+	// MarketTargetPPM utilisation, smoothed by an EMA whose newest epoch
+	// weighs MarketSmoothingPPM. A job pays max(ask, index × its tier's
+	// factor); a spot assignment preempted by a higher tier has
+	// PreemptGraceSeconds to checkpoint before it is requeued.
+	EpochBlocks         uint64 `json:"epoch_blocks"`
+	MarketTargetPPM     uint64 `json:"market_target_ppm"`
+	MarketStepPPM       uint64 `json:"market_step_ppm"`
+	MarketSmoothingPPM  uint64 `json:"market_smoothing_ppm"`
+	MarketFloor         uint64 `json:"market_floor"`
+	MarketCeiling       uint64 `json:"market_ceiling"`
+	TierSpotPPM         uint64 `json:"tier_spot_ppm"`
+	TierOnDemandPPM     uint64 `json:"tier_on_demand_ppm"`
+	TierPriorityPPM     uint64 `json:"tier_priority_ppm"`
+	PreemptGraceSeconds uint64 `json:"preempt_grace_seconds"`
+	// Rewards (rewards.go). Each epoch mints max(0, EmissionTarget − what
+	// consumers paid providers), at most RewardFeeCapPPM of the protocol
+	// fees paid in it; RewardValidatorPPM of that goes to the validators
+	// by power, the rest to providers by verified unit-seconds.
+	// FeeBurnPPM of each block's fees is burned, ValidatorFeeSharePPM paid
+	// to the validators, and the rest stays in the treasury.
+	EmissionTarget     uint64 `json:"emission_target"`
+	RewardFeeCapPPM    uint64 `json:"reward_fee_cap_ppm"`
+	RewardValidatorPPM uint64 `json:"reward_validator_ppm"`
+	FeeBurnPPM         uint64 `json:"fee_burn_ppm"`
+
+	// CheckpointMinInterval is the shortest checkpoint interval, in
+	// seconds, a job spec may ask for (checkpoint.go): each checkpoint is
+	// a tx and a blob.
+	CheckpointMinInterval uint64 `json:"checkpoint_min_interval"`
+
+	// Governance (gov.go, docs/ledger.md). A proposal has GovDepositBlocks
+	// to gather its minimum deposit (GovMinDeposit, raised while many
+	// proposals are active: gov_deposit.go), its proposer putting down at
+	// least GovInitialDepositPPM of it; then GovVotingBlocks of votes. It
+	// counts if GovQuorumPPM of the bonded stake voted, is vetoed above
+	// GovVetoPPM of veto among the votes, and passes above
+	// GovThresholdPPM of yes among yes, no and veto.
+	GovDepositBlocks        uint64 `json:"gov_deposit_blocks"`
+	GovVotingBlocks         uint64 `json:"gov_voting_blocks"`
+	GovMinDeposit           uint64 `json:"gov_min_deposit"`
+	GovInitialDepositPPM    uint64 `json:"gov_initial_deposit_ppm"`
+	GovQuorumPPM            uint64 `json:"gov_quorum_ppm"`
+	GovThresholdPPM         uint64 `json:"gov_threshold_ppm"`
+	GovVetoPPM              uint64 `json:"gov_veto_ppm"`
+	GovDepositFreeProposals uint64 `json:"gov_deposit_free_proposals"`
+	GovDepositRisePPM       uint64 `json:"gov_deposit_rise_ppm"`
+	GovDepositMaxMultiplier uint64 `json:"gov_deposit_max_multiplier"`
+	GovDepositDecayPPM      uint64 `json:"gov_deposit_decay_ppm"`
 }
 
 // DefaultParams returns the parameters a new chain starts with.
@@ -159,47 +211,47 @@ func DefaultParams() Params {
 		EvidenceMaxAgeBlocks:     100_000,
 		ValidatorUnbondingBlocks: 100_800, // a week of 6 s blocks, longer than the evidence window
 		ValidatorFeeSharePPM:     200_000, // 20%
+
+		EpochBlocks:         600,         // an hour of 6 s blocks
+		MarketTargetPPM:     700_000,     // 70% of offered capacity reserved
+		MarketStepPPM:       125_000,     // 12.5% an epoch at most, as EIP-1559's base fee
+		MarketSmoothingPPM:  500_000,     // the newest epoch weighs half
+		MarketFloor:         1,           // usync per unit-hour: asks set the price until demand lifts it
+		MarketCeiling:       100_000_000, // 100 SYNC per unit-hour
+		TierSpotPPM:         600_000,
+		TierOnDemandPPM:     1_000_000,
+		TierPriorityPPM:     1_500_000,
+		PreemptGraceSeconds: 120,
+		EmissionTarget:      0, // no emissions unless the chain asks for them
+		RewardFeeCapPPM:     500_000,
+		RewardValidatorPPM:  100_000,
+		FeeBurnPPM:          0,
+
+		CheckpointMinInterval: 60,
+
+		// Governance after the Cosmos SDK's x/gov defaults: two days
+		// (of 6 s blocks) each to deposit and to vote, quorum 33.4%,
+		// threshold 50%, veto 33.4%.
+		GovDepositBlocks:        28_800,
+		GovVotingBlocks:         28_800,
+		GovMinDeposit:           100_000_000, // 100 SYNC
+		GovInitialDepositPPM:    250_000,     // a quarter of it at submission
+		GovQuorumPPM:            334_000,
+		GovThresholdPPM:         500_000,
+		GovVetoPPM:              334_000,
+		GovDepositFreeProposals: 5,
+		GovDepositRisePPM:       200_000, // +20% per proposal past 5 active
+		GovDepositMaxMultiplier: 100,
+		GovDepositDecayPPM:      2_000, // the rise halves in ~350 blocks (35 minutes)
 	}
 }
 
-// Validate checks that p can run a chain.
+// Validate checks that p can run a chain: every parameter within its
+// registered bounds (paramreg.go), and the rules that tie parameters
+// together.
 func (p Params) Validate() error {
-	if p.MaxTxBytes < 512 || p.MaxTxBytes > maxBodyLen {
-		return fmt.Errorf("params.max_tx_bytes %d out of range [512, %d]", p.MaxTxBytes, maxBodyLen)
-	}
-	switch {
-	case p.MinStakePerGPU == 0 || p.MinStakeCPU == 0:
-		return fmt.Errorf("params.min_stake_per_gpu and min_stake_cpu must be positive")
-	case p.UnbondingBlocks == 0:
-		return fmt.Errorf("params.unbonding_blocks must be positive")
-	case p.LivenessWindow == 0 || p.LivenessWindow > 10_000:
-		return fmt.Errorf("params.liveness_window %d out of range [1, 10000]", p.LivenessWindow)
-	case p.LivenessMaxMissed == 0:
-		return fmt.Errorf("params.liveness_max_missed must be positive")
-	case p.LivenessRatePPM > ppm:
-		return fmt.Errorf("params.liveness_rate_ppm %d above 1000000", p.LivenessRatePPM)
-	case p.LivenessMaxPerBlock == 0 || p.LivenessMaxPerBlock > 10_000:
-		return fmt.Errorf("params.liveness_max_per_block %d out of range [1, 10000]", p.LivenessMaxPerBlock)
-	case p.ProtocolFeeBps > 5_000:
-		return fmt.Errorf("params.protocol_fee_bps %d above 5000 (50%%)", p.ProtocolFeeBps)
-	case p.JobGrantTimeout == 0 || p.JobStartTimeout == 0 || p.JobResultGrace == 0:
-		return fmt.Errorf("params.job_grant_timeout, job_start_timeout and job_result_grace must be positive")
-	case p.JobMaxAttempts == 0 || p.MaxPlacementsPerBlock == 0:
-		return fmt.Errorf("params.job_max_attempts and max_placements_per_block must be positive")
-	case p.SpotFloorPPM == 0 || p.SpotFloorPPM > ppm:
-		return fmt.Errorf("params.spot_floor_ppm %d out of range [1, 1000000]", p.SpotFloorPPM)
-	case p.SpotWarmup > 1_000_000:
-		return fmt.Errorf("params.spot_warmup %d above 1000000", p.SpotWarmup)
-	case p.MaxReplicas < 3 || p.MaxReplicas > 16:
-		return fmt.Errorf("params.max_replicas %d out of range [3, 16]: disagreeing replicas need a tie-breaker", p.MaxReplicas)
-	case p.RevealTimeout == 0:
-		return fmt.Errorf("params.reveal_timeout must be positive")
-	case p.SlashBps > 10_000 || p.SlashCompensationBps > 10_000:
-		return fmt.Errorf("params.slash_bps and slash_compensation_bps are at most 10000 (100%%)")
-	case p.HWRatePPM > ppm || p.HWMaxPerBlock == 0 || p.HWMaxPerBlock > 10_000:
-		return fmt.Errorf("params.hw_rate_ppm %d (at most 1000000) or hw_max_per_block %d (1 to 10000) out of range", p.HWRatePPM, p.HWMaxPerBlock)
-	case p.HWOpenMillis < 1_000 || p.HWOpenMillis > 3_600_000:
-		return fmt.Errorf("params.hw_open_millis %d out of range [1000, 3600000]", p.HWOpenMillis)
+	if err := p.checkBounds(); err != nil {
+		return err
 	}
 	if err := p.validateValidatorParams(); err != nil {
 		return err
@@ -223,28 +275,16 @@ func GetParams(kv KV) (Params, error) {
 	return p, nil
 }
 
-// validateValidatorParams checks the validator set's parameters. Power
-// must fit CometBFT's int64 with room to spare: PowerUnit of at least 1000
-// keeps the total under 2^64/1000, below CometBFT's MaxTotalVotingPower
-// (2^63/8).
+// validateValidatorParams checks the rules between the validator set's
+// parameters. Power must fit CometBFT's int64 with room to spare: a
+// power_unit of at least 1000 (its registered minimum) keeps the total
+// under 2^64/1000, below CometBFT's MaxTotalVotingPower (2^63/8).
 func (p Params) validateValidatorParams() error {
 	switch {
-	case p.MaxValidators == 0 || p.MaxValidators > 1_000:
-		return fmt.Errorf("params.max_validators %d out of range [1, 1000]", p.MaxValidators)
-	case p.PowerUnit < 1_000:
-		return fmt.Errorf("params.power_unit %d below 1000 (voting power must fit CometBFT's)", p.PowerUnit)
 	case p.MinValidatorStake < p.PowerUnit:
 		return fmt.Errorf("params.min_validator_stake %d below power_unit %d: a validator needs a power of at least 1", p.MinValidatorStake, p.PowerUnit)
-	case p.DowntimeWindow < 2 || p.DowntimeWindow > 1_000_000:
-		return fmt.Errorf("params.downtime_window %d out of range [2, 1000000]", p.DowntimeWindow)
-	case p.DowntimeMaxMissed == 0 || p.DowntimeMaxMissed >= p.DowntimeWindow:
+	case p.DowntimeMaxMissed >= p.DowntimeWindow:
 		return fmt.Errorf("params.downtime_max_missed %d out of range [1, downtime_window %d)", p.DowntimeMaxMissed, p.DowntimeWindow)
-	case p.JailBlocks == 0:
-		return fmt.Errorf("params.jail_blocks must be positive")
-	case p.DowntimeSlashPPM > ppm || p.DoubleSignSlashPPM > ppm || p.ValidatorFeeSharePPM > ppm:
-		return fmt.Errorf("params.downtime_slash_ppm, double_sign_slash_ppm and validator_fee_share_ppm are at most 1000000 (100%%)")
-	case p.EvidenceMaxAgeBlocks == 0:
-		return fmt.Errorf("params.evidence_max_age_blocks must be positive")
 	case p.ValidatorUnbondingBlocks <= p.EvidenceMaxAgeBlocks:
 		return fmt.Errorf("params.validator_unbonding_blocks %d must be longer than evidence_max_age_blocks %d: withdrawn stake must stay slashable while evidence against it can still land", p.ValidatorUnbondingBlocks, p.EvidenceMaxAgeBlocks)
 	}

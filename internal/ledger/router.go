@@ -55,6 +55,12 @@ func execute(o *Overlay, tx *Tx, params Params, info BlockInfo) ([]Event, error)
 		return execValidatorUnbond(o, from, m, params, info)
 	case *MsgReleaseJob:
 		return execReleaseJob(o, from, m, params, info)
+	case *MsgSubmitProposal:
+		return execSubmitProposal(o, from, m, params, info)
+	case *MsgDeposit:
+		return execDeposit(o, from, m, params, info)
+	case *MsgVote:
+		return execVote(o, from, m)
 	}
 	return nil, fmt.Errorf("no handler for %s: %w", tx.Msg.Type(), ErrUnknownMsgType)
 }

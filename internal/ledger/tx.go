@@ -47,6 +47,9 @@ const (
 	MsgTypeValidatorBond      MsgType = 21
 	MsgTypeValidatorUnbond    MsgType = 22
 	MsgTypeReleaseJob         MsgType = 25
+	MsgTypeSubmitProposal     MsgType = 35
+	MsgTypeDeposit            MsgType = 36
+	MsgTypeVote               MsgType = 37
 )
 
 var msgNames = map[MsgType]string{
@@ -73,6 +76,9 @@ var msgNames = map[MsgType]string{
 	MsgTypeValidatorBond:      "validator_bond",
 	MsgTypeValidatorUnbond:    "validator_unbond",
 	MsgTypeReleaseJob:         "release_job",
+	MsgTypeSubmitProposal:     "submit_proposal",
+	MsgTypeDeposit:            "deposit",
+	MsgTypeVote:               "vote",
 }
 
 func (t MsgType) String() string {
@@ -138,6 +144,12 @@ func newMsg(t MsgType) Msg {
 		return &MsgValidatorUnbond{}
 	case MsgTypeReleaseJob:
 		return &MsgReleaseJob{}
+	case MsgTypeSubmitProposal:
+		return &MsgSubmitProposal{}
+	case MsgTypeDeposit:
+		return &MsgDeposit{}
+	case MsgTypeVote:
+		return &MsgVote{}
 	}
 	return nil
 }
