@@ -221,7 +221,7 @@ func waitBlocks(ctx context.Context, c *rpchttp.HTTP, h int64) (int64, error) {
 
 // followPolled reads the blocks after height from by polling c, until the
 // submitters are done (subDone closed) and every tx they got admitted is
-// committed, or no more came for quiet: admitted txs that never landed
+// committed, or, once some were, no more came for quiet: admitted txs that never landed
 // (dropped from a mempool) are then counted in Lost. A block counts as
 // committed when the poll sees it.
 func (p *phase) followPolled(ctx context.Context, c *rpchttp.HTTP, from int64, subDone chan struct{}, start time.Time, quiet time.Duration) (blocks, error) {
@@ -266,7 +266,7 @@ func (p *phase) followPolled(ctx context.Context, c *rpchttp.HTTP, from int64, s
 		switch {
 		case subsDone && b.seen >= len(p.txs)-int(p.rejected.Load()):
 			b.end = time.Now()
-		case subsDone && time.Since(lastTx) > quiet:
+		case subsDone && b.seen > 0 && time.Since(lastTx) > quiet:
 			b.end = lastTx
 			b.lost = len(p.txs) - int(p.rejected.Load()) - b.seen
 		}
