@@ -3,6 +3,7 @@ package e2e
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -91,6 +92,22 @@ verification: none
 	gpunetJSON(t, &j1, "job", "status", "1", "--home", keyHome, "--node", node0)
 	if j1.DataAt != "http://"+strings.TrimPrefix(node0, "http://") {
 		t.Errorf("job 1 data_at %q, want node0's API %s", j1.DataAt, node0)
+	}
+	// The live log the provider posted to node1 was relayed to node0
+	// (kept there until 30 s after the job ended).
+	var live struct {
+		Chunks []struct {
+			Provider string `json:"provider"`
+		} `json:"chunks"`
+	}
+	if resp, err := http.Get("http://" + strings.TrimPrefix(node0, "http://") + "/v1/jobs/1/logs"); err != nil {
+		t.Fatal(err)
+	} else {
+		json.NewDecoder(resp.Body).Decode(&live)
+		resp.Body.Close()
+	}
+	if len(live.Chunks) == 0 || live.Chunks[0].Provider != carol.Address {
+		t.Errorf("node0's live log of job 1: %+v, want the chunks carol posted to node1", live)
 	}
 	logs := gpunet(t, "job", "logs", "1", "--from", "alice", "--home", keyHome, "--node", node0)
 	if logs.code != 0 || !strings.Contains(logs.stdout, "wordcount:") {
