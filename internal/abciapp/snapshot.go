@@ -697,3 +697,12 @@ func discardUnfinishedRestore(dir string, log *slog.Logger) error {
 	}
 	return os.Remove(marker)
 }
+
+// SnapshotKeys returns the number of keys a snapshot's metadata declares.
+func SnapshotKeys(s *abci.Snapshot) (uint64, error) {
+	m, err := decodeSnapshotMeta(s.Metadata)
+	if err != nil {
+		return 0, err
+	}
+	return m.Keys, nil
+}

@@ -44,6 +44,7 @@ func TestOnlyAdaptersImportCometBFT(t *testing.T) {
 		"github.com/gpunet/gpunet/internal/validator",
 		"github.com/gpunet/gpunet/internal/bench/ledgerbench", // runs CometBFT's kvstore as the baseline, on a node it builds itself
 		"github.com/gpunet/gpunet/internal/bench/apibench",    // resumes a real node on a state it built, bootstrapping CometBFT's state as state sync would
+		"github.com/gpunet/gpunet/internal/bench/syncbench",   // restores a snapshot through the ABCI calls CometBFT's state sync makes
 	}
 	for _, p := range listPackages(t) {
 		ok := slices.ContainsFunc(allowed, func(a string) bool { return matches(p.ImportPath, a) })
