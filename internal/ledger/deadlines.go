@@ -88,11 +88,23 @@ func expireJobs(o *Overlay, now int64, p Params, info BlockInfo) ([]Event, error
 	return events, nil
 }
 
-// reassign takes the job away from the given providers (they are not paid)
-// and queues it for others, or gives up when it has been placed too often.
-// Replicas that already committed keep their place: only the gone ones are
-// replaced.
+// reassign takes the job away from the given providers and queues it for
+// others, or gives up when it has been placed too often. They are paid
+// only for what their checkpoints kept (keepCheckpointed). Replicas that
+// already committed keep their place: only the gone ones are replaced.
 func reassign(o *Overlay, j *Job, gone []address.Address, why string, p Params, info BlockInfo) ([]Event, error) {
+	removed := gone
+	if j.committed() == 0 {
+		removed = make([]address.Address, len(j.Assignments))
+		for i, a := range j.Assignments {
+			removed[i] = a.Provider
+		}
+	}
+	kept, err := keepCheckpointed(o, j, removed, p)
+	if err != nil {
+		return nil, err
+	}
+	why += kept
 	if j.committed() > 0 {
 		if j.Attempts >= p.JobMaxAttempts+p.MaxReplicas {
 			return dropReplicas(o, j, gone, why+"; no more replacements", p, info)

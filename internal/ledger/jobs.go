@@ -72,6 +72,16 @@ type Job struct {
 	// Released says which provider last handed the job back
 	// (MsgReleaseJob) and why; empty when none did.
 	Released string `json:"released,omitempty" rec:"since=4"`
+	// Checkpoints are the latest checkpoints its providers committed
+	// (checkpoint.go), oldest first; ResumeSeq the one the current
+	// placement resumes from (0: the beginning); Progress the seconds of
+	// run the checkpoints it resumed from kept, already paid for, which
+	// the job's timeout no longer has (RunBudget); CheckpointNote the last
+	// thing to say about them (a refusal, a fallback, a disagreement).
+	Checkpoints    []Checkpoint `json:"checkpoints,omitempty" rec:"since=4"`
+	ResumeSeq      uint64       `json:"resume_seq,omitempty" rec:"since=4"`
+	Progress       uint64       `json:"progress_seconds,omitempty" rec:"since=4"`
+	CheckpointNote string       `json:"checkpoint_note,omitempty" rec:"since=4"`
 }
 
 // Assignment is one provider's part in a job.

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"unicode/utf8"
 
 	"github.com/gpunet/gpunet/internal/address"
 )
@@ -37,9 +38,14 @@ type MsgGrantKey struct {
 	Grants []Grant `json:"grants"`
 }
 
-// MsgStartJob is an assigned provider saying it has started the job.
+// MsgStartJob is an assigned provider saying it has started the job. A
+// provider that resumes a job from an earlier checkpoint than the job's
+// resume point (its blob was corrupt or missing) says which (ResumeSeq, 0
+// for the beginning) and why (ResumeNote); the job records it.
 type MsgStartJob struct {
-	JobID uint64 `json:"job_id"`
+	JobID      uint64 `json:"job_id"`
+	ResumeSeq  uint64 `json:"resume_seq,omitempty"`
+	ResumeNote string `json:"resume_note,omitempty"`
 }
 
 // MsgCommitResult is an assigned provider reporting the end of its run:
@@ -104,7 +110,12 @@ func (m *MsgGrantKey) ValidateBasic() error {
 }
 
 // ValidateBasic implements Msg.
-func (m *MsgStartJob) ValidateBasic() error { return nil }
+func (m *MsgStartJob) ValidateBasic() error {
+	if len(m.ResumeNote) > MaxCheckpointNoteLen || !utf8.ValidString(m.ResumeNote) {
+		return invalid("resume_note: want at most %d bytes of text", MaxCheckpointNoteLen)
+	}
+	return nil
+}
 
 // ValidateBasic implements Msg.
 func (m *MsgCommitResult) ValidateBasic() error {
@@ -124,6 +135,9 @@ func (m *MsgCommitResult) ValidateBasic() error {
 func (m *MsgCancelJob) ValidateBasic() error { return nil }
 
 func execSubmitJob(o *Overlay, from address.Address, m *MsgSubmitJob, p Params, info BlockInfo) ([]Event, error) {
+	if err := checkCheckpointInterval(&m.Spec, p); err != nil {
+		return nil, err
+	}
 	escrow := JobEscrow(&m.Spec, p)
 	acct, err := GetAccount(o, from)
 	if err != nil {
@@ -206,6 +220,11 @@ func execStartJob(o *Overlay, from address.Address, m *MsgStartJob, p Params, in
 	if a.StartedAt != 0 {
 		return nil, fmt.Errorf("%s already started job %d: %w", from, j.ID, ErrJobState)
 	}
+	if j.Spec.Checkpoint != nil {
+		if err := resumeFallback(j, from, m.ResumeSeq, m.ResumeNote); err != nil {
+			return nil, err
+		}
+	}
 	a.StartedAt = info.Time.Unix()
 	old := j.Deadline
 	started := true
@@ -218,7 +237,7 @@ func execStartJob(o *Overlay, from address.Address, m *MsgStartJob, p Params, in
 		} else {
 			j.State, j.Reason = JobRunning, ""
 		}
-		j.Deadline = info.Time.Unix() + int64(j.Spec.TimeoutSeconds) + int64(p.JobResultGrace)
+		j.Deadline = info.Time.Unix() + int64(j.RunBudget()) + int64(p.JobResultGrace)
 	}
 	setJob(o, j, old)
 	return []Event{jobEvent("job_started", j, Attr{"provider", from.String()})}, nil
@@ -242,10 +261,11 @@ func execCommitResult(o *Overlay, from address.Address, m *MsgCommitResult, p Pa
 	if !checked && m.Result == nil {
 		return nil, fmt.Errorf("job %d is not checked: commit the result itself: %w", j.ID, ErrInvalidMsg)
 	}
-	// Metered time cannot exceed the job's timeout nor the time the
-	// provider has had since it started.
+	// Metered time cannot exceed the job's timeout (less what checkpoints
+	// it resumed from kept) nor the time the provider has had since it
+	// started.
 	elapsed := uint64(max(info.Time.Unix()-a.StartedAt, 0)) + 1
-	a.Metered = min(m.MeteredSeconds, j.Spec.TimeoutSeconds, elapsed)
+	a.Metered = min(m.MeteredSeconds, j.RunBudget(), elapsed)
 	if checked {
 		c := *m.Commitment
 		a.Commitment = &c

@@ -55,6 +55,21 @@ func (x *Job) encodeRec(e *encoder) {
 	if e.version >= 4 {
 		e.string(x.Released)
 	}
+	if e.version >= 4 {
+		e.uvarint(uint64(len(x.Checkpoints)))
+		for i0 := range x.Checkpoints {
+			x.Checkpoints[i0].encodeRec(e)
+		}
+	}
+	if e.version >= 4 {
+		e.uvarint(x.ResumeSeq)
+	}
+	if e.version >= 4 {
+		e.uvarint(x.Progress)
+	}
+	if e.version >= 4 {
+		e.string(x.CheckpointNote)
+	}
 }
 
 func (x *Job) decodeRec(d *decoder) {
@@ -105,6 +120,23 @@ func (x *Job) decodeRec(d *decoder) {
 	if d.version >= 4 {
 		x.Released = d.string("released")
 	}
+	if d.version >= 4 {
+		if n := d.count("checkpoints"); n > 0 {
+			x.Checkpoints = make([]Checkpoint, n)
+			for i0 := range x.Checkpoints {
+				x.Checkpoints[i0].decodeRec(d)
+			}
+		}
+	}
+	if d.version >= 4 {
+		x.ResumeSeq = d.uvarint("resume_seq")
+	}
+	if d.version >= 4 {
+		x.Progress = d.uvarint("progress_seconds")
+	}
+	if d.version >= 4 {
+		x.CheckpointNote = d.string("checkpoint_note")
+	}
 }
 
 func (x *Job) recVersion() byte {
@@ -120,6 +152,18 @@ func (x *Job) recVersion() byte {
 		v = max(v, 4)
 	}
 	if x.Released != "" {
+		v = max(v, 4)
+	}
+	if len(x.Checkpoints) > 0 {
+		v = max(v, 4)
+	}
+	if x.ResumeSeq != 0 {
+		v = max(v, 4)
+	}
+	if x.Progress != 0 {
+		v = max(v, 4)
+	}
+	if x.CheckpointNote != "" {
 		v = max(v, 4)
 	}
 	return v
@@ -260,6 +304,12 @@ func (x *JobSpec) encodeRec(e *encoder) {
 			x.URLInputs[i0].encodeRec(e)
 		}
 	}
+	if e.version >= 4 {
+		e.bool(x.Checkpoint != nil)
+		if x.Checkpoint != nil {
+			(*x.Checkpoint).encodeRec(e)
+		}
+	}
 }
 
 func (x *JobSpec) decodeRec(d *decoder) {
@@ -330,11 +380,21 @@ func (x *JobSpec) decodeRec(d *decoder) {
 			}
 		}
 	}
+	if d.version >= 4 {
+		if d.bool("checkpoint") {
+			v0 := new(CheckpointSpec)
+			(*v0).decodeRec(d)
+			x.Checkpoint = v0
+		}
+	}
 }
 
 func (x *JobSpec) recVersion() byte {
 	v := byte(recordVersionBase)
 	if len(x.URLInputs) > 0 {
+		v = max(v, 4)
+	}
+	if x.Checkpoint != nil {
 		v = max(v, 4)
 	}
 	return v
@@ -419,6 +479,30 @@ func (x *Assignment) recVersion() byte {
 		v = max(v, x.Result.recVersion())
 	}
 	return v
+}
+
+func (x *Checkpoint) encodeRec(e *encoder) {
+	e.uvarint(x.Seq)
+	e.raw(x.Provider[:])
+	e.string(x.Blob)
+	e.raw(x.PlainHash[:])
+	e.uvarint(x.Size)
+	e.uvarint(x.Covered)
+	e.uvarint(x.Height)
+	e.int64(x.Time)
+	e.string(x.DataAt)
+}
+
+func (x *Checkpoint) decodeRec(d *decoder) {
+	x.Seq = d.uvarint("seq")
+	copy(x.Provider[:], d.raw("provider", 20))
+	x.Blob = d.string("blob")
+	copy(x.PlainHash[:], d.raw("plain_hash", 32))
+	x.Size = d.uvarint("size")
+	x.Covered = d.uvarint("covered_seconds")
+	x.Height = d.uvarint("height")
+	x.Time = d.int64("time")
+	x.DataAt = d.string("data_at")
 }
 
 func (x *ProviderInfo) encodeRec(e *encoder) {
@@ -605,6 +689,16 @@ func (x *URLInput) decodeRec(d *decoder) {
 	x.URL = d.string("url")
 	x.SHA256 = d.string("sha256")
 	x.Size = d.uvarint("size")
+}
+
+func (x *CheckpointSpec) encodeRec(e *encoder) {
+	e.string(x.Path)
+	e.uvarint(x.IntervalSeconds)
+}
+
+func (x *CheckpointSpec) decodeRec(d *decoder) {
+	x.Path = d.string("path")
+	x.IntervalSeconds = d.uvarint("interval_seconds")
 }
 
 func (x *JobResult) encodeRec(e *encoder) {

@@ -55,6 +55,8 @@ func execute(o *Overlay, tx *Tx, params Params, info BlockInfo) ([]Event, error)
 		return execValidatorUnbond(o, from, m, params, info)
 	case *MsgReleaseJob:
 		return execReleaseJob(o, from, m, params, info)
+	case *MsgCommitCheckpoint:
+		return execCommitCheckpoint(o, from, m, params, info)
 	case *MsgSubmitProposal:
 		return execSubmitProposal(o, from, m, params, info)
 	case *MsgDeposit:

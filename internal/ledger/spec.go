@@ -47,6 +47,9 @@ type JobSpec struct {
 	// URLInputs are public inputs the provider fetches itself, pinned by
 	// their hash (data.go).
 	URLInputs []URLInput `json:"url_inputs,omitempty" rec:"since=4"`
+	// Checkpoint, when set, is where the job keeps its state and how
+	// often its provider commits it (checkpoint.go).
+	Checkpoint *CheckpointSpec `json:"checkpoint,omitempty" rec:"since=4"`
 }
 
 // Executors a job may name (JobSpec.Executor).
@@ -220,6 +223,11 @@ func (s *JobSpec) Validate() error {
 	}
 	if s.Network && s.Executor != ExecutorOCI {
 		return invalid("network: only oci jobs can have network access")
+	}
+	if s.Checkpoint != nil {
+		if err := s.Checkpoint.validate(); err != nil {
+			return err
+		}
 	}
 	return s.validateURLInputs()
 }

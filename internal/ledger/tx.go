@@ -47,6 +47,7 @@ const (
 	MsgTypeValidatorBond      MsgType = 21
 	MsgTypeValidatorUnbond    MsgType = 22
 	MsgTypeReleaseJob         MsgType = 25
+	MsgTypeCommitCheckpoint   MsgType = 30
 	MsgTypeSubmitProposal     MsgType = 35
 	MsgTypeDeposit            MsgType = 36
 	MsgTypeVote               MsgType = 37
@@ -76,6 +77,7 @@ var msgNames = map[MsgType]string{
 	MsgTypeValidatorBond:      "validator_bond",
 	MsgTypeValidatorUnbond:    "validator_unbond",
 	MsgTypeReleaseJob:         "release_job",
+	MsgTypeCommitCheckpoint:   "commit_checkpoint",
 	MsgTypeSubmitProposal:     "submit_proposal",
 	MsgTypeDeposit:            "deposit",
 	MsgTypeVote:               "vote",
@@ -144,6 +146,8 @@ func newMsg(t MsgType) Msg {
 		return &MsgValidatorUnbond{}
 	case MsgTypeReleaseJob:
 		return &MsgReleaseJob{}
+	case MsgTypeCommitCheckpoint:
+		return &MsgCommitCheckpoint{}
 	case MsgTypeSubmitProposal:
 		return &MsgSubmitProposal{}
 	case MsgTypeDeposit:
