@@ -86,7 +86,7 @@ func New(chain Chain, o Options) *Server {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
 	s := &Server{chain: chain, log: o.Logger, opts: o, mux: http.NewServeMux()}
-	for _, rt := range s.apiRoutes() {
+	for _, rt := range append(s.apiRoutes(), s.govRoutes()...) {
 		s.add(rt)
 	}
 	s.mux.HandleFunc("/", s.notFound)

@@ -56,7 +56,12 @@ you added (gpunet keys add) and the providers' image cache are kept.
 address given, or a free port if that is taken) holding the container
 example's image, built from this repository (examples/gpugemm; run devnet
 from a clone), and writes job specs that run it by digest to
-HOME/examples/container: job.yaml on a CPU, gpu.yaml on a GPU.`,
+HOME/examples/container: job.yaml on a CPU, gpu.yaml on a GPU.
+
+Governance is quick on a devnet: deposit and voting periods of 20 blocks
+each (20 s at the default --block-time of 1s) and a minimum deposit of
+10sync, so a proposal passes within a minute ('gpunet gov --help'). The
+providers' stake is the stake that votes: vote with --from provider-N.`,
 		Args: exactArgs(),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			df.exampleSet = cmd.Flags().Changed("example")

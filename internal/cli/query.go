@@ -116,5 +116,6 @@ func queryCmd(e *env) *cobra.Command {
 		},
 	})
 	c.AddCommand(queryValidatorsCmd(e))
+	c.AddCommand(queryParamsCmd(e))
 	return c
 }

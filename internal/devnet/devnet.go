@@ -81,6 +81,12 @@ func Setup(home string, o Options) (created bool, err error) {
 	// exact. Clients pay params.min_fee whatever it is (chainclient), so a
 	// devnet with the default runs the same flows.
 	g.Params.MinFee = 0
+	// Governance to watch in a minute (gpunet devnet --help says so):
+	// 20-block deposit and voting periods (20 s at the default block
+	// time) and a 10 SYNC minimum deposit.
+	g.Params.GovDepositBlocks = DevGovPeriodBlocks
+	g.Params.GovVotingBlocks = DevGovPeriodBlocks
+	g.Params.GovMinDeposit = DevGovMinDeposit
 	g.Treasury = DevBalance // pays the audits of spot jobs
 	if o.HWTarget > 0 {
 		// Short challenges for a demo, and an allowance of three of the
@@ -116,6 +122,13 @@ func Setup(home string, o Options) (created bool, err error) {
 	}
 	return true, validator.SaveConfig(home, c)
 }
+
+// A devnet's governance: deposit and voting periods of DevGovPeriodBlocks
+// each, a minimum deposit of DevGovMinDeposit usync.
+const (
+	DevGovPeriodBlocks = 20
+	DevGovMinDeposit   = 10_000_000
+)
 
 // NewAPIToken returns a random API token (32 hex characters) for a node's
 // config: it lets the dashboard submit jobs with the node's keys.
