@@ -34,6 +34,9 @@ func expireJobs(o *Overlay, now int64, p Params, info BlockInfo) ([]Event, error
 		case j.Done():
 			o.Delete(jobDueKey(j.Deadline, id))
 			continue
+		case j.preemptAt() != 0 && j.preemptAt() <= now:
+			// A higher tier takes the slot (market_preempt.go).
+			evs, err = requeuePreempted(o, j, p, info)
 		case j.Revealing:
 			// Replicas that did not open their commitment in time do not
 			// vote.

@@ -75,6 +75,7 @@ func (l *Ledger) InitGenesis(base KV, chainID string, g Genesis) ([]Change, []by
 	}
 	supply += staked
 	setUint(o, keySupply, supply)
+	setUint(o, keyGenesisSupply, supply)
 	setUint(o, keyTreasury, g.Treasury)
 	setUint(o, keyStaked, 0)
 	setUint(o, keyUnbonding, 0)

@@ -42,6 +42,8 @@ var invariants = []func(s *invariantState) error{
 	govDepositsAddUp,
 	minDepositWithinBounds,
 	supplyAddsUp,
+	marketCountsMatchRecords,
+	rewardsAddUp,
 }
 
 // invariantState is what the invariants read: the state, with its
@@ -220,10 +222,10 @@ func stakeAddsUp(s *invariantState) error {
 	return nil
 }
 
-// queueLengthMatchesQueues: the recorded queue length counts both queues.
+// queueLengthMatchesQueues: the recorded queue length counts the queues.
 func queueLengthMatchesQueues(s *invariantState) error {
 	var queued uint64
-	for _, pre := range [][]byte{prefixJobQueue, prefixVerifyQ} {
+	for _, pre := range [][]byte{prefixJobQueue, prefixVerifyQ, prefixPriorityQ} {
 		s.kv.Iterate(pre, prefixEnd(pre), func(_, _ []byte) bool { queued++; return true })
 	}
 	if n := QueueLen(s.kv); n != queued {
@@ -385,7 +387,7 @@ func supplyAddsUp(s *invariantState) error {
 		}
 		return add(a.Balance, "account "+addr.String())
 	})
-	if err != nil || !add(Treasury(s.kv), "treasury") {
+	if err != nil || !add(Treasury(s.kv), "treasury") || !add(RewardPool(s.kv), "reward pool") {
 		return err
 	}
 	for _, p := range s.providers {
@@ -417,7 +419,11 @@ func supplyAddsUp(s *invariantState) error {
 		return err
 	}
 	if n := Supply(s.kv); n != total {
-		return fmt.Errorf("invariant: supply %d != balances + treasury + stake + unbonding + escrow + validator bonds and unbonding = %d: %w", n, total, ErrInternal)
+		return fmt.Errorf("invariant: supply %d != balances + treasury + reward pool + stake + unbonding + escrow + validator bonds and unbonding = %d: %w", n, total, ErrInternal)
+	}
+	// Only minting and burning change it.
+	if g, n := getUint(s.kv, keyGenesisSupply), Supply(s.kv); g+Minted(s.kv)-Burned(s.kv) != n {
+		return fmt.Errorf("invariant: supply %d != genesis %d + minted %d - burned %d: %w", n, g, Minted(s.kv), Burned(s.kv), ErrInternal)
 	}
 	return nil
 }
@@ -425,8 +431,8 @@ func supplyAddsUp(s *invariantState) error {
 // checkJobIndexes checks the job indexes, which the app hash leaves out,
 // against the job records:
 //   - jobown/: one entry per job, under its owner;
-//   - jobq/, jobvq/: an unfinished job waiting for a provider is in exactly
-//     one queue (the verification queue once it has committed results), and
+//   - jobq/, jobvq/, jobpq/: an unfinished job waiting for a provider is in
+//     exactly one queue (queueKey), and
 //     no other job is;
 //   - jobdue/: an unfinished job with a deadline has its entry at that
 //     deadline; other entries belong to finished jobs (expireJobs drops them);
@@ -452,7 +458,7 @@ func checkJobIndexes(kv KV, jobs map[uint64]*Job) error {
 		bad("owner index has %d entries for %d jobs", owners, len(jobs))
 	}
 	inQueue := map[uint64][]byte{}
-	for _, pre := range [][]byte{prefixJobQueue, prefixVerifyQ} {
+	for _, pre := range [][]byte{prefixJobQueue, prefixVerifyQ, prefixPriorityQ} {
 		kv.Iterate(pre, prefixEnd(pre), func(k, _ []byte) bool {
 			id := idAt(k)
 			if inQueue[id] != nil {
@@ -492,10 +498,8 @@ func checkJobIndexes(kv KV, jobs map[uint64]*Job) error {
 	for id, j := range jobs {
 		want := []byte(nil)
 		if !j.Done() && j.queuedForReplica() {
-			want = prefixJobQueue
-			if j.committed() > 0 {
-				want = prefixVerifyQ
-			}
+			k := queueKey(j)
+			want = k[:len(k)-8]
 		}
 		if !bytes.Equal(inQueue[id], want) {
 			return fmt.Errorf("invariant: job %d (%s, %d of %d replicas assigned) is in queue %q, want %q: %w", id, j.State, len(j.Assignments), j.Replicas, inQueue[id], want, ErrInternal)

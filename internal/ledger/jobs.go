@@ -82,6 +82,12 @@ type Job struct {
 	ResumeSeq      uint64       `json:"resume_seq,omitempty" rec:"since=4"`
 	Progress       uint64       `json:"progress_seconds,omitempty" rec:"since=4"`
 	CheckpointNote string       `json:"checkpoint_note,omitempty" rec:"since=4"`
+	// Preempted counts the times a higher tier preempted the job (a spot
+	// job: market_preempt.go); PreemptWait, on a job that preempted
+	// others, is the block time until which it waits for their slots
+	// rather than preempting more.
+	Preempted   uint64 `json:"preempted,omitempty" rec:"since=4"`
+	PreemptWait int64  `json:"preempt_wait,omitempty" rec:"since=4"`
 }
 
 // Assignment is one provider's part in a job.
@@ -117,6 +123,10 @@ type Assignment struct {
 	// HandedBy the committed replica whose handover is its KeyGrant.
 	HandoverKey *Hash            `json:"handover_key,omitempty"`
 	HandedBy    *address.Address `json:"handed_by,omitempty"`
+	// PreemptAt, when set, is the block time at which a higher tier takes
+	// this spot assignment's slot: the provider has until then to
+	// checkpoint, then the job is requeued (market_preempt.go).
+	PreemptAt int64 `json:"preempt_at,omitempty" rec:"since=4"`
 }
 
 // JobResult is what a provider reports when its run ends.
@@ -221,6 +231,10 @@ func setJob(o *Overlay, j *Job, oldDeadline int64) {
 	if j.WaitCode != "" && (j.Done() || !j.queuedForReplica()) {
 		j.WaitCode = ""
 	}
+	if at := j.preemptAt(); at != 0 && !j.Done() && (j.Deadline == 0 || j.Deadline > at) {
+		// A preempted assignment's grace ends first (market_preempt.go).
+		j.Deadline = at
+	}
 	if oldDeadline != 0 {
 		o.Delete(jobDueKey(oldDeadline, j.ID))
 	}
@@ -280,14 +294,26 @@ func jobQueueKey(id uint64) []byte { return u64(slices.Clone(prefixJobQueue), id
 
 func verifyQueueKey(id uint64) []byte { return u64(slices.Clone(prefixVerifyQ), id) }
 
+func priorityQueueKey(id uint64) []byte { return u64(slices.Clone(prefixPriorityQ), id) }
+
+// queueKey is the queue j waits in: the verification queue when it already
+// has committed results, the priority queue for a priority-tier job, else
+// the main queue.
+func queueKey(j *Job) []byte {
+	switch {
+	case j.committed() > 0:
+		return verifyQueueKey(j.ID)
+	case j.Spec.Tier == TierPriority:
+		return priorityQueueKey(j.ID)
+	}
+	return jobQueueKey(j.ID)
+}
+
 // enqueueJob puts a job in the scheduler's queue (if it is not there): the
 // verification queue when it already has committed results (it waits for
 // an audit, escalation or replacement replica), else the main queue.
 func enqueueJob(o *Overlay, j *Job) {
-	k := jobQueueKey(j.ID)
-	if j.committed() > 0 {
-		k = verifyQueueKey(j.ID)
-	}
+	k := queueKey(j)
 	dequeueJob(o, j.ID)
 	o.Set(k, []byte{1})
 	setUint(o, keyQueueLen, QueueLen(o)+1)
@@ -295,7 +321,7 @@ func enqueueJob(o *Overlay, j *Job) {
 
 // dequeueJob takes a job out of the scheduler's queues (if it is there).
 func dequeueJob(o *Overlay, id uint64) {
-	for _, k := range [][]byte{jobQueueKey(id), verifyQueueKey(id)} {
+	for _, k := range [][]byte{jobQueueKey(id), verifyQueueKey(id), priorityQueueKey(id)} {
 		if o.Get(k) != nil {
 			o.Delete(k)
 			setUint(o, keyQueueLen, QueueLen(o)-1)

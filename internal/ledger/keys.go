@@ -28,7 +28,7 @@ import (
 const metaPrefix = "\x00"
 
 var unhashedPrefixes = [][]byte{[]byte(metaPrefix), prefixProviderIndex, prefixClassCount,
-	prefixJobOwner, prefixJobProv, prefixJobDue, prefixJobQueue, prefixVerifyQ}
+	prefixJobOwner, prefixJobProv, prefixJobDue, prefixJobQueue, prefixVerifyQ, prefixPriorityQ, prefixMarketLive}
 
 // Hashed reports whether the app hash covers key.
 func Hashed(key []byte) bool {
@@ -142,9 +142,32 @@ var (
 	prefixJobDue   = []byte("jobdue/")
 	keyQueueCursor = []byte("jobs/cursor")
 	keyQueueLen    = []byte("jobs/queued")
+	// jobpq/<id>: priority-tier jobs, placed before the main queue
+	// (market.go); not hashed, like the other queues.
+	prefixPriorityQ = []byte("jobpq/")
 
-	// Supply changes (supply.go): the total ever burned.
-	keyBurned = []byte("chain/burned")
+	// The market (market.go): mkt/c/<class> → the class's record,
+	// mkt/h/<class>/<epoch> → a closed epoch (the last
+	// MarketHistoryEpochs), mkt/epoch → the open epoch. mktl/<class> →
+	// the live offered and reserved units, derived from the provider and
+	// job records: not hashed (CheckInvariants rebuilds them).
+	prefixMarketClass = []byte("mkt/c/")
+	prefixMarketHist  = []byte("mkt/h/")
+	keyMarketEpoch    = []byte("mkt/epoch")
+	prefixMarketLive  = []byte("mktl/")
+
+	// Supply changes and rewards (supply.go, rewards.go): the totals ever
+	// burned and minted, the minted rewards not yet paid
+	// (chain/rewardpool), the open epoch's demand (rwd/epoch), each
+	// provider's unsettled work rwd/w/<address>, and each closed epoch's
+	// rate rwd/r/<epoch> while providers still have to settle it.
+	keyGenesisSupply = []byte("chain/genesis_supply")
+	keyBurned        = []byte("chain/burned")
+	keyMinted        = []byte("chain/minted")
+	keyRewardPool    = []byte("chain/rewardpool")
+	keyRewardEpoch   = []byte("rwd/epoch")
+	prefixRewardWork = []byte("rwd/w/")
+	prefixRewardRate = []byte("rwd/r/")
 )
 
 // getUint reads an 8-byte counter; a missing key reads 0.

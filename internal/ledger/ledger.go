@@ -156,6 +156,11 @@ func (b *Block) End() ([]Change, []byte, error) {
 		return nil, nil, err
 	}
 	b.events = append(b.events, evs...)
+	evs, err = endMarket(b.state, b.params, b.info)
+	if err != nil {
+		return nil, nil, err
+	}
+	b.events = append(b.events, evs...)
 	evs, err = issueChallenges(b.state, h, b.info.Seed, b.params)
 	if err != nil {
 		return nil, nil, err
@@ -171,6 +176,7 @@ func (b *Block) End() ([]Change, []byte, error) {
 		return nil, nil, err
 	}
 	b.events = append(b.events, evs...)
+	b.events = append(b.events, burnFees(b.state, b.params)...)
 	b.updates, evs, err = endValidators(b.state, b.params, b.info)
 	if err != nil {
 		return nil, nil, err

@@ -276,6 +276,7 @@ func execCommitResult(o *Overlay, from address.Address, m *MsgCommitResult, p Pa
 		a.Result = &r
 	}
 	// Its run is over: the slot is free for other jobs.
+	marketReserve(o, j, a, -1)
 	if err := releaseSlot(o, from); err != nil {
 		return nil, err
 	}

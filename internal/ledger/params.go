@@ -256,6 +256,9 @@ func (p Params) Validate() error {
 	if err := p.validateValidatorParams(); err != nil {
 		return err
 	}
+	if err := p.validateMarketParams(); err != nil {
+		return err
+	}
 	if err := p.challengeParams().Validate(); err != nil {
 		return fmt.Errorf("params.hw_*: %w", err)
 	}

@@ -179,6 +179,7 @@ func setProvider(o *Overlay, p *Provider) {
 // (old; nil for a new provider), which spares decoding it again.
 func setProviderFrom(o *Overlay, old, p *Provider) {
 	reindexProvider(o, old, p)
+	adjustOffered(o, old, p)
 	rebindGPUs(o, old, p)
 	o.Set(providerKey(p.Address), encodeRecord(p))
 }

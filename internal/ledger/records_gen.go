@@ -70,6 +70,12 @@ func (x *Job) encodeRec(e *encoder) {
 	if e.version >= 4 {
 		e.string(x.CheckpointNote)
 	}
+	if e.version >= 4 {
+		e.uvarint(x.Preempted)
+	}
+	if e.version >= 4 {
+		e.int64(x.PreemptWait)
+	}
 }
 
 func (x *Job) decodeRec(d *decoder) {
@@ -137,6 +143,12 @@ func (x *Job) decodeRec(d *decoder) {
 	if d.version >= 4 {
 		x.CheckpointNote = d.string("checkpoint_note")
 	}
+	if d.version >= 4 {
+		x.Preempted = d.uvarint("preempted")
+	}
+	if d.version >= 4 {
+		x.PreemptWait = d.int64("preempt_wait")
+	}
 }
 
 func (x *Job) recVersion() byte {
@@ -164,6 +176,12 @@ func (x *Job) recVersion() byte {
 		v = max(v, 4)
 	}
 	if x.CheckpointNote != "" {
+		v = max(v, 4)
+	}
+	if x.Preempted != 0 {
+		v = max(v, 4)
+	}
+	if x.PreemptWait != 0 {
 		v = max(v, 4)
 	}
 	return v
@@ -310,6 +328,9 @@ func (x *JobSpec) encodeRec(e *encoder) {
 			(*x.Checkpoint).encodeRec(e)
 		}
 	}
+	if e.version >= 4 {
+		e.string(x.Tier)
+	}
 }
 
 func (x *JobSpec) decodeRec(d *decoder) {
@@ -387,6 +408,9 @@ func (x *JobSpec) decodeRec(d *decoder) {
 			x.Checkpoint = v0
 		}
 	}
+	if d.version >= 4 {
+		x.Tier = d.string("tier")
+	}
 }
 
 func (x *JobSpec) recVersion() byte {
@@ -395,6 +419,9 @@ func (x *JobSpec) recVersion() byte {
 		v = max(v, 4)
 	}
 	if x.Checkpoint != nil {
+		v = max(v, 4)
+	}
+	if x.Tier != "" {
 		v = max(v, 4)
 	}
 	return v
@@ -430,6 +457,9 @@ func (x *Assignment) encodeRec(e *encoder) {
 	e.bool(x.HandedBy != nil)
 	if x.HandedBy != nil {
 		e.raw((*x.HandedBy)[:])
+	}
+	if e.version >= 4 {
+		e.int64(x.PreemptAt)
 	}
 }
 
@@ -468,6 +498,9 @@ func (x *Assignment) decodeRec(d *decoder) {
 		copy((*v0)[:], d.raw("handed_by", 20))
 		x.HandedBy = v0
 	}
+	if d.version >= 4 {
+		x.PreemptAt = d.int64("preempt_at")
+	}
 }
 
 func (x *Assignment) recVersion() byte {
@@ -477,6 +510,9 @@ func (x *Assignment) recVersion() byte {
 	}
 	if x.Result != nil {
 		v = max(v, x.Result.recVersion())
+	}
+	if x.PreemptAt != 0 {
+		v = max(v, 4)
 	}
 	return v
 }

@@ -63,6 +63,8 @@ func execute(o *Overlay, tx *Tx, params Params, info BlockInfo) ([]Event, error)
 		return execDeposit(o, from, m, params, info)
 	case *MsgVote:
 		return execVote(o, from, m)
+	case *MsgClaimRewards:
+		return execClaimRewards(o, from, m, params, info)
 	}
 	return nil, fmt.Errorf("no handler for %s: %w", tx.Msg.Type(), ErrUnknownMsgType)
 }

@@ -136,6 +136,13 @@ func schedule(o *Overlay, p Params, info BlockInfo) ([]Event, error) {
 		queued = append(queued, binary.BigEndian.Uint64(k[len(prefixVerifyQ):]))
 		return uint64(len(queued)) < budget
 	})
+	// Then priority-tier jobs (market.go), then the main queue.
+	if uint64(len(queued)) < budget {
+		o.Iterate(prefixPriorityQ, prefixEnd(prefixPriorityQ), func(k, _ []byte) bool {
+			queued = append(queued, binary.BigEndian.Uint64(k[len(prefixPriorityQ):]))
+			return uint64(len(queued)) < budget
+		})
+	}
 	verifying := len(queued)
 	cursor := getUint(o, keyQueueCursor)
 	collect := func(start, end []byte) {
@@ -177,7 +184,8 @@ func schedule(o *Overlay, p Params, info BlockInfo) ([]Event, error) {
 type candidate struct {
 	addr   address.Address
 	class  string
-	price  uint64 // usync per hour for this job
+	price  uint64 // usync per hour for this job: max(ask, market price) × units
+	ask    uint64 // the provider's ask × units
 	score  uint64
 	engine uint64 // engineID of its wasm engine; 0 for none
 }
@@ -194,9 +202,20 @@ type verdict struct {
 	otherEngine, noEngine int
 	pinned                string
 	fitting, engines      int
+	// overMarket counts the classes whose market price for the job's
+	// tier is above its ceiling, marketPrice the cheapest of those (for
+	// the job, usync per hour).
+	overMarket  int
+	marketPrice uint64
+	// busyOffers are offers that fit but for a free slot, for a job that
+	// may preempt (market_preempt.go).
+	busyOffers []candidate
 }
 
 func (v *verdict) String(j *JobSpec) string {
+	if v.overMarket > 0 && v.seen == 0 {
+		return fmt.Sprintf("the market price for tier %s is %s/h (the class's index × the tier's factor), above max %s/h", j.TierName(), syncString(v.marketPrice), syncString(j.MaxPricePerHour))
+	}
 	if v.classes == 0 || (v.seen == 0 && v.cheapestAbove == 0) {
 		if j.GPUCount > 0 {
 			models := "any GPU class"
@@ -283,6 +302,8 @@ func findCandidates(kv KV, s *JobSpec, p Params, perClass int, eng engineNeed) (
 	// the scan's closure copies it rather than moving it to the heap.)
 	tally := eng.tally()
 	budget := scanLimit
+	tier := s.TierName()
+	preempts := tierRank(tier) > 0 && !eng.shared
 	var of offer
 	var scanned, empty []string
 	for i, class := range classes {
@@ -298,11 +319,22 @@ func findCandidates(kv KV, s *JobSpec, p Params, perClass int, eng engineNeed) (
 			sums[i].tallyMisfit(caps, v)
 			continue
 		}
+		market, err := marketUnitPrice(kv, class, p, tier)
+		if err != nil {
+			return nil, nil, err
+		}
+		if market > maxUnit {
+			v.classes++
+			v.overMarket++
+			if price := market * units; v.marketPrice == 0 || price < v.marketPrice {
+				v.marketPrice = price
+			}
+			continue
+		}
 		cp := classPrefix(class)
 		end := providerIndexKey(class, maxUnit+1, address.Address{})
 		found := 0
 		hasEntries := false
-		var err error
 		kv.Iterate(cp, end, func(k, val []byte) bool {
 			hasEntries = true
 			budget--
@@ -310,13 +342,17 @@ func findCandidates(kv KV, s *JobSpec, p Params, perClass int, eng engineNeed) (
 				return false
 			}
 			v.seen++
+			busy := v.busy
 			if need.fits(&of, v) {
-				price := of.pricePerUnit * units
-				cands = append(cands, candidate{addr: of.addr, class: class, price: price, score: score(&of, price, s), engine: of.engine})
+				price := max(of.pricePerUnit, market) * units
+				cands = append(cands, candidate{addr: of.addr, class: class, price: price, ask: of.pricePerUnit * units, score: score(&of, price, s), engine: of.engine})
 				found++
 				if tally != nil {
 					tally.add(of.engine)
 				}
+			} else if preempts && v.busy > busy && len(v.busyOffers) < perClass {
+				price := max(of.pricePerUnit, market) * units
+				v.busyOffers = append(v.busyOffers, candidate{addr: of.addr, class: class, price: price, ask: of.pricePerUnit * units})
 			}
 			return (found < perClass || tally.short()) && budget > 0
 		})
@@ -391,6 +427,8 @@ func unplacedReason(s *JobSpec, cands []candidate, v *verdict) string {
 // that needs need candidates.
 func (v *verdict) code(cands []candidate, need int) string {
 	switch {
+	case len(cands) == 0 && v.overMarket > 0 && v.seen == 0:
+		return QuoteOverMarket
 	case v.engines > 1 || (len(cands) < need && len(cands)+v.otherEngine+v.noEngine >= need):
 		// Enough fit, but not on one engine (or not on the pinned one).
 		return QuoteNoEngine
@@ -422,6 +460,24 @@ type Quote struct {
 	// this job); 0 when there is none.
 	CheapestAsk uint64       `json:"cheapest_ask,omitempty"`
 	Best        []QuoteOffer `json:"best"`
+	// Tiers is what the job would pay per hour in each tier now, and why
+	// (market.go).
+	Tiers []QuoteTier `json:"tiers,omitempty"`
+}
+
+// QuoteTier is what a job would pay per hour in one tier: the larger of
+// its best provider's ask and the class's index × the tier's factor, both
+// for the job's units.
+type QuoteTier struct {
+	Tier         string `json:"tier"`
+	Class        string `json:"class"`
+	Index        uint64 `json:"index"` // the class's index, usync per unit-hour
+	FactorPPM    uint64 `json:"factor_ppm"`
+	Market       uint64 `json:"market"` // index × factor × units, usync per hour
+	Ask          uint64 `json:"ask"`    // the best provider's ask × units; 0 when none fits
+	PricePerHour uint64 `json:"price_per_hour"`
+	// Why says which of the two sets the price: "ask" or "index".
+	Why string `json:"why"`
 }
 
 // Why a quoted job would not be placed (Quote.Code).
@@ -444,6 +500,10 @@ const (
 	// the free ones run another engine than its replicas (or declare
 	// none).
 	QuoteNoEngine = "no_engine"
+	// QuoteOverMarket: the market price of the job's classes for its
+	// tier (index × tier factor, market.go) is above its
+	// max_price_per_hour: it waits until the index falls or it pays more.
+	QuoteOverMarket = "over_market"
 )
 
 // QuoteOffer is one provider a job could get.
@@ -484,6 +544,29 @@ func QuoteJob(kv KV, s *JobSpec) (*Quote, error) {
 			q.Best = append(q.Best, QuoteOffer{Provider: c.addr, PricePerHour: c.price, Score: c.score})
 		}
 	}
+	class, ask := CPUClass, uint64(0)
+	switch {
+	case len(cands) > 0:
+		class, ask = cands[0].class, cands[0].ask
+	case s.GPUCount > 0 && len(s.GPUModels) > 0:
+		class = s.GPUModels[0]
+	case s.GPUCount > 0:
+		class = ""
+	}
+	if class != "" {
+		m, err := marketClassOrFloor(kv, class, p)
+		if err != nil {
+			return nil, err
+		}
+		for _, t := range Tiers {
+			qt := QuoteTier{Tier: t, Class: class, Index: m.Index(), FactorPPM: p.TierFactorPPM(t), Market: m.PricePerUnit(p, t) * s.Units(), Ask: ask}
+			qt.PricePerHour, qt.Why = max(qt.Market, ask), "ask"
+			if qt.Market > ask {
+				qt.Why = "index"
+			}
+			q.Tiers = append(q.Tiers, qt)
+		}
+	}
 	return q, nil
 }
 
@@ -509,11 +592,16 @@ func place(o *Overlay, j *Job, p Params, info BlockInfo) ([]Event, error) {
 		if len(j.Assignments) > 0 {
 			reason = fmt.Sprintf("waiting for %d more distinct provider(s) to verify it: %s", need, reason)
 		}
-		if code := v.code(cands, need); j.Reason != reason || j.WaitCode != code {
+		evs, note, err := preemptFor(o, j, v.busyOffers, need-len(cands), p, info)
+		if err != nil {
+			return nil, err
+		}
+		reason += note
+		if code := v.code(cands, need); j.Reason != reason || j.WaitCode != code || len(evs) > 0 {
 			j.Reason, j.WaitCode = reason, code
 			setJob(o, j, j.Deadline)
 		}
-		return nil, nil
+		return evs, nil
 	}
 	now := info.Time.Unix()
 	old := j.Deadline
@@ -540,6 +628,7 @@ func place(o *Overlay, j *Job, p Params, info BlockInfo) ([]Event, error) {
 			a.WasmEngine = pr.WasmEngine
 		}
 		j.Assignments = append(j.Assignments, a)
+		marketReserve(o, j, &a, +1)
 		o.Set(jobProvKey(c.addr, j.ID), []byte{1})
 		names = append(names, c.addr.String())
 	}

@@ -72,6 +72,7 @@ func payAssignment(o *Overlay, j *Job, a *Assignment, cost uint64, p Params) err
 			return fmt.Errorf("job %d: escrow %d cannot cover %d + fee %d: %w", j.ID, j.Escrow, cost, fee, ErrInternal)
 		}
 		collectFee(o, fee)
+		notePayment(o, j, a, cost, fee)
 		setUint(o, keyEscrow, Escrowed(o)-cost-fee)
 		j.Escrow -= cost + fee
 		j.Cost += cost
@@ -117,12 +118,16 @@ func finishJob(o *Overlay, j *Job, info BlockInfo) ([]Event, error) {
 	return []Event{jobEvent("job_"+j.State, j, Attr{"cost", strconv.FormatUint(j.Cost, 10)}, Attr{"refund", strconv.FormatUint(j.Refund, 10)})}, nil
 }
 
-// releaseProvider ends a provider's part in a job, and frees its slot if
-// the assignment still held one.
+// releaseProvider ends a provider's part in a job, and frees its slot (and
+// what it reserved in the market, marketRelease) if the assignment still
+// held one.
 func releaseProvider(o *Overlay, provider address.Address, id uint64, slot bool) error {
 	o.Delete(jobProvKey(provider, id))
 	if !slot {
 		return nil
+	}
+	if err := marketRelease(o, provider, id); err != nil {
+		return err
 	}
 	return releaseSlot(o, provider)
 }

@@ -50,6 +50,10 @@ type JobSpec struct {
 	// Checkpoint, when set, is where the job keeps its state and how
 	// often its provider commits it (checkpoint.go).
 	Checkpoint *CheckpointSpec `json:"checkpoint,omitempty" rec:"since=4"`
+	// Tier is how the job is placed and what it pays the market
+	// (market.go): TierSpot, TierOnDemand or TierPriority; "" is
+	// on-demand.
+	Tier string `json:"tier,omitempty" rec:"since=4"`
 }
 
 // Executors a job may name (JobSpec.Executor).
@@ -223,6 +227,9 @@ func (s *JobSpec) Validate() error {
 	}
 	if s.Network && s.Executor != ExecutorOCI {
 		return invalid("network: only oci jobs can have network access")
+	}
+	if s.Tier != "" && tierRank(s.Tier) < 0 {
+		return invalid("tier %q: want spot, on-demand or priority", s.Tier)
 	}
 	if s.Checkpoint != nil {
 		if err := s.Checkpoint.validate(); err != nil {

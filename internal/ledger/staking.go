@@ -196,6 +196,9 @@ func slash(o *Overlay, addr, beneficiary address.Address, p Params, info BlockIn
 		left -= take
 	}
 	pr.Slashed += amt
+	if err := forfeitRewards(o, addr); err != nil {
+		return 0, err
+	}
 	pr.SlashEvents = append(pr.SlashEvents, SlashEvent{Height: uint64(info.Height), Amount: amt, Reason: why})
 	if len(pr.SlashEvents) > maxSlashEvents {
 		pr.SlashEvents = pr.SlashEvents[len(pr.SlashEvents)-maxSlashEvents:]

@@ -51,6 +51,7 @@ const (
 	MsgTypeSubmitProposal     MsgType = 35
 	MsgTypeDeposit            MsgType = 36
 	MsgTypeVote               MsgType = 37
+	MsgTypeClaimRewards       MsgType = 45
 )
 
 var msgNames = map[MsgType]string{
@@ -81,6 +82,7 @@ var msgNames = map[MsgType]string{
 	MsgTypeSubmitProposal:     "submit_proposal",
 	MsgTypeDeposit:            "deposit",
 	MsgTypeVote:               "vote",
+	MsgTypeClaimRewards:       "claim_rewards",
 }
 
 func (t MsgType) String() string {
@@ -154,6 +156,8 @@ func newMsg(t MsgType) Msg {
 		return &MsgDeposit{}
 	case MsgTypeVote:
 		return &MsgVote{}
+	case MsgTypeClaimRewards:
+		return &MsgClaimRewards{}
 	}
 	return nil
 }

@@ -309,7 +309,11 @@ func decide(o *Overlay, j *Job, p Params, info BlockInfo) ([]Event, error) {
 		switch {
 		case slices.Contains(win.members, i):
 			a.Outcome = OutcomeMajority
+			paid := a.Paid
 			if err := payAssignment(o, j, a, mulDiv(a.PricePerHour, a.Result.MeteredSeconds, 3600), p); err != nil {
+				return nil, err
+			}
+			if err := recordWork(o, j, a, a.Paid-paid); err != nil {
 				return nil, err
 			}
 			if n >= 2 {

@@ -1,0 +1,146 @@
+package ledger
+
+import (
+	"fmt"
+	"strconv"
+
+	"github.com/gpunet/gpunet/internal/address"
+)
+
+// Preemption: a job of a higher tier than spot that no free capacity fits
+// takes the slot of a spot job that fits it but for the slot. The spot
+// assignment gets params.preempt_grace_seconds (Assignment.PreemptAt) to
+// checkpoint (checkpoint.go; its agent sees PreemptAt on the job), then
+// the spot job is requeued: not failed, the placement not counted against
+// job_max_attempts nor held against the provider, and the provider paid
+// for the seconds it ran. The preempting job waits in its queue (the
+// priority queue is placed first) and takes a slot when one frees; it
+// looks for more spot jobs to preempt at most once per grace period
+// (Job.PreemptWait), so that it never preempts more than it needs.
+
+// preemptAt is the earliest grace end of the job's preempted assignments
+// that still hold a slot (0 for none).
+func (j *Job) preemptAt() int64 {
+	var at int64
+	for i := range j.Assignments {
+		a := &j.Assignments[i]
+		if a.PreemptAt != 0 && a.holdsSlot() && (at == 0 || a.PreemptAt < at) {
+			at = a.PreemptAt
+		}
+	}
+	return at
+}
+
+// preemptFor marks up to need spot assignments on the busy offers for
+// preemption in favour of j. It returns their events and what j's reason
+// should add.
+func preemptFor(o *Overlay, j *Job, busy []candidate, need int, p Params, info BlockInfo) ([]Event, string, error) {
+	rank := tierRank(j.Spec.TierName())
+	if need <= 0 || len(busy) == 0 || rank <= tierRank(TierSpot) || len(j.Assignments) > 0 {
+		return nil, "", nil
+	}
+	now := info.Time.Unix()
+	if now < j.PreemptWait {
+		return nil, fmt.Sprintf("; waiting for the slots of the spot jobs it preempted (free by %d)", j.PreemptWait), nil
+	}
+	at := now + int64(p.PreemptGraceSeconds)
+	var events []Event
+	n := 0
+	for _, c := range busy {
+		if n >= need {
+			break
+		}
+		for _, id := range ActiveJobsOf(o, c.addr) {
+			v, err := mustJob(o, id)
+			if err != nil {
+				return nil, "", err
+			}
+			// One replica, nothing committed: requeueing it loses no
+			// result and blames no one.
+			if v.Done() || v.ID == j.ID || v.Spec.TierName() != TierSpot || len(v.Assignments) != 1 || v.committed() > 0 {
+				continue
+			}
+			a := v.assignment(c.addr)
+			if a == nil || a.Extra || !a.holdsSlot() || a.PreemptAt != 0 {
+				continue
+			}
+			old := v.Deadline
+			a.PreemptAt = at
+			v.Reason = fmt.Sprintf("preempted by %s job %d on %s: it may checkpoint until %d, then it is requeued", j.Spec.TierName(), j.ID, c.addr, at)
+			setJob(o, v, old)
+			events = append(events, jobEvent("job_preempted", v, Attr{"provider", c.addr.String()}, Attr{"by", strconv.FormatUint(j.ID, 10)}, Attr{"at", strconv.FormatInt(at, 10)}))
+			n++
+			break
+		}
+	}
+	j.PreemptWait = at
+	if n == 0 {
+		return nil, "", nil
+	}
+	return events, fmt.Sprintf("; preempting %d spot job(s), whose slots free at %d", n, at), nil
+}
+
+// requeuePreempted requeues a spot job whose preempted assignment's grace
+// ended: it resumes from its latest checkpoint, if it has one
+// (keepCheckpointed), each provider is paid for the seconds it ran (or the
+// slot it held, if it had not started), and the escrow is topped up from
+// the owner's balance to cover a whole run again. An owner who cannot pay
+// that gets the job failed and the rest refunded.
+func requeuePreempted(o *Overlay, j *Job, p Params, info BlockInfo) ([]Event, error) {
+	now := info.Time.Unix()
+	old := j.Deadline
+	all := make([]address.Address, len(j.Assignments))
+	for i, a := range j.Assignments {
+		all[i] = a.Provider
+	}
+	kept, err := keepCheckpointed(o, j, all, p)
+	if err != nil {
+		return nil, err
+	}
+	for i := range j.Assignments {
+		a := &j.Assignments[i]
+		if a.StartedAt == 0 {
+			err = chargeHold(o, j, a, p, now)
+		} else {
+			ran := min(uint64(max(now-a.StartedAt, 0)), j.RunBudget())
+			if c := j.checkpointAt(a.Provider, j.ResumeSeq); kept != "" && c != nil {
+				ran -= min(ran, c.Covered) // keepCheckpointed paid those
+			}
+			err = payForTime(o, j, a, ran, p)
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	for _, a := range j.Assignments {
+		if err := releaseProvider(o, a.Provider, j.ID, a.holdsSlot()); err != nil {
+			return nil, err
+		}
+	}
+	gone := joinAddrs(all)
+	if want := JobEscrow(&j.Spec, p); j.Escrow < want {
+		owner, err := GetAccount(o, j.Owner)
+		if err != nil {
+			return nil, err
+		}
+		top := want - j.Escrow
+		if owner.Balance < top {
+			j.State = JobFailed
+			j.Reason = fmt.Sprintf("preempted by a higher tier on %s, and its owner has %dusync of the %dusync another run needs in escrow; the rest is refunded", gone, owner.Balance, top)
+			return finishJob(o, j, info)
+		}
+		owner.Balance -= top
+		setAccount(o, &owner)
+		j.Escrow += top
+		setUint(o, keyEscrow, Escrowed(o)+top)
+	}
+	j.Assignments = []Assignment{}
+	j.State = JobQueued
+	j.Attempts -= min(j.Attempts, 1) // a preempted placement is not a failed attempt
+	j.Preempted++
+	j.Reason = fmt.Sprintf("preempted by a higher tier on %s; requeued%s", gone, kept)
+	j.Deadline = 0
+	enqueueJob(o, j)
+	setJob(o, j, old)
+	return []Event{jobEvent("job_requeued", j, Attr{"providers", gone}, Attr{"why", "preempted"})}, nil
+}
