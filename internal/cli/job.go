@@ -168,6 +168,10 @@ func quoteCmd(e *env) *cobra.Command {
 						formatSync(q.PricePerHour), q.Replicas, formatSync(q.MaxCost), time.Duration(s.Timeout))
 				}
 				fmt.Fprintf(w, "submitting locks %s in escrow (max price × timeout × replicas + fee); unused escrow is refunded\n", formatSync(q.Escrow))
+				if len(q.Tiers) > 0 {
+					fmt.Fprintf(w, "each tier now (a job pays the larger of its provider's ask and the class's index × the tier's factor; this spec is %s):\n", ls.TierName())
+					printQuoteTiers(w, q)
+				}
 				for _, b := range q.Best {
 					fmt.Fprintf(w, "  %s  %s/h  score %d\n", names.addr(b.Provider), formatSync(b.PricePerHour), b.Score)
 				}

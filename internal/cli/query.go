@@ -25,6 +25,7 @@ func (e *env) resolveAddress(s string) (address.Address, error) {
 
 func queryCmd(e *env) *cobra.Command {
 	c := &cobra.Command{Use: "query", Aliases: []string{"q"}, Short: "Read ledger state"}
+	c.AddCommand(queryMarketCmd(e))
 	c.AddCommand(&cobra.Command{
 		Use:   "balance ADDR|KEY",
 		Short: "Show an account's balance",

@@ -241,6 +241,11 @@ func (s *Spec) LedgerSpec(module string) ledger.JobSpec {
 		Verification: s.Verification, Deterministic: s.IsDeterministic(),
 		Region: s.Region, RegionRequired: s.RegionRequired, Network: s.Network,
 	}
+	if s.Tier != TierOnDemand {
+		// On-demand is the ledger's default (""): a spec that does not
+		// name another tier submits what it did before tiers existed.
+		ls.Tier = s.Tier
+	}
 	for _, in := range s.Inputs {
 		if IsURL(in.From) {
 			ls.URLInputs = append(ls.URLInputs, ledger.URLInput{Path: in.Path, URL: in.From, SHA256: urlInputHash(in.SHA256), Size: uint64(in.Size)})

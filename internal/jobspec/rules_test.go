@@ -58,6 +58,16 @@ func TestLedgerSpec(t *testing.T) {
 	if ls := w.LedgerSpec(PlaceholderModule); ls.Module != PlaceholderModule || !ls.Deterministic || ls.Validate() != nil {
 		t.Fatalf("wasm spec with the placeholder module: %+v, %v", ls, ls.Validate())
 	}
+	// The tier reaches the ledger; on-demand, the default, as "".
+	for tier, want := range map[string]string{"": "", TierOnDemand: "", TierSpot: ledger.TierSpot, TierPriority: ledger.TierPriority} {
+		w, err := Parse([]byte(minimalWASM+"tier: "+tier+"\n"), "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := w.LedgerSpec(PlaceholderModule).Tier; got != want {
+			t.Errorf("tier %q: ledger tier %q, want %q", tier, got, want)
+		}
+	}
 }
 
 // TestOnChainAsksTheLedger: once jobspec's own checks pass, the ledger has
