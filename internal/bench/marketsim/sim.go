@@ -55,7 +55,7 @@ type Result struct {
 	Epochs []Epoch
 	// Work is the verified GPU-seconds run, Paid what consumers paid
 	// providers, Minted the rewards minted, all over the run.
-	Work, Paid, Fees, Minted uint64
+	Work, Paid, Fees, Minted  uint64
 	Jobs, Cancelled, TxErrors int
 }
 
