@@ -60,7 +60,8 @@ func VotingWeight(kv KV, a address.Address) (uint64, error) {
 }
 
 // TallyVotes counts the votes on proposal id with each voter's weight now:
-// one pass over the proposal's votes (gov/v/<id>…).
+// one pass over the proposal's votes (gov/v/<id>…), one read of the
+// weight index (gov_weight.go) for each.
 func TallyVotes(kv KV, id uint64) (Tally, error) {
 	t := Tally{Bonded: BondedStake(kv)}
 	var err error
@@ -68,10 +69,7 @@ func TallyVotes(kv KV, id uint64) (Tally, error) {
 	kv.Iterate(pre, prefixEnd(pre), func(k, b []byte) bool {
 		var a address.Address
 		copy(a[:], k[len(pre):])
-		var w uint64
-		if w, err = VotingWeight(kv, a); err != nil {
-			return false
-		}
+		w := weightOf(kv, a)
 		switch string(b) {
 		case "\x00":
 			t.Yes += w

@@ -102,7 +102,7 @@ func TestGovParamChangeApplied(t *testing.T) {
 	if p.Status != ledger.ProposalVoting || p.VotingEnd != uint64(c.Height)+5 || p.Deposit != 10*sync {
 		t.Fatalf("after submit: %+v, want voting until %d with 10 SYNC", p, c.Height+5)
 	}
-	if !hasEvent(r.Events, "proposal_voting") {
+	if !govHasEvent(r.Events, "proposal_voting") {
 		t.Errorf("submit events %v: no proposal_voting", r.Events)
 	}
 	for _, v := range []string{"v1", "v2", "v3"} {
@@ -119,7 +119,7 @@ func TestGovParamChangeApplied(t *testing.T) {
 			changed = &e
 		}
 	}
-	if changed == nil || attr(*changed, "key") != "protocol_fee_bps" || attr(*changed, "old") != "100" || attr(*changed, "new") != "150" || attr(*changed, "height") != itoa(c.Height+1) {
+	if changed == nil || govAttr(*changed, "key") != "protocol_fee_bps" || govAttr(*changed, "old") != "100" || govAttr(*changed, "new") != "150" || govAttr(*changed, "height") != govItoa(c.Height+1) {
 		t.Fatalf("block %d's events %v: want param_changed protocol_fee_bps 100 → 150 at height %d", c.Height+1, b.Events(), c.Height+1)
 	}
 	changes, hash, err := b.End()
@@ -361,7 +361,7 @@ func TestGovWeightAtTally(t *testing.T) {
 	}
 }
 
-func hasEvent(evs []ledger.Event, typ string) bool {
+func govHasEvent(evs []ledger.Event, typ string) bool {
 	for _, e := range evs {
 		if e.Type == typ {
 			return true
@@ -370,7 +370,7 @@ func hasEvent(evs []ledger.Event, typ string) bool {
 	return false
 }
 
-func attr(e ledger.Event, key string) string {
+func govAttr(e ledger.Event, key string) string {
 	for _, a := range e.Attrs {
 		if a.Key == key {
 			return a.Value
@@ -379,4 +379,4 @@ func attr(e ledger.Event, key string) string {
 	return ""
 }
 
-func itoa(v int64) string { return strconv.FormatInt(v, 10) }
+func govItoa(v int64) string { return strconv.FormatInt(v, 10) }

@@ -41,6 +41,7 @@ var invariants = []func(s *invariantState) error{
 	proposalsMatchIndexes,
 	govDepositsAddUp,
 	minDepositWithinBounds,
+	votingWeightsMatchRecords,
 	supplyAddsUp,
 	marketCountsMatchRecords,
 	rewardsAddUp,

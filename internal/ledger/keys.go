@@ -28,7 +28,7 @@ import (
 const metaPrefix = "\x00"
 
 var unhashedPrefixes = [][]byte{[]byte(metaPrefix), prefixProviderIndex, prefixClassCount,
-	prefixJobOwner, prefixJobProv, prefixJobDue, prefixJobQueue, prefixVerifyQ, prefixPriorityQ, prefixMarketLive}
+	prefixJobOwner, prefixJobProv, prefixJobDue, prefixJobQueue, prefixVerifyQ, prefixGovWeight, prefixPriorityQ, prefixMarketLive}
 
 // Hashed reports whether the app hash covers key.
 func Hashed(key []byte) bool {
@@ -122,6 +122,10 @@ var (
 	prefixGovQueue   = []byte("gov/q/")
 	prefixGovDeposit = []byte("gov/d/")
 	prefixGovVote    = []byte("gov/v/")
+	// govw/<address> → voting weight (gov_weight.go): derived from the
+	// provider and validator records, not hashed (CheckInvariants
+	// rebuilds it).
+	prefixGovWeight = []byte("govw/")
 
 	// Liveness challenges (liveness.go): livedl/<deadline><address>.
 	prefixLivenessDeadline = []byte("livedl/")

@@ -178,10 +178,7 @@ func execVote(o *Overlay, from address.Address, m *MsgVote) ([]Event, error) {
 	if prop.Status != ProposalVoting {
 		return nil, invalid("proposal %d is %s: votes are taken only in its voting period", prop.ID, prop.Status)
 	}
-	w, err := VotingWeight(o, from)
-	if err != nil {
-		return nil, err
-	}
+	w := weightOf(o, from)
 	if w == 0 {
 		return nil, fmt.Errorf("%s has no bonded stake (a validator bond or provider stake), so its vote would weigh nothing: %w", from, ErrInsufficientStake)
 	}

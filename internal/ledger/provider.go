@@ -182,6 +182,9 @@ func setProviderFrom(o *Overlay, old, p *Provider) {
 	adjustOffered(o, old, p)
 	rebindGPUs(o, old, p)
 	o.Set(providerKey(p.Address), encodeRecord(p))
+	if old == nil || old.Stake != p.Stake {
+		providerWeightChanged(o, p) // gov_weight.go
+	}
 }
 
 // IterateProviders calls fn for each registered provider in address order.

@@ -203,6 +203,9 @@ func setValidator(o *Overlay, old, v *Validator) {
 		o.Set(valPowerKey(v.Bond, c), []byte{1})
 	}
 	o.Set(validatorKey(c), v.encode())
+	if old == nil || old.Bond != v.Bond || old.Tombstoned != v.Tombstoned {
+		validatorWeightChanged(o, v) // gov_weight.go
+	}
 }
 
 // activeSet returns the set CometBFT has, in consensus address order.
