@@ -100,6 +100,7 @@ type Result struct {
 	// (signatures not verified); SigVerifyUs one ed25519 verification;
 	// ReplaySeconds their sum over the chain's txs: the replay estimate.
 	BuildSeconds  float64 `json:"build_seconds"`
+	BuildCPU      float64 `json:"build_cpu_seconds"` // the process's CPU time in it
 	SigVerifyUs   float64 `json:"sig_verify_us"`
 	ReplaySeconds float64 `json:"replay_seconds"`
 
@@ -119,11 +120,15 @@ type Result struct {
 	ApplySeconds   float64 `json:"apply_seconds"`
 	VerifySeconds  float64 `json:"verify_seconds"`
 	RestoreSeconds float64 `json:"restore_seconds"`
+	RestoreCPU     float64 `json:"restore_cpu_seconds"`
 
 	// Speedup is ReplaySeconds / RestoreSeconds; SpeedupLedgerOnly
-	// BuildSeconds / RestoreSeconds (replay without signatures).
+	// BuildSeconds / RestoreSeconds (replay without signatures);
+	// SpeedupCPU the same as SpeedupLedgerOnly in CPU time, the figure to
+	// compare on a machine other work shares.
 	Speedup           float64 `json:"speedup"`
 	SpeedupLedgerOnly float64 `json:"speedup_ledger_only"`
+	SpeedupCPU        float64 `json:"speedup_cpu"`
 	AppHash           string  `json:"app_hash"`
 }
 
@@ -153,12 +158,12 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	// Replay: the chain's blocks through the ledger.
 	progress("replay: building the state (%d providers, %d jobs) block by block through the ledger…", o.Providers, o.Jobs)
 	srcDir := filepath.Join(root, "source", "app")
-	t0 := time.Now()
+	t0, cpu0 := time.Now(), measure.ProcessCPU()
 	st, err := apibench.BuildState(ctx, srcDir, apibench.Options{Providers: o.Providers, Jobs: o.Jobs, Consumers: o.Consumers, Seed: o.Seed}, progress)
 	if err != nil {
 		return nil, fmt.Errorf("build the state: %w", err)
 	}
-	res.BuildSeconds = time.Since(t0).Seconds()
+	res.BuildSeconds, res.BuildCPU = time.Since(t0).Seconds(), (measure.ProcessCPU() - cpu0).Seconds()
 	res.Height, res.Txs = st.Height+1, st.Txs
 	res.SigVerifyUs = sigVerifyUs()
 	res.ReplaySeconds = res.BuildSeconds + float64(res.Txs)*res.SigVerifyUs/1e6
@@ -216,7 +221,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		return nil, err
 	}
 	defer dst.Close()
-	t0 = time.Now()
+	t0, cpu0 = time.Now(), measure.ProcessCPU()
 	offer, err := dst.OfferSnapshot(ctx, &abci.OfferSnapshotRequest{Snapshot: snap, AppHash: info.LastBlockAppHash})
 	if err != nil || offer.Result != abci.OFFER_SNAPSHOT_RESULT_ACCEPT {
 		return nil, fmt.Errorf("offer: %v %v", offer, err)
@@ -244,7 +249,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 			apply += time.Since(t2)
 		}
 	}
-	res.RestoreSeconds = time.Since(t0).Seconds()
+	res.RestoreSeconds, res.RestoreCPU = time.Since(t0).Seconds(), (measure.ProcessCPU() - cpu0).Seconds()
 	res.LoadSeconds, res.ApplySeconds = load.Seconds(), apply.Seconds()
 	got, err := dst.Info(ctx, &abci.InfoRequest{})
 	if err != nil {
@@ -255,6 +260,9 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	}
 	res.Speedup = res.ReplaySeconds / res.RestoreSeconds
 	res.SpeedupLedgerOnly = res.BuildSeconds / res.RestoreSeconds
+	if res.RestoreCPU > 0 {
+		res.SpeedupCPU = res.BuildCPU / res.RestoreCPU
+	}
 	return res, nil
 }
 
