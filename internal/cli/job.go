@@ -798,6 +798,7 @@ func printJob(w io.Writer, j *ledger.Job, p *jobProgress, names keyNames) {
 	if j.Released != "" {
 		fmt.Fprintf(w, "handed back: %s\n", j.Released)
 	}
+	printCheckpoints(w, j, names)
 	for _, a := range j.Assignments {
 		role := "provider:"
 		if a.Extra {

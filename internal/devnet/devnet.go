@@ -77,6 +77,9 @@ func Setup(home string, o Options) (created bool, err error) {
 	g.Params.UnbondingBlocks = 100 // a devnet does not need to wait a week
 	g.Params.LivenessWindow = 5    // nor long to notice a provider is gone
 	g.Params.RevealTimeout = 30    // replicas reveal within seconds; a lost one should not hold a job long
+	// Checkpoints every second, for tests and demos of resuming; a real
+	// chain's minimum is a minute (params.checkpoint_min_interval).
+	g.Params.CheckpointMinInterval = 1
 	// No minimum fee: balances in the README and the e2e tests come out
 	// exact. Clients pay params.min_fee whatever it is (chainclient), so a
 	// devnet with the default runs the same flows.

@@ -621,10 +621,11 @@ func (d *decoder) price(field string, n ast.Node) Price {
 
 // Fields of each mapping, in the order the docs list them.
 var (
-	specFields      = []string{"name", "executor", "module", "image", "command", "args", "env", "inputs", "outputs", "resources", "max_price", "timeout", "verification", "region", "region_required", "tier", "deterministic", "checkpoint", "network"}
-	inputFields     = []string{"path", "from", "sha256", "size"}
-	resourcesFields = []string{"cpu", "memory", "disk", "gpu"}
-	gpuFields       = []string{"count", "models", "min_vram", "min_compute_cap"}
+	specFields       = []string{"name", "executor", "module", "image", "command", "args", "env", "inputs", "outputs", "resources", "max_price", "timeout", "verification", "region", "region_required", "tier", "deterministic", "checkpoint", "network"}
+	inputFields      = []string{"path", "from", "sha256", "size"}
+	resourcesFields  = []string{"cpu", "memory", "disk", "gpu"}
+	gpuFields        = []string{"count", "models", "min_vram", "min_compute_cap"}
+	checkpointFields = []string{"path", "interval"}
 )
 
 // aliases are names people reach for, by the mapping they are written in,
@@ -733,7 +734,7 @@ func (d *decoder) spec(n ast.Node) *Spec {
 				s.Deterministic = &b
 			}
 		case "checkpoint":
-			s.Checkpoint = d.str(f, e.value, "checkpoint: /out/ckpt")
+			s.Checkpoint = d.checkpoint(f, e.value)
 		case "network":
 			s.Network, _ = d.boolean(f, e.value)
 		default:
@@ -787,6 +788,35 @@ func (d *decoder) inputs(field string, n ast.Node) []Input {
 		}
 	}
 	return out
+}
+
+// checkpoint decodes checkpoint: {path, interval}, or the older
+// checkpoint: /path (the path, at the default interval).
+func (d *decoder) checkpoint(field string, n ast.Node) *Checkpoint {
+	const example = "checkpoint: {path: /ckpt, interval: 10m}"
+	v, _ := d.resolve(field, n)
+	switch v.(type) {
+	case nil, *ast.NullNode:
+		return nil
+	case *ast.StringNode, *ast.LiteralNode:
+		d.pos[field+".path"] = d.pos[field]
+		return &Checkpoint{Path: d.str(field, n, example)}
+	}
+	c := &Checkpoint{}
+	for _, e := range d.mapping(field, n, example) {
+		f := field + "." + e.key
+		d.mark(f, e.pos, e.value)
+		switch e.key {
+		case "path":
+			c.Path = d.str(f, e.value, "path: /ckpt")
+		case "interval":
+			c.Interval = d.duration(f, e.value)
+		default:
+			delete(d.pos, f)
+			d.unknown(field, e, checkpointFields)
+		}
+	}
+	return c
 }
 
 func (d *decoder) resources(field string, n ast.Node) Resources {

@@ -152,7 +152,13 @@ var errorTests = []struct {
 	{"output dotdot", set(minimalWASM, "outputs", "[/out/../..]"), "outputs[0]", 4, []string{`contains ".."`}},
 	{"output twice", set(minimalWASM, "outputs", "[/out, /out]"), "outputs[1]", 4, []string{"listed twice"}},
 	{"output inside output", set(minimalWASM, "outputs", "[/out, /out/log]"), "outputs[1]", 4, []string{"inside outputs[0] /out"}},
-	{"checkpoint relative", minimalWASM + "checkpoint: ckpt\n", "checkpoint", 7, []string{"not absolute"}},
+	{"checkpoint relative", minimalWASM + "checkpoint: ckpt\n", "checkpoint.path", 7, []string{"not absolute"}},
+	{"checkpoint path relative", minimalWASM + "checkpoint: {path: ckpt, interval: 10m}\n", "checkpoint.path", 7, []string{"not absolute"}},
+	{"checkpoint root", minimalWASM + "checkpoint: {path: /, interval: 10m}\n", "checkpoint.path", 7, []string{"cannot be / itself"}},
+	{"checkpoint no path", minimalWASM + "checkpoint: {interval: 10m}\n", "checkpoint.path", 7, []string{"is required"}},
+	{"checkpoint interval long", minimalWASM + "checkpoint: {path: /ckpt, interval: 2d}\n", "checkpoint.interval", 7, []string{"out of range", "1d"}},
+	{"checkpoint interval fraction", minimalWASM + "checkpoint: {path: /ckpt, interval: 1.5s}\n", "checkpoint.interval", 7, []string{"whole seconds"}},
+	{"checkpoint unknown key", minimalWASM + "checkpoint: {path: /ckpt, every: 10m}\n", "checkpoint.every", 7, []string{"interval"}},
 	{"too many outputs", set(minimalWASM, "outputs", "["+outputsList(65)+"]"), "outputs", 4, []string{"at most 64"}},
 
 	// Env.

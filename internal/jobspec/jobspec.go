@@ -53,13 +53,30 @@ type Spec struct {
 	RegionRequired bool              `yaml:"region_required,omitempty" json:"region_required,omitempty"` // Region is a hard constraint
 	Tier           string            `yaml:"tier" json:"tier"`                                           // TierSpot, TierOnDemand or TierPriority
 	Deterministic  *bool             `yaml:"deterministic" json:"deterministic"`                         // nil: true for wasm, false for oci
-	Checkpoint     string            `yaml:"checkpoint,omitempty" json:"checkpoint,omitempty"`           // guest path resumed from on reassignment
+	Checkpoint     *Checkpoint       `yaml:"checkpoint,omitempty" json:"checkpoint,omitempty"`           // where the job keeps its state, resumed from on another provider
 	Network        bool              `yaml:"network,omitempty" json:"network,omitempty"`                 // oci: the job needs network access (only providers that allow it)
 
 	// pos maps field paths to where their values were written, so that
 	// Validate's errors can point at them. Empty for a Spec built in code.
 	pos map[string]position
 }
+
+// Checkpoint is where the job keeps its state and how often its provider
+// takes it (docs/jobspec.md, checkpoint). The old form, checkpoint: /path,
+// is still read: the path, at DefaultCheckpointInterval.
+type Checkpoint struct {
+	Path     string   `yaml:"path" json:"path"`         // absolute guest path of a directory
+	Interval Duration `yaml:"interval" json:"interval"` // how often; whole seconds, 1s … 24h (the chain's minimum applies)
+}
+
+// Bounds and default of a checkpoint's interval. The chain refuses an
+// interval shorter than its params.checkpoint_min_interval (60 s by
+// default); this client checks only the outer bounds.
+const (
+	DefaultCheckpointInterval = Duration(10 * time.Minute)
+	MinCheckpointInterval     = Duration(time.Second)
+	MaxCheckpointInterval     = Duration(24 * time.Hour)
+)
 
 // Input is a file or directory the job reads.
 type Input struct {
@@ -246,6 +263,9 @@ func (s *Spec) LedgerSpec(module string) ledger.JobSpec {
 		// name another tier submits what it did before tiers existed.
 		ls.Tier = s.Tier
 	}
+	if c := s.Checkpoint; c != nil {
+		ls.Checkpoint = &ledger.CheckpointSpec{Path: c.Path, IntervalSeconds: uint64(time.Duration(c.Interval) / time.Second)}
+	}
 	for _, in := range s.Inputs {
 		if IsURL(in.From) {
 			ls.URLInputs = append(ls.URLInputs, ledger.URLInput{Path: in.Path, URL: in.From, SHA256: urlInputHash(in.SHA256), Size: uint64(in.Size)})
@@ -311,6 +331,9 @@ func (s *Spec) setDefaults(given func(field string) bool) {
 	}
 	if s.Tier == "" {
 		s.Tier = DefaultTier
+	}
+	if s.Checkpoint != nil && s.Checkpoint.Interval == 0 && !given("checkpoint.interval") {
+		s.Checkpoint.Interval = DefaultCheckpointInterval
 	}
 	if s.Deterministic == nil && (s.Executor == ExecutorWASM || s.Executor == ExecutorOCI) {
 		d := s.Executor == ExecutorWASM

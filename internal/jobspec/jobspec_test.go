@@ -167,7 +167,7 @@ func TestDefaults(t *testing.T) {
 			if s.Deterministic == nil || *s.Deterministic != tt.deterministic || s.IsDeterministic() != tt.deterministic {
 				t.Errorf("Deterministic = %v, IsDeterministic() = %v; want %v", s.Deterministic, s.IsDeterministic(), tt.deterministic)
 			}
-			if s.Region != "" || s.RegionRequired || s.Checkpoint != "" || s.Resources.GPU.Count != 0 {
+			if s.Region != "" || s.RegionRequired || s.Checkpoint != nil || s.Resources.GPU.Count != 0 {
 				t.Errorf("optional fields set: %+v", s)
 			}
 		})
@@ -243,7 +243,7 @@ checkpoint: /out/ckpt
 		Region:         "eu-west",
 		RegionRequired: true,
 		Tier:           TierPriority,
-		Checkpoint:     "/out/ckpt",
+		Checkpoint:     &Checkpoint{Path: "/out/ckpt", Interval: DefaultCheckpointInterval},
 	}
 	if !sameSpec(s, want) {
 		t.Errorf("Parse =\n%s\nwant\n%s", mustYAML(t, s), mustYAML(t, want))

@@ -7,6 +7,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	"github.com/gpunet/gpunet/internal/ledger"
@@ -275,9 +276,18 @@ func (v *validator) outputs() {
 			"%s is inside outputs[%d] %s, which is collected already",
 			"%s contains outputs[%d] %s; collect only one of them")
 	}
-	if s.Checkpoint != "" {
-		if msg := guestPathProblem(s.Checkpoint); msg != "" {
-			v.errorf("checkpoint", "%s", msg)
+	if c := s.Checkpoint; c != nil {
+		switch msg := guestPathProblem(c.Path); {
+		case c.Path == "":
+			v.errorf("checkpoint.path", "is required: the directory the job keeps its state in, e.g. checkpoint: {path: /ckpt, interval: 10m}")
+		case msg != "":
+			v.errorf("checkpoint.path", "%s", msg)
+		}
+		switch {
+		case c.Interval < MinCheckpointInterval || c.Interval > MaxCheckpointInterval:
+			v.errorf("checkpoint.interval", "%s out of range [%s, %s] (the chain also refuses less than its checkpoint_min_interval, 60s by default)", c.Interval, MinCheckpointInterval, MaxCheckpointInterval)
+		case time.Duration(c.Interval)%time.Second != 0:
+			v.errorf("checkpoint.interval", "%s: want whole seconds", c.Interval)
 		}
 	}
 }

@@ -308,17 +308,19 @@ func keepCheckpointed(o *Overlay, j *Job, removed []address.Address, p Params) (
 // earlier checkpoint than the job's resume point (seq, 0 for none), because
 // the later ones were corrupt or missing, and why.
 func resumeFallback(j *Job, from address.Address, seq uint64, why string) error {
+	if why == "" {
+		// A plain start resumes from the job's resume point; one from
+		// elsewhere must say why.
+		if seq != 0 && seq != j.ResumeSeq {
+			return fmt.Errorf("job %d resumes from checkpoint %d; starting from %d needs a resume_note saying why: %w", j.ID, j.ResumeSeq, seq, ErrInvalidMsg)
+		}
+		return nil
+	}
 	if seq > j.ResumeSeq {
 		return fmt.Errorf("job %d resumes from checkpoint %d; %s cannot resume from the later %d: %w", j.ID, j.ResumeSeq, from, seq, ErrInvalidMsg)
 	}
 	if seq != 0 && !slices.ContainsFunc(j.Checkpoints, func(c Checkpoint) bool { return c.Seq == seq }) {
 		return fmt.Errorf("job %d keeps no checkpoint %d: %w", j.ID, seq, ErrInvalidMsg)
-	}
-	if seq == j.ResumeSeq && why == "" {
-		return nil
-	}
-	if why == "" {
-		why = "no reason given"
 	}
 	what := fmt.Sprintf("checkpoint %d", seq)
 	if seq == 0 {

@@ -100,6 +100,10 @@ type Options struct {
 	// backoff, log relay flushes) and its status's time; nil is the real
 	// clock. Tests advance a fake.
 	Clock clock.Clock
+	// CheckpointGrace is how long a checkpointing job's last checkpoint
+	// may take when the agent stops or is asked to stop the job
+	// (checkpoint.go); 0 is DefaultCheckpointGrace.
+	CheckpointGrace time.Duration
 }
 
 // Faults are deliberate misbehaviours (`gpunet provider start
@@ -183,6 +187,7 @@ type Agent struct {
 	gpus         gpuPool
 	gpuDevs      map[string]*gpuDevice // by UUID
 	clk          clock.Clock
+	ckpts        ckptRegistry // runs that checkpoint (checkpoint.go)
 }
 
 // New returns an agent; Run starts it.
@@ -265,6 +270,7 @@ func (a *Agent) Run(ctx context.Context) error {
 			err = a.serve(ctx)
 		}
 		if ctx.Err() != nil {
+			a.checkpointAll()
 			a.stopRuns()
 			a.goOffline()
 			return nil

@@ -370,7 +370,8 @@ func (a *Agent) execute(ctx context.Context, j *ledger.Job, started bool) (*ledg
 	}
 	// A job recorded before the ledger refused disk 0 gets the sandbox's
 	// finite default, never the provider's whole disk.
-	limits := sandbox.Limits{MemoryBytes: s.Memory, Timeout: time.Duration(s.TimeoutSeconds) * time.Second, CPU: float64(s.CPUMilli) / 1000, DiskBytes: s.Disk}
+	// The timeout is what checkpoints the job resumed from left of it.
+	limits := sandbox.Limits{MemoryBytes: s.Memory, Timeout: time.Duration(j.RunBudget()) * time.Second, CPU: float64(s.CPUMilli) / 1000, DiskBytes: s.Disk}
 	limits.DiskBytes = limits.Disk()
 	if j.InputBlob != "" {
 		lim := seal.Limits{MaxBytes: int64(min(limits.DiskBytes, math.MaxInt64)), MaxEntries: sandbox.MaxOutputEntries}
@@ -383,10 +384,18 @@ func (a *Agent) execute(ctx context.Context, j *ledger.Job, started bool) (*ledg
 			return nil, err
 		}
 	}
+	resume, err := a.restoreCheckpoint(ctx, j, jobKey, root, limits.DiskBytes, started)
+	if err != nil {
+		return nil, fmt.Errorf("checkpoint: %w", err)
+	}
 	if !started {
+		start := &ledger.MsgStartJob{JobID: j.ID}
+		if resume != nil && (resume.seq != j.ResumeSeq || resume.note != "") {
+			start.ResumeSeq, start.ResumeNote = resume.seq, truncateReason(resume.note)
+		}
 		// No need to wait for the block: the result, sent later with the
 		// next sequence, cannot land before it.
-		if _, err := a.o.Chain.SubmitMsg(ctx, a.o.Key, 0, &ledger.MsgStartJob{JobID: j.ID}); err != nil {
+		if _, err := a.o.Chain.SubmitMsg(ctx, a.o.Key, 0, start); err != nil {
 			return nil, fmt.Errorf("start: %w", err)
 		}
 	}
@@ -396,13 +405,13 @@ func (a *Agent) execute(ctx context.Context, j *ledger.Job, started bool) (*ledg
 	}
 	logs := &cappedBuffer{max: maxLogBytes}
 	stream := a.streamLogs(ctx, j.ID, owner, logs)
-	res, err := ex.Run(ctx, &sandbox.Job{
+	res, err := a.runCheckpointed(ctx, ex, j, &sandbox.Job{
 		ID: fmt.Sprint(j.ID), Module: module, Image: s.Image, Command: s.Command, Args: s.Args, Env: s.Env, WorkDir: root, Outputs: s.Outputs,
 		GPUs:          gpus,
 		Network:       s.Network,
 		Limits:        limits,
 		Deterministic: s.Deterministic,
-	}, logs)
+	}, resume, jobKey, dir, logs)
 	stream()
 	if err != nil {
 		return nil, fmt.Errorf("executor: %w", err)
