@@ -39,7 +39,14 @@
 // Areas, each with its messages and their handlers (exec*):
 //   - accounts.go: balances and transfers (MsgSend).
 //   - supply.go: the supply and the treasury.
-//   - params.go: [Params], their defaults and bounds.
+//   - params.go: [Params] and their defaults; paramreg.go: the parameter
+//     registry (each parameter's bounds and largest step per proposal),
+//     from which Validate takes the bounds.
+//   - gov.go: governance proposals, their records and queries;
+//     msg_gov.go: submit a proposal, deposit, vote; gov_deposit.go:
+//     deposits and the rising minimum deposit; gov_tally.go: the end of
+//     periods, the tally and executing what passed (first thing in every
+//     block); gov_weight.go: the voting weight index; gov_invariants.go.
 //   - provider.go: the provider registry and the online index;
 //     msg_provider.go: register, update, set status and what a declaration
 //     may claim; hardware.go and limits.go: the bounds it is held to;
