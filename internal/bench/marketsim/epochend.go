@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/gpunet/gpunet/internal/bench/market"
+	"github.com/gpunet/gpunet/internal/bench/statestore"
 	"github.com/gpunet/gpunet/internal/ledger"
 )
 
@@ -22,8 +23,9 @@ type EpochEnd struct {
 }
 
 // MeasureEpochEnd registers n providers of the benchmark market (its eight
-// GPU classes and cpu), then times End() of 20 epochs of 5 blocks.
-func MeasureEpochEnd(n int) (*EpochEnd, error) {
+// GPU classes and cpu) in a store of kind (statestore.Pebble, the nodes'
+// store, or statestore.BTree), then times End() of 20 epochs of 5 blocks.
+func MeasureEpochEnd(n int, kind string) (*EpochEnd, error) {
 	p := ledger.DefaultParams()
 	p.LivenessRatePPM, p.HWRatePPM = 0, 0
 	p.EpochBlocks = 5
@@ -33,12 +35,18 @@ func MeasureEpochEnd(n int) (*EpochEnd, error) {
 		g.Accounts = append(g.Accounts, ledger.GenesisAccount{Address: k.Addr, Balance: 10_000_000_000})
 	}
 	var l ledger.Ledger
-	kv := ledger.NewMemKV()
-	changes, _, err := l.InitGenesis(kv, chainID, g)
+	kv, err := statestore.Open(kind)
 	if err != nil {
 		return nil, err
 	}
-	kv.Apply(changes)
+	defer kv.Close()
+	changes, _, err := l.InitGenesis(ledger.NewMemKV(), chainID, g)
+	if err != nil {
+		return nil, err
+	}
+	if err := kv.Apply(changes); err != nil {
+		return nil, err
+	}
 	h := int64(0)
 	apply := func(txs [][]byte) (time.Duration, error) {
 		h++
@@ -54,8 +62,7 @@ func MeasureEpochEnd(n int) (*EpochEnd, error) {
 		if err != nil {
 			return 0, err
 		}
-		kv.Apply(changes)
-		return d, nil
+		return d, kv.Apply(changes)
 	}
 	provs := market.Providers(1, n, p)
 	for from := 0; from < n; from += market.ProvidersPerBlock {

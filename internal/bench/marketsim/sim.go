@@ -164,13 +164,12 @@ func (s *sim) block(txs [][]byte) error {
 	s.h++
 	s.now = s.now.Add(time.Duration(s.cfg.BlockSeconds) * time.Second)
 	b := s.l.BeginBlock(s.kv, ledger.BlockInfo{Height: s.h, Time: s.now, Seed: lt.BlockSeed(s.h)})
-	for i, raw := range txs {
+	for _, raw := range txs {
 		r := b.DeliverTx(raw)
 		if r.Err != nil {
 			// A step that raced a deadline (a grant after the job was
 			// reassigned): the job goes on without it.
 			s.res.TxErrors++
-			_ = i
 			continue
 		}
 		for _, ev := range r.Events {
