@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math/bits"
+	"slices"
 	"strconv"
 
 	"github.com/gpunet/gpunet/internal/address"
@@ -66,10 +67,12 @@ func TallyVotes(kv KV, id uint64) (Tally, error) {
 	t := Tally{Bonded: BondedStake(kv)}
 	var err error
 	pre := govVotePrefix(id)
+	// One key buffer for the weight reads: the tally allocates nothing
+	// per vote.
+	wk := append(slices.Clone(prefixGovWeight), make([]byte, address.Len)...)
 	kv.Iterate(pre, prefixEnd(pre), func(k, b []byte) bool {
-		var a address.Address
-		copy(a[:], k[len(pre):])
-		w := weightOf(kv, a)
+		copy(wk[len(prefixGovWeight):], k[len(pre):])
+		w := getUint(kv, wk)
 		switch string(b) {
 		case "\x00":
 			t.Yes += w
