@@ -355,6 +355,7 @@ func TestDashboardInBrowser(t *testing.T) {
 		"#/block/2":                          `document.getElementById('app').innerText.includes('Block 2')`,
 		"#/account/" + info.addr(t, "alice"): `(document.getElementById('account-balance')||{}).textContent.includes('SYNC')`,
 		"#/submit":                           `document.getElementById('submit-spec') !== null`,
+		"#/market":                           `document.querySelectorAll('#market-classes tbody tr').length >= 1`,
 	})
 
 	mu.Lock()

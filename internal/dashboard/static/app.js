@@ -152,7 +152,7 @@
   // ledger's list) and the event types worth finding a block by.
   const TX_TYPES = ['send', 'register_provider', 'update_provider', 'set_provider_status', 'stake', 'unstake', 'liveness_proof',
     'submit_job', 'grant_key', 'start_job', 'commit_result', 'cancel_job', 'reveal_result', 'challenge_commit', 'challenge_open',
-    'request_key_handover', 'hand_over_key', 'dispute_key_handover'];
+    'request_key_handover', 'hand_over_key', 'dispute_key_handover', 'create_validator', 'unjail', 'validator_bond', 'validator_unbond'];
   const BLOCK_EVENTS = ['job_replica_slashed', 'hw_challenge_failed', 'job_submitted', 'job_assigned', 'job_audit', 'job_escalated',
     'job_succeeded', 'job_failed', 'job_cancelled', 'liveness_missed', 'provider_registered', 'provider_status', 'hw_challenge'];
 
@@ -260,7 +260,7 @@
     const parts = path.split('/').filter(Boolean);
     const pages = {
       '': overviewPage, providers: providersPage, provider: providerPage, jobs: jobsPage, job: jobPage,
-      ledger: ledgerPage, block: blockPage, tx: txPage, account: accountPage, submit: submitPage,
+      ledger: ledgerPage, block: blockPage, tx: txPage, account: accountPage, submit: submitPage, market: marketPage,
     };
     const fn = pages[parts[0] || ''];
     for (const a of document.querySelectorAll('header nav a')) {
@@ -377,6 +377,42 @@
         reload();
       },
     };
+  }
+
+  // ---------------------------------------------------------------- market
+
+  // marketPage shows each hardware class's price index, utilisation and
+  // tier prices, epoch by epoch (GET /v1/market), and the epoch's rewards.
+  function marketPage(_, params) {
+    const only = params.get('class') || '';
+    const err = h('div');
+    const body = h('div', {id: 'market'});
+    replace(app, h('h1', {}, 'Market'), h('p', {class: 'muted'}, 'Per hardware class, each epoch: the share of offered capacity that jobs reserved, and the price index it moves (usync per unit-hour; a job pays the larger of its provider\'s ask and the index × its tier\'s factor).'), err, body);
+    const load = async () => {
+      try {
+        const m = await api('/v1/market' + qs({class: only, history: 256}));
+        replace(err);
+        const classes = m.classes || [];
+        const rw = m.rewards || {};
+        replace(body,
+          h('div', {class: 'cards'},
+            h('div', {class: 'card'}, h('div', {class: 'label'}, 'Epoch'), h('div', {class: 'value', id: 'mkt-epoch'}, fmtNum(m.epoch.number, 0)), h('div', {class: 'sub'}, m.epoch_blocks + ' blocks each, target ' + fmtPct(m.target_ppm / 1e6))),
+            h('div', {class: 'card'}, h('div', {class: 'label'}, 'Paid this epoch'), h('div', {class: 'value'}, fmtSync(rw.demand && rw.demand.paid)), h('div', {class: 'sub'}, 'fees ' + fmtSync(rw.demand && rw.demand.fees))),
+            h('div', {class: 'card'}, h('div', {class: 'label'}, 'Emission so far'), h('div', {class: 'value'}, fmtSync(rw.emission)), h('div', {class: 'sub'}, 'minted ' + fmtSync(rw.minted) + ', burned ' + fmtSync(rw.burned)))),
+          classes.length === 0 ? h('p', {class: 'muted'}, 'No class has offers yet.') : h('div', {class: 'panel'}, h('table', {id: 'market-classes'},
+            h('thead', {}, h('tr', {}, h('th', {}, 'Class'), h('th', {class: 'num'}, 'Index SYNC/unit·h'), h('th', {class: 'num'}, 'Utilisation'), h('th', {class: 'num wide-only'}, 'Smoothed'), h('th', {class: 'num wide-only'}, 'Reserved / offered'),
+              ...(classes[0].prices || []).map(p => h('th', {class: 'num'}, p.tier)))),
+            h('tbody', {}, classes.map(c => h('tr', {}, h('td', {}, h('a', {href: '#/market' + qs({class: c.class})}, c.class)), h('td', {class: 'num'}, fmtNum(c.index_micro / 1e12, 6)),
+              h('td', {class: 'num'}, fmtPct(c.utilisation_ppm / 1e6)), h('td', {class: 'num wide-only'}, fmtPct(c.ema_ppm / 1e6)), h('td', {class: 'num wide-only'}, c.reserved_units + ' / ' + c.offered_units),
+              ...(c.prices || []).map(p => h('td', {class: 'num'}, fmtSync(p.price_per_hour)))))))),
+          h('div', {class: 'grid2'},
+            h('div', {class: 'panel'}, h('h2', {}, 'Price index (SYNC/unit·h)'), lineChart(classes.map(c => ({name: c.class, points: (c.history || []).map(e => [e.epoch, e.index_micro / 1e12])})), {yfmt: v => fmtNum(v, 4), title: 'index'})),
+            h('div', {class: 'panel'}, h('h2', {}, 'Utilisation'), lineChart(classes.map(c => ({name: c.class, points: (c.history || []).map(e => [e.epoch, e.utilisation_ppm / 1e6])})), {yfmt: fmtPct, ymax: 1, title: 'utilisation'}))));
+      } catch (e) { replace(err, errorBox(e)); }
+    };
+    load();
+    const reload = refresher(load, 2000);
+    return {onBlock() { reload(); }};
   }
 
   // ---------------------------------------------------------------- providers
