@@ -50,6 +50,9 @@ type runs struct {
 	// fails tracks the jobs whose data could not be fetched
 	// (datafetch.go).
 	fails fetchFailures
+	// preempted marks the jobs a higher tier preempted here
+	// (Assignment.PreemptAt) whose run was asked to checkpoint and stop.
+	preempted map[uint64]bool
 }
 
 // syncJobs starts and stops runs to match the ledger.
@@ -88,8 +91,33 @@ func (a *Agent) syncJobs(ctx context.Context) error {
 			continue
 		}
 		want[j.ID] = true
+		checkpointing := as.PreemptAt != 0 && a.ckpts.get(j.ID) != nil
 		a.runs.mu.Lock()
 		_, running := a.runs.byID[j.ID]
+		if as.PreemptAt != 0 {
+			// A higher tier takes this slot at PreemptAt: checkpoint and
+			// stop the run (once), and start no new one; the ledger
+			// requeues the job, which resumes elsewhere from the
+			// checkpoint. A run without checkpoints goes on: it may still
+			// finish within the grace.
+			if running && checkpointing && !a.runs.preempted[j.ID] {
+				if a.runs.preempted == nil {
+					a.runs.preempted = map[uint64]bool{}
+				}
+				a.runs.preempted[j.ID] = true
+				grace := time.Unix(as.PreemptAt, 0).Sub(a.clk.Now())
+				a.runs.wg.Add(1)
+				go func() {
+					defer a.runs.wg.Done()
+					err := a.StopWithCheckpoint(ctx, j.ID, max(grace, time.Second))
+					a.log.Info("job preempted by a higher tier: checkpointed and stopped", "job", j.ID, "err", err)
+				}()
+			}
+			if !running || a.runs.preempted[j.ID] {
+				a.runs.mu.Unlock()
+				continue
+			}
+		}
 		if r := a.loadReveal(j.ID); !running && r != nil && r.AssignedAt == as.AssignedAt && j.Spec.Checked() {
 			// Committed already (the chain does not show it yet, or the
 			// commit was lost): send the same commit again, do not run
@@ -133,6 +161,11 @@ func (a *Agent) syncJobs(ctx context.Context) error {
 	}
 	a.runs.fails.keepOnly(want)
 	a.runs.mu.Lock()
+	for id := range a.runs.preempted {
+		if !want[id] {
+			delete(a.runs.preempted, id)
+		}
+	}
 	for id, cancel := range a.runs.byID {
 		if !want[id] {
 			a.log.Info("job no longer ours; stopping it", "job", id)
