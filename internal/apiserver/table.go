@@ -9,7 +9,7 @@ import (
 )
 
 // msgTypesDoc lists the message types for the documentation of filters.
-const msgTypesDoc = "send, register_provider, update_provider, set_provider_status, stake, unstake, liveness_proof, submit_job, grant_key, start_job, commit_result, cancel_job, reveal_result, challenge_commit, challenge_open, request_key_handover, hand_over_key, dispute_key_handover, create_validator, unjail, validator_bond, validator_unbond, release_job, submit_proposal, deposit, vote"
+const msgTypesDoc = "send, register_provider, update_provider, set_provider_status, stake, unstake, liveness_proof, submit_job, grant_key, start_job, commit_result, cancel_job, reveal_result, challenge_commit, challenge_open, request_key_handover, hand_over_key, dispute_key_handover, create_validator, unjail, validator_bond, validator_unbond"
 
 var (
 	addrParam  = map[string]string{"addr": "an account address (bech32, gpu1…)"}
