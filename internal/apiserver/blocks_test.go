@@ -128,16 +128,3 @@ func TestListsFilterByType(t *testing.T) {
 		}
 	}
 }
-
-// TestMsgTypesDocumented checks that the filters' documentation names
-// every message type the ledger has.
-func TestMsgTypesDocumented(t *testing.T) {
-	listed := strings.Split(msgTypesDoc, ", ")
-	var all []string
-	for mt := ledger.MsgType(1); !strings.HasPrefix(mt.String(), "type "); mt++ {
-		all = append(all, mt.String())
-	}
-	if !slices.Equal(listed, all) {
-		t.Errorf("msgTypesDoc lists %v, the ledger has %v", listed, all)
-	}
-}

@@ -2,14 +2,22 @@ package apiserver
 
 import (
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/gpunet/gpunet/internal/apiwire"
 	"github.com/gpunet/gpunet/internal/ledger"
 )
 
-// msgTypesDoc lists the message types for the documentation of filters.
-const msgTypesDoc = "send, register_provider, update_provider, set_provider_status, stake, unstake, liveness_proof, submit_job, grant_key, start_job, commit_result, cancel_job, reveal_result, challenge_commit, challenge_open, request_key_handover, hand_over_key, dispute_key_handover, create_validator, unjail, validator_bond, validator_unbond"
+// msgTypesDoc lists the message types for the documentation of filters,
+// from the ledger's own list so that it cannot fall behind.
+var msgTypesDoc = func() string {
+	var names []string
+	for _, mt := range ledger.MsgTypes() {
+		names = append(names, mt.String())
+	}
+	return strings.Join(names, ", ")
+}()
 
 var (
 	addrParam  = map[string]string{"addr": "an account address (bech32, gpu1…)"}

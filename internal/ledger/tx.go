@@ -7,7 +7,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
+	"slices"
 	"strconv"
 
 	"github.com/gpunet/gpunet/internal/address"
@@ -84,6 +86,10 @@ var msgNames = map[MsgType]string{
 	MsgTypeVote:               "vote",
 	MsgTypeClaimRewards:       "claim_rewards",
 }
+
+// MsgTypes returns every message type the ledger knows, in numeric order
+// (the numbers have gaps: ranges were set aside per area).
+func MsgTypes() []MsgType { return slices.Sorted(maps.Keys(msgNames)) }
 
 func (t MsgType) String() string {
 	if n, ok := msgNames[t]; ok {

@@ -152,7 +152,8 @@
   // ledger's list) and the event types worth finding a block by.
   const TX_TYPES = ['send', 'register_provider', 'update_provider', 'set_provider_status', 'stake', 'unstake', 'liveness_proof',
     'submit_job', 'grant_key', 'start_job', 'commit_result', 'cancel_job', 'reveal_result', 'challenge_commit', 'challenge_open',
-    'request_key_handover', 'hand_over_key', 'dispute_key_handover', 'create_validator', 'unjail', 'validator_bond', 'validator_unbond'];
+    'request_key_handover', 'hand_over_key', 'dispute_key_handover', 'create_validator', 'unjail', 'validator_bond', 'validator_unbond',
+    'release_job', 'commit_checkpoint', 'submit_proposal', 'deposit', 'vote', 'claim_rewards'];
   const BLOCK_EVENTS = ['job_replica_slashed', 'hw_challenge_failed', 'job_submitted', 'job_assigned', 'job_audit', 'job_escalated',
     'job_succeeded', 'job_failed', 'job_cancelled', 'liveness_missed', 'provider_registered', 'provider_status', 'hw_challenge'];
 
