@@ -13,10 +13,11 @@ import (
 // checkpoint (checkpoint.go; its agent sees PreemptAt on the job), then
 // the spot job is requeued: not failed, the placement not counted against
 // job_max_attempts nor held against the provider, and the provider paid
-// for the seconds it ran. The preempting job waits in its queue (the
-// priority queue is placed first) and takes a slot when one frees; it
-// looks for more spot jobs to preempt at most once per grace period
-// (Job.PreemptWait), so that it never preempts more than it needs.
+// for the seconds it ran, or, when the job resumes from a checkpoint, for
+// the seconds that checkpoint covers. The preempting job waits in its
+// queue (the priority queue is placed first) and takes a slot when one
+// frees; it looks for more spot jobs to preempt at most once per grace
+// period (Job.PreemptWait), so that it never preempts more than it needs.
 
 // preemptAt is the earliest grace end of the job's preempted assignments
 // that still hold a slot (0 for none).
@@ -82,8 +83,9 @@ func preemptFor(o *Overlay, j *Job, busy []candidate, need int, p Params, info B
 
 // requeuePreempted requeues a spot job whose preempted assignment's grace
 // ended: it resumes from its latest checkpoint, if it has one
-// (keepCheckpointed), each provider is paid for the seconds it ran (or the
-// slot it held, if it had not started), and the escrow is topped up from
+// (keepCheckpointed), each provider is paid for the seconds it ran (the
+// seconds the checkpoint covers, if one is kept; the slot it held, if it
+// had not started), and the escrow is topped up from
 // the owner's balance to cover a whole run again. An owner who cannot pay
 // that gets the job failed and the rest refunded.
 func requeuePreempted(o *Overlay, j *Job, p Params, info BlockInfo) ([]Event, error) {
@@ -99,15 +101,15 @@ func requeuePreempted(o *Overlay, j *Job, p Params, info BlockInfo) ([]Event, er
 	}
 	for i := range j.Assignments {
 		a := &j.Assignments[i]
-		if a.StartedAt == 0 {
+		switch {
+		case a.StartedAt == 0:
 			err = chargeHold(o, j, a, p, now)
-		} else {
-			ran := min(uint64(max(now-a.StartedAt, 0)), j.RunBudget())
-			if c := j.checkpointAt(a.Provider, j.ResumeSeq); kept != "" && c != nil {
-				ran -= min(ran, c.Covered) // keepCheckpointed paid those
-			}
-			err = payForTime(o, j, a, ran, p)
+		case kept == "":
+			err = payForTime(o, j, a, min(uint64(max(now-a.StartedAt, 0)), j.RunBudget()), p)
 		}
+		// With a checkpoint kept, keepCheckpointed paid the seconds it
+		// covers; what ran after it is lost, and the owner, who runs it
+		// again, pays for it once (docs/jobspec.md, checkpoint).
 		if err != nil {
 			return nil, err
 		}
