@@ -55,7 +55,24 @@ func parsePrices(specs []string) (all uint64, byClass map[string]uint64, err err
 
 func providerCmd(e *env) *cobra.Command {
 	c := &cobra.Command{Use: "provider", Short: "Rent out this machine: the provider agent"}
-	c.AddCommand(providerStartCmd(e), providerStatusCmd(e))
+	c.AddCommand(providerStartCmd(e), providerStatusCmd(e), providerClaimCmd(e))
+	return c
+}
+
+// providerClaimCmd pays out a provider's share of the emissions of the
+// epochs that have ended (docs/ledger.md, Rewards). A provider's share is
+// also paid by itself the next time it records verified work.
+func providerClaimCmd(e *env) *cobra.Command {
+	var from string
+	c := &cobra.Command{
+		Use:   "claim-rewards [--from KEY]",
+		Short: "Pay KEY's share of the ended epochs' rewards into its balance",
+		Args:  exactArgs(),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return e.sendMsg(cmd, from, 0, &ledger.MsgClaimRewards{})
+		},
+	}
+	c.Flags().StringVar(&from, "from", "", "the provider's key (default: the only key in the keyring)")
 	return c
 }
 

@@ -400,3 +400,13 @@ func TestEveryJSONIsJSON(t *testing.T) {
 		}
 	}
 }
+
+// TestProviderClaimRewards: claim-rewards sends claim_rewards for the key;
+// an account with no verified work in an ended epoch is told so.
+func TestProviderClaimRewards(t *testing.T) {
+	s := newStory(t)
+	r := s.run("provider", "claim-rewards", "--from", "bob")
+	if r.code == 0 || !strings.Contains(r.stderr, "no rewards to claim") {
+		t.Errorf("claim-rewards without work: exit %d, stderr %q", r.code, r.stderr)
+	}
+}
