@@ -80,6 +80,9 @@ func Setup(home string, o Options) (created bool, err error) {
 	// Checkpoints every second, for tests and demos of resuming; a real
 	// chain's minimum is a minute (params.checkpoint_min_interval).
 	g.Params.CheckpointMinInterval = 1
+	// A preempted spot job checkpoints within 10 s (not 2 minutes), so
+	// that preemption and resuming show in a test or a demo.
+	g.Params.PreemptGraceSeconds = 10
 	// No minimum fee: balances in the README and the e2e tests come out
 	// exact. Clients pay params.min_fee whatever it is (chainclient), so a
 	// devnet with the default runs the same flows.
