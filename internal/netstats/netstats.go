@@ -225,6 +225,18 @@ func (s *Stats) Run(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("netstats: subscribe to blocks: %w", err)
 	}
+	// A node joining by state sync has no state until its snapshot is
+	// restored: load once blocks come.
+	for !s.hasChain() {
+		select {
+		case <-ctx.Done():
+			return nil
+		case _, ok := <-heights:
+			if !ok {
+				return errors.New("netstats: the node's block feed closed")
+			}
+		}
+	}
 	start := time.Now()
 	if err := s.load(ctx); err != nil {
 		return err
@@ -249,6 +261,14 @@ func (s *Stats) Run(ctx context.Context) error {
 			}
 		}
 	}
+}
+
+// hasChain reports whether the node's state has a chain (a node restoring
+// a snapshot has none yet).
+func (s *Stats) hasChain() bool {
+	kv, release := s.chain.View()
+	defer release()
+	return ledger.ChainID(kv) != ""
 }
 
 // load reads the registry and every job.
