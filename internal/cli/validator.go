@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"path/filepath"
@@ -213,6 +214,9 @@ func (f *validatorInitFlags) apply(e *env, o *validator.InitOptions) error {
 			return k.Address, nil
 		}
 		k, err := kr.Add(operatorKeyName)
+		if errors.Is(err, keys.ErrNoPassphrase) {
+			return address.Address{}, fmt.Errorf("%w (init makes a passphrase-encrypted operator key in each validator's home; --validator-stake 0 writes a fixed validator set without them)", err)
+		}
 		if err != nil {
 			return address.Address{}, err
 		}

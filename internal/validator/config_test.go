@@ -1,6 +1,7 @@
 package validator
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"slices"
@@ -8,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gpunet/gpunet/internal/address"
 	lt "github.com/gpunet/gpunet/internal/ledger/ledgertest"
 )
 
@@ -98,4 +100,29 @@ func FuzzLoadConfig(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestInitFailureRemovesWhatItMade: an init that fails part-way (here:
+// no operator key) leaves no half-written homes behind, and keeps a
+// directory that was there before.
+func TestInitFailureRemovesWhatItMade(t *testing.T) {
+	parent := t.TempDir()
+	for _, home := range []string{filepath.Join(parent, "new"), parent} {
+		_, err := Init(home, InitOptions{ChainID: "fail", Validators: 2, Genesis: lt.Genesis(5, "alice"), ValidatorStake: 100_000_000,
+			OperatorKey: func(string) (address.Address, error) { return address.Address{}, errors.New("no passphrase") }})
+		if err == nil || !strings.Contains(err.Error(), "no passphrase") {
+			t.Fatalf("init %s: %v, want the operator key's error", home, err)
+		}
+		for _, d := range []string{filepath.Join(home, "node0"), filepath.Join(home, "node1")} {
+			if _, err := os.Stat(d); !errors.Is(err, os.ErrNotExist) {
+				t.Errorf("%s left behind after a failed init (%v)", d, err)
+			}
+		}
+	}
+	if _, err := os.Stat(filepath.Join(parent, "new")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("a home init created is left behind")
+	}
+	if _, err := os.Stat(parent); err != nil {
+		t.Errorf("the directory that was there before is gone: %v", err)
+	}
 }

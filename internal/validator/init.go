@@ -45,8 +45,10 @@ type InitOptions struct {
 
 // Init writes the homes of a new network: keys, genesis and config for each
 // validator, with distinct free loopback ports and each validator a
-// persistent peer of the others. It returns the homes written.
-func Init(home string, o InitOptions) ([]string, error) {
+// persistent peer of the others. It returns the homes written. When it
+// fails, it removes the directories it created (a home whose operator key
+// could not be made is no half-written network).
+func Init(home string, o InitOptions) (_ []string, err error) {
 	if o.Validators < 1 || o.Validators > 64 {
 		return nil, fmt.Errorf("--validators %d out of range [1, 64]", o.Validators)
 	}
@@ -68,6 +70,19 @@ func Init(home string, o InitOptions) ([]string, error) {
 			return nil, fmt.Errorf("%s is already initialised (remove it or choose another --home)", h)
 		}
 	}
+	var fresh []string // what this call creates, removed if it fails
+	for _, d := range append([]string{home}, homes...) {
+		if _, err := os.Stat(d); errors.Is(err, os.ErrNotExist) {
+			fresh = append(fresh, d)
+		}
+	}
+	defer func() {
+		if err != nil {
+			for _, d := range fresh {
+				os.RemoveAll(d)
+			}
+		}
+	}()
 	appState, err := json.Marshal(o.Genesis)
 	if err != nil {
 		return nil, err
