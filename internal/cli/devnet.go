@@ -61,7 +61,15 @@ HOME/examples/container: job.yaml on a CPU, gpu.yaml on a GPU.
 Governance is quick on a devnet: deposit and voting periods of 20 blocks
 each (20 s at the default --block-time of 1s) and a minimum deposit of
 10sync, so a proposal passes within a minute ('gpunet gov --help'). The
-providers' stake is the stake that votes: vote with --from provider-N.`,
+providers' stake is the stake that votes: vote with --from provider-N.
+
+The market moves quickly too: an epoch is 20 blocks (20 s; an hour on
+the default chain), after which each class's utilisation and price index
+are updated ('gpunet query market'), and each epoch mints up to 100sync
+of rewards (less what jobs paid, at most half the protocol fees paid in
+it) for providers' verified work and validators ('gpunet query market'
+shows the open epoch's). A preempted spot job has 10 s, not 2 minutes, to
+checkpoint, and checkpoints may be taken every second.`,
 		Args: exactArgs(),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			df.exampleSet = cmd.Flags().Changed("example")

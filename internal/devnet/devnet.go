@@ -83,6 +83,15 @@ func Setup(home string, o Options) (created bool, err error) {
 	// A preempted spot job checkpoints within 10 s (not 2 minutes), so
 	// that preemption and resuming show in a test or a demo.
 	g.Params.PreemptGraceSeconds = 10
+	// The market and rewards to watch in a minute or two ('gpunet devnet
+	// --help' says so): an epoch of DevEpochBlocks (20 s at the default
+	// block time; the default is an hour), and DevEmissionTarget minted
+	// each epoch less what jobs paid, at most half the protocol fees
+	// paid in it (params.reward_fee_cap_ppm). Prices stay the providers'
+	// asks unless demand lifts the index from its floor, which takes
+	// dozens of busy epochs, so the e2e tests' balances come out exact.
+	g.Params.EpochBlocks = DevEpochBlocks
+	g.Params.EmissionTarget = DevEmissionTarget
 	// No minimum fee: balances in the README and the e2e tests come out
 	// exact. Clients pay params.min_fee whatever it is (chainclient), so a
 	// devnet with the default runs the same flows.
@@ -134,6 +143,13 @@ func Setup(home string, o Options) (created bool, err error) {
 const (
 	DevGovPeriodBlocks = 20
 	DevGovMinDeposit   = 10_000_000
+)
+
+// A devnet's market: epochs of DevEpochBlocks, an emission target of
+// DevEmissionTarget usync an epoch.
+const (
+	DevEpochBlocks    = 20
+	DevEmissionTarget = 100_000_000
 )
 
 // NewAPIToken returns a random API token (32 hex characters) for a node's
