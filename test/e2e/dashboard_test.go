@@ -19,6 +19,8 @@ import (
 	cdplog "github.com/chromedp/cdproto/log"
 	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
+
+	"github.com/gpunet/gpunet/internal/ledger"
 )
 
 // chromium returns the path of a Chromium or Chrome binary, or "".
@@ -345,7 +347,9 @@ func TestDashboardInBrowser(t *testing.T) {
 
 	faulty := checkSlashShown(t, ctx, evalAwait, poll, hash, shot, home)
 	checkLedgerFilters(t, ctx, evalAwait, poll, hash)
+	ckpt := checkCheckpointsShown(t, ctx, eval, poll, hash, home)
 	checkNarrow(t, ctx, poll, hash, shot, map[string]string{
+		"#/job/" + ckpt:                      `document.querySelectorAll('#job-checkpoints-table tbody tr').length >= 1`,
 		"#/":                                 `document.getElementById('ov-online').textContent === '3'`,
 		"#/providers":                        `document.querySelectorAll('#providers-table tbody tr').length === 3`,
 		"#/jobs":                             `document.querySelectorAll('tr[data-job]').length >= 2`,
@@ -661,4 +665,67 @@ func checkNarrow(t *testing.T, ctx context.Context, poll pollFunc, hash hashFunc
 			}
 		}
 	}
+}
+
+// checkCheckpointsShown runs a spot job that checkpoints every second (the
+// counter of TestCheckpointResume) and checks its page: its tier, and a
+// row for each checkpoint the ledger holds (sequence, time, size,
+// provider, seconds covered). It returns the job's id.
+func checkCheckpointsShown(t *testing.T, ctx context.Context, eval evalFunc, poll pollFunc, hash hashFunc, home string) string {
+	t.Helper()
+	dir := t.TempDir()
+	build := exec.Command("go", "build", "-o", filepath.Join(dir, "counter.wasm"), "./testdata/counter")
+	build.Env = append(os.Environ(), "GOOS=wasip1", "GOARCH=wasm", "CGO_ENABLED=0")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("build the counter: %v\n%s", err, out)
+	}
+	spec := `name: counter
+executor: wasm
+module: ./counter.wasm
+args: ["2000", "3000"]
+outputs: [/out]
+resources: {cpu: 1, memory: 256MiB, gpu: {count: 0}}
+max_price: 0.5
+timeout: 5m
+tier: spot
+verification: none
+checkpoint: {path: /ckpt, interval: 1s}
+`
+	specPath := filepath.Join(dir, "job.yaml")
+	os.WriteFile(specPath, []byte(spec), 0o644)
+	var sub struct {
+		ID uint64 `json:"id"`
+	}
+	gpunetJSON(t, &sub, "job", "submit", specPath, "--from", "alice", "--home", home)
+	id := fmt.Sprint(sub.ID)
+	var j ledger.Job
+	waitUntil(t, 60*time.Second, "a checkpoint of the counter committed", func() bool {
+		gpunetJSON(t, &j, "job", "status", id, "--from", "alice", "--home", home) // grants the key when due
+		return len(j.Checkpoints) >= 2 || j.Done()
+	})
+	if len(j.Checkpoints) == 0 {
+		t.Fatalf("job %s %s without a checkpoint: %s", id, j.State, j.Reason)
+	}
+	c := j.Checkpoints[0]
+	row := `document.querySelector('#job-checkpoints-table tr[data-seq="` + fmt.Sprint(c.Seq) + `"]')`
+	err := chromedp.Do(ctx,
+		hash("#/job/"+id),
+		poll("the checkpoints", fmt.Sprintf(`document.querySelectorAll('#job-checkpoints-table tbody tr').length >= %d`, len(j.Checkpoints)), 15*time.Second),
+	)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := eval(`document.getElementById('job-tier').textContent`); got != "spot" {
+		t.Errorf("the job's tier on its page: %q, want spot", got)
+	}
+	got := eval(row + `.innerText`)
+	for _, want := range []string{fmt.Sprint(c.Seq), fmt.Sprintf("block %d", c.Height), fmt.Sprintf("%d s", c.Covered), "B"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("checkpoint %d's row %q lacks %q", c.Seq, got, want)
+		}
+	}
+	if p := eval(row + `.querySelector('a[href^="#/provider/"]').getAttribute('href')`); p != "#/provider/"+c.Provider.String() {
+		t.Errorf("checkpoint %d's provider link %q, want %s", c.Seq, p, c.Provider)
+	}
+	return id
 }

@@ -691,6 +691,27 @@
         h('td', {class: 'num'}, a.result ? a.result.metered_seconds + ' s' : (a.metered_seconds ? a.metered_seconds + ' s' : '–')), h('td', {class: 'num'}, fmtSync(a.paid))))));
   }
 
+  // checkpointsPanel shows a checkpointing job's committed checkpoints
+  // (the one it resumes from marked), why it fell back to an earlier one
+  // or refused one (checkpoint_note), and how often it was preempted.
+  function checkpointsPanel(j) {
+    const sp = j.spec, cs = j.checkpoints || [];
+    if (!sp.checkpoint && !cs.length && !j.checkpoint_note && !j.preempted) return null;
+    const ck = sp.checkpoint;
+    return h('div', {class: 'panel', id: 'job-checkpoints'}, h('h2', {}, 'Checkpoints'),
+      h('p', {}, ck ? ['State under ', h('code', {}, ck.path), ', taken every ' + ck.interval_seconds + ' s'] : 'No checkpoint path.',
+        j.resume_seq ? ' · resumes from checkpoint ' + j.resume_seq + ' (' + (j.progress_seconds || 0) + ' s of run kept)' : '',
+        j.preempted ? ' · preempted ' + j.preempted + '×' : ''),
+      j.checkpoint_note ? h('p', {class: 'notice', id: 'job-checkpoint-note'}, j.checkpoint_note) : null,
+      cs.length ? h('table', {id: 'job-checkpoints-table'}, h('thead', {}, h('tr', {}, ['Seq', 'Time', 'Size', 'Provider', 'Covered'].map(t => h('th', {}, t)))),
+        h('tbody', {}, cs.map(c => h('tr', {'data-seq': c.seq},
+          h('td', {class: 'num'}, c.seq, c.seq === j.resume_seq ? h('span', {class: 'tag', title: 'the job resumes from this one'}, 'resume') : null),
+          h('td', {}, fmtTime(c.time), ' ', h('a', {href: '#/block/' + c.height}, 'block ' + c.height)),
+          h('td', {class: 'num'}, fmtBytes(c.size)),
+          h('td', {}, addrLink(c.provider, true)),
+          h('td', {class: 'num'}, c.covered_seconds + ' s'))))) : h('p', {class: 'muted'}, 'None committed yet.'));
+  }
+
   function deliveredResult(j) {
     const a = (j.assignments || []).find(x => j.delivered && x.provider === j.delivered);
     return a && a.result;
@@ -795,6 +816,7 @@
           h('div', {class: 'panel'}, h('h2', {}, 'Replicas and verdict'),
             h('p', {}, 'Verification: ', h('b', {}, sp.verification), ' · ', h('span', {id: 'job-verification'}, verdictText(Object.assign({done_state: done}, j))), ' · attempts ' + j.attempts),
             replicasTable(j)),
+          checkpointsPanel(j),
           h('div', {class: 'grid2'},
             h('div', {class: 'panel'}, h('h2', {}, 'Status timeline'), timeline, observed),
             h('div', {class: 'panel'}, h('h2', {}, 'Cost'), h('dl', {class: 'kv', id: 'job-cost'},
@@ -811,6 +833,7 @@
           h('dt', {}, 'Args'), h('dd', {class: 'mono'}, (sp.args || []).join(' ')),
           h('dt', {}, 'Resources'), h('dd', {}, (sp.cpu_milli / 1000) + ' CPU, ' + fmtBytes(sp.memory) + ' memory, ' + fmtBytes(sp.disk) + ' disk' + (sp.gpu_count ? ', ' + sp.gpu_count + ' GPU(s) ' + (sp.gpu_models || []).join('/') : '')),
           h('dt', {}, 'Region'), h('dd', {}, sp.region || 'any'),
+          h('dt', {}, 'Tier'), h('dd', {id: 'job-tier'}, sp.tier || 'on-demand'),
           h('dt', {}, 'Outputs'), h('dd', {class: 'mono'}, (sp.outputs || []).join(' ')),
           h('dt', {}, 'Submitted'), h('dd', {}, fmtTime(j.submitted_at) + ' in ', h('a', {href: '#/block/' + j.height}, 'block ' + j.height)))));
         log.load(false);
