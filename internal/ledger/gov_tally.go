@@ -4,7 +4,6 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math/bits"
-	"slices"
 	"strconv"
 
 	"github.com/gpunet/gpunet/internal/address"
@@ -60,35 +59,11 @@ func VotingWeight(kv KV, a address.Address) (uint64, error) {
 	return w, nil
 }
 
-// TallyVotes counts the votes on proposal id with each voter's weight now:
-// one pass over the proposal's votes (gov/v/<id>…), one read of the
-// weight index (gov_weight.go) for each.
+// TallyVotes is proposal id's tally with each voter's weight now: its
+// running tally (gov_running.go), one read whatever the number of voters.
 func TallyVotes(kv KV, id uint64) (Tally, error) {
-	t := Tally{Bonded: BondedStake(kv)}
-	var err error
-	pre := govVotePrefix(id)
-	// One key buffer for the weight reads: the tally allocates nothing
-	// per vote.
-	wk := append(slices.Clone(prefixGovWeight), make([]byte, address.Len)...)
-	kv.Iterate(pre, prefixEnd(pre), func(k, b []byte) bool {
-		copy(wk[len(prefixGovWeight):], k[len(pre):])
-		w := getUint(kv, wk)
-		switch string(b) {
-		case "\x00":
-			t.Yes += w
-		case "\x01":
-			t.No += w
-		case "\x02":
-			t.Abstain += w
-		case "\x03":
-			t.Veto += w
-		default:
-			err = fmt.Errorf("vote %x: bad value %x: %w", k, b, ErrInternal)
-			return false
-		}
-		return true
-	})
-	return t, err
+	r := runningTally(kv, id)
+	return Tally{Yes: r[0], No: r[1], Abstain: r[2], Veto: r[3], Bonded: BondedStake(kv)}, nil
 }
 
 // mulGreater reports whether a×b > c×d, in 128 bits.
@@ -170,6 +145,7 @@ func decideProposal(o *Overlay, id uint64, p Params, h uint64) ([]Event, Params,
 			return nil, p, err
 		}
 		prop.Tally = &t
+		setRunningTally(o, id, [4]uint64{}) // decided: the tally is kept in the record
 		prop.Status, prop.Reason = TallyResult(t, p)
 		burnDeposits = prop.Status == ProposalVetoed
 		if prop.Status == ProposalPassed {

@@ -361,6 +361,22 @@ func TestGovWeightAtTally(t *testing.T) {
 	}
 }
 
+// TestGovVoteChangeMovesWeight: a voter who changes its vote counts once,
+// for its last option, in the running tally (gov_running.go) the tally
+// reads.
+func TestGovVoteChangeMovesWeight(t *testing.T) {
+	c := newGovChain(t, govGenesis())
+	c.mustDo(t, "alice", paramProposal(10*sync, ledger.ParamChange{Key: "min_fee", Value: 500}))
+	c.mustDo(t, "v1", vote(1, ledger.VoteVeto))
+	c.mustDo(t, "v1", vote(1, ledger.VoteYes))
+	c.mustDo(t, "v2", vote(1, ledger.VoteNo))
+	c.until(t, int64(c.proposal(t, 1).VotingEnd)+1)
+	p := c.proposal(t, 1)
+	if p.Tally == nil || p.Tally.Yes != 100*sync || p.Tally.No != 100*sync || p.Tally.Veto != 0 || p.Tally.Abstain != 0 {
+		t.Fatalf("tally %+v (%s), want 100 SYNC yes and 100 no, no veto", p.Tally, p.Status)
+	}
+}
+
 func govHasEvent(evs []ledger.Event, typ string) bool {
 	for _, e := range evs {
 		if e.Type == typ {

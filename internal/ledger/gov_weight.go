@@ -22,6 +22,9 @@ func weightOf(kv KV, a address.Address) uint64 { return getUint(kv, govWeightKey
 
 func setGovWeight(o *Overlay, a address.Address, w uint64) {
 	k := govWeightKey(a)
+	if old := getUint(o, k); old != w {
+		reweighVotes(o, a, old, w)
+	}
 	switch {
 	case w != 0:
 		setUint(o, k, w)

@@ -42,6 +42,7 @@ var invariants = []func(s *invariantState) error{
 	govDepositsAddUp,
 	minDepositWithinBounds,
 	votingWeightsMatchRecords,
+	runningTalliesMatchVotes,
 	supplyAddsUp,
 	marketCountsMatchRecords,
 	rewardsAddUp,

@@ -28,7 +28,7 @@ import (
 const metaPrefix = "\x00"
 
 var unhashedPrefixes = [][]byte{[]byte(metaPrefix), prefixProviderIndex, prefixClassCount,
-	prefixJobOwner, prefixJobProv, prefixJobDue, prefixJobQueue, prefixVerifyQ, prefixGovWeight, prefixPriorityQ, prefixMarketLive}
+	prefixJobOwner, prefixJobProv, prefixJobDue, prefixJobQueue, prefixVerifyQ, prefixGovWeight, prefixGovRunning, prefixPriorityQ, prefixMarketLive}
 
 // Hashed reports whether the app hash covers key.
 func Hashed(key []byte) bool {
@@ -126,6 +126,9 @@ var (
 	// provider and validator records, not hashed (CheckInvariants
 	// rebuilds it).
 	prefixGovWeight = []byte("govw/")
+	// govt/<id> → a voting proposal's running tally (gov_running.go):
+	// derived from the votes and the weights, not hashed.
+	prefixGovRunning = []byte("govt/")
 
 	// Liveness challenges (liveness.go): livedl/<deadline><address>.
 	prefixLivenessDeadline = []byte("livedl/")

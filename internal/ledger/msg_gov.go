@@ -183,12 +183,17 @@ func execVote(o *Overlay, from address.Address, m *MsgVote) ([]Event, error) {
 		return nil, fmt.Errorf("%s has no bonded stake (a validator bond or provider stake), so its vote would weigh nothing: %w", from, ErrInsufficientStake)
 	}
 	k := govVoteKey(prop.ID, from)
-	if o.Get(k) == nil {
+	before := -1 // the option voted before, if any
+	if v := o.Get(k); v == nil {
 		old := *prop
 		prop.Voters++
 		setProposal(o, &old, prop)
+	} else {
+		before = int(v[0])
 	}
-	o.Set(k, []byte{byte(slices.Index(voteOptions, m.Option))})
+	opt := slices.Index(voteOptions, m.Option)
+	o.Set(k, []byte{byte(opt)})
+	moveVote(o, prop.ID, before, opt, w)
 	return []Event{{Type: "proposal_vote", Attrs: []Attr{{"proposal", strconv.FormatUint(prop.ID, 10)}, {"voter", from.String()},
 		{"option", m.Option}, {"weight", strconv.FormatUint(w, 10)}}}}, nil
 }
