@@ -35,6 +35,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/cockroachdb/pebble"
 	abci "github.com/cometbft/cometbft/abci/types"
@@ -62,6 +63,8 @@ const (
 	maxSnapshotMetaBytes = 64 + MaxSnapshotChunks*(sha256.Size+4)
 	// DefaultSnapshotKeepRecent is how many snapshots a node keeps.
 	DefaultSnapshotKeepRecent = 2
+	// DefaultSnapshotMinAge is how long a snapshot is kept at least.
+	DefaultSnapshotMinAge = 10 * time.Minute
 )
 
 // SnapshotOptions configure the snapshots an App takes and serves.
@@ -72,9 +75,12 @@ type SnapshotOptions struct {
 	// Interval takes a snapshot at every height that is a multiple of it;
 	// 0 takes none (those in Dir are still served).
 	Interval uint64
-	// KeepRecent is how many of the latest snapshots are kept (0:
-	// DefaultSnapshotKeepRecent).
+	// KeepRecent is how many of the latest snapshots are kept and
+	// offered (0: DefaultSnapshotKeepRecent). Older ones are removed once
+	// MinAge old (0: DefaultSnapshotMinAge; negative: at once), and served
+	// to a node restoring one until then.
 	KeepRecent int
+	MinAge     time.Duration
 	// ChunkBytes is the raw size at which a chunk is cut (0:
 	// DefaultSnapshotChunkBytes; at most MaxSnapshotChunkBytes).
 	ChunkBytes int
@@ -112,6 +118,9 @@ type restoreState struct {
 func newSnapshotter(o SnapshotOptions, log *slog.Logger) *snapshotter {
 	if o.KeepRecent <= 0 {
 		o.KeepRecent = DefaultSnapshotKeepRecent
+	}
+	if o.MinAge == 0 {
+		o.MinAge = DefaultSnapshotMinAge
 	}
 	if o.ChunkBytes <= 0 || o.ChunkBytes > MaxSnapshotChunkBytes {
 		o.ChunkBytes = DefaultSnapshotChunkBytes
@@ -391,11 +400,18 @@ func (s *snapshotter) heights() []uint64 {
 	return hs
 }
 
-// prune removes all but the KeepRecent latest snapshots.
+// prune removes the snapshots older than the KeepRecent latest, once they
+// are MinAge old: a joining node may have chosen one a few blocks ago
+// (CometBFT discovers snapshots for 5 s, then fetches their chunks), and a
+// chunk that is gone stalls it for minutes.
 func (s *snapshotter) prune() {
 	hs := s.heights()
 	for _, h := range hs[min(len(hs), s.opts.KeepRecent):] {
-		os.RemoveAll(filepath.Join(s.opts.Dir, strconv.FormatUint(h, 10)))
+		dir := filepath.Join(s.opts.Dir, strconv.FormatUint(h, 10))
+		if fi, err := os.Stat(dir); err == nil && time.Since(fi.ModTime()) < s.opts.MinAge {
+			continue
+		}
+		os.RemoveAll(dir)
 	}
 }
 

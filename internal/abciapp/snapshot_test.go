@@ -426,3 +426,43 @@ func FuzzSnapshotDecode(f *testing.F) {
 		})
 	})
 }
+
+// TestSnapshotPrune: the KeepRecent latest snapshots are offered; older
+// ones stay (and are served) until MinAge old, then go.
+func TestSnapshotPrune(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		minAge time.Duration
+		onDisk int
+	}{{"kept while young", 0, 6}, {"removed when old", -1, 2}} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := filepath.Join(t.TempDir(), "snapshots")
+			taken := make(chan uint64, 8)
+			a, err := Open(filepath.Join(t.TempDir(), "app"), Options{Snapshots: SnapshotOptions{Dir: dir, Interval: 1, MinAge: tc.minAge,
+				Taken: func(h uint64, _ error) { taken <- h }}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer a.Close()
+			st, _ := json.Marshal(lt.Genesis(1_000_000_000, "alice", "bob", "carol"))
+			a.InitChain(t.Context(), &abci.InitChainRequest{ChainId: lt.ChainID, AppStateBytes: st})
+			for h := int64(1); h <= 6; h++ {
+				finalize(t, a, h, chainBlock(h)...)
+				commit(t, a)
+				<-taken // one at a time: none skipped
+			}
+			ents, _ := os.ReadDir(dir)
+			if len(ents) != tc.onDisk {
+				t.Fatalf("%d snapshots on disk, want %d", len(ents), tc.onDisk)
+			}
+			list, _ := a.ListSnapshots(t.Context(), &abci.ListSnapshotsRequest{})
+			if len(list.Snapshots) != 2 || list.Snapshots[0].Height != 6 {
+				t.Fatalf("offered %v, want heights 6 and 5", list.Snapshots)
+			}
+			r, _ := a.LoadSnapshotChunk(t.Context(), &abci.LoadSnapshotChunkRequest{Height: 1, Format: SnapshotFormat, Chunk: 0})
+			if served := r.Chunk != nil; served != (tc.onDisk == 6) {
+				t.Fatalf("height 1's chunk served: %v", served)
+			}
+		})
+	}
+}

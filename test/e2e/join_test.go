@@ -108,6 +108,12 @@ func TestJoinByStateSync(t *testing.T) {
 	}
 	joinStart := time.Now()
 	p := startProc(t, "full", "node", "--home", full, "--output", "json")
+	t.Cleanup(func() {
+		if t.Failed() {
+			b, _ := os.ReadFile(filepath.Join(full, "logs", "cometbft.log"))
+			t.Logf("--- the full node's logs/cometbft.log (tail):\n%s", tail(string(b), 12000))
+		}
+	})
 	var fullInfo struct {
 		API string `json:"api"`
 	}
