@@ -170,6 +170,11 @@ func TestCheckpointBillingOnReassign(t *testing.T) {
 		t.Fatalf("resume point: seq %d progress %d budget %d reason %q", j.ResumeSeq, j.Progress, j.RunBudget(), j.Reason)
 	}
 	grantStart(t, c, 1)
+	// The escrow left covers what the resumed run may still be charged,
+	// at the dearer provider's price too (escrowCoversCharges).
+	if err := ledger.CheckInvariants(c.KV); err != nil {
+		t.Fatal(err)
+	}
 	j = job(t, c, 1)
 	next := provKey(t, j.Assignments[0].Provider)
 	if d := j.Deadline - j.Assignments[0].StartedAt; d != 3300+int64(ledger.DefaultParams().JobResultGrace) {
@@ -381,3 +386,25 @@ func hasEvent(r ledger.TxResult, typ string) bool {
 }
 
 var _ = address.Address{}
+
+// TestResumedEscrowInvariant: a job resumed from a checkpoint that covers
+// most of its timeout, on a dearer provider than the one it lost, keeps
+// escrowCoversCharges true: what it may still be charged is the rest of
+// its timeout, not all of it (a node checking invariants halted here).
+func TestResumedEscrowInvariant(t *testing.T) {
+	c := verifyChain(t, 2, nil)
+	must(t, []ledger.TxResult{submit(t, c, ckptJob("ck"))})
+	grantStart(t, c, 1)
+	first := provKey(t, job(t, c, 1).Assignments[0].Provider)
+	c.Advance(3000 * time.Second)
+	must(t, []ledger.TxResult{send(t, c, first, ckptMsg(1, 1, 3000, 1))})
+	must(t, []ledger.TxResult{send(t, c, first, &ledger.MsgSetProviderStatus{Online: false})})
+	grantStart(t, c, 1)
+	j := job(t, c, 1)
+	if j.Assignments[0].Provider == first.Addr || j.Progress != 3000 {
+		t.Fatalf("not resumed elsewhere: %+v progress %d", j.Assignments[0].Provider, j.Progress)
+	}
+	if err := ledger.CheckInvariants(c.KV); err != nil {
+		t.Fatal(err)
+	}
+}

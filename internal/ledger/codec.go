@@ -168,6 +168,26 @@ func uvarintLen(v uint64) int {
 //
 //go:generate go run -tags recgen ./internal/recgen -o records_gen.go
 
+// StateVersion is the version of the state's layout as a whole: the keys
+// and invariants the ledger expects besides its records. A state of another
+// version (or of none: written before the validator set, governance, the
+// market and rewards, which an older state lacks the keys of) is refused
+// when a node opens it, not halted on at its first block.
+const StateVersion = 2
+
+// CheckStateVersion refuses a state written by a gpunet whose state layout
+// differs from this one's.
+func CheckStateVersion(kv KV) error {
+	if ChainID(kv) == "" {
+		return nil // empty: genesis will write it
+	}
+	v := getUint(kv, keyStateVersion)
+	if v != StateVersion {
+		return fmt.Errorf("state version %d, this node runs version %d: this state was written by another gpunet; start from a new home (a devnet: gpunet devnet --reset), or join the network anew (gpunet init --join)", v, StateVersion)
+	}
+	return nil
+}
+
 // Record versions:
 //   - 2 (recordVersionBase): GPUs carry their own measured throughput and
 //     serial, hardware challenges name a device, and rulings are kept per
@@ -231,6 +251,9 @@ func recordDecoder(b []byte) (*decoder, error) {
 // incompatible gpunet says so at start, not at the first block that reads
 // a record.
 func CheckRecordEncoding(kv KV) error {
+	if err := CheckStateVersion(kv); err != nil {
+		return err
+	}
 	var err error
 	for _, c := range []struct {
 		prefix []byte

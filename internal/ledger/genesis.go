@@ -44,6 +44,7 @@ func (l *Ledger) InitGenesis(base KV, chainID string, g Genesis) ([]Change, []by
 	}
 	o := NewOverlay(base)
 	o.Set(keyChainID, []byte(chainID))
+	setUint(o, keyStateVersion, StateVersion)
 	pb, _ := json.Marshal(g.Params)
 	o.Set(keyParams, pb)
 	var supply uint64

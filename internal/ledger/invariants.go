@@ -289,7 +289,9 @@ func escrowCoversCharges(s *invariantState) error {
 			}
 			continue
 		}
-		secs := chargeableSeconds(&j.Spec, s.params)
+		// A job resumed from a checkpoint has paid for its progress and
+		// may be charged only for the rest (RunBudget).
+		secs := chargeableSeconds(&j.Spec, s.params) - min(j.Progress, chargeableSeconds(&j.Spec, s.params)-1)
 		var most, regular uint64
 		for _, a := range j.Assignments {
 			if !a.Extra {

@@ -53,6 +53,9 @@ func SchedulerIndexPrefixes() [][]byte { return schedulerIndexPrefixes }
 var (
 	// The chain (ledger.go, genesis.go, params.go, supply.go).
 	keyLtHash   = []byte(metaPrefix + "lthash") // the lattice hash (commitment.go); not hashed
+	// keyStateVersion holds StateVersion, written at genesis (not hashed):
+	// a node refuses a state of another version at start (CheckStateVersion).
+	keyStateVersion = []byte(metaPrefix + "state_version")
 	keyHeight   = []byte("chain/height")
 	keyChainID  = []byte("chain/id")
 	keyParams   = []byte("chain/params")

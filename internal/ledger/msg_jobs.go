@@ -320,7 +320,7 @@ func execCancelJob(o *Overlay, from address.Address, m *MsgCancelJob, p Params, 
 		case a.Commitment != nil || a.Result != nil:
 			err = payForTime(o, j, a, a.Metered, p)
 		default:
-			err = payForTime(o, j, a, min(uint64(max(now-a.StartedAt, 0)), j.Spec.TimeoutSeconds), p)
+			err = payForTime(o, j, a, min(uint64(max(now-a.StartedAt, 0)), j.RunBudget()), p)
 		}
 		if err != nil {
 			return nil, err

@@ -216,3 +216,28 @@ func FuzzRecords(f *testing.F) {
 		}
 	})
 }
+
+// TestStateVersionChecked: a state written at genesis carries the state
+// version and opens; one without it (written by an older gpunet, which
+// lacks the validator set's, governance's and the market's keys) is
+// refused with an error that says what to do, rather than halting at its
+// first block.
+func TestStateVersionChecked(t *testing.T) {
+	var l Ledger
+	kv := NewMemKV()
+	changes, _, err := l.InitGenesis(kv, "sv", Genesis{Params: DefaultParams()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	kv.Apply(changes)
+	if err := CheckRecordEncoding(kv); err != nil {
+		t.Fatalf("a new state: %v", err)
+	}
+	o := NewOverlay(kv)
+	o.Delete(keyStateVersion)
+	kv.Apply(o.Changes())
+	err = CheckRecordEncoding(kv)
+	if err == nil || !strings.Contains(err.Error(), "state version 0") || !strings.Contains(err.Error(), "--reset") {
+		t.Fatalf("an older state: %v, want a refusal naming the versions and what to do", err)
+	}
+}
