@@ -52,15 +52,15 @@ func SchedulerIndexPrefixes() [][]byte { return schedulerIndexPrefixes }
 // raw bytes, <id>, <height> and <time> 8 big-endian bytes.
 var (
 	// The chain (ledger.go, genesis.go, params.go, supply.go).
-	keyLtHash   = []byte(metaPrefix + "lthash") // the lattice hash (commitment.go); not hashed
+	keyLtHash = []byte(metaPrefix + "lthash") // the lattice hash (commitment.go); not hashed
 	// keyStateVersion holds StateVersion, written at genesis (not hashed):
 	// a node refuses a state of another version at start (CheckStateVersion).
 	keyStateVersion = []byte(metaPrefix + "state_version")
-	keyHeight   = []byte("chain/height")
-	keyChainID  = []byte("chain/id")
-	keyParams   = []byte("chain/params")
-	keySupply   = []byte("chain/supply")
-	keyTreasury = []byte("chain/treasury")
+	keyHeight       = []byte("chain/height")
+	keyChainID      = []byte("chain/id")
+	keyParams       = []byte("chain/params")
+	keySupply       = []byte("chain/supply")
+	keyTreasury     = []byte("chain/treasury")
 
 	// Accounts (accounts.go): acct/<address>.
 	prefixAccount = []byte("acct/")
