@@ -197,7 +197,10 @@ func CheckStateVersion(kv KV) error {
 //     (Job.WaitCode).
 //   - 4: where a job's data was put (Job.DataAt, JobResult.DataAt), its
 //     URL-pinned inputs (JobSpec.URLInputs), and the last provider that
-//     handed it back (Job.Released).
+//     handed it back (Job.Released); its price tier (JobSpec.Tier) and
+//     preemption (Job.Preempted, Job.PreemptWait, Assignment.PreemptAt);
+//     its checkpoints (JobSpec.Checkpoint, Job.Checkpoints, Job.ResumeSeq,
+//     Job.Progress, Job.CheckpointNote).
 const (
 	recordVersionBase = 2
 	recordVersion     = 4 // the newest this node reads and writes

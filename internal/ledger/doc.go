@@ -46,7 +46,8 @@
 //     msg_gov.go: submit a proposal, deposit, vote; gov_deposit.go:
 //     deposits and the rising minimum deposit; gov_tally.go: the end of
 //     periods, the tally and executing what passed (first thing in every
-//     block); gov_weight.go: the voting weight index; gov_invariants.go.
+//     block); gov_weight.go: the voting weight index; gov_running.go: each
+//     voting proposal's running tally; gov_invariants.go.
 //   - provider.go: the provider registry and the online index;
 //     msg_provider.go: register, update, set status and what a declaration
 //     may claim; hardware.go and limits.go: the bounds it is held to;
@@ -70,6 +71,13 @@
 //   - handover.go: the job key handed to an audit replica.
 //   - settlement.go: escrow, paying a job's providers, finishing a job.
 //   - deadlines.go: overdue jobs and reassignment.
+//   - data.go: where a job's data is (data_at), URL-pinned inputs, and
+//     MsgReleaseJob (a provider hands a job back).
+//   - checkpoint.go: checkpoints (MsgCommitCheckpoint), the resume point,
+//     paying for kept work on reassignment, replicas' checkpoint votes.
+//   - market.go: the price index per hardware class and the tiers;
+//     market_preempt.go: spot jobs preempted by higher tiers.
+//   - rewards.go: each epoch's emission and who gets it (MsgClaimRewards).
 //   - query.go: read-only pages for the API.
 //   - hash.go: [Hash]; arith.go: parts per million and mulDiv.
 //

@@ -132,7 +132,8 @@ type Params struct {
 	// Rewards (rewards.go). Each epoch mints max(0, EmissionTarget − what
 	// consumers paid providers), at most RewardFeeCapPPM of the protocol
 	// fees paid in it; RewardValidatorPPM of that goes to the validators
-	// by power, the rest to providers by verified unit-seconds.
+	// by power, the rest to providers in proportion to the usync paid for
+	// their verified work (rewards.go says why not unit-seconds).
 	// FeeBurnPPM of each block's fees is burned, ValidatorFeeSharePPM paid
 	// to the validators, and the rest stays in the treasury.
 	EmissionTarget     uint64 `json:"emission_target"`
