@@ -23,7 +23,7 @@ import (
 // with the reason; a line that is neither run nor listed here fails the
 // test, so a new README line is tried as soon as it is written.
 var readmeSkips = []struct{ prefix, why string }{
-	{"go test ./...", "the whole test suite, this test included"},
+	{"go test -timeout 60m ./...", "the whole test suite, this test included"},
 	{"apt-get install", "installs system packages"},
 	{"GPUNET_SCREENSHOTS=", "runs TestDashboardInBrowser, which is in this suite"},
 	{"ls shots/", "the screenshots of the line before"},
