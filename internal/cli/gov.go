@@ -28,6 +28,12 @@ deposit period that ends first, burns its deposits; otherwise they come back.
 A passed parameter change applies from the block after the voting period.
 See the periods and thresholds with 'gpunet query params'.`,
 	}
+	c.AddCommand(govProposeCmd(e), govDepositCmd(e), govVoteCmd(e), govListCmd(e), govShowCmd(e))
+	return c
+}
+
+// govProposeCmd is `gov propose param|spend|text`.
+func govProposeCmd(e *env) *cobra.Command {
 	var from, deposit, title, body string
 	propose := &cobra.Command{Use: "propose", Short: "Submit a proposal (param, spend or text)"}
 	submit := func(cmd *cobra.Command, m *ledger.MsgSubmitProposal) error {
@@ -131,6 +137,11 @@ See the periods and thresholds with 'gpunet query params'.`,
 		}
 		propose.AddCommand(sub)
 	}
+	return propose
+}
+
+func govDepositCmd(e *env) *cobra.Command {
+	var from string
 	depositCmd := &cobra.Command{
 		Use:   "deposit ID AMOUNT --from KEY",
 		Short: "Add AMOUNT to proposal ID's deposit (in its deposit period)",
@@ -147,6 +158,12 @@ See the periods and thresholds with 'gpunet query params'.`,
 			return e.sendMsg(cmd, from, 0, &ledger.MsgDeposit{ProposalID: id, Amount: ledger.Amount(amt)})
 		},
 	}
+	depositCmd.Flags().StringVar(&from, "from", "", "the signing key (default: the only key in the keyring)")
+	return depositCmd
+}
+
+func govVoteCmd(e *env) *cobra.Command {
+	var from string
 	voteCmd := &cobra.Command{
 		Use:   "vote ID yes|no|abstain|veto --from KEY",
 		Short: "Vote on proposal ID (in its voting period; a later vote replaces an earlier one)",
@@ -162,9 +179,11 @@ See the periods and thresholds with 'gpunet query params'.`,
 			return e.sendMsg(cmd, from, 0, &ledger.MsgVote{ProposalID: id, Option: args[1]})
 		},
 	}
-	for _, sub := range []*cobra.Command{depositCmd, voteCmd} {
-		sub.Flags().StringVar(&from, "from", "", "the signing key (default: the only key in the keyring)")
-	}
+	voteCmd.Flags().StringVar(&from, "from", "", "the signing key (default: the only key in the keyring)")
+	return voteCmd
+}
+
+func govListCmd(e *env) *cobra.Command {
 	var limit int
 	list := &cobra.Command{
 		Use:   "list",
@@ -183,6 +202,10 @@ See the periods and thresholds with 'gpunet query params'.`,
 		},
 	}
 	list.Flags().IntVar(&limit, "limit", 50, "at most this many")
+	return list
+}
+
+func govShowCmd(e *env) *cobra.Command {
 	show := &cobra.Command{
 		Use:   "show ID",
 		Short: "Show a proposal: what it does, its periods, deposits and tally",
@@ -204,8 +227,7 @@ See the periods and thresholds with 'gpunet query params'.`,
 			return e.print(p, func(w io.Writer) { printProposal(w, p, names) })
 		},
 	}
-	c.AddCommand(propose, depositCmd, voteCmd, list, show)
-	return c
+	return show
 }
 
 // proposeResult is `gov propose … -o json`: the tx's result, the new
