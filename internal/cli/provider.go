@@ -88,6 +88,7 @@ type providerFlags struct {
 	faultOverclaim      float64
 	allowNet            bool
 	metricsAddr         string
+	checkpointGrace     time.Duration
 }
 
 func providerStartCmd(e *env) *cobra.Command {
@@ -129,6 +130,7 @@ credentials come from Docker's config ($DOCKER_CONFIG or ~/.docker).`,
 	f.BoolVar(&pf.faultFake, "fault-fake-challenges", false, "FAULT INJECTION for tests and demos: answer hardware challenges with a proof of a product never computed")
 	f.Float64Var(&pf.faultOverclaim, "fault-overclaim", 0, "FAULT INJECTION for tests and demos: declare this many times the measured int8 throughput")
 	f.StringVar(&pf.metricsAddr, "metrics", "", "serve Prometheus metrics at http://ADDR/metrics (host:port; default: off)")
+	f.DurationVar(&pf.checkpointGrace, "checkpoint-grace", provider.DefaultCheckpointGrace, "when the agent stops (Ctrl-C), how long each running job that checkpoints has to take its last checkpoint")
 	start.MarkFlagRequired("from")
 	return start
 }
@@ -162,7 +164,10 @@ func (e *env) runProvider(ctx context.Context, pf *providerFlags) error {
 	o := provider.Options{
 		Key: key, Region: pf.region, Stake: stakeAmt, MaxJobs: pf.maxJobs,
 		Executors: pf.executors, BenchBudget: pf.bench, AllowNetwork: pf.allowNet, Logger: logger,
-		Prices: providerPrices(all, byClass),
+		Prices: providerPrices(all, byClass), CheckpointGrace: pf.checkpointGrace,
+	}
+	if pf.checkpointGrace <= 0 || pf.checkpointGrace > 10*time.Minute {
+		return usageError{fmt.Errorf("--checkpoint-grace %s: want more than 0 and at most 10m", pf.checkpointGrace)}
 	}
 	if pf.faultWrong < 0 || pf.faultWrong > 1 {
 		return usageError{fmt.Errorf("--fault-wrong-outputs %g: want a fraction from 0 to 1", pf.faultWrong)}

@@ -410,3 +410,14 @@ func TestProviderClaimRewards(t *testing.T) {
 		t.Errorf("claim-rewards without work: exit %d, stderr %q", r.code, r.stderr)
 	}
 }
+
+// TestProviderCheckpointGraceFlag: --checkpoint-grace is bounded.
+func TestProviderCheckpointGraceFlag(t *testing.T) {
+	s := newStory(t)
+	for _, bad := range []string{"0s", "11m"} {
+		r := s.run("provider", "start", "--from", "alice", "--checkpoint-grace", bad)
+		if r.code != ExitUsage || !strings.Contains(r.stderr, "--checkpoint-grace "+bad) {
+			t.Errorf("--checkpoint-grace %s: exit %d, stderr %q", bad, r.code, r.stderr)
+		}
+	}
+}
