@@ -212,6 +212,9 @@ func (g *schemaGen) schema(t reflect.Type) map[string]any {
 // type, so a reference (to a struct's schema, an object) is wrapped in an
 // allOf with the type.
 func nullable(s map[string]any) map[string]any {
+	if len(s) == 0 {
+		return s // any JSON value, null among them
+	}
 	if _, ref := s["$ref"]; ref {
 		return map[string]any{"type": "object", "allOf": []any{s}, "nullable": true}
 	}

@@ -25,9 +25,11 @@ import (
 	dto "github.com/prometheus/client_model/go"
 
 	"github.com/gpunet/gpunet/internal/apiwire"
+	"github.com/gpunet/gpunet/internal/chainclient"
 	"github.com/gpunet/gpunet/internal/daemon"
 	"github.com/gpunet/gpunet/internal/devnet"
 	"github.com/gpunet/gpunet/internal/hwinfo/nvmlsim"
+	"github.com/gpunet/gpunet/internal/keys"
 	"github.com/gpunet/gpunet/internal/ledger"
 	"github.com/gpunet/gpunet/internal/provider"
 	"github.com/gpunet/gpunet/internal/validator"
@@ -83,6 +85,7 @@ func TestObservability(t *testing.T) {
 	for value(t, d.Metrics, "gpunet_jobs_finished_total", map[string]string{"outcome": "succeeded"}) < 1 && time.Now().Before(deadline) {
 		time.Sleep(20 * time.Millisecond)
 	}
+	submitProposal(t, home, d.APIURL) // proposal 1, for the governance routes' {id}
 	t.Run("metrics", func(t *testing.T) { checkMetrics(t, d, provReg) })
 	doc := getDocument(t, d.APIURL)
 	t.Run("openapi lint", func(t *testing.T) { lintOpenAPI(t, doc) })
@@ -93,6 +96,28 @@ func TestObservability(t *testing.T) {
 		}
 		checkAnswers(t, d.APIURL, cfg.APIToken, doc, ps.Agents[0].Status().Address, ex.Job)
 	})
+}
+
+// submitProposal submits a text proposal as alice, so that the routes
+// that take a proposal's id have one to answer about.
+func submitProposal(t *testing.T, home, api string) {
+	kr, err := keys.Open(filepath.Join(home, "keyring"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	alice, err := kr.Get(devnet.DevKeys[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	cl := chainclient.New(api)
+	list, err := cl.Proposals(t.Context(), 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	msg := &ledger.MsgSubmitProposal{Kind: ledger.ProposalText, Title: "observability", Deposit: ledger.Amount(list.NextMinDeposit)}
+	if _, err := cl.SendMsg(t.Context(), alice, 0, msg); err != nil {
+		t.Fatal(err)
+	}
 }
 
 func checkMetrics(t *testing.T, d *daemon.Daemon, provReg prometheus.Gatherer) {
