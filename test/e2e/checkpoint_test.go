@@ -43,7 +43,29 @@ func TestCheckpointResume(t *testing.T) {
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("build the counter: %v\n%s", err, out)
 	}
-	home := t.TempDir()
+	spec := fmt.Sprintf(`name: counter
+executor: wasm
+module: ./counter.wasm
+args: ["%d", "%d"]
+outputs: [/out]
+resources: {cpu: 1, memory: 256MiB, gpu: {count: 0}}
+max_price: 0.5
+timeout: 5m
+verification: none # one provider at a time; a spot audit would need a third
+checkpoint: {path: /ckpt, interval: 1s}
+`, counterSteps, counterWork)
+	testCheckpointResume(t, t.TempDir(), "wasm", dir, spec, counterResult(counterSteps, counterWork))
+}
+
+// testCheckpointResume is TestCheckpointResume's run of spec, a counter
+// job (its files in dir) that keeps its state under /ckpt, checkpointed
+// every second, and writes want to /out/result.txt when it is not
+// interrupted: on a devnet in home of two providers offering executor, at 0.05
+// SYNC a core-hour, the provider running it is killed with SIGKILL after
+// three checkpoints; the job must resume on the other one from the last
+// committed checkpoint, write want, say in its log that it resumed, and
+// cost the covered and metered seconds at the price.
+func testCheckpointResume(t *testing.T, home, executor, dir, spec, want string) {
 	startDevnet(t, home, "--block-time", "100ms")
 	provs := map[string]*proc{}
 	addrs := map[string]string{}
@@ -56,22 +78,11 @@ func TestCheckpointResume(t *testing.T) {
 		gpunetJSON(t, &map[string]any{}, "tx", "send", name, "100sync", "--from", "alice", "--home", home)
 		provs[name] = startProc(t, "provider "+name, "provider", "start", "--from", name, "--home", home, "--bench-time", "200ms", "--price", "0.05sync")
 	}
-	waitUntil(t, 30*time.Second, "both providers schedulable", func() bool {
+	waitUntil(t, 60*time.Second, "both providers offering "+executor, func() bool {
 		var offers []map[string]any
-		gpunetJSON(t, &offers, "offers", "--home", home)
+		gpunetJSON(t, &offers, "offers", "executor="+executor, "--home", home)
 		return len(offers) == 2
 	})
-	spec := fmt.Sprintf(`name: counter
-executor: wasm
-module: ./counter.wasm
-args: ["%d", "%d"]
-outputs: [/out]
-resources: {cpu: 1, memory: 256MiB, gpu: {count: 0}}
-max_price: 0.5
-timeout: 5m
-verification: none # one provider at a time; a spot audit would need a third
-checkpoint: {path: /ckpt, interval: 1s}
-`, counterSteps, counterWork)
 	specPath := filepath.Join(dir, "job.yaml")
 	os.WriteFile(specPath, []byte(spec), 0o644)
 	before := balance(t, "alice", "--home", home)
@@ -129,7 +140,7 @@ checkpoint: {path: /ckpt, interval: 1s}
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := counterResult(counterSteps, counterWork); string(got) != want {
+	if string(got) != want {
 		t.Fatalf("output %q, an uninterrupted run gives %q", got, want)
 	}
 	log := gpunet(t, "job", "logs", id, "--from", "alice", "--home", home)

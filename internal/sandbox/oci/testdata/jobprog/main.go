@@ -4,6 +4,8 @@
 package main
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"net"
 	"os"
@@ -16,7 +18,7 @@ import (
 
 func main() {
 	if len(os.Args) < 2 {
-		fmt.Println("usage: jobprog hello|whoami|cat|devices|ls|getenv|write|net|mem|fork|sleep|exit ARGS")
+		fmt.Println("usage: jobprog hello|whoami|cat|devices|ls|getenv|write|net|mem|fork|sleep|exit|count ARGS")
 		os.Exit(2)
 	}
 	args := os.Args[2:]
@@ -158,6 +160,51 @@ func main() {
 		code, _ := strconv.Atoi(args[0])
 		fmt.Println("exiting", code)
 		os.Exit(code)
+	case "count":
+		// count N WORK PAUSE: the checkpointing counter of the e2e tests
+		// (test/e2e/testdata/counter's, with the same state, log and
+		// output): N steps, each folding WORK SHA-256 rounds into a chain
+		// and then pausing PAUSE (a duration), the state (the step reached
+		// and the chain) written atomically to state under
+		// $GPUNET_CHECKPOINT_DIR after each step and resumed from when it
+		// is there; the result goes to /out/result.txt.
+		n, _ := strconv.Atoi(args[0])
+		work, _ := strconv.Atoi(args[1])
+		pause, _ := time.ParseDuration(args[2])
+		state := filepath.Join(os.Getenv("GPUNET_CHECKPOINT_DIR"), "state")
+		i, acc := 0, make([]byte, 32)
+		if b, err := os.ReadFile(state); err == nil {
+			var h string
+			if _, err := fmt.Sscanf(string(b), "%d %s", &i, &h); err == nil {
+				acc, _ = hex.DecodeString(h)
+				fmt.Printf("resuming at step %d (checkpoint %s)\n", i, os.Getenv("GPUNET_RESUME_SEQ"))
+			}
+		}
+		for ; i < n; i++ {
+			for range work {
+				h := sha256.Sum256(fmt.Appendf(acc, "/%d", i))
+				acc = h[:]
+			}
+			tmp := state + ".tmp"
+			if err := os.WriteFile(tmp, fmt.Appendf(nil, "%d %x\n", i+1, acc), 0o644); err != nil {
+				fmt.Println("count:", err)
+				os.Exit(1)
+			}
+			if err := os.Rename(tmp, state); err != nil {
+				fmt.Println("count:", err)
+				os.Exit(1)
+			}
+			time.Sleep(pause)
+		}
+		if err := os.MkdirAll("/out", 0o755); err != nil {
+			fmt.Println("count:", err)
+			os.Exit(1)
+		}
+		if err := os.WriteFile("/out/result.txt", fmt.Appendf(nil, "%d %x\n", n, acc), 0o644); err != nil {
+			fmt.Println("count:", err)
+			os.Exit(1)
+		}
+		fmt.Println("done")
 	default:
 		fmt.Println("unknown command", os.Args[1])
 		os.Exit(2)
