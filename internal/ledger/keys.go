@@ -203,3 +203,15 @@ func prefixEnd(p []byte) []byte {
 	end[len(end)-1]++
 	return end
 }
+
+// Services (service.go). svcmodel/<model>\x00<id> indexes the active
+// services that declare a model; svcact/<id> the active services.
+var (
+	prefixService       = []byte("svc/")
+	prefixServiceOwner  = []byte("svcown/")
+	prefixServiceProv   = []byte("svcprov/")
+	prefixServiceDue    = []byte("svcdue/")
+	prefixServiceQueue  = []byte("svcq/")
+	prefixServiceModel  = []byte("svcmodel/")
+	prefixServiceActive = []byte("svcact/")
+)

@@ -1,0 +1,83 @@
+package chainclient
+
+import (
+	"bytes"
+	"context"
+	"crypto/ed25519"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strconv"
+
+	"github.com/gpunet/gpunet/internal/address"
+	"github.com/gpunet/gpunet/internal/apiwire"
+	"github.com/gpunet/gpunet/internal/ledger"
+)
+
+// Service returns a service; IsNotFound(err) when there is none.
+func (c *Client) Service(ctx context.Context, id uint64) (*ledger.Service, error) {
+	var s ledger.Service
+	if _, err := c.do(ctx, http.MethodGet, fmt.Sprintf("/v1/services/%d", id), nil, &s); err != nil {
+		return nil, err
+	}
+	return &s, nil
+}
+
+// Services returns the newest services of owner (nil: anyone's active
+// ones), newest first, at most limit of them (up to apiwire.MaxPageLimit).
+func (c *Client) Services(ctx context.Context, owner *address.Address, limit int) (*apiwire.ServiceList, error) {
+	q := url.Values{"limit": {fmt.Sprint(limit)}}
+	if owner != nil {
+		q.Set("owner", owner.String())
+	}
+	var out apiwire.ServiceList
+	_, err := c.do(ctx, http.MethodGet, "/v1/services?"+q.Encode(), nil, &out)
+	return &out, err
+}
+
+// ProviderServices returns the active services with a replica on provider.
+func (c *Client) ProviderServices(ctx context.Context, provider address.Address) (*apiwire.ServiceList, error) {
+	var out apiwire.ServiceList
+	if _, err := c.do(ctx, http.MethodGet, fmt.Sprintf("/v1/providers/%s/services", provider), nil, &out); err != nil {
+		return nil, err
+	}
+	if out.Services == nil {
+		out.Services = []*ledger.Service{}
+	}
+	return &out, nil
+}
+
+// PostServiceLog sends chunk seq of the provider's replica log of a
+// service, signed by the provider's key.
+func (c *Client) PostServiceLog(ctx context.Context, key Signer, service, seq uint64, data []byte) error {
+	priv := key.PrivateKey()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, fmt.Sprintf("%s/v1/services/%d/logs", c.Base(), service), bytes.NewReader(data))
+	if err != nil {
+		return err
+	}
+	req.Header.Set("X-Gpunet-Provider", address.FromPubKey(priv.Public().(ed25519.PublicKey)).String())
+	req.Header.Set("X-Gpunet-Seq", strconv.FormatUint(seq, 10))
+	req.Header.Set("X-Gpunet-Signature", hex.EncodeToString(ed25519.Sign(priv, apiwire.ServiceLogSignBytes(service, seq, data))))
+	resp, err := c.http.Do(req)
+	if err != nil {
+		return fmt.Errorf("%w at %s: %v", ErrUnreachable, c.where(), err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusCreated {
+		var eb apiwire.ErrorBody
+		json.NewDecoder(io.LimitReader(resp.Body, 1<<16)).Decode(&eb)
+		return &APIError{Status: resp.StatusCode, Code: eb.Code, LedgerCode: eb.LedgerCode, Msg: eb.Message}
+	}
+	return nil
+}
+
+// ServiceLogs returns a service's live log chunks (every replica's, each
+// sealed to the owner) from seq from.
+func (c *Client) ServiceLogs(ctx context.Context, service, from uint64) (*apiwire.LogPage, error) {
+	var p apiwire.LogPage
+	_, err := c.do(ctx, http.MethodGet, fmt.Sprintf("/v1/services/%d/logs?from=%d", service, from), nil, &p)
+	return &p, err
+}

@@ -1,0 +1,266 @@
+package ledger
+
+import (
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+	"slices"
+
+	"github.com/gpunet/gpunet/internal/address"
+)
+
+// Services: long-running container jobs with ports (docs/ledger.md,
+// "Services"). A service is its own record, not a job: it has no result to
+// verify and no timeout. Its owner locks a budget in escrow; each replica is
+// placed on a provider like a job's (the same offers, slots and scoring),
+// becomes ready when its provider says so, and from then on is paid per
+// second at its agreed price until it ends. Its provider's heartbeat
+// (MsgServiceHeartbeat) is what keeps it paid: a replica whose provider
+// stops sending it is dropped and replaced elsewhere, paid only up to its
+// last heartbeat, and the provider is treated as one that dropped a job.
+// A service whose budget runs out is stopped, with a warning recorded
+// params.service_budget_warning seconds before.
+//
+// The state machine is in service_exec.go (messages), service_place.go
+// (placement) and service_billing.go (payment, deadlines, budget).
+
+// States of a service.
+const (
+	ServiceActive  = "active"  // wants its replicas; some may be placed, some ready
+	ServiceStopped = "stopped" // stopped by its owner or its budget; escrow refunded
+	ServiceFailed  = "failed"  // gave up: its replicas kept failing (see Reason)
+)
+
+// Ports' protocols (ServicePort.Protocol).
+const (
+	PortHTTP = "http" // relayed as HTTP: /svc/<id>/<port>/… on every node
+	PortTCP  = "tcp"  // relayed as a byte stream only (gpunet service connect)
+)
+
+// Bounds of a service spec.
+const (
+	MaxServiceReplicas = 16
+	MaxServicePorts    = 8
+	MaxServiceModels   = 16
+	MaxServiceKeys     = 16
+	MaxModelNameLen    = 128
+)
+
+// ServiceSpec is the on-chain spec of a service (jobspec's kind: service).
+// The image, command, args, env, resources, region and network fields mean
+// what they mean for an oci job (JobSpec); services run only as oci
+// containers.
+type ServiceSpec struct {
+	Name    string            `json:"name"`
+	Image   string            `json:"image"` // registry/repo@sha256:<hex>
+	Command []string          `json:"command,omitempty"`
+	Args    []string          `json:"args,omitempty"`
+	Env     map[string]string `json:"env,omitempty"`
+
+	CPUMilli      uint64   `json:"cpu_milli"`
+	Memory        uint64   `json:"memory"`
+	Disk          uint64   `json:"disk"`
+	GPUCount      uint64   `json:"gpu_count"`
+	GPUModels     []string `json:"gpu_models,omitempty"`
+	MinVRAM       uint64   `json:"min_vram,omitempty"`
+	MinComputeCap string   `json:"min_compute_cap,omitempty"`
+
+	// MaxPricePerHour is the ceiling per replica, usync per hour.
+	MaxPricePerHour uint64 `json:"max_price_per_hour"`
+	Region          string `json:"region,omitempty"`
+	RegionRequired  bool   `json:"region_required,omitempty"`
+	Network         bool   `json:"network,omitempty"` // outbound network (providers that allow it)
+
+	Ports     []ServicePort    `json:"ports"`
+	Readiness ServiceReadiness `json:"readiness"`
+	Replicas  uint64           `json:"replicas"` // 1 … MaxServiceReplicas; MsgScaleService changes it
+	// OpenAI, when set, says the service speaks OpenAI's chat completions
+	// API on one of its http ports for these models: every node's
+	// /openai/v1 routes requests for them to its ready replicas.
+	OpenAI *ServiceOpenAI `json:"openai,omitempty"`
+}
+
+// ServicePort is a port a service's container listens on.
+type ServicePort struct {
+	Port     uint64 `json:"port"`           // 1 … 65535
+	Name     string `json:"name,omitempty"` // [a-z0-9-]{0,15}
+	Protocol string `json:"protocol"`       // PortHTTP or PortTCP
+}
+
+// ServiceReadiness is how a provider checks that a replica serves: an HTTP
+// GET of Path on Port answering 2xx (Path empty: a TCP connect), every
+// IntervalSeconds, each within TimeoutSeconds. FailureThreshold failures in
+// a row after it was ready make the provider give the replica back
+// (MsgReleaseReplica) so that it is placed elsewhere; a replica not ready
+// within StartSeconds of its placement is given back too.
+type ServiceReadiness struct {
+	Port             uint64 `json:"port"`
+	Path             string `json:"path,omitempty"`
+	IntervalSeconds  uint64 `json:"interval_seconds"`
+	TimeoutSeconds   uint64 `json:"timeout_seconds"`
+	FailureThreshold uint64 `json:"failure_threshold"`
+	StartSeconds     uint64 `json:"start_seconds"`
+}
+
+// ServiceOpenAI declares the models a service serves on Port with OpenAI's
+// API (POST /v1/chat/completions, GET /v1/models).
+type ServiceOpenAI struct {
+	Port   uint64   `json:"port"`
+	Models []string `json:"models"`
+}
+
+// Service is a service's record.
+type Service struct {
+	ID          uint64          `json:"id"`
+	Owner       address.Address `json:"owner"`
+	Spec        ServiceSpec     `json:"spec"`
+	ConsumerKey string          `json:"consumer_key"` // age recipient: replicas' logs are sealed to it
+	State       string          `json:"state"`
+	Reason      string          `json:"reason,omitempty"`
+	WaitCode    string          `json:"wait_code,omitempty"` // why a replica waits for a provider (Quote codes)
+
+	// Access: who may send traffic. Public: anyone; otherwise a request
+	// must carry a key whose SHA-256 is in KeyHashes (the keys themselves
+	// never touch the chain).
+	Public    bool   `json:"public"`
+	KeyHashes []Hash `json:"key_hashes,omitempty"`
+
+	Budget uint64 `json:"budget"` // usync locked in all: deploy and top-ups
+	Escrow uint64 `json:"escrow"` // usync still locked
+	Cost   uint64 `json:"cost"`   // usync paid to providers
+	Fee    uint64 `json:"fee"`    // usync paid to the treasury
+	Refund uint64 `json:"refund"` // usync returned at the end
+
+	CreatedAt int64  `json:"created_at"`
+	Height    uint64 `json:"height"`
+	StoppedAt int64  `json:"stopped_at,omitempty"`
+	// BudgetWarnedAt is when the ledger warned that the budget is running
+	// out (0: not yet, or topped up since); RunsOutAt is when, at the
+	// replicas' current rate (0: nothing is being paid).
+	BudgetWarnedAt int64 `json:"budget_warned_at,omitempty"`
+	RunsOutAt      int64 `json:"runs_out_at,omitempty"`
+
+	Replicas   []Replica         `json:"replicas"`           // placed now
+	Ended      []ReplicaEnd      `json:"ended,omitempty"`    // the last MaxEndedReplicas that ended, oldest first
+	Placements uint64            `json:"placements"`         // replicas placed so far
+	Failures   uint64            `json:"failures"`           // replicas ended by failure since one was last ready for params.service_stable_seconds
+	Excluded   []address.Address `json:"excluded,omitempty"` // providers not to place on again (released, dropped or evicted a replica); the last MaxExcluded
+	Deadline   int64             `json:"deadline,omitempty"` // next block time the ledger must look at it (service_billing.go)
+}
+
+// Replica is one placed replica of a service.
+type Replica struct {
+	Provider     address.Address `json:"provider"`
+	PricePerHour uint64          `json:"price_per_hour"` // agreed at placement, usync per hour
+	Class        string          `json:"class"`
+	AssignedAt   int64           `json:"assigned_at"`
+	// ReadyAt is when its provider first reported it ready: it is paid
+	// from then. 0: starting.
+	ReadyAt int64 `json:"ready_at,omitempty"`
+	// Ready is the provider's last report; Relay is the API URL of the
+	// node its agent's relay connection is on, through which every node
+	// reaches it.
+	Ready       bool   `json:"ready"`
+	Relay       string `json:"relay,omitempty"`
+	HeartbeatAt int64  `json:"heartbeat_at,omitempty"`
+	PaidUntil   int64  `json:"paid_until,omitempty"` // paid for the seconds before
+	Paid        uint64 `json:"paid"`                 // usync paid to its provider
+}
+
+// ReplicaEnd is a replica that ended, for the service's history.
+type ReplicaEnd struct {
+	Provider   address.Address `json:"provider"`
+	AssignedAt int64           `json:"assigned_at"`
+	ReadyAt    int64           `json:"ready_at,omitempty"`
+	EndedAt    int64           `json:"ended_at"`
+	Paid       uint64          `json:"paid"`
+	Why        string          `json:"why"`
+	Slashed    uint64          `json:"slashed,omitempty"`
+}
+
+// Bounds of a service record's lists.
+const (
+	MaxEndedReplicas = 32
+	MaxExcluded      = 32
+)
+
+// Done reports whether the service has ended.
+func (s *Service) Done() bool { return s.State != ServiceActive }
+
+// ServesModel reports whether the service declares model.
+func (s *Service) ServesModel(model string) bool {
+	return s.Spec.OpenAI != nil && slices.Contains(s.Spec.OpenAI.Models, model)
+}
+
+// Port returns the spec's port p, or nil.
+func (s *ServiceSpec) Port(p uint64) *ServicePort {
+	for i := range s.Ports {
+		if s.Ports[i].Port == p {
+			return &s.Ports[i]
+		}
+	}
+	return nil
+}
+
+func serviceKey(id uint64) []byte { return u64(slices.Clone(prefixService), id) }
+
+// GetService reads a service; ok is false if there is none with that id.
+func GetService(kv KV, id uint64) (*Service, bool, error) {
+	b := kv.Get(serviceKey(id))
+	if b == nil {
+		return nil, false, nil
+	}
+	s := &Service{}
+	if err := json.Unmarshal(b, s); err != nil {
+		return nil, false, fmt.Errorf("service %d: corrupt record: %w: %w", id, err, ErrInternal)
+	}
+	return s, true, nil
+}
+
+// ServicesOf calls fn with the id of each service of owner, newest first,
+// until fn returns false.
+func ServicesOf(kv KV, owner address.Address, fn func(id uint64) bool) {
+	p := append(slices.Clone(prefixServiceOwner), owner[:]...)
+	var ids []uint64
+	kv.Iterate(p, prefixEnd(p), func(k, _ []byte) bool {
+		ids = append(ids, binary.BigEndian.Uint64(k[len(p):]))
+		return true
+	})
+	for i := len(ids) - 1; i >= 0; i-- {
+		if !fn(ids[i]) {
+			return
+		}
+	}
+}
+
+// ServicesOfProvider lists the ids of the active services with a replica on
+// provider.
+func ServicesOfProvider(kv KV, provider address.Address) []uint64 {
+	p := append(slices.Clone(prefixServiceProv), provider[:]...)
+	var ids []uint64
+	kv.Iterate(p, prefixEnd(p), func(k, _ []byte) bool {
+		ids = append(ids, binary.BigEndian.Uint64(k[len(p):]))
+		return true
+	})
+	return ids
+}
+
+// ServicesForModel lists the ids of the active services that declare model,
+// in id order.
+func ServicesForModel(kv KV, model string) []uint64 {
+	p := append(append(slices.Clone(prefixServiceModel), model...), 0)
+	var ids []uint64
+	kv.Iterate(p, prefixEnd(p), func(k, _ []byte) bool {
+		ids = append(ids, binary.BigEndian.Uint64(k[len(p):]))
+		return true
+	})
+	return ids
+}
+
+// ActiveServices calls fn with each active service's id, in id order, until
+// fn returns false.
+func ActiveServices(kv KV, fn func(id uint64) bool) {
+	kv.Iterate(prefixServiceActive, prefixEnd(prefixServiceActive), func(k, _ []byte) bool {
+		return fn(binary.BigEndian.Uint64(k[len(prefixServiceActive):]))
+	})
+}
