@@ -14,6 +14,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 
@@ -74,6 +75,7 @@ type Server struct {
 	mux     *http.ServeMux
 	routes  []Route
 	logs    logRelay
+	svcLogs logRelay
 	offers  offerCache
 }
 
@@ -86,7 +88,7 @@ func New(chain Chain, o Options) *Server {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
 	s := &Server{chain: chain, log: o.Logger, opts: o, mux: http.NewServeMux()}
-	for _, rt := range append(s.apiRoutes(), s.govRoutes()...) {
+	for _, rt := range slices.Concat(s.apiRoutes(), s.govRoutes(), s.serviceRoutes()) {
 		s.add(rt)
 	}
 	s.mux.HandleFunc("/", s.notFound)

@@ -54,9 +54,53 @@ type jobLog struct {
 	ended  time.Time                  // when the relay first saw the job ended
 }
 
-// logRelay is the node's memory of live logs. Its zero value is ready,
-// with the limits above; tests shrink them and set the clock.
+// logKind is what differs between the live logs of jobs and of services:
+// where they are posted, what the provider signs, and who may post.
+type logKind struct {
+	what string // "job" or "service", for messages
+	path string // the route, with %d for the id
+	// signBytes is what the provider signs for chunk seq of id.
+	signBytes func(id, seq uint64, data []byte) []byte
+	// party reports whether the record exists and whether prov may post to
+	// it now (assigned and not finished).
+	party func(kv ledger.KV, id uint64, prov address.Address) (found, ok bool, err error)
+	// ended reports whether the record exists and has finished.
+	ended func(kv ledger.KV, id uint64) (found, done bool, err error)
+}
+
+// jobLogs and serviceLogs are the two kinds of live log.
+var (
+	jobLogs = &logKind{what: "job", path: "/v1/jobs/%d/logs", signBytes: apiwire.LogSignBytes,
+		party: func(kv ledger.KV, id uint64, prov address.Address) (bool, bool, error) {
+			j, found, err := ledger.GetJob(kv, id)
+			if err != nil || !found {
+				return found, false, err
+			}
+			return true, !j.Done() && slices.ContainsFunc(j.Assignments, func(a ledger.Assignment) bool { return a.Provider == prov }), nil
+		},
+		ended: func(kv ledger.KV, id uint64) (bool, bool, error) {
+			j, found, err := ledger.GetJob(kv, id)
+			return found, found && j.Done(), err
+		}}
+	serviceLogs = &logKind{what: "service", path: "/v1/services/%d/logs", signBytes: apiwire.ServiceLogSignBytes,
+		party: func(kv ledger.KV, id uint64, prov address.Address) (bool, bool, error) {
+			sv, found, err := ledger.GetService(kv, id)
+			if err != nil || !found {
+				return found, false, err
+			}
+			return true, !sv.Done() && slices.ContainsFunc(sv.Replicas, func(r ledger.Replica) bool { return r.Provider == prov }), nil
+		},
+		ended: func(kv ledger.KV, id uint64) (bool, bool, error) {
+			sv, found, err := ledger.GetService(kv, id)
+			return found, found && sv.Done(), err
+		}}
+)
+
+// logRelay is the node's memory of live logs of one kind (jobs' or
+// services'). Its zero value is ready for jobs, with the limits above;
+// tests shrink them and set the clock.
 type logRelay struct {
+	kind *logKind // nil: jobLogs
 	mu   sync.Mutex
 	jobs map[uint64]*jobLog
 	// order of first sight, to evict the oldest job when full
@@ -70,6 +114,13 @@ type logRelay struct {
 	// Overrides for tests; zero means the constant.
 	jobBytes, totalBytes int
 	now                  func() time.Time
+}
+
+func (r *logRelay) logKind() *logKind {
+	if r.kind == nil {
+		return jobLogs
+	}
+	return r.kind
 }
 
 func (r *logRelay) clock() time.Time {
@@ -162,11 +213,11 @@ func (r *logRelay) sweep(kv ledger.KV) {
 	r.lastSweep = now
 	for _, id := range slices.Clone(r.order) {
 		l := r.jobs[id]
-		j, found, err := ledger.GetJob(kv, id)
+		found, done, err := r.logKind().ended(kv, id)
 		switch {
 		case err != nil:
 			continue // keep it; the next sweep looks again
-		case found && !j.Done():
+		case found && !done:
 			l.ended = time.Time{}
 		case l.ended.IsZero():
 			l.ended = now
@@ -176,26 +227,35 @@ func (r *logRelay) sweep(kv ledger.KV) {
 	}
 }
 
-// sweepLogs runs the relay's sweep against the current ledger state.
-func (s *Server) sweepLogs() {
-	s.logs.mu.Lock()
-	due := s.logs.clock().Sub(s.logs.lastSweep) >= logSweepEvery
-	s.logs.mu.Unlock()
+// sweepLogs runs a relay's sweep against the current ledger state.
+func (s *Server) sweepLogs(rl *logRelay) {
+	rl.mu.Lock()
+	due := rl.clock().Sub(rl.lastSweep) >= logSweepEvery
+	rl.mu.Unlock()
 	if !due {
 		return
 	}
 	kv, release := s.chain.View()
 	defer release()
-	s.logs.mu.Lock()
-	defer s.logs.mu.Unlock()
-	s.logs.sweep(kv)
+	rl.mu.Lock()
+	defer rl.mu.Unlock()
+	rl.sweep(kv)
 }
 
 // postLog serves POST /v1/jobs/{id}/logs from the job's provider:
 // headers X-Gpunet-Provider (address), X-Gpunet-Seq (the provider's post
 // number for this job: 0, 1, …) and X-Gpunet-Signature (hex ed25519 over
 // LogSignBytes of that number).
-func (s *Server) postLog(w http.ResponseWriter, r *http.Request) {
+func (s *Server) postLog(w http.ResponseWriter, r *http.Request) { s.postLogTo(w, r, &s.logs) }
+
+// postServiceLog serves POST /v1/services/{id}/logs from a provider of one
+// of the service's replicas, as postLog does for jobs (ServiceLogSignBytes).
+func (s *Server) postServiceLog(w http.ResponseWriter, r *http.Request) {
+	s.postLogTo(w, r, &s.svcLogs)
+}
+
+func (s *Server) postLogTo(w http.ResponseWriter, r *http.Request, rl *logRelay) {
+	kind := rl.logKind()
 	id, ok := parseJobID(w, r.PathValue("id"))
 	if !ok {
 		return
@@ -221,7 +281,7 @@ func (s *Server) postLog(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	kv, release := s.chain.View()
-	j, found, err := ledger.GetJob(kv, id)
+	found, assigned, err := kind.party(kv, id, prov)
 	var pub []byte
 	if err == nil {
 		var acct ledger.Account
@@ -233,26 +293,25 @@ func (s *Server) postLog(w http.ResponseWriter, r *http.Request) {
 	case err != nil:
 		writeLedgerError(w, err)
 		return
+	case !found && kind == serviceLogs:
+		writeError(w, http.StatusNotFound, 0, fmt.Sprintf("no service %d", id))
+		return
 	case !found:
 		writeError(w, http.StatusNotFound, ledger.ErrUnknownJob.Code, fmt.Sprintf("no job %d", id))
 		return
 	}
-	assigned := false
-	for _, a := range j.Assignments {
-		assigned = assigned || a.Provider == prov
-	}
-	if !assigned || j.Done() {
-		writeError(w, http.StatusForbidden, ledger.ErrNotJobParty.Code, fmt.Sprintf("%s is not running job %d", prov, id))
+	if !assigned {
+		writeError(w, http.StatusForbidden, ledger.ErrNotJobParty.Code, fmt.Sprintf("%s is not running %s %d", prov, kind.what, id))
 		return
 	}
-	if len(pub) != ed25519.PublicKeySize || !ed25519.Verify(pub, apiwire.LogSignBytes(id, seq, data), sig) {
+	if len(pub) != ed25519.PublicKeySize || !ed25519.Verify(pub, kind.signBytes(id, seq, data), sig) {
 		writeError(w, http.StatusForbidden, ledger.ErrBadSignature.Code, "log chunk signature does not verify for "+prov.String())
 		return
 	}
-	s.sweepLogs()
-	s.logs.mu.Lock()
-	defer s.logs.mu.Unlock()
-	l := s.logs.get(id)
+	s.sweepLogs(rl)
+	rl.mu.Lock()
+	defer rl.mu.Unlock()
+	l := rl.get(id)
 	// X-Gpunet-Seq numbers a provider's own posts, so a signed chunk
 	// cannot be replayed. A relayed chunk may come after a gap (the
 	// relay drops what it cannot pass on), so a later number is taken.
@@ -261,10 +320,10 @@ func (s *Server) postLog(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	l.posted[prov] = seq + 1
-	s.logs.add(l, apiwire.LogChunk{Seq: l.next, Provider: prov, Data: data})
+	rl.add(l, apiwire.LogChunk{Seq: l.next, Provider: prov, Data: data})
 	l.next++
 	if r.Header.Get(relayedHeader) == "" {
-		s.logs.forward(id, seq, prov, r.Header.Get("X-Gpunet-Signature"), data)
+		rl.forward(id, seq, prov, r.Header.Get("X-Gpunet-Signature"), data)
 	}
 	writeJSON(w, http.StatusCreated, apiwire.LogPosted{Next: l.next})
 }
@@ -288,6 +347,7 @@ const (
 )
 
 type relayedChunk struct {
+	kind     *logKind
 	job, seq uint64
 	prov     address.Address
 	sig      string
@@ -298,9 +358,11 @@ type relayedChunk struct {
 // on to the API URLs peers returns, until ctx ends.
 func (s *Server) ForwardLogs(ctx context.Context, peers func() []string) {
 	q := make(chan relayedChunk, forwardQueue)
-	s.logs.mu.Lock()
-	s.logs.out = q
-	s.logs.mu.Unlock()
+	for _, rl := range []*logRelay{&s.logs, &s.svcLogs} {
+		rl.mu.Lock()
+		rl.out = q
+		rl.mu.Unlock()
+	}
 	hc := &http.Client{Timeout: forwardTimeout}
 	go func() {
 		for {
@@ -317,7 +379,7 @@ func (s *Server) ForwardLogs(ctx context.Context, peers func() []string) {
 }
 
 func (s *Server) postRelayed(ctx context.Context, hc *http.Client, peer string, c relayedChunk) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, fmt.Sprintf("%s/v1/jobs/%d/logs", peer, c.job), bytes.NewReader(c.data))
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, peer+fmt.Sprintf(c.kind.path, c.job), bytes.NewReader(c.data))
 	if err != nil {
 		return
 	}
@@ -341,7 +403,7 @@ func (r *logRelay) forward(job, seq uint64, prov address.Address, sig string, da
 		return
 	}
 	select {
-	case r.out <- relayedChunk{job: job, seq: seq, prov: prov, sig: sig, data: data}:
+	case r.out <- relayedChunk{kind: r.logKind(), job: job, seq: seq, prov: prov, sig: sig, data: data}:
 	default:
 	}
 }
@@ -350,7 +412,15 @@ func (r *logRelay) forward(job, seq uint64, prov address.Address, sig string, da
 // only the owner can read, so reads need no authentication. A page holds
 // at most limit chunks and maxLogPageBytes of chunk data (but always one
 // chunk when there is one).
-func (s *Server) getLog(w http.ResponseWriter, r *http.Request) {
+func (s *Server) getLog(w http.ResponseWriter, r *http.Request) { s.getLogFrom(w, r, &s.logs) }
+
+// getServiceLog serves GET /v1/services/{id}/logs?from=SEQ, as getLog does
+// for jobs: every replica's chunks, each sealed to the owner.
+func (s *Server) getServiceLog(w http.ResponseWriter, r *http.Request) {
+	s.getLogFrom(w, r, &s.svcLogs)
+}
+
+func (s *Server) getLogFrom(w http.ResponseWriter, r *http.Request, rl *logRelay) {
 	id, ok := parseJobID(w, r.PathValue("id"))
 	if !ok {
 		return
@@ -372,11 +442,11 @@ func (s *Server) getLog(w http.ResponseWriter, r *http.Request) {
 		}
 		limit = n
 	}
-	s.sweepLogs()
-	s.logs.mu.Lock()
-	defer s.logs.mu.Unlock()
+	s.sweepLogs(rl)
+	rl.mu.Lock()
+	defer rl.mu.Unlock()
 	page := apiwire.LogPage{Chunks: []apiwire.LogChunk{}, Next: from}
-	l := s.logs.jobs[id]
+	l := rl.jobs[id]
 	if l == nil {
 		writeJSON(w, http.StatusOK, page)
 		return
