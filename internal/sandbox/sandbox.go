@@ -17,6 +17,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"net"
 	"os"
 	"strings"
 	"time"
@@ -263,3 +264,58 @@ func DiskReason(limit uint64) string { return "disk limit exceeded (limit " + Fo
 
 // ReasonCancelled is the Reason of a job whose context was cancelled.
 const ReasonCancelled = "cancelled"
+
+// Service is a long-running program with ports (a ledger service's
+// replica): a Job with no outputs and no timeout, which runs until it is
+// stopped or exits by itself.
+type Service struct {
+	// ID names this run; unique among the executor's services.
+	ID string
+	// Image, Command, Args, Env, GPUs and Network mean what they mean for
+	// a Job.
+	Image   string
+	Command []string
+	Args    []string
+	Env     map[string]string
+	GPUs    []string
+	Network bool
+	// WorkDir is a host directory the service sees as its writable
+	// scratch space; it is empty at start and the caller removes it after
+	// Stop.
+	WorkDir string
+	// Limits bound the service as a Job's do; Timeout is ignored, and
+	// DiskBytes bounds what it writes to its scratch space.
+	Limits Limits
+}
+
+// ServiceRunner is the optional ability of an executor to run services,
+// checked at run time as net/http checks for a Flusher. StartService
+// prepares and starts svc (pulling its image, which may take a while) and
+// returns once its process exists; its stdout and stderr go to logs, as a
+// Job's do, for as long as it runs. ctx bounds the start only: the service
+// runs until its handle's Stop, or until it exits. An error means it did
+// not start (for the job's reasons or the provider's; the message says
+// which).
+type ServiceRunner interface {
+	StartService(ctx context.Context, svc *Service, logs io.Writer) (ServiceHandle, error)
+}
+
+// ServiceHandle is a running service. Its methods are safe for concurrent
+// use.
+type ServiceHandle interface {
+	// Dial opens a TCP connection to port on the service's own loopback
+	// (inside its network namespace), as a client in the container would.
+	Dial(ctx context.Context, port uint16) (net.Conn, error)
+	// Done is closed when the service has ended: it exited, or Stop
+	// stopped it.
+	Done() <-chan struct{}
+	// Reason says how it ended ("exited 1", "out of memory (limit …)",
+	// "stopped"), once Done is closed; "" before.
+	Reason() string
+	// Stop kills the service, waits until it is gone and releases what
+	// the executor held for it. It may be called more than once.
+	Stop() error
+}
+
+// ReasonStopped is the Reason of a service that Stop ended.
+const ReasonStopped = "stopped"

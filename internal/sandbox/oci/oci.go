@@ -41,6 +41,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -91,6 +92,11 @@ type Executor struct {
 	seq      atomic.Uint64
 
 	life sandbox.Lifecycle
+
+	svcMu     sync.Mutex
+	svcs      map[*service]bool // running services (service.go)
+	svcClosed bool
+	svcWG     sync.WaitGroup
 }
 
 var _ sandbox.Executor = (*Executor)(nil)
@@ -157,9 +163,13 @@ func (e *Executor) Capabilities() *Capabilities { return e.caps }
 // Store returns the executor's image cache.
 func (e *Executor) Store() *Store { return e.store }
 
-// Close kills the containers still running, waits for their runs to end,
-// and releases the executor. The image cache stays.
+// Close kills the containers still running (jobs' and services'), waits
+// for their runs to end, and releases the executor. The image cache stays.
 func (e *Executor) Close() error {
+	if e.life.Closed() {
+		return nil
+	}
+	e.stopServices()
 	if !e.life.Close() {
 		return nil
 	}
@@ -273,15 +283,7 @@ func (e *Executor) run(ctx context.Context, job *sandbox.Job, out *sandbox.LogWr
 			img.Digest, pull.Duration.Round(time.Millisecond), img.Layers, sandbox.FormatBytes(uint64(img.CompressedBytes)), sandbox.FormatBytes(uint64(img.UnpackedBytes)))
 	}
 
-	argv := job.Command
-	switch {
-	case len(job.Command) > 0:
-		argv = append(append([]string(nil), job.Command...), job.Args...)
-	case len(job.Args) > 0:
-		argv = append(append([]string(nil), img.Config.Entrypoint...), job.Args...)
-	default:
-		argv = append(append([]string(nil), img.Config.Entrypoint...), img.Config.Cmd...)
-	}
+	argv := argvOf(img.Config.Entrypoint, img.Config.Cmd, job.Command, job.Args)
 	if len(argv) == 0 {
 		return fail(res, "the image has no entrypoint or command: give one with command: in the job spec")
 	}

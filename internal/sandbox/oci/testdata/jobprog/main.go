@@ -8,6 +8,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -18,7 +19,7 @@ import (
 
 func main() {
 	if len(os.Args) < 2 {
-		fmt.Println("usage: jobprog hello|whoami|cat|devices|ls|getenv|write|net|mem|fork|sleep|exit|count ARGS")
+		fmt.Println("usage: jobprog hello|whoami|cat|devices|ls|getenv|write|net|mem|fork|serve|sleep|exit|count ARGS")
 		os.Exit(2)
 	}
 	args := os.Args[2:]
@@ -153,6 +154,18 @@ func main() {
 		}
 		fmt.Printf("started %d processes, none refused\n", n)
 		os.Exit(1)
+	case "serve":
+		// serve ADDR: an HTTP server (the services' tests): /health
+		// answers 200, anything else "hello from a service PATH".
+		http.HandleFunc("/health", func(w http.ResponseWriter, r *http.Request) { fmt.Fprintln(w, "ok") })
+		http.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+			fmt.Fprintf(w, "hello from a service %s\n", r.URL.Path)
+		})
+		fmt.Println("serving on", args[0])
+		if err := http.ListenAndServe(args[0], nil); err != nil {
+			fmt.Println("serve:", err)
+			os.Exit(1)
+		}
 	case "sleep":
 		fmt.Println("sleeping")
 		time.Sleep(24 * time.Hour)
