@@ -1,0 +1,29 @@
+// Package openaigw is every node's OpenAI-compatible endpoint: it answers
+// GET /openai/v1/models and POST /openai/v1/chat/completions (streamed and
+// not) by routing each request to a ready replica of an active service that
+// declares the model and that the caller may use (a public service, or one
+// whose keys include the caller's).
+//
+// The gateway holds no state of its own beyond this node's measurements of
+// each replica (latency, requests in flight): which services exist, who may
+// use them and where their replicas run come from the ledger through a
+// [Directory], and the bytes reach a replica through Options.Dial (the
+// relay's Hub.DialReplica in a node). A request goes like this:
+//
+//  1. validate the body (handler.go, validate.go): a JSON object with a
+//     model and messages, numbers in range; unknown fields pass through;
+//  2. find the services declaring the model and keep those the caller is
+//     authorised for (401 if none, 404 if no service declares it);
+//  3. rank their routable replicas by price, latency, load and reputation
+//     (route.go) and dial the best, falling back to the next on a dial
+//     failure (503 no_replica_ready when none answers);
+//  4. send POST /v1/chat/completions to the replica and relay the answer:
+//     a whole JSON body that must carry usage, or a server-sent event
+//     stream asked for with stream_options.include_usage (stream.go), whose
+//     usage chunk always reaches the client before data: [DONE].
+//
+// Every error is an OpenAI error object ({"error":{"message","type",
+// "param","code"}}, errors.go) with the status an OpenAI client expects,
+// and no request waits without bound: the dial, the time to the replica's
+// first byte and each gap in a stream are limited.
+package openaigw
