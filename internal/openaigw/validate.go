@@ -15,7 +15,6 @@ var roles = map[string]bool{"system": true, "user": true, "assistant": true, "to
 // sent (unknown ones included, to pass through) and what the gateway needs
 // of them.
 type chatRequest struct {
-	raw    []byte
 	fields map[string]json.RawMessage
 	Model  string
 	Stream bool
@@ -34,7 +33,7 @@ func parseChatRequest(body []byte) (*chatRequest, *apiError) {
 	if err := json.Unmarshal(body, &fields); err != nil {
 		return nil, invalid("", "We could not parse the JSON body of your request: %v.", err)
 	}
-	c := &chatRequest{raw: body, fields: fields}
+	c := &chatRequest{fields: fields}
 
 	model, ok := fields["model"]
 	if !ok || isNull(model) {
@@ -211,13 +210,15 @@ func snippet(v json.RawMessage) string {
 	return string(v)
 }
 
-// upstreamBody is the body sent to a replica: the client's as it came for
-// a request that does not stream, and for one that streams, the client's
-// fields with stream_options.include_usage set so that the stream ends
-// with the usage chunk (the client's other stream options kept).
+// upstreamBody is the body sent to a replica: the client's fields as
+// validated (re-encoded, so that a replica whose JSON parser takes the
+// first of two duplicate keys sees what the gateway checked), and for a
+// request that streams, stream_options.include_usage set so that the
+// stream ends with the usage chunk (the client's other stream options
+// kept).
 func (c *chatRequest) upstreamBody() ([]byte, error) {
 	if !c.Stream {
-		return c.raw, nil
+		return json.Marshal(c.fields)
 	}
 	so := map[string]json.RawMessage{}
 	if v, ok := c.fields["stream_options"]; ok && !isNull(v) {
