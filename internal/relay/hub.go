@@ -1,0 +1,445 @@
+package relay
+
+import (
+	"context"
+	"crypto/ed25519"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/httputil"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/yamux"
+
+	"github.com/gpunet/gpunet/internal/address"
+	"github.com/gpunet/gpunet/internal/apiwire"
+	"github.com/gpunet/gpunet/internal/ledger"
+)
+
+// Directory is what a Hub reads of the node's committed ledger state.
+type Directory interface {
+	// Service reads a service; ok is false when there is none.
+	Service(id uint64) (svc *ledger.Service, ok bool, err error)
+	// IsProvider reports whether a is a registered provider.
+	IsProvider(a address.Address) bool
+}
+
+// HubOptions configure a Hub. Zero bounds take the defaults named.
+type HubOptions struct {
+	Directory Directory
+	// Self is this node's advertised API URL: what agents sign, what the
+	// node tells them (they put it in their heartbeats' Relay) and a URL
+	// the node never forwards to.
+	Self string
+	// IsPeer reports whether the node may forward to the node at apiURL
+	// (the peer book). nil: never forward.
+	IsPeer  func(apiURL string) bool
+	ChainID string
+	Log     *slog.Logger
+	Clock   func() time.Time // nil: time.Now
+
+	MaxSessions int // agent sessions at once; default 4096
+	MaxStreams  int // open streams per session; default 1024
+	// MaxTunnels bounds the raw tunnels (tcp upgrades and node-to-node
+	// tunnels) open at once per service at this node; default 256.
+	MaxTunnels int
+	// HandshakeTimeout bounds dialling a replica: a stream's OK, a
+	// node-to-node tunnel's 101; default 10 s.
+	HandshakeTimeout time.Duration
+	// IdleTimeout closes a raw tunnel that moved no byte either way for
+	// this long; default 5 min.
+	IdleTimeout time.Duration
+	// KeepAlive is how often the node pings each agent; one that misses
+	// a ping for as long again is dropped; default 5 s.
+	KeepAlive time.Duration
+	// ResponseTimeout bounds the wait for a replica's response headers
+	// on /svc; default 5 min (a completion may think long before its
+	// first byte).
+	ResponseTimeout time.Duration
+	// MaxSkew is how far an agent's signed time may be from the node's
+	// clock; default 60 s.
+	MaxSkew time.Duration
+}
+
+// Defaults of HubOptions.
+const (
+	DefaultMaxSessions      = 4096
+	DefaultMaxStreams       = 1024
+	DefaultMaxTunnels       = 256
+	DefaultHandshakeTimeout = 10 * time.Second
+	DefaultIdleTimeout      = 5 * time.Minute
+	DefaultKeepAlive        = 5 * time.Second
+	DefaultResponseTimeout  = 5 * time.Minute
+	DefaultMaxSkew          = 60 * time.Second
+)
+
+// Errors of DialReplica; callers map them to statuses.
+var (
+	ErrNoRoute    = errors.New("relay: no route to the replica (its provider's agent is not connected here and its relay node is not a peer)")
+	ErrNoReplica  = errors.New("relay: the provider has no replica of the service")
+	ErrNoPort     = errors.New("relay: the service declares no such port")
+	ErrBusy       = errors.New("relay: too many streams or tunnels")
+	ErrClosed     = errors.New("relay: hub closed")
+	ErrRefused    = errors.New("relay: the agent refused the stream")
+	ErrNotService = errors.New("relay: no such active service")
+)
+
+// A Hub is a node's side of the relay: it holds agents' sessions, serves
+// /svc and the node-to-node tunnel, and dials replicas for the node's own
+// gateways. Its methods are safe for concurrent use.
+type Hub struct {
+	o   HubOptions
+	log *slog.Logger
+	now func() time.Time
+
+	mu       sync.Mutex
+	closed   bool
+	sessions map[address.Address]*session
+	tunnels  map[uint64]int                            // open raw tunnels per service
+	conns    map[net.Conn]struct{}                     // hijacked conns, closed by Close
+	seen     map[[ed25519.SignatureSize]byte]time.Time // replay cache of agent signatures
+	inflight map[replicaKey]int                        // /svc requests in flight per replica
+	rr       map[uint64]uint64                         // round robin per service
+
+	transport *http.Transport
+	proxy     *httputil.ReverseProxy
+}
+
+type replicaKey struct {
+	service  uint64
+	provider address.Address
+}
+
+type session struct {
+	provider address.Address
+	mux      *yamux.Session
+	streams  chan struct{} // a slot per open stream
+	since    time.Time
+}
+
+// NewHub returns a Hub. It starts nothing until its handlers are served.
+func NewHub(o HubOptions) *Hub {
+	if o.MaxSessions <= 0 {
+		o.MaxSessions = DefaultMaxSessions
+	}
+	if o.MaxStreams <= 0 {
+		o.MaxStreams = DefaultMaxStreams
+	}
+	if o.MaxTunnels <= 0 {
+		o.MaxTunnels = DefaultMaxTunnels
+	}
+	if o.HandshakeTimeout <= 0 {
+		o.HandshakeTimeout = DefaultHandshakeTimeout
+	}
+	if o.IdleTimeout <= 0 {
+		o.IdleTimeout = DefaultIdleTimeout
+	}
+	if o.KeepAlive <= 0 {
+		o.KeepAlive = DefaultKeepAlive
+	}
+	if o.ResponseTimeout <= 0 {
+		o.ResponseTimeout = DefaultResponseTimeout
+	}
+	if o.MaxSkew <= 0 {
+		o.MaxSkew = DefaultMaxSkew
+	}
+	h := &Hub{
+		o:        o,
+		log:      o.Log,
+		now:      o.Clock,
+		sessions: map[address.Address]*session{},
+		tunnels:  map[uint64]int{},
+		conns:    map[net.Conn]struct{}{},
+		seen:     map[[ed25519.SignatureSize]byte]time.Time{},
+		inflight: map[replicaKey]int{},
+		rr:       map[uint64]uint64{},
+	}
+	if h.log == nil {
+		h.log = slog.New(slog.DiscardHandler)
+	}
+	if h.now == nil {
+		h.now = time.Now
+	}
+	h.transport = h.newTransport()
+	h.proxy = h.newProxy()
+	return h
+}
+
+// muxConfig is the yamux configuration of both ends: a keepalive that
+// notices a dead peer within about 2×keepAlive, and an accept backlog as
+// large as the stream bound so that opening a stream never blocks.
+func muxConfig(keepAlive time.Duration, streams int, log *slog.Logger) *yamux.Config {
+	c := yamux.DefaultConfig()
+	c.AcceptBacklog = streams
+	c.EnableKeepAlive = true
+	c.KeepAliveInterval = keepAlive
+	c.ConnectionWriteTimeout = keepAlive
+	c.StreamOpenTimeout = 0
+	c.StreamCloseTimeout = time.Minute
+	c.LogOutput = nil
+	c.Logger = slog.NewLogLogger(log.Handler(), slog.LevelDebug)
+	return c
+}
+
+// Connected reports whether provider's agent holds a session with this
+// node.
+func (h *Hub) Connected(provider address.Address) bool {
+	h.mu.Lock()
+	s := h.sessions[provider]
+	h.mu.Unlock()
+	return s != nil && !s.mux.IsClosed()
+}
+
+// Close ends every session and tunnel and refuses new ones.
+func (h *Hub) Close() error {
+	h.mu.Lock()
+	h.closed = true
+	sessions := h.sessions
+	h.sessions = map[address.Address]*session{}
+	conns := h.conns
+	h.conns = map[net.Conn]struct{}{}
+	h.mu.Unlock()
+	for _, s := range sessions {
+		s.mux.Close()
+	}
+	for c := range conns {
+		c.Close()
+	}
+	h.transport.CloseIdleConnections()
+	return nil
+}
+
+// AgentHandler serves GET /v1/relay/agent: a provider's agent opening its
+// session (see the package comment).
+func (h *Hub) AgentHandler() http.Handler {
+	return http.HandlerFunc(h.serveAgent)
+}
+
+func (h *Hub) serveAgent(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodGet {
+		writeError(w, apiwire.CodeMethodNotAllowed, "use GET with Upgrade: "+ProtoAgent)
+		return
+	}
+	if !upgradeRequested(r, ProtoAgent) {
+		w.Header().Set("Upgrade", ProtoAgent)
+		writeError(w, apiwire.CodeInvalidArgument, "Connection: Upgrade and Upgrade: "+ProtoAgent+" required")
+		return
+	}
+	provider, err := h.checkAgent(r)
+	if err != nil {
+		// The node's identity comes with every refusal, so that an agent
+		// that signed for another URL of this node can sign again.
+		w.Header().Set(HeaderRelay, h.o.Self)
+		w.Header().Set(HeaderChain, h.o.ChainID)
+		writeError(w, apiwire.CodeForbidden, err.Error())
+		return
+	}
+	h.mu.Lock()
+	full := h.closed || (h.sessions[provider] == nil && len(h.sessions) >= h.o.MaxSessions)
+	h.mu.Unlock()
+	if full {
+		w.Header().Set("Retry-After", "30")
+		writeError(w, apiwire.CodeUnavailable, "this node holds as many agent sessions as it may; try another node")
+		return
+	}
+	conn, err := hijack(w, ProtoAgent, http.Header{HeaderRelay: {h.o.Self}})
+	if err != nil {
+		h.log.Warn("relay: agent hijack failed", "provider", provider, "err", err)
+		return
+	}
+	mux, err := yamux.Client(conn, muxConfig(h.o.KeepAlive, h.o.MaxStreams, h.log))
+	if err != nil {
+		conn.Close()
+		return
+	}
+	s := &session{provider: provider, mux: mux, streams: make(chan struct{}, h.o.MaxStreams), since: h.now()}
+	h.mu.Lock()
+	if h.closed {
+		h.mu.Unlock()
+		mux.Close()
+		return
+	}
+	old := h.sessions[provider]
+	h.sessions[provider] = s
+	h.mu.Unlock()
+	if old != nil {
+		old.mux.Close()
+	}
+	h.log.Info("relay: agent connected", "provider", provider, "remote", r.RemoteAddr)
+	go func() {
+		<-mux.CloseChan()
+		h.mu.Lock()
+		if h.sessions[provider] == s {
+			delete(h.sessions, provider)
+		}
+		h.mu.Unlock()
+		h.log.Info("relay: agent session ended", "provider", provider)
+	}()
+}
+
+// checkAgent verifies an agent's handshake headers.
+func (h *Hub) checkAgent(r *http.Request) (address.Address, error) {
+	provider, err := address.Parse(r.Header.Get(HeaderProvider))
+	if err != nil {
+		return provider, fmt.Errorf("%s: %w", HeaderProvider, err)
+	}
+	pub, err := hex.DecodeString(r.Header.Get(HeaderPubkey))
+	if err != nil || len(pub) != ed25519.PublicKeySize {
+		return provider, fmt.Errorf("%s must be a hex ed25519 public key", HeaderPubkey)
+	}
+	if address.FromPubKey(pub) != provider {
+		return provider, fmt.Errorf("%s is not the key of %s", HeaderPubkey, provider)
+	}
+	t, err := strconv.ParseInt(r.Header.Get(HeaderTime), 10, 64)
+	if err != nil {
+		return provider, fmt.Errorf("%s must be unix seconds", HeaderTime)
+	}
+	now := h.now()
+	if d := now.Sub(time.Unix(t, 0)); d > h.o.MaxSkew || d < -h.o.MaxSkew {
+		return provider, fmt.Errorf("%s is %v from this node's clock (at most %v)", HeaderTime, d.Round(time.Second), h.o.MaxSkew)
+	}
+	sig, err := hex.DecodeString(r.Header.Get(HeaderSignature))
+	if err != nil || len(sig) != ed25519.SignatureSize {
+		return provider, fmt.Errorf("%s must be a hex ed25519 signature", HeaderSignature)
+	}
+	if !verifyAgent(pub, h.o.ChainID, h.o.Self, t, sig) {
+		return provider, fmt.Errorf("bad signature: sign relay.AgentSignBytes(%q, %q, time)", h.o.ChainID, normURL(h.o.Self))
+	}
+	if h.o.Directory == nil || !h.o.Directory.IsProvider(provider) {
+		return provider, fmt.Errorf("%s is not a registered provider", provider)
+	}
+	var key [ed25519.SignatureSize]byte
+	copy(key[:], sig)
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if _, dup := h.seen[key]; dup {
+		return provider, errors.New("this handshake was used already; sign a new one")
+	}
+	for k, exp := range h.seen {
+		if now.After(exp) {
+			delete(h.seen, k)
+		}
+	}
+	if len(h.seen) >= 4*h.o.MaxSessions {
+		return provider, errors.New("too many handshakes; try again in a minute")
+	}
+	h.seen[key] = now.Add(2 * h.o.MaxSkew)
+	return provider, nil
+}
+
+// header is a stream's first line.
+type header struct {
+	Service uint64 `json:"service"`
+	Port    uint64 `json:"port"`
+}
+
+type ctxKey int
+
+const noForwardKey ctxKey = iota
+
+// noForward marks ctx as serving a request that came from another node:
+// DialReplica then uses local sessions only.
+func noForward(ctx context.Context) context.Context {
+	return context.WithValue(ctx, noForwardKey, true)
+}
+
+// DialReplica connects to port of provider's replica of svc: through this
+// node's session with the provider's agent, else through the replica's
+// Relay node when that is a peer (never Self, never for a request that
+// came from another node), with credential as the client's key there. The
+// port must be declared; its protocol does not matter. The returned conn
+// is a raw byte stream to the replica's port; closing it ends the stream.
+// Its errors wrap ErrNoRoute, ErrNoReplica, ErrNoPort, ErrBusy,
+// ErrRefused or an *UpgradeError of the relay node.
+func (h *Hub) DialReplica(ctx context.Context, svc *ledger.Service, provider address.Address, port uint64, credential string) (net.Conn, error) {
+	if svc.Spec.Port(port) == nil {
+		return nil, fmt.Errorf("service %d port %d: %w", svc.ID, port, ErrNoPort)
+	}
+	var rep *ledger.Replica
+	for i := range svc.Replicas {
+		if svc.Replicas[i].Provider == provider {
+			rep = &svc.Replicas[i]
+			break
+		}
+	}
+	if rep == nil {
+		return nil, fmt.Errorf("service %d provider %s: %w", svc.ID, provider, ErrNoReplica)
+	}
+	h.mu.Lock()
+	s, closed := h.sessions[provider], h.closed
+	h.mu.Unlock()
+	if closed {
+		return nil, ErrClosed
+	}
+	if s != nil && !s.mux.IsClosed() {
+		return h.openStream(ctx, s, svc.ID, port)
+	}
+	if ctx.Value(noForwardKey) != nil || !h.mayForward(rep.Relay) {
+		return nil, fmt.Errorf("service %d provider %s (relay %q): %w", svc.ID, provider, rep.Relay, ErrNoRoute)
+	}
+	return h.dialTunnel(ctx, rep.Relay, svc.ID, provider, port, credential)
+}
+
+func (h *Hub) mayForward(relay string) bool {
+	return relay != "" && normURL(relay) != normURL(h.o.Self) && h.o.IsPeer != nil && h.o.IsPeer(relay)
+}
+
+// openStream opens a stream to the agent and asks it for port of its
+// replica of service.
+func (h *Hub) openStream(ctx context.Context, s *session, service, port uint64) (net.Conn, error) {
+	select {
+	case s.streams <- struct{}{}:
+	default:
+		return nil, fmt.Errorf("provider %s: %d streams open: %w", s.provider, cap(s.streams), ErrBusy)
+	}
+	release := func() { <-s.streams }
+	st, err := s.mux.OpenStream()
+	if err != nil {
+		release()
+		return nil, fmt.Errorf("provider %s: %w: %w", s.provider, err, ErrNoRoute)
+	}
+	deadline := h.now().Add(h.o.HandshakeTimeout)
+	if d, ok := ctx.Deadline(); ok && d.Before(deadline) {
+		deadline = d
+	}
+	st.SetDeadline(deadline)
+	stop := context.AfterFunc(ctx, func() { st.SetDeadline(time.Unix(1, 0)) })
+	fail := func(err error) (net.Conn, error) {
+		stop()
+		st.Close()
+		release()
+		return nil, ctxErr(ctx, err)
+	}
+	line, _ := json.Marshal(header{Service: service, Port: port})
+	if _, err := st.Write(append(line, '\n')); err != nil {
+		return fail(fmt.Errorf("provider %s: %w", s.provider, err))
+	}
+	ans, err := readLine(st, MaxLine)
+	if err != nil {
+		return fail(fmt.Errorf("provider %s: reading the agent's answer: %w", s.provider, err))
+	}
+	if ans != "OK" {
+		return fail(fmt.Errorf("provider %s: %s: %w", s.provider, strings.TrimPrefix(ans, "ERR "), ErrRefused))
+	}
+	if !stop() {
+		return fail(ctx.Err())
+	}
+	st.SetDeadline(time.Time{})
+	return &onClose{Conn: st, fn: release}, nil
+}
+
+// writeError writes an error as the API does: an apiwire.ErrorBody whose
+// code is the stable one of status.
+func writeError(w http.ResponseWriter, code, msg string) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.WriteHeader(apiwire.ErrorCodes[code])
+	json.NewEncoder(w).Encode(apiwire.ErrorBody{Code: code, Message: msg})
+}
