@@ -621,7 +621,7 @@ func (d *decoder) price(field string, n ast.Node) Price {
 
 // Fields of each mapping, in the order the docs list them.
 var (
-	specFields       = []string{"name", "executor", "module", "image", "command", "args", "env", "inputs", "outputs", "resources", "max_price", "timeout", "verification", "region", "region_required", "tier", "deterministic", "checkpoint", "network"}
+	specFields       = []string{"name", "executor", "module", "image", "command", "args", "env", "inputs", "outputs", "resources", "max_price", "timeout", "verification", "region", "region_required", "tier", "deterministic", "checkpoint", "network", "kind"}
 	inputFields      = []string{"path", "from", "sha256", "size"}
 	resourcesFields  = []string{"cpu", "memory", "disk", "gpu"}
 	gpuFields        = []string{"count", "models", "min_vram", "min_compute_cap"}
@@ -634,8 +634,10 @@ var aliases = map[string]map[string]string{
 	"": {
 		"cpu": "resources.cpu", "cpus": "resources.cpu", "memory": "resources.memory", "mem": "resources.memory",
 		"ram": "resources.memory", "disk": "resources.disk", "gpu": "resources.gpu", "gpus": "resources.gpu",
-		"price": "max_price", "max_cost": "max_price", "budget": "max_price",
-		"entrypoint": "command", "cmd": "command", "environment": "env", "wasm": "module",
+		"price": "max_price", "max_cost": "max_price",
+		"port": "ports", "expose": "ports", "replica": "replicas", "instances": "replicas", "scale": "replicas",
+		"health": "readiness", "healthcheck": "readiness", "health_check": "readiness", "readiness_probe": "readiness",
+		"type": "kind", "entrypoint": "command", "cmd": "command", "environment": "env", "wasm": "module",
 		"input": "inputs", "output": "outputs", "deadline": "timeout", "time_limit": "timeout",
 		"verify": "verification", "replication": "verification",
 	},
@@ -647,6 +649,16 @@ var aliases = map[string]map[string]string{
 		"model": "models", "type": "models", "class": "models", "vram": "min_vram", "memory": "min_vram",
 		"compute_cap": "min_compute_cap", "compute_capability": "min_compute_cap", "min_compute_capability": "min_compute_cap",
 		"gpus": "count",
+	},
+	"ports[]": {
+		"container_port": "port", "number": "port", "proto": "protocol",
+	},
+	"readiness": {
+		"period": "interval", "every": "interval", "initial_delay": "start", "grace": "start", "startup": "start",
+		"failures": "failure_threshold", "threshold": "failure_threshold", "url": "path",
+	},
+	"openai": {
+		"model": "models",
 	},
 	"inputs[]": {
 		"src": "from", "source": "from", "file": "from", "dest": "path", "target": "path", "to": "path", "mount": "path",
@@ -693,10 +705,37 @@ func (d *decoder) spec(n ast.Node) *Spec {
 		return nil
 	}
 	s := &Spec{}
-	for _, e := range d.mapping("", n, "") {
+	entries := d.mapping("", n, "")
+	fields := specFields
+	for _, e := range entries {
+		if e.key == "kind" {
+			d.mark(e.key, e.pos, e.value)
+			n := len(d.errs)
+			if s.Kind = d.str(e.key, e.value, "kind: service"); len(d.errs) > n {
+				s.Kind = kindInvalid
+			}
+			if s.Kind == KindService {
+				fields = serviceFields
+			}
+		}
+	}
+	for _, e := range entries {
 		f := e.key
 		d.mark(f, e.pos, e.value)
 		switch e.key {
+		case "kind": // above
+		case "ports":
+			s.Ports = d.ports(f, e.value)
+		case "readiness":
+			s.Readiness = d.readiness(f, e.value)
+		case "replicas":
+			s.Replicas = d.integer(f, e.value, "replicas: 2")
+		case "budget":
+			s.Budget = d.amount(f, e.value)
+		case "openai":
+			s.OpenAI = d.openai(f, e.value)
+		case "public":
+			s.Public, _ = d.boolean(f, e.value)
 		case "name":
 			s.Name = d.str(f, e.value, "name: wordcount")
 		case "executor":
@@ -739,7 +778,7 @@ func (d *decoder) spec(n ast.Node) *Spec {
 			s.Network, _ = d.boolean(f, e.value)
 		default:
 			delete(d.pos, f)
-			d.unknown("", e, specFields)
+			d.unknown("", e, fields)
 		}
 	}
 	return s

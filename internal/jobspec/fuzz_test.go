@@ -24,6 +24,14 @@ func FuzzParse(f *testing.F) {
 	f.Add(minimalOCI + "resources: {cpu: 0.001, memory: 1.5GiB, gpu: {count: 2, models: [rtx 4090], min_vram: 24Gi, min_compute_cap: 9}}\n")
 	f.Add(minimalOCI + "command: &c [a]\nargs: *c\nresources:\n  gpu:\n    <<: [{count: 1}, {min_vram: 1GiB}]\n")
 	f.Add(minimalOCI + "region: eu\nregion_required: true\ntier: spot\ncheckpoint: /ck\ntimeout: 1d0h1m1.5s\nmax_price: 1e-6\n")
+	f.Add(minimalService)
+	f.Add(designService)
+	for _, tt := range serviceErrorTests {
+		if len(tt.src) < 4096 {
+			f.Add(tt.src)
+		}
+	}
+	f.Add(minimalService + "ports: [{port: 80, name: web}, {port: 22, protocol: tcp}]\nreadiness: {port: 80, path: /h, interval: 1m, timeout: 59s, start: 1d}\nopenai: {models: [a/b:c]}\npublic: true\nreplicas: 16\n")
 	f.Add("? name\n: x\n")
 	f.Add("name: !!str 123\n")
 	f.Fuzz(func(t *testing.T, src string) {

@@ -37,6 +37,7 @@ import (
 // paths (Module, Inputs[].From) joined to the spec's directory.
 type Spec struct {
 	Name           string            `yaml:"name" json:"name"`                                           // [a-z0-9][a-z0-9._-]{0,63}
+	Kind           string            `yaml:"kind,omitempty" json:"kind,omitempty"`                       // KindBatch (the default) or KindService
 	Executor       string            `yaml:"executor" json:"executor"`                                   // ExecutorWASM or ExecutorOCI
 	Module         string            `yaml:"module,omitempty" json:"module,omitempty"`                   // wasm: a local file or a blob "sha256:<hex>"
 	Image          string            `yaml:"image,omitempty" json:"image,omitempty"`                     // oci: registry/repo@sha256:<hex>, always by digest
@@ -55,6 +56,15 @@ type Spec struct {
 	Deterministic  *bool             `yaml:"deterministic" json:"deterministic"`                         // nil: true for wasm, false for oci
 	Checkpoint     *Checkpoint       `yaml:"checkpoint,omitempty" json:"checkpoint,omitempty"`           // where the job keeps its state, resumed from on another provider
 	Network        bool              `yaml:"network,omitempty" json:"network,omitempty"`                 // oci: the job needs network access (only providers that allow it)
+
+	// A service's own fields (kind: service; service.go). MaxPrice is
+	// then per replica.
+	Ports     []Port     `yaml:"ports,omitempty" json:"ports,omitempty"`         // what the container listens on
+	Readiness *Readiness `yaml:"readiness,omitempty" json:"readiness,omitempty"` // how a provider checks a replica serves
+	Replicas  int        `yaml:"replicas,omitempty" json:"replicas,omitempty"`   // 1 … MaxReplicas
+	Budget    Amount     `yaml:"budget,omitempty" json:"budget,omitempty"`       // usync locked in escrow to pay the replicas
+	OpenAI    *OpenAI    `yaml:"openai,omitempty" json:"openai,omitempty"`       // served as OpenAI's API on every node
+	Public    bool       `yaml:"public,omitempty" json:"public,omitempty"`       // anyone may reach it, without a key
 
 	// pos maps field paths to where their values were written, so that
 	// Validate's errors can point at them. Empty for a Spec built in code.
@@ -307,16 +317,30 @@ func localPath(s string) (string, bool) {
 	return s, true
 }
 
-// SetDefaults fills in the fields a spec may leave out: resources.cpu,
-// memory and disk when zero, verification and tier when empty, and
-// deterministic when nil (true for wasm, false for oci). Parse has done
-// this already; it is for specs built in code.
+// SetDefaults fills in the fields a spec may leave out: kind (batch),
+// resources.cpu, memory and disk when zero, verification and tier when
+// empty, and deterministic when nil (true for wasm, false for oci); for a
+// service, executor (oci), replicas, each port's protocol (http) and
+// readiness (port: the first port, interval 5s, timeout 2s,
+// failure_threshold 3, start 5m) and openai.port (the first port) instead
+// of verification, tier and deterministic. Parse has done this already;
+// it is for specs built in code.
 func (s *Spec) SetDefaults() {
 	s.setDefaults(func(string) bool { return false })
 }
 
 // setDefaults fills in the zero fields that were not given.
 func (s *Spec) setDefaults(given func(field string) bool) {
+	if s.Kind == "" {
+		s.Kind = KindBatch
+	}
+	switch s.Kind {
+	case KindService:
+		s.setServiceDefaults(given)
+	case KindBatch:
+	default:
+		return // an unknown kind is reported as such, not as missing fields
+	}
 	if s.Resources.CPU == 0 && !given("resources.cpu") {
 		s.Resources.CPU = DefaultCPU
 	}
@@ -325,6 +349,9 @@ func (s *Spec) setDefaults(given func(field string) bool) {
 	}
 	if s.Resources.Disk == 0 && !given("resources.disk") {
 		s.Resources.Disk = DefaultDisk
+	}
+	if s.Kind == KindService {
+		return
 	}
 	if s.Verification == "" {
 		s.Verification = DefaultVerification

@@ -41,6 +41,7 @@ func ptr[T any](v T) *T { return &v }
 func designWant(dir string) *Spec {
 	return &Spec{
 		Name:          "wordcount",
+		Kind:          KindBatch,
 		Executor:      ExecutorWASM,
 		Module:        filepath.Join(dir, "wc.wasm"),
 		Args:          []string{"/in/input.txt"},
@@ -226,6 +227,7 @@ checkpoint: /out/ckpt
 	}
 	want := &Spec{
 		Name:     "train-resnet.v2",
+		Kind:     KindBatch,
 		Executor: ExecutorOCI,
 		Image:    "127.0.0.1:5000/ml/train:1.4@sha256:abcdefabcdefabcdefabcdefabcdefabcdefabcdefabcdefabcdefabcdefabcd",
 		Command:  []string{"python", "/app/train.py"},

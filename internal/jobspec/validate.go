@@ -23,6 +23,16 @@ func (s *Spec) Validate() error {
 
 func (s *Spec) validate() Errors {
 	v := &validator{s: s}
+	switch s.Kind {
+	case KindService:
+		v.validateService()
+		return v.errs
+	case "", KindBatch:
+	default:
+		v.kind()
+		return v.errs
+	}
+	v.batchHasServiceFields()
 	v.name()
 	v.program()
 	v.env()
@@ -138,6 +148,12 @@ func (v *validator) program() {
 			v.errorf("image", "%s", msg)
 		}
 	}
+	v.argv()
+}
+
+// argv checks command and args together.
+func (v *validator) argv() {
+	s := v.s
 	if n := len(s.Command) + len(s.Args); n > MaxArgs {
 		v.errorf("args", "command and args have %d entries together; at most %d are allowed", n, MaxArgs)
 	}
@@ -453,6 +469,15 @@ func (v *validator) terms() {
 		}
 	}
 
+	v.region()
+	if s.Network && s.Executor == ExecutorWASM {
+		v.errorf("network", "is true, but wasm jobs have no network: use executor: oci, or remove network")
+	}
+}
+
+// region checks region and region_required.
+func (v *validator) region() {
+	s := v.s
 	if s.Region != "" && !ledger.ValidRegion(s.Region) {
 		msg := fmt.Sprintf("%q is not a region: use up to 32 lower-case letters, digits and '-', e.g. eu or us-east", clip(s.Region))
 		if lower := strings.ToLower(s.Region); ledger.ValidRegion(lower) {
@@ -463,9 +488,16 @@ func (v *validator) terms() {
 	if s.RegionRequired && s.Region == "" {
 		v.errorf("region_required", "is true, but no region is given: set region (e.g. region: eu) or remove region_required")
 	}
-	if s.Network && s.Executor == ExecutorWASM {
-		v.errorf("network", "is true, but wasm jobs have no network: use executor: oci, or remove network")
+}
+
+// kind explains a kind that is neither batch nor service.
+func (v *validator) kind() {
+	kinds := []string{KindBatch, KindService}
+	msg := fmt.Sprintf("%q is not a kind; use %s", clip(v.s.Kind), quoteList(kinds))
+	if meant := suggest(v.s.Kind, kinds); meant != "" {
+		msg += fmt.Sprintf(" (did you mean %q?)", meant)
 	}
+	v.errorf("kind", "%s", msg)
 }
 
 // onChain asks the ledger, the authority, about the spec's on-chain form
