@@ -30,6 +30,7 @@ type fakeModel struct {
 	Status    int           // answer this status with an OpenAI error instead
 	HangAfter int           // streaming: after this many content chunks, send nothing more (0: never)
 	NoDone    bool          // streaming: end without data: [DONE]
+	TailDelay time.Duration // streaming: wait this long after [DONE] before ending the response
 
 	requests atomic.Int32
 	mu       sync.Mutex
@@ -142,6 +143,10 @@ func (m *fakeModel) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	if !m.NoDone {
 		fmt.Fprint(w, "data: [DONE]\n\n")
+	}
+	if m.TailDelay > 0 {
+		rc.Flush()
+		time.Sleep(m.TailDelay)
 	}
 }
 

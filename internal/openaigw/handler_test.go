@@ -258,3 +258,30 @@ func TestModels(t *testing.T) {
 	}
 	resp.Body.Close()
 }
+
+// TestReplicaConnectionsReused: requests to a replica, streamed or not,
+// reuse one connection (one dial through the relay) when they come one
+// after another.
+func TestReplicaConnectionsReused(t *testing.T) {
+	p := provider(1)
+	h := newHarness(t, Options{}, service(1, "tinylm", true, 1, p))
+	// The end of a stream's response comes after its [DONE].
+	h.serve(1, p, &fakeModel{Words: []string{"a", "b"}, TailDelay: 20 * time.Millisecond})
+	for i := range 6 {
+		body := hello
+		if i%2 == 1 {
+			body = `{"model":"tinylm","stream":true,"messages":[{"role":"user","content":"x"}]}`
+		}
+		resp := h.post(body)
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("request %d: status %d", i, resp.StatusCode)
+		}
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if len(h.dials) != 1 {
+		t.Errorf("%d dials for 6 requests, want 1", len(h.dials))
+	}
+}

@@ -16,6 +16,10 @@ import (
 // maxEventLine is the longest line of a replica's event stream relayed.
 const maxEventLine = 1 << 20
 
+// drainTimeout is how long the end of a replica's response may take after
+// its data: [DONE].
+const drainTimeout = time.Second
+
 var doneEvent = []byte("[DONE]")
 
 // relayStream relays a replica's server-sent event stream to the client,
@@ -87,6 +91,11 @@ func (g *Gateway) relayStream(w http.ResponseWriter, resp *http.Response, c *can
 					return
 				}
 				s.write(doneEvent)
+				// Read the stream's end, so that the connection to the
+				// replica is kept for the next request; a replica that
+				// does not end it soon loses the connection instead.
+				timer.Reset(drainTimeout)
+				io.Copy(io.Discard, io.LimitReader(br, 4096))
 				return
 			}
 			if !s.event(data, c) {
