@@ -179,7 +179,8 @@ func dropReplicas(o *Overlay, j *Job, gone []address.Address, why string, p Para
 	return append(events, evs...), err
 }
 
-// reassignJobsOf moves the unfinished jobs of a provider that went offline.
+// reassignJobsOf moves the unfinished jobs, and the service replicas, of a
+// provider that went offline.
 func reassignJobsOf(o *Overlay, provider address.Address, p Params, info BlockInfo) ([]Event, error) {
 	var events []Event
 	for _, id := range ActiveJobsOf(o, provider) {
@@ -200,7 +201,9 @@ func reassignJobsOf(o *Overlay, provider address.Address, p Params, info BlockIn
 		}
 		events = append(events, evs...)
 	}
-	return events, nil
+	// Its service replicas are dropped and placed elsewhere too.
+	evs, err := dropServiceReplicasOf(o, provider, p, info)
+	return append(events, evs...), err
 }
 
 func joinAddrs(as []address.Address) string {

@@ -40,6 +40,9 @@ var (
 	ErrNotJobParty       = &Error{19, "not a party to the job"}
 	ErrJobState          = &Error{20, "job is not in the right state"}
 	ErrGPUTaken          = &Error{21, "GPU held by another provider"}
+	ErrUnknownService    = &Error{22, "unknown service"}
+	ErrNotServiceParty   = &Error{23, "not a party to the service"}
+	ErrServiceState      = &Error{24, "service is not in the right state"}
 )
 
 // AllErrors lists every error class in code order.
@@ -49,6 +52,7 @@ var AllErrors = []*Error{
 	ErrInsufficientFee, ErrInvalidMsg, ErrInvalidGenesis, ErrInternal,
 	ErrUnknownProvider, ErrAlreadyRegistered, ErrInsufficientStake, ErrNoChallenge,
 	ErrUnknownJob, ErrNotJobParty, ErrJobState, ErrGPUTaken,
+	ErrUnknownService, ErrNotServiceParty, ErrServiceState,
 }
 
 // CodeOf returns the stable code of err's class, 0 for nil, and

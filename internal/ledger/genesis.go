@@ -1,7 +1,6 @@
 package ledger
 
 import (
-	"encoding/json"
 	"fmt"
 
 	"github.com/gpunet/gpunet/internal/address"
@@ -36,6 +35,8 @@ func (l *Ledger) InitGenesis(base KV, chainID string, g Genesis) ([]Change, []by
 	if chainID == "" || len(chainID) > maxChainIDLen {
 		return nil, nil, fmt.Errorf("chain id %q must be 1 to %d bytes: %w", chainID, maxChainIDLen, ErrInvalidGenesis)
 	}
+	// A genesis from before services sets none of their parameters.
+	g.Params = g.Params.withServiceDefaults()
 	if err := g.Params.Validate(); err != nil {
 		return nil, nil, fmt.Errorf("%w: %w", err, ErrInvalidGenesis)
 	}
@@ -45,7 +46,7 @@ func (l *Ledger) InitGenesis(base KV, chainID string, g Genesis) ([]Change, []by
 	o := NewOverlay(base)
 	o.Set(keyChainID, []byte(chainID))
 	setUint(o, keyStateVersion, StateVersion)
-	pb, _ := json.Marshal(g.Params)
+	pb, _ := encodeParams(g.Params)
 	o.Set(keyParams, pb)
 	var supply uint64
 	seen := make(map[address.Address]bool)

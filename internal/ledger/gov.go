@@ -2,7 +2,6 @@ package ledger
 
 import (
 	"encoding/binary"
-	"encoding/json"
 	"fmt"
 	"slices"
 
@@ -324,7 +323,7 @@ func ProposalDeposits(kv KV, id uint64) []Deposit {
 
 // setParams writes the chain's parameters.
 func setParams(o *Overlay, p Params) error {
-	b, err := json.Marshal(p)
+	b, err := encodeParams(p)
 	if err != nil {
 		return fmt.Errorf("params: %w: %w", err, ErrInternal)
 	}

@@ -46,6 +46,8 @@ var invariants = []func(s *invariantState) error{
 	supplyAddsUp,
 	marketCountsMatchRecords,
 	rewardsAddUp,
+	serviceIndexesMatchRecords,
+	serviceAccountsAddUp,
 }
 
 // invariantState is what the invariants read: the state, with its
@@ -56,6 +58,7 @@ type invariantState struct {
 	providers []*Provider  // in address order
 	jobs      []*Job       // in id order
 	vals      []*Validator // in consensus address order
+	services  []*Service   // in id order
 }
 
 // CheckInvariants verifies what must hold after every block: the supply
@@ -109,6 +112,10 @@ func readInvariantState(kv KV) (*invariantState, error) {
 		s.jobs = append(s.jobs, j)
 		return true
 	})
+	if err != nil {
+		return nil, err
+	}
+	s.services, err = readServices(kv)
 	return s, err
 }
 
@@ -310,7 +317,7 @@ func escrowCoversCharges(s *invariantState) error {
 }
 
 // slotsMatchAssignments: a provider's count of running jobs is the slots
-// its assignments in unfinished jobs hold.
+// its assignments in unfinished jobs and its service replicas hold.
 func slotsMatchAssignments(s *invariantState) error {
 	slots := map[address.Address]uint64{}
 	for _, j := range s.jobs {
@@ -323,9 +330,14 @@ func slotsMatchAssignments(s *invariantState) error {
 			}
 		}
 	}
+	for _, sv := range s.services {
+		for _, r := range sv.Replicas {
+			slots[r.Provider]++ // a replica holds a slot while it is placed
+		}
+	}
 	for _, p := range s.providers {
 		if p.Jobs != slots[p.Address] {
-			return fmt.Errorf("invariant: provider %s counts %d running jobs, its assignments hold %d slots: %w", p.Address, p.Jobs, slots[p.Address], ErrInternal)
+			return fmt.Errorf("invariant: provider %s counts %d running jobs, its assignments and service replicas hold %d slots: %w", p.Address, p.Jobs, slots[p.Address], ErrInternal)
 		}
 	}
 	return nil
@@ -340,14 +352,18 @@ func jobIndexesMatchJobs(s *invariantState) error {
 	return checkJobIndexes(s.kv, jobs)
 }
 
-// escrowAddsUp: the recorded escrow is the sum of the jobs' escrow.
+// escrowAddsUp: the recorded escrow is the sum of the jobs' and the
+// services' escrow.
 func escrowAddsUp(s *invariantState) error {
 	var escrow uint64
 	for _, j := range s.jobs {
 		escrow += j.Escrow
 	}
+	for _, sv := range s.services {
+		escrow += sv.Escrow
+	}
 	if e := Escrowed(s.kv); e != escrow {
-		return fmt.Errorf("invariant: recorded escrow %d != sum of jobs' escrow %d: %w", e, escrow, ErrInternal)
+		return fmt.Errorf("invariant: recorded escrow %d != sum of jobs' and services' escrow %d: %w", e, escrow, ErrInternal)
 	}
 	return nil
 }
@@ -365,8 +381,8 @@ func unbondingAddsUp(s *invariantState) error {
 }
 
 // supplyAddsUp: the supply is every balance plus the treasury, the stake,
-// the unbonding stake and the jobs' escrow, and that sum does not
-// overflow.
+// the unbonding stake and the jobs' and services' escrow, and that sum
+// does not overflow.
 func supplyAddsUp(s *invariantState) error {
 	var total uint64
 	var err error
@@ -406,6 +422,11 @@ func supplyAddsUp(s *invariantState) error {
 	}
 	for _, j := range s.jobs {
 		if !add(j.Escrow, fmt.Sprintf("escrow of job %d", j.ID)) {
+			return err
+		}
+	}
+	for _, sv := range s.services {
+		if !add(sv.Escrow, fmt.Sprintf("escrow of service %d", sv.ID)) {
 			return err
 		}
 	}

@@ -28,7 +28,8 @@ import (
 const metaPrefix = "\x00"
 
 var unhashedPrefixes = [][]byte{[]byte(metaPrefix), prefixProviderIndex, prefixClassCount,
-	prefixJobOwner, prefixJobProv, prefixJobDue, prefixJobQueue, prefixVerifyQ, prefixGovWeight, prefixGovRunning, prefixPriorityQ, prefixMarketLive}
+	prefixJobOwner, prefixJobProv, prefixJobDue, prefixJobQueue, prefixVerifyQ, prefixGovWeight, prefixGovRunning, prefixPriorityQ, prefixMarketLive,
+	prefixServiceOwner, prefixServiceProv, prefixServiceDue, prefixServiceQueue, prefixServiceModel, prefixServiceActive}
 
 // Hashed reports whether the app hash covers key.
 func Hashed(key []byte) bool {
@@ -204,9 +205,15 @@ func prefixEnd(p []byte) []byte {
 	return end
 }
 
-// Services (service.go). svcmodel/<model>\x00<id> indexes the active
-// services that declare a model; svcact/<id> the active services.
+// Services (service.go): svc/<id> → record (JSON), svcs/next the last id;
+// the indexes svcown/<owner><id>, svcprov/<provider><id> (active
+// services' replicas), svcdue/<time><id> (service_billing.go), the queue
+// svcq/<id> (services waiting for replicas), svcmodel/<model>\x00<id>
+// (the active services that declare a model) and svcact/<id> (the active
+// services). Only the record and the counter are hashed: the indexes are
+// functions of the records, checked by serviceIndexesMatchRecords.
 var (
+	keyNextService      = []byte("svcs/next")
 	prefixService       = []byte("svc/")
 	prefixServiceOwner  = []byte("svcown/")
 	prefixServiceProv   = []byte("svcprov/")

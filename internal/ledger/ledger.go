@@ -115,6 +115,11 @@ func (b *Block) begin() ([]Event, error) {
 	}
 	evs = append(evs, more...)
 	more, err = expireJobs(b.state, b.info.Time.Unix(), b.params, b.info)
+	if err != nil {
+		return nil, err
+	}
+	evs = append(evs, more...)
+	more, err = expireServices(b.state, b.info.Time.Unix(), b.params)
 	return append(evs, more...), err
 }
 

@@ -586,7 +586,7 @@ func Market(kv KV, class string, history int) ([]MarketInfo, error) {
 // marketCountsMatchRecords: the live counts (mktl/) are what the provider
 // and job records say: the units online providers offer per class of
 // their asks, and the units the slot-holding assignments of unfinished
-// jobs reserve, self-dealing left out.
+// jobs and the replicas of services reserve, self-dealing left out.
 func marketCountsMatchRecords(s *invariantState) error {
 	want := map[string]marketCounts{}
 	for _, p := range s.providers {
@@ -605,6 +605,16 @@ func marketCountsMatchRecords(s *invariantState) error {
 				w := want[a.Class]
 				w.reserved += j.Spec.Units()
 				want[a.Class] = w
+			}
+		}
+	}
+	for _, sv := range s.services {
+		for i := range sv.Replicas {
+			if r := &sv.Replicas[i]; sv.Owner != r.Provider {
+				view := sv.Spec.JobView()
+				w := want[r.Class]
+				w.reserved += view.Units()
+				want[r.Class] = w
 			}
 		}
 	}

@@ -1,6 +1,10 @@
 package ledger
 
-import "github.com/gpunet/gpunet/internal/address"
+import (
+	"unicode/utf8"
+
+	"github.com/gpunet/gpunet/internal/address"
+)
 
 // The messages of a service's life (service.go): from its owner (deploy,
 // top up, scale, access, evict, stop) and from its providers (heartbeat,
@@ -86,4 +90,100 @@ type MsgEvictReplica struct {
 	ServiceID uint64          `json:"service_id"`
 	Provider  address.Address `json:"provider"`
 	Reason    string          `json:"reason,omitempty"`
+}
+
+// Type implements Msg.
+func (*MsgDeployService) Type() MsgType { return MsgTypeDeployService }
+
+// Type implements Msg.
+func (*MsgTopUpService) Type() MsgType { return MsgTypeTopUpService }
+
+// Type implements Msg.
+func (*MsgScaleService) Type() MsgType { return MsgTypeScaleService }
+
+// Type implements Msg.
+func (*MsgStopService) Type() MsgType { return MsgTypeStopService }
+
+// Type implements Msg.
+func (*MsgSetServiceAccess) Type() MsgType { return MsgTypeSetServiceAccess }
+
+// Type implements Msg.
+func (*MsgServiceHeartbeat) Type() MsgType { return MsgTypeServiceHeartbeat }
+
+// Type implements Msg.
+func (*MsgReleaseReplica) Type() MsgType { return MsgTypeReleaseReplica }
+
+// Type implements Msg.
+func (*MsgEvictReplica) Type() MsgType { return MsgTypeEvictReplica }
+
+// ValidateBasic implements Msg.
+func (m *MsgDeployService) ValidateBasic() error {
+	if err := m.Spec.Validate(); err != nil {
+		return err
+	}
+	if m.Budget == 0 {
+		return invalid("budget is 0: a service pays its replicas from the budget it locks")
+	}
+	if hrp, key, err := address.DecodeBech32(m.ConsumerKey); err != nil || hrp != "age" || len(key) != 32 {
+		return invalid("consumer_key %q is not an age X25519 recipient (age1…)", m.ConsumerKey)
+	}
+	return checkKeyHashes(m.Public, m.KeyHashes)
+}
+
+// ValidateBasic implements Msg.
+func (m *MsgTopUpService) ValidateBasic() error {
+	if m.Amount == 0 {
+		return invalid("amount is 0")
+	}
+	return nil
+}
+
+// ValidateBasic implements Msg.
+func (m *MsgScaleService) ValidateBasic() error {
+	if m.Replicas == 0 || m.Replicas > MaxServiceReplicas {
+		return invalid("replicas %d out of range [1, %d] (stop the service to end all its replicas)", m.Replicas, MaxServiceReplicas)
+	}
+	return nil
+}
+
+// ValidateBasic implements Msg.
+func (m *MsgStopService) ValidateBasic() error { return nil }
+
+// ValidateBasic implements Msg.
+func (m *MsgSetServiceAccess) ValidateBasic() error { return checkKeyHashes(m.Public, m.KeyHashes) }
+
+// ValidateBasic implements Msg.
+func (m *MsgServiceHeartbeat) ValidateBasic() error {
+	if len(m.Replicas) == 0 || len(m.Replicas) > maxServiceHeartbeatItems {
+		return invalid("replicas: want 1 to %d reports, got %d", maxServiceHeartbeatItems, len(m.Replicas))
+	}
+	seen := make(map[uint64]bool, len(m.Replicas))
+	for i, r := range m.Replicas {
+		if seen[r.ServiceID] {
+			return invalid("replicas[%d]: service %d is reported twice", i, r.ServiceID)
+		}
+		seen[r.ServiceID] = true
+		if err := checkDataAt("relay", r.Relay); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// ValidateBasic implements Msg.
+func (m *MsgReleaseReplica) ValidateBasic() error { return checkEndReason(m.Reason) }
+
+// ValidateBasic implements Msg.
+func (m *MsgEvictReplica) ValidateBasic() error {
+	if m.Provider.IsZero() {
+		return invalid("provider is empty")
+	}
+	return checkEndReason(m.Reason)
+}
+
+func checkEndReason(r string) error {
+	if len(r) > MaxServiceReleaseReason || !utf8.ValidString(r) {
+		return invalid("reason: want at most %d bytes of text", MaxServiceReleaseReason)
+	}
+	return nil
 }

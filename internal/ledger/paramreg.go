@@ -114,6 +114,12 @@ var paramRegistry = []ParamSpec{
 	{Name: "gov_deposit_rise_ppm", ptr: func(p *Params) *uint64 { return &p.GovDepositRisePPM }, Kind: "ppm", Min: 0, Max: ppm, MaxStep: 100_000, Desc: "how much the minimum deposit rises with each proposal submitted past the free count"},
 	{Name: "gov_deposit_max_multiplier", ptr: func(p *Params) *uint64 { return &p.GovDepositMaxMultiplier }, Kind: "count", Min: 1, Max: 1_000, MaxStep: 10, MaxStepPPM: ppm, Desc: "the minimum deposit never rises above gov_min_deposit times this"},
 	{Name: "gov_deposit_decay_ppm", ptr: func(p *Params) *uint64 { return &p.GovDepositDecayPPM }, Kind: "ppm", Min: 1, Max: ppm, MaxStep: 10_000, Desc: "share of its rise the minimum deposit loses each block while few proposals are active"},
+
+	{Name: "service_heartbeat_interval", ptr: func(p *Params) *uint64 { return &p.ServiceHeartbeatInterval }, Kind: "seconds", Min: 1, Max: 3_600, MaxStep: 10, MaxStepPPM: ppm, Desc: "how often a provider reports on its service replicas (each report pays the ready ones)"},
+	{Name: "service_heartbeat_timeout", ptr: func(p *Params) *uint64 { return &p.ServiceHeartbeatTimeout }, Kind: "seconds", Min: 2, Max: 86_400, MaxStep: 30, MaxStepPPM: ppm, Desc: "age of a replica's last report at which it is dropped and placed elsewhere"},
+	{Name: "service_budget_warning", ptr: func(p *Params) *uint64 { return &p.ServiceBudgetWarning }, Kind: "seconds", Min: 1, Max: 30 * 86_400, MaxStep: 600, MaxStepPPM: ppm, Desc: "how long before a service's budget runs out its owner is warned"},
+	{Name: "service_max_failures", ptr: func(p *Params) *uint64 { return &p.ServiceMaxFailures }, Kind: "count", Min: 1, Max: 1_000, MaxStep: 2, MaxStepPPM: ppm, Desc: "replicas given back or never ready, with none stable, after which a service fails"},
+	{Name: "service_stable_seconds", ptr: func(p *Params) *uint64 { return &p.ServiceStableSeconds }, Kind: "seconds", Min: 1, Max: 86_400, MaxStep: 60, MaxStepPPM: ppm, Desc: "how long a replica must stay ready for a service's failure count to start over"},
 }
 
 // ParamRegistry returns every parameter's spec, in the order of Params'

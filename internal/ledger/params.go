@@ -164,6 +164,23 @@ type Params struct {
 	GovDepositRisePPM       uint64 `json:"gov_deposit_rise_ppm"`
 	GovDepositMaxMultiplier uint64 `json:"gov_deposit_max_multiplier"`
 	GovDepositDecayPPM      uint64 `json:"gov_deposit_decay_ppm"`
+
+	// Services (service.go, docs/ledger.md "Services"). A provider reports
+	// on its replicas every ServiceHeartbeatInterval seconds; a replica
+	// whose last report is ServiceHeartbeatTimeout old is dropped and
+	// placed elsewhere. ServiceBudgetWarning seconds before a service's
+	// budget runs out the ledger warns its owner. ServiceMaxFailures
+	// replicas given back or never ready, while none was ready for
+	// ServiceStableSeconds, fail the service.
+	//
+	// The state stores a service parameter only when it differs from its
+	// default (encodeParams): a chain from before services hashes as it
+	// did, and reads the defaults (GetParams).
+	ServiceHeartbeatInterval uint64 `json:"service_heartbeat_interval,omitempty"`
+	ServiceHeartbeatTimeout  uint64 `json:"service_heartbeat_timeout,omitempty"`
+	ServiceBudgetWarning     uint64 `json:"service_budget_warning,omitempty"`
+	ServiceMaxFailures       uint64 `json:"service_max_failures,omitempty"`
+	ServiceStableSeconds     uint64 `json:"service_stable_seconds,omitempty"`
 }
 
 // DefaultParams returns the parameters a new chain starts with.
@@ -244,7 +261,59 @@ func DefaultParams() Params {
 		GovDepositRisePPM:       200_000, // +20% per proposal past 5 active
 		GovDepositMaxMultiplier: 100,
 		GovDepositDecayPPM:      2_000, // the rise halves in ~350 blocks (35 minutes)
+
+		ServiceHeartbeatInterval: defaultServiceParams.ServiceHeartbeatInterval,
+		ServiceHeartbeatTimeout:  defaultServiceParams.ServiceHeartbeatTimeout,
+		ServiceBudgetWarning:     defaultServiceParams.ServiceBudgetWarning,
+		ServiceMaxFailures:       defaultServiceParams.ServiceMaxFailures,
+		ServiceStableSeconds:     defaultServiceParams.ServiceStableSeconds,
 	}
+}
+
+// defaultServiceParams holds the service parameters' defaults, which a
+// stored state leaves out (encodeParams). They are part of consensus: a
+// chain reads them for every state that does not set its own, so they
+// never change.
+var defaultServiceParams = Params{
+	ServiceHeartbeatInterval: 30,
+	ServiceHeartbeatTimeout:  120,  // four missed heartbeats
+	ServiceBudgetWarning:     3600, // an hour's notice
+	ServiceMaxFailures:       5,
+	ServiceStableSeconds:     600,
+}
+
+// serviceParamFields are the service parameters, each with its default.
+func serviceParamFields(p *Params) [][2]*uint64 {
+	d := &defaultServiceParams
+	return [][2]*uint64{
+		{&p.ServiceHeartbeatInterval, &d.ServiceHeartbeatInterval},
+		{&p.ServiceHeartbeatTimeout, &d.ServiceHeartbeatTimeout},
+		{&p.ServiceBudgetWarning, &d.ServiceBudgetWarning},
+		{&p.ServiceMaxFailures, &d.ServiceMaxFailures},
+		{&p.ServiceStableSeconds, &d.ServiceStableSeconds},
+	}
+}
+
+// withServiceDefaults returns p with each unset (0) service parameter at
+// its default: what a genesis or a state from before services means.
+func (p Params) withServiceDefaults() Params {
+	for _, f := range serviceParamFields(&p) {
+		if *f[0] == 0 {
+			*f[0] = *f[1]
+		}
+	}
+	return p
+}
+
+// encodeParams is the stored form of p (chain/params): its JSON, without
+// the service parameters that are at their defaults.
+func encodeParams(p Params) ([]byte, error) {
+	for _, f := range serviceParamFields(&p) {
+		if *f[0] == *f[1] {
+			*f[0] = 0
+		}
+	}
+	return json.Marshal(p)
 }
 
 // Validate checks that p can run a chain: every parameter within its
@@ -259,6 +328,9 @@ func (p Params) Validate() error {
 	}
 	if err := p.validateMarketParams(); err != nil {
 		return err
+	}
+	if p.ServiceHeartbeatTimeout <= p.ServiceHeartbeatInterval {
+		return fmt.Errorf("params.service_heartbeat_timeout %d must be longer than service_heartbeat_interval %d: a replica would be dropped between two reports", p.ServiceHeartbeatTimeout, p.ServiceHeartbeatInterval)
 	}
 	if err := p.challengeParams().Validate(); err != nil {
 		return fmt.Errorf("params.hw_*: %w", err)
@@ -276,7 +348,7 @@ func GetParams(kv KV) (Params, error) {
 	if err := json.Unmarshal(b, &p); err != nil {
 		return p, fmt.Errorf("corrupt params: %w: %w", err, ErrInternal)
 	}
-	return p, nil
+	return p.withServiceDefaults(), nil
 }
 
 // validateValidatorParams checks the rules between the validator set's

@@ -65,6 +65,22 @@ func execute(o *Overlay, tx *Tx, params Params, info BlockInfo) ([]Event, error)
 		return execVote(o, from, m)
 	case *MsgClaimRewards:
 		return execClaimRewards(o, from, m, params, info)
+	case *MsgDeployService:
+		return execDeployService(o, from, m, params, info)
+	case *MsgTopUpService:
+		return execTopUpService(o, from, m, params, info)
+	case *MsgScaleService:
+		return execScaleService(o, from, m, params, info)
+	case *MsgStopService:
+		return execStopService(o, from, m, params, info)
+	case *MsgSetServiceAccess:
+		return execSetServiceAccess(o, from, m)
+	case *MsgServiceHeartbeat:
+		return execServiceHeartbeat(o, from, m, params, info)
+	case *MsgReleaseReplica:
+		return execReleaseReplica(o, from, m, params, info)
+	case *MsgEvictReplica:
+		return execEvictReplica(o, from, m, params, info)
 	}
 	return nil, fmt.Errorf("no handler for %s: %w", tx.Msg.Type(), ErrUnknownMsgType)
 }

@@ -120,8 +120,19 @@ func indexedGPUClasses(kv KV) ([]string, []classSummary, error) {
 	return classes, sums, err
 }
 
-// schedule places queued jobs.
+// schedule places queued jobs, then the replicas services wait for
+// (service_place.go).
 func schedule(o *Overlay, p Params, info BlockInfo) ([]Event, error) {
+	events, err := scheduleJobs(o, p, info)
+	if err != nil {
+		return nil, err
+	}
+	more, err := placeServices(o, p, info)
+	return append(events, more...), err
+}
+
+// scheduleJobs places queued jobs.
+func scheduleJobs(o *Overlay, p Params, info BlockInfo) ([]Event, error) {
 	n := QueueLen(o)
 	if n == 0 {
 		return nil, nil

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"strconv"
 
 	"github.com/gpunet/gpunet/internal/address"
 )
@@ -163,8 +164,12 @@ type Replica struct {
 	Ready       bool   `json:"ready"`
 	Relay       string `json:"relay,omitempty"`
 	HeartbeatAt int64  `json:"heartbeat_at,omitempty"`
-	PaidUntil   int64  `json:"paid_until,omitempty"` // paid for the seconds before
-	Paid        uint64 `json:"paid"`                 // usync paid to its provider
+	PaidUntil   int64  `json:"paid_until,omitempty"` // settled up to (paid when it was ready, skipped when not)
+	// ReadySeconds is how many seconds it has been paid for: Paid is
+	// price_per_hour × ReadySeconds / 3600, rounded down (less only when
+	// the budget ran out), so that paying in many steps never drifts.
+	ReadySeconds uint64 `json:"ready_seconds,omitempty"`
+	Paid         uint64 `json:"paid"` // usync paid to its provider
 }
 
 // ReplicaEnd is a replica that ended, for the service's history.
@@ -263,4 +268,92 @@ func ActiveServices(kv KV, fn func(id uint64) bool) {
 	kv.Iterate(prefixServiceActive, prefixEnd(prefixServiceActive), func(k, _ []byte) bool {
 		return fn(binary.BigEndian.Uint64(k[len(prefixServiceActive):]))
 	})
+}
+
+func serviceOwnerKey(a address.Address, id uint64) []byte {
+	return u64(append(slices.Clone(prefixServiceOwner), a[:]...), id)
+}
+
+func serviceProvKey(a address.Address, id uint64) []byte {
+	return u64(append(slices.Clone(prefixServiceProv), a[:]...), id)
+}
+
+func serviceDueKey(at int64, id uint64) []byte {
+	return u64(u64(slices.Clone(prefixServiceDue), uint64(max(at, 0))), id)
+}
+
+func serviceQueueKey(id uint64) []byte  { return u64(slices.Clone(prefixServiceQueue), id) }
+func serviceActiveKey(id uint64) []byte { return u64(slices.Clone(prefixServiceActive), id) }
+
+func serviceModelKey(model string, id uint64) []byte {
+	return u64(append(append(slices.Clone(prefixServiceModel), model...), 0), id)
+}
+
+// wantsReplicas reports whether the service waits for the scheduler.
+func (s *Service) wantsReplicas() bool {
+	return !s.Done() && uint64(len(s.Replicas)) < s.Spec.Replicas
+}
+
+// replica returns the index of provider's replica, or -1.
+func (s *Service) replica(provider address.Address) int {
+	return slices.IndexFunc(s.Replicas, func(r Replica) bool { return r.Provider == provider })
+}
+
+func mustService(kv KV, id uint64) (*Service, error) {
+	s, ok, err := GetService(kv, id)
+	if err != nil {
+		return nil, err
+	}
+	if !ok {
+		return nil, fmt.Errorf("no service %d: %w", id, ErrUnknownService)
+	}
+	return s, nil
+}
+
+// setMarker writes or deletes a marker key, touching the store only when
+// that changes it.
+func setMarker(o *Overlay, k []byte, on bool) {
+	switch has := o.Get(k) != nil; {
+	case on && !has:
+		o.Set(k, []byte{1})
+	case !on && has:
+		o.Delete(k)
+	}
+}
+
+// setService stores s and keeps its derived keys in step: the deadline
+// index (moved from oldDeadline), the queue, the active and model
+// indexes. (The owner index is written once, at deploy; the provider
+// index where a replica is placed or ends.) A service that waits for no
+// replica keeps no WaitCode.
+func setService(o *Overlay, s *Service, oldDeadline int64) {
+	active := !s.Done()
+	if !s.wantsReplicas() {
+		s.WaitCode = ""
+	}
+	if !active {
+		s.Deadline = 0
+	}
+	if oldDeadline != 0 && oldDeadline != s.Deadline {
+		setMarker(o, serviceDueKey(oldDeadline, s.ID), false)
+	}
+	if s.Deadline != 0 {
+		setMarker(o, serviceDueKey(s.Deadline, s.ID), true)
+	}
+	setMarker(o, serviceQueueKey(s.ID), s.wantsReplicas())
+	setMarker(o, serviceActiveKey(s.ID), active)
+	if s.Spec.OpenAI != nil {
+		for _, m := range s.Spec.OpenAI.Models {
+			setMarker(o, serviceModelKey(m, s.ID), active)
+		}
+	}
+	b, err := json.Marshal(s)
+	if err != nil {
+		panic(fmt.Sprintf("service %d: %v", s.ID, err)) // a record of plain fields always encodes
+	}
+	o.Set(serviceKey(s.ID), b)
+}
+
+func serviceEvent(typ string, s *Service, more ...Attr) Event {
+	return Event{Type: typ, Attrs: append([]Attr{{"service", strconv.FormatUint(s.ID, 10)}}, more...)}
 }

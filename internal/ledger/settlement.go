@@ -67,7 +67,7 @@ func payAssignment(o *Overlay, j *Job, a *Assignment, cost uint64, p Params) err
 		setUint(o, keyTreasury, Treasury(o)-cost)
 		j.AuditCost += cost
 	} else {
-		fee := mulDiv(cost, p.ProtocolFeeBps, 10_000)
+		fee := protocolFee(cost, p)
 		if cost+fee > j.Escrow {
 			return fmt.Errorf("job %d: escrow %d cannot cover %d + fee %d: %w", j.ID, j.Escrow, cost, fee, ErrInternal)
 		}
@@ -93,6 +93,11 @@ func payAssignment(o *Overlay, j *Job, a *Assignment, cost uint64, p Params) err
 	a.Paid += cost
 	return nil
 }
+
+// protocolFee is the protocol fee on a payment of cost usync to a
+// provider, paid by the consumer to the treasury on top of it: jobs
+// (payAssignment) and services (payReplica) alike.
+func protocolFee(cost uint64, p Params) uint64 { return mulDiv(cost, p.ProtocolFeeBps, 10_000) }
 
 // finishJob refunds what is left of the escrow and releases the providers.
 func finishJob(o *Overlay, j *Job, info BlockInfo) ([]Event, error) {

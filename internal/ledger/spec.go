@@ -142,10 +142,64 @@ func checkGuestPath(field, p string) error {
 }
 
 // Validate checks what the ledger can check of a spec without state.
+// Its parts that are not about a job's run (the program, the resources and
+// the placement constraints) are separate functions that ServiceSpec's
+// Validate applies to its JobView: one definition of each rule.
 func (s *JobSpec) Validate() error {
 	if !ValidJobName(s.Name) {
 		return invalid("name %q: want 1-64 of a-z 0-9 . _ -, starting with a letter or digit", s.Name)
 	}
+	if err := s.validateProgram(); err != nil {
+		return err
+	}
+	if len(s.Inputs) > MaxJobItems || len(s.Outputs) > MaxJobItems {
+		return invalid("too many args, env entries, inputs or outputs (at most %d each)", MaxJobItems)
+	}
+	for i, p := range s.Inputs {
+		if err := checkGuestPath(fmt.Sprintf("inputs[%d]", i), p); err != nil {
+			return err
+		}
+	}
+	if len(s.Outputs) == 0 {
+		return invalid("outputs is empty: name at least one path the job writes, e.g. /out")
+	}
+	for i, p := range s.Outputs {
+		if err := checkGuestPath(fmt.Sprintf("outputs[%d]", i), p); err != nil {
+			return err
+		}
+	}
+	if err := s.validateResources(); err != nil {
+		return err
+	}
+	if s.TimeoutSeconds == 0 || s.TimeoutSeconds > MaxJobTimeoutSeconds {
+		return invalid("timeout %ds out of range [1s, 7 days]", s.TimeoutSeconds)
+	}
+	switch s.Verification {
+	case VerifyNone, VerifySpot:
+	case VerifyFull:
+		if !s.Deterministic {
+			return invalid("verification full compares replicas' outputs, so the job must be deterministic")
+		}
+	default:
+		return invalid("verification %q: want none, spot or full", s.Verification)
+	}
+	if err := s.validatePlacement(); err != nil {
+		return err
+	}
+	if s.Tier != "" && tierRank(s.Tier) < 0 {
+		return invalid("tier %q: want spot, on-demand or priority", s.Tier)
+	}
+	if s.Checkpoint != nil {
+		if err := s.Checkpoint.validate(); err != nil {
+			return err
+		}
+	}
+	return s.validateURLInputs()
+}
+
+// validateProgram checks what runs: the executor and its module or image,
+// the command, args and environment.
+func (s *JobSpec) validateProgram() error {
 	switch s.Executor {
 	case ExecutorWASM:
 		if !ValidBlobRef(s.Module) {
@@ -164,7 +218,7 @@ func (s *JobSpec) Validate() error {
 	default:
 		return invalid("executor %q: want wasm or oci", s.Executor)
 	}
-	if len(s.Args)+len(s.Command) > MaxJobItems || len(s.Env) > MaxJobItems || len(s.Inputs) > MaxJobItems || len(s.Outputs) > MaxJobItems {
+	if len(s.Args)+len(s.Command) > MaxJobItems || len(s.Env) > MaxJobItems {
 		return invalid("too many args, env entries, inputs or outputs (at most %d each)", MaxJobItems)
 	}
 	for k := range s.Env {
@@ -172,19 +226,11 @@ func (s *JobSpec) Validate() error {
 			return invalid("env key %q: want [A-Za-z_][A-Za-z0-9_]*", k)
 		}
 	}
-	for i, p := range s.Inputs {
-		if err := checkGuestPath(fmt.Sprintf("inputs[%d]", i), p); err != nil {
-			return err
-		}
-	}
-	if len(s.Outputs) == 0 {
-		return invalid("outputs is empty: name at least one path the job writes, e.g. /out")
-	}
-	for i, p := range s.Outputs {
-		if err := checkGuestPath(fmt.Sprintf("outputs[%d]", i), p); err != nil {
-			return err
-		}
-	}
+	return nil
+}
+
+// validateResources checks the resources asked for and the price ceiling.
+func (s *JobSpec) validateResources() error {
 	switch {
 	case s.CPUMilli == 0 || s.CPUMilli > MaxJobCPUMilli:
 		return invalid("resources.cpu out of range (0, 1024] cores")
@@ -202,23 +248,17 @@ func (s *JobSpec) Validate() error {
 		return invalid("resources.gpu.min_compute_cap %q: want MAJOR.MINOR", s.MinComputeCap)
 	case s.MaxPricePerHour == 0 || s.MaxPricePerHour > MaxJobPricePerHour:
 		return invalid("max_price %d usync/hour out of range", s.MaxPricePerHour)
-	case s.TimeoutSeconds == 0 || s.TimeoutSeconds > MaxJobTimeoutSeconds:
-		return invalid("timeout %ds out of range [1s, 7 days]", s.TimeoutSeconds)
 	}
 	for _, m := range s.GPUModels {
 		if !ValidHardwareClass(m) {
 			return invalid("resources.gpu.models: %q is not a hardware class like RTX_4090", m)
 		}
 	}
-	switch s.Verification {
-	case VerifyNone, VerifySpot:
-	case VerifyFull:
-		if !s.Deterministic {
-			return invalid("verification full compares replicas' outputs, so the job must be deterministic")
-		}
-	default:
-		return invalid("verification %q: want none, spot or full", s.Verification)
-	}
+	return nil
+}
+
+// validatePlacement checks the region and network constraints.
+func (s *JobSpec) validatePlacement() error {
 	if s.Region != "" && !ValidRegion(s.Region) {
 		return invalid("region %q: want lower-case letters, digits and -", s.Region)
 	}
@@ -228,13 +268,5 @@ func (s *JobSpec) Validate() error {
 	if s.Network && s.Executor != ExecutorOCI {
 		return invalid("network: only oci jobs can have network access")
 	}
-	if s.Tier != "" && tierRank(s.Tier) < 0 {
-		return invalid("tier %q: want spot, on-demand or priority", s.Tier)
-	}
-	if s.Checkpoint != nil {
-		if err := s.Checkpoint.validate(); err != nil {
-			return err
-		}
-	}
-	return s.validateURLInputs()
+	return nil
 }

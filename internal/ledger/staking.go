@@ -137,9 +137,11 @@ func releaseUnbonded(o *Overlay, height uint64) ([]Event, error) {
 			return nil, fmt.Errorf("unbonding key %x: %w: %w", c.Key, err, ErrInternal)
 		}
 		amt := binary.BigEndian.Uint64(c.Value)
-		if hasActiveJobs(o, addr) {
+		if hasActiveJobs(o, addr) || hasServiceReplicas(o, addr) {
 			// Stake stays slashable until every job the provider took
-			// part in has its verdict: try again next block.
+			// part in has its verdict, and while it runs a service
+			// replica (a provider busy as one with a job): try again
+			// next block.
 			o.Delete(c.Key)
 			k := unbondingKey(height+1, addr)
 			setUint(o, k, getUint(o, k)+amt)

@@ -85,6 +85,14 @@ var msgNames = map[MsgType]string{
 	MsgTypeDeposit:            "deposit",
 	MsgTypeVote:               "vote",
 	MsgTypeClaimRewards:       "claim_rewards",
+	MsgTypeDeployService:      "deploy_service",
+	MsgTypeTopUpService:       "top_up_service",
+	MsgTypeScaleService:       "scale_service",
+	MsgTypeStopService:        "stop_service",
+	MsgTypeSetServiceAccess:   "set_service_access",
+	MsgTypeServiceHeartbeat:   "service_heartbeat",
+	MsgTypeReleaseReplica:     "release_replica",
+	MsgTypeEvictReplica:       "evict_replica",
 }
 
 // MsgTypes returns every message type the ledger knows, in numeric order
@@ -164,6 +172,22 @@ func newMsg(t MsgType) Msg {
 		return &MsgVote{}
 	case MsgTypeClaimRewards:
 		return &MsgClaimRewards{}
+	case MsgTypeDeployService:
+		return &MsgDeployService{}
+	case MsgTypeTopUpService:
+		return &MsgTopUpService{}
+	case MsgTypeScaleService:
+		return &MsgScaleService{}
+	case MsgTypeStopService:
+		return &MsgStopService{}
+	case MsgTypeSetServiceAccess:
+		return &MsgSetServiceAccess{}
+	case MsgTypeServiceHeartbeat:
+		return &MsgServiceHeartbeat{}
+	case MsgTypeReleaseReplica:
+		return &MsgReleaseReplica{}
+	case MsgTypeEvictReplica:
+		return &MsgEvictReplica{}
 	}
 	return nil
 }

@@ -1,0 +1,327 @@
+package ledger
+
+import (
+	"encoding/binary"
+	"fmt"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/gpunet/gpunet/internal/address"
+)
+
+// Service billing and deadlines. A replica is paid for the seconds it was
+// ready, at its agreed price, from the service's escrow, with the protocol
+// fee on top (as a job's provider is: protocolFee). Payment is cumulative:
+// after any settlement a replica has been paid
+//
+//	paid = price_per_hour × ready_seconds / 3600, rounded down,
+//
+// and its fee is that of the total, so settling often never drifts from
+// settling once. The time between two settlements counts as ready when the
+// replica was ready at the earlier one (the provider's last report). A
+// replica is settled at each heartbeat of its provider, when it is
+// released or scaled away, and when the service stops; a replica dropped
+// for silence or evicted is paid to its last heartbeat only.
+//
+// Each active service has one entry in the deadline index, at the earliest
+// of: the budget warning (once), the end of its budget (RunsOutAt) and
+// each replica's heartbeat timeout. expireServices handles them at the
+// start of every block.
+
+// charge is what settling r up to t would pay: the seconds, the cost and
+// the fee.
+func (r *Replica) charge(t int64, p Params) (secs, cost, fee uint64) {
+	if !r.Ready || r.ReadyAt == 0 || t <= r.PaidUntil {
+		return 0, 0, 0
+	}
+	secs = uint64(t - r.PaidUntil)
+	total := mulDiv(r.PricePerHour, r.ReadySeconds+secs, 3600)
+	return secs, total - min(total, r.Paid), protocolFee(total, p) - min(protocolFee(total, p), protocolFee(r.Paid, p))
+}
+
+// settleReplica pays r up to t. When the escrow cannot cover it all, it
+// pays what the escrow holds and reports exhausted: the service must stop.
+func settleReplica(o *Overlay, s *Service, r *Replica, t int64, p Params) (exhausted bool, err error) {
+	secs, cost, fee := r.charge(t, p)
+	if t > r.PaidUntil {
+		r.PaidUntil = t
+	}
+	if secs == 0 {
+		return false, nil
+	}
+	r.ReadySeconds += secs
+	if cost+fee > s.Escrow {
+		cost = min(cost, mulDiv(s.Escrow, 10_000, 10_000+p.ProtocolFeeBps))
+		fee = min(fee, s.Escrow-cost)
+		exhausted = true
+	}
+	return exhausted, payReplica(o, s, r, cost, fee)
+}
+
+// payReplica moves cost usync from s's escrow to r's provider and fee to
+// the treasury.
+func payReplica(o *Overlay, s *Service, r *Replica, cost, fee uint64) error {
+	if cost+fee == 0 {
+		return nil
+	}
+	if cost+fee > s.Escrow {
+		return fmt.Errorf("service %d: escrow %d cannot cover %d + fee %d: %w", s.ID, s.Escrow, cost, fee, ErrInternal)
+	}
+	collectFee(o, fee)
+	if s.Owner != r.Provider {
+		// Demand for the epoch's emission, as a job's payment is
+		// (notePayment); self-dealing does not count.
+		d := getEpochDemand(o)
+		d.Fees += fee
+		d.Paid += cost
+		setEpochDemand(o, d)
+	}
+	setUint(o, keyEscrow, Escrowed(o)-cost-fee)
+	s.Escrow -= cost + fee
+	s.Cost += cost
+	s.Fee += fee
+	r.Paid += cost
+	acct, err := GetAccount(o, r.Provider)
+	if err != nil {
+		return err
+	}
+	acct.Balance += cost
+	setAccount(o, &acct)
+	if pr, ok, err := GetProvider(o, r.Provider); err != nil {
+		return err
+	} else if ok {
+		pr.Earned += cost
+		setProvider(o, pr)
+	}
+	return nil
+}
+
+// runsOutAt is when s's escrow ends at its ready replicas' rate, from
+// now: 0 when nothing is being paid.
+func (s *Service) runsOutAt(now int64, p Params) int64 {
+	var rate, owed uint64
+	for i := range s.Replicas {
+		r := &s.Replicas[i]
+		if r.Ready && r.ReadyAt != 0 {
+			rate += r.PricePerHour
+			_, c, f := r.charge(now, p)
+			owed += c + f
+		}
+	}
+	if rate == 0 {
+		return 0
+	}
+	if owed >= s.Escrow {
+		return now
+	}
+	secs := mulDiv(s.Escrow-owed, 3600, rate+protocolFee(rate, p))
+	return now + int64(min(secs, 1<<40))
+}
+
+// dueAt is when r's provider must have reported next: a heartbeat timeout
+// after its last report (or its placement), and, while it was never
+// ready, its readiness start time plus that timeout after its placement.
+func (r *Replica) dueAt(s *Service, p Params) int64 {
+	t := max(r.HeartbeatAt, r.AssignedAt) + int64(p.ServiceHeartbeatTimeout)
+	if r.ReadyAt == 0 {
+		t = min(t, r.AssignedAt+int64(s.Spec.Readiness.StartSeconds+p.ServiceHeartbeatTimeout))
+	}
+	return t
+}
+
+// nextDeadline is the next block time at which s needs looking at.
+func (s *Service) nextDeadline(p Params) int64 {
+	var d int64
+	consider := func(t int64) {
+		if t > 0 && (d == 0 || t < d) {
+			d = t
+		}
+	}
+	if s.RunsOutAt != 0 {
+		if s.BudgetWarnedAt == 0 {
+			consider(max(s.RunsOutAt-int64(p.ServiceBudgetWarning), 1))
+		}
+		consider(s.RunsOutAt)
+	}
+	for i := range s.Replicas {
+		consider(s.Replicas[i].dueAt(s, p))
+	}
+	return d
+}
+
+// refreshService recomputes when s's budget runs out, warns its owner
+// once when that is params.service_budget_warning away or closer, and
+// stores it with its next deadline.
+func refreshService(o *Overlay, s *Service, p Params, now, oldDeadline int64) []Event {
+	var events []Event
+	s.RunsOutAt = s.runsOutAt(now, p)
+	if s.RunsOutAt != 0 && s.BudgetWarnedAt == 0 && s.RunsOutAt-int64(p.ServiceBudgetWarning) <= now {
+		s.BudgetWarnedAt = now
+		events = append(events, serviceEvent("service_budget_low", s, Attr{"owner", s.Owner.String()},
+			Attr{"runs_out_at", strconv.FormatInt(s.RunsOutAt, 10)}, Attr{"escrow", strconv.FormatUint(s.Escrow, 10)}))
+	}
+	s.Deadline = s.nextDeadline(p)
+	setService(o, s, oldDeadline)
+	return events
+}
+
+// endReplica ends s's replica i: its slot, market reservation and index
+// entry are freed and it joins the history. exclude keeps its provider
+// from being placed on again for s; failure counts it as a failure.
+func endReplica(o *Overlay, s *Service, i int, now int64, why string, exclude, failure bool) (Event, error) {
+	r := s.Replicas[i]
+	setMarker(o, serviceProvKey(r.Provider, s.ID), false)
+	serviceMarketReserve(o, s, &r, -1)
+	if err := releaseSlot(o, r.Provider); err != nil {
+		return Event{}, err
+	}
+	s.Replicas = slices.Delete(s.Replicas, i, i+1)
+	s.Ended = append(s.Ended, ReplicaEnd{Provider: r.Provider, AssignedAt: r.AssignedAt, ReadyAt: r.ReadyAt, EndedAt: now, Paid: r.Paid, Why: why})
+	if n := len(s.Ended); n > MaxEndedReplicas {
+		s.Ended = slices.Delete(s.Ended, 0, n-MaxEndedReplicas)
+	}
+	if exclude && !slices.Contains(s.Excluded, r.Provider) {
+		s.Excluded = append(s.Excluded, r.Provider)
+		if n := len(s.Excluded); n > MaxExcluded {
+			s.Excluded = slices.Delete(s.Excluded, 0, n-MaxExcluded)
+		}
+	}
+	if failure {
+		s.Failures++
+	}
+	return serviceEvent("service_replica_ended", s, Attr{"provider", r.Provider.String()},
+		Attr{"paid", strconv.FormatUint(r.Paid, 10)}, Attr{"why", why}), nil
+}
+
+// finishService ends s in state (stopped or failed): its replicas are
+// paid to now (as far as the escrow goes) and end, and the rest of the
+// escrow goes back to its owner.
+func finishService(o *Overlay, s *Service, p Params, now, oldDeadline int64, state, reason string) ([]Event, error) {
+	var events []Event
+	for len(s.Replicas) > 0 {
+		if _, err := settleReplica(o, s, &s.Replicas[0], now, p); err != nil {
+			return nil, err
+		}
+		ev, err := endReplica(o, s, 0, now, "service "+state, false, false)
+		if err != nil {
+			return nil, err
+		}
+		events = append(events, ev)
+	}
+	owner, err := GetAccount(o, s.Owner)
+	if err != nil {
+		return nil, err
+	}
+	owner.Balance += s.Escrow
+	setAccount(o, &owner)
+	setUint(o, keyEscrow, Escrowed(o)-s.Escrow)
+	s.Refund += s.Escrow
+	s.Escrow = 0
+	s.State, s.Reason, s.StoppedAt, s.RunsOutAt = state, reason, now, 0
+	setService(o, s, oldDeadline)
+	return append(events, serviceEvent("service_stopped", s, Attr{"state", state}, Attr{"reason", reason},
+		Attr{"cost", strconv.FormatUint(s.Cost, 10)}, Attr{"refund", strconv.FormatUint(s.Refund, 10)})), nil
+}
+
+// budgetEndReason says that s's budget ran out at now, and when its owner
+// was warned.
+func budgetEndReason(s *Service, now int64) string {
+	why := "the budget ran out at " + unixString(now)
+	if s.BudgetWarnedAt != 0 {
+		why += "; its owner was warned at " + unixString(s.BudgetWarnedAt)
+	}
+	return why
+}
+
+func unixString(t int64) string { return time.Unix(t, 0).UTC().Format(time.RFC3339) }
+
+// expireServices handles the services whose deadline is at or before
+// block time now: replicas whose provider stopped reporting or that never
+// became ready, the budget warning and the budget's end.
+func expireServices(o *Overlay, now int64, p Params) ([]Event, error) {
+	var due []uint64
+	o.Iterate(prefixServiceDue, serviceDueKey(now+1, 0), func(k, _ []byte) bool {
+		due = append(due, binary.BigEndian.Uint64(k[len(prefixServiceDue)+8:]))
+		return true
+	})
+	var events []Event
+	for _, id := range due {
+		s, err := mustService(o, id)
+		if err != nil {
+			return nil, err
+		}
+		if s.Done() {
+			return nil, fmt.Errorf("deadline index names service %d, which is %s: %w", id, s.State, ErrInternal)
+		}
+		old := s.Deadline
+		dropped := false
+		for i := 0; i < len(s.Replicas); {
+			r := &s.Replicas[i]
+			var ev Event
+			switch {
+			case r.ReadyAt == 0 && r.AssignedAt+int64(s.Spec.Readiness.StartSeconds+p.ServiceHeartbeatTimeout) <= now:
+				ev, err = endReplica(o, s, i, now, fmt.Sprintf("not ready within %ds of its placement", s.Spec.Readiness.StartSeconds), true, true)
+			case r.dueAt(s, p) <= now:
+				// As a job's provider that does not report in time
+				// (reassign): no pay past its last report, no slash;
+				// the service places the replica elsewhere.
+				ev, err = endReplica(o, s, i, now, "provider stopped reporting", true, false)
+			default:
+				i++
+				continue
+			}
+			if err != nil {
+				return nil, err
+			}
+			dropped = true
+			events = append(events, ev)
+		}
+		var evs []Event
+		if !dropped && s.RunsOutAt != 0 && s.RunsOutAt <= now {
+			evs, err = finishService(o, s, p, now, old, ServiceStopped, budgetEndReason(s, now))
+		} else {
+			evs, err = afterFailure(o, s, p, now, old, false)
+		}
+		if err != nil {
+			return nil, err
+		}
+		events = append(events, evs...)
+	}
+	return events, nil
+}
+
+// dropServiceReplicasOf ends the replicas of a provider that went offline,
+// as if it had stopped reporting: paid to its last heartbeat, excluded,
+// replaced.
+func dropServiceReplicasOf(o *Overlay, provider address.Address, p Params, info BlockInfo) ([]Event, error) {
+	now := info.Time.Unix()
+	var events []Event
+	for _, id := range ServicesOfProvider(o, provider) {
+		s, err := mustService(o, id)
+		if err != nil {
+			return nil, err
+		}
+		i := s.replica(provider)
+		if i < 0 || s.Done() {
+			return nil, fmt.Errorf("service index names %s for service %d, which has no replica there: %w", provider, id, ErrInternal)
+		}
+		old := s.Deadline
+		ev, err := endReplica(o, s, i, now, "provider went offline", true, false)
+		if err != nil {
+			return nil, err
+		}
+		evs, err := afterFailure(o, s, p, now, old, false)
+		if err != nil {
+			return nil, err
+		}
+		events = append(append(events, ev), evs...)
+	}
+	return events, nil
+}
+
+// hasServiceReplicas reports whether provider runs a replica of an active
+// service: like a provider with unfinished jobs, its stake waits.
+func hasServiceReplicas(kv KV, provider address.Address) bool {
+	return len(ServicesOfProvider(kv, provider)) > 0
+}
