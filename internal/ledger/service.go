@@ -324,12 +324,15 @@ func setMarker(o *Overlay, k []byte, on bool) {
 // setService stores s and keeps its derived keys in step: the deadline
 // index (moved from oldDeadline), the queue, the active and model
 // indexes. (The owner index is written once, at deploy; the provider
-// index where a replica is placed or ends.) A service that waits for no
-// replica keeps no WaitCode.
+// index where a replica is placed or ends.) An active service that waits
+// for no replica keeps no WaitCode and no Reason.
 func setService(o *Overlay, s *Service, oldDeadline int64) {
 	active := !s.Done()
 	if !s.wantsReplicas() {
 		s.WaitCode = ""
+		if active {
+			s.Reason = "" // an active service's Reason says why it waits for replicas
+		}
 	}
 	if !active {
 		s.Deadline = 0

@@ -213,3 +213,18 @@ func ConsKey(name string) ed25519.PublicKey {
 func GenesisValidator(name string, stake uint64) ledger.GenesisValidator {
 	return ledger.GenesisValidator{Operator: NewKey(name).Addr, PubKey: ConsKey(name), Stake: stake, Moniker: name}
 }
+
+// ServiceSpec returns a valid spec of a CPU service: one replica of a
+// container serving HTTP on port 8000, ready when GET /health answers,
+// declaring the OpenAI model "tinylm".
+func ServiceSpec(name string, maxPricePerHour uint64) ledger.ServiceSpec {
+	return ledger.ServiceSpec{
+		Name: name, Image: "127.0.0.1:5000/gpunet/tinylm@sha256:" + fmt.Sprintf("%064x", 2),
+		Args: []string{"-addr", ":8000"}, CPUMilli: 500, Memory: 128 << 20, Disk: 256 << 20,
+		MaxPricePerHour: maxPricePerHour,
+		Ports:           []ledger.ServicePort{{Port: 8000, Name: "api", Protocol: ledger.PortHTTP}},
+		Readiness:       ledger.ServiceReadiness{Port: 8000, Path: "/health", IntervalSeconds: 2, TimeoutSeconds: 1, FailureThreshold: 3, StartSeconds: 120},
+		Replicas:        1,
+		OpenAI:          &ledger.ServiceOpenAI{Port: 8000, Models: []string{"tinylm"}},
+	}
+}
