@@ -21,6 +21,8 @@ import (
 	"github.com/gpunet/gpunet/internal/blob"
 	"github.com/gpunet/gpunet/internal/dashboard"
 	"github.com/gpunet/gpunet/internal/netstats"
+	"github.com/gpunet/gpunet/internal/openaigw"
+	"github.com/gpunet/gpunet/internal/relay"
 	"github.com/gpunet/gpunet/internal/validator"
 )
 
@@ -53,6 +55,8 @@ type Daemon struct {
 	apiErr  <-chan error
 	statsWG sync.WaitGroup
 	dash    *dashboard.Dashboard
+	hub     *relay.Hub
+	gateway *openaigw.Gateway
 }
 
 // Start starts home's validator and its API.
@@ -111,6 +115,10 @@ func Start(ctx context.Context, home string, o Options) (*Daemon, error) {
 	api.Mount(BlobRoutes(m.countBlobs(gw))...)
 	api.Mount(peers.routes()...)
 	api.Mount(dataRoutes(blobs, n.View, quota, cfg.Retention())...)
+	dir := serviceDirectory{view: n.View}
+	hub := relay.NewHub(relay.HubOptions{Directory: dir, Self: cfg.APIURL(), IsPeer: peers.Known, ChainID: cfg.ChainID, Log: o.Logger})
+	gateway := openaigw.New(openaigw.Options{Directory: dir, Dial: hub.DialReplica, Authorized: relay.Authorized, Log: o.Logger})
+	api.Mount(serviceRoutes(hub, gateway)...)
 	api.ForwardLogs(actx, peers.List)
 	api.Mount(stats.Routes()...)
 	api.Mount(MetricsRoute(m.reg))
@@ -130,7 +138,7 @@ func Start(ctx context.Context, home string, o Options) (*Daemon, error) {
 			o.Logger.Warn("could not record the API address in the home", "err", err)
 		}
 	}
-	d := &Daemon{Node: n, APIURL: api.BaseURL, API: api, Stats: stats, Metrics: m.reg, cancel: cancel, apiErr: apiErr, dash: dash}
+	d := &Daemon{Node: n, APIURL: api.BaseURL, API: api, Stats: stats, Metrics: m.reg, cancel: cancel, apiErr: apiErr, dash: dash, hub: hub, gateway: gateway}
 	d.statsWG.Add(1)
 	go func() {
 		defer d.statsWG.Done()
@@ -173,7 +181,11 @@ func BlobRoutes(gw http.Handler) []apiserver.Route {
 // Stop stops the API and the validator.
 func (d *Daemon) Stop() error {
 	d.cancel()
+	// Hijacked connections (agents' sessions, tunnels) are not the
+	// server's to wait for: close them first.
+	d.hub.Close()
 	apiErr := <-d.apiErr
+	d.gateway.Close()
 	d.statsWG.Wait()
 	d.dash.Wait()
 	return errors.Join(apiErr, d.Node.Stop())

@@ -291,7 +291,7 @@ func checkAnswers(t *testing.T, api, token string, raw []byte, addr string, job 
 	checked := 0
 	for path, item := range doc.Paths.Map() {
 		op := item.Get
-		if op == nil {
+		if op == nil || needsService(path) {
 			continue
 		}
 		ps := maps.Clone(params)
@@ -363,4 +363,12 @@ func get(t *testing.T, url string, v any) {
 	if err := json.NewDecoder(resp.Body).Decode(v); err != nil {
 		t.Fatalf("GET %s: %v", url, err)
 	}
+}
+
+// needsService reports whether a documented GET needs a deployed service
+// (or an agent's or a node's upgrade) to answer 200: this test's devnet
+// has none; test/e2e's service tests use them.
+func needsService(path string) bool {
+	return strings.HasPrefix(path, "/svc/") || strings.HasPrefix(path, "/v1/relay/") ||
+		path == "/v1/services/{id}" || strings.HasPrefix(path, "/openai/v1/models/")
 }

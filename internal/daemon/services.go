@@ -1,0 +1,130 @@
+package daemon
+
+import (
+	"net/http"
+
+	"github.com/gpunet/gpunet/internal/address"
+	"github.com/gpunet/gpunet/internal/apiserver"
+	"github.com/gpunet/gpunet/internal/ledger"
+	"github.com/gpunet/gpunet/internal/openaigw"
+	"github.com/gpunet/gpunet/internal/relay"
+)
+
+// Services (issue 16, docs/services.md): every node relays traffic to the
+// services' replicas (internal/relay) and serves the OpenAI-compatible
+// endpoint (internal/openaigw), both reading the node's committed ledger
+// through serviceDirectory.
+
+// serviceDirectory answers the relay's and the gateway's questions from a
+// view of the ledger.
+type serviceDirectory struct {
+	view func() (ledger.KV, func())
+}
+
+// maxOpenAIServices bounds the services GET /openai/v1/models looks at.
+const maxOpenAIServices = 1024
+
+func (d serviceDirectory) Service(id uint64) (*ledger.Service, bool, error) {
+	kv, release := d.view()
+	defer release()
+	return ledger.GetService(kv, id)
+}
+
+func (d serviceDirectory) IsProvider(a address.Address) bool {
+	kv, release := d.view()
+	defer release()
+	_, ok, err := ledger.GetProvider(kv, a)
+	return ok && err == nil
+}
+
+func (d serviceDirectory) ServicesForModel(model string) ([]*ledger.Service, error) {
+	kv, release := d.view()
+	defer release()
+	return d.read(kv, ledger.ServicesForModel(kv, model))
+}
+
+func (d serviceDirectory) OpenAIServices() ([]*ledger.Service, error) {
+	kv, release := d.view()
+	defer release()
+	var out []*ledger.Service
+	var err error
+	ledger.ActiveServices(kv, func(id uint64) bool {
+		var sv *ledger.Service
+		var ok bool
+		if sv, ok, err = ledger.GetService(kv, id); err != nil {
+			return false
+		}
+		if ok && sv.Spec.OpenAI != nil {
+			out = append(out, sv)
+		}
+		return len(out) < maxOpenAIServices
+	})
+	return out, err
+}
+
+func (d serviceDirectory) Reputation(a address.Address) uint64 {
+	kv, release := d.view()
+	defer release()
+	p, ok, err := ledger.GetProvider(kv, a)
+	if !ok || err != nil {
+		return 0
+	}
+	return p.Reputation
+}
+
+func (d serviceDirectory) read(kv ledger.KV, ids []uint64) ([]*ledger.Service, error) {
+	out := make([]*ledger.Service, 0, len(ids))
+	for _, id := range ids {
+		sv, ok, err := ledger.GetService(kv, id)
+		if err != nil {
+			return nil, err
+		}
+		if ok && !sv.Done() {
+			out = append(out, sv)
+		}
+	}
+	return out, nil
+}
+
+// serviceRoutes documents and mounts the relay and the OpenAI gateway.
+// Both bound their bodies and times themselves (streams, tunnels), so no
+// route limit applies.
+func serviceRoutes(hub *relay.Hub, gw *openaigw.Gateway) []apiserver.Route {
+	svc := hub.ServiceHandler()
+	params := map[string]string{"id": "a service id (a positive integer)", "port": "a port the service declares", "rest": "the path passed on to the service"}
+	var routes []apiserver.Route
+	for _, m := range []string{"GET", "POST", "PUT", "PATCH", "DELETE"} {
+		routes = append(routes, apiserver.Route{Method: m, Path: "/svc/{id}/{port}/{rest...}", ID: "service" + m, Tag: "services",
+			Summary:    m + " on a service's HTTP port, relayed to one of its ready replicas (docs/services.md); needs one of the service's keys (Authorization: Bearer or X-Gpunet-Key) unless it is public",
+			PathParams: params, RespType: "application/octet-stream", MaxBody: -1, Timeout: -1,
+			Errors: []int{400, 401, 404, 502, 503, 504}, Handler: svc})
+	}
+	routes = append(routes,
+		apiserver.Route{Method: "GET", Path: "/svc/{id}/{port}", ID: "serviceTunnel", Tag: "services",
+			Summary:    "With Connection: Upgrade and Upgrade: gpunet-tcp, a raw byte tunnel to a port of one of the service's replicas (101): what gpunet service connect uses, and how an owner runs TLS end to end",
+			PathParams: map[string]string{"id": params["id"], "port": params["port"]}, RespType: "application/octet-stream", MaxBody: -1, Timeout: -1,
+			Errors: []int{400, 401, 404, 503}, Handler: svc},
+		apiserver.Route{Method: "GET", Path: relay.AgentPath, ID: "relayAgent", Tag: "services",
+			Summary:  "A provider's agent opens its relay session (Upgrade: gpunet-relay/1, signed by its key): nodes reach its replicas over it, so providers behind NAT work",
+			RespType: "application/octet-stream", MaxBody: -1, Timeout: -1, Errors: []int{400, 401, 403, 503}, Handler: hub.AgentHandler()},
+		apiserver.Route{Method: "GET", Path: relay.TunnelPath, ID: "relayTunnel", Tag: "services",
+			Summary: "Node to node: a raw tunnel to a replica whose agent is connected to this node (Upgrade: gpunet-tcp, X-Gpunet-Hop: 1); never forwarded again",
+			Query: []apiserver.Param{{Name: "service", Type: "integer", Required: true, Desc: "the service id"}, {Name: "provider", Type: "string", Required: true, Desc: "the replica's provider"},
+				{Name: "port", Type: "integer", Required: true, Desc: "a port the service declares"}},
+			RespType: "application/octet-stream", MaxBody: -1, Timeout: -1, Errors: []int{400, 401, 403, 404, 503}, Handler: hub.TunnelHandler()},
+		apiserver.Route{Method: "GET", Path: openaigw.PathModels, ID: "openaiModels", Tag: "openai",
+			Summary: "OpenAI-compatible: the models of the active services the caller may use (its key's, and the public ones)",
+			Resp:    map[string]any{}, MaxBody: -1, Timeout: -1, Errors: []int{401}, Handler: gw},
+		apiserver.Route{Method: "GET", Path: openaigw.PathModels + "/{model...}", ID: "openaiModel", Tag: "openai",
+			Summary:    "OpenAI-compatible: one model",
+			PathParams: map[string]string{"model": "a model id"}, Resp: map[string]any{}, MaxBody: -1, Timeout: -1, Errors: []int{401, 404}, Handler: gw},
+		apiserver.Route{Method: "POST", Path: openaigw.PathCompletions, ID: "openaiChatCompletions", Tag: "openai",
+			Summary: "OpenAI-compatible chat completions (streamed with stream: true, usage always reported), routed to a ready replica of a service serving the model by price, latency, load and reputation",
+			Body:    map[string]any{}, Resp: map[string]any{}, MaxBody: -1, Timeout: -1,
+			Errors: []int{400, 401, 404, 413, 415, 502, 503, 504}, Handler: gw},
+		apiserver.Route{Method: "OPTIONS", Path: "/openai/v1/{path...}", ID: "openaiPreflight", Tag: "openai",
+			Summary: "CORS preflight for the OpenAI-compatible endpoint (any origin: keys are bearer tokens, never cookies)", Status: http.StatusNoContent,
+			PathParams: map[string]string{"path": "models or chat/completions"}, MaxBody: -1, Errors: []int{404}, Handler: gw},
+	)
+	return routes
+}
