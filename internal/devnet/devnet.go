@@ -83,6 +83,13 @@ func Setup(home string, o Options) (created bool, err error) {
 	// A preempted spot job checkpoints within 10 s (not 2 minutes), so
 	// that preemption and resuming show in a test or a demo.
 	g.Params.PreemptGraceSeconds = 10
+	// Services that notice a silent replica within seconds: heartbeats
+	// every 2 s, a replica dropped after 8 s without one, and the budget
+	// warning 20 s before it runs out (defaults: 30 s, 2 minutes, an hour),
+	// so that drops, replacements and a budget's end show in a test.
+	g.Params.ServiceHeartbeatInterval = 2
+	g.Params.ServiceHeartbeatTimeout = 8
+	g.Params.ServiceBudgetWarning = 20
 	// The market and rewards to watch in a minute or two ('gpunet devnet
 	// --help' says so): an epoch of DevEpochBlocks (20 s at the default
 	// block time; the default is an hour), and DevEmissionTarget minted
