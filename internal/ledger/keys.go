@@ -17,6 +17,8 @@ import (
 //   - the job indexes: by owner (jobown/), by provider (jobprov/), by
 //     deadline (jobdue/) and the queues (jobq/, jobvq/), functions of the
 //     job records.
+//   - the service indexes (svcown/, svcprov/, svcdue/, svcq/, svcmodel/,
+//     svcact/), functions of the service records.
 //
 // CheckInvariants rebuilds the derived keys from the records, or checks them
 // against the records, on every block in tests and on nodes that ask for
