@@ -56,7 +56,10 @@ you added (gpunet keys add) and the providers' image cache are kept.
 address given, or a free port if that is taken) holding the container
 example's image, built from this repository (examples/gpugemm; run devnet
 from a clone), and writes job specs that run it by digest to
-HOME/examples/container: job.yaml on a CPU, gpu.yaml on a GPU.
+HOME/examples/container: job.yaml on a CPU, gpu.yaml on a GPU. It serves
+the services example too (examples/tinylm, a tiny language model behind
+OpenAI's chat completions API) and writes the service spec that deploys it
+to HOME/examples/service/tinylm.yaml.
 
 Governance is quick on a devnet: deposit and voting periods of 20 blocks
 each (20 s at the default --block-time of 1s) and a minimum deposit of
@@ -85,7 +88,7 @@ checkpoint, and checkpoints may be taken every second.`,
 	c.Flags().Float64Var(&df.overclaim, "fault-overclaim", 0, "make every provider declare this many times the throughput it measured (fault injection, to watch hardware challenges catch it)")
 	c.Flags().IntVar(&df.faulty, "faulty", 0, "make the last N providers commit wrong results on every job (fault injection, to watch Proof of Sync catch them)")
 	c.Flags().BoolVar(&df.example, "example", false, "run the bundled wordcount example job once the providers are up (without the flag: on a home's first run only; --example=false: never)")
-	c.Flags().StringVar(&df.registry, "registry", "", "serve an OCI registry with the container example's image at this loopback address (--registry alone: "+devnet.DefaultRegistry+")")
+	c.Flags().StringVar(&df.registry, "registry", "", "serve an OCI registry with the container and service examples' images at this loopback address (--registry alone: "+devnet.DefaultRegistry+")")
 	c.Flags().Lookup("registry").NoOptDefVal = "default"
 	return c
 }
@@ -138,14 +141,14 @@ func (e *env) runDevnet(ctx context.Context, df *devnetFlags) error {
 	if err != nil {
 		return err
 	}
-	var container *devnet.ContainerExample
+	var examples registryExamples
 	if df.registry != "" {
 		addr := df.registry
 		if addr == "default" {
 			addr = ""
 		}
 		var reg *devnet.Registry
-		if container, reg, err = e.startRegistry(ctx, addr, progress); err != nil {
+		if examples, reg, err = e.startRegistry(ctx, addr, progress); err != nil {
 			return err
 		}
 		defer reg.Close()
@@ -165,7 +168,7 @@ func (e *env) runDevnet(ctx context.Context, df *devnetFlags) error {
 		}
 	}()
 	progress("ready")
-	if err := e.printDevnet(n, c, created, reset, container); err != nil {
+	if err := e.printDevnet(n, c, created, reset, examples); err != nil {
 		return err
 	}
 	switch {
@@ -210,35 +213,46 @@ func (e *env) printReset(p *devnet.ResetPlan) {
 	}
 }
 
+// registryExamples are the examples the devnet's registry serves (none
+// without --registry).
+type registryExamples struct {
+	container *devnet.ContainerExample
+	service   *devnet.ServiceExample
+}
+
 // startRegistry serves the devnet's registry and publishes the container
-// example to it.
-func (e *env) startRegistry(ctx context.Context, addr string, progress func(string)) (*devnet.ContainerExample, *devnet.Registry, error) {
+// and service examples to it.
+func (e *env) startRegistry(ctx context.Context, addr string, progress func(string)) (registryExamples, *devnet.Registry, error) {
+	var ex registryExamples
 	wd, err := os.Getwd()
 	if err != nil {
-		return nil, nil, err
+		return ex, nil, err
 	}
 	repo, err := devnet.FindRepo(wd)
 	if err != nil {
-		return nil, nil, usageError{fmt.Errorf("--registry: %w", err)}
+		return ex, nil, usageError{fmt.Errorf("--registry: %w", err)}
 	}
 	reg, moved, err := devnet.StartRegistry(e.home, addr)
 	if err != nil {
-		return nil, nil, fmt.Errorf("--registry: %w", err)
+		return ex, nil, fmt.Errorf("--registry: %w", err)
 	}
 	if moved != "" {
 		fmt.Fprintf(e.stderr, "devnet: %s\n", moved)
 	}
 	progress(fmt.Sprintf("registry on %s; building the container example's image (go build ./examples/gpugemm)", reg.Addr))
-	ex, err := devnet.PublishExample(ctx, e.home, reg, repo)
+	if ex.container, err = devnet.PublishExample(ctx, e.home, reg, repo); err == nil {
+		progress("building the service example's image (go build ./examples/tinylm)")
+		ex.service, err = devnet.PublishServiceExample(ctx, e.home, reg, repo)
+	}
 	if err != nil {
 		reg.Close()
-		return nil, nil, fmt.Errorf("--registry: %w", err)
+		return ex, nil, fmt.Errorf("--registry: %w", err)
 	}
 	return ex, reg, nil
 }
 
 // printDevnet writes where the devnet is and who is in it.
-func (e *env) printDevnet(n *devnet.Net, c *validator.Config, created bool, reset *devnet.ResetPlan, container *devnet.ContainerExample) error {
+func (e *env) printDevnet(n *devnet.Net, c *validator.Config, created bool, reset *devnet.ResetPlan, examples registryExamples) error {
 	kr, err := e.keyring()
 	if err != nil {
 		return err
@@ -266,8 +280,11 @@ func (e *env) printDevnet(n *devnet.Net, c *validator.Config, created bool, rese
 		if reset != nil {
 			out["reset"] = reset
 		}
-		if container != nil {
-			out["container_example"] = container
+		if examples.container != nil {
+			out["container_example"] = examples.container
+		}
+		if examples.service != nil {
+			out["service_example"] = examples.service
 		}
 		return json.NewEncoder(e.stdout).Encode(out)
 	}
@@ -286,8 +303,11 @@ func (e *env) printDevnet(n *devnet.Net, c *validator.Config, created bool, rese
 		st := a.Status()
 		fmt.Fprintf(e.stdout, "    %-10s %s\n", st.Name, st.Address)
 	}
-	if container != nil {
+	if container := examples.container; container != nil {
 		fmt.Fprintf(e.stdout, "  registry:   %s, serving the container example %s\n              run it: gpunet --home %s job run %s --from alice\n", strings.SplitN(container.Tag, "/", 2)[0], container.Image, e.home, container.Spec)
+	}
+	if svc := examples.service; svc != nil {
+		fmt.Fprintf(e.stdout, "              and the service example %s (OpenAI model %s)\n              deploy it: gpunet --home %s service deploy %s --from alice\n", svc.Image, svc.Model, e.home, svc.Spec)
 	}
 	fmt.Fprintf(e.stdout, "Try: gpunet --home %s offers --sort price\n     gpunet --home %s tx send bob 5sync --from alice\n     gpunet --home %s query balance bob\nPress Ctrl-C to stop.\n", e.home, e.home, e.home)
 	return nil

@@ -13,8 +13,10 @@ import (
 	"path/filepath"
 
 	"github.com/google/go-containerregistry/pkg/registry"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
 
 	"github.com/gpunet/gpunet/examples/gpugemm/gemmimage"
+	"github.com/gpunet/gpunet/examples/tinylm/lmimage"
 	"github.com/gpunet/gpunet/internal/sandbox/oci"
 )
 
@@ -99,26 +101,14 @@ func PublishExample(ctx context.Context, home string, r *Registry, repo string) 
 	if err := gemmimage.Supported(); err != nil {
 		return nil, err
 	}
-	dir := filepath.Join(home, "examples", "container")
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, err
-	}
-	tmp, err := os.MkdirTemp("", "gpunet-gpugemm-")
+	ref, dir, err := publish(ctx, home, "container", r, gemmimage.Repo, func(bin string) (v1.Image, error) {
+		if err := gemmimage.BuildProgram(ctx, repo, bin); err != nil {
+			return nil, err
+		}
+		return gemmimage.Build(bin)
+	})
 	if err != nil {
 		return nil, err
-	}
-	defer os.RemoveAll(tmp)
-	bin := filepath.Join(tmp, "gpugemm")
-	if err := gemmimage.BuildProgram(ctx, repo, bin); err != nil {
-		return nil, err
-	}
-	img, err := gemmimage.Build(bin)
-	if err != nil {
-		return nil, err
-	}
-	ref, err := oci.PushImage(r.Addr, gemmimage.Repo, img)
-	if err != nil {
-		return nil, fmt.Errorf("push the example image to %s: %w", r.Addr, err)
 	}
 	ex := &ContainerExample{Image: ref, Tag: r.Addr + "/" + gemmimage.Repo + ":latest",
 		Spec: filepath.Join(dir, "job.yaml"), GPUSpec: filepath.Join(dir, "gpu.yaml")}
@@ -137,8 +127,69 @@ func PublishExample(ctx context.Context, home string, r *Registry, repo string) 
 	return ex, nil
 }
 
+// ServiceExample is the service example a devnet's registry serves: the
+// tiny language model of examples/tinylm behind OpenAI's API.
+type ServiceExample struct {
+	// Image is the image's reference by digest; Tag the tag it is also
+	// pushed under (REGISTRY/gpunet/tinylm:latest).
+	Image string `json:"image"`
+	Tag   string `json:"tag"`
+	// Spec is the service spec (kind: service) that deploys it.
+	Spec string `json:"spec"`
+	// Model is the model name its OpenAI API serves.
+	Model string `json:"model"`
+}
+
+// PublishServiceExample builds the service example's image
+// (examples/tinylm, a static program) from the repository at repo, pushes
+// it to r, and writes the service spec naming it by digest to
+// home/examples/service/tinylm.yaml.
+func PublishServiceExample(ctx context.Context, home string, r *Registry, repo string) (*ServiceExample, error) {
+	if err := lmimage.Supported(); err != nil {
+		return nil, err
+	}
+	ref, dir, err := publish(ctx, home, "service", r, lmimage.Repo, func(bin string) (v1.Image, error) {
+		if err := lmimage.BuildProgram(ctx, repo, bin); err != nil {
+			return nil, err
+		}
+		return lmimage.Build(bin)
+	})
+	if err != nil {
+		return nil, err
+	}
+	ex := &ServiceExample{Image: ref, Tag: r.Addr + "/" + lmimage.Repo + ":latest", Spec: filepath.Join(dir, "tinylm.yaml"), Model: "tinylm"}
+	if err := os.WriteFile(ex.Spec, []byte(lmimage.Spec(ref)), 0o644); err != nil {
+		return nil, err
+	}
+	return ex, nil
+}
+
+// publish is what both examples do: build decides what image a program
+// built at the path it is given makes (in a directory removed after),
+// which is pushed to r under repoName; the specs go to the directory dir
+// of home/examples, made here.
+func publish(ctx context.Context, home, dir string, r *Registry, repoName string, build func(bin string) (v1.Image, error)) (ref, specDir string, err error) {
+	specDir = filepath.Join(home, "examples", dir)
+	if err := os.MkdirAll(specDir, 0o755); err != nil {
+		return "", "", err
+	}
+	tmp, err := os.MkdirTemp("", "gpunet-example-")
+	if err != nil {
+		return "", "", err
+	}
+	defer os.RemoveAll(tmp)
+	img, err := build(filepath.Join(tmp, filepath.Base(repoName)))
+	if err != nil {
+		return "", "", err
+	}
+	if ref, err = oci.PushImage(r.Addr, repoName, img); err != nil {
+		return "", "", fmt.Errorf("push the example image to %s: %w", r.Addr, err)
+	}
+	return ref, specDir, nil
+}
+
 // FindRepo returns the root of the gpunet repository that holds dir (or
-// a parent of it), where --registry builds the example image from.
+// a parent of it), where --registry builds the example images from.
 func FindRepo(dir string) (string, error) {
 	abs, err := filepath.Abs(dir)
 	if err != nil {
@@ -151,7 +202,7 @@ func FindRepo(dir string) (string, error) {
 			}
 		}
 		if filepath.Dir(d) == d {
-			return "", fmt.Errorf("%s is not in a gpunet repository: the example image is built from the repository's examples/gpugemm (run the devnet from a clone)", dir)
+			return "", fmt.Errorf("%s is not in a gpunet repository: the example images are built from the repository's examples/gpugemm and examples/tinylm (run the devnet from a clone)", dir)
 		}
 	}
 }

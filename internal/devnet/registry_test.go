@@ -63,3 +63,48 @@ func TestRegistryServesTheExample(t *testing.T) {
 		t.Errorf("the home keeps %q, want the last address %s", s.Registry, r2.Addr)
 	}
 }
+
+// TestRegistryServesTheServiceExample: the devnet's registry serves the
+// services example's image (examples/tinylm), built from this repository,
+// under a tag whose digest the written service spec names; the spec is a
+// valid service for the OpenAI model tinylm; a second build gives the
+// same digest. Deploying it is the e2e tests'.
+func TestRegistryServesTheServiceExample(t *testing.T) {
+	if runtime.GOOS != "linux" || runtime.GOARCH != "amd64" {
+		t.Skip("the example image is linux/amd64")
+	}
+	repo, err := FindRepo(".")
+	if err != nil {
+		t.Fatal(err)
+	}
+	home := t.TempDir()
+	r, _, err := StartRegistry(home, "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	ex, err := PublishServiceExample(t.Context(), home, r, repo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := oci.Resolve(t.Context(), ex.Tag, oci.RegistryOptions{})
+	if err != nil || got.Ref != ex.Image || !strings.HasPrefix(ex.Image, r.Addr+"/gpunet/tinylm@sha256:") {
+		t.Fatalf("the tag %s resolves to %+v (%v); the spec names %s", ex.Tag, got, err, ex.Image)
+	}
+	if want := filepath.Join(home, "examples", "service", "tinylm.yaml"); ex.Spec != want {
+		t.Errorf("the spec is at %s, want %s", ex.Spec, want)
+	}
+	s, err := jobspec.Load(ex.Spec)
+	if err != nil {
+		t.Fatalf("%s: %v", ex.Spec, err)
+	}
+	ss := s.ServiceSpec()
+	if !s.IsService() || s.Image != ex.Image || ss.OpenAI == nil || len(ss.OpenAI.Models) != 1 || ss.OpenAI.Models[0] != ex.Model ||
+		ss.Readiness.Path != "/health" || len(ss.Ports) != 1 || ss.Ports[0].Port != ss.OpenAI.Port || ss.GPUCount != 0 {
+		t.Errorf("the service spec: %+v", ss)
+	}
+	again, err := PublishServiceExample(t.Context(), home, r, repo)
+	if err != nil || again.Image != ex.Image {
+		t.Errorf("a second build: %+v, %v; want the same digest %s", again, err, ex.Image)
+	}
+}

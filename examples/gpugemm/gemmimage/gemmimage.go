@@ -12,21 +12,14 @@
 package gemmimage
 
 import (
-	"bytes"
 	"context"
 	"fmt"
-	"io"
 	"os"
-	"os/exec"
-	"runtime"
 	"strings"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
-	"github.com/google/go-containerregistry/pkg/v1/empty"
-	"github.com/google/go-containerregistry/pkg/v1/mutate"
-	"github.com/google/go-containerregistry/pkg/v1/tarball"
 
-	"github.com/gpunet/gpunet/internal/sandbox/oci/ocitest"
+	"github.com/gpunet/gpunet/examples/internal/progimage"
 )
 
 // Repo is the repository the image is pushed to in a registry.
@@ -44,28 +37,13 @@ var glibc = []string{
 }
 
 // Supported says why this machine cannot build the image, or nil.
-func Supported() error {
-	if runtime.GOOS != "linux" || runtime.GOARCH != "amd64" {
-		return fmt.Errorf("the example image is built for linux/amd64 (this is %s/%s)", runtime.GOOS, runtime.GOARCH)
-	}
-	return nil
-}
+func Supported() error { return progimage.Supported() }
 
 // BuildProgram builds the gpugemm program of the repository at repo (its
-// root) into out, with the go command. The build records no VCS state, so
-// one checkout and toolchain give the same bytes (and the image the same
-// digest) at every commit that leaves the program alone. (It keeps the
-// source paths: -trimpath would miss the build cache of every other build
-// and compile the standard library again.)
+// root) into out, with the go command (progimage.BuildProgram: the same
+// checkout and toolchain give the same bytes).
 func BuildProgram(ctx context.Context, repo, out string) error {
-	cmd := exec.CommandContext(ctx, "go", "build", "-buildvcs=false", "-ldflags=-s -w", "-o", out, "./examples/gpugemm")
-	cmd.Dir = repo
-	var msg bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &msg, &msg
-	if err := cmd.Run(); err != nil {
-		return fmt.Errorf("go build ./examples/gpugemm in %s: %w\n%s", repo, err, msg.Bytes())
-	}
-	return nil
+	return progimage.BuildProgram(ctx, repo, "./examples/gpugemm", out)
 }
 
 // Build makes the example's image: the program binary at /gpugemm (its
@@ -78,39 +56,15 @@ func Build(binary string) (v1.Image, error) {
 	if err != nil {
 		return nil, err
 	}
-	files := map[string]ocitest.File{}
-	files["gpugemm"] = ocitest.File{Data: prog, Mode: 0o755}
+	files := map[string]progimage.File{"gpugemm": {Data: prog, Mode: 0o755}}
 	for _, p := range glibc {
 		b, err := os.ReadFile(p) // follows the links to the real files
 		if err != nil {
 			return nil, fmt.Errorf("this machine's glibc: %w", err)
 		}
-		files[strings.TrimPrefix(p, "/")] = ocitest.File{Data: b, Mode: 0o755}
+		files[strings.TrimPrefix(p, "/")] = progimage.File{Data: b, Mode: 0o755}
 	}
-	files["etc/passwd"] = ocitest.File{Data: []byte("root:x:0:0:root:/root:/sbin/nologin\nnobody:x:65534:65534:nobody:/nonexistent:/sbin/nologin\n")}
-	files["etc/group"] = ocitest.File{Data: []byte("root:x:0:\nnogroup:x:65534:\n")}
-	tarb, err := ocitest.TarFiles(files)
-	if err != nil {
-		return nil, err
-	}
-	layer, err := tarball.LayerFromOpener(func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(tarb)), nil })
-	if err != nil {
-		return nil, err
-	}
-	img, err := mutate.AppendLayers(empty.Image, layer)
-	if err != nil {
-		return nil, err
-	}
-	cf, err := img.ConfigFile()
-	if err != nil {
-		return nil, err
-	}
-	cf = cf.DeepCopy()
-	cf.OS, cf.Architecture = "linux", "amd64"
-	cf.Config.Entrypoint = []string{"/gpugemm"}
-	cf.Config.Env = []string{"PATH=/"}
-	cf.Config.WorkingDir = "/"
-	return mutate.ConfigFile(img, cf)
+	return progimage.Image(files, "/gpugemm")
 }
 
 // SpecOptions say what job a spec asks the image for.

@@ -1,0 +1,66 @@
+// Package lmimage builds the services example's container image
+// (examples/tinylm) from this repository and writes the service spec that
+// serves it: `gpunet devnet --registry` publishes it on the devnet's
+// registry, examples/tinylm/image on any loopback registry.
+//
+// The image holds the tinylm program alone, built static (CGO_ENABLED=0:
+// no libc needed), its model's tables embedded in it; its bytes depend
+// only on the program, so the same build gives the same digest.
+package lmimage
+
+import (
+	"context"
+	"fmt"
+	"os"
+
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+
+	"github.com/gpunet/gpunet/examples/internal/progimage"
+)
+
+// Repo is the repository the image is pushed to in a registry.
+const Repo = "gpunet/tinylm"
+
+// Port is where the image's server listens, as the spec asks it to.
+const Port = 8000
+
+// Supported says why this machine cannot build the image, or nil.
+func Supported() error { return progimage.Supported() }
+
+// BuildProgram builds the tinylm program of the repository at repo (its
+// root) into out, static.
+func BuildProgram(ctx context.Context, repo, out string) error {
+	return progimage.BuildProgram(ctx, repo, "./examples/tinylm", out, "CGO_ENABLED=0")
+}
+
+// Build makes the image: the program at /tinylm, its entrypoint.
+func Build(binary string) (v1.Image, error) {
+	prog, err := os.ReadFile(binary)
+	if err != nil {
+		return nil, err
+	}
+	return progimage.Image(map[string]progimage.File{"tinylm": {Data: prog, Mode: 0o755}}, "/tinylm")
+}
+
+// Spec is the service spec (kind: service, docs/jobspec.md) that serves
+// the image at ref (by digest): one small replica that every node's
+// /openai/v1 routes model "tinylm" to, reachable with the owner's key.
+func Spec(ref string) string {
+	return fmt.Sprintf(`# The services example (examples/tinylm): a tiny language model behind
+# OpenAI's chat completions API; its image is built from this repository.
+# Deploy it: gpunet service deploy THIS_FILE --from alice
+kind: service
+name: tinylm
+image: %s
+args: ["-addr", ":%d"]
+ports:
+  - {port: %d, name: api}
+readiness: {path: /health, port: %d, interval: 2s, timeout: 1s, failure_threshold: 3, start: 2m}
+replicas: 1
+budget: 5 SYNC
+max_price: 1 SYNC/h
+resources: {cpu: 0.5, memory: 128MiB, disk: 256MiB}
+openai: {port: %d, models: [tinylm]}
+public: false
+`, ref, Port, Port, Port, Port)
+}
