@@ -2,7 +2,8 @@
 // machine, registers it on the ledger (updating the registration when
 // anything changes), keeps its stake at the target, answers liveness
 // challenges, reconnects when its node goes away, and marks itself offline
-// when stopped. Jobs will run here too, through the Executor interface.
+// when stopped. It runs the jobs the ledger assigns to it (jobs.go) and
+// the replicas of services placed on it (service.go) in its executors.
 package provider
 
 import (
@@ -100,6 +101,10 @@ type Options struct {
 	// backoff, log relay flushes) and its status's time; nil is the real
 	// clock. Tests advance a fake.
 	Clock clock.Clock
+	// Relay makes the agent's relay link, through which nodes reach its
+	// service replicas' ports with dial (service.go); nil: none, and the
+	// replicas are reachable by no one.
+	Relay func(dial ReplicaDialer) RelayLink
 	// CheckpointGrace is how long a checkpointing job's last checkpoint
 	// may take when the agent stops or is asked to stop the job
 	// (checkpoint.go); 0 is DefaultCheckpointGrace.
@@ -188,6 +193,7 @@ type Agent struct {
 	gpuDevs      map[string]*gpuDevice // by UUID
 	clk          clock.Clock
 	ckpts        ckptRegistry // runs that checkpoint (checkpoint.go)
+	svcs         services     // service replicas (service.go)
 }
 
 // New returns an agent; Run starts it.
@@ -272,6 +278,7 @@ func (a *Agent) Run(ctx context.Context) error {
 		if ctx.Err() != nil {
 			a.checkpointAll()
 			a.stopRuns()
+			a.stopServices()
 			a.goOffline()
 			return nil
 		}
@@ -537,7 +544,11 @@ func (a *Agent) refresh(ctx context.Context) error {
 		a.log.Debug("answered liveness challenge", "height", c.Height)
 	}
 	a.answerHardwareChallenge(ctx, r)
-	return a.syncJobs(ctx)
+	if err := a.syncJobs(ctx); err != nil {
+		return err
+	}
+	a.syncServices(ctx)
+	return nil
 }
 
 // serve polls the chain until an error or ctx ends.

@@ -547,65 +547,14 @@ func (a *Agent) uploadSealed(ctx context.Context, dir string, owner age.Recipien
 	return m, h, nil
 }
 
-// logFlushInterval is how often a running job's new log output is relayed.
-const logFlushInterval = 300 * time.Millisecond
-
 // streamLogs relays what the job logs, encrypted to its owner, through the
-// node while it runs. The returned function sends the rest and stops. A
-// relay failure costs only the live view: the full log goes with the result.
+// node while it runs (relayLogs). The returned function sends the rest and
+// stops. A relay failure costs only the live view: the full log goes with
+// the result.
 func (a *Agent) streamLogs(ctx context.Context, job uint64, owner age.Recipient, logs *cappedBuffer) func() {
-	var sent int
-	var seq uint64
-	flush := func() {
-		b := logs.Bytes()
-		if len(b) <= sent {
-			return
-		}
-		chunk := b[sent:min(len(b), sent+128<<10)]
-		var sealed bytes.Buffer
-		enc, err := seal.Encrypt(&sealed, owner)
-		if err == nil {
-			enc.Write(chunk)
-			err = enc.Close()
-		}
-		if err == nil {
-			err = a.o.Chain.PostLog(ctx, a.o.Key, job, seq, sealed.Bytes())
-		}
-		if err != nil {
-			a.log.Debug("live log relay", "job", job, "err", err)
-			return
-		}
-		seq++
-		sent += len(chunk)
-	}
-	done := make(chan struct{})
-	stopped := make(chan struct{})
-	go func() {
-		defer close(stopped)
-		t := a.clk.NewTicker(logFlushInterval)
-		defer t.Stop()
-		for {
-			select {
-			case <-done:
-				return
-			case <-ctx.Done():
-				return
-			case <-t.C():
-				flush()
-			}
-		}
-	}()
-	return func() {
-		close(done)
-		<-stopped
-		for i := 0; i < 64 && len(logs.Bytes()) > sent; i++ {
-			before := sent
-			flush()
-			if sent == before {
-				break
-			}
-		}
-	}
+	return a.relayLogs(ctx, fmt.Sprintf("job %d", job), &cappedCursor{buf: logs}, owner, func(ctx context.Context, seq uint64, sealed []byte) error {
+		return a.o.Chain.PostLog(ctx, a.o.Key, job, seq, sealed)
+	})
 }
 
 func writeFile(path string, r io.Reader) error {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/gpunet/gpunet/internal/blob"
 	"github.com/gpunet/gpunet/internal/chainclient"
+	"github.com/gpunet/gpunet/internal/relay"
 	"github.com/gpunet/gpunet/internal/sandbox"
 	"github.com/gpunet/gpunet/internal/sandbox/oci"
 	"github.com/gpunet/gpunet/internal/sandbox/wasm"
@@ -37,7 +38,8 @@ func StatusFile(home, name string) string {
 // (reached through chain's transport, so that it follows chain from node
 // to node when chain has several),
 // the status file, the jobs' work directory, home as the disk it declares
-// (unless o sets it), and sb's executors and notes.
+// (unless o sets it), sb's executors and notes, and (unless o sets one) a
+// relay link to chain's nodes for its service replicas.
 func NewInHome(home string, chain *chainclient.Client, sb *SandboxSet, o Options) *Agent {
 	o.Chain = chain
 	o.Blobs = blob.NewClient(chain.Base())
@@ -49,6 +51,13 @@ func NewInHome(home string, chain *chainclient.Client, sb *SandboxSet, o Options
 	}
 	if sb != nil {
 		o.Sandboxes, o.SandboxNotes = sb.Executors, sb.Notes
+	}
+	if o.Relay == nil {
+		// One relay session, with one of the nodes the agent talks to.
+		nodes, key, logger := chain.Bases(), o.Key.PrivateKey(), o.Logger
+		o.Relay = func(dial ReplicaDialer) RelayLink {
+			return relay.NewAgent(relay.AgentOptions{Nodes: nodes, Key: key, Dial: dial, Log: logger})
+		}
 	}
 	return New(o)
 }

@@ -39,6 +39,9 @@ type Executor struct {
 
 	mu   sync.Mutex
 	jobs []sandbox.Job
+
+	service  ServiceBehavior // service.go
+	services []*Service
 }
 
 var _ sandbox.Executor = (*Executor)(nil)
