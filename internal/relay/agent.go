@@ -40,7 +40,8 @@ type AgentOptions struct {
 	// ChainID is the nodes' chain, signed into the handshake; empty: the
 	// agent learns it from the node's first refusal.
 	ChainID string
-	// KeepAlive is how often the agent pings its node; default 5 s.
+	// KeepAlive: the agent pings a node it has heard nothing from for
+	// this long and drops one silent for twice as long; default 4 s.
 	KeepAlive time.Duration
 	// MaxStreams bounds the streams served at once; default 1024.
 	MaxStreams int
@@ -144,12 +145,14 @@ func (a *Agent) session(ctx context.Context, node string) (served bool, err erro
 	if err != nil {
 		return false, err
 	}
-	mux, err := yamux.Server(conn, muxConfig(a.o.KeepAlive, a.o.MaxStreams, a.log))
+	ac := newActivityConn(conn)
+	mux, err := yamux.Server(ac, muxConfig(a.o.MaxStreams, a.log))
 	if err != nil {
 		conn.Close()
 		return false, err
 	}
 	defer mux.Close()
+	go watchdog(mux, ac, a.o.KeepAlive)
 	stop := context.AfterFunc(ctx, func() { mux.Close() })
 	defer stop()
 	a.setRelay(relay)

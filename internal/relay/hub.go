@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/yamux"
@@ -56,8 +57,10 @@ type HubOptions struct {
 	// IdleTimeout closes a raw tunnel that moved no byte either way for
 	// this long; default 5 min.
 	IdleTimeout time.Duration
-	// KeepAlive is how often the node pings each agent; one that misses
-	// a ping for as long again is dropped; default 5 s.
+	// KeepAlive: the node pings an agent it has heard nothing from for
+	// this long and drops one it has heard nothing from for twice as
+	// long (a dead agent is noticed within about 2.5×KeepAlive); default
+	// 4 s.
 	KeepAlive time.Duration
 	// ResponseTimeout bounds the wait for a replica's response headers
 	// on /svc; default 5 min (a completion may think long before its
@@ -75,7 +78,7 @@ const (
 	DefaultMaxTunnels       = 256
 	DefaultHandshakeTimeout = 10 * time.Second
 	DefaultIdleTimeout      = 5 * time.Minute
-	DefaultKeepAlive        = 5 * time.Second
+	DefaultKeepAlive        = 4 * time.Second
 	DefaultResponseTimeout  = 5 * time.Minute
 	DefaultMaxSkew          = 60 * time.Second
 )
@@ -101,6 +104,7 @@ type Hub struct {
 
 	mu       sync.Mutex
 	closed   bool
+	pending  int // agent handshakes past their checks, not yet in sessions
 	sessions map[address.Address]*session
 	tunnels  map[uint64]int                            // open raw tunnels per service
 	conns    map[net.Conn]struct{}                     // hijacked conns, closed by Close
@@ -172,20 +176,67 @@ func NewHub(o HubOptions) *Hub {
 	return h
 }
 
-// muxConfig is the yamux configuration of both ends: a keepalive that
-// notices a dead peer within about 2×keepAlive, and an accept backlog as
-// large as the stream bound so that opening a stream never blocks.
-func muxConfig(keepAlive time.Duration, streams int, log *slog.Logger) *yamux.Config {
+// muxConfig is the yamux configuration of both ends: an accept backlog as
+// large as the stream bound, so that opening a stream never blocks, and
+// no yamux keepalive: yamux counts a ping unanswered within its write
+// timeout as death, and under load the answer waits behind data frames,
+// so a busy provider on a slow uplink would be cut off. watchdog decides
+// liveness by bytes received instead.
+func muxConfig(streams int, log *slog.Logger) *yamux.Config {
 	c := yamux.DefaultConfig()
 	c.AcceptBacklog = streams
-	c.EnableKeepAlive = true
-	c.KeepAliveInterval = keepAlive
-	c.ConnectionWriteTimeout = keepAlive
+	c.EnableKeepAlive = false
+	c.KeepAliveInterval = time.Hour // unused, but must be positive
+	c.ConnectionWriteTimeout = 30 * time.Second
 	c.StreamOpenTimeout = 0
 	c.StreamCloseTimeout = time.Minute
 	c.LogOutput = nil
 	c.Logger = slog.NewLogLogger(log.Handler(), slog.LevelDebug)
 	return c
+}
+
+// activityConn records when its last bytes arrived.
+type activityConn struct {
+	net.Conn
+	last atomic.Int64 // unix nanoseconds
+}
+
+func newActivityConn(c net.Conn) *activityConn {
+	a := &activityConn{Conn: c}
+	a.last.Store(time.Now().UnixNano())
+	return a
+}
+
+func (a *activityConn) Read(p []byte) (int, error) {
+	n, err := a.Conn.Read(p)
+	if n > 0 {
+		a.last.Store(time.Now().UnixNano())
+	}
+	return n, err
+}
+
+// watchdog pings the peer when nothing arrived for interval and closes the
+// session when nothing arrived for 2×interval: a peer that is alive answers
+// pings or sends data (a busy one at least window updates), so a dead or
+// frozen one is noticed within about 2.5×interval.
+func watchdog(mux *yamux.Session, c *activityConn, interval time.Duration) {
+	t := time.NewTicker(interval / 2)
+	defer t.Stop()
+	for {
+		select {
+		case <-mux.CloseChan():
+			return
+		case <-t.C:
+			idle := time.Since(time.Unix(0, c.last.Load()))
+			if idle >= 2*interval {
+				mux.Close()
+				return
+			}
+			if idle >= interval {
+				go mux.Ping() // its answer counts as bytes received
+			}
+		}
+	}
 }
 
 // Connected reports whether provider's agent holds a session with this
@@ -241,26 +292,43 @@ func (h *Hub) serveAgent(w http.ResponseWriter, r *http.Request) {
 		writeError(w, apiwire.CodeForbidden, err.Error())
 		return
 	}
+	// A slot is held from here until the session is in the map, so that
+	// handshakes at once cannot exceed the bound.
 	h.mu.Lock()
-	full := h.closed || (h.sessions[provider] == nil && len(h.sessions) >= h.o.MaxSessions)
+	full := h.closed || (h.sessions[provider] == nil && len(h.sessions)+h.pending >= h.o.MaxSessions)
+	if !full {
+		h.pending++
+	}
 	h.mu.Unlock()
 	if full {
 		w.Header().Set("Retry-After", "30")
 		writeError(w, apiwire.CodeUnavailable, "this node holds as many agent sessions as it may; try another node")
 		return
 	}
+	registered := false
+	defer func() {
+		if !registered {
+			h.mu.Lock()
+			h.pending--
+			h.mu.Unlock()
+		}
+	}()
 	conn, err := hijack(w, ProtoAgent, http.Header{HeaderRelay: {h.o.Self}})
 	if err != nil {
 		h.log.Warn("relay: agent hijack failed", "provider", provider, "err", err)
 		return
 	}
-	mux, err := yamux.Client(conn, muxConfig(h.o.KeepAlive, h.o.MaxStreams, h.log))
+	ac := newActivityConn(conn)
+	mux, err := yamux.Client(ac, muxConfig(h.o.MaxStreams, h.log))
 	if err != nil {
 		conn.Close()
 		return
 	}
+	go watchdog(mux, ac, h.o.KeepAlive)
 	s := &session{provider: provider, mux: mux, streams: make(chan struct{}, h.o.MaxStreams), since: h.now()}
 	h.mu.Lock()
+	h.pending--
+	registered = true
 	if h.closed {
 		h.mu.Unlock()
 		mux.Close()
