@@ -128,6 +128,9 @@ func loadSpec(cmd *cobra.Command, path string) (*jobspec.Spec, error) {
 	if err != nil {
 		return nil, usageError{err}
 	}
+	if s.IsService() {
+		return nil, usageError{fmt.Errorf("%s is a service (kind: service), not a job: deploy it with gpunet service deploy %s", path, path)}
+	}
 	return s, nil
 }
 

@@ -92,7 +92,7 @@ func RunIO(ctx context.Context, args []string, stdin io.Reader, stdout, stderr i
 		versionCmd(e), initCmd(e), nodeCmd(e), devnetCmd(e), statusCmd(e),
 		keysCmd(e), txCmd(e), queryCmd(e), benchCmd(e),
 		providerCmd(e), offersCmd(e), stakeCmd(e), quoteCmd(e), jobCmd(e), imageCmd(e),
-		sandboxExecCmd(e), validatorCmd(e), testnetCmd(e), govCmd(e), storageCmd(e),
+		sandboxExecCmd(e), validatorCmd(e), testnetCmd(e), govCmd(e), storageCmd(e), serviceCmd(e),
 	)
 	strictGroups(root)
 	err := root.ExecuteContext(ctx)
