@@ -178,9 +178,14 @@ type ReplicaEnd struct {
 	AssignedAt int64           `json:"assigned_at"`
 	ReadyAt    int64           `json:"ready_at,omitempty"`
 	EndedAt    int64           `json:"ended_at"`
-	Paid       uint64          `json:"paid"`
-	Why        string          `json:"why"`
-	Slashed    uint64          `json:"slashed,omitempty"`
+	// PricePerHour and ReadySeconds are what it was paid for: Paid is
+	// PricePerHour × ReadySeconds / 3600 rounded down, less only when the
+	// budget ran out.
+	PricePerHour uint64 `json:"price_per_hour"`
+	ReadySeconds uint64 `json:"ready_seconds,omitempty"`
+	Paid         uint64 `json:"paid"`
+	Why          string `json:"why"`
+	Slashed      uint64 `json:"slashed,omitempty"`
 }
 
 // Bounds of a service record's lists.

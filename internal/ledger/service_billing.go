@@ -177,7 +177,8 @@ func endReplica(o *Overlay, s *Service, i int, now int64, why string, exclude, f
 		return Event{}, err
 	}
 	s.Replicas = slices.Delete(s.Replicas, i, i+1)
-	s.Ended = append(s.Ended, ReplicaEnd{Provider: r.Provider, AssignedAt: r.AssignedAt, ReadyAt: r.ReadyAt, EndedAt: now, Paid: r.Paid, Why: why})
+	s.Ended = append(s.Ended, ReplicaEnd{Provider: r.Provider, AssignedAt: r.AssignedAt, ReadyAt: r.ReadyAt, EndedAt: now,
+		PricePerHour: r.PricePerHour, ReadySeconds: r.ReadySeconds, Paid: r.Paid, Why: why})
 	if n := len(s.Ended); n > MaxEndedReplicas {
 		s.Ended = slices.Delete(s.Ended, 0, n-MaxEndedReplicas)
 	}
