@@ -80,10 +80,10 @@ const (
 	MaxModels           = ledger.MaxServiceModels
 	MaxModelNameLen     = ledger.MaxModelNameLen
 	MinReadyInterval    = Duration(time.Second)
-	MaxReadyInterval    = Duration(time.Hour)
-	MaxReadyStart       = Duration(24 * time.Hour)
-	MaxFailureThreshold = 100
-	maxReadyPath        = 256 // the ledger's MaxReadinessPathLen
+	MaxReadyInterval    = Duration(ledger.MaxReadinessInterval * time.Second)
+	MaxReadyStart       = Duration(ledger.MaxServiceStartSeconds * time.Second)
+	MaxFailureThreshold = ledger.MaxReadinessFailures
+	maxReadyPath        = ledger.MaxReadinessPathLen
 
 	// MaxBudget bounds budget (10^12 SYNC) far above any real one, so
 	// that escrow arithmetic cannot overflow.
@@ -373,11 +373,8 @@ func (v *validator) validateService() {
 	v.serviceOnChain()
 }
 
-// The ledger's rules for port and model names.
-var (
-	portNameRE  = regexp.MustCompile(`^[a-z0-9-]{0,15}$`)
-	modelNameRE = regexp.MustCompile(`^[A-Za-z0-9._:/-]+$`)
-)
+// portNameRE is the ledger's rule for a port's name.
+var portNameRE = regexp.MustCompile(`^[a-z0-9-]{0,15}$`)
 
 func (v *validator) ports() {
 	s := v.s
@@ -489,7 +486,7 @@ func (v *validator) openai() {
 			v.errorf(f, "is empty; write the model's name, e.g. tinylm")
 		case len(m) > MaxModelNameLen:
 			v.errorf(f, "is %d bytes long; at most %d are allowed", len(m), MaxModelNameLen)
-		case !modelNameRE.MatchString(m):
+		case !ledger.ValidModelName(m):
 			v.errorf(f, "%q is not a model name: use letters, digits and . _ : / -, e.g. llama-3-8b or org/model:q4", clip(m))
 		case slices.Contains(o.Models[:i], m):
 			v.errorf(f, "%s is listed twice", m)
@@ -528,8 +525,10 @@ func (v *validator) serviceOnChain() {
 	if len(v.errs) > 0 {
 		return
 	}
-	// The ledger's ServiceSpec.Validate is called here once it exists
-	// (another change adds it).
+	ls := v.s.ServiceSpec()
+	if err := ls.Validate(); err != nil {
+		v.errs = append(v.errs, &Error{Msg: "the ledger would refuse this spec: " + err.Error()})
+	}
 }
 
 // batchHasServiceFields reports the service-only fields a batch spec has.

@@ -409,3 +409,35 @@ func TestServiceFieldsDocumented(t *testing.T) {
 		}
 	}
 }
+
+// TestServiceOnChainAsksTheLedger: a service spec jobspec accepts is one
+// the ledger accepts; a rule jobspec does not check still refuses it.
+func TestServiceOnChainAsksTheLedger(t *testing.T) {
+	for _, src := range []string{minimalService, designService} {
+		s, err := Parse([]byte(src), "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		ls := s.ServiceSpec()
+		if err := ls.Validate(); err != nil {
+			t.Errorf("the ledger refuses %q: %v", s.Name, err)
+		}
+		// A rule jobspec does not check (a spec that skipped its checks).
+		s.Resources.CPU = 2 * MaxCPU
+		v := &validator{s: s}
+		v.serviceOnChain()
+		if len(v.errs) != 1 || !strings.Contains(v.errs[0].Msg, "the ledger would refuse this spec") {
+			t.Errorf("errors %v, want the ledger's refusal", v.errs)
+		}
+	}
+	for name, want := range map[string]uint64{
+		"MaxReplicas": ledger.MaxServiceReplicas, "MaxPorts": ledger.MaxServicePorts, "MaxModels": ledger.MaxServiceModels,
+		"MaxReadyInterval": ledger.MaxReadinessInterval, "MaxReadyStart": ledger.MaxServiceStartSeconds,
+	} {
+		got := map[string]uint64{"MaxReplicas": MaxReplicas, "MaxPorts": MaxPorts, "MaxModels": MaxModels,
+			"MaxReadyInterval": seconds(MaxReadyInterval), "MaxReadyStart": seconds(MaxReadyStart)}[name]
+		if got != want {
+			t.Errorf("%s = %d, the ledger's is %d", name, got, want)
+		}
+	}
+}
