@@ -87,7 +87,7 @@ func New(chain Chain, o Options) *Server {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
-	s := &Server{chain: chain, log: o.Logger, opts: o, mux: http.NewServeMux()}
+	s := &Server{chain: chain, log: o.Logger, opts: o, mux: http.NewServeMux(), svcLogs: logRelay{kind: serviceLogs}}
 	for _, rt := range slices.Concat(s.apiRoutes(), s.govRoutes(), s.serviceRoutes()) {
 		s.add(rt)
 	}
