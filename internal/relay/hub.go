@@ -125,7 +125,6 @@ type session struct {
 	provider address.Address
 	mux      *yamux.Session
 	streams  chan struct{} // a slot per open stream
-	since    time.Time
 }
 
 // NewHub returns a Hub. It starts nothing until its handlers are served.
@@ -325,7 +324,7 @@ func (h *Hub) serveAgent(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	go watchdog(mux, ac, h.o.KeepAlive)
-	s := &session{provider: provider, mux: mux, streams: make(chan struct{}, h.o.MaxStreams), since: h.now()}
+	s := &session{provider: provider, mux: mux, streams: make(chan struct{}, h.o.MaxStreams)}
 	h.mu.Lock()
 	h.pending--
 	registered = true
@@ -473,7 +472,7 @@ func (h *Hub) openStream(ctx context.Context, s *session, service, port uint64) 
 		release()
 		return nil, fmt.Errorf("provider %s: %w: %w", s.provider, err, ErrNoRoute)
 	}
-	deadline := h.now().Add(h.o.HandshakeTimeout)
+	deadline := time.Now().Add(h.o.HandshakeTimeout) // a real deadline, whatever Clock says
 	if d, ok := ctx.Deadline(); ok && d.Before(deadline) {
 		deadline = d
 	}
