@@ -44,18 +44,20 @@ func dialNetns(ctx context.Context, nsPath string, port uint16) (net.Conn, error
 			return nil, err
 		}
 		var soErr error
-		waited := false
+		// Whether the connect is done is read from the socket each time:
+		// it may have finished before the poller looked, and an edge the
+		// poller saw before this call is not seen again.
 		werr := rc.Write(func(fd uintptr) bool {
-			if !waited {
-				waited = true
-				return false // wait until the socket is writable: connected or failed
-			}
 			v, err := unix.GetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_ERROR)
 			switch {
 			case err != nil:
 				soErr = err
 			case v != 0:
 				soErr = unix.Errno(v)
+			default:
+				if _, err := unix.Getpeername(int(fd)); err != nil {
+					return false // not connected yet: wait until writable
+				}
 			}
 			return true
 		})
