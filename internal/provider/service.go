@@ -247,6 +247,8 @@ func (a *Agent) runReplica(ctx context.Context, run *replicaRun) {
 	defer flushLogs()
 	limits := sandbox.Limits{MemoryBytes: spec.Memory, CPU: float64(spec.CPUMilli) / 1000, DiskBytes: spec.Disk}
 	limits.DiskBytes = limits.Disk()
+	rd := readinessOf(spec)
+	startBy := a.clk.Now().Add(rd.start) // the image's pull counts
 	log.Info("starting service replica", "image", spec.Image)
 	h, err := sr.StartService(ctx, &sandbox.Service{
 		ID: fmt.Sprintf("svc-%d", s.ID), Image: spec.Image, Command: spec.Command, Args: spec.Args, Env: spec.Env,
@@ -266,8 +268,6 @@ func (a *Agent) runReplica(ctx context.Context, run *replicaRun) {
 	run.h = h
 	a.svcs.mu.Unlock()
 
-	rd := readinessOf(spec)
-	startBy := a.clk.Now().Add(rd.start)
 	t := a.clk.NewTicker(rd.interval)
 	defer t.Stop()
 	fails := 0
