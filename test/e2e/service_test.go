@@ -462,8 +462,9 @@ func checkServiceTunnel(t *testing.T, n *serviceNet, d deployed) {
 // what its replica was paid plus the fee, the rest refunded, and its port
 // no longer answers.
 func TestServiceBudgetEnds(t *testing.T) {
-	// 36 SYNC a core-hour, half a core: 18 SYNC/h, 5000 usync a second.
-	n := startServiceNet(t, "36sync", "carol")
+	// 18 SYNC a core-hour, for the one core that half a core takes: 5000
+	// usync a second.
+	n := startServiceNet(t, "18sync", "carol")
 	before := balance(t, "alice", "--home", n.keyHome, "--node", n.node0)
 	d := n.deploy(t, n.spec(t, "short", `max_price: 18 SYNC/h
 budget: 0.35 SYNC
