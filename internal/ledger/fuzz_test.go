@@ -14,6 +14,23 @@ func FuzzDecodeTx(f *testing.F) {
 	f.Add(rawTx(alice, lt.ChainID, 0, 1, `{"to":"x","amount":-1}`))
 	f.Add([]byte{1})
 	f.Add([]byte("garbage"))
+	// Each service message (issue 16), so that the fuzzer starts from
+	// their shapes.
+	for typ, body := range map[ledger.MsgType]string{
+		ledger.MsgTypeDeployService: `{"spec":{"name":"s","image":"r/x@sha256:` + hex64 + `","cpu_milli":500,"memory":1048576,"disk":1048576,` +
+			`"gpu_count":0,"max_price_per_hour":10,"ports":[{"port":8000,"protocol":"http"}],"readiness":{"port":8000,"path":"/health",` +
+			`"interval_seconds":1,"timeout_seconds":1,"failure_threshold":3,"start_seconds":60},"replicas":1,"openai":{"port":8000,"models":["m"]}},` +
+			`"budget":1000000,"consumer_key":"age1x","public":true}`,
+		ledger.MsgTypeTopUpService:     `{"service_id":1,"amount":5}`,
+		ledger.MsgTypeScaleService:     `{"service_id":1,"replicas":2}`,
+		ledger.MsgTypeStopService:      `{"service_id":1}`,
+		ledger.MsgTypeSetServiceAccess: `{"service_id":1,"public":false,"key_hashes":["` + hex64 + `"]}`,
+		ledger.MsgTypeServiceHeartbeat: `{"replicas":[{"service_id":1,"ready":true,"relay":"http://127.0.0.1:1"}]}`,
+		ledger.MsgTypeReleaseReplica:   `{"service_id":1,"reason":"not ready"}`,
+		ledger.MsgTypeEvictReplica:     `{"service_id":1,"provider":"` + bob.Addr.String() + `"}`,
+	} {
+		f.Add(rawTx(alice, lt.ChainID, 0, uint64(typ), body))
+	}
 	f.Fuzz(func(t *testing.T, raw []byte) {
 		tx, err := ledger.DecodeTx(raw)
 		if err != nil {
@@ -32,6 +49,8 @@ func FuzzDecodeTx(f *testing.F) {
 		}
 	})
 }
+
+const hex64 = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
 
 // FuzzApplyBlock applies the same fuzz-chosen block to two fresh chains and
 // requires the same app hash and intact invariants. The input mixes valid
