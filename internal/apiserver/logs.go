@@ -66,6 +66,10 @@ type logKind struct {
 	party func(kv ledger.KV, id uint64, prov address.Address) (found, ok bool, err error)
 	// ended reports whether the record exists and has finished.
 	ended func(kv ledger.KV, id uint64) (found, done bool, err error)
+	// gaps: a provider's post numbers may jump forward (a service's
+	// replica numbers each run's posts from its start time); they must
+	// still rise, so that no signed chunk is taken twice.
+	gaps bool
 }
 
 // jobLogs and serviceLogs are the two kinds of live log.
@@ -82,7 +86,7 @@ var (
 			j, found, err := ledger.GetJob(kv, id)
 			return found, found && j.Done(), err
 		}}
-	serviceLogs = &logKind{what: "service", path: "/v1/services/%d/logs", signBytes: apiwire.ServiceLogSignBytes,
+	serviceLogs = &logKind{what: "service", path: "/v1/services/%d/logs", signBytes: apiwire.ServiceLogSignBytes, gaps: true,
 		party: func(kv ledger.KV, id uint64, prov address.Address) (bool, bool, error) {
 			sv, found, err := ledger.GetService(kv, id)
 			if err != nil || !found {
@@ -315,7 +319,7 @@ func (s *Server) postLogTo(w http.ResponseWriter, r *http.Request, rl *logRelay)
 	// X-Gpunet-Seq numbers a provider's own posts, so a signed chunk
 	// cannot be replayed. A relayed chunk may come after a gap (the
 	// relay drops what it cannot pass on), so a later number is taken.
-	if want := l.posted[prov]; seq < want || (seq != want && r.Header.Get(relayedHeader) == "") {
+	if want := l.posted[prov]; seq < want || (seq != want && !kind.gaps && r.Header.Get(relayedHeader) == "") {
 		writeError(w, http.StatusConflict, 0, fmt.Sprintf("log post %d from %s, want %d", seq, prov, want))
 		return
 	}

@@ -234,8 +234,15 @@ func (a *Agent) runReplica(ctx context.Context, run *replicaRun) {
 	}
 	logs := &logQueue{max: maxServiceLogQueue}
 	sc := a.o.Chain.(ServiceChain)
+	// A node refuses a post number it has had from this provider for this
+	// service (no replays). A replica may run again here (a restarted
+	// agent, a placement after a release), so each run numbers its posts
+	// from the time it started, in milliseconds: later than any number an
+	// earlier run used, at one post per flush interval. Nodes take such a
+	// gap for services (apiserver's serviceLogs).
+	base := uint64(a.clk.Now().UnixMilli())
 	stopLogs := a.relayLogs(ctx, fmt.Sprintf("service %d", s.ID), logs, owner, func(ctx context.Context, seq uint64, sealed []byte) error {
-		return sc.PostServiceLog(ctx, a.o.Key, s.ID, seq, sealed)
+		return sc.PostServiceLog(ctx, a.o.Key, s.ID, base+seq, sealed)
 	})
 	logsStopped := false
 	flushLogs := func() {
