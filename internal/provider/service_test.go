@@ -41,6 +41,7 @@ type svcChain struct {
 	services []*ledger.Service
 	msgs     []ledger.Msg
 	logs     map[uint64][][]byte
+	lastSeq  map[uint64]uint64 // the last post number per service
 }
 
 func (c *svcChain) Provider(ctx context.Context, a address.Address) (*apiwire.ProviderBody, error) {
@@ -87,9 +88,15 @@ func (c *svcChain) ProviderServices(ctx context.Context, p address.Address) (*ap
 func (c *svcChain) PostServiceLog(ctx context.Context, key chainclient.Signer, service, seq uint64, data []byte) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if uint64(len(c.logs[service])) != seq {
-		return fmt.Errorf("log chunk %d of service %d out of order (have %d)", seq, service, len(c.logs[service]))
+	// As a node does: a provider's post numbers for a service rise, and
+	// may jump (each run of a replica numbers from its start time).
+	if last, ok := c.lastSeq[service]; ok && seq <= last {
+		return fmt.Errorf("log chunk %d of service %d out of order (last %d)", seq, service, last)
 	}
+	if c.lastSeq == nil {
+		c.lastSeq = map[uint64]uint64{}
+	}
+	c.lastSeq[service] = seq
 	c.logs[service] = append(c.logs[service], data)
 	return nil
 }
