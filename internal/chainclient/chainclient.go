@@ -447,14 +447,20 @@ func (c *Client) Quote(ctx context.Context, spec *ledger.JobSpec) (*ledger.Quote
 
 // PostLog sends chunk seq of job id's live log, signed by the provider's key.
 func (c *Client) PostLog(ctx context.Context, key Signer, job, seq uint64, data []byte) error {
+	return c.postSignedLog(ctx, key, fmt.Sprintf("/v1/jobs/%d/logs", job), seq, data, apiwire.LogSignBytes(job, seq, data))
+}
+
+// postSignedLog posts a live log chunk to path, with the provider's
+// address, the post number seq and the provider's signature of signBytes.
+func (c *Client) postSignedLog(ctx context.Context, key Signer, path string, seq uint64, data, signBytes []byte) error {
 	priv := key.PrivateKey()
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, fmt.Sprintf("%s/v1/jobs/%d/logs", c.Base(), job), bytes.NewReader(data))
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.Base()+path, bytes.NewReader(data))
 	if err != nil {
 		return err
 	}
 	req.Header.Set("X-Gpunet-Provider", address.FromPubKey(priv.Public().(ed25519.PublicKey)).String())
 	req.Header.Set("X-Gpunet-Seq", strconv.FormatUint(seq, 10))
-	req.Header.Set("X-Gpunet-Signature", hex.EncodeToString(ed25519.Sign(priv, apiwire.LogSignBytes(job, seq, data))))
+	req.Header.Set("X-Gpunet-Signature", hex.EncodeToString(ed25519.Sign(priv, signBytes)))
 	resp, err := c.http.Do(req)
 	if err != nil {
 		return fmt.Errorf("%w at %s: %v", ErrUnreachable, c.where(), err)

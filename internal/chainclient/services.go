@@ -3,15 +3,12 @@ package chainclient
 import (
 	"bytes"
 	"context"
-	"crypto/ed25519"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"net/url"
-	"strconv"
 	"time"
 
 	"github.com/gpunet/gpunet/internal/address"
@@ -55,25 +52,7 @@ func (c *Client) ProviderServices(ctx context.Context, provider address.Address)
 // PostServiceLog sends chunk seq of the provider's replica log of a
 // service, signed by the provider's key.
 func (c *Client) PostServiceLog(ctx context.Context, key Signer, service, seq uint64, data []byte) error {
-	priv := key.PrivateKey()
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, fmt.Sprintf("%s/v1/services/%d/logs", c.Base(), service), bytes.NewReader(data))
-	if err != nil {
-		return err
-	}
-	req.Header.Set("X-Gpunet-Provider", address.FromPubKey(priv.Public().(ed25519.PublicKey)).String())
-	req.Header.Set("X-Gpunet-Seq", strconv.FormatUint(seq, 10))
-	req.Header.Set("X-Gpunet-Signature", hex.EncodeToString(ed25519.Sign(priv, apiwire.ServiceLogSignBytes(service, seq, data))))
-	resp, err := c.http.Do(req)
-	if err != nil {
-		return fmt.Errorf("%w at %s: %v", ErrUnreachable, c.where(), err)
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusCreated {
-		var eb apiwire.ErrorBody
-		json.NewDecoder(io.LimitReader(resp.Body, 1<<16)).Decode(&eb)
-		return &APIError{Status: resp.StatusCode, Code: eb.Code, LedgerCode: eb.LedgerCode, Msg: eb.Message}
-	}
-	return nil
+	return c.postSignedLog(ctx, key, fmt.Sprintf("/v1/services/%d/logs", service), seq, data, apiwire.ServiceLogSignBytes(service, seq, data))
 }
 
 // ServiceLogs returns a service's live log chunks (every replica's, each
