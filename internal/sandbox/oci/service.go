@@ -164,8 +164,16 @@ func (e *Executor) StartService(ctx context.Context, svc *sandbox.Service, logs 
 		defer e.svcWG.Done()
 		s.run(runCtx, out, mem, cgPath, svc, cleanup)
 	}()
-	// runc writes the pid file once the container's process exists (its
-	// namespaces with it), before the program starts.
+	if err := s.waitStarted(ctx); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// waitStarted waits until the container's process exists: runc writes the
+// pid file once it does (its namespaces with it), before the program
+// starts.
+func (s *service) waitStarted(ctx context.Context) error {
 	pidFile := filepath.Join(s.bundle, "pid")
 	tick := time.NewTicker(10 * time.Millisecond)
 	defer tick.Stop()
@@ -173,15 +181,15 @@ func (e *Executor) StartService(ctx context.Context, svc *sandbox.Service, logs 
 		if b, err := os.ReadFile(pidFile); err == nil && len(strings.TrimSpace(string(b))) > 0 {
 			if s.pid, err = strconv.Atoi(strings.TrimSpace(string(b))); err == nil {
 				close(s.started)
-				return s, nil
+				return nil
 			}
 		}
 		select {
 		case <-s.done:
-			return nil, fmt.Errorf("oci: the service's container did not start: %s", s.Reason())
+			return fmt.Errorf("oci: the service's container did not start: %s", s.Reason())
 		case <-ctx.Done():
 			s.Stop()
-			return nil, ctx.Err()
+			return ctx.Err()
 		case <-tick.C:
 		}
 	}
