@@ -192,8 +192,10 @@ type Agent struct {
 	gpus         gpuPool
 	gpuDevs      map[string]*gpuDevice // by UUID
 	clk          clock.Clock
-	ckpts        ckptRegistry // runs that checkpoint (checkpoint.go)
-	svcs         services     // service replicas (service.go)
+	// services is the chain's ServiceChain (nil: it runs jobs only).
+	services ServiceChain
+	ckpts    ckptRegistry // runs that checkpoint (checkpoint.go)
+	svcs     services     // service replicas (service.go)
 }
 
 // New returns an agent; Run starts it.
@@ -210,6 +212,9 @@ func New(o Options) *Agent {
 	if o.MaxJobs == 0 {
 		o.MaxJobs = 4
 	}
+	// The chain as given runs services if it can; instrument wraps it in a
+	// Chain that only counts, which would hide that.
+	services, _ := o.Chain.(ServiceChain)
 	if o.Metrics != nil {
 		o.Metrics.instrument(o.Key.Name, &o)
 	}
@@ -218,7 +223,7 @@ func New(o Options) *Agent {
 		// agent uploads to the provider's account.
 		o.Blobs.Signer = o.Key
 	}
-	a := &Agent{o: o, log: o.Logger.With("provider", o.Key.Name), clk: clock.Or(o.Clock)}
+	a := &Agent{o: o, log: o.Logger.With("provider", o.Key.Name), clk: clock.Or(o.Clock), services: services}
 	a.runs.byID = map[uint64]context.CancelFunc{}
 	a.runs.revealing = map[uint64]bool{}
 	a.st = Status{Name: o.Key.Name, Address: o.Key.Address.String()}

@@ -92,6 +92,13 @@ type countingExecutor struct {
 	name string
 }
 
+// countingServiceExecutor is a countingExecutor of an executor that also
+// runs services (sandbox.ServiceRunner), which it passes on.
+type countingServiceExecutor struct {
+	*countingExecutor
+	sandbox.ServiceRunner
+}
+
 // Engine passes on the wrapped executor's engine (sandbox.Engined).
 func (c *countingExecutor) Engine() string { return sandbox.EngineOf(c.Executor) }
 
@@ -149,7 +156,12 @@ func (m *Metrics) instrument(name string, o *Options) {
 	var names []string
 	wrapped := make(map[string]sandbox.Executor, len(o.Sandboxes))
 	for k, ex := range o.Sandboxes {
-		wrapped[k] = &countingExecutor{Executor: ex, m: m, name: name}
+		c := &countingExecutor{Executor: ex, m: m, name: name}
+		wrapped[k] = c
+		if sr, ok := ex.(sandbox.ServiceRunner); ok {
+			// Keep what the executor can do beyond jobs: services.
+			wrapped[k] = &countingServiceExecutor{countingExecutor: c, ServiceRunner: sr}
+		}
 		names = append(names, ex.Name())
 	}
 	o.Sandboxes = wrapped

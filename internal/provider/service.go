@@ -119,8 +119,8 @@ func replicaOf(s *ledger.Service, me address.Address) *ledger.Replica {
 // cannot list services is logged (once) and tried again next poll: it does
 // not take the agent off its node, as a failed job list does.
 func (a *Agent) syncServices(ctx context.Context) {
-	sc, ok := a.o.Chain.(ServiceChain)
-	if !ok {
+	sc := a.services
+	if sc == nil {
 		return
 	}
 	me := a.o.Key.Address
@@ -233,7 +233,7 @@ func (a *Agent) runReplica(ctx context.Context, run *replicaRun) {
 		return
 	}
 	logs := &logQueue{max: maxServiceLogQueue}
-	sc := a.o.Chain.(ServiceChain)
+	sc := a.services
 	// A node refuses a post number it has had from this provider for this
 	// service (no replays). A replica may run again here (a restarted
 	// agent, a placement after a release), so each run numbers its posts

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"github.com/prometheus/client_golang/prometheus"
 	"io"
 	"net"
 	"net/http"
@@ -216,6 +217,9 @@ func TestServiceReplicas(t *testing.T) {
 		Sandboxes: map[string]sandbox.Executor{"oci": ex},
 		Inventory: &hwinfo.Inventory{CPUModel: "test", CPUCores: 4, RAMBytes: 8 << 30, DiskFreeBytes: 100 << 30, OS: "linux", Arch: "amd64"},
 		Figures:   figures(), WorkDir: t.TempDir(),
+		// As the devnet and provider start do: metrics wrap the chain,
+		// which must not hide that it runs services.
+		Metrics: provider.NewMetrics(prometheus.NewRegistry()),
 		Relay: func(dial provider.ReplicaDialer) provider.RelayLink {
 			link = &fakeLink{dial: dial}
 			return link
