@@ -316,8 +316,10 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 // readChatRequest reads and validates r's body.
 func (g *Gateway) readChatRequest(w http.ResponseWriter, r *http.Request) (*chatRequest, *apiError) {
 	if ct := r.Header.Get("Content-Type"); ct != "" {
+		// JSON, or what curl -d sends by default: the body is read as
+		// JSON either way (a form's fields are not JSON, and get 400).
 		mt, _, err := mime.ParseMediaType(ct)
-		if err != nil || mt != "application/json" {
+		if err != nil || (mt != "application/json" && mt != "application/x-www-form-urlencoded") {
 			return nil, &apiError{
 				Status: http.StatusUnsupportedMediaType, Type: typeInvalidRequest, Code: CodeUnsupportedMedia,
 				Message: fmt.Sprintf("Unsupported Content-Type %q: send the request as JSON with Content-Type: application/json.", ct),
