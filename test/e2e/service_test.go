@@ -258,6 +258,12 @@ openai: {port: 8000, models: [tinylm]}
 	checkServiceHTTP(t, n, d)
 	checkServiceOpenAI(t, n, d)
 	checkServiceTunnel(t, n, d)
+	// The replica's output, posted by its provider to node1, sealed to the
+	// owner, read and opened through node0.
+	waitUntil(t, 30*time.Second, "the replica's log through node0", func() bool {
+		r := gpunet(t, "service", "logs", fmt.Sprint(d.ID), "--from", "alice", "--home", n.keyHome, "--node", n.node0)
+		return r.code == 0 && strings.Contains(r.stdout, "serving OpenAI's chat completions")
+	})
 
 	// The provider is killed: the replica is dropped when its heartbeats
 	// stop, placed on the other provider, and answers there.
