@@ -41,12 +41,17 @@ func TestConfigureKeepsPorts(t *testing.T) {
 	if third.P2P != first.P2P {
 		t.Errorf("the p2p port moved too: %s, was %s", third.P2P, first.P2P)
 	}
+	// What the node advertises (to agents' relay sessions and to peers)
+	// moves with the API, not left at the old port.
+	if third.APIURL() != "http://"+third.API {
+		t.Errorf("the node advertises %s, its API moved to %s", third.APIURL(), third.API)
+	}
 	addr, err := validator.FreeAddr()
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c, _, err := Configure(home, addr); err != nil || c.API != addr {
-		t.Fatalf("Configure with --api %s: %s, %v", addr, c.API, err)
+	if c, _, err := Configure(home, addr); err != nil || c.API != addr || c.APIURL() != "http://"+addr {
+		t.Fatalf("Configure with --api %s: %s advertised as %s, %v", addr, c.API, c.APIURL(), err)
 	}
 	if c, _, err := Configure(home, ""); err != nil || c.API != addr {
 		t.Fatalf("the --api address was not kept: %s, %v", c.API, err)

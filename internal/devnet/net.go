@@ -27,6 +27,7 @@ func Configure(home, api string) (*validator.Config, []string, error) {
 		return nil, nil, err
 	}
 	var moved []string
+	oldAPI := c.API
 	if api != "" {
 		c.API = api
 	}
@@ -47,6 +48,12 @@ func Configure(home, api string) (*validator.Config, []string, error) {
 		if old != "" {
 			moved = append(moved, fmt.Sprintf("%s address %s is taken by another process; using %s", p.name, old, *p.addr))
 		}
+	}
+	if c.API != oldAPI && strings.TrimRight(c.AdvertiseAPI, "/") == "http://"+oldAPI {
+		// The advertised URL was the old address's: it follows the API
+		// (the node advertises where its API really listens, port 0
+		// included), or agents and peers would be sent to the old port.
+		c.AdvertiseAPI = ""
 	}
 	if c.APIToken == "" {
 		if c.APIToken, err = NewAPIToken(); err != nil {
