@@ -97,15 +97,17 @@ func startServiceNet(t *testing.T, price string, providers ...string) *serviceNe
 	n.image = ocitest.Push(t, reg, lmimage.Repo, img)
 
 	for _, name := range providers {
-		n.startProvider(t, name, price)
-		// The killed provider's container outlives it until an executor
-		// on its directory cleans up, as its next start would.
+		// A killed provider's container outlives it until an executor on
+		// its directory cleans up, as its next start would. Registered
+		// before the provider starts, this runs after it is stopped
+		// (cleanups run last first) and before the homes are removed.
 		dir := filepath.Join(n.homes[name], "provider", "oci")
 		t.Cleanup(func() {
 			if ex, err := oci.New(context.Background(), oci.Options{Dir: dir}); err == nil {
 				ex.Close()
 			}
 		})
+		n.startProvider(t, name, price)
 	}
 	waitUntil(t, 90*time.Second, "the providers offering oci, seen from node0", func() bool {
 		var offers []map[string]any
