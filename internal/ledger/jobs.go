@@ -250,7 +250,12 @@ func jobOwnerKey(a address.Address, id uint64) []byte {
 
 // JobsOf calls fn for addr's jobs, newest first, until fn returns false.
 func JobsOf(kv KV, owner address.Address, fn func(id uint64) bool) {
-	p := append(slices.Clone(prefixJobOwner), owner[:]...)
+	newestFirst(kv, append(slices.Clone(prefixJobOwner), owner[:]...), fn)
+}
+
+// newestFirst calls fn with the ids under an owner index prefix p (keys
+// p + 8-byte id), highest first, until fn returns false.
+func newestFirst(kv KV, p []byte, fn func(id uint64) bool) {
 	var ids []uint64
 	kv.Iterate(p, prefixEnd(p), func(k, _ []byte) bool {
 		ids = append(ids, binary.BigEndian.Uint64(k[len(p):]))

@@ -230,17 +230,7 @@ func GetService(kv KV, id uint64) (*Service, bool, error) {
 // ServicesOf calls fn with the id of each service of owner, newest first,
 // until fn returns false.
 func ServicesOf(kv KV, owner address.Address, fn func(id uint64) bool) {
-	p := append(slices.Clone(prefixServiceOwner), owner[:]...)
-	var ids []uint64
-	kv.Iterate(p, prefixEnd(p), func(k, _ []byte) bool {
-		ids = append(ids, binary.BigEndian.Uint64(k[len(p):]))
-		return true
-	})
-	for i := len(ids) - 1; i >= 0; i-- {
-		if !fn(ids[i]) {
-			return
-		}
-	}
+	newestFirst(kv, append(slices.Clone(prefixServiceOwner), owner[:]...), fn)
 }
 
 // ServicesOfProvider lists the ids of the active services with a replica on
