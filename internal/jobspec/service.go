@@ -3,7 +3,6 @@ package jobspec
 import (
 	"fmt"
 	"math"
-	"math/big"
 	"regexp"
 	"slices"
 	"strings"
@@ -113,22 +112,8 @@ func ParseAmount(s string) (Amount, error) {
 			return 0, fmt.Errorf("%q has no unit: write e.g. %s SYNC or %susync", clip(s), t, t)
 		}
 	}
-	t = strings.TrimSpace(t)
-	if strings.HasPrefix(t, "-") {
-		return 0, fmt.Errorf("amount %q is negative", clip(s))
-	}
-	r, err := parseDecimal(t)
-	if err != nil {
-		return 0, fmt.Errorf("%q is not an amount: write e.g. 5 SYNC, 0.5sync or 500000usync", clip(s))
-	}
-	r.Mul(r, new(big.Rat).SetInt64(scale))
-	if !r.IsInt() {
-		return 0, fmt.Errorf("amount %q is finer than 1 usync (0.000001 SYNC)", clip(s))
-	}
-	if !r.Num().IsUint64() {
-		return 0, fmt.Errorf("amount %q is too large", clip(s))
-	}
-	return Amount(r.Num().Uint64()), nil
+	u, err := usyncOf(s, t, scale, "amount", "an amount: write e.g. 5 SYNC, 0.5sync or 500000usync")
+	return Amount(u), err
 }
 
 // String writes a for people and for YAML: "5 SYNC", "0.000001 SYNC".

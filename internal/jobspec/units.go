@@ -221,22 +221,30 @@ func ParsePrice(s string) (Price, error) {
 	case strings.HasSuffix(t, "sync"):
 		t = strings.TrimSuffix(t, "sync")
 	}
+	u, err := usyncOf(s, t, scale, "price", "a price: write SYNC per hour, e.g. 0.5, 0.5sync or 500000usync")
+	return Price(u), err
+}
+
+// usyncOf is the number t (s without its unit) times scale, in whole
+// usync: what a price and an amount share. Its errors name s as what
+// (price, amount) and say what it is not with notA.
+func usyncOf(s, t string, scale int64, what, notA string) (uint64, error) {
 	t = strings.TrimSpace(t)
 	if strings.HasPrefix(t, "-") {
-		return 0, fmt.Errorf("price %q is negative", clip(s))
+		return 0, fmt.Errorf("%s %q is negative", what, clip(s))
 	}
 	r, err := parseDecimal(t)
 	if err != nil {
-		return 0, fmt.Errorf("%q is not a price: write SYNC per hour, e.g. 0.5, 0.5sync or 500000usync", clip(s))
+		return 0, fmt.Errorf("%q is not %s", clip(s), notA)
 	}
 	r.Mul(r, new(big.Rat).SetInt64(scale))
 	if !r.IsInt() {
-		return 0, fmt.Errorf("price %q is finer than 1 usync (0.000001 SYNC)", clip(s))
+		return 0, fmt.Errorf("%s %q is finer than 1 usync (0.000001 SYNC)", what, clip(s))
 	}
 	if !r.Num().IsUint64() {
-		return 0, fmt.Errorf("price %q is too large", clip(s))
+		return 0, fmt.Errorf("%s %q is too large", what, clip(s))
 	}
-	return Price(r.Num().Uint64()), nil
+	return r.Num().Uint64(), nil
 }
 
 // Sync writes p as a decimal number of SYNC, exactly: "0.5", "2",
