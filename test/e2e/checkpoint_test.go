@@ -97,7 +97,7 @@ func testCheckpointResume(t *testing.T, home, executor, dir, spec, want string) 
 		return j
 	}
 	var j ledger.Job
-	waitUntil(t, 60*time.Second, "checkpoints of the counter's state committed", func() bool {
+	waitUntil(t, 180*time.Second, "checkpoints of the counter's state committed", func() bool {
 		j = status()
 		return len(j.Checkpoints) >= 3 && j.Checkpoints[len(j.Checkpoints)-1].Size > 1024 || j.Done()
 	})
