@@ -15,8 +15,10 @@
 //  2. find the services declaring the model and keep those the caller is
 //     authorised for (401 if none, 404 if no service declares it);
 //  3. rank their routable replicas by price, latency, load and reputation
-//     (route.go) and dial the best, falling back to the next on a dial
-//     failure (503 no_replica_ready when none answers);
+//     (route.go) and dial the best, falling back to the next (at most
+//     three) on a dial failure or an answer that says the replica did not
+//     take the request on (429, 502, 503, 504); 503 no_replica_ready when
+//     none could be reached, the last one's answer otherwise;
 //  4. send POST /v1/chat/completions to the replica and relay the answer:
 //     a whole JSON body that must carry usage, or a server-sent event
 //     stream asked for with stream_options.include_usage (stream.go), whose

@@ -23,14 +23,15 @@ import (
 // as a replica's container would: it answers with words, one chunk each
 // when streaming, and can be told to misbehave.
 type fakeModel struct {
-	Words     []string
-	Delay     time.Duration // before each streamed chunk
-	FirstByte time.Duration // before the answer's headers
-	NoUsage   bool          // omit usage (a broken server)
-	Status    int           // answer this status with an OpenAI error instead
-	HangAfter int           // streaming: after this many content chunks, send nothing more (0: never)
-	NoDone    bool          // streaming: end without data: [DONE]
-	TailDelay time.Duration // streaming: wait this long after [DONE] before ending the response
+	Words      []string
+	Delay      time.Duration // before each streamed chunk
+	FirstByte  time.Duration // before the answer's headers
+	NoUsage    bool          // omit usage (a broken server)
+	Status     int           // answer this status with an OpenAI error instead
+	RetryAfter string        // with Status: the Retry-After header to send
+	HangAfter  int           // streaming: after this many content chunks, send nothing more (0: never)
+	NoDone     bool          // streaming: end without data: [DONE]
+	TailDelay  time.Duration // streaming: wait this long after [DONE] before ending the response
 
 	requests atomic.Int32
 	mu       sync.Mutex
@@ -66,6 +67,9 @@ func (m *fakeModel) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	if m.Status != 0 {
+		if m.RetryAfter != "" {
+			w.Header().Set("Retry-After", m.RetryAfter)
+		}
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(m.Status)
 		fmt.Fprintf(w, `{"error":{"message":"the model says %d","type":"invalid_request_error","param":null,"code":null}}`, m.Status)

@@ -358,15 +358,13 @@ func (g *Gateway) chat(w http.ResponseWriter, r *http.Request) {
 	}
 
 	var lastErr error
-	for i, c := range cands {
-		if i == maxAttempts {
-			break
-		}
-		done, err := g.try(w, r, req, body, &c)
+	tries := min(len(cands), maxAttempts)
+	for i, c := range cands[:tries] {
+		done, err := g.try(w, r, req, body, &c, i == tries-1)
 		if done {
 			return
 		}
-		g.log.Warn("openai gateway: replica unreachable, trying the next", "service", c.Service.ID, "provider", c.Provider, "err", err)
+		g.log.Warn("openai gateway: replica could not take the request, trying the next", "service", c.Service.ID, "provider", c.Provider, "err", err)
 		lastErr = err
 	}
 	if r.Context().Err() != nil {
@@ -420,10 +418,22 @@ func (g *Gateway) candidates(r *http.Request, model string) ([]candidate, *apiEr
 	return cands, nil
 }
 
+// retryable reports whether a replica's answer status says it did not take
+// the request on (overloaded, starting, its server down behind the port),
+// so that another replica may be asked without doing the work twice.
+func retryable(status int) bool {
+	switch status {
+	case http.StatusTooManyRequests, http.StatusBadGateway, http.StatusServiceUnavailable, http.StatusGatewayTimeout:
+		return true
+	}
+	return false
+}
+
 // try sends the request to c's replica and relays its answer. It reports
 // done once it has answered the client (an answer, or an error); when not
-// done, the replica could not be reached and err says why.
-func (g *Gateway) try(w http.ResponseWriter, r *http.Request, req *chatRequest, body []byte, c *candidate) (done bool, err error) {
+// done, the replica could not be reached, or (unless it is the last to
+// try) answered a retryable status, and err says why.
+func (g *Gateway) try(w http.ResponseWriter, r *http.Request, req *chatRequest, body []byte, c *candidate, last bool) (done bool, err error) {
 	key := replicaKey{c.Service.ID, c.Provider}
 	start := g.now()
 	end := g.stats.begin(key, start)
@@ -462,6 +472,11 @@ func (g *Gateway) try(w http.ResponseWriter, r *http.Request, req *chatRequest, 
 		return true, nil
 	}
 	defer resp.Body.Close()
+	if retryable(resp.StatusCode) && !last {
+		io.Copy(io.Discard, io.LimitReader(resp.Body, maxErrorBody)) // the connection can be reused
+		g.stats.observe(key, failurePenalty, g.now())
+		return false, fmt.Errorf("the replica answered %s", resp.Status)
+	}
 	g.stats.observe(key, g.now().Sub(start), g.now())
 
 	h := w.Header()
@@ -496,6 +511,9 @@ func (g *Gateway) relayError(w http.ResponseWriter, resp *http.Response, c *cand
 		Error *errorDetail `json:"error"`
 	}
 	parsed := json.Unmarshal(b, &eb) == nil && eb.Error != nil && eb.Error.Message != ""
+	if ra := resp.Header.Get("Retry-After"); ra != "" && retryable(resp.StatusCode) {
+		w.Header().Set("Retry-After", ra) // an OpenAI client waits as the replica asks
+	}
 	if resp.StatusCode/100 == 4 && parsed {
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(resp.StatusCode)

@@ -8,6 +8,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/gpunet/gpunet/internal/address"
+	"github.com/gpunet/gpunet/internal/ledger"
 )
 
 const hello = `{"model":"tinylm","messages":[{"role":"user","content":"say hello"}]}`
@@ -185,6 +188,66 @@ func TestFailoverToNextReplica(t *testing.T) {
 	defer h.mu.Unlock()
 	if len(h.dials) > 0 && h.dials[0].provider == cheap {
 		t.Errorf("second request dialled the failed replica first: %v", h.dials)
+	}
+}
+
+// TestRetryOnBusyReplica: a replica that answers it did not take the
+// request on (429, 502, 503, 504) is passed over for the next, each asked
+// once; when the last one tried says so too, its answer reaches the client
+// with its Retry-After. A 500 (the replica failed at the work) is not
+// retried.
+func TestRetryOnBusyReplica(t *testing.T) {
+	a, b, c := provider(1), provider(2), provider(3)
+	threeReplicas := func() *ledger.Service {
+		svc := service(7, "tinylm", true, 0, a, b, c)
+		for i := range svc.Replicas {
+			svc.Replicas[i].PricePerHour = uint64(100 * (i + 1)) // ranked a, b, c
+		}
+		return svc
+	}
+	for _, tc := range []struct {
+		name       string
+		models     [3]*fakeModel
+		status     int
+		servedBy   address.Address
+		asked      [3]int32
+		retryAfter string
+	}{
+		{"busy then overloaded then ok",
+			[3]*fakeModel{{Status: 503}, {Status: 429, RetryAfter: "2"}, {Words: []string{"ok"}}},
+			http.StatusOK, c, [3]int32{1, 1, 1}, ""},
+		{"a gateway error then ok",
+			[3]*fakeModel{{Status: 502}, {Words: []string{"ok"}}, {Words: []string{"no"}}},
+			http.StatusOK, b, [3]int32{1, 1, 0}, ""},
+		{"all busy: the last one's answer",
+			[3]*fakeModel{{Status: 503}, {Status: 504}, {Status: 429, RetryAfter: "7"}},
+			http.StatusTooManyRequests, c, [3]int32{1, 1, 1}, "7"},
+		{"a failure is not retried",
+			[3]*fakeModel{{Status: 500}, {Words: []string{"ok"}}, {Words: []string{"ok"}}},
+			http.StatusBadGateway, a, [3]int32{1, 0, 0}, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t, Options{}, threeReplicas())
+			for i, p := range []address.Address{a, b, c} {
+				h.serve(7, p, tc.models[i])
+			}
+			resp := h.post(hello)
+			body, _ := io.ReadAll(resp.Body)
+			if resp.StatusCode != tc.status {
+				t.Fatalf("status %d, want %d: %s", resp.StatusCode, tc.status, body)
+			}
+			if got := resp.Header.Get(HeaderProvider); got != tc.servedBy.String() {
+				t.Errorf("answered by %s, want %s", got, tc.servedBy)
+			}
+			if got := resp.Header.Get("Retry-After"); got != tc.retryAfter {
+				t.Errorf("Retry-After %q, want %q", got, tc.retryAfter)
+			}
+			for i, m := range tc.models {
+				if got := m.requests.Load(); got != tc.asked[i] {
+					t.Errorf("replica %d asked %d times, want %d", i, got, tc.asked[i])
+				}
+			}
+		})
 	}
 }
 
