@@ -69,7 +69,8 @@ func TestDashboardInBrowser(t *testing.T) {
 	// The third provider (region ap-south, the dearest) commits wrong
 	// results: the job page, the provider page and the ledger show it
 	// outvoted and slashed.
-	_, info := startDevnet(t, home, "--providers", "3", "--faulty", "1", "--block-time", "200ms", "--example=false")
+	// --registry: the service example's image and spec (checkServicesShown).
+	_, info := startDevnet(t, home, "--providers", "3", "--faulty", "1", "--block-time", "200ms", "--example=false", "--registry")
 
 	opts := append(chromedp.DefaultExecAllocatorOptions[:],
 		chromedp.ExecPath(chrome),
@@ -348,6 +349,7 @@ func TestDashboardInBrowser(t *testing.T) {
 	faulty := checkSlashShown(t, ctx, evalAwait, poll, hash, shot, home)
 	checkLedgerFilters(t, ctx, evalAwait, poll, hash)
 	ckpt := checkCheckpointsShown(t, ctx, eval, poll, hash, home)
+	svc := checkServicesShown(t, ctx, eval, poll, hash, shot, home)
 	checkNarrow(t, ctx, poll, hash, shot, map[string]string{
 		"#/job/" + ckpt:                      `document.querySelectorAll('#job-checkpoints-table tbody tr').length >= 1`,
 		"#/":                                 `document.getElementById('ov-online').textContent === '3'`,
@@ -360,6 +362,8 @@ func TestDashboardInBrowser(t *testing.T) {
 		"#/account/" + info.addr(t, "alice"): `(document.getElementById('account-balance')||{}).textContent.includes('SYNC')`,
 		"#/submit":                           `document.getElementById('submit-spec') !== null`,
 		"#/market":                           `document.querySelectorAll('#market-classes tbody tr').length >= 1`,
+		"#/services?owner=" + info.addr(t, "alice"): `document.querySelector('tr[data-service="` + svc + `"]') !== null`,
+		"#/service/" + svc:                          `(document.getElementById('service-state')||{}).textContent === 'stopped'`,
 	})
 
 	mu.Lock()
@@ -726,6 +730,83 @@ checkpoint: {path: /ckpt, interval: 1s}
 	}
 	if p := eval(row + `.querySelector('a[href^="#/provider/"]').getAttribute('href')`); p != "#/provider/"+c.Provider.String() {
 		t.Errorf("checkpoint %d's provider link %q, want %s", c.Seq, p, c.Provider)
+	}
+	return id
+}
+
+// checkServicesShown: a service deployed with the CLI (the tinylm example
+// from the devnet's registry) appears on the services page and becomes
+// ready there; its page shows its endpoints through this node, its access,
+// its replica (ready, its provider, paid) and its budget; stopped with the
+// CLI, the page shows it stopped and refunded without a reload. It returns
+// the service's id.
+func checkServicesShown(t *testing.T, ctx context.Context, eval evalFunc, poll pollFunc, hash hashFunc, shot shotFunc, home string) string {
+	t.Helper()
+	err := chromedp.Do(ctx,
+		hash("#/services"),
+		poll("the services page", `(document.getElementById('services-panel')||{}).innerText === 'No services.'`, 15*time.Second),
+		chromedp.Evaluate[chromedp.Void](`window.__noReload = 'services'`),
+	)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var dep struct {
+		ID uint64 `json:"id"`
+	}
+	gpunetJSON(t, &dep, "service", "deploy", filepath.Join(home, "examples", "service", "tinylm.yaml"), "--from", "alice", "--home", home)
+	id := fmt.Sprint(dep.ID)
+	row := `document.querySelector('tr[data-service="` + id + `"]')`
+	err = chromedp.Do(ctx,
+		poll("the service's row", row+` !== null`, 15*time.Second),
+		poll("its replica ready", row+`.querySelector('.replicas-cell').textContent === '1/1 ready'`, 3*time.Minute),
+		poll("no reload", `window.__noReload === 'services'`, time.Second),
+		shot("dashboard-services.png"),
+		chromedp.Evaluate[chromedp.Void](row+`.querySelector('a[href^="#/service/"]').click()`),
+		poll("the service page", `(document.getElementById('service-state')||{}).textContent === 'active'`, 15*time.Second),
+		poll("its ready replica", `(document.querySelector('#service-replicas tbody tr')||{}).innerText.includes('ready')`, 15*time.Second),
+		shot("dashboard-service.png"),
+	)
+	if err != nil {
+		t.Fatal(err)
+	}
+	api := eval(`location.origin`)
+	if ep := eval(`document.getElementById('service-endpoints').innerText`); !strings.Contains(ep, api+"/svc/"+id+"/8000/") || !strings.Contains(ep, api+"/openai/v1") || !strings.Contains(ep, "tinylm") {
+		t.Errorf("endpoints panel %q: want %s/svc/%s/8000/ and %s/openai/v1 with the model", ep, api, id, api)
+	}
+	if acc := eval(`document.getElementById('service-access').innerText`); !strings.Contains(acc, "1 key(s)") || !strings.Contains(acc, "gpunet service key "+id) {
+		t.Errorf("access: %q", acc)
+	}
+	var sv ledger.Service
+	gpunetJSON(t, &sv, "service", "status", id, "--home", home)
+	if len(sv.Replicas) != 1 {
+		t.Fatalf("service status: %d replicas", len(sv.Replicas))
+	}
+	prov := sv.Replicas[0].Provider.String()
+	if got := eval(`document.querySelector('#service-replicas tbody tr').getAttribute('data-provider')`); got != prov {
+		t.Errorf("replica row's provider %s, want %s", got, prov)
+	}
+
+	gpunetJSON(t, &map[string]any{}, "service", "stop", id, "--from", "alice", "--home", home)
+	err = chromedp.Do(ctx,
+		poll("the service stopped", `(document.getElementById('service-state')||{}).textContent === 'stopped'`, 30*time.Second),
+		poll("no reload", `window.__noReload === 'services'`, time.Second),
+		shot("dashboard-service-stopped.png"),
+	)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gpunetJSON(t, &sv, "service", "status", id, "--home", home)
+	cost := eval(`document.getElementById('service-cost').innerText`)
+	for _, want := range []string{"Paid to providers", "Refunded", "SYNC"} {
+		if !strings.Contains(cost, want) {
+			t.Errorf("budget panel %q lacks %q", cost, want)
+		}
+	}
+	if sv.Refund == 0 || sv.Cost == 0 {
+		t.Errorf("stopped service: cost %d, refund %d; want both above 0", sv.Cost, sv.Refund)
+	}
+	if strings.Contains(eval(`document.getElementById('app').innerText`), "Runs out") {
+		t.Errorf("a stopped service's page still says when its budget runs out")
 	}
 	return id
 }

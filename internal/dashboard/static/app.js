@@ -263,13 +263,13 @@
     const params = new URLSearchParams(query || '');
     const parts = path.split('/').filter(Boolean);
     const pages = {
-      '': overviewPage, providers: providersPage, provider: providerPage, jobs: jobsPage, job: jobPage,
+      '': overviewPage, providers: providersPage, provider: providerPage, jobs: jobsPage, job: jobPage, services: servicesPage, service: servicePage,
       ledger: ledgerPage, block: blockPage, tx: txPage, account: accountPage, submit: submitPage, market: marketPage,
     };
     const fn = pages[parts[0] || ''];
     for (const a of document.querySelectorAll('header nav a')) {
       const nav = a.getAttribute('data-nav');
-      a.classList.toggle('active', nav === (parts[0] || 'overview') || (nav === 'providers' && parts[0] === 'provider') || (nav === 'jobs' && parts[0] === 'job') || (nav === 'ledger' && ['block', 'tx', 'account'].includes(parts[0])));
+      a.classList.toggle('active', nav === (parts[0] || 'overview') || (nav === 'providers' && parts[0] === 'provider') || (nav === 'jobs' && parts[0] === 'job') || (nav === 'services' && parts[0] === 'service') || (nav === 'ledger' && ['block', 'tx', 'account'].includes(parts[0])));
     }
     page = null;
     if (!fn) { replace(app, h('h1', {}, 'Not found'), h('p', {}, 'No page ' + hash + '.')); return; }
@@ -850,6 +850,138 @@
     };
   }
 
+  // ---------------------------------------------------------------- services
+
+  const SERVICE_DONE = ['stopped', 'failed'];
+  function serviceLink(id) { return h('a', {href: '#/service/' + id}, '#' + id); }
+  function readyCount(sv) { return (sv.replicas || []).filter(r => r.ready).length; }
+  // rate is what the service pays an hour now: its ready replicas' prices.
+  function rate(sv) { return (sv.replicas || []).filter(r => r.ready).reduce((n, r) => n + r.price_per_hour, 0); }
+  function fmtSeconds(sec) {
+    if (!sec) return '0 s';
+    const hh = Math.floor(sec / 3600), mm = Math.floor(sec % 3600 / 60), ss = sec % 60;
+    return (hh ? hh + ' h ' : '') + (hh || mm ? mm + ' min ' : '') + ss + ' s';
+  }
+
+  function servicesTable(svcs) {
+    if (!svcs.length) return h('p', {class: 'muted'}, 'No services.');
+    return h('table', {id: 'services-table'}, h('thead', {}, h('tr', {}, ['Service', 'Name', 'State', 'Owner', 'Replicas', 'Serves', 'Rate', 'Escrow', 'Runs out'].map(t => h('th', {}, t)))),
+      h('tbody', {}, svcs.map(sv => h('tr', {'data-service': sv.id, class: sv.budget_warned_at && !SERVICE_DONE.includes(sv.state) ? 'warn' : ''},
+        h('td', {}, serviceLink(sv.id)), h('td', {}, sv.spec.name), h('td', {class: 'state-cell'}, stateBadge(sv.state)), h('td', {}, addrLink(sv.owner)),
+        h('td', {class: 'replicas-cell'}, readyCount(sv) + '/' + sv.spec.replicas + ' ready'),
+        h('td', {}, sv.spec.openai ? 'OpenAI: ' + sv.spec.openai.models.join(', ') : sv.spec.ports.map(p => p.port + '/' + p.protocol).join(', ')),
+        h('td', {class: 'num'}, fmtSync(rate(sv)) + '/h'), h('td', {class: 'num'}, fmtSync(sv.escrow)),
+        h('td', {}, SERVICE_DONE.includes(sv.state) ? fmtTime(sv.stopped_at) : fmtTime(sv.runs_out_at))))));
+  }
+
+  function servicesPage(_, params) {
+    const owner = params.get('owner') || '';
+    const cursor = params.get('cursor') || '';
+    const err = h('div');
+    const body = h('div', {class: 'panel', id: 'services-panel'});
+    const pager = h('div', {class: 'pager'});
+    replace(app, h('h1', {}, 'Services'),
+      h('p', {class: 'muted'}, owner ? ['Every service of ', addrLink(owner), ', newest first. ', h('a', {href: '#/services'}, '(everyone\'s active ones)')] : 'The active services of everyone, oldest first.'),
+      err, body, pager);
+    const load = async () => {
+      try {
+        const page = await api('/v1/services' + qs({owner, cursor, limit: 50}));
+        replace(err);
+        replace(body, servicesTable(page.services));
+        replace(pager,
+          cursor ? h('button', {onclick: () => history.back()}, '← back') : null,
+          page.next_cursor ? h('button', {onclick: () => go('#/services' + qs({owner, cursor: page.next_cursor}))}, 'more →') : null);
+      } catch (e) { replace(err, errorBox(e)); }
+    };
+    load();
+    return {onBlock: refresher(load, 1000)};
+  }
+
+  // serviceEndpoints says how to reach the service's ports through this
+  // node (any node would do), and who may.
+  function serviceEndpoints(sv) {
+    const base = location.origin;
+    return h('div', {class: 'panel', id: 'service-endpoints'}, h('h2', {}, 'Endpoints'),
+      SERVICE_DONE.includes(sv.state) ? h('p', {class: 'muted'}, 'No longer served: the service has ended (its addresses answer 404).') : null,
+      h('dl', {class: 'kv'},
+        sv.spec.ports.map(p => [h('dt', {}, 'Port ' + p.port + (p.name ? ' (' + p.name + ')' : '')),
+          h('dd', {}, p.protocol === 'http' ? h('code', {class: 'mono'}, base + '/svc/' + sv.id + '/' + p.port + '/')
+            : cmdBox('gpunet service connect ' + sv.id + ' --port ' + p.port + ' --listen 127.0.0.1:' + p.port))]),
+        sv.spec.openai ? [h('dt', {}, 'OpenAI API'), h('dd', {}, h('code', {class: 'mono'}, base + '/openai/v1'), ' · models ' + sv.spec.openai.models.join(', '))] : null,
+        h('dt', {}, 'Access'), h('dd', {id: 'service-access'}, sv.public ? 'public: anyone, without a key'
+          : [(sv.key_hashes || []).length + ' key(s) (Authorization: Bearer sk-gpunet-…); the owner\'s: ', cmdBox('gpunet service key ' + sv.id)])));
+  }
+
+  function replicaStatus(r) {
+    if (r.ready) return h('span', {class: 'state active'}, 'ready');
+    return r.ready_at ? h('span', {class: 'state failed'}, 'not ready') : h('span', {class: 'state assigned'}, 'starting');
+  }
+
+  function serviceReplicas(sv) {
+    const reps = sv.replicas || [], ended = (sv.ended || []).slice().reverse();
+    return h('div', {class: 'panel'}, h('h2', {}, 'Replicas (' + readyCount(sv) + ' of ' + sv.spec.replicas + ' ready, ' + sv.placements + ' placed so far)'),
+      reps.length ? h('table', {id: 'service-replicas'}, h('thead', {}, h('tr', {}, ['Provider', 'Status', 'Price', 'Ready since', 'Last report', 'Paid for', 'Paid', 'Relay node'].map(t => h('th', {}, t)))),
+        h('tbody', {}, reps.map(r => h('tr', {'data-provider': r.provider},
+          h('td', {}, addrLink(r.provider, true)), h('td', {}, replicaStatus(r)), h('td', {class: 'num'}, fmtSync(r.price_per_hour) + '/h'),
+          h('td', {}, fmtTime(r.ready_at)), h('td', {}, fmtTime(r.heartbeat_at)), h('td', {class: 'num'}, fmtSeconds(r.ready_seconds)),
+          h('td', {class: 'num'}, fmtSync(r.paid)), h('td', {class: 'mono'}, r.relay || '–')))))
+        : h('p', {class: 'muted'}, SERVICE_DONE.includes(sv.state) ? 'None: the service has ended.' : 'None placed yet' + (sv.wait_code ? ' (' + sv.wait_code + ')' : '') + '.'),
+      ended.length ? [h('h2', {}, 'Replicas that ended'), h('table', {id: 'service-ended'}, h('thead', {}, h('tr', {}, ['Provider', 'Ended', 'Paid for', 'Paid', 'Why'].map(t => h('th', {}, t)))),
+        h('tbody', {}, ended.map(e => h('tr', {class: e.slashed ? 'slashed' : ''},
+          h('td', {}, addrLink(e.provider, true)), h('td', {}, fmtTime(e.ended_at)), h('td', {class: 'num'}, fmtSeconds(e.ready_seconds)),
+          h('td', {class: 'num'}, fmtSync(e.paid)), h('td', {class: 'muted'}, e.why + (e.slashed ? ' (slashed ' + fmtSync(e.slashed) + ')' : ''))))))] : null);
+  }
+
+  function serviceCost(sv) {
+    const done = SERVICE_DONE.includes(sv.state);
+    return h('div', {class: 'panel'}, h('h2', {}, 'Budget'), h('dl', {class: 'kv', id: 'service-cost'},
+      h('dt', {}, 'Budget'), h('dd', {}, fmtSync(sv.budget) + ' locked in all'),
+      h('dt', {}, 'Escrow held'), h('dd', {}, fmtSync(sv.escrow)),
+      h('dt', {}, 'Paid to providers'), h('dd', {}, fmtSync(sv.cost)),
+      h('dt', {}, 'Protocol fee'), h('dd', {}, fmtSync(sv.fee)),
+      h('dt', {}, 'Refunded'), h('dd', {}, fmtSync(sv.refund)),
+      done ? null : [h('dt', {}, 'Rate now'), h('dd', {}, fmtSync(rate(sv)) + '/h (its ready replicas)'),
+        h('dt', {}, 'Runs out'), h('dd', {}, sv.runs_out_at ? fmtTime(sv.runs_out_at) : 'not while nothing is paid')],
+      h('dt', {}, 'Owner'), h('dd', {}, addrLink(sv.owner), ' · ', h('a', {href: '#/services' + qs({owner: sv.owner})}, 'its services'))));
+  }
+
+  function serviceSpec(sv) {
+    const sp = sv.spec, rd = sp.readiness;
+    return h('div', {class: 'panel'}, h('h2', {}, 'Spec'), h('dl', {class: 'kv'},
+      h('dt', {}, 'Image'), h('dd', {class: 'mono'}, sp.image),
+      (sp.command || sp.args) ? [h('dt', {}, sp.command ? 'Command' : 'Args'), h('dd', {class: 'mono'}, (sp.command || []).concat(sp.args || []).join(' '))] : null,
+      h('dt', {}, 'Resources'), h('dd', {}, (sp.cpu_milli / 1000) + ' CPU, ' + fmtBytes(sp.memory) + ' memory, ' + fmtBytes(sp.disk) + ' disk' + (sp.gpu_count ? ', ' + sp.gpu_count + ' GPU(s) ' + (sp.gpu_models || []).join('/') : '') + ' per replica'),
+      h('dt', {}, 'Max price'), h('dd', {}, fmtSync(sp.max_price_per_hour) + '/h per replica'),
+      h('dt', {}, 'Readiness'), h('dd', {}, (rd.path ? 'GET :' + rd.port + rd.path : 'TCP connect :' + rd.port) + ' every ' + rd.interval_seconds + ' s, ' + rd.failure_threshold + ' failure(s) in a row, ' + rd.start_seconds + ' s to start'),
+      h('dt', {}, 'Network'), h('dd', {}, sp.network ? 'outbound allowed' : 'none outbound'),
+      h('dt', {}, 'Region'), h('dd', {}, sp.region ? sp.region + (sp.region_required ? ' (required)' : ' (preferred)') : 'any'),
+      h('dt', {}, 'Deployed'), h('dd', {}, fmtTime(sv.created_at) + ' in ', h('a', {href: '#/block/' + sv.height}, 'block ' + sv.height))));
+  }
+
+  function servicePage([id]) {
+    const root = h('div');
+    replace(app, root);
+    let done = false;
+    const load = async () => {
+      try {
+        const sv = await api('/v1/services/' + id);
+        done = SERVICE_DONE.includes(sv.state);
+        const warn = !done && sv.budget_warned_at;
+        replace(root,
+          h('h1', {}, 'Service #' + sv.id + ' ', h('span', {class: 'muted'}, sv.spec.name), ' ', h('span', {id: 'service-state'}, stateBadge(sv.state))),
+          sv.reason ? h('p', {class: sv.state === 'failed' ? 'error' : 'notice', id: 'service-reason'}, sv.reason) : null,
+          warn ? h('div', {class: 'notice', id: 'service-budget-warning'}, 'Its budget runs out at ' + fmtTime(sv.runs_out_at) + '; top it up to keep it running:',
+            cmdBox('gpunet service topup ' + sv.id + ' AMOUNT')) : null,
+          !done && !(sv.replicas || []).length && sv.wait_code ? h('p', {class: 'notice'}, 'Waiting for a provider: ' + sv.wait_code) : null,
+          h('div', {class: 'grid2'}, serviceEndpoints(sv), serviceCost(sv)),
+          serviceReplicas(sv), serviceSpec(sv));
+      } catch (e) { replace(root, h('h1', {}, 'Service #' + id), errorBox(e)); }
+    };
+    load();
+    const reload = refresher(load, 500);
+    return {onBlock() { if (!done) reload(); }};
+  }
+
   // ---------------------------------------------------------------- ledger
 
   function blocksTable(blocks) {
@@ -942,7 +1074,7 @@
     replace(app, root);
     const load = async () => {
       try {
-        const [a, jobs] = await Promise.all([api('/v1/accounts/' + addr), api('/v1/jobs' + qs({owner: addr, limit: 20, cursor}))]);
+        const [a, jobs, svcs] = await Promise.all([api('/v1/accounts/' + addr), api('/v1/jobs' + qs({owner: addr, limit: 20, cursor})), api('/v1/services' + qs({owner: addr, limit: 20}))]);
         replace(root, h('h1', {}, 'Account ', h('span', {class: 'mono'}, addr)),
           h('div', {class: 'cards'},
             h('div', {class: 'card'}, h('div', {class: 'label'}, 'Balance'), h('div', {class: 'value', id: 'account-balance'}, fmtSync(a.balance))),
@@ -951,7 +1083,9 @@
             h('div', {class: 'card'}, h('div', {class: 'label'}, 'Txs sent'), h('div', {class: 'value'}, fmtNum(a.sequence, 0)), h('div', {class: 'sub'}, 'next sequence ' + a.next_sequence))),
           a.provider ? h('p', {}, 'This account is a provider: ', h('a', {href: '#/provider/' + addr}, 'its provider page'), '.') : null,
           h('div', {class: 'panel'}, h('h2', {}, 'Jobs'), jobsTable(jobs.jobs),
-            h('div', {class: 'pager'}, jobs.next_cursor ? h('button', {onclick: () => go('#/account/' + addr + qs({cursor: jobs.next_cursor}))}, 'older →') : null)));
+            h('div', {class: 'pager'}, jobs.next_cursor ? h('button', {onclick: () => go('#/account/' + addr + qs({cursor: jobs.next_cursor}))}, 'older →') : null)),
+          svcs.services.length ? h('div', {class: 'panel', id: 'account-services'}, h('h2', {}, 'Services'), servicesTable(svcs.services),
+            svcs.next_cursor ? h('p', {}, h('a', {href: '#/services' + qs({owner: addr})}, 'all of its services →')) : null) : null);
       } catch (e) { replace(root, h('h1', {}, 'Account'), errorBox(e)); }
     };
     load();
