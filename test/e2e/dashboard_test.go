@@ -785,6 +785,16 @@ func checkServicesShown(t *testing.T, ctx context.Context, eval evalFunc, poll p
 	if got := eval(`document.querySelector('#service-replicas tbody tr').getAttribute('data-provider')`); got != prov {
 		t.Errorf("replica row's provider %s, want %s", got, prov)
 	}
+	// The provider's page lists the service it runs.
+	err = chromedp.Do(ctx,
+		hash("#/provider/"+prov),
+		poll("the provider's services", `document.querySelector('#provider-services tr[data-service="`+id+`"]') !== null`, 15*time.Second),
+		hash("#/service/"+id),
+		poll("the service page again", `(document.getElementById('service-state')||{}).textContent === 'active'`, 15*time.Second),
+	)
+	if err != nil {
+		t.Fatal(err)
+	}
 
 	gpunetJSON(t, &map[string]any{}, "service", "stop", id, "--from", "alice", "--home", home)
 	err = chromedp.Do(ctx,

@@ -491,7 +491,7 @@
     replace(app, root);
     let last = null;
     const draw = () => {
-      const [p, jobs, hist] = last;
+      const [p, jobs, hist, svcs] = last;
       const r = p.record;
       const inv = r.inventory;
       const gpus = (inv.gpus || []);
@@ -527,6 +527,7 @@
           h('p', {class: 'muted', id: 'provider-slashes'}, 'Never slashed.'),
           slashes.length >= 16 ? h('p', {class: 'muted'}, 'The ledger keeps a provider’s latest 16 slashes.') : null),
         h('div', {class: 'panel'}, h('h2', {}, 'Running jobs'), jobsTable(jobs.jobs)),
+        svcs.services.length ? h('div', {class: 'panel', id: 'provider-services'}, h('h2', {}, 'Services it runs a replica of'), servicesTable(svcs.services)) : null,
         h('div', {class: 'panel'}, h('h2', {}, 'History'),
           h('div', {class: 'toolbar'}, h('label', {}, toggle, ' show each liveness challenge and answer')),
           historyTable(hist.events, showRoutine),
@@ -538,6 +539,7 @@
       try {
         last = await Promise.all([
           api('/v1/providers/' + addr), api('/v1/providers/' + addr + '/jobs?limit=100'), api('/v1/providers/' + addr + '/history' + qs({limit: 200, cursor})),
+          api('/v1/providers/' + addr + '/services'),
         ]);
         draw();
       } catch (e) { replace(root, h('h1', {}, 'Provider'), errorBox(e)); }
