@@ -173,19 +173,28 @@ func (s *Server) providerJobs(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, out)
 }
 
+// decodeStrict reads r's body into v as JSON, refusing unknown fields;
+// when it cannot, it answers the error (naming what) and reports false.
+func decodeStrict(w http.ResponseWriter, r *http.Request, what string, v any) bool {
+	body, err := io.ReadAll(r.Body)
+	if err != nil {
+		writeError(w, http.StatusRequestEntityTooLarge, 0, what+": "+err.Error())
+		return false
+	}
+	dec := json.NewDecoder(bytesReader(body))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		writeError(w, http.StatusBadRequest, ledger.ErrDecode.Code, what+": "+err.Error())
+		return false
+	}
+	return true
+}
+
 // quote serves POST /v1/quote with a ledger.JobSpec: what submitting it
 // now would give.
 func (s *Server) quote(w http.ResponseWriter, r *http.Request) {
-	body, err := io.ReadAll(r.Body)
-	if err != nil {
-		writeError(w, http.StatusRequestEntityTooLarge, 0, "spec: "+err.Error())
-		return
-	}
 	var spec ledger.JobSpec
-	dec := json.NewDecoder(bytesReader(body))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&spec); err != nil {
-		writeError(w, http.StatusBadRequest, ledger.ErrDecode.Code, "spec: "+err.Error())
+	if !decodeStrict(w, r, "spec", &spec) {
 		return
 	}
 	kv, release := s.chain.View()

@@ -28,6 +28,10 @@ func (s *Server) serviceRoutes() []Route {
 				{Name: "model", Type: "string", Desc: "only active services that declare this model"},
 			},
 			List: true, Resp: sample, Errors: []int{400}, Handler: h(s.services)},
+		{Method: "POST", Path: "/v1/services/quote", ID: "quoteService", Tag: "services",
+			Summary: "What deploying a service spec with a budget would give now: the providers that could take its replicas, their prices, the hourly rate with the fee, how long the budget lasts, or why replicas would wait",
+			Body:    apiwire.ServiceQuoteRequest{Spec: sampleService().Spec}, Resp: ledger.ServiceQuote{Best: []ledger.QuoteOffer{{}}},
+			MaxBody: 1 << 20, Errors: []int{400, 413}, Handler: h(s.quoteService)},
 		{Method: "GET", Path: "/v1/services/{id}", ID: "getService", Tag: "services",
 			Summary:    "A service: its spec, state, budget and escrow, when the budget runs out, its replicas (provider, price, readiness, relay node, heartbeat, paid) and the replicas that ended, with why",
 			PathParams: serviceIDParam, Resp: sampleService(), Errors: []int{400, 404}, Handler: h(s.service)},
@@ -142,6 +146,22 @@ func (s *Server) services(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	writeJSON(w, http.StatusOK, out)
+}
+
+// quoteService serves POST /v1/services/quote.
+func (s *Server) quoteService(w http.ResponseWriter, r *http.Request) {
+	var req apiwire.ServiceQuoteRequest
+	if !decodeStrict(w, r, "quote", &req) {
+		return
+	}
+	kv, release := s.chain.View()
+	defer release()
+	q, err := ledger.QuoteService(kv, &req.Spec, req.Budget)
+	if err != nil {
+		writeError(w, http.StatusBadRequest, ledger.CodeOf(err), "spec: "+err.Error())
+		return
+	}
+	writeJSON(w, http.StatusOK, q)
 }
 
 func (s *Server) service(w http.ResponseWriter, r *http.Request) {

@@ -4,8 +4,11 @@ import (
 	"bytes"
 	"crypto/ed25519"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
+	"slices"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/gpunet/gpunet/internal/apiwire"
@@ -103,5 +106,39 @@ func TestServiceRoutes(t *testing.T) {
 	var jobPage apiwire.LogPage
 	if do(t, s, "GET", fmt.Sprintf("/v1/jobs/%d/logs", id), nil, nil, &jobPage); len(jobPage.Chunks) != 0 {
 		t.Errorf("the job with the service's id shows the service's log: %+v", jobPage)
+	}
+}
+
+// TestQuoteServiceRoute: POST /v1/services/quote answers the ledger's
+// quote for a spec and budget, and refuses, naming what, an unknown field,
+// a spec the ledger would refuse and a body that is not JSON.
+func TestQuoteServiceRoute(t *testing.T) {
+	f := newFakeChain(t)
+	s := New(f, Options{})
+	_, k := withService(t, f)
+	body, _ := json.Marshal(apiwire.ServiceQuoteRequest{Spec: lt.ServiceSpec("svc", 1_000_000), Budget: 3_600_000})
+	var q ledger.ServiceQuote
+	if rec := do(t, s, "POST", "/v1/services/quote", body, nil, &q); rec.Code != 200 || q.Matching < 1 || q.RatePerHour == 0 || q.LastsSeconds == 0 {
+		t.Fatalf("quote: %d %+v", rec.Code, q)
+	}
+	if !slices.ContainsFunc(q.Best, func(o ledger.QuoteOffer) bool { return o.Provider == k.Addr }) {
+		t.Errorf("quote's best %+v lacks the oci provider %s", q.Best, k.Addr)
+	}
+	bad := lt.ServiceSpec("svc", 1_000_000)
+	bad.Ports = nil
+	badBody, _ := json.Marshal(apiwire.ServiceQuoteRequest{Spec: bad})
+	for _, tc := range []struct {
+		name string
+		body []byte
+		want string
+	}{
+		{"unknown field", []byte(`{"spec":{},"budgett":1}`), `unknown field "budgett"`},
+		{"not JSON", []byte(`spec: x`), "quote: "},
+		{"no ports", badBody, "spec: "},
+	} {
+		var eb apiwire.ErrorBody
+		if rec := do(t, s, "POST", "/v1/services/quote", tc.body, nil, &eb); rec.Code != 400 || !strings.Contains(eb.Message, tc.want) {
+			t.Errorf("%s: %d %+v, want 400 with %q", tc.name, rec.Code, eb, tc.want)
+		}
 	}
 }

@@ -15,6 +15,13 @@ type ServiceList struct {
 	Height     uint64            `json:"height"`
 }
 
+// ServiceQuoteRequest is POST /v1/services/quote: what deploying Spec
+// with Budget (usync; 0 to leave out how long it lasts) would give now.
+type ServiceQuoteRequest struct {
+	Spec   ledger.ServiceSpec `json:"spec"`
+	Budget uint64             `json:"budget"`
+}
+
 // ServiceLogSignBytes is what a provider signs to post chunk seq of its
 // replica's log of service id (POST /v1/services/{id}/logs, header
 // X-Gpunet-Signature). Its domain differs from a job log's, so that a

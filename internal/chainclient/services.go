@@ -25,6 +25,19 @@ func (c *Client) Service(ctx context.Context, id uint64) (*ledger.Service, error
 	return &s, nil
 }
 
+// QuoteService asks what deploying spec with budget would give now.
+func (c *Client) QuoteService(ctx context.Context, spec *ledger.ServiceSpec, budget uint64) (*ledger.ServiceQuote, error) {
+	b, err := json.Marshal(apiwire.ServiceQuoteRequest{Spec: *spec, Budget: budget})
+	if err != nil {
+		return nil, err
+	}
+	var q ledger.ServiceQuote
+	if _, err := c.do(ctx, http.MethodPost, "/v1/services/quote", b, &q); err != nil {
+		return nil, err
+	}
+	return &q, nil
+}
+
 // Services returns the newest services of owner (nil: anyone's active
 // ones), newest first, at most limit of them (up to apiwire.MaxPageLimit).
 func (c *Client) Services(ctx context.Context, owner *address.Address, limit int) (*apiwire.ServiceList, error) {

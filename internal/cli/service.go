@@ -5,6 +5,7 @@ import (
 	"io"
 	"strconv"
 	"text/tabwriter"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -28,7 +29,7 @@ relays its http ports at {node}/svc/{id}/{port}/, a byte stream to any port
 at {node}/openai/v1. A private service (the default) needs one of its access
 keys: Authorization: Bearer sk-gpunet-… or X-Gpunet-Key: sk-gpunet-….`,
 	}
-	c.AddCommand(serviceDeployCmd(e), serviceListCmd(e), serviceStatusCmd(e), serviceLogsCmd(e),
+	c.AddCommand(serviceDeployCmd(e), serviceQuoteCmd(e), serviceListCmd(e), serviceStatusCmd(e), serviceLogsCmd(e),
 		serviceScaleCmd(e), serviceTopUpCmd(e), serviceStopCmd(e), serviceAccessCmd(e),
 		serviceEvictCmd(e), serviceKeyCmd(e), serviceConnectCmd(e))
 	return c
@@ -116,10 +117,57 @@ func printAddresses(w io.Writer, id uint64, a serviceAddresses) {
 	}
 }
 
+// serviceOverrides are the flags deploy and quote take over the spec's
+// fields.
+type serviceOverrides struct {
+	replicas int
+	budget   string
+	public   bool
+}
+
+func (o *serviceOverrides) flags(cmd *cobra.Command, public bool) {
+	cmd.Flags().IntVar(&o.replicas, "replicas", 0, "how many replicas (overrides the spec's replicas)")
+	cmd.Flags().StringVar(&o.budget, "budget", "", "the budget to lock, e.g. 5sync or 5000000 (usync) (overrides the spec's budget)")
+	if public {
+		cmd.Flags().BoolVar(&o.public, "public", false, "anyone may reach the service, without a key (overrides public: false)")
+	}
+}
+
+// load reads the service spec at path (- for stdin) and applies the
+// overrides; the spec must be a service's.
+func (o *serviceOverrides) load(cmd *cobra.Command, path string) (*jobspec.Spec, error) {
+	s, err := loadServiceSpec(cmd, path)
+	if err != nil {
+		return nil, err
+	}
+	if !s.IsService() {
+		return nil, usageError{fmt.Errorf("%s is a batch job spec (kind: %s): add kind: service to deploy it as a service, or run it with gpunet job run", path, s.Kind)}
+	}
+	if cmd.Flags().Changed("replicas") {
+		if o.replicas < 1 || o.replicas > jobspec.MaxReplicas {
+			return nil, usageError{fmt.Errorf("--replicas %d: want 1 to %d", o.replicas, jobspec.MaxReplicas)}
+		}
+		s.Replicas = o.replicas
+	}
+	if o.budget != "" {
+		amt, err := parseAmount(o.budget)
+		if err != nil {
+			return nil, usageError{fmt.Errorf("--budget: %w", err)}
+		}
+		s.Budget = jobspec.Amount(amt)
+	}
+	if o.public {
+		s.Public = true
+	}
+	if err := s.Validate(); err != nil {
+		return nil, usageError{err}
+	}
+	return s, nil
+}
+
 func serviceDeployCmd(e *env) *cobra.Command {
-	var from, budget string
-	var replicas int
-	var public bool
+	var from string
+	var over serviceOverrides
 	deploy := &cobra.Command{
 		Use:   "deploy SPEC.yaml|- [--from KEY] [--replicas N] [--budget AMOUNT] [--public]",
 		Short: "Deploy a service (a spec with kind: service), locking its budget in escrow; prints its id, addresses and access key",
@@ -131,31 +179,9 @@ sk-gpunet-<43 characters>, printed once and kept in HOME/services/ID.key
 The replicas' logs are sealed to the deploying key (gpunet service logs).`,
 		Args: exactArgs("SPEC"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			s, err := loadServiceSpec(cmd, args[0])
+			s, err := over.load(cmd, args[0])
 			if err != nil {
 				return err
-			}
-			if !s.IsService() {
-				return usageError{fmt.Errorf("%s is a batch job spec (kind: %s): add kind: service to deploy it as a service, or run it with gpunet job run", args[0], s.Kind)}
-			}
-			if cmd.Flags().Changed("replicas") {
-				if replicas < 1 || replicas > jobspec.MaxReplicas {
-					return usageError{fmt.Errorf("--replicas %d: want 1 to %d", replicas, jobspec.MaxReplicas)}
-				}
-				s.Replicas = replicas
-			}
-			if budget != "" {
-				amt, err := parseAmount(budget)
-				if err != nil {
-					return usageError{fmt.Errorf("--budget: %w", err)}
-				}
-				s.Budget = jobspec.Amount(amt)
-			}
-			if public {
-				s.Public = true
-			}
-			if err := s.Validate(); err != nil {
-				return usageError{err}
 			}
 			name, err := e.signer(from)
 			if err != nil {
@@ -217,10 +243,56 @@ The replicas' logs are sealed to the deploying key (gpunet service logs).`,
 		},
 	}
 	fromFlag(deploy, &from)
-	deploy.Flags().IntVar(&replicas, "replicas", 0, "how many replicas (overrides the spec's replicas)")
-	deploy.Flags().StringVar(&budget, "budget", "", "the budget to lock, e.g. 5sync or 5000000 (usync) (overrides the spec's budget)")
-	deploy.Flags().BoolVar(&public, "public", false, "anyone may reach the service, without a key (overrides public: false)")
+	over.flags(deploy, true)
 	return deploy
+}
+
+func serviceQuoteCmd(e *env) *cobra.Command {
+	var over serviceOverrides
+	quote := &cobra.Command{
+		Use:   "quote SPEC.yaml|- [--replicas N] [--budget AMOUNT]",
+		Short: "What deploying a service would cost now: the providers that could take its replicas, the rate per hour, how long its budget lasts, or why it would wait",
+		Args:  exactArgs("SPEC"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			s, err := over.load(cmd, args[0])
+			if err != nil {
+				return err
+			}
+			cl, err := e.client()
+			if err != nil {
+				return err
+			}
+			spec := s.ServiceSpec()
+			q, err := cl.QuoteService(cmd.Context(), &spec, uint64(s.Budget))
+			if err != nil {
+				return err
+			}
+			names := e.names()
+			return e.print(q, func(w io.Writer) {
+				fmt.Fprintf(w, "%d provider(s) could take a replica of %q now\n", q.Matching, s.Name)
+				if q.Reason != "" {
+					fmt.Fprintf(w, "it would wait: %s\n", q.Reason)
+					if q.CheapestAsk > 0 {
+						fmt.Fprintf(w, "the cheapest ask above its max_price_per_hour is %s/h\n", formatSync(q.CheapestAsk))
+					}
+				}
+				if q.RatePerHour > 0 {
+					placed := min(uint64(q.Matching), q.Replicas)
+					fmt.Fprintf(w, "rate: %s/h for %d ready replica(s), the protocol fee included (the dearest at %s/h)\n", formatSync(q.RatePerHour), placed, formatSync(q.PricePerHour))
+				}
+				if q.Budget < q.MinBudget {
+					fmt.Fprintf(w, "a budget of %s is too small to deploy it: at least %s (a minute of its replicas at max_price, the fee included)\n", formatSync(q.Budget), formatSync(q.MinBudget))
+				} else if q.LastsSeconds > 0 {
+					fmt.Fprintf(w, "a budget of %s lasts about %s at that rate; top it up with gpunet service topup\n", formatSync(q.Budget), time.Duration(q.LastsSeconds)*time.Second)
+				}
+				for _, b := range q.Best {
+					fmt.Fprintf(w, "  %s  %s/h  score %d\n", names.addr(b.Provider), formatSync(b.PricePerHour), b.Score)
+				}
+			})
+		},
+	}
+	over.flags(quote, false)
+	return quote
 }
 
 func serviceListCmd(e *env) *cobra.Command {

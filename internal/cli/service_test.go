@@ -69,6 +69,27 @@ func TestServiceStory(t *testing.T) {
 	s.chain.Send(s.prov, &ledger.MsgUpdateProvider{ProviderInfo: pi})
 	spec := s.writeSpec("svc.yaml", serviceYAML)
 
+	// A quote first: who could take it, at what rate, for how long.
+	var q ledger.ServiceQuote
+	if err := json.Unmarshal([]byte(s.ok("service", "quote", spec, "-o", "json")), &q); err != nil || q.Matching != 1 || len(q.Best) != 1 || q.Best[0].Provider != s.prov.Addr {
+		t.Fatalf("service quote -o json: %v, %+v; want p1", err, q)
+	}
+	if q.Budget != 5_000_000 || q.RatePerHour <= q.PricePerHour || q.LastsSeconds != 5_000_000*3600/q.RatePerHour {
+		t.Errorf("quote %+v: want the spec's budget, the rate with the fee and how long it lasts", q)
+	}
+	out := s.ok("service", "quote", spec, "--replicas", "2", "--budget", "1sync")
+	for _, want := range []string{"1 provider(s) could take a replica", "1 of 2 replica(s) would wait for a provider", "rate: ", "a budget of 1 SYNC lasts about"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("quote output lacks %q:\n%s", want, out)
+		}
+	}
+	if out := s.ok("service", "quote", spec, "--budget", "1"); !strings.Contains(out, "is too small to deploy it: at least") {
+		t.Errorf("quote with a budget below the least:\n%s", out)
+	}
+	if r := s.run("service", "quote", filepath.Join(s.home, "spec", "job.yaml")); r.code != ExitUsage || !strings.Contains(r.stderr, "is a batch job spec") {
+		t.Errorf("quote of a batch spec: exit %d, %q", r.code, r.stderr)
+	}
+
 	var dep deployResult
 	if err := json.Unmarshal([]byte(s.ok("service", "deploy", spec, "--from", "alice", "-o", "json")), &dep); err != nil || dep.ID != 1 {
 		t.Fatalf("service deploy -o json: %v, %+v", err, dep)
@@ -95,7 +116,7 @@ func TestServiceStory(t *testing.T) {
 	}
 
 	// Text: the key once, where it is kept, addresses and what next.
-	out := s.ok("service", "deploy", spec, "--from", "alice", "--replicas", "2", "--budget", "6sync", "--public")
+	out = s.ok("service", "deploy", spec, "--from", "alice", "--replicas", "2", "--budget", "6sync", "--public")
 	for _, want := range []string{"service 2 deployed", "2 replica(s)", "6 SYNC", "public: anyone", "/svc/2/8000/", "8443/tcp: gpunet service connect 2 --port 8443", "/openai/v1", "gpunet service status 2"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("deploy output lacks %q:\n%s", want, out)

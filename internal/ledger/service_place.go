@@ -104,3 +104,70 @@ func placeService(o *Overlay, s *Service, p Params, info BlockInfo) ([]Event, er
 	s.Reason, s.WaitCode = reason, code
 	return append(events, refreshService(o, s, p, now, old)...), nil
 }
+
+// ServiceQuote is what deploying a service now would give: the providers
+// that could take its replicas, what they would cost an hour, and how long
+// a budget would last at that rate.
+type ServiceQuote struct {
+	Matching int    `json:"matching"` // providers that could take a replica now
+	Replicas uint64 `json:"replicas"`
+	// PricePerHour is the dearest of the replicas' prices (usync per
+	// hour); RatePerHour what all of them would cost an hour when ready,
+	// the protocol fee included.
+	PricePerHour uint64 `json:"price_per_hour"`
+	RatePerHour  uint64 `json:"rate_per_hour"`
+	// Budget is the budget asked about; LastsSeconds how long it pays
+	// RatePerHour (0 when no budget was given or nothing would be placed).
+	Budget       uint64 `json:"budget,omitempty"`
+	LastsSeconds uint64 `json:"lasts_seconds,omitempty"`
+	// MinBudget is the least budget deploying it takes: a minute of its
+	// replicas at max_price_per_hour, the fee included.
+	MinBudget uint64 `json:"min_budget"`
+	// Reason and Code say why some replicas would wait (Quote* codes, as a
+	// job's quote); CheapestAsk is then the cheapest ask above
+	// max_price_per_hour in the classes it can use.
+	Reason      string       `json:"reason,omitempty"`
+	Code        string       `json:"code,omitempty"`
+	CheapestAsk uint64       `json:"cheapest_ask,omitempty"`
+	Best        []QuoteOffer `json:"best"`
+}
+
+// QuoteService answers what deploying s with budget now would give, from
+// the same candidates placement would take.
+func QuoteService(kv KV, s *ServiceSpec, budget uint64) (*ServiceQuote, error) {
+	if err := s.Validate(); err != nil {
+		return nil, err
+	}
+	p, err := GetParams(kv)
+	if err != nil {
+		return nil, err
+	}
+	view := s.JobView()
+	cands, v, err := findCandidates(kv, &view, p, quotePerClass, engineNeed{})
+	if err != nil {
+		return nil, err
+	}
+	q := &ServiceQuote{Matching: len(cands), Replicas: s.Replicas, Budget: budget, MinBudget: minServiceBudget(s, s.Replicas, p), Best: []QuoteOffer{}}
+	if need := int(s.Replicas); len(cands) < need {
+		q.Reason = fmt.Sprintf("no replica would be placed: %s", v.String(&view))
+		if len(cands) > 0 {
+			q.Reason = fmt.Sprintf("%d of %d replica(s) would wait for a provider: each needs its own, and %d fit now", need-len(cands), need, len(cands))
+		}
+		q.Code, q.CheapestAsk = v.code(cands, need), v.cheapestAbove
+	}
+	var prices uint64
+	for i, c := range cands {
+		if uint64(i) < s.Replicas {
+			q.PricePerHour = max(q.PricePerHour, c.price)
+			prices += c.price
+		}
+		if i < 5 {
+			q.Best = append(q.Best, QuoteOffer{Provider: c.addr, PricePerHour: c.price, Score: c.score})
+		}
+	}
+	q.RatePerHour = prices + protocolFee(prices, p)
+	if budget > 0 && q.RatePerHour > 0 {
+		q.LastsSeconds = mulDiv(budget, 3600, q.RatePerHour)
+	}
+	return q, nil
+}
