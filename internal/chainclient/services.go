@@ -38,6 +38,21 @@ func (c *Client) QuoteService(ctx context.Context, spec *ledger.ServiceSpec, bud
 	return &q, nil
 }
 
+// ProbeService asks the node to reach each replica of service id and run
+// its readiness check (GET /v1/services/{id}/probe); key is an access key,
+// "" for a public service.
+func (c *Client) ProbeService(ctx context.Context, id uint64, key string) (*apiwire.ServiceProbe, error) {
+	var hdr http.Header
+	if key != "" {
+		hdr = http.Header{HeaderServiceKey: {key}}
+	}
+	var p apiwire.ServiceProbe
+	if _, err := c.doWith(ctx, http.MethodGet, fmt.Sprintf("/v1/services/%d/probe", id), nil, hdr, &p); err != nil {
+		return nil, err
+	}
+	return &p, nil
+}
+
 // Services returns the newest services of owner (nil: anyone's active
 // ones), newest first, at most limit of them (up to apiwire.MaxPageLimit).
 func (c *Client) Services(ctx context.Context, owner *address.Address, limit int) (*apiwire.ServiceList, error) {

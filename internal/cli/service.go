@@ -31,7 +31,7 @@ keys: Authorization: Bearer sk-gpunet-… or X-Gpunet-Key: sk-gpunet-….`,
 	}
 	c.AddCommand(serviceDeployCmd(e), serviceQuoteCmd(e), serviceListCmd(e), serviceStatusCmd(e), serviceLogsCmd(e),
 		serviceScaleCmd(e), serviceTopUpCmd(e), serviceStopCmd(e), serviceAccessCmd(e),
-		serviceEvictCmd(e), serviceKeyCmd(e), serviceConnectCmd(e))
+		serviceEvictCmd(e), serviceKeyCmd(e), serviceConnectCmd(e), serviceProbeCmd(e))
 	return c
 }
 

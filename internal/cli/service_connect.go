@@ -48,15 +48,8 @@ Runs until Ctrl-C.`,
 			if svc.Done() {
 				return fmt.Errorf("service %d is %s", id, svc.State)
 			}
-			if key == "" && !svc.Public {
-				k, ok, err := e.loadServiceKey(id)
-				if err != nil {
-					return err
-				}
-				if !ok {
-					return fmt.Errorf("service %d is private and no access key of it is in %s: pass --key, or make one with gpunet service access %d --new-key", id, e.serviceKeyFile(id), id)
-				}
-				key = k
+			if key, err = e.accessKey(svc, key); err != nil {
+				return err
 			}
 			if listen == "" {
 				listen = "127.0.0.1:" + strconv.FormatUint(port, 10)
@@ -151,4 +144,20 @@ func specPorts(ps []ledger.ServicePort) string {
 		s += fmt.Sprintf("%d/%s", p.Port, p.Protocol)
 	}
 	return s
+}
+
+// accessKey is the key to reach svc with: flag when given, none for a
+// public service, else the one kept in HOME/services/ID.key.
+func (e *env) accessKey(svc *ledger.Service, flag string) (string, error) {
+	if flag != "" || svc.Public {
+		return flag, nil
+	}
+	k, ok, err := e.loadServiceKey(svc.ID)
+	if err != nil {
+		return "", err
+	}
+	if !ok {
+		return "", fmt.Errorf("service %d is private and no access key of it is in %s: pass --key, or make one with gpunet service access %d --new-key", svc.ID, e.serviceKeyFile(svc.ID), svc.ID)
+	}
+	return k, nil
 }

@@ -441,3 +441,53 @@ func TestServiceLogs(t *testing.T) {
 		t.Errorf("service logs -f does not read to the end:\n%s", out)
 	}
 }
+
+// TestServiceProbe: probe sends the kept key, prints each replica's
+// verdict, and exits 1 (saying how to evict) when a replica its provider
+// reports ready fails; a private service without a kept key is refused
+// before the node is asked.
+func TestServiceProbe(t *testing.T) {
+	const key = "sk-gpunet-test"
+	good, bad := lt.NewKey("good").Addr, lt.NewKey("bad").Addr
+	svc := ledger.Service{ID: 3, State: ledger.ServiceActive}
+	probe := apiwire.ServiceProbe{Service: 3, Node: "http://node0", Replicas: []apiwire.ReplicaProbe{
+		{Provider: good, Ready: true, OK: true, Route: "session", Millis: 1.5, Status: 200},
+		{Provider: bad, Ready: false, Route: "relay", Millis: 3, Error: "no route"},
+	}}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/v1/services/3":
+			json.NewEncoder(w).Encode(svc)
+		case "/v1/services/3/probe":
+			if r.Header.Get("X-Gpunet-Key") != key {
+				w.WriteHeader(http.StatusUnauthorized)
+				json.NewEncoder(w).Encode(map[string]string{"code": "unauthenticated", "message": "service 3 needs an access key"})
+				return
+			}
+			json.NewEncoder(w).Encode(probe)
+		default:
+			http.NotFound(w, r)
+		}
+	}))
+	defer srv.Close()
+	home := t.TempDir()
+	run := func() (int, string, string) {
+		var out, errOut bytes.Buffer
+		code := Run(t.Context(), []string{"service", "probe", "3", "--node", srv.URL, "--home", home}, &out, &errOut)
+		return code, out.String(), errOut.String()
+	}
+	if code, _, stderr := run(); code == 0 || !strings.Contains(stderr, "no access key of it is in") {
+		t.Errorf("no kept key: exit %d, %q", code, stderr)
+	}
+	os.MkdirAll(filepath.Join(home, "services"), 0o700)
+	os.WriteFile(filepath.Join(home, "services", "3.key"), []byte(key+"\n"), 0o600)
+	code, stdout, stderr := run()
+	if code != 0 || !strings.Contains(stdout, "service 3 probed from http://node0") || !strings.Contains(stdout, good.String()) || !strings.Contains(stdout, "ok in 1.5 ms") ||
+		!strings.Contains(stdout, "reported not ready") || !strings.Contains(stdout, "FAILED after 3.0 ms: no route") {
+		t.Errorf("probe (a failing replica not reported ready): exit %d\nstdout %s\nstderr %s", code, stdout, stderr)
+	}
+	probe.Replicas[1].Ready = true
+	if code, _, stderr := run(); code != 1 || !strings.Contains(stderr, "1 replica(s) reported ready failed the probe from http://node0: evict with gpunet service evict 3 PROVIDER") {
+		t.Errorf("a ready replica failing: exit %d, %q", code, stderr)
+	}
+}

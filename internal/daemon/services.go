@@ -2,9 +2,11 @@ package daemon
 
 import (
 	"net/http"
+	"time"
 
 	"github.com/gpunet/gpunet/internal/address"
 	"github.com/gpunet/gpunet/internal/apiserver"
+	"github.com/gpunet/gpunet/internal/apiwire"
 	"github.com/gpunet/gpunet/internal/ledger"
 	"github.com/gpunet/gpunet/internal/openaigw"
 	"github.com/gpunet/gpunet/internal/relay"
@@ -104,6 +106,10 @@ func serviceRoutes(hub *relay.Hub, gw *openaigw.Gateway) []apiserver.Route {
 			Summary:    "With Connection: Upgrade and Upgrade: gpunet-tcp, a raw byte tunnel to a port of one of the service's replicas (101): what gpunet service connect uses, and how an owner runs TLS end to end",
 			PathParams: map[string]string{"id": params["id"], "port": params["port"]}, RespType: "application/octet-stream", MaxBody: -1, Timeout: -1,
 			Errors: []int{400, 401, 404, 503}, Handler: svc},
+		apiserver.Route{Method: "GET", Path: "/v1/services/{id}/probe", ID: "probeService", Tag: "services",
+			Summary:    "This node reaches each replica of the service as a request would and runs its readiness check: reachable or not, how, how long, and the error (one probe of a service at a time per node); needs one of its keys unless it is public",
+			PathParams: map[string]string{"id": params["id"]}, Resp: apiwire.ServiceProbe{Replicas: []apiwire.ReplicaProbe{{}}}, MaxBody: -1, Timeout: time.Minute,
+			Errors: []int{400, 401, 404, 429, 503}, Handler: hub.ProbeHandler()},
 		apiserver.Route{Method: "GET", Path: relay.AgentPath, ID: "relayAgent", Tag: "services",
 			Summary:  "A provider's agent opens its relay session (Upgrade: gpunet-relay/1, signed by its key): nodes reach its replicas over it, so providers behind NAT work",
 			RespType: "application/octet-stream", MaxBody: -1, Timeout: -1, Errors: []int{400, 401, 403, 503}, Handler: hub.AgentHandler()},

@@ -86,6 +86,7 @@ func startNodeOn(t testing.TB, l net.Listener, d Directory, edit func(*HubOption
 		tun.ServeHTTP(w, r)
 	}))
 	mux.Handle(ServicePrefix, n.hub.ServiceHandler())
+	mux.Handle("GET /v1/services/{id}/probe", n.hub.ProbeHandler())
 	n.srv = &httptest.Server{Listener: l, Config: &http.Server{Handler: mux}}
 	n.srv.Start()
 	t.Cleanup(n.stop)

@@ -111,6 +111,7 @@ type Hub struct {
 	seen     map[[ed25519.SignatureSize]byte]time.Time // replay cache of agent signatures
 	inflight map[replicaKey]int                        // /svc requests in flight per replica
 	rr       map[uint64]uint64                         // round robin per service
+	probing  map[uint64]bool                           // services being probed (probe.go)
 
 	transport *http.Transport
 	proxy     *httputil.ReverseProxy
@@ -163,6 +164,7 @@ func NewHub(o HubOptions) *Hub {
 		seen:     map[[ed25519.SignatureSize]byte]time.Time{},
 		inflight: map[replicaKey]int{},
 		rr:       map[uint64]uint64{},
+		probing:  map[uint64]bool{},
 	}
 	if h.log == nil {
 		h.log = slog.New(slog.DiscardHandler)

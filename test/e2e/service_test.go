@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/gpunet/gpunet/examples/tinylm/lmimage"
+	"github.com/gpunet/gpunet/internal/apiwire"
 	"github.com/gpunet/gpunet/internal/ledger"
 	"github.com/gpunet/gpunet/internal/sandbox/oci"
 	"github.com/gpunet/gpunet/internal/sandbox/oci/ocitest"
@@ -267,10 +268,32 @@ openai: {port: 8000, models: [tinylm]}
 		return r.code == 0 && strings.Contains(r.stdout, "serving OpenAI's chat completions")
 	})
 
+	// node0 probes the replica as a request would (through node1, which
+	// holds its agent's session): it answers its readiness check.
+	var probe apiwire.ServiceProbe
+	gpunetJSON(t, &probe, "service", "probe", fmt.Sprint(d.ID), "--home", n.keyHome, "--node", n.node0)
+	if len(probe.Replicas) != 1 || !probe.Replicas[0].OK || probe.Replicas[0].Route != "relay" || n.names[probe.Replicas[0].Provider.String()] != first {
+		t.Errorf("probe from node0: %+v, want %s's replica answering through its relay node", probe, first)
+	}
+
 	// The provider is killed: the replica is dropped when its heartbeats
 	// stop, placed on the other provider, and answers there.
 	n.provs[first].kill()
 	killed := time.Now()
+	// Until the ledger drops it, the replica is still reported ready: a
+	// probe shows it failing, and exits 1 with what to do.
+	sawFail := false
+	waitUntil(t, 60*time.Second, "a probe failing the killed replica, or the replica dropped", func() bool {
+		r := gpunet(t, "service", "probe", fmt.Sprint(d.ID), "--home", n.keyHome, "--node", n.node0)
+		if r.code == 1 && strings.Contains(r.stdout, "FAILED") && strings.Contains(r.stderr, "gpunet service evict") {
+			sawFail = true
+			return true
+		}
+		return len(n.status(t, d.ID).Ended) > 0
+	})
+	if !sawFail {
+		t.Logf("the ledger dropped the killed replica before a probe saw it fail")
+	}
 	var second string
 	waitUntil(t, 120*time.Second, "the replica replaced and answering again", func() bool {
 		s = n.status(t, d.ID)

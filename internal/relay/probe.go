@@ -1,0 +1,140 @@
+package relay
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/gpunet/gpunet/internal/address"
+	"github.com/gpunet/gpunet/internal/apiwire"
+	"github.com/gpunet/gpunet/internal/ledger"
+)
+
+// ProbeHandler serves GET /v1/services/{id}/probe: the node reaches every
+// replica of the service the way a client's request would and asks its
+// readiness check, and answers what it saw (apiwire.ServiceProbe). It is
+// how an owner sees, from any node, a replica that its provider reports
+// ready but that does not answer (and then evicts it). It takes the
+// service's key as /svc does; one probe of a service runs at a time at a
+// node (429 otherwise), each replica's bounded by the handshake timeout
+// plus the readiness timeout.
+func (h *Hub) ProbeHandler() http.Handler { return http.HandlerFunc(h.serveProbe) }
+
+func (h *Hub) serveProbe(w http.ResponseWriter, r *http.Request) {
+	id, err := strconv.ParseUint(r.PathValue("id"), 10, 64)
+	if err != nil || id == 0 {
+		writeError(w, apiwire.CodeInvalidArgument, fmt.Sprintf("service id %q: want a positive integer", r.PathValue("id")))
+		return
+	}
+	svc, ok := h.lookup(w, id)
+	if !ok {
+		return
+	}
+	credential, ok := Authorized(svc, r)
+	if !ok {
+		writeUnauthorized(w, id)
+		return
+	}
+	release, ok := h.takeProbe(id)
+	if !ok {
+		w.Header().Set("Retry-After", "2")
+		writeError(w, apiwire.CodeTooManyRequests, fmt.Sprintf("service %d is being probed at this node already", id))
+		return
+	}
+	defer release()
+	ctx := r.Context()
+	if hasHop(r) {
+		ctx = noForward(ctx)
+	}
+	out := apiwire.ServiceProbe{Service: id, Node: h.o.Self, Replicas: make([]apiwire.ReplicaProbe, len(svc.Replicas))}
+	var wg sync.WaitGroup
+	for i := range svc.Replicas {
+		wg.Go(func() { out.Replicas[i] = h.probeReplica(ctx, svc, &svc.Replicas[i], credential) })
+	}
+	wg.Wait()
+	w.Header().Set("Content-Type", "application/json")
+	json.NewEncoder(w).Encode(out)
+}
+
+func (h *Hub) takeProbe(id uint64) (release func(), ok bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.closed || h.probing[id] {
+		return nil, false
+	}
+	h.probing[id] = true
+	return func() {
+		h.mu.Lock()
+		delete(h.probing, id)
+		h.mu.Unlock()
+	}, true
+}
+
+// probeReplica reaches rep's readiness port and runs its check.
+func (h *Hub) probeReplica(ctx context.Context, svc *ledger.Service, rep *ledger.Replica, credential string) apiwire.ReplicaProbe {
+	rd := svc.Spec.Readiness
+	out := apiwire.ReplicaProbe{Provider: rep.Provider, Ready: rep.Ready, Route: "relay"}
+	if h.Connected(rep.Provider) {
+		out.Route = "session"
+	}
+	ctx, cancel := context.WithTimeout(ctx, h.o.HandshakeTimeout+time.Duration(min(rd.TimeoutSeconds, 60))*time.Second)
+	defer cancel()
+	start := time.Now() // a real duration, whatever Clock says
+	status, err := h.check(ctx, svc, rep.Provider, credential)
+	out.Millis = float64(time.Since(start).Microseconds()) / 1000
+	out.Status = status
+	if err != nil {
+		out.Error = err.Error()
+	} else {
+		out.OK = true
+	}
+	return out
+}
+
+// check dials provider's replica on svc's readiness port and, when the
+// check has a path, asks GET path over that connection: a 2xx passes, as
+// for the agent's own readiness check.
+func (h *Hub) check(ctx context.Context, svc *ledger.Service, provider address.Address, credential string) (status int, err error) {
+	rd := svc.Spec.Readiness
+	conn, err := h.DialReplica(ctx, svc, provider, rd.Port, credential)
+	if err != nil {
+		return 0, err
+	}
+	if rd.Path == "" {
+		return 0, conn.Close()
+	}
+	used := false
+	tr := &http.Transport{
+		DialContext: func(context.Context, string, string) (net.Conn, error) {
+			if used {
+				return nil, fmt.Errorf("the probe's one connection is used")
+			}
+			used = true
+			return conn, nil
+		},
+		DisableKeepAlives: true,
+	}
+	defer tr.CloseIdleConnections()
+	defer conn.Close()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://replica"+rd.Path, nil)
+	if err != nil {
+		return 0, err
+	}
+	req.Header.Set("User-Agent", "gpunet-probe/1")
+	resp, err := tr.RoundTrip(req)
+	if err != nil {
+		return 0, err
+	}
+	io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
+	resp.Body.Close()
+	if resp.StatusCode/100 != 2 {
+		return resp.StatusCode, fmt.Errorf("GET %s answered %s", rd.Path, resp.Status)
+	}
+	return resp.StatusCode, nil
+}
