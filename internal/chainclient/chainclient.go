@@ -111,6 +111,11 @@ type APIError struct {
 func (e *APIError) Error() string { return e.Msg }
 
 func (c *Client) do(ctx context.Context, method, path string, body []byte, out any) (int, error) {
+	return c.doWith(ctx, method, path, body, nil, out)
+}
+
+// doWith is do with these request headers.
+func (c *Client) doWith(ctx context.Context, method, path string, body []byte, hdr http.Header, out any) (int, error) {
 	base := c.Base()
 	req, err := http.NewRequestWithContext(ctx, method, base+path, bytes.NewReader(body))
 	if err != nil {
@@ -118,6 +123,9 @@ func (c *Client) do(ctx context.Context, method, path string, body []byte, out a
 	}
 	if body != nil {
 		req.Header.Set("Content-Type", "application/octet-stream")
+	}
+	for k, v := range hdr {
+		req.Header[k] = v
 	}
 	resp, err := c.http.Do(req)
 	if err != nil {
@@ -221,7 +229,8 @@ type Signer interface {
 // SendMsg builds a tx carrying msg from key with the account's next
 // sequence, signs it, submits it and waits for its block. When another tx
 // of the same key takes the sequence first (the mempool rejects it with a
-// bad sequence), it signs again with the next one, a few times.
+// bad sequence), it signs again with the next one, up to
+// MaxSequenceRetries times.
 //
 // The tx pays max(fee, the chain's params.min_fee), so callers that have
 // no reason to pay more pass 0 and still pay what the chain asks. The
@@ -236,6 +245,11 @@ func (c *Client) SendMsg(ctx context.Context, key Signer, fee uint64, msg ledger
 func (c *Client) SubmitMsg(ctx context.Context, key Signer, fee uint64, msg ledger.Msg) (*apiwire.TxResult, error) {
 	return c.sendMsg(ctx, key, fee, msg, false)
 }
+
+// MaxSequenceRetries bounds how often SendMsg signs again after losing
+// the sequence to another tx of the same key: about 25 s of waiting, room
+// for a few dozen concurrent senders of one key at a block a second.
+const MaxSequenceRetries = 30
 
 func (c *Client) sendMsg(ctx context.Context, key Signer, fee uint64, msg ledger.Msg, wait bool) (*apiwire.TxResult, error) {
 	st, err := c.Status(ctx)
@@ -269,11 +283,15 @@ func (c *Client) sendMsg(ctx context.Context, key Signer, fee uint64, msg ledger
 			refreshed = true
 			continue
 		}
-		if attempt < 5 && errors.As(err, &txErr) && txErr.Result.Height == 0 && txErr.Result.Code == ledger.ErrBadSequence.Code {
+		if attempt < MaxSequenceRetries && errors.As(err, &txErr) && txErr.Result.Height == 0 && txErr.Result.Code == ledger.ErrBadSequence.Code {
+			// Another tx of this key holds the sequence until its block:
+			// wait for it (longer each time, at most a second) and take
+			// the next. Many senders of one key (a client following many
+			// jobs) each get through in turn.
 			select {
 			case <-ctx.Done():
 				return nil, ctx.Err()
-			case <-clock.Or(c.Clock).After(time.Duration(attempt) * 100 * time.Millisecond):
+			case <-clock.Or(c.Clock).After(min(time.Duration(attempt)*100*time.Millisecond, time.Second)):
 			}
 			continue
 		}

@@ -301,14 +301,14 @@ func TestSendMsgRetries(t *testing.T) {
 		t.Errorf("alice's next sequence %+v, %v; want 3 (two racing txs and hers)", acct, err)
 	}
 
-	// Five stale sequences in a row: the fifth refusal is returned.
-	posts.Store(-10)
+	// Stale sequences every time: the last refusal is returned.
+	posts.Store(-(chainclient.MaxSequenceRetries + 5))
 	done = make(chan error, 1)
 	go func() {
 		_, err := cl.SendMsg(ctx, signer(alice), 0, &ledger.MsgSend{To: bob.Addr, Amount: 7})
 		done <- err
 	}()
-	for range 4 {
+	for range chainclient.MaxSequenceRetries - 1 {
 		if err := clk.WaitTimers(wctx, 1); err != nil {
 			t.Fatal(err)
 		}
@@ -316,7 +316,7 @@ func TestSendMsgRetries(t *testing.T) {
 	}
 	var txErr *chainclient.TxError
 	if err := <-done; !errors.As(err, &txErr) || txErr.Result.Code != ledger.ErrBadSequence.Code {
-		t.Errorf("after five stale sequences: %v, want the bad-sequence TxError", err)
+		t.Errorf("after %d stale sequences: %v, want the bad-sequence TxError", chainclient.MaxSequenceRetries, err)
 	}
 }
 

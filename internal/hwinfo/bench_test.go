@@ -21,9 +21,11 @@ func TestCPUBenchmarkerRun(t *testing.T) {
 	if f.Device != "cpu" || f.Int8TOPS <= 0 || f.MemBandwidthGBs <= 0 {
 		t.Errorf("figures = %+v, want device cpu and positive rates", f)
 	}
-	// A generous bound: the race detector and a busy machine slow the one
-	// GEMM that may overrun.
-	if f.Duration <= 0 || f.Duration > 4*budget {
+	// The budget is kept, not exceeded without bound: the race detector
+	// and a busy machine (a CI runner with other test binaries) slow the
+	// one GEMM that may overrun, so the bound is generous; the speed of
+	// the measurement is the benchmarks' business.
+	if f.Duration <= 0 || f.Duration > budget+5*time.Second {
 		t.Errorf("Duration = %v for a %v budget", f.Duration, budget)
 	}
 }
