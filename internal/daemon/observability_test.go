@@ -370,5 +370,5 @@ func get(t *testing.T, url string, v any) {
 // has none; test/e2e's service tests use them.
 func needsService(path string) bool {
 	return strings.HasPrefix(path, "/svc/") || strings.HasPrefix(path, "/v1/relay/") ||
-		path == "/v1/services/{id}" || strings.HasPrefix(path, "/openai/v1/models/")
+		path == "/v1/services/{id}" || path == "/v1/services/{id}/probe" || strings.HasPrefix(path, "/openai/v1/models/")
 }
