@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"strconv"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/gpunet/gpunet/internal/address"
 	"github.com/gpunet/gpunet/internal/apiwire"
+	"github.com/gpunet/gpunet/internal/chainclient"
 	"github.com/gpunet/gpunet/internal/jobspec"
 	"github.com/gpunet/gpunet/internal/ledger"
 )
@@ -48,6 +50,20 @@ func loadServiceSpec(cmd *cobra.Command, path string) (*jobspec.Spec, error) {
 		return nil, usageError{err}
 	}
 	return s, nil
+}
+
+// serviceArg reads, through the node, the service that arg names.
+func (e *env) serviceArg(ctx context.Context, arg string) (*chainclient.Client, *ledger.Service, error) {
+	id, err := parseServiceID(arg)
+	if err != nil {
+		return nil, nil, err
+	}
+	cl, err := e.client()
+	if err != nil {
+		return nil, nil, err
+	}
+	s, err := cl.Service(ctx, id)
+	return cl, s, err
 }
 
 func parseServiceID(s string) (uint64, error) {

@@ -27,21 +27,14 @@ one kept in HOME/services/ID.key (or --key); a public service needs none.
 Runs until Ctrl-C.`,
 		Args: exactArgs("ID"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			id, err := parseServiceID(args[0])
-			if err != nil {
-				return err
-			}
 			if port < 1 || port > 65535 {
 				return usageError{fmt.Errorf("--port %d: want the service's port, 1 to 65535", port)}
 			}
-			cl, err := e.client()
+			cl, svc, err := e.serviceArg(cmd.Context(), args[0])
 			if err != nil {
 				return err
 			}
-			svc, err := cl.Service(cmd.Context(), id)
-			if err != nil {
-				return err
-			}
+			id := svc.ID
 			if svc.Spec.Port(port) == nil {
 				return usageError{fmt.Errorf("service %d declares no port %d (its ports: %s)", id, port, specPorts(svc.Spec.Ports))}
 			}

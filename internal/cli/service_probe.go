@@ -23,18 +23,11 @@ is the one kept in HOME/services/ID.key (or --key); a public service needs
 none. Exits 1 when a replica reported ready fails.`,
 		Args: exactArgs("ID"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			id, err := parseServiceID(args[0])
+			cl, svc, err := e.serviceArg(cmd.Context(), args[0])
 			if err != nil {
 				return err
 			}
-			cl, err := e.client()
-			if err != nil {
-				return err
-			}
-			svc, err := cl.Service(cmd.Context(), id)
-			if err != nil {
-				return err
-			}
+			id := svc.ID
 			if key, err = e.accessKey(svc, key); err != nil {
 				return err
 			}

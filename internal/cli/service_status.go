@@ -27,18 +27,11 @@ func serviceStatusCmd(e *env) *cobra.Command {
 		Short: "Show a service: state, budget and when it runs out, each replica (provider, price, ready, relay, heartbeat, paid), ended replicas and addresses",
 		Args:  exactArgs("ID"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			id, err := parseServiceID(args[0])
+			cl, s, err := e.serviceArg(cmd.Context(), args[0])
 			if err != nil {
 				return err
 			}
-			cl, err := e.client()
-			if err != nil {
-				return err
-			}
-			s, err := cl.Service(cmd.Context(), id)
-			if err != nil {
-				return err
-			}
+			id := s.ID
 			v := serviceView{Service: s, Addresses: addressesOf(cl.Base(), id, &s.Spec)}
 			if st, err := cl.Status(cmd.Context()); err == nil {
 				v.AsOf = st.LatestBlockTime.Unix()
