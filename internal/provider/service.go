@@ -5,13 +5,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"net"
-	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -20,6 +17,7 @@ import (
 	"github.com/gpunet/gpunet/internal/apiwire"
 	"github.com/gpunet/gpunet/internal/chainclient"
 	"github.com/gpunet/gpunet/internal/ledger"
+	"github.com/gpunet/gpunet/internal/relay"
 	"github.com/gpunet/gpunet/internal/sandbox"
 	"github.com/gpunet/gpunet/internal/seal"
 )
@@ -403,33 +401,8 @@ func readinessOf(spec *ledger.ServiceSpec) readiness {
 func checkReady(ctx context.Context, h sandbox.ServiceHandle, rd readiness) error {
 	ctx, cancel := context.WithTimeout(ctx, rd.timeout)
 	defer cancel()
-	if rd.path == "" {
-		c, err := h.Dial(ctx, rd.port)
-		if err != nil {
-			return err
-		}
-		return c.Close()
-	}
-	tr := &http.Transport{
-		DialContext:       func(ctx context.Context, _, _ string) (net.Conn, error) { return h.Dial(ctx, rd.port) },
-		DisableKeepAlives: true,
-	}
-	defer tr.CloseIdleConnections()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://127.0.0.1:"+strconv.Itoa(int(rd.port))+rd.path, nil)
-	if err != nil {
-		return err
-	}
-	req.Header.Set("User-Agent", "gpunet-readiness/1")
-	resp, err := tr.RoundTrip(req)
-	if err != nil {
-		return err
-	}
-	io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
-	resp.Body.Close()
-	if resp.StatusCode/100 != 2 {
-		return fmt.Errorf("GET %s answered %s", rd.path, resp.Status)
-	}
-	return nil
+	_, err := relay.CheckReadiness(ctx, func(ctx context.Context) (net.Conn, error) { return h.Dial(ctx, rd.port) }, uint64(rd.port), rd.path, "gpunet-readiness/1")
+	return err
 }
 
 // DialReplica connects to port of this provider's ready replica of

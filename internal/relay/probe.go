@@ -97,36 +97,38 @@ func (h *Hub) probeReplica(ctx context.Context, svc *ledger.Service, rep *ledger
 	return out
 }
 
-// check dials provider's replica on svc's readiness port and, when the
-// check has a path, asks GET path over that connection: a 2xx passes, as
-// for the agent's own readiness check.
+// check runs svc's readiness check on provider's replica, reached as a
+// request would reach it.
 func (h *Hub) check(ctx context.Context, svc *ledger.Service, provider address.Address, credential string) (status int, err error) {
 	rd := svc.Spec.Readiness
-	conn, err := h.DialReplica(ctx, svc, provider, rd.Port, credential)
-	if err != nil {
-		return 0, err
+	return CheckReadiness(ctx, func(ctx context.Context) (net.Conn, error) {
+		return h.DialReplica(ctx, svc, provider, rd.Port, credential)
+	}, rd.Port, rd.Path, "gpunet-probe/1")
+}
+
+// CheckReadiness runs one readiness check over the connections dial makes
+// to port: without a path, a connection made; with one, GET path answering
+// 2xx (status is the answer's). The agent checks its replicas with it
+// through the container's loopback, and the probe through the relay, so
+// that both judge alike.
+func CheckReadiness(ctx context.Context, dial func(context.Context) (net.Conn, error), port uint64, path, userAgent string) (status int, err error) {
+	if path == "" {
+		c, err := dial(ctx)
+		if err != nil {
+			return 0, err
+		}
+		return 0, c.Close()
 	}
-	if rd.Path == "" {
-		return 0, conn.Close()
-	}
-	used := false
 	tr := &http.Transport{
-		DialContext: func(context.Context, string, string) (net.Conn, error) {
-			if used {
-				return nil, fmt.Errorf("the probe's one connection is used")
-			}
-			used = true
-			return conn, nil
-		},
+		DialContext:       func(ctx context.Context, _, _ string) (net.Conn, error) { return dial(ctx) },
 		DisableKeepAlives: true,
 	}
 	defer tr.CloseIdleConnections()
-	defer conn.Close()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://replica"+rd.Path, nil)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://127.0.0.1:"+strconv.FormatUint(port, 10)+path, nil)
 	if err != nil {
 		return 0, err
 	}
-	req.Header.Set("User-Agent", "gpunet-probe/1")
+	req.Header.Set("User-Agent", userAgent)
 	resp, err := tr.RoundTrip(req)
 	if err != nil {
 		return 0, err
@@ -134,7 +136,7 @@ func (h *Hub) check(ctx context.Context, svc *ledger.Service, provider address.A
 	io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
 	resp.Body.Close()
 	if resp.StatusCode/100 != 2 {
-		return resp.StatusCode, fmt.Errorf("GET %s answered %s", rd.Path, resp.Status)
+		return resp.StatusCode, fmt.Errorf("GET %s answered %s", path, resp.Status)
 	}
 	return resp.StatusCode, nil
 }
