@@ -83,7 +83,8 @@ func (h *Hub) probeReplica(ctx context.Context, svc *ledger.Service, rep *ledger
 	if h.Connected(rep.Provider) {
 		out.Route = "session"
 	}
-	ctx, cancel := context.WithTimeout(ctx, h.o.HandshakeTimeout+time.Duration(min(rd.TimeoutSeconds, 60))*time.Second)
+	// Within the route's minute: the handshake plus at most 30 s of check.
+	ctx, cancel := context.WithTimeout(ctx, h.o.HandshakeTimeout+time.Duration(min(rd.TimeoutSeconds, 30))*time.Second)
 	defer cancel()
 	start := time.Now() // a real duration, whatever Clock says
 	status, err := h.check(ctx, svc, rep.Provider, credential)
