@@ -20,9 +20,9 @@ func ExampleNewPlan() {
 			p.Size.Depth(), challenge.OpeningBytes(p.Size, challenge.DefaultOpenings))
 	}
 	// Output:
-	// 1       GOPS: 1664×1728×1728      compute  9938 ms, deadline 24423 ms, gap  745 s, depth 16, opening 46324 B
-	// 100     GOPS: 7936×7936×7936      compute  9997 ms, deadline 24497 ms, gap  749 s, depth 20, opening 54004 B
-	// 2000    GOPS: 28288×21568×16384   compute  9997 ms, deadline 24497 ms, gap  749 s, depth 23, opening 59764 B
-	// 130000  GOPS: 605376×65536×16384  compute 10001 ms, deadline 24502 ms, gap  750 s, depth 28, opening 69364 B
-	// 1979000 GOPS: 8388608×65536×16384 compute  9103 ms, deadline 23379 ms, gap  682 s, depth 31, opening 75124 B
+	// 1       GOPS: 1664×1728×1728      compute  9938 ms, deadline 18423 ms, gap  745 s, depth 16, opening 46324 B
+	// 100     GOPS: 7936×7936×7936      compute  9997 ms, deadline 18497 ms, gap  749 s, depth 20, opening 54004 B
+	// 2000    GOPS: 28288×21568×16384   compute  9997 ms, deadline 18497 ms, gap  749 s, depth 23, opening 59764 B
+	// 130000  GOPS: 605376×65536×16384  compute 10001 ms, deadline 18502 ms, gap  750 s, depth 28, opening 69364 B
+	// 1979000 GOPS: 8388608×65536×16384 compute  9103 ms, deadline 17379 ms, gap  682 s, depth 31, opening 75124 B
 }

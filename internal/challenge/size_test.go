@@ -45,7 +45,7 @@ func TestNewPlan(t *testing.T) {
 
 	// The examples in the package documentation.
 	got, _ := challenge.NewPlan(100, p)
-	want := challenge.Plan{Size: challenge.Size{N: 7936, K: 7936, M: 7936}, ComputeMillis: 9997, BusyMillis: 12497, DeadlineMillis: 24497, MinGapMillis: 749_820}
+	want := challenge.Plan{Size: challenge.Size{N: 7936, K: 7936, M: 7936}, ComputeMillis: 9997, BusyMillis: 12497, DeadlineMillis: 18497, MinGapMillis: 749_820}
 	if got != want {
 		t.Errorf("NewPlan(100 GOPS) = %+v, want %+v", got, want)
 	}

@@ -201,9 +201,12 @@ func CheckStateVersion(kv KV) error {
 //     preemption (Job.Preempted, Job.PreemptWait, Assignment.PreemptAt);
 //     its checkpoints (JobSpec.Checkpoint, Job.Checkpoints, Job.ResumeSeq,
 //     Job.Progress, Job.CheckpointNote).
+//   - 5: the rulings of slow and silent hardware challenges (issue 26):
+//     HardwareChallenge.LateBy; ChallengeRecord.Late, Missed,
+//     MissesInARow, CPUStrikes, CPURecheck; DeviceProof.Strikes, Recheck.
 const (
 	recordVersionBase = 2
-	recordVersion     = 4 // the newest this node reads and writes
+	recordVersion     = 5 // the newest this node reads and writes
 )
 
 // record is a stored record type: a struct the generator gave a codec.

@@ -36,7 +36,7 @@ func (l *Ledger) InitGenesis(base KV, chainID string, g Genesis) ([]Change, []by
 		return nil, nil, fmt.Errorf("chain id %q must be 1 to %d bytes: %w", chainID, maxChainIDLen, ErrInvalidGenesis)
 	}
 	// A genesis from before services sets none of their parameters.
-	g.Params = g.Params.withServiceDefaults()
+	g.Params = g.Params.withLaterDefaults()
 	if err := g.Params.Validate(); err != nil {
 		return nil, nil, fmt.Errorf("%w: %w", err, ErrInvalidGenesis)
 	}

@@ -17,25 +17,36 @@ import (
 // block the chain draws online providers and, for each, one of its devices
 // with a claim (the CPU's measured figure, or a GPU's own), and gives it a
 // seed and a GEMM sized for that device's claim. The provider runs it on
-// that device and commits the Merkle root
-// of the product before the plan's deadline (MsgChallengeCommit); the seed
-// of the next block chooses the entries it must open; it opens them with
-// proofs within params.hw_open_millis of that block (MsgChallengeOpen), and every
-// validator checks them at about a thousandth of the work.
+// that device and commits the Merkle root of the product
+// (MsgChallengeCommit); the seed of the next block chooses the entries it
+// must open; it opens them with proofs within params.hw_open_millis of
+// that block (MsgChallengeOpen), and every validator checks them at about
+// a thousandth of the work.
 //
-//   - commit in time and a correct opening: passed; the device's claim is
-//     proven.
-//   - commit late, correct opening: failed (slashed), and the throughput
-//     the late commit shows replaces that device's claim in offers and
-//     scheduling.
-//   - no commit by the deadline, no opening in the window, or a wrong
-//     opening: failed (slashed); nothing is proven, the device's throughput
-//     counts as 0 until a later challenge on it proves some.
+// Slashing is only for objective evidence of a lie (DESIGN.md section 5);
+// being slow is not one. The rulings (docs/challenge.md, "Rulings"):
+//
+//   - passed: a correct opening of a commit made by the deadline. The
+//     device's claim is proven.
+//   - late: a correct opening of a commit made after the deadline but
+//     within params.hw_late_factor times its span. Not slashed: the
+//     throughput the commit shows replaces the device's claim in offers
+//     and scheduling, reputation falls a little, and the device is checked
+//     again after params.hw_recheck_permille of its gap. A late ruling
+//     that shows less than 1/params.hw_overclaim_factor of the claim is a
+//     strike; two strikes in a row on one device are slashed (a claim shown
+//     twice to be far above what the device does).
+//   - missed: no commit in the late window, or no opening in time. A
+//     liveness failure: reputation falls, the device counts 0 until a
+//     challenge proves some, it is checked again soon; params.hw_miss_limit
+//     misses in a row are slashed.
+//   - failed: a wrong opening (slashed at once), or the repeats above.
 //
 // A ruling is about one device: it leaves the provider's other devices as
 // they were. A provider is challenged at most once per the drawn device's
-// plan.MinGapMillis, which keeps an honest provider's load (and so each of
-// its devices') within 60 s an hour.
+// plan.MinGapMillis (a late or missed device: the recheck share of it),
+// which keeps an honest provider's load (and so each of its devices')
+// within 60 s an hour.
 
 // HardwareChallenge is a provider's open hardware challenge.
 type HardwareChallenge struct {
@@ -55,7 +66,12 @@ type HardwareChallenge struct {
 	M           uint64 `json:"m"`
 	ClaimedGOPS uint64 `json:"claimed_gops"`
 	Openings    uint64 `json:"openings"` // entries the provider will open
-	Deadline    int64  `json:"deadline"` // unix ms by which the commit must be in a block
+	Deadline    int64  `json:"deadline"` // unix ms by which the commit must be in a block to pass
+	// LateBy is the last block time (unix ms) a commit is taken at: after
+	// Deadline it is late (measured, not slashed), after LateBy the
+	// challenge is missed. 0 in a challenge issued before late rulings
+	// existed: Deadline is then the end.
+	LateBy int64 `json:"late_by,omitempty" rec:"since=5"`
 	// Filled by MsgChallengeCommit, then by the next block.
 	Root         *Hash  `json:"root,omitempty"`
 	CommittedAt  int64  `json:"committed_at,omitempty"` // unix ms
@@ -95,6 +111,18 @@ type ChallengeRecord struct {
 	// LastFailure says why the latest failure happened, and on which
 	// device.
 	LastFailure string `json:"last_failure,omitempty"`
+	// Late counts correct proofs committed after the deadline (they
+	// measured the device), Missed the challenges with no commit in the
+	// late window or no opening in time; neither is Failed, which counts
+	// the slashed rulings only. MissesInARow is the current run of misses
+	// (any device): params.hw_miss_limit of them are slashed.
+	Late         uint64 `json:"late,omitempty" rec:"since=5"`
+	Missed       uint64 `json:"missed,omitempty" rec:"since=5"`
+	MissesInARow uint64 `json:"misses_in_a_row,omitempty" rec:"since=5"`
+	// CPUStrikes and CPURecheck are the CPU's DeviceProof.Strikes and
+	// Recheck (each GPU's are in its DeviceProof).
+	CPUStrikes uint64 `json:"cpu_strikes,omitempty" rec:"since=5"`
+	CPURecheck bool   `json:"cpu_recheck,omitempty" rec:"since=5"`
 }
 
 // DeviceProof is the ruling on one GPU's throughput (see ChallengeRecord),
@@ -103,6 +131,12 @@ type DeviceProof struct {
 	Proven     bool   `json:"proven"`
 	ProvenGOPS uint64 `json:"proven_gops"`
 	LastAt     int64  `json:"last_at,omitempty"`
+	// Strikes is the current run of late rulings that showed less than
+	// 1/params.hw_overclaim_factor of the claim; two are slashed.
+	Strikes uint64 `json:"strikes,omitempty" rec:"since=5"`
+	// Recheck says the latest ruling was late or missed: the device is
+	// challenged again after params.hw_recheck_permille of its gap.
+	Recheck bool `json:"recheck,omitempty" rec:"since=5"`
 }
 
 // Devices is the number of devices a hardware challenge can be for: the
@@ -125,7 +159,8 @@ func (p *Provider) DeviceClaim(d uint64) uint64 {
 func (p *Provider) DeviceRuling(d uint64) DeviceProof {
 	switch {
 	case d == 0:
-		return DeviceProof{Proven: p.Challenges.Proven, ProvenGOPS: p.Challenges.ProvenGOPS, LastAt: p.Challenges.CPULastAt}
+		c := &p.Challenges
+		return DeviceProof{Proven: c.Proven, ProvenGOPS: c.ProvenGOPS, LastAt: c.CPULastAt, Strikes: c.CPUStrikes, Recheck: c.CPURecheck}
 	case d <= uint64(len(p.Challenges.GPUs)):
 		return p.Challenges.GPUs[d-1]
 	}
@@ -158,11 +193,12 @@ func (p *Provider) EffectiveGOPS() uint64 {
 // the device keeps its own).
 func (p *Provider) setDeviceProof(d uint64, pr DeviceProof) {
 	if d == 0 {
-		p.Challenges.Proven, p.Challenges.ProvenGOPS = pr.Proven, pr.ProvenGOPS
+		c := &p.Challenges
+		c.Proven, c.ProvenGOPS, c.CPUStrikes, c.CPURecheck = pr.Proven, pr.ProvenGOPS, pr.Strikes, pr.Recheck
 		return
 	}
-	g := p.gpuRecords()
-	g[d-1].Proven, g[d-1].ProvenGOPS = pr.Proven, pr.ProvenGOPS
+	pr.LastAt = p.gpuRecords()[d-1].LastAt
+	p.Challenges.GPUs[d-1] = pr
 }
 
 // gpuRecords returns Challenges.GPUs, one entry per declared GPU.
@@ -200,17 +236,23 @@ func (p *Provider) challenged(d uint64, now int64) {
 // with a claim whose own last challenge is at least their plan's minimum
 // gap ago, so that each device spends at most 60 s an hour on challenges
 // (devices are independent: the CPU prover does not load the GPUs, nor one
-// GPU's another's). Of those, the ones no challenge has ruled on yet (a new
-// provider's, a re-declared GPU's) come alone, so that a claim does not
-// count unproven for long.
-func (p *Provider) challengeable(now int64, cp challenge.Params) ([]uint64, error) {
+// GPU's another's). A device whose latest ruling was late or missed waits
+// only params.hw_recheck_permille of the gap: a slow proof is measured
+// again soon, so a busy moment does not stand for long. Of those, the ones
+// no challenge has ruled on yet (a new provider's, a re-declared GPU's)
+// come alone, so that a claim does not count unproven for long.
+func (p *Provider) challengeable(now int64, params Params) ([]uint64, error) {
 	var ready, unproven []uint64
 	for _, d := range p.claimedDevices() {
-		plan, err := challenge.NewPlan(p.DeviceClaim(d), cp)
+		plan, err := challenge.NewPlan(p.DeviceClaim(d), params.challengeParams())
 		if err != nil {
 			return nil, fmt.Errorf("challenge plan for %s device %d: %w: %w", p.Address, d, err, ErrInternal)
 		}
-		if last := p.deviceLastAt(d); last != 0 && now-last < int64(plan.MinGapMillis) {
+		gap := plan.MinGapMillis
+		if p.DeviceRuling(d).Recheck {
+			gap = mulDiv(gap, params.HWRecheckPermille, 1000)
+		}
+		if last := p.deviceLastAt(d); last != 0 && now-last < int64(gap) {
 			continue
 		}
 		ready = append(ready, d)
@@ -251,14 +293,16 @@ func sameGPU(old []GPUSpec, j int, g GPUSpec) (int, bool) {
 //   - otherwise, for a provider that has never failed a hardware challenge
 //     and has none open, the device has no ruling: it counts at its claim
 //     until a challenge rules, as at registration;
-//   - a provider that has failed one, or has one open, gets no new faith: a
+//   - a provider that has failed one, been late or missed one, or has one
+//     open, gets no new faith: a
 //     changed device is capped at what it counted before (a failed figure
 //     stays until a challenge on the device passes) and a new device, or
 //     one whose identity changed, starts at 0 until a challenge proves it.
 //     So re-declaring (or dropping a GPU and adding it back under a new
 //     UUID) cannot lift a failed or pending ruling.
 func (p *Provider) redeclare(ni ProviderInfo) {
-	strict := p.Challenges.Failed > 0 || p.HWChallenge != nil
+	c := &p.Challenges
+	strict := c.Failed > 0 || c.Late > 0 || c.Missed > 0 || p.HWChallenge != nil
 	carry := func(oldD uint64, matched bool, claim uint64) DeviceProof {
 		switch {
 		case matched && claim == p.DeviceClaim(oldD):
@@ -270,7 +314,8 @@ func (p *Provider) redeclare(ni ProviderInfo) {
 		case !p.DeviceRuling(oldD).Proven && claim <= p.DeviceClaim(oldD):
 			return DeviceProof{} // counts less than before: nothing to cap
 		}
-		return DeviceProof{Proven: true, ProvenGOPS: p.DeviceGOPS(oldD)}
+		// Strikes stay with the device: re-declaring does not wipe them.
+		return DeviceProof{Proven: true, ProvenGOPS: p.DeviceGOPS(oldD), Strikes: p.DeviceRuling(oldD).Strikes}
 	}
 	cpu := carry(0, true, ni.Measured.Int8GOPS)
 	var gpus []DeviceProof
@@ -284,8 +329,8 @@ func (p *Provider) redeclare(ni ProviderInfo) {
 		}
 	}
 	p.ProviderInfo = ni
-	p.Challenges.Proven, p.Challenges.ProvenGOPS = cpu.Proven, cpu.ProvenGOPS
-	p.Challenges.GPUs = gpus
+	c.Proven, c.ProvenGOPS, c.CPUStrikes, c.CPURecheck = cpu.Proven, cpu.ProvenGOPS, cpu.Strikes, cpu.Recheck
+	c.GPUs = gpus
 }
 
 // claimedDevices lists p's devices with a non-zero claim, in order.
@@ -422,7 +467,7 @@ func issueHardwareChallenges(o *Overlay, info BlockInfo, p Params) ([]Event, err
 		if pr.HWChallenge != nil {
 			continue
 		}
-		devices, err := pr.challengeable(now, p.challengeParams())
+		devices, err := pr.challengeable(now, p)
 		if err != nil {
 			return nil, err
 		}
@@ -444,6 +489,7 @@ func issueHardwareChallenges(o *Overlay, info BlockInfo, p Params) ([]Event, err
 			Height: uint64(info.Height), IssuedAt: now, Device: dev, ClaimedGOPS: claim, Openings: p.HWOpenings,
 			N: uint64(plan.Size.N), K: uint64(plan.Size.K), M: uint64(plan.Size.M),
 			Deadline: now + int64(plan.DeadlineMillis),
+			LateBy:   now + int64(plan.DeadlineMillis*p.HWLateFactor),
 		}
 		if dev > 0 {
 			c.DeviceUUID = pr.Inventory.GPUs[dev-1].UUID
@@ -458,14 +504,24 @@ func issueHardwareChallenges(o *Overlay, info BlockInfo, p Params) ([]Event, err
 		events = append(events, Event{Type: "hw_challenge", Attrs: append(attrs,
 			Attr{"size", plan.Size.String()}, Attr{"claimed_gops", strconv.FormatUint(claim, 10)},
 			Attr{"deadline_ms", strconv.FormatUint(plan.DeadlineMillis, 10)},
+			Attr{"late_by_ms", strconv.FormatInt(c.LateBy-now, 10)},
 		)})
 	}
 	return events, nil
 }
 
+// commitBy is the last block time a commit of c is taken at.
+func (c *HardwareChallenge) commitBy() int64 {
+	if c.LateBy == 0 {
+		return c.Deadline
+	}
+	return c.LateBy
+}
+
 // advanceHardwareChallenges runs at the end of each block over the open
 // challenges: it gives the randomness of this block to those committed in
-// an earlier one, and fails those past a deadline.
+// an earlier one, and rules missed those with no commit in the late window
+// or no opening in time.
 func advanceHardwareChallenges(o *Overlay, info BlockInfo, p Params) ([]Event, error) {
 	var open []address.Address
 	o.Iterate(prefixHWOpen, prefixEnd(prefixHWOpen), func(k, _ []byte) bool {
@@ -486,8 +542,8 @@ func advanceHardwareChallenges(o *Overlay, info BlockInfo, p Params) ([]Event, e
 		switch {
 		case c == nil:
 			o.Delete(hwOpenKey(a))
-		case c.Root == nil && now > c.Deadline:
-			evs, err := failChallenge(o, pr, 0, fmt.Sprintf("no commit by the deadline (%d ms for %s at the claimed %d GOPS)", c.Deadline-c.IssuedAt, c.size(), c.ClaimedGOPS), p, info)
+		case c.Root == nil && now > c.commitBy():
+			evs, err := missChallenge(o, pr, fmt.Sprintf("no commit within %d ms (deadline %d ms for %s at the claimed %d GOPS)", c.commitBy()-c.IssuedAt, c.Deadline-c.IssuedAt, c.size(), c.ClaimedGOPS), p, info)
 			if err != nil {
 				return nil, err
 			}
@@ -501,7 +557,7 @@ func advanceHardwareChallenges(o *Overlay, info BlockInfo, p Params) ([]Event, e
 			attrs := append([]Attr{{"provider", a.String()}}, c.deviceAttrs()...)
 			events = append(events, Event{Type: "hw_challenge_open", Attrs: append(attrs, Attr{"open_by_ms", strconv.FormatInt(c.OpenBy, 10)})})
 		case c.Randomness != nil && now > c.OpenBy:
-			evs, err := failChallenge(o, pr, 0, "no opening in time", p, info)
+			evs, err := missChallenge(o, pr, "no opening in time", p, info)
 			if err != nil {
 				return nil, err
 			}
@@ -519,6 +575,9 @@ func execChallengeCommit(o *Overlay, from address.Address, m *MsgChallengeCommit
 	c := pr.HWChallenge
 	if c == nil || c.Root != nil {
 		return nil, fmt.Errorf("%s has no hardware challenge waiting for a commit: %w", from, ErrNoChallenge)
+	}
+	if t := info.Time.UnixMilli(); t > c.commitBy() {
+		return nil, fmt.Errorf("%s's hardware challenge took commits until %d ms after it was issued, this block is %d ms after: %w", from, c.commitBy()-c.IssuedAt, t-c.IssuedAt, ErrNoChallenge)
 	}
 	root := m.Root
 	c.Root = &root
@@ -552,41 +611,107 @@ func execChallengeOpen(o *Overlay, from address.Address, m *MsgChallengeOpen, p 
 			// proper one within the window.
 			return nil, fmt.Errorf("opening: %v: %w", err, ErrInvalidMsg)
 		}
-		return failChallenge(o, pr, 0, "wrong opening: "+err.Error(), p, info)
+		if d, ok := pr.challengedDevice(c); ok {
+			pr.setDeviceProof(d, DeviceProof{Proven: true})
+		}
+		return failChallenge(o, pr, "wrong opening: "+err.Error(), p, info)
 	}
 	elapsed := uint64(max(c.CommittedAt-c.IssuedAt, 1))
 	if c.CommittedAt > c.Deadline {
-		shown := challenge.MeasuredGOPS(c.size(), elapsed)
-		return failChallenge(o, pr, shown, fmt.Sprintf("commit %d ms after the challenge, deadline %d ms: shows %d GOPS, claimed %d", elapsed, c.Deadline-c.IssuedAt, shown, c.ClaimedGOPS), p, info)
+		return lateChallenge(o, pr, challenge.MeasuredGOPS(c.size(), elapsed), elapsed, p, info)
 	}
 	pr.Challenges.Passed++
+	pr.Challenges.MissesInARow = 0
 	if d, ok := pr.challengedDevice(c); ok {
 		pr.setDeviceProof(d, DeviceProof{Proven: true, ProvenGOPS: c.ClaimedGOPS})
 	}
 	pr.raiseReputation()
-	pr.HWChallenge = nil
-	setProvider(o, pr)
-	o.Delete(hwOpenKey(from))
+	endChallenge(o, pr)
 	attrs := append([]Attr{{"provider", from.String()}}, c.deviceAttrs()...)
 	return []Event{{Type: "hw_challenge_passed", Attrs: append(attrs, Attr{"elapsed_ms", strconv.FormatUint(elapsed, 10)})}}, nil
 }
 
-// failChallenge slashes a provider for a failed hardware challenge, halves
-// its reputation and records what throughput, if any, the challenged
-// device showed (its other devices keep their rulings).
-func failChallenge(o *Overlay, pr *Provider, shownGOPS uint64, why string, p Params, info BlockInfo) ([]Event, error) {
+// endChallenge closes pr's open challenge and stores pr.
+func endChallenge(o *Overlay, pr *Provider) {
+	pr.HWChallenge = nil
+	setProvider(o, pr)
+	o.Delete(hwOpenKey(pr.Address))
+}
+
+// lateChallenge rules on a correct proof committed after the deadline,
+// elapsedMillis after the challenge: it measured the device at shownGOPS,
+// which replaces the claim; reputation falls by a twentieth. It is a
+// strike when the claim is more than params.hw_overclaim_factor times what
+// it showed; the second strike in a row is slashed.
+func lateChallenge(o *Overlay, pr *Provider, shownGOPS, elapsedMillis uint64, p Params, info BlockInfo) ([]Event, error) {
+	c := pr.HWChallenge
+	pr.Challenges.Late++
+	pr.Challenges.MissesInARow = 0
+	ruling := DeviceProof{Proven: true, ProvenGOPS: shownGOPS, Recheck: true}
+	d, ok := pr.challengedDevice(c)
+	far := shownGOPS < c.ClaimedGOPS/p.HWOverclaimFactor
+	if far && ok {
+		ruling.Strikes = pr.DeviceRuling(d).Strikes + 1
+	}
+	why := fmt.Sprintf("commit %d ms after the challenge, deadline %d ms: shows %d GOPS, claimed %d", elapsedMillis, c.Deadline-c.IssuedAt, shownGOPS, c.ClaimedGOPS)
+	if ruling.Strikes >= 2 {
+		ruling.Strikes = 0
+		if ok {
+			pr.setDeviceProof(d, ruling)
+		}
+		return failChallenge(o, pr, fmt.Sprintf("%s: a second proof in a row under 1/%d of the claim", why, p.HWOverclaimFactor), p, info)
+	}
+	if ok {
+		pr.setDeviceProof(d, ruling)
+	}
+	pr.Reputation -= pr.Reputation / reputationSlowDiv
+	endChallenge(o, pr)
+	attrs := append([]Attr{{"provider", pr.Address.String()}}, c.deviceAttrs()...)
+	return []Event{{Type: "hw_challenge_late", Attrs: append(attrs,
+		Attr{"elapsed_ms", strconv.FormatUint(elapsedMillis, 10)}, Attr{"deadline_ms", strconv.FormatInt(c.Deadline-c.IssuedAt, 10)},
+		Attr{"shown_gops", strconv.FormatUint(shownGOPS, 10)}, Attr{"claimed_gops", strconv.FormatUint(c.ClaimedGOPS, 10)},
+		Attr{"strikes", strconv.FormatUint(ruling.Strikes, 10)},
+	)}}, nil
+}
+
+// missChallenge rules on a challenge with no commit in the late window or
+// no opening in time: a liveness failure, not evidence of a lie. The
+// device counts 0 until a challenge proves some and is checked again
+// soon; reputation falls by a fifth, as for a missed liveness challenge.
+// The params.hw_miss_limit-th miss in a row is slashed.
+func missChallenge(o *Overlay, pr *Provider, why string, p Params, info BlockInfo) ([]Event, error) {
+	c := pr.HWChallenge
+	pr.Challenges.Missed++
+	pr.Challenges.MissesInARow++
+	if d, ok := pr.challengedDevice(c); ok {
+		pr.setDeviceProof(d, DeviceProof{Proven: true, Recheck: true, Strikes: pr.DeviceRuling(d).Strikes})
+	}
+	if n := pr.Challenges.MissesInARow; n >= p.HWMissLimit {
+		pr.Challenges.MissesInARow = 0
+		return failChallenge(o, pr, fmt.Sprintf("%s: %d challenges missed in a row", why, n), p, info)
+	}
+	pr.Reputation -= pr.Reputation / reputationLossDiv
+	endChallenge(o, pr)
+	attrs := append([]Attr{{"provider", pr.Address.String()}}, c.deviceAttrs()...)
+	return []Event{{Type: "hw_challenge_missed", Attrs: append(attrs,
+		Attr{"reason", c.deviceName() + ": " + why},
+		Attr{"misses_in_a_row", strconv.FormatUint(pr.Challenges.MissesInARow, 10)},
+	)}}, nil
+}
+
+// failChallenge slashes a provider for a failed hardware challenge (a
+// wrong opening, or a late or missed ruling that repeats past its limit)
+// and halves its reputation. The challenged device's ruling is what the
+// caller recorded; a wrong opening (no earlier ruling set by a caller)
+// proves nothing, so the device counts 0.
+func failChallenge(o *Overlay, pr *Provider, why string, p Params, info BlockInfo) ([]Event, error) {
 	a := pr.Address
 	c := pr.HWChallenge
 	why = c.deviceName() + ": " + why
 	pr.Challenges.Failed++
-	if d, ok := pr.challengedDevice(c); ok {
-		pr.setDeviceProof(d, DeviceProof{Proven: true, ProvenGOPS: shownGOPS})
-	}
 	pr.Challenges.LastFailure = why
 	pr.Reputation -= pr.Reputation / reputationInvalidDiv
-	pr.HWChallenge = nil
-	setProvider(o, pr)
-	o.Delete(hwOpenKey(a))
+	endChallenge(o, pr)
 	amt, err := slash(o, a, address.Address{}, p, info, "hardware challenge: "+why)
 	if err != nil {
 		return nil, err

@@ -196,18 +196,19 @@ func TestProvingOneGPUProvesOnlyIt(t *testing.T) {
 	}
 }
 
-// TestFailedChallengeZeroesOnlyThatDevice: a missed deadline proves 0 for
-// the challenged device and leaves the others at their claims.
-func TestFailedChallengeZeroesOnlyThatDevice(t *testing.T) {
+// TestWrongOpeningZeroesOnlyThatDevice: a wrong opening proves 0 for the
+// challenged device and leaves the others at their claims; the failure
+// names the device.
+func TestWrongOpeningZeroesOnlyThatDevice(t *testing.T) {
 	info := gpuInfo(2, 3, 4)
 	claims := deviceClaims(info)
 	c := hwChainWith(t, info, 0)
 	_, hc := hwChallengeOf(t, c)
-	c.Advance(time.Duration(hc.Deadline-hc.IssuedAt+1) * time.Millisecond)
-	c.ApplyBlock(t)
+	cm := proveAndCommit(t, c, 500*time.Millisecond)
+	must(t, []ledger.TxResult{open(t, c, cm, true)})
 	p := provider(t, c, prov1)
 	if p.Challenges.Failed != 1 || p.Slashed != stake/10 {
-		t.Fatalf("missed commit: %+v slashed %d", p.Challenges, p.Slashed)
+		t.Fatalf("wrong opening: %+v slashed %d", p.Challenges, p.Slashed)
 	}
 	name := "the CPU"
 	if hc.Device > 0 {
@@ -243,7 +244,7 @@ func TestLateGPUCommitProvesWhatItShowed(t *testing.T) {
 	cm := proveAndCommit(t, c, time.Duration(hc.Deadline-hc.IssuedAt+1_000)*time.Millisecond)
 	must(t, []ledger.TxResult{open(t, c, cm, false)})
 	p := provider(t, c, prov1)
-	if g := p.DeviceGOPS(hc.Device); g == 0 || g >= 2 || p.Challenges.Failed != 1 {
+	if g := p.DeviceGOPS(hc.Device); g == 0 || g >= 2 || p.Challenges.Late != 1 || p.Slashed != 0 {
 		t.Fatalf("device %d counts %d GOPS after a late commit, want the shown figure (0 < x < 2): %+v", hc.Device, g, p.Challenges)
 	}
 	if g := p.DeviceGOPS(3 - hc.Device); g != 2 {
@@ -264,16 +265,17 @@ func TestEffectiveGOPSSumsDevices(t *testing.T) {
 	}
 }
 
-// TestRedeclaringDoesNotLaunderAFailure: after a GPU fails, re-declaring
-// it with a higher claim, under another UUID, or dropping it and adding it
-// back, leaves it at what it proved (0) until a challenge on it passes.
+// TestRedeclaringDoesNotLaunderAFailure: after a GPU misses its challenge,
+// re-declaring it with a higher claim, under another UUID, or dropping it
+// and adding it back, leaves it at what it proved (0) until a challenge on
+// it passes.
 func TestRedeclaringDoesNotLaunderAFailure(t *testing.T) {
 	info := gpuInfo(0, 2) // one device with a claim: every challenge is on GPU-A
 	c := hwChainWith(t, info, 0)
 	_, hc := hwChallengeOf(t, c)
-	c.Advance(time.Duration(hc.Deadline-hc.IssuedAt+1) * time.Millisecond)
+	c.Advance(pastLateWindow(hc))
 	c.ApplyBlock(t)
-	if p := provider(t, c, prov1); p.Challenges.Failed != 1 || p.EffectiveGOPS() != 0 {
+	if p := provider(t, c, prov1); p.Challenges.Missed != 1 || p.EffectiveGOPS() != 0 {
 		t.Fatalf("after the failure: %+v effective %d", p.Challenges, p.EffectiveGOPS())
 	}
 	update := func(step string, info ledger.ProviderInfo) {
@@ -295,7 +297,7 @@ func TestRedeclaringDoesNotLaunderAFailure(t *testing.T) {
 	back.Inventory.GPUs[0].UUID, back.Inventory.GPUs[0].Serial = "GPU-Y", "SN-Y"
 	update("gpu added back", back)
 	// Only a passed challenge on it restores it.
-	c.Advance(time.Minute) // past the minimum gap
+	c.Advance(2 * time.Minute) // past the minimum gap
 	c.ApplyBlock(t)
 	_, hc = hwChallengeOf(t, c)
 	if hc.Device != 1 || hc.DeviceUUID != "GPU-Y" {
@@ -309,7 +311,7 @@ func TestRedeclaringDoesNotLaunderAFailure(t *testing.T) {
 }
 
 // TestRedeclaringDuringAChallengeDoesNotEscapeIt: a GPU renamed while its
-// challenge is open starts at 0, and the failure still counts.
+// challenge is open starts at 0, and the miss still counts.
 func TestRedeclaringDuringAChallengeDoesNotEscapeIt(t *testing.T) {
 	c := hwChainWith(t, gpuInfo(0, 2), 0)
 	renamed := gpuInfo(0, 2)
@@ -319,10 +321,10 @@ func TestRedeclaringDuringAChallengeDoesNotEscapeIt(t *testing.T) {
 		t.Fatalf("renamed during its challenge: effective %d, want 0", p.EffectiveGOPS())
 	}
 	_, hc := hwChallengeOf(t, c)
-	c.Advance(time.Duration(hc.Deadline-hc.IssuedAt+1) * time.Millisecond)
+	c.Advance(pastLateWindow(hc))
 	c.ApplyBlock(t)
-	if p := provider(t, c, prov1); p.Challenges.Failed != 1 || p.Slashed == 0 || p.EffectiveGOPS() != 0 {
-		t.Fatalf("after the deadline: %+v slashed %d effective %d", p.Challenges, p.Slashed, p.EffectiveGOPS())
+	if p := provider(t, c, prov1); p.Challenges.Missed != 1 || p.Slashed != 0 || p.EffectiveGOPS() != 0 {
+		t.Fatalf("after the late window: %+v slashed %d effective %d", p.Challenges, p.Slashed, p.EffectiveGOPS())
 	}
 }
 

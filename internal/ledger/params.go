@@ -85,6 +85,19 @@ type Params struct {
 	HWAllowanceMillis uint64 `json:"hw_allowance_millis"`
 	HWOpenings        uint64 `json:"hw_openings"`
 	HWOpenMillis      uint64 `json:"hw_open_millis"`
+	// What a slow or silent provider risks (docs/challenge.md, "Rulings"):
+	// a correct proof committed after the deadline, up to HWLateFactor
+	// times the deadline's span after the challenge, is late: it measures
+	// the device and is not slashed. A device shown twice in a row to do
+	// less than 1/HWOverclaimFactor of its claim is slashed. A challenge
+	// with no commit in that window, or no opening in time, is missed:
+	// HWMissLimit misses in a row are slashed. After a late or missed
+	// ruling the device's next challenge may come after
+	// HWRecheckPermille/1000 of its plan's minimum gap.
+	HWLateFactor      uint64 `json:"hw_late_factor,omitempty"`
+	HWOverclaimFactor uint64 `json:"hw_overclaim_factor,omitempty"`
+	HWMissLimit       uint64 `json:"hw_miss_limit,omitempty"`
+	HWRecheckPermille uint64 `json:"hw_recheck_permille,omitempty"`
 
 	// The validator set (validators.go, validatorset.go). Voting power is
 	// bond / PowerUnit; the MaxValidators largest bonds of at least
@@ -217,6 +230,10 @@ func DefaultParams() Params {
 		HWAllowanceMillis: challenge.DefaultAllowanceMillis,
 		HWOpenings:        challenge.DefaultOpenings,
 		HWOpenMillis:      30_000,
+		HWLateFactor:      defaultLaterParams.HWLateFactor,
+		HWOverclaimFactor: defaultLaterParams.HWOverclaimFactor,
+		HWMissLimit:       defaultLaterParams.HWMissLimit,
+		HWRecheckPermille: defaultLaterParams.HWRecheckPermille,
 
 		MaxValidators:            100,
 		MinValidatorStake:        10_000_000, // 10 SYNC
@@ -262,42 +279,53 @@ func DefaultParams() Params {
 		GovDepositMaxMultiplier: 100,
 		GovDepositDecayPPM:      2_000, // the rise halves in ~350 blocks (35 minutes)
 
-		ServiceHeartbeatInterval: defaultServiceParams.ServiceHeartbeatInterval,
-		ServiceHeartbeatTimeout:  defaultServiceParams.ServiceHeartbeatTimeout,
-		ServiceBudgetWarning:     defaultServiceParams.ServiceBudgetWarning,
-		ServiceMaxFailures:       defaultServiceParams.ServiceMaxFailures,
-		ServiceStableSeconds:     defaultServiceParams.ServiceStableSeconds,
+		ServiceHeartbeatInterval: defaultLaterParams.ServiceHeartbeatInterval,
+		ServiceHeartbeatTimeout:  defaultLaterParams.ServiceHeartbeatTimeout,
+		ServiceBudgetWarning:     defaultLaterParams.ServiceBudgetWarning,
+		ServiceMaxFailures:       defaultLaterParams.ServiceMaxFailures,
+		ServiceStableSeconds:     defaultLaterParams.ServiceStableSeconds,
 	}
 }
 
-// defaultServiceParams holds the service parameters' defaults, which a
-// stored state leaves out (encodeParams). They are part of consensus: a
-// chain reads them for every state that does not set its own, so they
-// never change.
-var defaultServiceParams = Params{
+// defaultLaterParams holds the defaults of the parameters added after
+// chains stored their params (the service parameters, and the rulings of
+// slow and silent hardware challenges), which a stored state leaves out
+// (encodeParams). They are part of consensus: a chain reads them for every
+// state that does not set its own, so they never change.
+var defaultLaterParams = Params{
 	ServiceHeartbeatInterval: 30,
 	ServiceHeartbeatTimeout:  120,  // four missed heartbeats
 	ServiceBudgetWarning:     3600, // an hour's notice
 	ServiceMaxFailures:       5,
 	ServiceStableSeconds:     600,
+
+	HWLateFactor:      10,  // a commit measures down to about 1/20 of the claim (docs/challenge.md)
+	HWOverclaimFactor: 20,  // beyond what 10× the cores of outside load makes an honest CPU show
+	HWMissLimit:       3,   // three missed challenges in a row
+	HWRecheckPermille: 250, // a slow device is checked again after a quarter of its gap
 }
 
-// serviceParamFields are the service parameters, each with its default.
-func serviceParamFields(p *Params) [][2]*uint64 {
-	d := &defaultServiceParams
+// laterParamFields are the parameters added after chains stored their
+// params, each with its default.
+func laterParamFields(p *Params) [][2]*uint64 {
+	d := &defaultLaterParams
 	return [][2]*uint64{
 		{&p.ServiceHeartbeatInterval, &d.ServiceHeartbeatInterval},
 		{&p.ServiceHeartbeatTimeout, &d.ServiceHeartbeatTimeout},
 		{&p.ServiceBudgetWarning, &d.ServiceBudgetWarning},
 		{&p.ServiceMaxFailures, &d.ServiceMaxFailures},
 		{&p.ServiceStableSeconds, &d.ServiceStableSeconds},
+		{&p.HWLateFactor, &d.HWLateFactor},
+		{&p.HWOverclaimFactor, &d.HWOverclaimFactor},
+		{&p.HWMissLimit, &d.HWMissLimit},
+		{&p.HWRecheckPermille, &d.HWRecheckPermille},
 	}
 }
 
-// withServiceDefaults returns p with each unset (0) service parameter at
-// its default: what a genesis or a state from before services means.
-func (p Params) withServiceDefaults() Params {
-	for _, f := range serviceParamFields(&p) {
+// withLaterDefaults returns p with each unset (0) later parameter at its
+// default: what a genesis or a state from before them means.
+func (p Params) withLaterDefaults() Params {
+	for _, f := range laterParamFields(&p) {
 		if *f[0] == 0 {
 			*f[0] = *f[1]
 		}
@@ -306,9 +334,9 @@ func (p Params) withServiceDefaults() Params {
 }
 
 // encodeParams is the stored form of p (chain/params): its JSON, without
-// the service parameters that are at their defaults.
+// the later parameters that are at their defaults.
 func encodeParams(p Params) ([]byte, error) {
-	for _, f := range serviceParamFields(&p) {
+	for _, f := range laterParamFields(&p) {
 		if *f[0] == *f[1] {
 			*f[0] = 0
 		}
@@ -348,7 +376,7 @@ func GetParams(kv KV) (Params, error) {
 	if err := json.Unmarshal(b, &p); err != nil {
 		return p, fmt.Errorf("corrupt params: %w: %w", err, ErrInternal)
 	}
-	return p.withServiceDefaults(), nil
+	return p.withLaterDefaults(), nil
 }
 
 // validateValidatorParams checks the rules between the validator set's

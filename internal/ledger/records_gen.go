@@ -270,6 +270,10 @@ func (x *Provider) decodeRec(d *decoder) {
 func (x *Provider) recVersion() byte {
 	v := byte(recordVersionBase)
 	v = max(v, x.ProviderInfo.recVersion())
+	if x.HWChallenge != nil {
+		v = max(v, x.HWChallenge.recVersion())
+	}
+	v = max(v, x.Challenges.recVersion())
 	return v
 }
 
@@ -643,6 +647,9 @@ func (x *HardwareChallenge) encodeRec(e *encoder) {
 	e.uvarint(x.ClaimedGOPS)
 	e.uvarint(x.Openings)
 	e.int64(x.Deadline)
+	if e.version >= 5 {
+		e.int64(x.LateBy)
+	}
 	e.bool(x.Root != nil)
 	if x.Root != nil {
 		e.raw((*x.Root)[:])
@@ -668,6 +675,9 @@ func (x *HardwareChallenge) decodeRec(d *decoder) {
 	x.ClaimedGOPS = d.uvarint("claimed_gops")
 	x.Openings = d.uvarint("openings")
 	x.Deadline = d.int64("deadline")
+	if d.version >= 5 {
+		x.LateBy = d.int64("late_by")
+	}
 	if d.bool("root") {
 		v0 := new(Hash)
 		copy((*v0)[:], d.raw("root", 32))
@@ -683,6 +693,14 @@ func (x *HardwareChallenge) decodeRec(d *decoder) {
 	x.OpenBy = d.int64("open_by")
 }
 
+func (x *HardwareChallenge) recVersion() byte {
+	v := byte(recordVersionBase)
+	if x.LateBy != 0 {
+		v = max(v, 5)
+	}
+	return v
+}
+
 func (x *ChallengeRecord) encodeRec(e *encoder) {
 	e.uvarint(x.Passed)
 	e.uvarint(x.Failed)
@@ -695,6 +713,21 @@ func (x *ChallengeRecord) encodeRec(e *encoder) {
 		x.GPUs[i0].encodeRec(e)
 	}
 	e.string(x.LastFailure)
+	if e.version >= 5 {
+		e.uvarint(x.Late)
+	}
+	if e.version >= 5 {
+		e.uvarint(x.Missed)
+	}
+	if e.version >= 5 {
+		e.uvarint(x.MissesInARow)
+	}
+	if e.version >= 5 {
+		e.uvarint(x.CPUStrikes)
+	}
+	if e.version >= 5 {
+		e.bool(x.CPURecheck)
+	}
 }
 
 func (x *ChallengeRecord) decodeRec(d *decoder) {
@@ -711,6 +744,44 @@ func (x *ChallengeRecord) decodeRec(d *decoder) {
 		}
 	}
 	x.LastFailure = d.string("last_failure")
+	if d.version >= 5 {
+		x.Late = d.uvarint("late")
+	}
+	if d.version >= 5 {
+		x.Missed = d.uvarint("missed")
+	}
+	if d.version >= 5 {
+		x.MissesInARow = d.uvarint("misses_in_a_row")
+	}
+	if d.version >= 5 {
+		x.CPUStrikes = d.uvarint("cpu_strikes")
+	}
+	if d.version >= 5 {
+		x.CPURecheck = d.bool("cpu_recheck")
+	}
+}
+
+func (x *ChallengeRecord) recVersion() byte {
+	v := byte(recordVersionBase)
+	for i := range x.GPUs {
+		v = max(v, x.GPUs[i].recVersion())
+	}
+	if x.Late != 0 {
+		v = max(v, 5)
+	}
+	if x.Missed != 0 {
+		v = max(v, 5)
+	}
+	if x.MissesInARow != 0 {
+		v = max(v, 5)
+	}
+	if x.CPUStrikes != 0 {
+		v = max(v, 5)
+	}
+	if x.CPURecheck {
+		v = max(v, 5)
+	}
+	return v
 }
 
 func (x *URLInput) encodeRec(e *encoder) {
@@ -831,12 +902,35 @@ func (x *DeviceProof) encodeRec(e *encoder) {
 	e.bool(x.Proven)
 	e.uvarint(x.ProvenGOPS)
 	e.int64(x.LastAt)
+	if e.version >= 5 {
+		e.uvarint(x.Strikes)
+	}
+	if e.version >= 5 {
+		e.bool(x.Recheck)
+	}
 }
 
 func (x *DeviceProof) decodeRec(d *decoder) {
 	x.Proven = d.bool("proven")
 	x.ProvenGOPS = d.uvarint("proven_gops")
 	x.LastAt = d.int64("last_at")
+	if d.version >= 5 {
+		x.Strikes = d.uvarint("strikes")
+	}
+	if d.version >= 5 {
+		x.Recheck = d.bool("recheck")
+	}
+}
+
+func (x *DeviceProof) recVersion() byte {
+	v := byte(recordVersionBase)
+	if x.Strikes != 0 {
+		v = max(v, 5)
+	}
+	if x.Recheck {
+		v = max(v, 5)
+	}
+	return v
 }
 
 func (x *GPUSpec) encodeRec(e *encoder) {

@@ -21,6 +21,10 @@ const (
 
 const reputationInvalidDiv = 2
 
+// reputationSlowDiv: a late hardware-challenge proof takes a twentieth of
+// the reputation (the device was slower than it claimed, not dishonest).
+const reputationSlowDiv = 20
+
 // Reputation moves on verdicts and challenges: a confirmed result, an
 // answered liveness challenge or a passed hardware challenge closes 2% of
 // the gap to the provider's ceiling; an outvoted result or a failed
