@@ -96,6 +96,8 @@ type ChallengeRecord struct {
 	// LastAt is when the latest challenge was issued (unix ms), on any
 	// device; CPULastAt when the latest on the CPU was (each GPU's is in
 	// its DeviceProof). The minimum gap between challenges is per device.
+	// A recheck counts at the end of the gap it came early in (slotFor),
+	// which may be later than when it was issued.
 	LastAt    int64 `json:"last_at,omitempty"`
 	CPULastAt int64 `json:"cpu_last_at,omitempty"`
 	// Proven says a ruling caps the CPU's throughput (device 0);
@@ -222,14 +224,29 @@ func (p *Provider) deviceLastAt(d uint64) int64 {
 	return 0
 }
 
-// challenged records that device d was challenged at now.
-func (p *Provider) challenged(d uint64, now int64) {
-	p.Challenges.LastAt = now
+// slotFor is the time a challenge of device d issued at now counts at for
+// the gap: now, or, for a recheck (which comes early, after
+// hw_recheck_permille of the gap), the end of the gap it borrows from, so
+// that the next challenge waits a whole gap after that. A device checked
+// again and again (late every time) is still challenged once per gap in
+// the long run, and spends at most 60 s an hour on challenges like any
+// other.
+func (p *Provider) slotFor(d uint64, now int64, plan challenge.Plan) int64 {
+	last := p.deviceLastAt(d)
+	if !p.DeviceRuling(d).Recheck || last == 0 {
+		return now
+	}
+	return max(now, last+int64(plan.MinGapMillis))
+}
+
+// challenged records that device d was challenged, counting at slot.
+func (p *Provider) challenged(d uint64, slot int64) {
+	p.Challenges.LastAt = slot
 	if d == 0 {
-		p.Challenges.CPULastAt = now
+		p.Challenges.CPULastAt = slot
 		return
 	}
-	p.gpuRecords()[d-1].LastAt = now
+	p.gpuRecords()[d-1].LastAt = slot
 }
 
 // challengeable lists the devices a challenge may be for at now: those
@@ -496,7 +513,7 @@ func issueHardwareChallenges(o *Overlay, info BlockInfo, p Params) ([]Event, err
 		}
 		h.Sum(c.Seed[:0])
 		pr.HWChallenge = c
-		pr.challenged(dev, now)
+		pr.challenged(dev, pr.slotFor(dev, now, plan))
 		setProvider(o, pr)
 		o.Set(hwOpenKey(a), []byte{1})
 		issued++

@@ -43,5 +43,45 @@ func TestRecheckGap(t *testing.T) {
 				t.Errorf("%s: challengeable %d ms after = %v, want %v (gap %d ms, recheck %d ms)", c.name, tc.now-at, got, tc.want, gap, recheck)
 			}
 		}
+		// The recheck borrows from the next gap: it counts at the end of
+		// the gap it came early in, and the challenge after it waits a
+		// whole gap from there.
+		slot := p.slotFor(0, at+c.waitFor, plan)
+		if want := at + gap; slot != want {
+			t.Errorf("%s: a challenge %d ms after counts at %d ms, want %d", c.name, c.waitFor, slot-at, want-at)
+		}
+	}
+}
+
+// TestRecheckKeepsTheHourlyLoad: a device late on every challenge is
+// challenged at most once per gap in the long run, so it spends no more
+// than 60 s an hour on challenges either.
+func TestRecheckKeepsTheHourlyLoad(t *testing.T) {
+	params := DefaultParams()
+	plan, err := challenge.NewPlan(100, params.challengeParams())
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &Provider{}
+	p.Measured.Int8GOPS = 100
+	const start, step = 1_000_000, 1_000 // a block a second
+	n := 0
+	for now := int64(start); now < start+10*3_600_000; now += step {
+		got, err := p.challengeable(now, params)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(got) == 0 {
+			continue
+		}
+		n++
+		p.challenged(0, p.slotFor(0, now, plan))
+		p.setDeviceProof(0, DeviceProof{Proven: true, ProvenGOPS: 10, Recheck: true}) // late, every time
+	}
+	// One a gap (60 s an hour of proving at most), give or take the
+	// first and an early recheck at the end of the window.
+	gaps := 10 * 3_600_000 / int(plan.MinGapMillis)
+	if n > gaps+2 || n < gaps {
+		t.Fatalf("%d challenges in 10 hours, want one a gap (%d) give or take the ends", n, gaps)
 	}
 }
