@@ -261,7 +261,7 @@ func (p *Provider) challenged(d uint64, slot int64) {
 func (p *Provider) challengeable(now int64, params Params) ([]uint64, error) {
 	var ready, unproven []uint64
 	for _, d := range p.claimedDevices() {
-		plan, err := challenge.NewPlan(p.DeviceClaim(d), params.challengeParams())
+		plan, err := challenge.NewPlan(p.DeviceClaim(d), params.HWParams())
 		if err != nil {
 			return nil, fmt.Errorf("challenge plan for %s device %d: %w: %w", p.Address, d, err, ErrInternal)
 		}
@@ -413,7 +413,8 @@ func (p *Provider) ChallengePassRatePPM() uint64 {
 	return p.Challenges.Passed * ppm / n
 }
 
-func (p Params) challengeParams() challenge.Params {
+// HWParams are the challenge protocol's parameters in p.
+func (p Params) HWParams() challenge.Params {
 	return challenge.Params{
 		TargetMillis:    p.HWTargetMillis,
 		SlackPermille:   p.HWSlackPermille,
@@ -493,7 +494,7 @@ func issueHardwareChallenges(o *Overlay, info BlockInfo, p Params) ([]Event, err
 		}
 		dev := devices[draw(info.Seed, "hw-device", d)%uint64(len(devices))]
 		claim := pr.DeviceClaim(dev)
-		plan, err := challenge.NewPlan(claim, p.challengeParams())
+		plan, err := challenge.NewPlan(claim, p.HWParams())
 		if err != nil {
 			return nil, fmt.Errorf("challenge plan for %s device %d: %w: %w", a, dev, err, ErrInternal)
 		}

@@ -296,7 +296,12 @@ func TestRedeclaringDoesNotLaunderAFailure(t *testing.T) {
 	back := gpuInfo(0, 2)
 	back.Inventory.GPUs[0].UUID, back.Inventory.GPUs[0].Serial = "GPU-Y", "SN-Y"
 	update("gpu added back", back)
-	// Only a passed challenge on it restores it.
+	// Only a passed challenge on it restores it. The recheck issued with
+	// the miss is for GPU-A, no longer declared: it runs out (a second
+	// miss, not slashed), and the next challenge is GPU-Y's.
+	if open := provider(t, c, prov1).HWChallenge; open != nil {
+		c.Advance(pastLateWindow(open))
+	}
 	c.Advance(2 * time.Minute) // past the minimum gap
 	c.ApplyBlock(t)
 	_, hc = hwChallengeOf(t, c)

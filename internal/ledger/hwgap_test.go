@@ -11,7 +11,7 @@ import (
 // that passed waits the whole gap.
 func TestRecheckGap(t *testing.T) {
 	params := DefaultParams()
-	plan, err := challenge.NewPlan(100, params.challengeParams())
+	plan, err := challenge.NewPlan(100, params.HWParams())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -58,7 +58,7 @@ func TestRecheckGap(t *testing.T) {
 // than 60 s an hour on challenges either.
 func TestRecheckKeepsTheHourlyLoad(t *testing.T) {
 	params := DefaultParams()
-	plan, err := challenge.NewPlan(100, params.challengeParams())
+	plan, err := challenge.NewPlan(100, params.HWParams())
 	if err != nil {
 		t.Fatal(err)
 	}

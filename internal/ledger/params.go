@@ -299,8 +299,8 @@ var defaultLaterParams = Params{
 	ServiceMaxFailures:       5,
 	ServiceStableSeconds:     600,
 
-	HWLateFactor:      10,  // a commit measures down to about 1/20 of the claim (docs/challenge.md)
-	HWOverclaimFactor: 20,  // beyond what 10× the cores of outside load makes an honest CPU show
+	HWLateFactor:      50,  // a commit measures down to about 1/90 of the claim (docs/challenge.md)
+	HWOverclaimFactor: 100, // beyond what 10× the cores of outside load makes an honest CPU show (BENCHMARKS.md)
 	HWMissLimit:       3,   // three missed challenges in a row
 	HWRecheckPermille: 250, // a slow device is checked again after a quarter of its gap
 }
@@ -360,7 +360,7 @@ func (p Params) Validate() error {
 	if p.ServiceHeartbeatTimeout <= p.ServiceHeartbeatInterval {
 		return fmt.Errorf("params.service_heartbeat_timeout %d must be longer than service_heartbeat_interval %d: a replica would be dropped between two reports", p.ServiceHeartbeatTimeout, p.ServiceHeartbeatInterval)
 	}
-	if err := p.challengeParams().Validate(); err != nil {
+	if err := p.HWParams().Validate(); err != nil {
 		return fmt.Errorf("params.hw_*: %w", err)
 	}
 	return nil
