@@ -405,7 +405,7 @@ func compareCheckpoints(o *Overlay, j *Job, seq uint64, p Params, info BlockInfo
 		var evs []Event
 		var err error
 		if revealed(j) > 0 {
-			evs, err = decide(o, j, p, info)
+			evs, err = decide(o, j, p, info, true)
 		} else {
 			evs, err = openReveal(o, j, p, info)
 		}

@@ -16,6 +16,43 @@ import (
 // reassignJobsOf does the same for the jobs of a provider that went
 // offline.
 
+// How long a job can stay verifying. Every step after a job's first
+// committed result has a deadline, and each missed deadline either ends the
+// job or asks for one more replica, which the job's placement budget
+// bounds: replacements (reassign) and escalations (decide) are asked for
+// only while the job has had fewer than job_max_attempts + max_replicas
+// placements, the audit once, and an escalation replica that could not be
+// added ends the asking (dropReplicas decides for good). So a job never
+// stays verifying for longer than VerifyingBound, and in the case that
+// matters most (every replica committed, one did not reveal, nobody free to
+// check the other) no longer than VerdictWindow after the last commit.
+
+// VerdictWindow is how long a job whose replicas have all committed waits
+// for its verdict when no further replica joins it: the reveal window,
+// then the grant window in which the escalation replica it asks for must
+// be placed, after which it is decided with the replicas it has.
+func VerdictWindow(p Params) uint64 { return p.RevealTimeout + p.JobGrantTimeout }
+
+// replicaRound is the longest one replica added to a committed job (audit,
+// escalation or replacement) takes from the block the job asks for it to
+// the end of the reveal window after its commit: placement and its key
+// (three grant windows: to be placed, to be granted, restarted once by its
+// handover request), its start, its run and the result grace, the reveal.
+func replicaRound(s *JobSpec, p Params) uint64 {
+	return 3*p.JobGrantTimeout + p.JobStartTimeout + s.TimeoutSeconds + p.JobResultGrace + p.RevealTimeout
+}
+
+// VerifyingBound is the most seconds of block time from a job's first
+// committed result to its final state, whatever its providers and its
+// owner do: one round (replicaRound) for the rest of its first placement
+// and one per replica the job may still ask for (its placement budget,
+// plus one that is asked for and never placed). It does not hold for a
+// spot-tier job preempted by a higher tier: that goes back to the queue and
+// starts over.
+func VerifyingBound(s *JobSpec, p Params) uint64 {
+	return (p.JobMaxAttempts + p.MaxReplicas + 2) * replicaRound(s, p)
+}
+
 // expireJobs handles jobs whose current step is overdue at block time now.
 func expireJobs(o *Overlay, now int64, p Params, info BlockInfo) ([]Event, error) {
 	var due []uint64
@@ -40,7 +77,7 @@ func expireJobs(o *Overlay, now int64, p Params, info BlockInfo) ([]Event, error
 		case j.Revealing:
 			// Replicas that did not open their commitment in time do not
 			// vote.
-			evs, err = decide(o, j, p, info)
+			evs, err = decide(o, j, p, info, true)
 		case j.queuedForReplica() && j.committed() > 0:
 			// No provider took the extra replica in time: go on with the
 			// replicas there are.
@@ -157,7 +194,9 @@ func reassign(o *Overlay, j *Job, gone []address.Address, why string, p Params, 
 }
 
 // dropReplicas gives up on extra replicas that did not commit: the job goes
-// on with the replicas that did.
+// on with the replicas that did. When results were revealed already, the
+// dropped replica was an escalation's, and the job is decided for good
+// with the replicas it has (decide, mayEscalate false).
 func dropReplicas(o *Overlay, j *Job, gone []address.Address, why string, p Params, info BlockInfo) ([]Event, error) {
 	for _, g := range gone {
 		if err := releaseProvider(o, g, j.ID, true); err != nil {
@@ -172,7 +211,7 @@ func dropReplicas(o *Overlay, j *Job, gone []address.Address, why string, p Para
 	var evs []Event
 	var err error
 	if revealed(j) > 0 || !j.Spec.Checked() {
-		evs, err = decide(o, j, p, info)
+		evs, err = decide(o, j, p, info, false)
 	} else {
 		evs, err = openReveal(o, j, p, info)
 	}

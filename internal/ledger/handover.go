@@ -14,30 +14,35 @@ import (
 	"github.com/gpunet/gpunet/internal/address"
 )
 
-// Key handover: how an audit (or escalation) replica gets the job key when
-// the owner is offline, without the key ever being readable by anyone else
-// and with objective evidence on chain when it is wrong.
+// Key handover: how a replica placed on a job that already has committed
+// results (an audit, escalation or replacement replica) gets the job key
+// when the owner is offline, without the key ever being readable by anyone
+// else and with objective evidence on chain when it is wrong.
 //
 //  1. At submit the owner's client puts KeyCommitment = JobKeyCommitment(key)
 //     on chain (a hash of the job key; the key has 256 bits of entropy, so
 //     the hash reveals nothing).
-//  2. An extra replica placed on a committed job posts a fresh X25519 public
-//     key for this job only (MsgRequestKeyHandover). The grant deadline
+//  2. A replica placed on a committed job posts a fresh X25519 public key
+//     for this job only (MsgRequestKeyHandover). The grant deadline
 //     restarts: the committed replicas get a full window to answer.
 //  3. A replica that has committed its result (it can no longer change it)
 //     seals the job key to that public key (SealHandover) in
-//     MsgHandOverKey. The ledger records it as the extra replica's grant.
-//  4. The extra replica opens it (OpenHandover) and checks its hash against
+//     MsgHandOverKey: the primary, or any other committed replica, whether
+//     the owner granted it the key or it was handed over to it (an audit
+//     replica hands it on to an escalation replica). The ledger records it
+//     as the new replica's grant.
+//  4. The new replica opens it (OpenHandover) and checks its hash against
 //     KeyCommitment. If it does not match, it sends MsgDisputeKeyHandover
 //     with its per-job private key: the ledger checks that key against the
 //     public key posted in step 2, opens the handover itself, and, when the
 //     content is not the committed key, slashes the replica that sealed it
 //     and fails the job (the owner is refunded in full). A correct handover
 //     makes the dispute fail: the ledger cannot be talked into a penalty.
-//  5. A committed replica that hands over nothing while an extra replica
+//  5. A committed replica that hands over nothing while a new replica
 //     waits with its public key posted is treated like one that withholds
-//     its reveal (penalizeUnrevealed): a primary cannot dodge a drawn audit
-//     by staying silent.
+//     its reveal (penalizeUnrevealed), unless another committed replica
+//     handed it over: a primary cannot dodge a drawn audit, nor a replica
+//     an escalation, by staying silent.
 //
 // The sealing is stdlib only so that the ledger can open it
 // deterministically: X25519 between the sender's ephemeral key and the
@@ -134,24 +139,25 @@ func OpenHandover(sealed []byte, secret Hash, job uint64) ([]byte, error) {
 	return aead.Open(nil, nonce, sealed[32:], binary.BigEndian.AppendUint64(nil, job))
 }
 
-// MsgRequestKeyHandover is an extra replica asking the committed replicas
-// for the job key: PublicKey is an X25519 key it made for this job only.
+// MsgRequestKeyHandover is a replica placed on a committed job (audit,
+// escalation or replacement) asking the committed replicas for the job
+// key: PublicKey is an X25519 key it made for this job only.
 type MsgRequestKeyHandover struct {
 	JobID     uint64 `json:"job_id"`
 	PublicKey Hash   `json:"public_key"`
 }
 
 // MsgHandOverKey is a committed replica sealing the job key
-// (SealHandover) to an extra replica's handover public key.
+// (SealHandover) to a waiting replica's handover public key.
 type MsgHandOverKey struct {
 	JobID    uint64          `json:"job_id"`
 	Provider address.Address `json:"provider"`
 	Sealed   []byte          `json:"sealed"`
 }
 
-// MsgDisputeKeyHandover is an extra replica showing that the key handed
-// over to it is not the one the owner committed to: Secret is its per-job
-// handover private key.
+// MsgDisputeKeyHandover is a replica showing that the key handed over to
+// it is not the one the owner committed to: Secret is its per-job handover
+// private key.
 type MsgDisputeKeyHandover struct {
 	JobID  uint64 `json:"job_id"`
 	Secret Hash   `json:"secret"`
@@ -188,8 +194,8 @@ func (m *MsgHandOverKey) ValidateBasic() error {
 // ValidateBasic implements Msg.
 func (m *MsgDisputeKeyHandover) ValidateBasic() error { return nil }
 
-// waitsForHandover reports whether a is an extra replica that asked for the
-// key and has not got it.
+// waitsForHandover reports whether a is a replica that asked for the key
+// and has not got it.
 func (a *Assignment) waitsForHandover() bool { return a.HandoverKey != nil && a.KeyGrant == nil }
 
 func execRequestKeyHandover(o *Overlay, from address.Address, m *MsgRequestKeyHandover, p Params, info BlockInfo) ([]Event, error) {
@@ -200,8 +206,10 @@ func execRequestKeyHandover(o *Overlay, from address.Address, m *MsgRequestKeyHa
 	switch {
 	case j.KeyCommitment == nil:
 		return nil, fmt.Errorf("job %d has no key commitment: only its owner can grant the key: %w", j.ID, ErrJobState)
-	case !a.Extra || j.committed() == 0:
-		return nil, fmt.Errorf("only an audit or escalation replica of a committed job asks for a handover: %w", ErrJobState)
+	case a.Commitment != nil || a.Result != nil || j.committed() == 0:
+		// A replica of the first placement waits for the owner's grant:
+		// nobody else has the key before someone committed.
+		return nil, fmt.Errorf("only a replica placed on a job with committed results (audit, escalation, replacement) asks for a handover: %w", ErrJobState)
 	case a.KeyGrant != nil || a.HandoverKey != nil:
 		return nil, fmt.Errorf("%s already has, or asked for, job %d's key: %w", from, j.ID, ErrJobState)
 	}
@@ -210,7 +218,7 @@ func execRequestKeyHandover(o *Overlay, from address.Address, m *MsgRequestKeyHa
 	old := j.Deadline
 	// The committed replicas get a whole window to answer.
 	j.Deadline = info.Time.Unix() + int64(p.JobGrantTimeout)
-	j.Reason = "audit: waiting for the job key (from the owner, or handed over by a committed replica)"
+	j.Reason = "waiting for the new replica's job key (from the owner, or handed over by a committed replica)"
 	setJob(o, j, old)
 	return []Event{jobEvent("job_key_handover_requested", j, Attr{"provider", from.String()})}, nil
 }
@@ -262,7 +270,7 @@ func execDisputeKeyHandover(o *Overlay, from address.Address, m *MsgDisputeKeyHa
 	cheat := *a.HandedBy
 	g := j.assignment(cheat)
 	var events []Event
-	amt, err := slash(o, cheat, j.Owner, p, info, fmt.Sprintf("job %d: handed the audit replica a key that is not the job's", j.ID))
+	amt, err := slash(o, cheat, j.Owner, p, info, fmt.Sprintf("job %d: handed a new replica a key that is not the job's", j.ID))
 	if err != nil {
 		return nil, err
 	}
@@ -271,24 +279,26 @@ func execDisputeKeyHandover(o *Overlay, from address.Address, m *MsgDisputeKeyHa
 	}
 	g.Outcome, g.Slashed = OutcomeBadHandover, amt
 	events = append(events, jobEvent("job_replica_slashed", j, Attr{"provider", cheat.String()}, Attr{"amount", strconv.FormatUint(amt, 10)}, Attr{"why", OutcomeBadHandover}))
-	// The auditor held its slot for nothing: paid as an ungranted one is.
+	// The new replica held its slot for nothing: paid as an ungranted one
+	// is.
 	if err := chargeHold(o, j, a, p, info.Time.Unix()); err != nil {
 		return nil, err
 	}
 	j.State = JobFailed
-	j.Reason = fmt.Sprintf("the audit could not run: %s handed the audit replica a key that is not the job's (slashed %dusync); refunded", cheat, amt)
+	j.Reason = fmt.Sprintf("the new replica could not run: %s handed it a key that is not the job's (slashed %dusync); refunded", cheat, amt)
 	evs, err := finishJob(o, j, info)
 	return append(events, evs...), err
 }
 
-// failWithheldHandover settles a job whose extra replica posted its handover
-// key and got the job key from nobody by the deadline: the owner did not
+// failWithheldHandover settles a job whose new replica (audit, escalation
+// or replacement) posted its handover key and got the job key from nobody
+// by the deadline: the owner did not
 // grant it, and no committed replica handed it over. Every committed
 // replica could have (handover.go), so each is treated as one that
 // withholds its reveal: slashed, unpaid, counted invalid. Otherwise a
 // primary with a wrong result would stay silent whenever an audit is drawn
-// and keep its unverified pay. The extra replicas are paid for the slot
-// they held; the job fails and the owner gets the rest back.
+// and keep its unverified pay. The replicas without the key are paid for
+// the slot they held; the job fails and the owner gets the rest back.
 func failWithheldHandover(o *Overlay, j *Job, p Params, info BlockInfo) ([]Event, error) {
 	var events []Event
 	withheld := 0
@@ -302,7 +312,7 @@ func failWithheldHandover(o *Overlay, j *Job, p Params, info BlockInfo) ([]Event
 		case a.Commitment != nil:
 			withheld++
 			a.Outcome = OutcomeWithheldKey
-			amt, err := slash(o, a.Provider, j.Owner, p, info, fmt.Sprintf("job %d: did not hand the job key to the audit replica", j.ID))
+			amt, err := slash(o, a.Provider, j.Owner, p, info, fmt.Sprintf("job %d: did not hand the job key to the replica that waited for it", j.ID))
 			if err != nil {
 				return nil, err
 			}
@@ -313,9 +323,9 @@ func failWithheldHandover(o *Overlay, j *Job, p Params, info BlockInfo) ([]Event
 			events = append(events, jobEvent("job_replica_slashed", j, Attr{"provider", a.Provider.String()}, Attr{"amount", strconv.FormatUint(amt, 10)}, Attr{"why", OutcomeWithheldKey}))
 		}
 	}
-	j.AuditDropped = "neither the owner nor a committed replica gave the audit replica the job key in time"
+	j.AuditDropped = "neither the owner nor a committed replica gave the new replica the job key in time"
 	j.State = JobFailed
-	j.Reason = fmt.Sprintf("the audit could not run: %s; %d committed replica(s) slashed for withholding the key; refunded", j.AuditDropped, withheld)
+	j.Reason = fmt.Sprintf("the new replica could not run: %s; %d committed replica(s) slashed for withholding the key; refunded", j.AuditDropped, withheld)
 	evs, err := finishJob(o, j, info)
 	return append(events, evs...), err
 }

@@ -646,7 +646,10 @@ func place(o *Overlay, j *Job, p Params, info BlockInfo) ([]Event, error) {
 	j.Attempts++
 	if j.committed() > 0 {
 		j.State = JobVerifying
-		j.Reason = "extra replica placed; waiting for the owner to grant it the job key"
+		j.Reason = "extra replica placed; waiting for its job key (from the owner, or handed over by a committed replica)"
+		if j.KeyCommitment == nil {
+			j.Reason = "extra replica placed; waiting for the owner to grant it the job key"
+		}
 	} else {
 		j.State = JobAssigned
 		j.Reason = "placed; waiting for the owner to grant the job key"

@@ -32,8 +32,14 @@ import (
 //  4. verdict: a result that more than half of the committed replicas
 //     revealed wins. With one replica (spot, not audited) it is accepted
 //     unverified. Without a majority the job gets one more replica, up to
-//     params.max_replicas, and goes back to 1; at that many it fails, the
-//     owner is refunded in full and nobody is slashed.
+//     params.max_replicas, and goes back to 1; at that many, or when that
+//     replica could not be added (no provider took it in time, or it did
+//     not commit and could not be replaced: dropReplicas), it fails, the
+//     owner is refunded in full and nobody who revealed is paid or
+//     slashed. The same holds for a lone result whose only check went
+//     silent: a committed replica that does not reveal never makes another
+//     replica's result count, or a provider would gain by killing (or
+//     being) the replica that checks it.
 //
 // Winners are paid their metered time at their agreed price: the replicas
 // the owner planned for (1 for spot, 2 for full) from the job's escrow,
@@ -124,7 +130,7 @@ func validateResult(r *JobResult) error {
 // afterCommits runs when every wanted replica has committed.
 func afterCommits(o *Overlay, j *Job, p Params, info BlockInfo) ([]Event, error) {
 	if !j.Spec.Checked() {
-		return decide(o, j, p, info)
+		return decide(o, j, p, info, true)
 	}
 	if j.Spec.Verification == VerifySpot && !j.AuditDrawn && len(j.Assignments) > 0 {
 		j.AuditDrawn = true
@@ -208,7 +214,7 @@ func execRevealResult(o *Overlay, from address.Address, m *MsgRevealResult, p Pa
 		setJob(o, j, old)
 		return events, nil
 	}
-	evs, err := decide(o, j, p, info)
+	evs, err := decide(o, j, p, info, true)
 	return append(events, evs...), err
 }
 
@@ -224,8 +230,13 @@ func voteKey(r *JobResult) string {
 
 // decide ends the vote among the committed replicas: the majority is paid
 // and delivered, the minority slashed; without a majority the job gets
-// another replica or fails.
-func decide(o *Overlay, j *Job, p Params, info BlockInfo) ([]Event, error) {
+// another replica or fails. mayEscalate is false when the job has just
+// lost the replica an escalation asked for (dropReplicas): asking again
+// with the same replicas would decide the same way at every deadline, and
+// the job would stay verifying for as long as no provider is free. Every
+// escalation is also a placement, so the job's placement budget
+// (job_max_attempts + max_replicas, as for replacements) bounds them.
+func decide(o *Overlay, j *Job, p Params, info BlockInfo, mayEscalate bool) ([]Event, error) {
 	var votes []vote
 	for i := range j.Assignments {
 		r := j.Assignments[i].Result
@@ -254,7 +265,7 @@ func decide(o *Overlay, j *Job, p Params, info BlockInfo) ([]Event, error) {
 	checked := j.Spec.Checked()
 	var events []Event
 	if win == nil {
-		if checked && uint64(n) < p.MaxReplicas && len(votes) > 0 {
+		if checked && mayEscalate && uint64(n) < p.MaxReplicas && j.Attempts < p.JobMaxAttempts+p.MaxReplicas && len(votes) > 0 {
 			// Escalate: one more replica; the revealed results stand.
 			old := j.Deadline
 			j.Replicas = uint64(n) + 1
@@ -266,9 +277,14 @@ func decide(o *Overlay, j *Job, p Params, info BlockInfo) ([]Event, error) {
 			setJob(o, j, old)
 			return []Event{jobEvent("job_escalated", j, Attr{"replicas", strconv.Itoa(n + 1)})}, nil
 		}
-		// No majority at the cap (or nobody revealed): the job fails, the
-		// owner gets everything back, nobody who revealed is slashed; a
-		// replica that withheld its result is (penalizeUnrevealed).
+		// No majority, and no replica can be added (the cap, the
+		// placement budget, or the one asked for was dropped), or nobody
+		// revealed: the job fails, the owner gets everything back, nobody
+		// who revealed is paid or slashed; a replica that withheld its
+		// result is slashed (penalizeUnrevealed). A lone result (every
+		// revealed replica agrees, the others are silent) ends so too:
+		// paying or delivering it would let its provider gain by
+		// silencing the replica that checks it.
 		withheld := 0
 		for i := range j.Assignments {
 			a := &j.Assignments[i]
@@ -285,6 +301,9 @@ func decide(o *Overlay, j *Job, p Params, info BlockInfo) ([]Event, error) {
 		j.Verdict = VerdictNoMajority
 		j.State = JobFailed
 		j.Reason = fmt.Sprintf("no majority among %d replicas (%d distinct results); refunded in full, nobody who revealed slashed", n, len(votes))
+		if len(votes) == 1 {
+			j.Reason = fmt.Sprintf("the one result revealed (by %d of %d replicas) is not a majority and no further replica could check it; refunded in full, nobody who revealed paid or slashed", len(votes[0].members), n)
+		}
 		if withheld > 0 {
 			j.Reason += fmt.Sprintf("; %d that did not reveal slashed", withheld)
 		}

@@ -84,7 +84,7 @@ func (a *Agent) syncJobs(ctx context.Context) error {
 			a.runs.mu.Unlock()
 			continue
 		}
-		if as != nil && !j.Done() && a.needsHandover(j, as) {
+		if as != nil && !j.Done() && needsHandover(j, as) {
 			a.handOverAsync(ctx, j, as)
 		}
 		if as == nil || as.Result != nil || as.Commitment != nil || as.KeyGrant == nil || j.Done() {
@@ -607,21 +607,25 @@ func (c *cappedBuffer) Bytes() []byte {
 	return bytes.Clone(c.buf.Bytes())
 }
 
-// Key handover (ledger handover.go): an audit replica of a job whose owner
-// committed to its key asks the committed replicas for the key with a
-// per-job X25519 key; a committed replica seals the key to it; the auditor
-// checks what it got against the owner's commitment and disputes a wrong
-// one on chain. So an audit runs while the owner is offline, and the key
-// reaches no one but the assigned providers.
+// Key handover (ledger handover.go): a replica placed on a job that has
+// committed results (an audit, escalation or replacement replica), whose
+// owner committed to its key, asks the committed replicas for the key with
+// a per-job X25519 key; a committed replica seals the key to it, whether
+// the owner granted it that key or another replica handed it over; the new
+// replica checks what it got against the owner's commitment and disputes a
+// wrong one on chain. So audits, escalations and replacements run while
+// the owner is offline, and the key reaches no one but the assigned
+// providers.
 
 // needsHandover reports whether this provider has a handover step to take
-// for j: ask for the key (an extra replica without it), or hand it over
-// (a committed replica, while an extra replica waits for it).
-func (a *Agent) needsHandover(j *ledger.Job, as *ledger.Assignment) bool {
+// for j: ask for the key (a replica without it on a job with committed
+// results), or hand it over (a committed replica, while another waits for
+// it).
+func needsHandover(j *ledger.Job, as *ledger.Assignment) bool {
 	if j.KeyCommitment == nil {
 		return false
 	}
-	if as.Extra && as.KeyGrant == nil && as.HandoverKey == nil {
+	if as.KeyGrant == nil && as.HandoverKey == nil && as.Commitment == nil {
 		for _, o := range j.Assignments {
 			if o.Commitment != nil {
 				return true
@@ -629,7 +633,7 @@ func (a *Agent) needsHandover(j *ledger.Job, as *ledger.Assignment) bool {
 		}
 		return false
 	}
-	if as.Commitment == nil || as.KeyGrant == nil || as.HandedBy != nil {
+	if as.Commitment == nil || as.KeyGrant == nil {
 		return false
 	}
 	for _, o := range j.Assignments {
@@ -674,10 +678,12 @@ func (a *Agent) handOver(ctx context.Context, j *ledger.Job, as *ledger.Assignme
 		return err
 	}
 	// Committed: the result can no longer change, so handing the key on
-	// gains this provider nothing over the audit.
-	key, err := seal.UnwrapKey(as.KeyGrant, a.o.Key.Identity())
+	// gains this provider nothing over the check. The key is the owner's
+	// grant or, for a replica placed after a commit, a handover: jobKey
+	// opens either.
+	key, err := a.jobKey(ctx, j, as)
 	if err != nil {
-		return fmt.Errorf("unwrap the job key: %w", err)
+		return err
 	}
 	for _, o := range j.Assignments {
 		if o.HandoverKey == nil || o.KeyGrant != nil {
@@ -692,7 +698,7 @@ func (a *Agent) handOver(ctx context.Context, j *ledger.Job, as *ledger.Assignme
 		if _, err := a.o.Chain.SendMsg(ctx, a.o.Key, 0, &ledger.MsgHandOverKey{JobID: j.ID, Provider: o.Provider, Sealed: sealed}); err != nil {
 			return err
 		}
-		a.log.Info("job key handed over to the audit replica", "job", j.ID, "to", o.Provider)
+		a.log.Info("job key handed over to a new replica", "job", j.ID, "to", o.Provider)
 	}
 	return nil
 }
