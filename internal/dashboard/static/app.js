@@ -158,7 +158,14 @@
     'evict_replica'];
   const BLOCK_EVENTS = ['job_replica_slashed', 'hw_challenge_failed', 'job_submitted', 'job_assigned', 'job_audit', 'job_escalated',
     'job_succeeded', 'job_failed', 'job_cancelled', 'liveness_missed', 'provider_registered', 'provider_status', 'hw_challenge',
-    'service_deployed', 'service_replica_ended', 'service_budget_low', 'service_stopped'];
+    'hw_challenge_late', 'hw_challenge_missed', 'service_deployed', 'service_replica_ended', 'service_budget_low', 'service_stopped'];
+
+  // hwSummary says how hardware challenges ruled on a provider: only
+  // failed ones were slashed; a late proof measured the device.
+  function hwSummary(c) {
+    return (c.passed || 0) + ' challenge(s) passed, ' + (c.late || 0) + ' late (measured, not slashed), ' +
+      (c.missed || 0) + ' missed' + (c.misses_in_a_row ? ' (' + c.misses_in_a_row + ' in a row)' : '') + ', ' + (c.failed || 0) + ' failed (slashed)';
+  }
 
   // ---------------------------------------------------------------- charts
 
@@ -517,6 +524,7 @@
             h('dt', {}, 'Reputation'), h('dd', {}, fmtNum(r.reputation / 1e6, 3)),
             h('dt', {}, 'Results'), h('dd', {}, r.validated + ' validated, ' + r.invalid + ' outvoted, ' + r.unrevealed + ' not revealed'),
             h('dt', {}, 'Uptime'), h('dd', {}, fmtPct(p.uptime) + ' (' + r.answered + ' challenges answered, ' + r.missed + ' missed, ' + r.missed_in_a_row + ' in a row)'),
+            h('dt', {}, 'Hardware'), h('dd', {id: 'provider-hardware'}, hwSummary(r.challenges || {})),
             h('dt', {}, 'Open challenge'), h('dd', {}, p.challenge ? 'issued at block ' + p.challenge.height + ', due by ' + p.challenge.deadline : 'none'),
             h('dt', {}, 'Registered'), h('dd', {}, 'block ' + r.registered_height + ', updated at ' + r.updated_height),
             h('dt', {}, 'Account'), h('dd', {}, addrLink(addr))))),
