@@ -21,6 +21,8 @@ type devnetFlags struct {
 	reset     bool
 	blockTime time.Duration
 	hwTarget  time.Duration
+	// hwOn is --hw-challenges: false gives a new chain none.
+	hwOn      bool
 	api       string
 	nprov     int
 	faulty    int
@@ -81,7 +83,8 @@ checkpoint, and checkpoints may be taken every second.`,
 	}
 	c.Flags().BoolVar(&df.reset, "reset", false, "start a new chain in --home: deletes the old chain and the devnet's own keys (listing what it deletes), keeps the keys you added")
 	c.Flags().DurationVar(&df.blockTime, "block-time", 0, "pause after each block (default 1s; kept in the home)")
-	c.Flags().DurationVar(&df.hwTarget, "hw-challenge-time", 0, "a new chain's hardware challenges take this long at the claimed throughput (default 10s), with three blocks' allowance for getting the commit on chain (default 12s); shorter ones come more often, at most one per device every 75 times this")
+	c.Flags().DurationVar(&df.hwTarget, "hw-challenge-time", 0, "a new chain's hardware challenges take this long at the claimed throughput (default 10s), with three blocks' allowance for getting the commit on chain (default 6s); shorter ones come more often, at most one per device every 75 times this")
+	c.Flags().BoolVar(&df.hwOn, "hw-challenges", true, "give a new chain's providers hardware challenges (params.hw_rate_ppm); --hw-challenges=false: none, so that nothing on the chain depends on how busy this machine is (for tests)")
 	c.Flags().StringVar(&df.api, "api", "", "API listen address host:port, kept in the home (default: the home's, a free loopback port at first)")
 	c.Flags().IntVar(&df.nprov, "providers", 3, "in-process providers to run (keys provider-1 … provider-N)")
 	c.Flags().StringVar(&df.logLevel, "log-level", "warn", "what the node and providers log: debug, info, warn or error")
@@ -98,6 +101,9 @@ checkpoint, and checkpoints may be taken every second.`,
 func (e *env) runDevnet(ctx context.Context, df *devnetFlags) error {
 	if df.faulty < 0 || df.faulty > df.nprov {
 		return usageError{fmt.Errorf("--faulty %d: want 0 to --providers (%d)", df.faulty, df.nprov)}
+	}
+	if !df.hwOn && df.hwTarget != 0 {
+		return usageError{fmt.Errorf("--hw-challenge-time %s with --hw-challenges=false: a chain without hardware challenges has no challenge time (drop one of them)", df.hwTarget)}
 	}
 	var level slog.Level
 	if err := level.UnmarshalText([]byte(df.logLevel)); err != nil {
@@ -121,7 +127,7 @@ func (e *env) runDevnet(ctx context.Context, df *devnetFlags) error {
 			e.printReset(reset)
 		}
 	}
-	created, err := devnet.Setup(e.home, devnet.Options{Reset: df.reset, BlockTime: df.blockTime, HWTarget: df.hwTarget})
+	created, err := devnet.Setup(e.home, devnet.Options{Reset: df.reset, BlockTime: df.blockTime, HWTarget: df.hwTarget, NoHWChallenges: !df.hwOn})
 	if err != nil {
 		return err
 	}

@@ -162,10 +162,19 @@ func quoteCmd(e *env) *cobra.Command {
 				return err
 			}
 			names := e.names()
-			return e.print(q, func(w io.Writer) {
+			out := quoteView{Quote: q}
+			if q.Code != "" {
+				// It would wait: name the providers passed over for their
+				// stake, and how to fix each.
+				if out.UnderStaked, out.underStakedCount, err = underStaked(cmd.Context(), cl, names); err != nil {
+					return err
+				}
+			}
+			return e.print(out, func(w io.Writer) {
 				fmt.Fprintf(w, "%d provider(s) can run %q now\n", q.Matching, s.Name)
 				if q.Reason != "" {
 					fmt.Fprintf(w, "it would wait: %s\n", q.Reason)
+					printStakeFixes(w, out.UnderStaked, out.underStakedCount, names)
 				} else {
 					fmt.Fprintf(w, "price: %s/h per replica (%d replica(s)); at most %s if it runs its full %s\n",
 						formatSync(q.PricePerHour), q.Replicas, formatSync(q.MaxCost), time.Duration(s.Timeout))
@@ -181,6 +190,14 @@ func quoteCmd(e *env) *cobra.Command {
 			})
 		},
 	}
+}
+
+// quoteView is a quote as quote shows it: the ledger's, and the providers
+// under-staked when the job would wait.
+type quoteView struct {
+	*ledger.Quote
+	UnderStaked      []stakeFix `json:"under_staked,omitempty"`
+	underStakedCount int
 }
 
 func jobCmd(e *env) *cobra.Command {
@@ -306,6 +323,10 @@ func waitsForKey(j *ledger.Job) bool {
 type jobView struct {
 	*ledger.Job
 	Progress *jobProgress `json:"progress,omitempty"`
+	// UnderStaked are the providers passed over for their stake while
+	// the job waits for one.
+	UnderStaked      []stakeFix `json:"under_staked,omitempty"`
+	underStakedCount int
 }
 
 // jobProgress is a running job's time and cost so far, by the latest
@@ -394,7 +415,17 @@ func jobStatusCmd(e *env) *cobra.Command {
 				v.Progress = progressOf(j, st.LatestBlockTime.Unix())
 			}
 			names := e.names()
-			return e.print(v, func(w io.Writer) { printJob(w, j, v.Progress, names) })
+			if j.WaitCode != "" && !j.Done() {
+				// It waits for a provider: name those passed over for
+				// their stake, and how to fix each.
+				if v.UnderStaked, v.underStakedCount, err = underStaked(cmd.Context(), cl, names); err != nil {
+					return err
+				}
+			}
+			return e.print(v, func(w io.Writer) {
+				printJob(w, j, v.Progress, names)
+				printStakeFixes(w, v.UnderStaked, v.underStakedCount, names)
+			})
 		},
 	}
 	ownerFlag(status, &from)

@@ -23,6 +23,7 @@ func initCmd(e *env) *cobra.Command {
 		blockTime  time.Duration
 		accounts   []string
 		treasury   string
+		hwOn       bool
 		vals       validatorInitFlags
 		sync       syncInitFlags
 	)
@@ -44,7 +45,17 @@ full node of that network instead: its chain id, genesis (checked against
 trust for it) and peers come from that node, with new keys; when the
 network serves state snapshots, the node restores the latest at its first
 start (state sync) rather than replaying the chain. Run it with
-'gpunet node --home DIR'.`,
+'gpunet node --home DIR'.
+
+Before it writes anything, init --join verifies the header state sync will
+trust with CometBFT's light client, from the genesis (its first block must
+be signed by the genesis's validators) or from a header you pin with
+--trust-height and --trust-hash, and checks it against the CometBFT RPC of
+the join node and of other nodes (those it names, and --witness URL): it
+refuses, naming the server, when one of them serves another chain. Unless
+you pin a header, one RPC server besides the join node's must answer, so
+the new machine needs to reach the CometBFT RPC (port 26657 by default) of
+two nodes.`,
 		Args: exactArgs(),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if sync.join != "" {
@@ -68,6 +79,9 @@ start (state sync) rather than replaying the chain. Run it with
 			opts := validator.InitOptions{ChainID: chainID, Validators: validators, Genesis: g, BlockTime: blockTime}
 			if err := vals.apply(e, &opts); err != nil {
 				return err
+			}
+			if !hwOn {
+				opts.Genesis.Params.HWRatePPM = 0 // over --genesis-params
 			}
 			if err := sync.apply(&opts); err != nil {
 				return err
@@ -93,6 +107,7 @@ start (state sync) rather than replaying the chain. Run it with
 	c.Flags().DurationVar(&blockTime, "block-time", time.Second, "pause after each block")
 	c.Flags().StringArrayVar(&accounts, "account", nil, "genesis allocation ADDR=AMOUNT or KEYNAME=AMOUNT (repeatable)")
 	c.Flags().StringVar(&treasury, "treasury", "", "the treasury's genesis balance (it pays spot audits), e.g. 100000SYNC")
+	c.Flags().BoolVar(&hwOn, "hw-challenges", true, "give providers hardware challenges (params.hw_rate_ppm); --hw-challenges=false: none, whatever --genesis-params says, so that nothing on the chain depends on how busy its machines are (for tests)")
 	vals.register(c)
 	sync.register(c)
 	return c

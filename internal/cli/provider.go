@@ -19,6 +19,7 @@ import (
 	"github.com/gpunet/gpunet/internal/address"
 	"github.com/gpunet/gpunet/internal/apiwire"
 	"github.com/gpunet/gpunet/internal/devnet"
+	"github.com/gpunet/gpunet/internal/egress"
 	"github.com/gpunet/gpunet/internal/ledger"
 	"github.com/gpunet/gpunet/internal/metricsserver"
 	"github.com/gpunet/gpunet/internal/provider"
@@ -87,6 +88,7 @@ type providerFlags struct {
 	faultFake           bool
 	faultOverclaim      float64
 	allowNet            bool
+	allowFetch          []string
 	metricsAddr         string
 	checkpointGrace     time.Duration
 }
@@ -112,7 +114,14 @@ is installed and can start a trial container; the agent logs what it
 enforces for containers here (memory, CPU and process limits, seccomp,
 rootfs, user, network, GPUs) and every fallback, or why it offers no
 containers. Images are cached under HOME/provider/oci/images; registry
-credentials come from Docker's config ($DOCKER_CONFIG or ~/.docker).`,
+credentials come from Docker's config ($DOCKER_CONFIG or ~/.docker).
+
+Jobs' URL inputs are fetched from public addresses only: never from this
+machine's loopback, private or link-local networks (the cloud's metadata
+service), multicast, carrier-grade NAT or its own addresses, checked on the
+address dialled, redirects included. --allow-fetch-network NET lets them
+come from NET too (e.g. a data mirror on 10.0.0.0/8); any job's owner can
+then learn whether a URL in NET serves the content they pin.`,
 		Args: exactArgs(),
 		RunE: func(cmd *cobra.Command, _ []string) error { return e.runProvider(cmd.Context(), &pf) },
 	}
@@ -125,6 +134,7 @@ credentials come from Docker's config ($DOCKER_CONFIG or ~/.docker).`,
 	f.Uint64Var(&pf.maxJobs, "max-jobs", 4, "jobs run at once")
 	f.DurationVar(&pf.bench, "bench-time", 2*time.Second, "time spent measuring the machine at start")
 	f.BoolVar(&pf.allowNet, "allow-network", false, "let container jobs that ask for it (network: true) use this machine's network")
+	f.StringArrayVar(&pf.allowFetch, "allow-fetch-network", nil, "let jobs' URL inputs be fetched from this network although it is not public (loopback, private, link-local, this machine's own addresses), e.g. 10.0.0.0/8; repeatable")
 	f.Float64Var(&pf.faultWrong, "fault-wrong-outputs", 0, "FAULT INJECTION for tests and demos: commit a wrong result on this fraction of jobs (0 to 1)")
 	f.BoolVar(&pf.faultSkip, "fault-skip-challenges", false, "FAULT INJECTION for tests and demos: ignore hardware challenges")
 	f.BoolVar(&pf.faultFake, "fault-fake-challenges", false, "FAULT INJECTION for tests and demos: answer hardware challenges with a proof of a product never computed")
@@ -165,6 +175,9 @@ func (e *env) runProvider(ctx context.Context, pf *providerFlags) error {
 		Key: key, Region: pf.region, Stake: stakeAmt, MaxJobs: pf.maxJobs,
 		Executors: pf.executors, BenchBudget: pf.bench, AllowNetwork: pf.allowNet, Logger: logger,
 		Prices: providerPrices(all, byClass), CheckpointGrace: pf.checkpointGrace,
+	}
+	if o.AllowFetchNetworks, err = egress.ParseNetworks(pf.allowFetch); err != nil {
+		return usageError{fmt.Errorf("--allow-fetch-network %w", err)}
 	}
 	if pf.checkpointGrace <= 0 || pf.checkpointGrace > 10*time.Minute {
 		return usageError{fmt.Errorf("--checkpoint-grace %s: want more than 0 and at most 10m", pf.checkpointGrace)}
@@ -234,11 +247,18 @@ func providerStatusCmd(e *env) *cobra.Command {
 				Agent provider.Status       `json:"agent"`
 				Chain *apiwire.ProviderBody `json:"chain"`
 				Error string                `json:"chain_error,omitempty"`
+				// UnderStaked is set when the provider is online with
+				// less than the minimum stake: what it lacks, and the
+				// command that fixes it.
+				UnderStaked *stakeFix `json:"under_staked,omitempty"`
 			}{Agent: st}
+			names := e.names()
 			if a, err := address.Parse(st.Address); err == nil {
 				if cl, err := e.client(); err != nil {
 					out.Error = err.Error()
 				} else if out.Chain, err = cl.Provider(cmd.Context(), a); err != nil {
+					out.Error = err.Error()
+				} else if out.UnderStaked, err = stakeFixOf(cmd.Context(), cl, out.Chain, names); err != nil {
 					out.Error = err.Error()
 				}
 			}
@@ -249,6 +269,9 @@ func providerStatusCmd(e *env) *cobra.Command {
 					return
 				}
 				printProvider(w, out.Chain)
+				if out.UnderStaked != nil {
+					printStakeFix(w, out.UnderStaked, names)
+				}
 			})
 		},
 	}

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"bytes"
+	"crypto/ed25519"
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
@@ -31,14 +32,31 @@ func validatorCmd(e *env) *cobra.Command {
 node's consensus key. Voting power follows the bond; the largest bonds, up to
 params.max_validators, form the set. A validator that misses too many blocks
 is jailed and slashed a little ('validator unjail' after params.jail_blocks);
-one that signs twice at a height is slashed more and removed for good.`,
+one that signs twice at a height is slashed more and removed for good.
+
+Bonding a key needs the key's proof of possession (pop): its signature over
+the chain id and the operator's address, so that no one can bond another
+node's key. 'validator create' makes it from --home's consensus key
+(config/priv_validator_key.json); for an operator key kept off the node,
+'validator pop' makes it on the node and 'validator create --pubkey --pop'
+sends it from where the operator key is. A consensus key serves one
+validator for good.`,
 	}
 	var from string
-	var stake, moniker, pubkey string
+	var stake, moniker, pubkey, pop string
 	create := &cobra.Command{
-		Use:   "create --from KEY --stake AMOUNT [--moniker NAME] [--pubkey KEY]",
-		Short: "Bond AMOUNT of KEY's balance for the consensus key of --home's node (or --pubkey)",
-		Args:  exactArgs(),
+		Use:   "create --from KEY --stake AMOUNT [--moniker NAME] [--pubkey KEY --pop POP]",
+		Short: "Bond AMOUNT of KEY's balance for the consensus key of --home's node (or --pubkey, with its --pop)",
+		Long: `Bond AMOUNT of KEY's balance for a consensus key, KEY operating the validator.
+
+Without --pubkey: the key of the node in --home (config/priv_validator_key.json),
+which also signs the proof of possession for KEY's address and the chain id
+of --node.
+
+With --pubkey (the operator key kept off the node): --pop is the proof that
+'gpunet validator pop --operator ADDR' printed on the node whose key it is.
+It is checked here before anything is sent.`,
+		Args: exactArgs(),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if stake == "" {
 				return usageError{fmt.Errorf("--stake is required (at least params.min_validator_stake, 10sync by default)")}
@@ -47,18 +65,19 @@ one that signs twice at a height is slashed more and removed for good.`,
 			if err != nil {
 				return usageError{fmt.Errorf("--stake %q: %w", stake, err)}
 			}
-			pub, err := consensusKey(e.home, pubkey)
+			msg, name, err := e.createValidatorMsg(cmd, from, pubkey, pop)
 			if err != nil {
 				return err
 			}
-			res, _, err := e.signAndSend(cmd, from, 0, &ledger.MsgCreateValidator{PubKey: pub, Stake: ledger.Amount(amt), Moniker: moniker})
+			msg.Stake, msg.Moniker = ledger.Amount(amt), moniker
+			res, _, err := e.signAndSend(cmd, name, 0, msg)
 			if err != nil {
 				return err
 			}
 			out := struct {
 				*apiwire.TxResult
 				Validator ledger.ConsAddress `json:"validator"`
-			}{res, ledger.ConsAddressOf(pub)}
+			}{res, ledger.ConsAddressOf(msg.PubKey)}
 			return e.print(out, func(w io.Writer) {
 				fmt.Fprintf(w, "validator %s bonded %s\n", out.Validator, formatAmount(amt))
 				printTxResult(w, res)
@@ -67,7 +86,8 @@ one that signs twice at a height is slashed more and removed for good.`,
 	}
 	create.Flags().StringVar(&stake, "stake", "", "the stake to bond, e.g. 100sync")
 	create.Flags().StringVar(&moniker, "moniker", "", "a name for the validator")
-	create.Flags().StringVar(&pubkey, "pubkey", "", "the ed25519 consensus public key (hex or base64; default: --home's config/priv_validator_key.json)")
+	create.Flags().StringVar(&pubkey, "pubkey", "", "the ed25519 consensus public key (hex or base64; default: --home's config/priv_validator_key.json); needs --pop")
+	create.Flags().StringVar(&pop, "pop", "", "with --pubkey: the key's proof of possession for --from's address on this chain, as 'gpunet validator pop' prints it (hex or base64)")
 	unjail := &cobra.Command{
 		Use:   "unjail --from KEY",
 		Short: "Bring KEY's jailed validator back once its jail time is over",
@@ -104,22 +124,124 @@ one that signs twice at a height is slashed more and removed for good.`,
 		sub.Flags().StringVar(&from, "from", "", "the operator's key (default: the only key in the keyring)")
 		c.AddCommand(sub)
 	}
+	c.AddCommand(validatorPoPCmd(e))
 	return c
 }
 
-// consensusKey returns the key given with --pubkey (hex or base64), or
-// else home's consensus key.
-func consensusKey(home, given string) ([]byte, error) {
-	if given == "" {
-		return validator.ConsensusPubKey(home)
+// createValidatorMsg returns the create_validator the flags call for, its
+// stake and moniker left to set, and the name of the operator's key: for
+// --home's consensus key with a proof of possession signed here for the
+// operator and --node's chain, or for --pubkey with the --pop given, which
+// it checks first.
+func (e *env) createValidatorMsg(cmd *cobra.Command, from, pubkey, pop string) (*ledger.MsgCreateValidator, string, error) {
+	var msg ledger.MsgCreateValidator
+	var err error
+	if pubkey != "" {
+		if msg.PubKey, err = decodeFixed("--pubkey", pubkey, ed25519.PublicKeySize, "an ed25519 public key"); err != nil {
+			return nil, "", err
+		}
 	}
-	if b, err := hex.DecodeString(given); err == nil && len(b) == 32 {
+	switch {
+	case pubkey != "" && pop == "":
+		return nil, "", usageError{fmt.Errorf("--pubkey needs --pop, the key's proof of possession for the operator: run `gpunet validator pop --operator ADDR` on the node whose key it is (its --home) and pass the pop it prints")}
+	case pubkey == "" && pop != "":
+		return nil, "", usageError{fmt.Errorf("--pop goes with --pubkey; without --pubkey the pop is signed here with --home's consensus key")}
+	case pop != "":
+		if msg.PoP, err = decodeFixed("--pop", pop, ed25519.SignatureSize, "a proof of possession (an ed25519 signature)"); err != nil {
+			return nil, "", err
+		}
+	}
+	name, err := e.signer(from)
+	if err != nil {
+		return nil, "", err
+	}
+	kr, err := e.keyring()
+	if err != nil {
+		return nil, "", err
+	}
+	key, err := kr.Lookup(name) // the address needs no passphrase
+	if err != nil {
+		return nil, "", err
+	}
+	cl, err := e.client()
+	if err != nil {
+		return nil, "", err
+	}
+	st, err := cl.Status(cmd.Context())
+	if err != nil {
+		return nil, "", err
+	}
+	if pubkey == "" {
+		msg.PubKey, msg.PoP, err = validator.ConsensusPoP(e.home, st.ChainID, key.Address)
+		return &msg, name, err
+	}
+	if !ledger.VerifyValidatorPoP(msg.PubKey, msg.PoP, st.ChainID, key.Address) {
+		return nil, "", usageError{fmt.Errorf("--pop is not the proof of possession of --pubkey %X for operator %s (--from %s) on chain %q: it was made for another operator or chain, or by another key; on the node whose key it is, run `gpunet validator pop --operator %s --chain-id %s`", msg.PubKey, key.Address, name, st.ChainID, key.Address, st.ChainID)}
+	}
+	return &msg, name, nil
+}
+
+// validatorPoPCmd is `gpunet validator pop`: on the node, the proof of
+// possession an operator elsewhere sends with `validator create --pubkey`.
+func validatorPoPCmd(e *env) *cobra.Command {
+	var operator, chainID string
+	c := &cobra.Command{
+		Use:   "pop --operator ADDR [--chain-id ID]",
+		Short: "Print the proof of possession of --home's consensus key for an operator, for `validator create --pubkey --pop`",
+		Long: `Sign, with the consensus key of the node in --home
+(config/priv_validator_key.json), the proof that the account --operator may
+bond stake for it on chain --chain-id (default: --home's chain), and print the
+public key and the proof. Run it where the consensus key is; the operator key
+need not be there. The proof is good for that operator on that chain only.`,
+		Args: exactArgs(),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if operator == "" {
+				return usageError{fmt.Errorf("--operator is required: the address (gpu1…) of the account that will send validator create")}
+			}
+			op, err := e.resolveAddress(operator)
+			if err != nil {
+				return err
+			}
+			if chainID == "" {
+				cfg, err := validator.LoadConfig(e.home)
+				if err != nil {
+					return usageError{fmt.Errorf("no --chain-id, and --home has no node config to take it from: %w", err)}
+				}
+				chainID = cfg.ChainID
+			}
+			pub, pop, err := validator.ConsensusPoP(e.home, chainID, op)
+			if err != nil {
+				return err
+			}
+			out := struct {
+				PubKey    string             `json:"pub_key"`
+				PoP       string             `json:"pop"`
+				Validator ledger.ConsAddress `json:"validator"`
+				Operator  address.Address    `json:"operator"`
+				ChainID   string             `json:"chain_id"`
+			}{hex.EncodeToString(pub), hex.EncodeToString(pop), ledger.ConsAddressOf(pub), op, chainID}
+			return e.print(out, func(w io.Writer) {
+				fmt.Fprintf(w, "consensus key %s (validator %s)\n", out.PubKey, out.Validator)
+				fmt.Fprintf(w, "pop           %s\n", out.PoP)
+				fmt.Fprintf(w, "for operator %s on chain %s; where the operator's key is, run:\n", op, chainID)
+				fmt.Fprintf(w, "  gpunet validator create --from KEY --stake AMOUNT --pubkey %s --pop %s\n", out.PubKey, out.PoP)
+			})
+		},
+	}
+	c.Flags().StringVar(&operator, "operator", "", "the operator's address (or the name of a key in --home's keyring)")
+	c.Flags().StringVar(&chainID, "chain-id", "", "the chain the validator is for (default: --home's chain_id)")
+	return c
+}
+
+// decodeFixed decodes a flag's value of n bytes given in hex or base64.
+func decodeFixed(flag, given string, n int, what string) ([]byte, error) {
+	if b, err := hex.DecodeString(given); err == nil && len(b) == n {
 		return b, nil
 	}
-	if b, err := base64.StdEncoding.DecodeString(given); err == nil && len(b) == 32 {
+	if b, err := base64.StdEncoding.DecodeString(given); err == nil && len(b) == n {
 		return b, nil
 	}
-	return nil, usageError{fmt.Errorf("--pubkey %q is not an ed25519 public key: want 64 hex digits or 44 characters of base64 (32 bytes)", given)}
+	return nil, usageError{fmt.Errorf("%s %q is not %s: want %d hex digits or %d characters of base64 (%d bytes)", flag, given, what, 2*n, base64.StdEncoding.EncodedLen(n), n)}
 }
 
 // queryValidatorsCmd is `gpunet query validators`.

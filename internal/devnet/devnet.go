@@ -40,6 +40,10 @@ type Options struct {
 	// shorter challenges come more often (one per device per 75 × HWTarget
 	// at most), which a demo of them wants.
 	HWTarget time.Duration
+	// NoHWChallenges gives a new chain's genesis no hardware challenges
+	// (params.hw_rate_ppm 0), for tests whose subject they are not: a
+	// challenge's deadline depends on how busy the machine is.
+	NoHWChallenges bool
 }
 
 // Setup makes home a devnet home if it is not one yet (or when Reset is
@@ -112,10 +116,13 @@ func Setup(home string, o Options) (created bool, err error) {
 	g.Treasury = DevBalance // pays the audits of spot jobs
 	if o.HWTarget > 0 {
 		// Short challenges for a demo, and an allowance of three of the
-		// devnet's blocks (not the default's two 6-s blocks), so that the
+		// devnet's blocks (not the default's one 6-s block), so that the
 		// deadline still tells an overclaim from an honest claim.
 		g.Params.HWTargetMillis = uint64(o.HWTarget.Milliseconds())
 		g.Params.HWAllowanceMillis = uint64(3 * max(o.BlockTime, time.Second).Milliseconds())
+	}
+	if o.NoHWChallenges {
+		g.Params.HWRatePPM = 0
 	}
 	for _, name := range DevKeys {
 		k, err := kr.Get(name)

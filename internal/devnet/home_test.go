@@ -1,6 +1,7 @@
 package devnet
 
 import (
+	"encoding/json"
 	"net"
 	"os"
 	"path/filepath"
@@ -10,6 +11,7 @@ import (
 	"time"
 
 	"github.com/gpunet/gpunet/internal/keys"
+	"github.com/gpunet/gpunet/internal/ledger"
 	"github.com/gpunet/gpunet/internal/validator"
 )
 
@@ -126,5 +128,44 @@ func TestResetKeepsUserKeys(t *testing.T) {
 	}
 	if id, _ := ExampleRan(home); id != 0 {
 		t.Errorf("the new chain remembers example job %d", id)
+	}
+}
+
+// TestSetupHardwareChallenges: a new chain's genesis has the default
+// hardware challenges, short ones with HWTarget, and none with
+// NoHWChallenges (what the e2e tests use unless challenges are their
+// subject).
+func TestSetupHardwareChallenges(t *testing.T) {
+	def := ledger.DefaultParams()
+	for _, tc := range []struct {
+		name                  string
+		o                     Options
+		rate, target, allowed uint64
+	}{
+		{"default", Options{}, def.HWRatePPM, def.HWTargetMillis, def.HWAllowanceMillis},
+		{"short", Options{HWTarget: 2 * time.Second, BlockTime: 200 * time.Millisecond}, def.HWRatePPM, 2000, 3000},
+		{"none", Options{NoHWChallenges: true}, 0, def.HWTargetMillis, def.HWAllowanceMillis},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			home := t.TempDir()
+			if _, err := Setup(home, tc.o); err != nil {
+				t.Fatal(err)
+			}
+			b, err := os.ReadFile(filepath.Join(home, "config", "genesis.json"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var doc struct {
+				AppState ledger.Genesis `json:"app_state"`
+			}
+			if err := json.Unmarshal(b, &doc); err != nil {
+				t.Fatal(err)
+			}
+			p := doc.AppState.Params
+			if p.HWRatePPM != tc.rate || p.HWTargetMillis != tc.target || p.HWAllowanceMillis != tc.allowed {
+				t.Errorf("genesis hw_rate_ppm %d, hw_target_millis %d, hw_allowance_millis %d; want %d, %d, %d",
+					p.HWRatePPM, p.HWTargetMillis, p.HWAllowanceMillis, tc.rate, tc.target, tc.allowed)
+			}
+		})
 	}
 }

@@ -3,6 +3,8 @@ package jobspec
 import (
 	"fmt"
 	"math"
+	"net/netip"
+	"net/url"
 	"path"
 	"regexp"
 	"slices"
@@ -10,6 +12,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/gpunet/gpunet/internal/egress"
 	"github.com/gpunet/gpunet/internal/ledger"
 )
 
@@ -270,7 +273,33 @@ func (v *validator) urlInput(field string, in Input) {
 			msg = msg[i+len(".from "):]
 		}
 		v.errorf(field+".from", "%s", strings.TrimSuffix(msg, ": "+ledger.ErrInvalidMsg.Error()))
+	} else if msg := urlHostProblem(in.From); msg != "" {
+		v.errorf(field+".from", "%s", msg)
 	}
+}
+
+// urlHostProblem says why no provider would fetch from the URL s because
+// of its host, which is an address that is not public (loopback, private,
+// link-local, …), or "" when its host is a name or a public address.
+// Providers check again the address they dial, after resolving the name
+// and on every redirect (package egress): this only refuses early what is
+// sure to fail, with a clear error instead of a job handed back.
+func urlHostProblem(s string) string {
+	u, err := url.Parse(s)
+	if err != nil {
+		return ""
+	}
+	host := u.Hostname()
+	ip, err := netip.ParseAddr(host)
+	switch {
+	case err == nil:
+		if class := egress.Classify(ip); class != "" {
+			return fmt.Sprintf("%s is not a public address (%s): providers fetch URL inputs from public addresses only, never from their own networks", host, class)
+		}
+	case egress.EndsInNumber(host):
+		return fmt.Sprintf("host %q is read as an IPv4 address in a nonstandard form: write an address as four decimal numbers (e.g. 192.0.2.10) or use a host name", host)
+	}
+	return ""
 }
 
 func (v *validator) outputs() {

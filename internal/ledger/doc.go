@@ -55,6 +55,7 @@
 //   - staking.go: stake, unbonding and slashing.
 //   - validators.go: the validator records and their indexes;
 //     msg_validator.go: create a validator, bond, unbond, unjail;
+//     validator_pop.go: a consensus key's proof of possession;
 //     validatorset.go: each block's votes (downtime jailing), evidence
 //     (double-sign slashing), fee share and the set returned to CometBFT.
 //   - liveness.go: liveness challenges.

@@ -14,6 +14,10 @@ func FuzzDecodeTx(f *testing.F) {
 	f.Add(rawTx(alice, lt.ChainID, 0, 1, `{"to":"x","amount":-1}`))
 	f.Add([]byte{1})
 	f.Add([]byte("garbage"))
+	// create_validator with its proof of possession (issue 27), and without
+	// one, as before it (it still decodes; ValidateBasic refuses it).
+	f.Add(alice.Tx(lt.ChainID, 0, 0, lt.CreateValidator(alice, "node", 10)))
+	f.Add(alice.Tx(lt.ChainID, 0, 0, &ledger.MsgCreateValidator{PubKey: lt.ConsKey("node"), Stake: 10, Moniker: "m"}))
 	// Each service message (issue 16), so that the fuzzer starts from
 	// their shapes.
 	for typ, body := range map[ledger.MsgType]string{

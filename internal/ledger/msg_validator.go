@@ -1,6 +1,7 @@
 package ledger
 
 import (
+	"crypto/ed25519"
 	"encoding/binary"
 	"fmt"
 	"strconv"
@@ -13,11 +14,17 @@ import (
 // operator has at most one validator.
 
 // MsgCreateValidator bonds Stake of the sender's balance for the consensus
-// key PubKey (ed25519, 32 bytes).
+// key PubKey (ed25519, 32 bytes). PoP proves that the key's holder lets the
+// sender do so: the key's signature over ValidatorPoPBytes(chain id,
+// sender) (validator_pop.go).
 type MsgCreateValidator struct {
 	PubKey  []byte `json:"pub_key"`
 	Stake   Amount `json:"stake"`
 	Moniker string `json:"moniker,omitempty"`
+	// PoP is 64 bytes. Added after the other fields, and omitted when
+	// empty, so the body of a create_validator from before it decodes
+	// as it did and is refused for lacking it.
+	PoP []byte `json:"pop,omitempty"`
 }
 
 // MsgUnjail brings the sender's jailed validator back once its jail time
@@ -54,7 +61,33 @@ func (m *MsgCreateValidator) ValidateBasic() error {
 	if err := positive(m.Stake); err != nil {
 		return err
 	}
-	return checkKeyAndMoniker(m.PubKey, m.Moniker)
+	if err := checkKeyAndMoniker(m.PubKey, m.Moniker); err != nil {
+		return err
+	}
+	return checkPoPLen(m.PoP)
+}
+
+// checkPoPLen checks that a proof of possession is there and has the
+// length of a signature; whether it verifies needs the chain id.
+func checkPoPLen(pop []byte) error {
+	switch {
+	case len(pop) == 0:
+		return invalid("pop is missing: a validator needs its consensus key's proof of possession, a signature over the chain id and the operator (`gpunet validator create` makes it from the node's priv_validator_key.json; with --pubkey, `gpunet validator pop` makes it where the key is)")
+	case len(pop) != ed25519.SignatureSize:
+		return invalid("pop has %d bytes, want %d (an ed25519 signature by the consensus key)", len(pop), ed25519.SignatureSize)
+	}
+	return nil
+}
+
+// checkPoP checks that pop proves operator may bond for pub on chainID.
+func checkPoP(pub, pop []byte, chainID string, operator address.Address) error {
+	if err := checkPoPLen(pop); err != nil {
+		return err
+	}
+	if !VerifyValidatorPoP(pub, pop, chainID, operator) {
+		return fmt.Errorf("pop does not verify: it is not a signature by consensus key %X over chain %q and operator %s (a pop made for another chain or operator, or by another key, is refused): %w", pub, chainID, operator, ErrBadSignature)
+	}
+	return nil
 }
 
 // ValidateBasic implements Msg.
@@ -71,6 +104,11 @@ var errStaticValidators = fmt.Errorf("this chain's validator set is fixed at gen
 func execCreateValidator(o *Overlay, from address.Address, m *MsgCreateValidator, p Params, info BlockInfo) ([]Event, error) {
 	if !ManagesValidators(o) {
 		return nil, errStaticValidators
+	}
+	// The proof first: a message for a key its sender does not hold is
+	// refused as such, whatever else is wrong with it.
+	if err := checkPoP(m.PubKey, m.PoP, ChainID(o), from); err != nil {
+		return nil, err
 	}
 	v := &Validator{Operator: from, PubKey: m.PubKey, Moniker: m.Moniker, Bond: uint64(m.Stake), CreatedHeight: uint64(info.Height)}
 	if err := checkNewValidator(o, v, p); err != nil {

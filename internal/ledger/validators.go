@@ -353,6 +353,11 @@ type GenesisValidator struct {
 	PubKey   []byte          `json:"pub_key"` // ed25519, 32 bytes (base64 in JSON)
 	Stake    uint64          `json:"stake"`
 	Moniker  string          `json:"moniker,omitempty"`
+	// PoP is the consensus key's proof of possession for Operator on the
+	// chain's id, as create_validator carries it (64 bytes, base64 in
+	// JSON). Required here too: a joiner pins the genesis by hash, which
+	// says who wrote it, not that each listed key's holder agreed.
+	PoP []byte `json:"pop"`
 }
 
 // GenesisValidatorSet returns the validator set that genesis g starts
@@ -379,6 +384,12 @@ func initValidators(o *Overlay, g Genesis) (uint64, error) {
 	var total uint64
 	for i, gv := range g.Validators {
 		v := &Validator{Operator: gv.Operator, PubKey: gv.PubKey, Moniker: gv.Moniker, Bond: gv.Stake}
+		if err := checkValidatorFields(v.Operator, v.PubKey, v.Moniker); err != nil {
+			return 0, fmt.Errorf("validators[%d]: %w", i, err)
+		}
+		if err := checkPoP(gv.PubKey, gv.PoP, ChainID(o), gv.Operator); err != nil {
+			return 0, fmt.Errorf("validators[%d]: %w", i, err)
+		}
 		if err := checkNewValidator(o, v, g.Params); err != nil {
 			return 0, fmt.Errorf("validators[%d]: %w", i, err)
 		}
@@ -403,6 +414,15 @@ func initValidators(o *Overlay, g Genesis) (uint64, error) {
 // checkNewValidator checks what creating v needs: a well-formed key and
 // moniker, an operator with no validator yet, a key no validator uses, and
 // at least the minimum stake.
+//
+// A consensus key is used once for good: its record (val/<consensus
+// address>, the index by key) is never deleted, so a key stays refused
+// when its validator has withdrawn its whole bond, is jailed, or is
+// tombstoned. Its history (missed blocks, slashes, evidence up to
+// params.evidence_max_age_blocks old, a tombstone) belongs to the key: a
+// double signer must not come back as a new validator, and evidence of what
+// the key did must not slash a later operator. Its operator can bond again;
+// anyone else needs a new key.
 func checkNewValidator(kv KV, v *Validator, p Params) error {
 	if err := checkValidatorFields(v.Operator, v.PubKey, v.Moniker); err != nil {
 		return err
@@ -411,8 +431,10 @@ func checkNewValidator(kv KV, v *Validator, p Params) error {
 		return invalid("operator %s already has validator %s (one validator per operator)", v.Operator, c)
 	}
 	c := v.ConsAddress()
-	if kv.Get(validatorKey(c)) != nil {
-		return invalid("consensus key %X (address %s) is already used by another validator", v.PubKey, c)
+	if old, ok, err := GetValidator(kv, c); err != nil {
+		return err
+	} else if ok {
+		return invalid("consensus key %X (address %s) is already used by another validator, operated by %s (a consensus key serves one validator for good, even once tombstoned or unbonded: make a new key)", v.PubKey, c, old.Operator)
 	}
 	if v.Bond < p.MinValidatorStake {
 		return fmt.Errorf("stake %dusync is below params.min_validator_stake %dusync: %w", v.Bond, p.MinValidatorStake, ErrInsufficientStake)
@@ -430,6 +452,9 @@ func checkValidatorFields(operator address.Address, pub []byte, moniker string) 
 func checkKeyAndMoniker(pub []byte, moniker string) error {
 	if len(pub) != 32 {
 		return invalid("consensus public key has %d bytes, want 32 (an ed25519 key, as in priv_validator_key.json)", len(pub))
+	}
+	if smallOrderKey(pub) {
+		return invalid("consensus public key %X is a point of small order, for which anyone can sign: not a key anyone holds", pub)
 	}
 	if len(moniker) > maxMonikerLen {
 		return invalid("moniker has %d bytes, at most %d", len(moniker), maxMonikerLen)

@@ -145,8 +145,12 @@ func TestGenesisValidatorSet(t *testing.T) {
 		edit func(*ledger.Genesis)
 		want string
 	}{
-		{"one key twice", func(g *ledger.Genesis) { g.Validators[1].PubKey = g.Validators[0].PubKey }, "already used"},
-		{"one operator twice", func(g *ledger.Genesis) { g.Validators[1].Operator = g.Validators[0].Operator }, "already has validator"},
+		{"one key twice", func(g *ledger.Genesis) {
+			g.Validators[1].PubKey, g.Validators[1].PoP = g.Validators[0].PubKey, lt.PoP("v1", g.Validators[1].Operator)
+		}, "already used"},
+		{"one operator twice", func(g *ledger.Genesis) {
+			g.Validators[1].Operator, g.Validators[1].PoP = g.Validators[0].Operator, lt.PoP("v2", g.Validators[0].Operator)
+		}, "already has validator"},
 		{"short key", func(g *ledger.Genesis) { g.Validators[0].PubKey = g.Validators[0].PubKey[:31] }, "31 bytes"},
 		{"below minimum", func(g *ledger.Genesis) { g.Validators[2].Stake = g.Params.MinValidatorStake - 1 }, "min_validator_stake"},
 	} {
@@ -173,7 +177,7 @@ func TestValidatorSetSelection(t *testing.T) {
 	}
 	// alice bonds 25 SYNC: she outbids v2, who leaves with power 0.
 	alice := lt.NewKey("alice")
-	r := c.ApplyBlockWith(t, votes(t, c), nil, alice.Tx(lt.ChainID, 0, 0, &ledger.MsgCreateValidator{PubKey: lt.ConsKey("alice"), Stake: 25 * sync, Moniker: "alice"}))
+	r := c.ApplyBlockWith(t, votes(t, c), nil, alice.Tx(lt.ChainID, 0, 0, withMoniker(lt.CreateValidator(alice, "alice", 25*sync), "alice")))
 	if r[0].Err != nil {
 		t.Fatal(r[0].Err)
 	}
@@ -217,7 +221,7 @@ func TestCreateValidatorRefusals(t *testing.T) {
 	g.Params.ValidatorFeeSharePPM = 0 // alice is paid none of her own fees
 	c := lt.NewChain(t, g)
 	alice := lt.NewKey("alice")
-	if r := c.ApplyBlock(t, alice.Tx(lt.ChainID, 0, 1_000, &ledger.MsgCreateValidator{PubKey: lt.ConsKey("alice"), Stake: 10 * sync})); r[0].Err != nil {
+	if r := c.ApplyBlock(t, alice.Tx(lt.ChainID, 0, 1_000, lt.CreateValidator(alice, "alice", 10*sync))); r[0].Err != nil {
 		t.Fatal(r[0].Err)
 	}
 	carol := lt.NewKey("carol")
@@ -229,11 +233,15 @@ func TestCreateValidatorRefusals(t *testing.T) {
 		code error
 		want string
 	}{
-		{"twice", alice, &ledger.MsgCreateValidator{PubKey: lt.ConsKey("alice2"), Stake: 10 * sync}, ledger.ErrInvalidMsg, "already has validator"},
-		{"key in use", carol, &ledger.MsgCreateValidator{PubKey: lt.ConsKey("v1"), Stake: 10 * sync}, ledger.ErrInvalidMsg, "already used by another validator"},
-		{"below minimum", carol, &ledger.MsgCreateValidator{PubKey: lt.ConsKey("carol"), Stake: 10*sync - 1}, ledger.ErrInsufficientStake, "below params.min_validator_stake 10000000usync"},
-		{"short key", carol, &ledger.MsgCreateValidator{PubKey: lt.ConsKey("carol")[:20], Stake: 10 * sync}, ledger.ErrInvalidMsg, "20 bytes, want 32"},
-		{"more than the balance", carol, &ledger.MsgCreateValidator{PubKey: lt.ConsKey("carol"), Stake: 200 * sync}, ledger.ErrInsufficientFunds, "cannot bond"},
+		{"twice", alice, lt.CreateValidator(alice, "alice2", 10*sync), ledger.ErrInvalidMsg, "already has validator"},
+		{"key in use", carol, lt.CreateValidator(carol, "v1", 10*sync), ledger.ErrInvalidMsg, "already used by another validator"},
+		{"below minimum", carol, lt.CreateValidator(carol, "carol", 10*sync-1), ledger.ErrInsufficientStake, "below params.min_validator_stake 10000000usync"},
+		{"short key", carol, func() *ledger.MsgCreateValidator {
+			m := lt.CreateValidator(carol, "carol", 10*sync)
+			m.PubKey = m.PubKey[:20]
+			return m
+		}(), ledger.ErrInvalidMsg, "20 bytes, want 32"},
+		{"more than the balance", carol, lt.CreateValidator(carol, "carol", 200*sync), ledger.ErrInsufficientFunds, "cannot bond"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			acct, _ := ledger.GetAccount(c.KV, tc.key.Addr)
@@ -256,7 +264,7 @@ func TestCreateValidatorRefusals(t *testing.T) {
 	}
 	// A chain whose genesis lists no validators keeps its set fixed.
 	static := lt.NewChain(t, lt.Genesis(1000*sync, "alice"))
-	r := static.ApplyBlock(t, alice.Tx(lt.ChainID, 0, 0, &ledger.MsgCreateValidator{PubKey: lt.ConsKey("alice"), Stake: 10 * sync}))
+	r := static.ApplyBlock(t, alice.Tx(lt.ChainID, 0, 0, lt.CreateValidator(alice, "alice", 10*sync)))
 	if !errors.Is(r[0].Err, ledger.ErrInvalidMsg) || !strings.Contains(r[0].Err.Error(), "fixed at genesis") {
 		t.Fatalf("create_validator on a static chain: %v", r[0].Err)
 	}
@@ -533,7 +541,7 @@ func TestValidatorSupplyProperty(t *testing.T) {
 				var m ledger.Msg
 				switch rng.IntN(5) {
 				case 0:
-					m = &ledger.MsgCreateValidator{PubKey: lt.ConsKey(n), Stake: ledger.Amount(rng.Uint64N(40*sync) + 1)}
+					m = lt.CreateValidator(k, n, rng.Uint64N(40*sync)+1)
 				case 1:
 					m = &ledger.MsgValidatorBond{Amount: ledger.Amount(rng.Uint64N(20*sync) + 1)}
 				case 2:

@@ -1,9 +1,11 @@
 // Package provider is the provider agent: it detects and measures the
 // machine, registers it on the ledger (updating the registration when
-// anything changes), keeps its stake at the target, answers liveness
-// challenges, reconnects when its node goes away, and marks itself offline
-// when stopped. It runs the jobs the ledger assigns to it (jobs.go) and
-// the replicas of services placed on it (service.go) in its executors.
+// anything changes), keeps its stake at the target (topping it up after a
+// slash: stake.go), answers liveness and hardware challenges (pausing its
+// own jobs while it proves on the CPU: proofpause.go), reconnects when its
+// node goes away, and marks itself offline when stopped. It runs the jobs
+// the ledger assigns to it (jobs.go) and the replicas of services placed
+// on it (service.go) in its executors.
 package provider
 
 import (
@@ -14,6 +16,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -39,6 +42,7 @@ import (
 type Chain interface {
 	Provider(ctx context.Context, a address.Address) (*apiwire.ProviderBody, error)
 	Params(ctx context.Context) (*ledger.Params, error)
+	Balance(ctx context.Context, a address.Address) (*apiwire.BalanceBody, error)
 	SendMsg(ctx context.Context, key chainclient.Signer, fee uint64, msg ledger.Msg) (*apiwire.TxResult, error)
 	SubmitMsg(ctx context.Context, key chainclient.Signer, fee uint64, msg ledger.Msg) (*apiwire.TxResult, error)
 	ProviderJobs(ctx context.Context, provider address.Address) (*apiwire.JobList, error)
@@ -94,6 +98,10 @@ type Options struct {
 	// AllowNetwork declares that oci jobs asking for network access may
 	// have it; the oci executor must be made with the same setting.
 	AllowNetwork bool
+	// AllowFetchNetworks are networks jobs' URL inputs may be fetched
+	// from although they are not public (loopback, private, link-local,
+	// this host's own addresses: refused by default; datafetch.go).
+	AllowFetchNetworks []netip.Prefix
 	// Metrics, when set, counts the agent's executor runs, blob traffic
 	// and challenges.
 	Metrics *Metrics
@@ -196,6 +204,10 @@ type Agent struct {
 	services ServiceChain
 	ckpts    ckptRegistry // runs that checkpoint (checkpoint.go)
 	svcs     services     // service replicas (service.go)
+	// pausers are the executors that pause their jobs while the agent
+	// proves a challenge on the CPU (proofpause.go).
+	pausers []sandbox.Pauser
+	stake   stakeKeeper // stake.go
 }
 
 // New returns an agent; Run starts it.
@@ -212,9 +224,11 @@ func New(o Options) *Agent {
 	if o.MaxJobs == 0 {
 		o.MaxJobs = 4
 	}
-	// The chain as given runs services if it can; instrument wraps it in a
-	// Chain that only counts, which would hide that.
+	// The chain as given runs services if it can, and the executors as
+	// given pause if they can; instrument wraps them in ones that only
+	// count, which would hide that.
 	services, _ := o.Chain.(ServiceChain)
+	pausers := pausersOf(o.Sandboxes)
 	if o.Metrics != nil {
 		o.Metrics.instrument(o.Key.Name, &o)
 	}
@@ -223,7 +237,7 @@ func New(o Options) *Agent {
 		// agent uploads to the provider's account.
 		o.Blobs.Signer = o.Key
 	}
-	a := &Agent{o: o, log: o.Logger.With("provider", o.Key.Name), clk: clock.Or(o.Clock), services: services}
+	a := &Agent{o: o, log: o.Logger.With("provider", o.Key.Name), clk: clock.Or(o.Clock), services: services, pausers: pausers}
 	a.runs.byID = map[uint64]context.CancelFunc{}
 	a.runs.revealing = map[uint64]bool{}
 	a.st = Status{Name: o.Key.Name, Address: o.Key.Address.String()}
@@ -492,17 +506,7 @@ func (a *Agent) connect(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	target := a.o.Stake
-	if target == 0 {
-		target = p.RequiredStake
-	}
-	if p.Record.Stake < target {
-		need := target - p.Record.Stake
-		a.log.Info("staking", "amount_usync", need, "target_usync", target)
-		if _, err := a.o.Chain.SendMsg(ctx, a.o.Key, 0, &ledger.MsgStake{Amount: ledger.Amount(need)}); err != nil {
-			return fmt.Errorf("stake %dusync: %w", need, err)
-		}
-	}
+	a.keepStake(ctx, p, a.stakeTarget(p), true) // stake.go
 	return a.refresh(ctx)
 }
 
@@ -549,6 +553,9 @@ func (a *Agent) refresh(ctx context.Context) error {
 		a.log.Debug("answered liveness challenge", "height", c.Height)
 	}
 	a.answerHardwareChallenge(ctx, r)
+	// After a slash the stake may be under the minimum: top it up, or say
+	// what is missing (stake.go).
+	a.keepStake(ctx, p, p.RequiredStake, false)
 	if err := a.syncJobs(ctx); err != nil {
 		return err
 	}

@@ -98,7 +98,9 @@ func (a *Agent) answerHardwareChallenge(ctx context.Context, r *ledger.Provider)
 		go func() {
 			defer h.inflight.Done()
 			defer cancel()
-			cm, err := pr.Commit(ctx, c.Challenge())
+			// On the CPU the proof pauses this provider's own jobs while
+			// it computes (proofpause.go).
+			cm, err := a.proveSharing(ctx, log, c, func() (prove.Commitment, error) { return pr.Commit(ctx, c.Challenge()) })
 			if err == nil {
 				_, err = a.o.Chain.SendMsg(ctx, a.o.Key, 0, &ledger.MsgChallengeCommit{Root: cm.Root()})
 			}

@@ -15,8 +15,10 @@ import (
 // TestHardwareChallenges runs two real agents against a chain that
 // challenges every provider: the honest one computes its GEMM with the
 // CPU prover, commits in time and opens correctly; the one that declares
-// 200 times what it measured cannot finish by the deadline, is slashed, and
-// its effective throughput drops below its claim.
+// 50 times what it measured cannot finish by the deadline, goes on
+// computing and commits late: a correct late proof measures the device
+// (docs/challenge.md, "Rulings"), so it is not slashed, but what it
+// showed replaces its claim and its reputation falls.
 func TestHardwareChallenges(t *testing.T) {
 	n := startNetworkWith(t, func(p *ledger.Params) {
 		p.HWRatePPM = 1_000_000
@@ -30,7 +32,10 @@ func TestHardwareChallenges(t *testing.T) {
 	h, _ := runAgentWith(t, n, "honest", cpu, "eu", 36_000, func(o *provider.Options) {
 		o.Figures = &hwinfo.Figures{Device: "cpu", Int8TOPS: 0.002, MemBandwidthGBs: 20}
 	})
-	l, _ := runAgentFaulty(t, n, "liar", cpu, "eu", 36_000, &provider.Faults{OverclaimFactor: 200})
+	// The liar claims 1 TOPS: its 200-Gop product takes it about 10 s (on
+	// time only at over 60 GOPS on one core), past the 3.25-s deadline and
+	// well within the late window.
+	l, _ := runAgentFaulty(t, n, "liar", cpu, "eu", 36_000, &provider.Faults{OverclaimFactor: 50})
 	record := func(a *provider.Agent) *ledger.Provider {
 		p, err := n.cl.Provider(t.Context(), a.Status().Key())
 		if err != nil {
@@ -38,16 +43,16 @@ func TestHardwareChallenges(t *testing.T) {
 		}
 		return p.Record
 	}
-	waitFor(t, "a hardware challenge passed and one failed", func() bool {
+	waitForWithin(t, 3*time.Minute, "a hardware challenge passed and one ruled late", func() bool {
 		hp, lp := record(h), record(l)
-		return hp != nil && lp != nil && hp.Challenges.Passed >= 1 && lp.Challenges.Failed >= 1
+		return hp != nil && lp != nil && hp.Challenges.Passed >= 1 && lp.Challenges.Late+lp.Challenges.Missed >= 1
 	})
 	hp, lp := record(h), record(l)
 	if hp.Slashed != 0 || hp.Challenges.Failed != 0 || hp.EffectiveGOPS() != hp.Measured.Int8GOPS {
 		t.Errorf("honest provider: slashed %d, record %+v, effective %d of %d", hp.Slashed, hp.Challenges, hp.EffectiveGOPS(), hp.Measured.Int8GOPS)
 	}
-	if lp.Slashed == 0 || !strings.Contains(lp.Challenges.LastFailure, "deadline") || lp.EffectiveGOPS() >= lp.Measured.Int8GOPS {
-		t.Errorf("overclaiming provider: slashed %d, record %+v, effective %d of claimed %d", lp.Slashed, lp.Challenges, lp.EffectiveGOPS(), lp.Measured.Int8GOPS)
+	if lp.Slashed != 0 || lp.Challenges.Failed != 0 || lp.EffectiveGOPS() >= lp.Measured.Int8GOPS/10 {
+		t.Errorf("overclaiming provider: slashed %d, record %+v, effective %d of claimed %d; want not slashed for being slow, counted at what it showed", lp.Slashed, lp.Challenges, lp.EffectiveGOPS(), lp.Measured.Int8GOPS)
 	}
 	if lp.Reputation >= hp.Reputation {
 		t.Errorf("reputation: liar %d, honest %d", lp.Reputation, hp.Reputation)
@@ -102,15 +107,18 @@ func TestGPUHardwareChallenges(t *testing.T) {
 // TestSkippedAndFakedChallenges runs the two cheats besides overclaiming
 // (issue 19) against a real node: a provider that ignores its hardware
 // challenges, and one that answers at once with a proof of a product it
-// never computed (a Merkle tree of zeros, opened consistently). Each is
-// slashed for its own failure: the first for no commit by the deadline,
-// the second for a wrong opening, which only the chain's recomputation of
-// the opened entries can see; the honest provider beside them is not.
+// never computed (a Merkle tree of zeros, opened consistently). The faker
+// is slashed at once for a wrong opening, which only the chain's
+// recomputation of the opened entries can see. A missed challenge is a
+// liveness failure (docs/challenge.md, "Rulings"): the skipper's device
+// counts nothing and its first misses cost it no stake. The honest
+// provider beside them loses nothing.
 func TestSkippedAndFakedChallenges(t *testing.T) {
 	n := startNetworkWith(t, func(p *ledger.Params) {
 		p.HWRatePPM = 1_000_000
 		p.HWTargetMillis = 200
 		p.HWAllowanceMillis = 3_000
+		p.HWLateFactor = 2 // a commit counts up to 6.5 s: the skipper's miss is ruled soon
 	}, "honest", "skipper", "faker")
 	cpu := nvmlsim.Lib(nvmlsim.GPU{}, 0)
 	h, _ := runAgent(t, n, "honest", cpu, "eu", 36_000)
@@ -123,22 +131,23 @@ func TestSkippedAndFakedChallenges(t *testing.T) {
 		}
 		return p.Record
 	}
-	waitFor(t, "the skipper and the faker each failed a challenge", func() bool {
+	waitForWithin(t, time.Minute, "the skipper's miss and the faker's failure ruled", func() bool {
 		sp, fp := record(s), record(f)
-		return sp != nil && fp != nil && sp.Challenges.Failed >= 1 && fp.Challenges.Failed >= 1
+		return sp != nil && fp != nil && sp.Challenges.Missed >= 1 && fp.Challenges.Failed >= 1
 	})
-	for _, c := range []struct {
-		name string
-		a    *provider.Agent
-		why  string
-	}{
-		{"skipper", s, "no commit by the deadline"},
-		{"faker", f, "wrong opening"},
-	} {
-		r := record(c.a)
-		if r.Slashed == 0 || r.Challenges.Passed != 0 || !strings.Contains(r.Challenges.LastFailure, c.why) {
-			t.Errorf("%s: slashed %d, record %+v; want slashed, no pass, last failure %q", c.name, r.Slashed, r.Challenges, c.why)
-		}
+	if r := record(f); r.Slashed == 0 || r.Challenges.Passed != 0 || !strings.Contains(r.Challenges.LastFailure, "wrong opening") {
+		t.Errorf("faker: slashed %d, record %+v; want slashed for a wrong opening", r.Slashed, r.Challenges)
+	}
+	params, err := n.cl.Params(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := record(s)
+	if r.Challenges.Passed != 0 || r.EffectiveGOPS() != 0 {
+		t.Errorf("skipper: record %+v, effective %d; want its device counting nothing", r.Challenges, r.EffectiveGOPS())
+	}
+	if misses := r.Challenges.Missed + r.Challenges.Failed; r.Slashed != 0 && misses < params.HWMissLimit {
+		t.Errorf("skipper: slashed %d after %d misses; want no slash before %d in a row", r.Slashed, misses, params.HWMissLimit)
 	}
 	if hp := record(h); hp == nil || hp.Slashed != 0 || hp.Challenges.Failed != 0 {
 		t.Errorf("honest provider: %+v", hp)

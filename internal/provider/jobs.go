@@ -413,7 +413,7 @@ func (a *Agent) execute(ctx context.Context, j *ledger.Job, started bool) (*ledg
 		}
 	}
 	for _, in := range s.URLInputs {
-		if err := fetchURLInput(ctx, urlClient, in, root, int64(min(limits.DiskBytes, math.MaxInt64))); err != nil {
+		if err := fetchURLInput(ctx, a.urlClient(), in, root, int64(min(limits.DiskBytes, math.MaxInt64))); err != nil {
 			return nil, err
 		}
 	}

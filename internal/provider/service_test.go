@@ -51,6 +51,10 @@ func (c *svcChain) Provider(ctx context.Context, a address.Address) (*apiwire.Pr
 	return &apiwire.ProviderBody{Record: &ledger.Provider{Address: a, ProviderInfo: c.info, Online: true, Stake: 1 << 40}}, nil
 }
 
+func (c *svcChain) Balance(ctx context.Context, a address.Address) (*apiwire.BalanceBody, error) {
+	return &apiwire.BalanceBody{Address: a.String()}, nil
+}
+
 func (c *svcChain) Params(ctx context.Context) (*ledger.Params, error) {
 	return &ledger.Params{ServiceHeartbeatInterval: 2}, nil
 }

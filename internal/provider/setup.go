@@ -53,10 +53,11 @@ func NewInHome(home string, chain *chainclient.Client, sb *SandboxSet, o Options
 		o.Sandboxes, o.SandboxNotes = sb.Executors, sb.Notes
 	}
 	if o.Relay == nil {
-		// One relay session, with one of the nodes the agent talks to.
+		// One relay session, with one of the nodes the agent talks to,
+		// signed for that node's URL and the chain (relaylink.go).
 		nodes, key, logger := chain.Bases(), o.Key.PrivateKey(), o.Logger
 		o.Relay = func(dial ReplicaDialer) RelayLink {
-			return relay.NewAgent(relay.AgentOptions{Nodes: nodes, Key: key, Dial: dial, Log: logger})
+			return &relayLink{status: chain, o: relay.AgentOptions{Nodes: nodes, Key: key, Dial: dial, Log: logger}}
 		}
 	}
 	return New(o)

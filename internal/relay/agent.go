@@ -3,14 +3,15 @@ package relay
 import (
 	"context"
 	"crypto/ed25519"
+	"crypto/tls"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -25,9 +26,12 @@ const AgentPath = "/v1/relay/agent"
 
 // AgentOptions configure an Agent.
 type AgentOptions struct {
-	// Nodes are API base URLs; the agent holds a session with one at a
-	// time, trying them in turn, and reconnects with a backoff of 1 s
-	// doubling to 30 s.
+	// Nodes are the advertised API URLs of the nodes the agent may hold
+	// its session with (NodeURL's form); it holds one at a time, trying
+	// them in turn, and reconnects with a backoff of 1 s doubling to
+	// 30 s. A URL is the node's identity in the handshake: the agent
+	// signs for the URL it dials and no other, and a node accepts only
+	// its own advertised URL.
 	Nodes []string
 	// Key is the provider's key: it signs the handshake.
 	Key ed25519.PrivateKey
@@ -37,8 +41,8 @@ type AgentOptions struct {
 	// or not ready.
 	Dial func(ctx context.Context, service, port uint64) (net.Conn, error)
 	Log  *slog.Logger
-	// ChainID is the nodes' chain, signed into the handshake; empty: the
-	// agent learns it from the node's first refusal.
+	// ChainID is the chain the agent works on, signed into every
+	// handshake; required. The agent never takes a chain from a node.
 	ChainID string
 	// KeepAlive: the agent pings a node it has heard nothing from for
 	// this long and drops one silent for twice as long; default 4 s.
@@ -56,6 +60,7 @@ type Agent struct {
 	o     AgentOptions
 	log   *slog.Logger
 	addr  address.Address
+	http  *http.Client // for nonces
 	mu    sync.Mutex
 	relay string
 }
@@ -71,7 +76,13 @@ func NewAgent(o AgentOptions) *Agent {
 	if o.IdleTimeout <= 0 {
 		o.IdleTimeout = DefaultIdleTimeout
 	}
-	a := &Agent{o: o, log: o.Log}
+	a := &Agent{o: o, log: o.Log, http: &http.Client{
+		Timeout: DefaultHandshakeTimeout,
+		// One request per handshake, to the URL configured: never a
+		// redirect elsewhere, no proxy (the upgrade uses none either).
+		Transport:     &http.Transport{DisableKeepAlives: true, TLSClientConfig: &tls.Config{MinVersion: tls.VersionTLS12}},
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+	}}
 	if a.log == nil {
 		a.log = slog.New(slog.DiscardHandler)
 	}
@@ -82,7 +93,8 @@ func NewAgent(o AgentOptions) *Agent {
 }
 
 // Relay is the advertised API URL of the node the agent holds its session
-// with ("" when it holds none): what the provider's heartbeats report.
+// with ("" when it holds none): the URL it is configured with, which the
+// node accepted as its own; what the provider's heartbeats report.
 func (a *Agent) Relay() string {
 	a.mu.Lock()
 	defer a.mu.Unlock()
@@ -111,9 +123,20 @@ func (a *Agent) Run(ctx context.Context) error {
 	if len(a.o.Key) != ed25519.PrivateKeySize || a.o.Dial == nil {
 		return errors.New("relay agent: Key and Dial are required")
 	}
+	if err := checkChainID(a.o.ChainID); err != nil {
+		return fmt.Errorf("relay agent: %w", err)
+	}
+	nodes := make([]string, len(a.o.Nodes))
+	for i, n := range a.o.Nodes {
+		u, err := NodeURL(n)
+		if err != nil {
+			return fmt.Errorf("relay agent: %w", err)
+		}
+		nodes[i] = u
+	}
 	backoff := minBackoff
 	for i := 0; ; {
-		node := a.o.Nodes[i%len(a.o.Nodes)]
+		node := nodes[i%len(nodes)]
 		served, err := a.session(ctx, node)
 		a.setRelay("")
 		if ctx.Err() != nil {
@@ -141,7 +164,7 @@ func (a *Agent) Run(ctx context.Context) error {
 // session connects to node and serves its streams until the session ends;
 // served reports whether it was established.
 func (a *Agent) session(ctx context.Context, node string) (served bool, err error) {
-	conn, relay, err := a.connect(ctx, node)
+	conn, err := a.connect(ctx, node)
 	if err != nil {
 		return false, err
 	}
@@ -155,8 +178,8 @@ func (a *Agent) session(ctx context.Context, node string) (served bool, err erro
 	go watchdog(mux, ac, a.o.KeepAlive)
 	stop := context.AfterFunc(ctx, func() { mux.Close() })
 	defer stop()
-	a.setRelay(relay)
-	a.log.Info("relay: connected", "node", node, "relay", relay)
+	a.setRelay(node)
+	a.log.Info("relay: connected", "node", node)
 	sem := make(chan struct{}, a.o.MaxStreams)
 	for {
 		st, err := mux.AcceptStream()
@@ -179,38 +202,56 @@ func (a *Agent) session(ctx context.Context, node string) (served bool, err erro
 	}
 }
 
-// connect signs and sends the handshake; a node that refuses a signature
-// made for another of its URLs or another chain says which it is, and the
-// agent signs again once for those.
-func (a *Agent) connect(ctx context.Context, node string) (net.Conn, string, error) {
-	chain, self := a.o.ChainID, node
-	for try := 0; ; try++ {
-		t := time.Now().Unix()
-		pub := a.o.Key.Public().(ed25519.PublicKey)
-		hdr := http.Header{
-			HeaderProvider:  {a.addr.String()},
-			HeaderPubkey:    {hex.EncodeToString(pub)},
-			HeaderTime:      {strconv.FormatInt(t, 10)},
-			HeaderSignature: {hex.EncodeToString(ed25519.Sign(a.o.Key, AgentSignBytes(chain, self, t)))},
-		}
-		conn, resp, err := dialUpgrade(ctx, normURL(node)+AgentPath, ProtoAgent, hdr, DefaultHandshakeTimeout)
-		if err == nil {
-			relay := resp.Header.Get(HeaderRelay)
-			if relay == "" {
-				relay = node
-			}
-			return conn, relay, nil
-		}
-		var ue *UpgradeError
-		if try == 0 && errors.As(err, &ue) && ue.Status == http.StatusForbidden && resp != nil {
-			nSelf, nChain := resp.Header.Get(HeaderRelay), resp.Header.Get(HeaderChain)
-			if (nSelf != "" && normURL(nSelf) != normURL(self)) || nChain != chain {
-				self, chain = nSelf, nChain
-				continue
-			}
-		}
-		return nil, "", err
+// connect opens a session with the node at node (NodeURL's form): it
+// gets a nonce from that node, signs the handshake for that URL, its own
+// chain and the nonce, and upgrades. It signs nothing else: whatever a node
+// answers (the identity in its nonce answer, a refusal) is never signed
+// for, so no node can have it sign a handshake good at another.
+func (a *Agent) connect(ctx context.Context, node string) (net.Conn, error) {
+	nonce, err := a.nonce(ctx, node)
+	if err != nil {
+		return nil, err
 	}
+	pub := a.o.Key.Public().(ed25519.PublicKey)
+	hdr := http.Header{
+		HeaderProvider:  {a.addr.String()},
+		HeaderPubkey:    {hex.EncodeToString(pub)},
+		HeaderNonce:     {hex.EncodeToString(nonce)},
+		HeaderSignature: {hex.EncodeToString(ed25519.Sign(a.o.Key, AgentSignBytes(a.o.ChainID, node, nonce)))},
+	}
+	conn, _, err := dialUpgrade(ctx, node+AgentPath, ProtoAgent, hdr, DefaultHandshakeTimeout)
+	return conn, err
+}
+
+// nonce asks node for the nonce of a handshake. A node that says it is
+// another URL or on another chain gets no signature: the agent's
+// configuration is wrong, or the node is not the one configured.
+func (a *Agent) nonce(ctx context.Context, node string) ([]byte, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, node+NoncePath, nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := a.http.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("handshake nonce: %w", err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, maxNonceAnswer+1))
+	if err != nil {
+		return nil, fmt.Errorf("handshake nonce: %w", err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("handshake nonce: %w", &UpgradeError{Status: resp.StatusCode, Body: strings.TrimSpace(string(body[:min(len(body), MaxLine)]))})
+	}
+	ans, nonce, err := parseNonceAnswer(body)
+	if err != nil {
+		return nil, fmt.Errorf("handshake nonce from %s: %w", node, err)
+	}
+	if normURL(ans.Node) != node || ans.Chain != a.o.ChainID {
+		return nil, fmt.Errorf("the node at %s says it is %.300q on chain %.300q; this agent signs only for %s on chain %s: configure it with the node's advertised API URL (gpunet status shows it), or check that the node is on this chain",
+			node, ans.Node, ans.Chain, node, a.o.ChainID)
+	}
+	return nonce, nil
 }
 
 // serveStream reads a stream's header, dials the replica's port and
@@ -222,11 +263,9 @@ func (a *Agent) serveStream(ctx context.Context, st net.Conn) {
 		st.Close()
 		return
 	}
-	var h header
-	dec := json.NewDecoder(strings.NewReader(line))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&h); err != nil || h.Port == 0 || h.Port > 65535 {
-		refuse(st, "bad stream header")
+	h, err := parseStreamHeader(line)
+	if err != nil {
+		refuse(st, err.Error())
 		return
 	}
 	dctx, cancel := context.WithTimeout(ctx, DefaultHandshakeTimeout)
@@ -261,4 +300,22 @@ func refuse(st net.Conn, reason string) {
 	st.SetWriteDeadline(time.Now().Add(5 * time.Second))
 	st.Write([]byte("ERR " + reason + "\n"))
 	st.Close()
+}
+
+// parseStreamHeader reads a stream's first line, {"service":ID,"port":P},
+// as the node wrote it: nothing else in it, and P a TCP port.
+func parseStreamHeader(line string) (header, error) {
+	var h header
+	dec := json.NewDecoder(strings.NewReader(line))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&h); err != nil {
+		return h, fmt.Errorf("bad stream header: %w", err)
+	}
+	if rest := strings.TrimSpace(line[dec.InputOffset():]); rest != "" {
+		return h, fmt.Errorf("bad stream header: %.40q after the JSON object", rest)
+	}
+	if h.Port == 0 || h.Port > 65535 {
+		return h, fmt.Errorf("bad stream header: port %d is not 1 to 65535", h.Port)
+	}
+	return h, nil
 }

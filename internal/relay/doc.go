@@ -10,9 +10,21 @@
 //
 // The wire:
 //
-//   - Agent → node: GET /v1/relay/agent, Upgrade: gpunet-relay/1, signed by
-//     the provider's key (AgentSignBytes); after 101 the connection carries
-//     a yamux session whose streams the node opens and the agent accepts.
+//   - Agent → node: POST /v1/relay/agent/nonce; the node answers a fresh
+//     random nonce (NonceAnswer), which it remembers for NonceTTL (30 s) and
+//     accepts once. Then GET /v1/relay/agent, Upgrade: gpunet-relay/1,
+//     with the provider's address and key, the nonce, and the provider's
+//     signature over AgentSignBytes(chain ID, node URL, nonce); after 101
+//     the connection carries a yamux session whose streams the node opens
+//     and the agent accepts.
+//   - A node's identity in the handshake is its chain ID and its
+//     advertised API URL (HubOptions.Self): the agent signs for the URL it
+//     is configured with and dials, and the chain it knows, never for a URL
+//     or chain a node names; a node accepts only its own. A CometBFT node
+//     ID is not part of it: an agent has no trusted way to learn a node's,
+//     and one taken from the node's own answer would bind nothing. So a
+//     handshake a node collects is worth nothing at any other node, and
+//     nothing twice at the same one (the nonce).
 //   - Each stream begins with one JSON line from the node,
 //     {"service":ID,"port":P}, which the agent answers with "OK" after
 //     dialling that port of its replica, or "ERR <reason>"; then raw bytes.
@@ -25,5 +37,6 @@
 //     terminates TLS itself is reached end to end.
 //
 // Everything a stranger can open is bounded: sessions, streams per session,
-// tunnels per service, header sizes, handshake and idle times.
+// tunnels per service, handshake nonces outstanding (per client address
+// and in all, each for NonceTTL), header sizes, handshake and idle times.
 package relay

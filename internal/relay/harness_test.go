@@ -73,13 +73,14 @@ func startNode(t testing.TB, d Directory, edit func(*HubOptions)) *node {
 func startNodeOn(t testing.TB, l net.Listener, d Directory, edit func(*HubOptions)) *node {
 	t.Helper()
 	n := &node{url: "http://" + l.Addr().String()}
-	o := HubOptions{Directory: d, Self: n.url, ChainID: "test-chain"}
+	o := HubOptions{Directory: d, Self: n.url, ChainID: testChain}
 	if edit != nil {
 		edit(&o)
 	}
 	n.hub = NewHub(o)
 	mux := http.NewServeMux()
 	mux.Handle("GET "+AgentPath, n.hub.AgentHandler())
+	mux.Handle("POST "+NoncePath, n.hub.NonceHandler())
 	tun := n.hub.TunnelHandler()
 	mux.Handle(TunnelPath, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		n.tunnels.Add(1)
@@ -129,7 +130,7 @@ var errNoSuchPort = &net.AddrError{Err: "no such port", Addr: "replica"}
 // run starts p's agent against nodes until the test ends.
 func (p *provider) run(t testing.TB, nodes ...string) {
 	t.Helper()
-	p.agent = NewAgent(AgentOptions{Nodes: nodes, Key: p.key, Dial: p.dial})
+	p.agent = NewAgent(AgentOptions{Nodes: nodes, Key: p.key, Dial: p.dial, ChainID: testChain})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { p.agent.Run(ctx); close(done) }()
@@ -154,6 +155,9 @@ func waitFor(t testing.TB, d time.Duration, cond func() bool) {
 }
 
 const testKey = "sk-gpunet-test-key"
+
+// testChain is the chain of the test nodes and agents.
+const testChain = "test-chain"
 
 func keyHash(k string) ledger.Hash { return ledger.Hash(sha256.Sum256([]byte(k))) }
 

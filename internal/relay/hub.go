@@ -2,8 +2,6 @@ package relay
 
 import (
 	"context"
-	"crypto/ed25519"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -11,7 +9,6 @@ import (
 	"net"
 	"net/http"
 	"net/http/httputil"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -35,9 +32,10 @@ type Directory interface {
 // HubOptions configure a Hub. Zero bounds take the defaults named.
 type HubOptions struct {
 	Directory Directory
-	// Self is this node's advertised API URL: what agents sign, what the
-	// node tells them (they put it in their heartbeats' Relay) and a URL
-	// the node never forwards to.
+	// Self is this node's advertised API URL: with ChainID, the identity
+	// agents sign for (AgentSignBytes), which they must be configured with
+	// and put in their heartbeats' Relay; and a URL the node never
+	// forwards to.
 	Self string
 	// IsPeer reports whether the node may forward to the node at apiURL
 	// (the peer book). nil: never forward.
@@ -66,9 +64,15 @@ type HubOptions struct {
 	// on /svc; default 5 min (a completion may think long before its
 	// first byte).
 	ResponseTimeout time.Duration
-	// MaxSkew is how far an agent's signed time may be from the node's
-	// clock; default 60 s.
-	MaxSkew time.Duration
+	// MaxNonces bounds the handshake nonces issued and not yet used or
+	// expired (NoncePath); past it the oldest is forgotten. Default 4096.
+	MaxNonces int
+	// MaxNoncesPerClient bounds those of one client address (an IPv6
+	// /64); past it the client gets 429. Default 16.
+	MaxNoncesPerClient int
+	// NonceTTL is how long a nonce may be used in a handshake; default
+	// 30 s.
+	NonceTTL time.Duration
 }
 
 // Defaults of HubOptions.
@@ -80,7 +84,6 @@ const (
 	DefaultIdleTimeout      = 5 * time.Minute
 	DefaultKeepAlive        = 4 * time.Second
 	DefaultResponseTimeout  = 5 * time.Minute
-	DefaultMaxSkew          = 60 * time.Second
 )
 
 // Errors of DialReplica; callers map them to statuses.
@@ -98,20 +101,21 @@ var (
 // /svc and the node-to-node tunnel, and dials replicas for the node's own
 // gateways. Its methods are safe for concurrent use.
 type Hub struct {
-	o   HubOptions
-	log *slog.Logger
-	now func() time.Time
+	o      HubOptions
+	self   string // o.Self as agents sign it
+	log    *slog.Logger
+	now    func() time.Time
+	nonces *nonceBook
 
 	mu       sync.Mutex
 	closed   bool
 	pending  int // agent handshakes past their checks, not yet in sessions
 	sessions map[address.Address]*session
-	tunnels  map[uint64]int                            // open raw tunnels per service
-	conns    map[net.Conn]struct{}                     // hijacked conns, closed by Close
-	seen     map[[ed25519.SignatureSize]byte]time.Time // replay cache of agent signatures
-	inflight map[replicaKey]int                        // /svc requests in flight per replica
-	rr       map[uint64]uint64                         // round robin per service
-	probing  map[uint64]bool                           // services being probed (probe.go)
+	tunnels  map[uint64]int        // open raw tunnels per service
+	conns    map[net.Conn]struct{} // hijacked conns, closed by Close
+	inflight map[replicaKey]int    // /svc requests in flight per replica
+	rr       map[uint64]uint64     // round robin per service
+	probing  map[uint64]bool       // services being probed (probe.go)
 
 	transport *http.Transport
 	proxy     *httputil.ReverseProxy
@@ -151,17 +155,24 @@ func NewHub(o HubOptions) *Hub {
 	if o.ResponseTimeout <= 0 {
 		o.ResponseTimeout = DefaultResponseTimeout
 	}
-	if o.MaxSkew <= 0 {
-		o.MaxSkew = DefaultMaxSkew
+	if o.MaxNonces <= 0 {
+		o.MaxNonces = DefaultMaxNonces
+	}
+	if o.MaxNoncesPerClient <= 0 {
+		o.MaxNoncesPerClient = DefaultMaxNoncesPerClient
+	}
+	if o.NonceTTL <= 0 {
+		o.NonceTTL = DefaultNonceTTL
 	}
 	h := &Hub{
 		o:        o,
+		self:     normURL(o.Self),
 		log:      o.Log,
 		now:      o.Clock,
+		nonces:   newNonceBook(o.MaxNonces, o.MaxNoncesPerClient, o.NonceTTL),
 		sessions: map[address.Address]*session{},
 		tunnels:  map[uint64]int{},
 		conns:    map[net.Conn]struct{}{},
-		seen:     map[[ed25519.SignatureSize]byte]time.Time{},
 		inflight: map[replicaKey]int{},
 		rr:       map[uint64]uint64{},
 		probing:  map[uint64]bool{},
@@ -269,7 +280,8 @@ func (h *Hub) Close() error {
 }
 
 // AgentHandler serves GET /v1/relay/agent: a provider's agent opening its
-// session (see the package comment).
+// session with a handshake signed over a nonce from NonceHandler (see the
+// package comment).
 func (h *Hub) AgentHandler() http.Handler {
 	return http.HandlerFunc(h.serveAgent)
 }
@@ -286,10 +298,6 @@ func (h *Hub) serveAgent(w http.ResponseWriter, r *http.Request) {
 	}
 	provider, err := h.checkAgent(r)
 	if err != nil {
-		// The node's identity comes with every refusal, so that an agent
-		// that signed for another URL of this node can sign again.
-		w.Header().Set(HeaderRelay, h.o.Self)
-		w.Header().Set(HeaderChain, h.o.ChainID)
 		writeError(w, apiwire.CodeForbidden, err.Error())
 		return
 	}
@@ -314,7 +322,7 @@ func (h *Hub) serveAgent(w http.ResponseWriter, r *http.Request) {
 			h.mu.Unlock()
 		}
 	}()
-	conn, err := hijack(w, ProtoAgent, http.Header{HeaderRelay: {h.o.Self}})
+	conn, err := hijack(w, ProtoAgent, nil)
 	if err != nil {
 		h.log.Warn("relay: agent hijack failed", "provider", provider, "err", err)
 		return
@@ -353,54 +361,30 @@ func (h *Hub) serveAgent(w http.ResponseWriter, r *http.Request) {
 	}()
 }
 
-// checkAgent verifies an agent's handshake headers.
+// checkAgent verifies an agent's handshake: well formed, signed by the
+// provider's key for this node's chain and advertised URL over a nonce
+// this node issued, by a registered provider; then it takes the nonce, so
+// the handshake cannot be used again. The errors name what is wrong, and
+// what this node is, for the agent's operator: the agent never acts on
+// them.
 func (h *Hub) checkAgent(r *http.Request) (address.Address, error) {
-	provider, err := address.Parse(r.Header.Get(HeaderProvider))
+	a, err := parseAgentHello(r.Header)
 	if err != nil {
-		return provider, fmt.Errorf("%s: %w", HeaderProvider, err)
+		return a.provider, err
 	}
-	pub, err := hex.DecodeString(r.Header.Get(HeaderPubkey))
-	if err != nil || len(pub) != ed25519.PublicKeySize {
-		return provider, fmt.Errorf("%s must be a hex ed25519 public key", HeaderPubkey)
+	if h.self == "" {
+		return a.provider, errors.New("this node has no advertised API URL, so no agent can sign for it")
 	}
-	if address.FromPubKey(pub) != provider {
-		return provider, fmt.Errorf("%s is not the key of %s", HeaderPubkey, provider)
+	if !a.verify(h.o.ChainID, h.self) {
+		return a.provider, fmt.Errorf("bad signature: this node is %q on chain %q; an agent must be configured with that URL and chain and sign relay.AgentSignBytes(chain, URL, nonce) over a nonce this node issued", h.self, h.o.ChainID)
 	}
-	t, err := strconv.ParseInt(r.Header.Get(HeaderTime), 10, 64)
-	if err != nil {
-		return provider, fmt.Errorf("%s must be unix seconds", HeaderTime)
+	if h.o.Directory == nil || !h.o.Directory.IsProvider(a.provider) {
+		return a.provider, fmt.Errorf("%s is not a registered provider", a.provider)
 	}
-	now := h.now()
-	if d := now.Sub(time.Unix(t, 0)); d > h.o.MaxSkew || d < -h.o.MaxSkew {
-		return provider, fmt.Errorf("%s is %v from this node's clock (at most %v)", HeaderTime, d.Round(time.Second), h.o.MaxSkew)
+	if !h.nonces.take(a.nonce, h.now()) {
+		return a.provider, fmt.Errorf("%s was not issued by this node, was used already, or expired (each nonce is good for one handshake within %v); POST %s for a new one", HeaderNonce, h.o.NonceTTL, NoncePath)
 	}
-	sig, err := hex.DecodeString(r.Header.Get(HeaderSignature))
-	if err != nil || len(sig) != ed25519.SignatureSize {
-		return provider, fmt.Errorf("%s must be a hex ed25519 signature", HeaderSignature)
-	}
-	if !verifyAgent(pub, h.o.ChainID, h.o.Self, t, sig) {
-		return provider, fmt.Errorf("bad signature: sign relay.AgentSignBytes(%q, %q, time)", h.o.ChainID, normURL(h.o.Self))
-	}
-	if h.o.Directory == nil || !h.o.Directory.IsProvider(provider) {
-		return provider, fmt.Errorf("%s is not a registered provider", provider)
-	}
-	var key [ed25519.SignatureSize]byte
-	copy(key[:], sig)
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if _, dup := h.seen[key]; dup {
-		return provider, errors.New("this handshake was used already; sign a new one")
-	}
-	for k, exp := range h.seen {
-		if now.After(exp) {
-			delete(h.seen, k)
-		}
-	}
-	if len(h.seen) >= 4*h.o.MaxSessions {
-		return provider, errors.New("too many handshakes; try again in a minute")
-	}
-	h.seen[key] = now.Add(2 * h.o.MaxSkew)
-	return provider, nil
+	return a.provider, nil
 }
 
 // header is a stream's first line.

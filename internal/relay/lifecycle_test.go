@@ -60,7 +60,7 @@ func TestDeadAgentNoticed(t *testing.T) {
 	a := startNode(t, d, func(o *HubOptions) { o.KeepAlive = 200 * time.Millisecond })
 	p := newProvider(1, nil)
 	d.providers[p.addr] = true
-	c, _, err := dialUpgrade(t.Context(), a.url+AgentPath, ProtoAgent, handshake(p.key, "test-chain", a.url, time.Now()), time.Second)
+	c, _, err := dialUpgrade(t.Context(), a.url+AgentPath, ProtoAgent, hello(t, a, p.key), time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -82,13 +82,13 @@ func TestNewSessionReplacesOld(t *testing.T) {
 	a := startNode(t, d, nil)
 	p := newProvider(1, nil)
 	d.providers[p.addr] = true
-	c1, _, err := dialUpgrade(t.Context(), a.url+AgentPath, ProtoAgent, handshake(p.key, "test-chain", a.url, time.Now()), time.Second)
+	c1, _, err := dialUpgrade(t.Context(), a.url+AgentPath, ProtoAgent, hello(t, a, p.key), time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer c1.Close()
 	waitConnected(t, a.hub, p.addr)
-	c2, _, err := dialUpgrade(t.Context(), a.url+AgentPath, ProtoAgent, handshake(p.key, "test-chain", a.url, time.Now().Add(time.Second)), time.Second)
+	c2, _, err := dialUpgrade(t.Context(), a.url+AgentPath, ProtoAgent, hello(t, a, p.key), time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -118,13 +118,13 @@ func TestBounds(t *testing.T) {
 		a := startNode(t, d, func(o *HubOptions) { o.MaxSessions = 1 })
 		p1, p2 := newProvider(1, nil), newProvider(2, nil)
 		d.providers[p1.addr], d.providers[p2.addr] = true, true
-		c, _, err := dialUpgrade(t.Context(), a.url+AgentPath, ProtoAgent, handshake(p1.key, "test-chain", a.url, time.Now()), time.Second)
+		c, _, err := dialUpgrade(t.Context(), a.url+AgentPath, ProtoAgent, hello(t, a, p1.key), time.Second)
 		if err != nil {
 			t.Fatal(err)
 		}
 		defer c.Close()
 		waitConnected(t, a.hub, p1.addr)
-		_, resp, err := dialUpgrade(t.Context(), a.url+AgentPath, ProtoAgent, handshake(p2.key, "test-chain", a.url, time.Now()), time.Second)
+		_, resp, err := dialUpgrade(t.Context(), a.url+AgentPath, ProtoAgent, hello(t, a, p2.key), time.Second)
 		if resp == nil || resp.StatusCode != http.StatusServiceUnavailable {
 			t.Errorf("second provider over MaxSessions: %v, want 503", err)
 		}

@@ -125,7 +125,8 @@ type Result struct {
 	// Finished is after its outputs were collected.
 	Started, Finished time.Time
 	// Metered is the run time to bill: from the job's first instruction to
-	// its end, excluding compilation or image pull.
+	// its end, excluding compilation or image pull, and the time the
+	// provider paused it (Pauser).
 	Metered time.Duration
 	// CompileTime is how long this run waited for the program to be ready:
 	// compiled (wasm), or its image pulled, verified and unpacked (oci).

@@ -72,6 +72,14 @@ type Config struct {
 	// BlobRetention is how long the gateway keeps a finished job's blobs
 	// (0: 7 days); outputs their owner fetched go sooner (docs/blobs.md).
 	BlobRetention Duration `yaml:"blob_retention,omitempty"`
+	// What the gateway keeps that no job references yet (docs/blobs.md,
+	// "Quotas"): an account 1 GiB for every BlobUSyncPerGiB usync it
+	// holds on the ledger (0: 1 SYNC), at most BlobAccountMaxBytes (0:
+	// 16 GiB; -1: its allowance alone), and all accounts together at most
+	// BlobUnreferencedMaxBytes (0: 64 GiB; -1: no bound).
+	BlobUSyncPerGiB          uint64 `yaml:"blob_usync_per_gib,omitempty"`
+	BlobAccountMaxBytes      int64  `yaml:"blob_account_max_bytes,omitempty"`
+	BlobUnreferencedMaxBytes int64  `yaml:"blob_unreferenced_max_bytes,omitempty"`
 }
 
 // DefaultBlobRetention is a node's blob_retention when its config sets
@@ -132,6 +140,11 @@ func (c *Config) Validate() error {
 	}
 	if c.MaxBlobBytes < 0 {
 		return fmt.Errorf("max_blob_bytes %d is negative", c.MaxBlobBytes)
+	}
+	for name, v := range map[string]int64{"blob_account_max_bytes": c.BlobAccountMaxBytes, "blob_unreferenced_max_bytes": c.BlobUnreferencedMaxBytes} {
+		if v < -1 {
+			return fmt.Errorf("%s %d: want bytes, 0 for the default or -1 for no bound", name, v)
+		}
 	}
 	if c.APIToken != "" && (len(c.APIToken) < 16 || strings.ContainsAny(c.APIToken, " \t\r\n")) {
 		return fmt.Errorf("api_token: want at least 16 characters without spaces (e.g. the output of `openssl rand -hex 16`)")

@@ -23,7 +23,8 @@ const DefaultOperatorBalance = 1_000_000_000
 
 // bondGenesisValidators, when o bonds validators (ValidatorStake > 0),
 // writes each home's validator into the ledger's genesis, operated by the
-// account o.OperatorKey returns for that home, funded with
+// account o.OperatorKey returns for that home, with its consensus key's
+// proof of possession for that operator on o.ChainID, funded with
 // o.OperatorBalance; then it sets genesis.json's validators to the set the
 // ledger starts with (so that InitChain finds them equal) and CometBFT's
 // evidence window to the ledger's. pubs are the homes' consensus keys.
@@ -41,7 +42,16 @@ func bondGenesisValidators(o *InitOptions, gen *cmttypes.GenesisDoc, homes []str
 		if err != nil {
 			return fmt.Errorf("operator key of %s: %w", h, err)
 		}
-		g.Validators = append(g.Validators, ledger.GenesisValidator{Operator: op, PubKey: pubs[i], Stake: o.ValidatorStake, Moniker: fmt.Sprintf("node%d", i)})
+		// The proof of possession, signed with the key init just wrote:
+		// the genesis says no more about a node's key than the key says.
+		pub, pop, err := ConsensusPoP(h, o.ChainID, op)
+		if err != nil {
+			return err
+		}
+		if !bytes.Equal(pub, pubs[i]) {
+			return fmt.Errorf("consensus key of %s changed while init wrote it", h)
+		}
+		g.Validators = append(g.Validators, ledger.GenesisValidator{Operator: op, PubKey: pub, Stake: o.ValidatorStake, Moniker: fmt.Sprintf("node%d", i), PoP: pop})
 		if o.OperatorBalance > 0 {
 			g.Accounts = addBalance(g.Accounts, op, o.OperatorBalance)
 		}

@@ -44,8 +44,22 @@ type JoinOptions struct {
 	// Moniker names the node (default: "full-" and the start of its node
 	// id).
 	Moniker string
+	// TrustHeight and TrustHash (hex), both or neither, pin a header of
+	// the network learnt from someone trusted: the header state sync
+	// will trust is verified from it instead of from the genesis, and no
+	// RPC server but the join node's is needed.
+	TrustHeight int64
+	TrustHash   string
+	// Witnesses are CometBFT RPC addresses (host:port or
+	// http://host:port) of other nodes of the network, asked besides
+	// those the join node names.
+	Witnesses []string
 	// Client makes the requests (default: one with a 15 s timeout).
 	Client *http.Client
+
+	// newProvider makes the light client's provider for an RPC address
+	// (default: CometBFT's RPC provider; tests serve headers in memory).
+	newProvider newProviderFunc
 }
 
 // JoinResult says what Join wrote.
@@ -60,7 +74,11 @@ type JoinResult struct {
 	// header it trusts.
 	StateSync   bool     `json:"state_sync"`
 	TrustHeight int64    `json:"trust_height,omitempty"`
+	TrustHash   string   `json:"trust_hash,omitempty"`
 	RPCServers  []string `json:"rpc_servers,omitempty"`
+	// VerifiedFrom says what the header was verified from by CometBFT's
+	// light client: the genesis, or the header the user pinned.
+	VerifiedFrom string `json:"verified_from,omitempty"`
 	// Notes are things the user should know (one RPC server used twice,
 	// no snapshots to restore).
 	Notes []string `json:"notes,omitempty"`
@@ -71,7 +89,12 @@ const maxGenesisBytes = 64 << 20
 
 // Join writes home as a full node of the network whose node serves
 // o.URL. It fetches and checks everything before writing anything; an
-// error leaves no home behind (nor any part of one).
+// error leaves no home behind (nor any part of one). When the network
+// serves snapshots, the header state sync will trust is first verified
+// with CometBFT's light client from the genesis (or o's pinned header)
+// and checked against every RPC server the node will ask
+// (verifyJoinTrust): the join node chooses that header and names those
+// servers, and must not be able to choose the chain.
 func Join(ctx context.Context, home string, o JoinOptions) (*JoinResult, error) {
 	for _, f := range []string{ConfigFile, "config/genesis.json", "config/priv_validator_key.json", "config/node_key.json", "data/app"} {
 		if _, err := os.Stat(filepath.Join(home, f)); err == nil {
@@ -81,6 +104,15 @@ func Join(ctx context.Context, home string, o JoinOptions) (*JoinResult, error) 
 	base, err := joinURL(o.URL)
 	if err != nil {
 		return nil, err
+	}
+	pin, err := joinPin(o.TrustHeight, o.TrustHash)
+	if err != nil {
+		return nil, err
+	}
+	for _, w := range o.Witnesses {
+		if _, err := rpcURL(w); err != nil {
+			return nil, fmt.Errorf("--witness %q: want a node's CometBFT RPC, like http://203.0.113.8:26657 (%v)", w, err)
+		}
 	}
 	hc := o.Client
 	if hc == nil {
@@ -113,8 +145,21 @@ func Join(ctx context.Context, home string, o JoinOptions) (*JoinResult, error) 
 		return nil, fmt.Errorf("%s/v1/genesis is chain %q but the node says it is on %q", base, doc.ChainID, info.ChainID)
 	}
 
-	c, res := joinConfig(base, &info)
+	c, res, sources := joinConfig(base, &info, o.Witnesses)
 	res.Home, res.GenesisSHA256 = home, got
+	if sources != nil {
+		claim, _ := hex.DecodeString(info.TrustHash) // checked by checkNetInfo
+		t, err := verifyJoinTrust(ctx, &trustCheck{joinURL: base, doc: doc, sources: sources, pin: pin,
+			height: info.TrustHeight, hash: claim, newProvider: o.newProvider})
+		if err != nil {
+			return nil, err
+		}
+		c.StateSync = StateSyncConfig{Enable: true, RPCServers: t.servers, TrustHeight: t.height, TrustHash: fmt.Sprintf("%X", t.hash)}
+		res.StateSync, res.TrustHeight, res.TrustHash, res.RPCServers, res.VerifiedFrom = true, t.height, c.StateSync.TrustHash, t.servers, t.root
+		res.Notes = append(res.Notes, t.notes...)
+	} else if pin != nil || len(o.Witnesses) > 0 {
+		res.Notes = append(res.Notes, "--trust-height/--trust-hash and --witness check state sync's header; without snapshots there is none (the node verifies every block from the genesis)")
+	}
 	for _, p := range []*string{&c.API, &c.P2P, &c.RPC} {
 		if *p, err = FreeAddr(); err != nil {
 			return nil, err
@@ -268,10 +313,33 @@ func withHost(addr, host string) string {
 	return hp
 }
 
-// joinConfig is the config of a full node of info's network: its peers,
-// the API it joined through, and state sync when the network serves
-// snapshots.
-func joinConfig(base string, info *apiwire.NetInfo) (*Config, *JoinResult) {
+// joinPin checks --trust-height and --trust-hash: nil when neither is
+// given.
+func joinPin(height int64, hash string) (*trustPin, error) {
+	hash = strings.TrimSpace(hash)
+	if height == 0 && hash == "" {
+		return nil, nil
+	}
+	if height <= 0 || hash == "" {
+		return nil, errors.New("--trust-height and --trust-hash go together: a height > 0 and the 64 hex digits of the block hash there, from someone you trust")
+	}
+	b, err := hex.DecodeString(hash)
+	if err != nil || len(b) != 32 {
+		return nil, fmt.Errorf("--trust-hash %q: want the 64 hex digits of the block hash at --trust-height", hash)
+	}
+	return &trustPin{height: height, hash: b}, nil
+}
+
+// maxPeerRPCs bounds how many of the join node's peers' RPC servers are
+// asked for headers (besides the join node's and --witness).
+const maxPeerRPCs = 4
+
+// joinConfig is the config of a full node of info's network: its peers
+// and the API it joined through; and, when the network serves snapshots,
+// the RPC servers (the join node's, some of its peers', the witnesses)
+// whose headers state sync will use once verifyJoinTrust has checked
+// them (nil when it serves none).
+func joinConfig(base string, info *apiwire.NetInfo, witnesses []string) (*Config, *JoinResult, []rpcSource) {
 	u, _ := url.Parse(base)
 	host := u.Hostname()
 	res := &JoinResult{ChainID: info.ChainID}
@@ -281,27 +349,39 @@ func joinConfig(base string, info *apiwire.NetInfo) (*Config, *JoinResult) {
 		c.BlockTime = Duration(d)
 	}
 	c.PersistentPeers = []string{withHost(info.P2PAddress, host)}
-	rpcs := []string{withHost(info.RPCAddress, host)}
+	var srcs []rpcSource
+	seen := map[string]bool{}
+	add := func(s rpcSource) {
+		u, err := rpcURL(s.addr)
+		if err != nil || seen[u] {
+			return
+		}
+		seen[u] = true
+		srcs = append(srcs, s)
+	}
+	add(rpcSource{addr: withHost(info.RPCAddress, host), from: "rpc_address of " + base, join: true})
+	peerRPCs := 0
 	for _, p := range info.Peers {
 		if a, err := peerAddr(p.P2PAddress); err == nil && !slices.Contains(c.PersistentPeers, a) && p.NodeID != info.NodeID {
 			c.PersistentPeers = append(c.PersistentPeers, a)
 		}
-		if p.RPCAddress != "" && checkHostPort(p.RPCAddress) == nil && len(rpcs) < 2 {
-			rpcs = append(rpcs, p.RPCAddress)
+		if p.RPCAddress != "" && checkHostPort(p.RPCAddress) == nil && peerRPCs < maxPeerRPCs && p.NodeID != info.NodeID {
+			n := len(srcs)
+			add(rpcSource{addr: p.RPCAddress, from: fmt.Sprintf("RPC of peer %.12s as %s names it", p.NodeID, base)})
+			if len(srcs) > n {
+				peerRPCs++
+			}
 		}
+	}
+	for _, w := range witnesses {
+		add(rpcSource{addr: w, from: "--witness"})
 	}
 	res.Peers = c.PersistentPeers
 	if len(info.Snapshots) == 0 {
 		res.Notes = append(res.Notes, fmt.Sprintf("%s serves no state snapshots (snapshot_interval %d): the node will replay the chain from genesis", base, info.SnapshotInterval))
-		return c, res
+		return c, res, nil
 	}
-	if len(rpcs) < 2 {
-		rpcs = append(rpcs, rpcs[0])
-		res.Notes = append(res.Notes, fmt.Sprintf("%s knows no other node's RPC address: state sync's light client will check headers against %s alone (CometBFT wants two RPC servers; it is named twice)", base, rpcs[0]))
-	}
-	c.StateSync = StateSyncConfig{Enable: true, RPCServers: rpcs, TrustHeight: info.TrustHeight, TrustHash: strings.ToUpper(info.TrustHash)}
-	res.StateSync, res.TrustHeight, res.RPCServers = true, info.TrustHeight, rpcs
-	return c, res
+	return c, res, srcs
 }
 
 // createHome makes home's directories and returns the paths to remove to

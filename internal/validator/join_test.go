@@ -4,21 +4,41 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/cometbft/cometbft/privval"
+	cmttypes "github.com/cometbft/cometbft/types"
 
 	"github.com/gpunet/gpunet/internal/apiwire"
 	lt "github.com/gpunet/gpunet/internal/ledger/ledgertest"
 )
 
-// fakeNode serves what a node of the network in netHome answers at GET
-// /v1/net/info and /v1/genesis.
-func fakeNode(t *testing.T, snapshots bool) (*httptest.Server, string) {
+// fakeNet is a network as a joining node sees it: a node's API (GET
+// /v1/net/info and /v1/genesis) and CometBFT RPC servers serving signed
+// headers, in memory.
+type fakeNet struct {
+	srv  *httptest.Server
+	hash string // the genesis's SHA-256
+	doc  *cmttypes.GenesisDoc
+	// info is what the API answers; tests may change it before joining.
+	info apiwire.NetInfo
+	// chain is the network's blocks; rpc serves them at the addresses
+	// info names (127.0.0.1:26657 and the peer's 127.0.0.2:26657).
+	chain chain
+	rpc   rpcNet
+}
+
+// fakeNode starts a fakeNet of one validator (whose key signs the
+// blocks); with snapshots its node offers the header at height 40.
+func fakeNode(t *testing.T, snapshots bool) *fakeNet {
 	t.Helper()
 	netHome := t.TempDir()
 	if _, err := Init(netHome, InitOptions{ChainID: "joinme", Validators: 1, Genesis: lt.Genesis(5, "alice"), BlockTime: 200 * time.Millisecond}); err != nil {
@@ -28,33 +48,49 @@ func fakeNode(t *testing.T, snapshots bool) (*httptest.Server, string) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	doc, err := cmttypes.GenesisDocFromJSON(gen)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pv := privval.LoadFilePV(filepath.Join(netHome, "config/priv_validator_key.json"), filepath.Join(netHome, "data/priv_validator_state.json"))
 	sum := sha256.Sum256(gen)
-	info := apiwire.NetInfo{ChainID: "joinme", GenesisSHA256: hex.EncodeToString(sum[:]), NodeID: strings.Repeat("ab", 20),
+	f := &fakeNet{hash: hex.EncodeToString(sum[:]), doc: doc}
+	f.chain = newSigner(t, doc, pv.Key.PrivKey).extend(t, nil, 50, "real")
+	f.rpc = rpcNet{"127.0.0.1:26657": f.chain, "127.0.0.2:26657": f.chain}
+	f.info = apiwire.NetInfo{ChainID: "joinme", GenesisSHA256: f.hash, NodeID: strings.Repeat("ab", 20),
 		P2PAddress: strings.Repeat("ab", 20) + "@0.0.0.0:26656", RPCAddress: "127.0.0.1:26657", BlockTime: "200ms",
 		Peers:        []apiwire.NetPeer{{NodeID: strings.Repeat("cd", 20), P2PAddress: strings.Repeat("cd", 20) + "@127.0.0.2:26656", RPCAddress: "127.0.0.2:26657"}},
-		LatestHeight: 50, LatestHash: strings.Repeat("EF", 32), TrustHeight: 50, TrustHash: strings.Repeat("EF", 32), SnapshotInterval: 20}
+		LatestHeight: 50, LatestHash: hex.EncodeToString(f.chain[50].Hash()), TrustHeight: 50, TrustHash: hex.EncodeToString(f.chain[50].Hash()), SnapshotInterval: 20}
 	if snapshots {
-		info.Snapshots = []apiwire.SnapshotInfo{{Height: 40, Format: 1, Chunks: 1}}
-		info.TrustHeight, info.TrustHash = 40, strings.Repeat("12", 32)
+		f.info.Snapshots = []apiwire.SnapshotInfo{{Height: 40, Format: 1, Chunks: 1}}
+		f.info.TrustHeight, f.info.TrustHash = 40, hex.EncodeToString(f.chain[40].Hash())
 	}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /v1/net/info", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
-		json.NewEncoder(w).Encode(info)
+		json.NewEncoder(w).Encode(f.info)
 	})
 	mux.HandleFunc("GET /v1/genesis", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		w.Write(gen)
 	})
-	srv := httptest.NewServer(mux)
-	t.Cleanup(srv.Close)
-	return srv, info.GenesisSHA256
+	f.srv = httptest.NewServer(mux)
+	t.Cleanup(f.srv.Close)
+	return f
+}
+
+// options are JoinOptions for joining f through its API.
+func (f *fakeNet) options() JoinOptions {
+	return JoinOptions{URL: f.srv.URL, newProvider: f.rpc.newProvider}
 }
 
 func TestJoin(t *testing.T) {
-	srv, hash := fakeNode(t, true)
+	f := fakeNode(t, true)
+	srv, hash := f.srv, f.hash
 	home := filepath.Join(t.TempDir(), "full")
-	res, err := Join(t.Context(), home, JoinOptions{URL: srv.URL, GenesisSHA256: strings.ToUpper(hash)})
+	o := f.options()
+	o.GenesisSHA256 = strings.ToUpper(hash)
+	res, err := Join(t.Context(), home, o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -69,10 +105,10 @@ func TestJoin(t *testing.T) {
 		t.Fatalf("config: %+v", c)
 	}
 	ss := c.StateSync
-	if !ss.Enable || ss.TrustHeight != 40 || ss.TrustHash != strings.Repeat("12", 32) || strings.Join(ss.RPCServers, ",") != "127.0.0.1:26657,127.0.0.2:26657" {
+	if !ss.Enable || ss.TrustHeight != 40 || ss.TrustHash != fmt.Sprintf("%X", f.chain[40].Hash()) || strings.Join(ss.RPCServers, ",") != "127.0.0.1:26657,127.0.0.2:26657" {
 		t.Fatalf("state sync: %+v", ss)
 	}
-	if !res.StateSync || res.GenesisSHA256 != hash || res.NodeID == "" || !strings.HasPrefix(c.Moniker, "full-") {
+	if !res.StateSync || res.GenesisSHA256 != hash || res.NodeID == "" || !strings.HasPrefix(c.Moniker, "full-") || res.VerifiedFrom != "the genesis" {
 		t.Fatalf("result: %+v, moniker %q", res, c.Moniker)
 	}
 	gen, _ := os.ReadFile(filepath.Join(home, "config/genesis.json"))
@@ -86,7 +122,7 @@ func TestJoin(t *testing.T) {
 	}
 	// Again into the same home: refused, and the home is unchanged.
 	before, _ := os.ReadFile(filepath.Join(home, ConfigFile))
-	if _, err := Join(t.Context(), home, JoinOptions{URL: srv.URL}); err == nil || !strings.Contains(err.Error(), "already initialised") {
+	if _, err := Join(t.Context(), home, f.options()); err == nil || !strings.Contains(err.Error(), "already initialised") {
 		t.Fatalf("second join: %v", err)
 	}
 	if after, _ := os.ReadFile(filepath.Join(home, ConfigFile)); string(after) != string(before) {
@@ -95,9 +131,12 @@ func TestJoin(t *testing.T) {
 }
 
 func TestJoinWithoutSnapshots(t *testing.T) {
-	srv, _ := fakeNode(t, false)
+	f := fakeNode(t, false)
+	f.rpc = nil         // not asked: without snapshots there is no header to trust
 	home := t.TempDir() // exists, empty: allowed
-	res, err := Join(t.Context(), home, JoinOptions{URL: srv.URL + "/"})
+	o := f.options()
+	o.URL += "/"
+	res, err := Join(t.Context(), home, o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -111,7 +150,8 @@ func TestJoinWithoutSnapshots(t *testing.T) {
 // other than the one asked for, are refused with an error that says what
 // was expected, and nothing is written.
 func TestJoinRefusesWhatIsNoNode(t *testing.T) {
-	srv, hash := fakeNode(t, true)
+	f := fakeNode(t, true)
+	srv, hash := f.srv, f.hash
 	html := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/html")
 		w.Write([]byte("<html><body>hello</body></html>"))
@@ -140,7 +180,7 @@ func TestJoinRefusesWhatIsNoNode(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			home := filepath.Join(t.TempDir(), "full")
-			_, err := Join(t.Context(), home, JoinOptions{URL: tc.url, GenesisSHA256: tc.hash})
+			_, err := Join(t.Context(), home, JoinOptions{URL: tc.url, GenesisSHA256: tc.hash, newProvider: f.rpc.newProvider})
 			if err == nil {
 				t.Fatal("joined")
 			}
@@ -153,5 +193,85 @@ func TestJoinRefusesWhatIsNoNode(t *testing.T) {
 				t.Errorf("home written: %v", err)
 			}
 		})
+	}
+}
+
+// TestJoinRefusesForgedChain: a join node that serves the real genesis but
+// the header and RPC servers of another chain with the same chain id (and
+// the same genesis app state, other validators) is refused, naming the
+// servers that lied; so is one that lies about the header only, and bad
+// --trust-*/--witness flags. Nothing is written. With --witness, a join
+// node that names no peer is joined.
+func TestJoinRefusesForgedChain(t *testing.T) {
+	f := fakeNode(t, true)
+	forged := newSigner(t, f.doc, genKeys(1)...).extend(t, nil, 50, "forged")
+	f.rpc["127.0.0.66:26657"], f.rpc["127.0.0.67:26657"] = forged, forged
+	honest := f.info
+	for _, tc := range []struct {
+		name string
+		edit func(info *apiwire.NetInfo, o *JoinOptions)
+		want []string
+	}{
+		{"another chain's header and servers", func(info *apiwire.NetInfo, o *JoinOptions) {
+			info.RPCAddress, info.Peers[0].RPCAddress = "127.0.0.66:26657", "127.0.0.67:26657"
+			info.TrustHash = hex.EncodeToString(forged[40].Hash())
+		}, []string{"refusing", "127.0.0.66:26657 (rpc_address of " + f.srv.URL + ")", "127.0.0.67:26657", "another chain with the same chain id", "nothing written"}},
+		{"another chain's header", func(info *apiwire.NetInfo, o *JoinOptions) {
+			info.TrustHash = hex.EncodeToString(forged[40].Hash())
+		}, []string{"refusing", f.srv.URL + " says the block at height 40", "lied"}},
+		{"a witness on another chain", func(info *apiwire.NetInfo, o *JoinOptions) {
+			info.Peers = nil
+			o.Witnesses = []string{"127.0.0.66:26657"}
+		}, []string{"refusing", "127.0.0.66:26657 (--witness)", "another chain"}},
+		{"no witness", func(info *apiwire.NetInfo, o *JoinOptions) { info.Peers = nil }, []string{"refusing", "--witness", "--trust-hash"}},
+		{"trust height without hash", func(info *apiwire.NetInfo, o *JoinOptions) { o.TrustHeight = 20 }, []string{"--trust-height and --trust-hash go together"}},
+		{"bad trust hash", func(info *apiwire.NetInfo, o *JoinOptions) { o.TrustHeight, o.TrustHash = 20, "abc" }, []string{"--trust-hash", "64 hex digits"}},
+		{"bad witness", func(info *apiwire.NetInfo, o *JoinOptions) { o.Witnesses = []string{"nowhere"} }, []string{"--witness", "CometBFT RPC"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f.info = honest
+			f.info.Peers = slices.Clone(honest.Peers)
+			o := f.options()
+			o.GenesisSHA256 = f.hash
+			tc.edit(&f.info, &o)
+			home := filepath.Join(t.TempDir(), "full")
+			_, err := Join(t.Context(), home, o)
+			if err == nil {
+				t.Fatal("joined")
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error does not say %q:\n%v", w, err)
+				}
+			}
+			if _, err := os.Stat(home); !os.IsNotExist(err) {
+				t.Errorf("home written: %v", err)
+			}
+		})
+	}
+
+	// A join node that names no peer, with a witness given: joined, and
+	// the witness is one of the RPC servers.
+	f.info = honest
+	f.info.Peers = nil
+	o := f.options()
+	o.Witnesses = []string{"http://127.0.0.2:26657"}
+	home := filepath.Join(t.TempDir(), "full")
+	res, err := Join(t.Context(), home, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Join(res.RPCServers, ",") != "127.0.0.1:26657,http://127.0.0.2:26657" || res.TrustHeight != 40 {
+		t.Fatalf("joined with a witness: %+v", res)
+	}
+	// Pinned, with the join node alone: joined, the join node named twice.
+	o = f.options()
+	o.TrustHeight, o.TrustHash = 20, hex.EncodeToString(f.chain[20].Hash())
+	home = filepath.Join(t.TempDir(), "full")
+	if res, err = Join(t.Context(), home, o); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Join(res.RPCServers, ",") != "127.0.0.1:26657,127.0.0.1:26657" || !strings.Contains(res.VerifiedFrom, "pinned at height 20") || len(res.Notes) == 0 {
+		t.Fatalf("joined with a pinned header: %+v", res)
 	}
 }

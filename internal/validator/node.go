@@ -255,7 +255,12 @@ func (n *Node) Status(ctx context.Context) (*apiwire.Status, error) {
 	}
 	perPage := 100
 	vals, err := n.rpc.Validators(ctx, nil, nil, &perPage)
-	if err != nil {
+	switch {
+	case err != nil && st.SyncInfo.LatestBlockHeight == 0:
+		// No block yet, and CometBFT has no validator set to serve for
+		// height 0: a node that just started is not an error.
+		return s, nil
+	case err != nil:
 		return nil, err
 	}
 	for _, v := range vals.Validators {

@@ -34,7 +34,7 @@ func TestByzantineDoubleSigner(t *testing.T) {
 	var net struct {
 		Homes []string `json:"homes"`
 	}
-	gpunetJSON(t, &net, "init", "--validators", "4", "--home", filepath.Join(root, "net"),
+	initNet(t, &net, "--validators", "4", "--home", filepath.Join(root, "net"),
 		"--chain-id", "e2e", "--block-time", "200ms", "--account", alice.Address+"=1000sync")
 	if len(net.Homes) != 4 {
 		t.Fatalf("init wrote %d homes, want 4", len(net.Homes))

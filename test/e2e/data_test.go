@@ -31,7 +31,7 @@ func TestDataAcrossNodes(t *testing.T) {
 	var net struct {
 		Homes []string `json:"homes"`
 	}
-	gpunetJSON(t, &net, "init", "--validators", "2", "--home", filepath.Join(root, "net"), "--chain-id", "e2e-data", "--block-time", "200ms",
+	initNet(t, &net, "--validators", "2", "--home", filepath.Join(root, "net"), "--chain-id", "e2e-data", "--block-time", "200ms",
 		"--account", alice.Address+"=1000sync", "--account", carol.Address+"=100sync")
 	apis := make([]string, 2)
 	for i, h := range net.Homes {
@@ -43,7 +43,10 @@ func TestDataAcrossNodes(t *testing.T) {
 		apis[i] = info.API
 	}
 	node0, node1 := apis[0], apis[1]
-	startProc(t, "provider carol (node1 only)", "provider", "start", "--from", "carol", "--home", keyHome, "--node", node1, "--bench-time", "200ms", "--price", "0.05sync")
+	// The URL inputs below come from a test server on loopback, which a
+	// provider refuses unless its operator allows it.
+	startProc(t, "provider carol (node1 only)", "provider", "start", "--from", "carol", "--home", keyHome, "--node", node1, "--bench-time", "200ms", "--price", "0.05sync",
+		"--allow-fetch-network", "127.0.0.0/8")
 	waitUntil(t, 60*time.Second, "the provider schedulable, seen from node0", func() bool {
 		var offers []map[string]any
 		gpunetJSON(t, &offers, "offers", "--home", keyHome, "--node", node0)
@@ -114,12 +117,14 @@ verification: none
 		t.Fatalf("job logs on node0: %v", logs)
 	}
 
-	// 2. A URL-pinned input, served by a test HTTP server.
+	// 2. A URL-pinned input, served by a test HTTP server, named by a
+	// host name (job specs refuse a literal loopback address).
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.Write(input) }))
 	t.Cleanup(srv.Close)
+	srvURL := strings.Replace(srv.URL, "127.0.0.1", "localhost", 1)
 	sum := sha256.Sum256(input)
 	out = filepath.Join(dir, "out2")
-	r = gpunet(t, "job", "run", spec("url-input", "  - {path: /in/input.txt, from: "+srv.URL+"/input.txt, sha256: "+hex.EncodeToString(sum[:])+"}\n"),
+	r = gpunet(t, "job", "run", spec("url-input", "  - {path: /in/input.txt, from: "+srvURL+"/input.txt, sha256: "+hex.EncodeToString(sum[:])+"}\n"),
 		"--from", "alice", "--home", keyHome, "--node", node0, "--out", out)
 	if b, err := os.ReadFile(filepath.Join(out, "out", "counts.txt")); r.code != 0 || err != nil || !strings.Contains(string(b), "the") {
 		t.Fatalf("job with a URL input: %v; counts %q %v", r, b, err)
@@ -129,7 +134,7 @@ verification: none
 	var sub struct {
 		ID uint64 `json:"id"`
 	}
-	gpunetJSON(t, &sub, "job", "submit", spec("wrong-hash", "  - {path: /in/input.txt, from: "+srv.URL+"/input.txt, sha256: "+strings.Repeat("ab", 32)+"}\n"),
+	gpunetJSON(t, &sub, "job", "submit", spec("wrong-hash", "  - {path: /in/input.txt, from: "+srvURL+"/input.txt, sha256: "+strings.Repeat("ab", 32)+"}\n"),
 		"--from", "alice", "--home", keyHome, "--node", node0)
 	var j3 struct {
 		State    string `json:"state"`

@@ -38,7 +38,7 @@ func TestGovParamChangeOnFourValidators(t *testing.T) {
 	var net struct {
 		Homes []string `json:"homes"`
 	}
-	gpunetJSON(t, &net, "init", "--validators", "4", "--home", filepath.Join(root, "net"), "--chain-id", "e2e",
+	initNet(t, &net, "--validators", "4", "--home", filepath.Join(root, "net"), "--chain-id", "e2e",
 		"--block-time", "200ms", "--genesis-params", params)
 	if len(net.Homes) != 4 {
 		t.Fatalf("init: %d homes", len(net.Homes))

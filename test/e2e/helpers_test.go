@@ -228,10 +228,11 @@ func (d devnetInfo) addr(t testing.TB, name string) string {
 
 // startDevnet runs `gpunet devnet` in home and waits until it is serving.
 // Unless extra says otherwise it runs no providers, so tests of the chain
-// and the CLI see only the dev keys.
+// and the CLI see only the dev keys, and a new chain has no hardware
+// challenges (see withoutHWChallenges).
 func startDevnet(t testing.TB, home string, extra ...string) (*proc, devnetInfo) {
 	t.Helper()
-	args := append([]string{"devnet", "--home", home, "--output", "json"}, extra...)
+	args := withoutHWChallenges(append([]string{"devnet", "--home", home, "--output", "json"}, extra...))
 	if !slices.Contains(extra, "--providers") {
 		args = append(args, "--providers", "0")
 	}
@@ -242,6 +243,28 @@ func startDevnet(t testing.TB, home string, extra ...string) (*proc, devnetInfo)
 		t.Fatalf("devnet JSON line %+v: want api and home %s", info, home)
 	}
 	return p, info
+}
+
+// withoutHWChallenges adds --hw-challenges=false to the args of a command
+// that writes a new chain's genesis (devnet, init) unless they say
+// --hw-challenges themselves. A hardware challenge has a deadline, which
+// an honest provider on a busy machine can miss: only the tests about
+// challenges (they pass --hw-challenges) should depend on how busy the
+// machine running them is.
+func withoutHWChallenges(args []string) []string {
+	for _, a := range args {
+		if a == "--hw-challenges" || strings.HasPrefix(a, "--hw-challenges=") {
+			return args
+		}
+	}
+	return append(args, "--hw-challenges=false")
+}
+
+// initNet runs `gpunet init args…` (without hardware challenges unless args
+// opt in, as withoutHWChallenges) and decodes its JSON into v.
+func initNet(t testing.TB, v any, args ...string) {
+	t.Helper()
+	gpunetJSON(t, v, withoutHWChallenges(append([]string{"init"}, args...))...)
 }
 
 // ---------------------------------------------------------------------------

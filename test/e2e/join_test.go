@@ -35,7 +35,7 @@ func TestJoinByStateSync(t *testing.T) {
 	var net struct {
 		Homes []string `json:"homes"`
 	}
-	gpunetJSON(t, &net, "init", "--validators", "2", "--home", filepath.Join(root, "net"), "--chain-id", "e2e-join",
+	initNet(t, &net, "--validators", "2", "--home", filepath.Join(root, "net"), "--chain-id", "e2e-join",
 		"--block-time", "200ms", "--snapshot-interval", "10", "--account", alice.Address+"=1000sync")
 
 	book := newHashBook()
@@ -50,6 +50,9 @@ func TestJoinByStateSync(t *testing.T) {
 		apis[i] = info.API
 		watch(t, book, names[i], info.API)
 	}
+	// A node answers status (which tx send asks first) from its first
+	// block on: before it, "could not find validator set for height #0".
+	waitUntil(t, time.Minute, "both nodes' first block", func() bool { return book.minHeight(names...) >= 1 })
 	for i := range 3 {
 		var tx txJSON
 		gpunetJSON(t, &tx, "tx", "send", bob.Address, strconv.Itoa(i+1)+"sync", "--from", "alice", "--home", keyHome, "--node", apis[i%2])

@@ -70,7 +70,7 @@ func startServiceNet(t *testing.T, price string, providers ...string) *serviceNe
 	var net struct {
 		Homes []string `json:"homes"`
 	}
-	gpunetJSON(t, &net, append([]string{"init", "--validators", "2", "--home", filepath.Join(n.root, "net"), "--chain-id", "e2e-services",
+	initNet(t, &net, append([]string{"--validators", "2", "--home", filepath.Join(n.root, "net"), "--chain-id", "e2e-services",
 		"--block-time", "200ms", "--genesis-params", params}, accounts...)...)
 	apis := make([]string, 2)
 	for i, h := range net.Homes {

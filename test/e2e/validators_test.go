@@ -21,7 +21,7 @@ func TestFourValidators(t *testing.T) {
 		ChainID string   `json:"chain_id"`
 		Homes   []string `json:"homes"`
 	}
-	gpunetJSON(t, &net, "init", "--validators", "4", "--home", filepath.Join(root, "net"),
+	initNet(t, &net, "--validators", "4", "--home", filepath.Join(root, "net"),
 		"--chain-id", "e2e", "--block-time", "200ms", "--account", alice.Address+"=1000sync")
 	if net.ChainID != "e2e" || len(net.Homes) != 4 {
 		t.Fatalf("init: %+v, want chain e2e and 4 homes", net)

@@ -87,8 +87,8 @@ func commitSigners(t testing.TB, rpc string, height int64) []string {
 // the set (query validators, status) and signs blocks. Then a stopped
 // validator is jailed for downtime and slashed while the chain goes on, and
 // `validator unjail` brings it back. Bad input (a validator created twice,
-// below the minimum stake, a bad key) is refused with a clear error and
-// costs only the fee.
+// below the minimum stake, a bad key, a key without its proof of
+// possession) is refused with a clear error and costs only the fee.
 //
 // The fourth home is written by hand (init, then node0's genesis and the
 // validators as persistent peers): helper B's `init --join` was not in when
@@ -106,7 +106,7 @@ func TestValidatorSetChanges(t *testing.T) {
 	var net struct {
 		Homes []string `json:"homes"`
 	}
-	gpunetJSON(t, &net, "init", "--validators", "3", "--home", filepath.Join(root, "net"), "--chain-id", "e2e",
+	initNet(t, &net, "--validators", "3", "--home", filepath.Join(root, "net"), "--chain-id", "e2e",
 		"--block-time", "200ms", "--account", alice.Address+"=1000sync", "--genesis-params", params)
 
 	// The full node: a home of its own (keys, ports) on the network's
@@ -172,7 +172,8 @@ func TestValidatorSetChanges(t *testing.T) {
 	}{
 		{[]string{"--stake", "9sync"}, "below params.min_validator_stake"},
 		{[]string{"--stake", "100sync", "--pubkey", "abcd"}, "not an ed25519 public key"},
-		{[]string{"--stake", "100sync", "--pubkey", strings.Repeat("ab", 32), "--from", "nobody"}, "nobody"},
+		{[]string{"--stake", "100sync", "--pubkey", strings.Repeat("ab", 32), "--pop", strings.Repeat("ef", 64), "--from", "nobody"}, "nobody"},
+		{[]string{"--stake", "100sync", "--pubkey", strings.Repeat("ab", 32)}, "--pubkey needs --pop"},
 	}
 	for _, b := range bad {
 		r := gpunet(t, append([]string{"validator", "create", "--home", full, "--node", apis[3], "--from", "op"}, b.args...)...)
@@ -191,7 +192,14 @@ func TestValidatorSetChanges(t *testing.T) {
 		t.Fatalf("validator create: %+v, want validator %s", created, fullAddr)
 	}
 	before := balance(t, op.Address, "--node", apis[0])
-	r := gpunet(t, "validator", "create", "--from", "op", "--stake", "20sync", "--home", full, "--node", apis[3], "--pubkey", strings.Repeat("cd", 32))
+	// A second validator, its key's proof made where the key is (node1;
+	// `validator pop`) and sent with --pubkey --pop.
+	var pop struct {
+		PubKey string `json:"pub_key"`
+		PoP    string `json:"pop"`
+	}
+	gpunetJSON(t, &pop, "validator", "pop", "--operator", op.Address, "--home", net.Homes[1])
+	r := gpunet(t, "validator", "create", "--from", "op", "--stake", "20sync", "--home", full, "--node", apis[3], "--pubkey", pop.PubKey, "--pop", pop.PoP)
 	if r.code == 0 || !strings.Contains(r.stderr, "already has validator") {
 		t.Errorf("a second validator for one operator: want refused:\n%s", r)
 	}

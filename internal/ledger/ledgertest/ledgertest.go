@@ -204,14 +204,32 @@ func AgeKey(name string) string {
 
 // ConsKey is a deterministic validator consensus key (ed25519).
 func ConsKey(name string) ed25519.PublicKey {
+	return ConsPriv(name).Public().(ed25519.PublicKey)
+}
+
+// ConsPriv is the private half of ConsKey(name).
+func ConsPriv(name string) ed25519.PrivateKey {
 	seed := sha256.Sum256([]byte("ledgertest/cons/" + name))
-	return ed25519.NewKeyFromSeed(seed[:]).Public().(ed25519.PublicKey)
+	return ed25519.NewKeyFromSeed(seed[:])
+}
+
+// PoP is the proof of possession of ConsKey(cons) for operator on ChainID.
+func PoP(cons string, operator address.Address) []byte {
+	return ledger.SignValidatorPoP(ConsPriv(cons), ChainID, operator)
+}
+
+// CreateValidator returns a create_validator by op for the consensus key
+// ConsKey(cons), with its proof of possession on ChainID.
+func CreateValidator(op Key, cons string, stake uint64) *ledger.MsgCreateValidator {
+	return &ledger.MsgCreateValidator{PubKey: ConsKey(cons), Stake: ledger.Amount(stake), PoP: PoP(cons, op.Addr)}
 }
 
 // GenesisValidator returns a genesis validator operated by the key name,
-// with the consensus key ConsKey(name).
+// with the consensus key ConsKey(name) and its proof of possession on
+// ChainID.
 func GenesisValidator(name string, stake uint64) ledger.GenesisValidator {
-	return ledger.GenesisValidator{Operator: NewKey(name).Addr, PubKey: ConsKey(name), Stake: stake, Moniker: name}
+	op := NewKey(name).Addr
+	return ledger.GenesisValidator{Operator: op, PubKey: ConsKey(name), Stake: stake, Moniker: name, PoP: PoP(name, op)}
 }
 
 // ServiceSpec returns a valid spec of a CPU service: one replica of a

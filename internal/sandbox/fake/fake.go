@@ -42,6 +42,10 @@ type Executor struct {
 
 	service  ServiceBehavior // service.go
 	services []*Service
+
+	pause  sandbox.PauseSet
+	pauses int // Pause calls
+	frozen int // runs marked paused now
 }
 
 var _ sandbox.Executor = (*Executor)(nil)
@@ -94,8 +98,18 @@ func (e *Executor) Run(ctx context.Context, job *sandbox.Job, logs io.Writer) (*
 	e.jobs = append(e.jobs, rec)
 	e.mu.Unlock()
 
+	pm, err := e.pause.Join(ctx, e.markFrozen(+1), e.markFrozen(-1))
+	if err != nil {
+		// Cancelled while a pause held its start back.
+		res := &sandbox.Result{ExitCode: -1, Failed: true, Reason: sandbox.ReasonCancelled, Started: time.Now()}
+		if err := sandbox.Finish(job, res); err != nil {
+			return nil, err
+		}
+		return res, nil
+	}
+	defer pm.Leave()
 	started := time.Now()
-	runCtx, cancel := context.WithTimeoutCause(ctx, job.Limits.Timeout, errTimeout)
+	runCtx, cancel := pm.WithTimeout(ctx, job.Limits.Timeout, errTimeout)
 	defer cancel()
 	out := sandbox.NewLogWriter(logs, sandbox.DefaultLogBytes)
 	res, err := e.behave(runCtx, job, out)
@@ -106,7 +120,7 @@ func (e *Executor) Run(ctx context.Context, job *sandbox.Job, logs io.Writer) (*
 		res = &sandbox.Result{Reason: sandbox.ExitReason(0)}
 	}
 	res.Started = started
-	res.Metered = time.Since(started)
+	res.Metered = max(0, time.Since(started)-pm.Paused())
 	if res.ExitCode != 0 {
 		res.Failed = true
 	}
@@ -123,6 +137,37 @@ func (e *Executor) Run(ctx context.Context, job *sandbox.Job, logs io.Writer) (*
 }
 
 var errTimeout = fmt.Errorf("fake: job timed out")
+
+var _ sandbox.Pauser = (*Executor)(nil)
+
+// Pause implements sandbox.Pauser as the real executors do, but for the
+// processes: a fake job's behaviour is Go code that goes on running. The
+// jobs running are marked paused (Pauses counts them) until resume, their
+// timeout and Metered leave the pause out, and jobs that start meanwhile
+// wait for it to end.
+func (e *Executor) Pause(ctx context.Context) (resume func() error, paused int, err error) {
+	e.mu.Lock()
+	e.pauses++
+	e.mu.Unlock()
+	return e.pause.Pause(ctx)
+}
+
+// Pauses returns how many times Pause was called, and how many of the
+// jobs running are paused now.
+func (e *Executor) Pauses() (calls, frozen int) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.pauses, e.frozen
+}
+
+func (e *Executor) markFrozen(d int) func() error {
+	return func() error {
+		e.mu.Lock()
+		defer e.mu.Unlock()
+		e.frozen += d
+		return nil
+	}
+}
 
 // Exit is the result of a program that exited with code: the Result a
 // Behavior returns in the common case.

@@ -17,7 +17,8 @@ type cgroupHost struct {
 	// uses it); Unified is its mount point.
 	V2      bool
 	Unified string
-	// V1 maps a v1 controller (memory, pids, cpu) to its mount point.
+	// V1 maps a v1 controller (memory, pids, cpu, freezer) to its mount
+	// point.
 	V1 map[string]string
 	// Controllers are the v2 controllers available at the root.
 	Controllers []string
@@ -53,7 +54,7 @@ func detectCgroups() cgroupHost {
 		case "cgroup":
 			for _, o := range strings.Split(super, ",") {
 				switch o {
-				case "memory", "pids", "cpu":
+				case "memory", "pids", "cpu", "freezer":
 					h.V1[o] = mnt
 				}
 			}
@@ -68,8 +69,12 @@ func detectCgroups() cgroupHost {
 	return h
 }
 
-// has reports whether controller c can be used.
+// has reports whether controller c can be used. In v2 the freezer is
+// part of every cgroup (cgroup.freeze), not a controller.
 func (h cgroupHost) has(c string) bool {
+	if h.V2 && c == "freezer" {
+		return true
+	}
 	if h.V2 {
 		for _, x := range h.Controllers {
 			if x == c {
@@ -91,7 +96,7 @@ func (h cgroupHost) writable() bool {
 	if h.V2 {
 		return unix.Access(h.Unified, unix.W_OK) == nil
 	}
-	for _, c := range []string{"memory", "pids", "cpu"} {
+	for _, c := range []string{"memory", "pids", "cpu", "freezer"} {
 		if m, ok := h.V1[c]; ok && unix.Access(m, unix.W_OK) != nil {
 			return false
 		}

@@ -91,7 +91,8 @@ type Executor struct {
 	lock     *os.File
 	seq      atomic.Uint64
 
-	life sandbox.Lifecycle
+	life  sandbox.Lifecycle
+	pause sandbox.PauseSet // its containers, for Pause (pause.go)
 
 	svcMu     sync.Mutex
 	svcs      map[*service]bool // running services (service.go)
@@ -347,9 +348,18 @@ func (e *Executor) run(ctx context.Context, job *sandbox.Job, out *sandbox.LogWr
 		return fmt.Errorf("oci: %w", err)
 	}
 
-	runCtx, stop := context.WithTimeoutCause(ctx, job.Limits.Timeout, errTimeout)
+	// A job due to start during a pause starts after it; a pause while it
+	// runs stops its clock: its timeout and its bill leave the pause out.
+	var ended atomic.Bool
+	pm, err := e.joinPause(ctx, id, &ended)
+	if err != nil {
+		return fail(res, sandbox.ReasonCancelled)
+	}
+	defer pm.Leave()
+	runCtx, stop := pm.WithTimeout(ctx, job.Limits.Timeout, errTimeout)
 	defer stop()
 	o, err := e.rt.run(runCtx, id, bundle, out)
+	ended.Store(true)
 	var st cgroupStats
 	if e.caps.Enforce.Cgroups {
 		st = e.caps.cg.readStats(cgPath)
@@ -360,7 +370,7 @@ func (e *Executor) run(ctx context.Context, job *sandbox.Job, out *sandbox.LogWr
 	if err != nil {
 		return fmt.Errorf("oci: %w", err)
 	}
-	res.Metered = o.Elapsed
+	res.Metered = max(0, o.Elapsed-pm.Paused())
 	res.PeakMemoryBytes = st.PeakBytes
 	if st.PidsRefused > 0 {
 		out.Notef("the job reached its limit of %d processes (%d forks refused)", e.o.Pids, st.PidsRefused)

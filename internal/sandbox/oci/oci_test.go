@@ -710,7 +710,7 @@ func TestReservedAndRootOutputs(t *testing.T) {
 func TestCapabilitiesLines(t *testing.T) {
 	ex, _ := setup(t)
 	lines := ex.Capabilities().Lines()
-	for _, prefix := range []string{"runtime: ", "memory limit: ", "cpu limit: ", "pids limit: ", "seccomp: ", "rootfs: ", "user: ", "network: ", "disk: ", "gpu: "} {
+	for _, prefix := range []string{"runtime: ", "memory limit: ", "cpu limit: ", "pids limit: ", "seccomp: ", "rootfs: ", "user: ", "network: ", "disk: ", "gpu: ", "pause: "} {
 		found := false
 		for _, l := range lines {
 			if strings.HasPrefix(l, prefix) && len(l) > len(prefix)+3 {

@@ -39,6 +39,9 @@ type Capabilities struct {
 	Network  string `json:"network"`
 	Disk     string `json:"disk"`
 	GPU      string `json:"gpu"`
+	// Pause is how the executor pauses its containers while the provider
+	// proves a hardware challenge on the CPU (pause.go).
+	Pause string `json:"pause"`
 
 	// Enforce is what job specs are generated with.
 	Enforce Enforcement `json:"-"`
@@ -66,6 +69,7 @@ func (c *Capabilities) Lines() []string {
 		"network: " + c.Network,
 		"disk: " + c.Disk,
 		"gpu: " + c.GPU,
+		"pause: " + c.Pause,
 	}
 }
 
@@ -187,6 +191,14 @@ func probe(ctx context.Context, pe probeEnv) (*Capabilities, error) {
 		c.Memory = "RLIMIT_DATA per process (private writable memory), falling back because " + cgWhy + " (an out-of-memory job fails as its program reports it)"
 		c.CPU = "unavailable (" + cgWhy + "): jobs are not limited to their cores"
 		c.Pids = "RLIMIT_NPROC, falling back because " + cgWhy + " (counted per user, over all jobs)"
+	}
+	switch {
+	case c.Enforce.Cgroups && c.cg.has("freezer"):
+		c.Pause = cgName + " freezer (runc pause) while the provider proves a hardware challenge on the CPU"
+	case c.Enforce.Cgroups:
+		c.Pause = "unavailable (no freezer controller): containers keep running while the provider proves a hardware challenge"
+	default:
+		c.Pause = "unavailable (" + cgWhy + "): containers keep running while the provider proves a hardware challenge"
 	}
 	if c.Seccomp == "" {
 		if c.Enforce.Seccomp {

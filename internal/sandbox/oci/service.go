@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -145,12 +146,19 @@ func (e *Executor) StartService(ctx context.Context, svc *sandbox.Service, logs 
 		cleanup()
 		return nil, fmt.Errorf("oci: %w", err)
 	}
+	// A service due to start during a pause starts after it.
+	pm, err := e.joinPause(ctx, s.id, &s.ended)
+	if err != nil {
+		cleanup()
+		return nil, fmt.Errorf("oci: %w", err)
+	}
 	runCtx, stop := context.WithCancel(context.Background())
 	s.stop = stop
 	e.svcMu.Lock()
 	if e.svcClosed {
 		e.svcMu.Unlock()
 		stop()
+		pm.Leave()
 		cleanup()
 		return nil, fmt.Errorf("oci: %w", sandbox.ErrClosed)
 	}
@@ -162,6 +170,7 @@ func (e *Executor) StartService(ctx context.Context, svc *sandbox.Service, logs 
 	e.svcMu.Unlock()
 	go func() {
 		defer e.svcWG.Done()
+		defer pm.Leave()
 		s.run(runCtx, out, mem, cgPath, svc, cleanup)
 	}()
 	if err := s.waitStarted(ctx); err != nil {
@@ -218,6 +227,7 @@ type service struct {
 	started chan struct{} // closed once pid is set
 	stop    context.CancelFunc
 	done    chan struct{}
+	ended   atomic.Bool // runc run has returned (pause.go)
 
 	mu     sync.Mutex
 	reason string
@@ -242,6 +252,7 @@ func (s *service) run(runCtx context.Context, out *sandbox.LogWriter, mem uint64
 		go s.watchDisk(watchCtx, svc.WorkDir, limit, out)
 	}
 	o, err := s.e.rt.run(runCtx, s.id, s.bundle, out)
+	s.ended.Store(true)
 	var st cgroupStats
 	if s.e.caps.Enforce.Cgroups {
 		st = s.e.caps.cg.readStats(cgPath)

@@ -108,7 +108,8 @@ type Executor struct {
 	maxSpares int
 	engine    string
 
-	life sandbox.Lifecycle
+	life  sandbox.Lifecycle
+	pause sandbox.PauseSet // the sandbox processes running jobs (pause.go)
 
 	mu       sync.Mutex
 	modules  map[[sha256.Size]byte]*moduleState
@@ -427,6 +428,9 @@ type child struct {
 
 var errSpareDied = errors.New("spare sandbox process died")
 
+// errTimeout ends a job's run at its Limits.Timeout.
+var errTimeout = errors.New("wasm: job timed out")
+
 // startChild starts a sandbox process and sends it the module.
 func (e *Executor) startChild(m *module) (*child, error) {
 	prep, err := json.Marshal(&childPrepare{
@@ -518,6 +522,15 @@ func (e *Executor) runOn(ctx context.Context, c *child, spare bool, job *sandbox
 		c.discard()
 		return fmt.Errorf("wasm: %w", err)
 	}
+	// A job due to start during a pause starts after it; a pause while it
+	// runs stops its clock: its timeout and its bill leave the pause out.
+	pm, err := e.pause.Join(ctx, c.freeze, c.thaw)
+	if err != nil {
+		c.discard()
+		res.CompileTime = time.Since(t0)
+		return fail(res, sandbox.ReasonCancelled)
+	}
+	defer pm.Leave()
 	c.logs.set(logs)
 	// The job stays in the pipe until the child has loaded the module;
 	// stdin then stays open until we are done (see ChildMain).
@@ -525,8 +538,9 @@ func (e *Executor) runOn(ctx context.Context, c *child, spare bool, job *sandbox
 
 	var (
 		started, killed time.Time
-		timer           *time.Timer
-		timeout         <-chan time.Time
+		stopTimer       = func() {}
+		timeout         <-chan struct{}
+		paused0         time.Duration // paused before the guest started
 		done            = ctx.Done()
 		events          = c.events
 		result          *childMessage
@@ -542,8 +556,10 @@ func (e *Executor) runOn(ctx context.Context, c *child, spare bool, job *sandbox
 				started = time.Now()
 				res.CompileTime = started.Sub(t0)
 				compiled(true)
-				timer = time.NewTimer(job.Limits.Timeout)
-				timeout = timer.C
+				var tctx context.Context
+				tctx, stopTimer = pm.WithTimeout(context.Background(), job.Limits.Timeout, errTimeout)
+				timeout = tctx.Done()
+				paused0 = pm.Paused()
 			}
 		case "peak":
 			res.PeakMemoryBytes = max(res.PeakMemoryBytes, m.Peak)
@@ -579,9 +595,9 @@ func (e *Executor) runOn(ctx context.Context, c *child, spare bool, job *sandbox
 			}
 		}
 	}
-	if timer != nil {
-		timer.Stop()
-	}
+	stopTimer()
+	// The time the job spent paused (Pause) is not billed.
+	paused := pm.Paused() - paused0
 	// The process is gone, so its report pipe is closed: read what is
 	// left of it.
 	if events != nil {
@@ -608,7 +624,7 @@ func (e *Executor) runOn(ctx context.Context, c *child, spare bool, job *sandbox
 	case outcome != "":
 		res.Failed, res.Reason = true, outcome
 		if !started.IsZero() {
-			res.Metered = killed.Sub(started)
+			res.Metered = max(0, killed.Sub(started)-paused)
 		}
 		return nil
 	case result == nil:
@@ -626,7 +642,7 @@ func (e *Executor) runOn(ctx context.Context, c *child, spare bool, job *sandbox
 			why += ": " + line
 		}
 		if !started.IsZero() {
-			res.Metered = time.Since(started)
+			res.Metered = max(0, time.Since(started)-paused)
 		}
 		return fail(res, "sandbox process died: "+why)
 	case result.Error != "":
@@ -636,7 +652,7 @@ func (e *Executor) runOn(ctx context.Context, c *child, spare bool, job *sandbox
 	res.ExitCode = result.ExitCode
 	res.Failed = result.Failed
 	res.Reason = result.Reason
-	res.Metered = time.Duration(result.MeteredNS)
+	res.Metered = max(0, time.Duration(result.MeteredNS)-paused)
 	res.PeakMemoryBytes = max(res.PeakMemoryBytes, result.PeakMemoryBytes)
 	if res.Reason == "" {
 		res.Failed, res.Reason = true, "sandbox process died: empty report"

@@ -19,7 +19,7 @@ import (
 
 func main() {
 	if len(os.Args) < 2 {
-		fmt.Println("usage: jobprog hello|whoami|cat|devices|ls|getenv|write|net|mem|fork|serve|sleep|exit|count ARGS")
+		fmt.Println("usage: jobprog hello|whoami|cat|devices|ls|getenv|write|net|mem|fork|serve|sleep|spin|exit|count ARGS")
 		os.Exit(2)
 	}
 	args := os.Args[2:]
@@ -169,6 +169,15 @@ func main() {
 	case "sleep":
 		fmt.Println("sleeping")
 		time.Sleep(24 * time.Hour)
+	case "spin":
+		// spin N: burn the CPU on N threads until killed (the pause
+		// tests' CPU hog).
+		n, _ := strconv.Atoi(args[0])
+		fmt.Printf("spinning on %d threads\n", n)
+		for range n - 1 {
+			go spin()
+		}
+		spin()
 	case "exit":
 		code, _ := strconv.Atoi(args[0])
 		fmt.Println("exiting", code)
@@ -221,5 +230,16 @@ func main() {
 	default:
 		fmt.Println("unknown command", os.Args[1])
 		os.Exit(2)
+	}
+}
+
+// spin burns the CPU for ever.
+func spin() {
+	x := uint64(1)
+	for {
+		x = x*6364136223846793005 + 1442695040888963407
+		if x == 0 {
+			fmt.Println(x)
+		}
 	}
 }

@@ -1,0 +1,107 @@
+package provider_test
+
+import (
+	"fmt"
+	"log/slog"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gpunet/gpunet/internal/hwinfo/nvmlsim"
+	"github.com/gpunet/gpunet/internal/ledger"
+	"github.com/gpunet/gpunet/internal/provider"
+)
+
+// TestSlashedProviderTopsUpStake runs two agents that fake their hardware
+// proofs (a wrong opening: slashed on the first challenge) at the
+// minimum stake, so that the slash leaves them under it, where no job is
+// placed. The one with a balance tops its stake up by itself and says
+// so. The one whose balance is empty says what is missing and the
+// command that fixes it; once that command has run, it stakes what it
+// received and is schedulable again.
+func TestSlashedProviderTopsUpStake(t *testing.T) {
+	n := startNetworkWith(t, func(p *ledger.Params) {
+		p.HWRatePPM = 1_000_000
+		p.HWTargetMillis = 200
+		p.HWAllowanceMillis = 3_000
+	}, "rich", "poor", "funder")
+	ctx := t.Context()
+	params, err := n.cl.Params(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The poor provider has exactly the minimum stake, and nothing more.
+	poorKey, err := n.kr.Get("poor")
+	if err != nil {
+		t.Fatal(err)
+	}
+	funder, err := n.kr.Get("funder")
+	if err != nil {
+		t.Fatal(err)
+	}
+	bal, err := n.cl.Balance(ctx, poorKey.Address)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := n.cl.SendMsg(ctx, poorKey, 0, &ledger.MsgSend{To: funder.Address, Amount: ledger.Amount(bal.Balance - params.MinStakeCPU)}); err != nil {
+		t.Fatal(err)
+	}
+
+	cpu := nvmlsim.Lib(nvmlsim.GPU{}, 0)
+	faker := &provider.Faults{FakeChallenges: true}
+	richLog, poorLog := &syncLog{}, &syncLog{}
+	rich, _ := runAgentWith(t, n, "rich", cpu, "eu", 36_000, func(o *provider.Options) {
+		o.Faults, o.Logger = faker, slog.New(slog.NewTextHandler(richLog, nil))
+	})
+	poor, _ := runAgentWith(t, n, "poor", cpu, "eu", 36_000, func(o *provider.Options) {
+		o.Faults, o.Logger = faker, slog.New(slog.NewTextHandler(poorLog, nil))
+	})
+	record := func(a *provider.Agent) *ledger.Provider {
+		p, err := n.cl.Provider(ctx, a.Status().Key())
+		if err != nil {
+			return nil
+		}
+		return p.Record
+	}
+
+	// Slashed under the minimum, the rich one tops up from its balance.
+	waitForWithin(t, time.Minute, "the rich provider slashed and topped up", func() bool {
+		r := record(rich)
+		return r != nil && r.Slashed > 0 && strings.Contains(richLog.String(), "topped it up from the balance")
+	})
+	waitFor(t, "the rich provider schedulable again", func() bool {
+		r := record(rich)
+		return r.Stake >= params.MinStakeCPU
+	})
+	if l := richLog.String(); !strings.Contains(l, "amount_usync=") || strings.Contains(l, "UNDER-STAKED") {
+		t.Errorf("the rich agent's log:\n%s", l)
+	}
+
+	// The poor one cannot: it says what is missing and how to fix it.
+	var missing uint64
+	waitForWithin(t, time.Minute, "the poor provider slashed and saying what it lacks", func() bool {
+		r := record(poor)
+		if r == nil || r.Slashed == 0 || !strings.Contains(poorLog.String(), "UNDER-STAKED") {
+			return false
+		}
+		missing = params.MinStakeCPU - r.Stake
+		return true
+	})
+	cmd := fmt.Sprintf("gpunet tx send %s %dusync --from FUNDED_KEY", poorKey.Address, missing)
+	if l := poorLog.String(); !strings.Contains(l, cmd) || !strings.Contains(l, fmt.Sprintf("missing_usync=%d", missing)) || strings.Count(l, "UNDER-STAKED") != 1 {
+		t.Fatalf("the poor agent's log lacks %q (said once):\n%s", cmd, l)
+	}
+	if r := record(poor); r.Stake >= params.MinStakeCPU {
+		t.Fatalf("the poor provider is at %d, not under the minimum %d", r.Stake, params.MinStakeCPU)
+	}
+	// The command, as the log gives it, with the funder's key.
+	if _, err := n.cl.SendMsg(ctx, funder, 0, &ledger.MsgSend{To: poorKey.Address, Amount: ledger.Amount(missing)}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the poor provider staking what it received", func() bool {
+		return strings.Contains(poorLog.String(), "topped it up from the balance")
+	})
+	if !strings.Contains(poorLog.String(), fmt.Sprintf("amount_usync=%d", missing)) {
+		t.Errorf("the poor agent's top-up:\n%s", poorLog.String())
+	}
+}
