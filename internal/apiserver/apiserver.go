@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/gpunet/gpunet/internal/address"
+	"github.com/gpunet/gpunet/internal/admission"
 	"github.com/gpunet/gpunet/internal/apiwire"
 	"github.com/gpunet/gpunet/internal/ledger"
 )
@@ -74,13 +75,29 @@ type Server struct {
 	BaseURL string
 	mux     *http.ServeMux
 	routes  []Route
-	logs    logRelay
-	svcLogs logRelay
-	offers  offerCache
+	// preflightH answers CORS preflights, bounded as unrouted requests.
+	preflightH http.Handler
+	logs       logRelay
+	svcLogs    logRelay
+	offers     offerCache
 }
 
 // maxTxBody bounds a POST /v1/txs body; the ledger's own limit is lower.
-const maxTxBody = 2 << 20
+// txBodyTimeout bounds the time it may take to arrive (the route waits
+// far longer for the tx's block).
+const (
+	maxTxBody     = 2 << 20
+	txBodyTimeout = 30 * time.Second
+)
+
+// The server's own time bounds (docs/bounds.md).
+const (
+	// ReadHeaderTimeout is how long a client has to send a request's
+	// line and headers.
+	ReadHeaderTimeout = 10 * time.Second
+	// IdleTimeout closes a connection idle between requests.
+	IdleTimeout = time.Minute
+)
 
 // New returns the API handler for chain.
 func New(chain Chain, o Options) *Server {
@@ -91,7 +108,8 @@ func New(chain Chain, o Options) *Server {
 	for _, rt := range slices.Concat(s.apiRoutes(), s.govRoutes(), s.serviceRoutes()) {
 		s.add(rt)
 	}
-	s.mux.HandleFunc("/", s.notFound)
+	s.mux.Handle("/", s.unrouted(s.notFound))
+	s.preflightH = s.unrouted(s.preflight)
 	return s
 }
 
@@ -108,19 +126,33 @@ func (s *Server) ListenAndServe(ctx context.Context, addr string) (net.Addr, <-c
 	return l.Addr(), s.Serve(ctx, l), nil
 }
 
-// Serve is ListenAndServe on a listener the caller made (a node wraps its
-// listener to cap connections, see internal/daemon); it closes l.
+// Serve is ListenAndServe on a listener the caller made; it closes l. A
+// node serves an *admission.Listener, which caps its connections and
+// keeps some in reserve for trusted requests (internal/daemon): Serve
+// wires it in, and each route admits its requests by their headers.
 func (s *Server) Serve(ctx context.Context, l net.Listener) <-chan error {
+	al, _ := l.(*admission.Listener)
 	srv := &http.Server{
 		Handler: s,
 		// A client gets this long to send its request line and headers;
-		// a body is bounded by its route (Timeout) or, for blob uploads,
-		// by the gateway's progress deadline.
-		ReadHeaderTimeout: 10 * time.Second,
-		IdleTimeout:       time.Minute,
+		// a body is bounded by its route (BodyTimeout, BodyIdle), an
+		// answer by its route's Timeout or StreamWriteIdle.
+		ReadHeaderTimeout: ReadHeaderTimeout,
+		IdleTimeout:       IdleTimeout,
 		MaxHeaderBytes:    maxHeaderBytes,
 		BaseContext:       func(net.Listener) context.Context { return ctx },
-		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelDebug),
+		ConnContext:       admission.ConnContext,
+		ConnState: func(c net.Conn, st http.ConnState) {
+			if st == http.StateHijacked {
+				// The route's deadlines were the request's: whoever
+				// takes the connection over sets its own.
+				c.SetDeadline(time.Time{})
+			}
+			if al != nil {
+				al.ConnState(c, st)
+			}
+		},
+		ErrorLog: slog.NewLogLogger(s.log.Handler(), slog.LevelDebug),
 	}
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- srv.Serve(l) }()
@@ -234,7 +266,7 @@ func (s *Server) supply(w http.ResponseWriter, r *http.Request) {
 func (s *Server) submitTx(w http.ResponseWriter, r *http.Request) {
 	body, err := io.ReadAll(r.Body)
 	if err != nil {
-		writeError(w, http.StatusRequestEntityTooLarge, ledger.ErrTxTooLarge.Code, fmt.Sprintf("tx body: %v (limit %d bytes)", err, maxTxBody))
+		writeBodyError(w, ledger.ErrTxTooLarge.Code, fmt.Sprintf("tx body (limit %d bytes)", maxTxBody), err)
 		return
 	}
 	if strings.HasPrefix(r.Header.Get("Content-Type"), "text/plain") {

@@ -178,7 +178,7 @@ func (s *Server) providerJobs(w http.ResponseWriter, r *http.Request) {
 func decodeStrict(w http.ResponseWriter, r *http.Request, what string, v any) bool {
 	body, err := io.ReadAll(r.Body)
 	if err != nil {
-		writeError(w, http.StatusRequestEntityTooLarge, 0, what+": "+err.Error())
+		writeBodyError(w, 0, what, err)
 		return false
 	}
 	dec := json.NewDecoder(bytesReader(body))

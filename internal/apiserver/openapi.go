@@ -141,6 +141,9 @@ func (g *schemaGen) operation(rt Route) map[string]any {
 	if rt.MaxBody > 0 && (rt.Body != nil || rt.BodyType != "") {
 		errs = append(errs, http.StatusRequestEntityTooLarge)
 	}
+	if rt.Body != nil || rt.BodyType != "" {
+		errs = append(errs, http.StatusRequestTimeout) // the body's deadline
+	}
 	for _, st := range errs {
 		responses[strconv.Itoa(st)] = map[string]any{"description": http.StatusText(st) + " (" + codeOf(st) + ")",
 			"content": map[string]any{"application/json": map[string]any{"schema": g.schema(reflect.TypeOf(apiwire.ErrorBody{}))}}}
@@ -148,6 +151,12 @@ func (g *schemaGen) operation(rt Route) map[string]any {
 	op["responses"] = responses
 	if rt.Timeout > 0 {
 		op["x-timeout"] = rt.Timeout.String()
+	}
+	if rt.Method != http.MethodGet {
+		op["x-body-timeout"] = rt.BodyTimeout.String()
+		if rt.BodyIdle > 0 {
+			op["x-body-idle"] = rt.BodyIdle.String()
+		}
 	}
 	if rt.MaxBody > 0 {
 		op["x-max-body-bytes"] = rt.MaxBody

@@ -57,7 +57,7 @@ func (s *Server) apiRoutes() []Route {
 				{Name: "wait", Type: "boolean", Desc: "false: answer 202 after CheckTx without waiting for the block"},
 				{Name: "timeout", Type: "string", Desc: "how long to wait for the block, up to 5m (default 30s); 202 if it is not in one by then"},
 			},
-			BodyType: "application/octet-stream", Resp: apiwire.TxResult{}, MaxBody: maxTxBody, Timeout: 5*time.Minute + 30*time.Second,
+			BodyType: "application/octet-stream", Resp: apiwire.TxResult{}, MaxBody: maxTxBody, Timeout: 5*time.Minute + 30*time.Second, BodyTimeout: txBodyTimeout,
 			Errors: []int{400, 409, 413, 422, 503}, Handler: h(s.submitTx)},
 		{Method: "GET", Path: "/v1/txs", ID: "listTxs", Tag: "txs", Summary: "Recent txs, newest first, optionally of one message type",
 			Query: []Param{

@@ -56,6 +56,12 @@ var depRules = []depRule{
 		onlyWhy: "the ledger is the deterministic state machine (DESIGN.md section 4): it depends on the standard library and its own pure helpers only, so that every node computes the same app hash and the ledger is tested without a node",
 	},
 	{
+		pkgs:    []string{"internal/admission"},
+		banned:  engines,
+		only:    []string{module + "internal/admission"},
+		onlyWhy: "the API's connection admission sits under every request a node serves: it depends on the standard library only, so that it can be read and tested on its own",
+	},
+	{
 		pkgs:    []string{"internal/challenge"},
 		banned:  engines,
 		only:    []string{module + "internal/challenge"},

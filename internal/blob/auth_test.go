@@ -29,18 +29,25 @@ func newTestKey(seed byte) testKey {
 }
 
 // authGateway serves a store that requires tickets (or token) and lets
-// only allowed accounts upload.
+// only allowed accounts upload, up to q.
 func authGateway(t *testing.T, q Quota, allowed ...address.Address) (*Store, *httptest.Server) {
 	t.Helper()
-	s := newStore(t, 1<<20)
-	auth := &Auth{Token: "sekrit", Quota: q, Account: func(a address.Address) error {
+	return allowanceGateway(t, q, func(a address.Address) (Allowance, error) {
 		for _, b := range allowed {
 			if a == b {
-				return nil
+				return Allowance{Bytes: 1 << 40}, nil
 			}
 		}
-		return errors.New("unknown to the ledger: fund it first")
-	}}
+		return Allowance{Basis: "unknown to the ledger: fund it first"}, nil
+	})
+}
+
+// allowanceGateway serves a store that requires tickets (or token) and
+// lets each account keep what allowance says, up to q.
+func allowanceGateway(t *testing.T, q Quota, allowance func(address.Address) (Allowance, error)) (*Store, *httptest.Server) {
+	t.Helper()
+	s := newStore(t, 1<<20)
+	auth := &Auth{Token: "sekrit", Quota: q, Allowance: allowance}
 	h := NewGateway(s, GatewayOptions{Auth: auth})
 	mux := http.NewServeMux()
 	mux.Handle("/v1/blobs", h)

@@ -80,6 +80,13 @@ func (c *Client) put(ctx context.Context, r io.Reader, length int64) (Hash, int6
 	}
 	req.ContentLength = length // -1: chunked
 	req.Header.Set("Content-Type", "application/octet-stream")
+	if length > 0 {
+		// The gateway refuses an upload over its size limit or the
+		// account's quota before reading it: wait for its go-ahead
+		// rather than send a body it will not read (and have the
+		// connection reset under the refusal).
+		req.Header.Set("Expect", "100-continue")
+	}
 	switch {
 	case c.Signer != nil:
 		req.Header.Set("Authorization", SignTicket(c.Signer.PrivateKey(), req.Method, req.URL.Path, length, Hash{}, time.Now().Add(ticketLifetime)))

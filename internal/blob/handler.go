@@ -92,7 +92,8 @@ type GatewayOptions struct {
 	Limits Limits
 	// Auth, when set, makes every upload carry the node's API token or an
 	// upload ticket, and charges ticketed uploads to their account's
-	// quota. Nil lets anyone upload (tests, a private gateway).
+	// quota and the gateway's bound on unreferenced uploads. Nil lets
+	// anyone upload (tests, a private gateway).
 	Auth *Auth
 	// Fetch, when set, makes a GET or HEAD of a blob the store lacks
 	// fetch it from another gateway first (fetch.go).
@@ -105,13 +106,16 @@ type Auth struct {
 	// node's api_token): its holder runs the node, so its uploads are
 	// charged to no account.
 	Token string
-	// Quota bounds each account's unreferenced blobs.
+	// Quota bounds each account's unreferenced blobs, and all of them
+	// together.
 	Quota Quota
-	// Account, when set, decides whether an account may store blobs at
-	// all; its error is shown to the client. A node lets only accounts the
-	// ledger knows (funded or staked) upload, so that fresh keys do not
-	// bring fresh quotas.
-	Account func(address.Address) error
+	// Allowance, when set, says how many bytes an account may keep that
+	// no job references (at most Quota.Bytes counts; 0 refuses its
+	// uploads). A node derives it from what the account holds on the
+	// ledger (docs/blobs.md), so that room costs something and a fresh or
+	// dust account brings none. An error (the ledger could not be read)
+	// refuses the upload with 503.
+	Allowance func(address.Address) (Allowance, error)
 	// Now is the clock for ticket expiry (nil: time.Now).
 	Now func() time.Time
 }
@@ -122,9 +126,11 @@ const maxUsedTickets = 1 << 16
 // NewGateway returns the blob gateway's HTTP handler (see NewHandler) with
 // o's limits and authentication. Besides NewHandler's answers, an upload
 // may get 401 (no or a bad token or ticket), 403 quota_exceeded, 408 (sent
-// too slowly), 429 (this address has MaxUploadsPerIP in progress) and 503
-// (MaxUploads in progress). Every refusal but 408 comes before the body
-// is read.
+// too slowly), 429 (this address has MaxUploadsPerIP in progress), 503
+// (MaxUploads in progress) and 507 insufficient_storage (the gateway holds
+// Quota.NodeBytes of uploads no job references). Every refusal but 408
+// comes before the body is read (a chunked upload is cut off as it passes
+// a quota).
 func NewGateway(s *Store, o GatewayOptions) http.Handler {
 	log := o.Logger
 	if log == nil {
@@ -185,17 +191,17 @@ func (h *handler) put(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("%v: %d bytes declared, the limit of this gateway is %d bytes", ErrTooLarge, r.ContentLength, h.store.MaxBlobBytes()))
 		return
 	}
-	acct, charged, bound, err := h.authorize(r)
+	up, err := h.authorize(r)
 	if err != nil {
 		h.refuse(w, err)
 		return
 	}
-	if bound != nil {
-		if want != nil && *want != *bound {
-			writeError(w, http.StatusBadRequest, fmt.Sprintf("the ticket is for %s, the path names %s", *bound, *want))
+	if up.bound != nil {
+		if want != nil && *want != *up.bound {
+			writeError(w, http.StatusBadRequest, fmt.Sprintf("the ticket is for %s, the path names %s", *up.bound, *want))
 			return
 		}
-		want = bound
+		want = up.bound
 	}
 	release, err := h.slots.acquire(clientIP(r))
 	if err != nil {
@@ -206,20 +212,20 @@ func (h *handler) put(w http.ResponseWriter, r *http.Request) {
 
 	limit := h.store.MaxBlobBytes()
 	body := io.Reader(r.Body)
-	if charged {
-		if err := h.store.checkQuota(acct, r.ContentLength, h.auth.Quota); err != nil {
+	if up.charged {
+		if err := h.store.checkQuota(up.acct, r.ContentLength, up.quota, up.basis); err != nil {
 			h.refuse(w, err)
 			return
 		}
-		q := &quotaReader{r: body, s: h.store, acct: acct, quota: h.auth.Quota}
+		q := &quotaReader{r: body, s: h.store, up: up}
 		defer q.release()
 		body = q
 	}
 	pr := newProgressReader(w, body, h.lim)
 	sum, n, created, err := h.store.put(r.Context(), pr, want, limit)
 	pr.done()
-	if err == nil && charged {
-		err = h.store.ownBlob(acct, sum, n)
+	if err == nil && up.charged {
+		err = h.store.ownBlob(up.acct, sum, n)
 	}
 	if err != nil {
 		var rerr *readError
@@ -231,7 +237,7 @@ func (h *handler) put(w http.ResponseWriter, r *http.Request) {
 			status = http.StatusUnprocessableEntity
 		case errors.Is(err, ErrNoSpace):
 			status = http.StatusInsufficientStorage
-		case errors.Is(err, ErrQuota), errors.Is(err, errTooSlow):
+		case errors.Is(err, ErrQuota), errors.Is(err, ErrGatewayFull), errors.Is(err, errTooSlow):
 			h.refuse(w, err)
 			return
 		case errors.As(err, &rerr), r.Context().Err() != nil:
@@ -432,6 +438,12 @@ func (h *handler) refuse(w http.ResponseWriter, err error) {
 		status = http.StatusRequestTimeout
 	case errors.Is(err, ErrQuota):
 		status, code = http.StatusForbidden, codeQuota
+	case errors.Is(err, ErrGatewayFull):
+		status = http.StatusInsufficientStorage
+		w.Header().Set("Retry-After", "60")
+	case errors.Is(err, errAllowanceUnknown):
+		status = http.StatusServiceUnavailable
+		w.Header().Set("Retry-After", "5")
 	case errors.Is(err, errUnauthorized), errors.Is(err, errBadTicket):
 		status = http.StatusUnauthorized
 		w.Header().Set("WWW-Authenticate", TicketScheme+`, Bearer realm="gpunet"`)

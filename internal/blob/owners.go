@@ -19,24 +19,34 @@ import (
 //	<dir>/owners/<account>/<64 hex>   holding the blob's size in decimal
 //
 // whose modification time is when the account last uploaded the blob. An
-// account's quota counts its records; the sweeper (sweep.go) drops the
-// records of blobs a job references (the job keeps them, the uploader no
-// longer pays for them) and deletes unreferenced blobs, records and all,
-// once their grace period has passed. The records are loaded into memory
-// when the store opens.
+// account's quota counts its records, and the gateway's bound on all
+// unreferenced uploads counts the blobs that have one; the sweeper
+// (sweep.go) drops the records of blobs a job references (the job keeps
+// them, the uploader no longer pays for them) and deletes unreferenced
+// blobs, records and all, once their grace period has passed. The records
+// are loaded into memory when the store opens.
 
-// Quota bounds what one account may keep in a gateway that no job
-// references. Zero fields take the defaults; negative ones are unlimited.
+// Quota bounds what a gateway keeps that no job references: each
+// account's uploads, and all accounts' together. Zero fields take the
+// defaults; negative ones are unlimited.
 type Quota struct {
+	// Bytes and Blobs bound one account; its Allowance (Auth) may give
+	// it less.
 	Bytes int64
 	Blobs int
+	// NodeBytes bounds the blobs all accounts uploaded that no job
+	// references, together: past it, uploads are refused with
+	// ErrGatewayFull until jobs reference some or they are collected.
+	NodeBytes int64
 }
 
 // Default quota: room for several large jobs' inputs and outputs in
-// flight, far below a node's disk.
+// flight for one account, and for a few such accounts on one node, far
+// below a node's disk.
 const (
-	DefaultQuotaBytes = 16 << 30
-	DefaultQuotaBlobs = 10000
+	DefaultQuotaBytes     = 16 << 30
+	DefaultQuotaBlobs     = 10000
+	DefaultQuotaNodeBytes = 64 << 30
 )
 
 func (q Quota) withDefaults() Quota {
@@ -46,12 +56,19 @@ func (q Quota) withDefaults() Quota {
 	if q.Blobs == 0 {
 		q.Blobs = DefaultQuotaBlobs
 	}
+	if q.NodeBytes == 0 {
+		q.NodeBytes = DefaultQuotaNodeBytes
+	}
 	return q
 }
 
 // ErrQuota is returned when an upload would take an account past its
 // quota.
 var ErrQuota = errors.New("account quota exceeded")
+
+// ErrGatewayFull is returned when an upload would take the blobs no job
+// references past the gateway's bound on them (Quota.NodeBytes).
+var ErrGatewayFull = errors.New("gateway full of uploads no job references")
 
 type ownerRec struct {
 	size int64
@@ -72,6 +89,10 @@ type owners struct {
 	dir    string
 	byAcc  map[address.Address]*AccountUsage
 	byHash map[Hash]map[address.Address]ownerRec
+	// bytes is the size of the blobs with a record (each counted once,
+	// however many accounts uploaded it), inFlight the bytes of charged
+	// uploads in progress.
+	bytes, inFlight int64
 }
 
 func (s *Store) ownersDir() string { return filepath.Join(s.dir, "owners") }
@@ -125,6 +146,9 @@ func (o *owners) add(a address.Address, h Hash, rec ownerRec) bool {
 		o.byHash[h] = m
 	}
 	_, had := m[a]
+	if len(m) == 0 {
+		o.bytes += rec.size
+	}
 	m[a] = rec
 	u := o.usage(a)
 	if !had {
@@ -153,17 +177,51 @@ func (s *Store) UsageOf(a address.Address) AccountUsage {
 	return AccountUsage{}
 }
 
+// Unreferenced returns the bytes of the blobs accounts uploaded that no
+// job references (each blob once), and the bytes of uploads in progress:
+// what Quota.NodeBytes bounds.
+func (s *Store) Unreferenced() (bytes, inFlight int64) {
+	s.own.mu.Lock()
+	defer s.own.mu.Unlock()
+	return s.own.bytes, s.own.inFlight
+}
+
+// basisNote appends why an account may keep what it may (Allowance.Basis)
+// to a quota refusal.
+func basisNote(basis string) string {
+	if basis == "" {
+		return ""
+	}
+	return "; " + basis
+}
+
+// nodeFull is the refusal of an upload that would take the gateway past
+// q.NodeBytes; o.mu is held.
+func (o *owners) nodeFull(n int64, q Quota) error {
+	if q.NodeBytes < 0 || o.bytes+o.inFlight+n <= q.NodeBytes {
+		return nil
+	}
+	return fmt.Errorf("%w: this node keeps at most %d bytes of uploads that no job references (it holds %d, %d more arriving); "+
+		"they are freed as jobs reference them or after the gateway's grace period: retry later, or upload to another node", ErrGatewayFull, q.NodeBytes, o.bytes, o.inFlight)
+}
+
 // charge counts n more bytes of an upload by a in progress, failing with
-// ErrQuota when they would take a past q.
-func (s *Store) charge(a address.Address, n int64, q Quota) error {
+// ErrQuota when they would take a past q (basis says why a may keep what
+// it may), and with ErrGatewayFull when they would take the gateway past
+// its bound.
+func (s *Store) charge(a address.Address, n int64, q Quota, basis string) error {
 	s.own.mu.Lock()
 	defer s.own.mu.Unlock()
 	u := s.own.usage(a)
 	if q.Bytes >= 0 && u.Bytes+u.InFlight+n > q.Bytes {
 		return fmt.Errorf("%w: account %s would hold more than %d bytes that no job references (it holds %d, %d more arriving); "+
-			"they are freed when a job references them or after the gateway's grace period", ErrQuota, a, q.Bytes, u.Bytes, u.InFlight)
+			"they are freed when a job references them or after the gateway's grace period%s", ErrQuota, a, q.Bytes, u.Bytes, u.InFlight, basisNote(basis))
+	}
+	if err := s.own.nodeFull(n, q); err != nil {
+		return err
 	}
 	u.InFlight += n
+	s.own.inFlight += n
 	return nil
 }
 
@@ -171,23 +229,35 @@ func (s *Store) charge(a address.Address, n int64, q Quota) error {
 func (s *Store) uncharge(a address.Address, n int64) {
 	s.own.mu.Lock()
 	defer s.own.mu.Unlock()
-	s.own.usage(a).InFlight -= n
+	u := s.own.usage(a)
+	u.InFlight -= n
+	s.own.inFlight -= n
+	if u.Bytes == 0 && u.Blobs == 0 && u.InFlight == 0 {
+		delete(s.own.byAcc, a)
+	}
 }
 
 // checkQuota fails with ErrQuota when a may not start an upload of
-// declared bytes (-1: unknown).
-func (s *Store) checkQuota(a address.Address, declared int64, q Quota) error {
+// declared bytes (-1: unknown) under q, and with ErrGatewayFull when the
+// gateway has no room for it.
+func (s *Store) checkQuota(a address.Address, declared int64, q Quota, basis string) error {
 	s.own.mu.Lock()
 	defer s.own.mu.Unlock()
 	u := s.own.usage(a)
 	if q.Blobs >= 0 && u.Blobs >= q.Blobs {
 		return fmt.Errorf("%w: account %s holds %d blobs that no job references, its limit on this gateway", ErrQuota, a, u.Blobs)
 	}
-	if q.Bytes >= 0 && declared > 0 && u.Bytes+u.InFlight+declared > q.Bytes {
-		return fmt.Errorf("%w: %d bytes declared, but account %s may hold %d bytes that no job references and holds %d (%d more arriving)",
-			ErrQuota, declared, a, q.Bytes, u.Bytes, u.InFlight)
+	if q.Bytes >= 0 {
+		switch held := u.Bytes + u.InFlight; {
+		case held >= q.Bytes:
+			return fmt.Errorf("%w: account %s may hold %d bytes that no job references on this gateway and holds %d (%d more arriving)%s",
+				ErrQuota, a, q.Bytes, u.Bytes, u.InFlight, basisNote(basis))
+		case declared > 0 && held+declared > q.Bytes:
+			return fmt.Errorf("%w: %d bytes declared, but account %s may hold %d bytes that no job references and holds %d (%d more arriving)%s",
+				ErrQuota, declared, a, q.Bytes, u.Bytes, u.InFlight, basisNote(basis))
+		}
 	}
-	return nil
+	return s.own.nodeFull(max(declared, 0), q)
 }
 
 // ownBlob records that a uploaded h (size bytes) now.
@@ -211,6 +281,25 @@ func (s *Store) ownBlob(a address.Address, h Hash, size int64) error {
 	return nil
 }
 
+func (s *Store) ownerPath(a address.Address, h Hash) string {
+	return filepath.Join(s.ownersDir(), a.String(), h.Hex())
+}
+
+// drop forgets a's record rec of h in memory; o.mu is held.
+func (o *owners) drop(a address.Address, h Hash, rec ownerRec) {
+	u := o.usage(a)
+	u.Bytes -= rec.size
+	u.Blobs--
+	if u.Bytes == 0 && u.Blobs == 0 && u.InFlight == 0 {
+		delete(o.byAcc, a)
+	}
+	delete(o.byHash[h], a)
+	if len(o.byHash[h]) == 0 {
+		o.bytes -= rec.size
+		delete(o.byHash, h)
+	}
+}
+
 // disown drops every ownership record of h. It returns the latest upload
 // time among them (zero if none).
 func (s *Store) disown(h Hash) time.Time {
@@ -218,22 +307,13 @@ func (s *Store) disown(h Hash) time.Time {
 	defer s.own.mu.Unlock()
 	var latest time.Time
 	for a, rec := range s.own.byHash[h] {
-		if err := os.Remove(filepath.Join(s.ownersDir(), a.String(), h.Hex())); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		if err := os.Remove(s.ownerPath(a, h)); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			continue // keep it counted; the next sweep tries again
 		}
-		u := s.own.usage(a)
-		u.Bytes -= rec.size
-		u.Blobs--
-		if u.Bytes == 0 && u.Blobs == 0 && u.InFlight == 0 {
-			delete(s.own.byAcc, a)
-		}
-		delete(s.own.byHash[h], a)
+		s.own.drop(a, h, rec)
 		if rec.at.After(latest) {
 			latest = rec.at
 		}
-	}
-	if len(s.own.byHash[h]) == 0 {
-		delete(s.own.byHash, h)
 	}
 	return latest
 }

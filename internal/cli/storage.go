@@ -39,6 +39,11 @@ func storageCmd(e *env) *cobra.Command {
 				fmt.Fprintf(w, "largest blob:  %s\n", jobspec.Bytes(st.MaxBlobBytes))
 				fmt.Fprintf(w, "retention:     a finished job's data %s; outputs %s after their owner fetched them\n",
 					time.Duration(st.RetentionSeconds)*time.Second, time.Duration(st.FetchedGraceSeconds)*time.Second)
+				fmt.Fprintf(w, "uploads no job names yet: %s of %s on this node", jobspec.Bytes(st.UnreferencedBytes), quotaText(st.UnreferencedMaxBytes, true))
+				if st.USyncPerGiB > 0 {
+					fmt.Fprintf(w, "; an account may keep 1 GiB for each %s it holds", jobspec.Amount(st.USyncPerGiB))
+				}
+				fmt.Fprintln(w)
 				if a := st.Account; a != nil {
 					fmt.Fprintf(w, "account:       %s\n", a.Address)
 					fmt.Fprintf(w, "  uploads no job names yet: %s of %s, %d of %d blobs", jobspec.Bytes(a.Bytes), quotaText(a.QuotaBytes, true), a.Blobs, a.QuotaBlobs)
@@ -46,6 +51,9 @@ func storageCmd(e *env) *cobra.Command {
 						fmt.Fprintf(w, " (%s arriving)", jobspec.Bytes(a.InFlight))
 					}
 					fmt.Fprintln(w)
+					if st.USyncPerGiB > 0 {
+						fmt.Fprintf(w, "  holds %s (balance, provider stake, escrow of its unfinished jobs)\n", jobspec.Amount(a.Held))
+					}
 				}
 			})
 		},

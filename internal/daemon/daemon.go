@@ -14,9 +14,11 @@ import (
 	"path/filepath"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/gpunet/gpunet/internal/admission"
 	"github.com/gpunet/gpunet/internal/apiserver"
 	"github.com/gpunet/gpunet/internal/blob"
 	"github.com/gpunet/gpunet/internal/dashboard"
@@ -89,8 +91,10 @@ func Start(ctx context.Context, home string, o Options) (*Daemon, error) {
 	if err != nil {
 		o.Logger.Warn("could not raise the open-file limit to its hard limit", "limit", nofile, "err", err)
 	}
-	maxConns, perIP := apiConnLimits(nofile)
-	o.Logger.Debug("API connection caps", "open_file_limit", nofile, "max_conns", maxConns, "max_conns_per_ip", perIP)
+	trusted := trustPeers(actx, n.Config().PeerAPIs, o.Logger)
+	lim := apiLimits(nofile, trusted)
+	maxConns := lim.Max
+	o.Logger.Debug("API connection caps", "open_file_limit", nofile, "max_conns", lim.Max, "reserved_for_trusted", lim.Reserve, "max_conns_per_ip", lim.PerAddr)
 	stats := netstats.New(n, netstats.Options{Logger: o.Logger, Registry: m.reg})
 	api := apiserver.New(n, apiserver.Options{Logger: o.Logger, Token: cfg.APIToken, CORSOrigins: cfg.CORSOrigins,
 		ObserveRequest: m.observeRequest, Offers: stats.Offers, JobsInState: stats.JobsInState})
@@ -108,16 +112,17 @@ func Start(ctx context.Context, home string, o Options) (*Daemon, error) {
 		cfg = &c
 	}
 	peers := newPeerBook(cfg.APIURL(), cfg.ChainID, cfg.PeerAPIs, o.Logger)
-	quota := blob.Quota{Bytes: blob.DefaultQuotaBytes, Blobs: blob.DefaultQuotaBlobs}
+	keeper := &blobKeeper{store: blobs, view: n.View, retention: cfg.Retention(), quota: blobQuota(cfg),
+		allowance: blobAllowance(n.View, cfg.BlobUSyncPerGiB), perGiB: cfg.BlobUSyncPerGiB, log: o.Logger}
 	gw := blob.NewGateway(blobs, blob.GatewayOptions{Logger: o.Logger, Limits: gatewayLimits(maxConns),
-		Auth:  &blob.Auth{Token: cfg.APIToken, Account: blobAccount(n.View), Quota: quota},
+		Auth:  &blob.Auth{Token: cfg.APIToken, Allowance: keeper.allowance, Quota: keeper.quota},
 		Fetch: &blob.FetchOptions{Sources: &dataSources{view: n.View, peers: peers}}})
 	api.Mount(BlobRoutes(m.countBlobs(gw))...)
 	api.Mount(peers.routes()...)
-	api.Mount(dataRoutes(blobs, n.View, quota, cfg.Retention())...)
+	api.Mount(dataRoutes(keeper)...)
 	dir := serviceDirectory{view: n.View}
 	hub := relay.NewHub(relay.HubOptions{Directory: dir, Self: cfg.APIURL(), IsPeer: peers.Known, ChainID: cfg.ChainID, Log: o.Logger})
-	gateway := openaigw.New(openaigw.Options{Directory: dir, Dial: hub.DialReplica, Authorized: relay.Authorized, Log: o.Logger})
+	gateway := openaigw.New(openaigw.Options{Directory: gatewayDirectory{dir, &accessCache{view: n.View}}, Dial: hub.DialReplica, Authorized: relay.Authorized, Log: o.Logger})
 	api.Mount(serviceRoutes(hub, gateway)...)
 	api.ForwardLogs(actx, peers.List)
 	api.Mount(stats.Routes()...)
@@ -126,7 +131,9 @@ func Start(ctx context.Context, home string, o Options) (*Daemon, error) {
 	base.Store("")
 	dash := dashboard.New(actx, dashboard.Options{Home: home, ChainID: cfg.ChainID, Logger: o.Logger, API: func() string { return base.Load().(string) }})
 	api.Mount(dash.Routes()...)
-	apiErr := api.Serve(actx, newConnLimiter(l, maxConns, perIP))
+	al := admission.NewListener(l, lim)
+	m.reg.MustRegister(newAdmissionCollector(al))
+	apiErr := api.Serve(actx, al)
 	api.BaseURL = "http://" + bound.String()
 	base.Store(api.BaseURL)
 	if bound.String() != n.Config().API {
@@ -149,7 +156,7 @@ func Start(ctx context.Context, home string, o Options) (*Daemon, error) {
 	d.statsWG.Add(1)
 	go func() {
 		defer d.statsWG.Done()
-		sweepBlobs(actx, blobs, n.View, cfg.Retention(), o.Logger)
+		keeper.run(actx)
 	}()
 	d.statsWG.Add(1)
 	go func() {
@@ -159,18 +166,30 @@ func Start(ctx context.Context, home string, o Options) (*Daemon, error) {
 	return d, nil
 }
 
+// Blob uploads: an upload must deliver some of its body every
+// blobUploadIdle and all of it within blobUploadTimeout (4 GiB at 200
+// KB/s); the gateway also cuts one below 4 KiB/s after 30 s.
+const (
+	blobUploadTimeout = 6 * time.Hour
+	blobUploadIdle    = 30 * time.Second
+)
+
 // BlobRoutes documents and mounts the blob gateway (internal/blob) on the
 // API. The gateway bounds bodies by the store's limit and uploads by its
-// progress deadline and caps, and streams, so no route time limit applies.
-// Uploads need an upload ticket or the API token (docs/blobs.md).
+// progress deadline and caps, and streams, so no route time limit applies
+// to the request; its body is bounded as an upload (blobUploadTimeout,
+// blobUploadIdle). Uploads need an upload ticket or the API token
+// (docs/blobs.md).
 func BlobRoutes(gw http.Handler) []apiserver.Route {
 	hash := map[string]string{"hash": "the blob's name: sha256:<64 hex>"}
 	return []apiserver.Route{
 		{Method: "PUT", Path: "/v1/blobs", ID: "putBlob", Tag: "blobs", Summary: "Store a blob (ciphertext); 201, or 200 when already stored",
 			BodyType: "application/octet-stream", Resp: blob.PutResponse{}, Status: http.StatusCreated, MaxBody: -1, Timeout: -1,
+			BodyTimeout: blobUploadTimeout, BodyIdle: blobUploadIdle,
 			Errors: []int{401, 403, 408, 413, 429, 503, 507}, Handler: gw},
 		{Method: "PUT", Path: "/v1/blobs/{hash}", ID: "putBlobNamed", Tag: "blobs", Summary: "Store a blob, failing with 422 unless the body hashes to {hash}",
 			PathParams: hash, BodyType: "application/octet-stream", Resp: blob.PutResponse{}, Status: http.StatusCreated, MaxBody: -1, Timeout: -1,
+			BodyTimeout: blobUploadTimeout, BodyIdle: blobUploadIdle,
 			Errors: []int{400, 401, 403, 408, 413, 422, 429, 503, 507}, Handler: gw},
 		{Method: "GET", Path: "/v1/blobs/{hash}", ID: "getBlob", Tag: "blobs", Summary: "A blob, with Content-Length, ETag and X-Content-SHA256 (HEAD: the headers only)",
 			PathParams: hash, RespType: "application/octet-stream", MaxBody: -1, Timeout: -1, Errors: []int{400, 404}, Handler: gw,

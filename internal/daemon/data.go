@@ -104,15 +104,18 @@ func (d *dataSources) order(at string) []string {
 }
 
 // dataRoutes serves GET /v1/storage and POST /v1/jobs/{id}/fetched.
-func dataRoutes(s *blob.Store, view func() (ledger.KV, func()), quota blob.Quota, retention time.Duration) []apiserver.Route {
+func dataRoutes(k *blobKeeper) []apiserver.Route {
+	s, view, retention := k.store, k.view, k.retention
 	storage := func(w http.ResponseWriter, r *http.Request) {
 		n, bytes, err := s.Usage()
 		if err != nil {
 			apiserver.WriteJSON(w, http.StatusInternalServerError, apiwire.ErrorBody{Code: apiwire.CodeInternal, Message: err.Error()})
 			return
 		}
+		unref, arriving := s.Unreferenced()
 		out := apiwire.Storage{Blobs: n, Bytes: bytes, MaxBlobBytes: s.MaxBlobBytes(),
-			RetentionSeconds: int64(retention.Seconds()), FetchedGraceSeconds: int64(fetchedGrace.Seconds())}
+			RetentionSeconds: int64(retention.Seconds()), FetchedGraceSeconds: int64(fetchedGrace.Seconds()),
+			UnreferencedBytes: unref + arriving, UnreferencedMaxBytes: k.quota.NodeBytes, USyncPerGiB: k.usyncPerGiB()}
 		if a := r.URL.Query().Get("account"); a != "" {
 			addr, err := address.Parse(a)
 			if err != nil {
@@ -120,7 +123,21 @@ func dataRoutes(s *blob.Store, view func() (ledger.KV, func()), quota blob.Quota
 				return
 			}
 			u := s.UsageOf(addr)
-			out.Account = &apiwire.AccountStorage{Address: addr.String(), Bytes: u.Bytes, Blobs: u.Blobs, InFlight: u.InFlight, QuotaBytes: quota.Bytes, QuotaBlobs: quota.Blobs}
+			acct := &apiwire.AccountStorage{Address: addr.String(), Bytes: u.Bytes, Blobs: u.Blobs, InFlight: u.InFlight, QuotaBytes: k.quota.Bytes, QuotaBlobs: k.quota.Blobs}
+			if k.view != nil {
+				kv, release := k.view()
+				held, err := blobHeld(kv, addr)
+				release()
+				if err != nil {
+					apiserver.WriteJSON(w, http.StatusInternalServerError, apiwire.ErrorBody{Code: apiwire.CodeInternal, Message: err.Error()})
+					return
+				}
+				acct.Held = held
+				if al := blob.AllowanceFor(held, k.usyncPerGiB()); acct.QuotaBytes < 0 || al < acct.QuotaBytes {
+					acct.QuotaBytes = al
+				}
+			}
+			out.Account = acct
 		}
 		apiserver.WriteJSON(w, http.StatusOK, out)
 	}
@@ -176,7 +193,7 @@ func dataRoutes(s *blob.Store, view func() (ledger.KV, func()), quota blob.Quota
 	}
 	return []apiserver.Route{
 		{Method: "GET", Path: "/v1/storage", ID: "getStorage", Tag: "blobs",
-			Summary: "What this node's blob gateway stores, how long it keeps finished jobs' blobs, and with ?account= that account's usage against its quota",
+			Summary: "What this node's blob gateway stores, how long it keeps finished jobs' blobs, its bound on uploads no job references, and with ?account= that account's usage against its quota (what it holds on the ledger buys)",
 			Query:   []apiserver.Param{{Name: "account", Type: "string", Desc: "an account address (gpu1…)"}},
 			Resp:    apiwire.Storage{}, Errors: []int{400}, Handler: http.HandlerFunc(storage)},
 		{Method: "POST", Path: "/v1/jobs/{id}/fetched", ID: "postOutputsFetched", Tag: "blobs",

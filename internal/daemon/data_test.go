@@ -206,7 +206,7 @@ func TestOutputsFetchedNeedsTheOwner(t *testing.T) {
 	}
 	s, _ := blob.OpenStore(t.TempDir(), 1<<20)
 	mux := http.NewServeMux()
-	for _, r := range dataRoutes(s, func() (ledger.KV, func()) { return c.KV, func() {} }, blob.Quota{}, time.Hour) {
+	for _, r := range dataRoutes(&blobKeeper{store: s, view: func() (ledger.KV, func()) { return c.KV, func() {} }, retention: time.Hour}) {
 		mux.Handle(r.Method+" "+r.Path, r.Handler)
 	}
 	srv := httptest.NewServer(mux)

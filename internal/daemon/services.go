@@ -88,9 +88,20 @@ func (d serviceDirectory) read(kv ledger.KV, ids []uint64) ([]*ledger.Service, e
 	return out, nil
 }
 
+// Bodies of service requests (docs/bounds.md): a request to a service's
+// port may stream its body, but must send some of it every svcBodyIdle and
+// all of it within svcBodyTimeout; a chat completion's body (at most 4
+// MiB) must arrive within openAIBodyTimeout.
+const (
+	svcBodyTimeout    = time.Hour
+	svcBodyIdle       = time.Minute
+	openAIBodyTimeout = time.Minute
+)
+
 // serviceRoutes documents and mounts the relay and the OpenAI gateway.
-// Both bound their bodies and times themselves (streams, tunnels), so no
-// route limit applies.
+// Both bound their answers themselves (streams, tunnels), so no route time
+// limit applies; their bodies are bounded as uploads, and a request that
+// carries one of a service's keys is trusted (internal/admission).
 func serviceRoutes(hub *relay.Hub, gw *openaigw.Gateway) []apiserver.Route {
 	svc := hub.ServiceHandler()
 	params := map[string]string{"id": "a service id (a positive integer)", "port": "a port the service declares", "rest": "the path passed on to the service"}
@@ -99,13 +110,14 @@ func serviceRoutes(hub *relay.Hub, gw *openaigw.Gateway) []apiserver.Route {
 		routes = append(routes, apiserver.Route{Method: m, Path: "/svc/{id}/{port}/{rest...}", ID: "service" + m, Tag: "services",
 			Summary:    m + " on a service's HTTP port, relayed to one of its ready replicas (docs/services.md); needs one of the service's keys (Authorization: Bearer or X-Gpunet-Key) unless it is public",
 			PathParams: params, RespType: "application/octet-stream", MaxBody: -1, Timeout: -1,
+			BodyTimeout: svcBodyTimeout, BodyIdle: svcBodyIdle, Trusted: hub.KeyHolder,
 			Errors: []int{400, 401, 404, 502, 503, 504}, Handler: svc})
 	}
 	routes = append(routes,
 		apiserver.Route{Method: "GET", Path: "/svc/{id}/{port}", ID: "serviceTunnel", Tag: "services",
 			Summary:    "With Connection: Upgrade and Upgrade: gpunet-tcp, a raw byte tunnel to a port of one of the service's replicas (101): what gpunet service connect uses, and how an owner runs TLS end to end",
 			PathParams: map[string]string{"id": params["id"], "port": params["port"]}, RespType: "application/octet-stream", MaxBody: -1, Timeout: -1,
-			Errors: []int{400, 401, 404, 503}, Handler: svc},
+			Trusted: hub.KeyHolder, Errors: []int{400, 401, 404, 503}, Handler: svc},
 		apiserver.Route{Method: "GET", Path: "/v1/services/{id}/probe", ID: "probeService", Tag: "services",
 			Summary:    "This node reaches each replica of the service as a request would and runs its readiness check: reachable or not, how, how long, and the error (one probe of a service at a time per node); needs one of its keys unless it is public",
 			PathParams: map[string]string{"id": params["id"]}, Resp: apiwire.ServiceProbe{Replicas: []apiwire.ReplicaProbe{{}}}, MaxBody: -1, Timeout: time.Minute,
@@ -115,7 +127,7 @@ func serviceRoutes(hub *relay.Hub, gw *openaigw.Gateway) []apiserver.Route {
 			Resp:    relay.NonceAnswer{}, Errors: []int{429, 503}, Handler: hub.NonceHandler()},
 		apiserver.Route{Method: "GET", Path: relay.AgentPath, ID: "relayAgent", Tag: "services",
 			Summary:  "A provider's agent opens its relay session (Upgrade: gpunet-relay/1, signed by its key for this node's advertised URL and chain over a nonce from " + relay.NoncePath + "): nodes reach its replicas over it, so providers behind NAT work",
-			RespType: "application/octet-stream", MaxBody: -1, Timeout: -1, Errors: []int{400, 401, 403, 503}, Handler: hub.AgentHandler()},
+			RespType: "application/octet-stream", MaxBody: -1, Timeout: -1, Vouches: true, Errors: []int{400, 401, 403, 503}, Handler: hub.AgentHandler()},
 		apiserver.Route{Method: "GET", Path: relay.TunnelPath, ID: "relayTunnel", Tag: "services",
 			Summary: "Node to node: a raw tunnel to a replica whose agent is connected to this node (Upgrade: gpunet-tcp, X-Gpunet-Hop: 1); never forwarded again",
 			Query: []apiserver.Param{{Name: "service", Type: "integer", Required: true, Desc: "the service id"}, {Name: "provider", Type: "string", Required: true, Desc: "the replica's provider"},
@@ -123,14 +135,15 @@ func serviceRoutes(hub *relay.Hub, gw *openaigw.Gateway) []apiserver.Route {
 			RespType: "application/octet-stream", MaxBody: -1, Timeout: -1, Errors: []int{400, 401, 403, 404, 503}, Handler: hub.TunnelHandler()},
 		apiserver.Route{Method: "GET", Path: openaigw.PathModels, ID: "openaiModels", Tag: "openai",
 			Summary: "OpenAI-compatible: the models of the active services the caller may use (its key's, and the public ones)",
-			Resp:    map[string]any{}, MaxBody: -1, Timeout: -1, Errors: []int{401}, Handler: gw},
+			Resp:    map[string]any{}, MaxBody: -1, Timeout: -1, Trusted: gw.KeyHolder, Errors: []int{401}, Handler: gw},
 		apiserver.Route{Method: "GET", Path: openaigw.PathModels + "/{model...}", ID: "openaiModel", Tag: "openai",
 			Summary:    "OpenAI-compatible: one model",
-			PathParams: map[string]string{"model": "a model id"}, Resp: map[string]any{}, MaxBody: -1, Timeout: -1, Errors: []int{401, 404}, Handler: gw},
+			PathParams: map[string]string{"model": "a model id"}, Resp: map[string]any{}, MaxBody: -1, Timeout: -1, Trusted: gw.KeyHolder, Errors: []int{401, 404}, Handler: gw},
 		apiserver.Route{Method: "POST", Path: openaigw.PathCompletions, ID: "openaiChatCompletions", Tag: "openai",
 			Summary: "OpenAI-compatible chat completions (streamed with stream: true, usage always reported), routed to a ready replica of a service serving the model by price, latency, load and reputation",
 			Body:    map[string]any{}, Resp: map[string]any{}, MaxBody: -1, Timeout: -1,
-			Errors: []int{400, 401, 404, 413, 415, 502, 503, 504}, Handler: gw},
+			BodyTimeout: openAIBodyTimeout, Trusted: gw.KeyHolder,
+			Errors: []int{400, 401, 404, 408, 413, 415, 502, 503, 504}, Handler: gw},
 		apiserver.Route{Method: "OPTIONS", Path: "/openai/v1/{path...}", ID: "openaiPreflight", Tag: "openai",
 			Summary: "CORS preflight for the OpenAI-compatible endpoint (any origin: keys are bearer tokens, never cookies)", Status: http.StatusNoContent,
 			PathParams: map[string]string{"path": "models or chat/completions"}, MaxBody: -1, Errors: []int{404}, Handler: gw},

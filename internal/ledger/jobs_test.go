@@ -371,7 +371,7 @@ func TestUngrantedJobPaysForTheSlotItHeld(t *testing.T) {
 		wantSecs  uint64
 	}{
 		{"grant deadline passes", 0, ledger.JobFailed, grant},
-		{"cancelled before the grant", 50, ledger.JobCancelled, 50},
+		{"cancelled before the grant", grant / 2, ledger.JobCancelled, grant / 2},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := jobChain(t)

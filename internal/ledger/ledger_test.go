@@ -209,6 +209,9 @@ func TestCheckTxTracksPendingSequence(t *testing.T) {
 // And when the hardware challenges' default allowance fell from 12 s to
 // 6 s (issue 26: a late proof is measured, not slashed, so the deadline can
 // be tight): only hw_allowance_millis in chain/params differs.
+// And when job_grant_timeout's default fell from 120 s to 30 s (issue 27:
+// a squatter's ungranted job holds a slot no longer than that, and an
+// honest client grants within a few blocks): only chain/params differs.
 func TestAppHashDeterministic(t *testing.T) {
 	oci := lt.ProviderInfo("RTX_4090", 2, 7)
 	oci.Executors, oci.WasmEngine = []string{"oci"}, ""
@@ -217,8 +220,8 @@ func TestAppHashDeterministic(t *testing.T) {
 		info   ledger.ProviderInfo
 		golden string
 	}{
-		{"wasm provider", lt.ProviderInfo("RTX_4090", 2, 7), "d37d45da0ac64c408f2ae9425f721eeb70c388ab46c3e8694bda2935ee445e14"},
-		{"oci provider", oci, "2fb2a513999acef052d731b7bb8229382330d034726bb4454bb9a3346e9906b2"},
+		{"wasm provider", lt.ProviderInfo("RTX_4090", 2, 7), "a0b29db5a3bdcfa5f740772af5750fb0be11b8b8bd734acb10910dd58d6977fe"},
+		{"oci provider", oci, "bff39a964489cfea9f8a97ae2d1af2ba5ca4e94be46dce681df3805f3402c1e2"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			blocks := [][][]byte{

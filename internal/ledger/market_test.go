@@ -246,6 +246,9 @@ func TestMarketProperties(t *testing.T) {
 		washProv, washCons := lt.NewKey("wash-prov"), lt.NewKey("wash-cons")
 		g := lt.Genesis(100_000_000_000, "consumer", "prov1", "prov2", "prov3", "wash-prov", "wash-cons")
 		g.Params.LivenessRatePPM = 0
+		// The walk lets minutes pass between a placement and its grant;
+		// the market, not the grant window, is under test.
+		g.Params.JobGrantTimeout = 120
 		g.Params.EpochBlocks = uint64(3 + r.IntN(5))
 		g.Params.EmissionTarget = 1_000_000_000_000 // the fee cap binds
 		g.Params.FeeBurnPPM = uint64(r.IntN(300_000))

@@ -210,7 +210,7 @@ func DefaultParams() Params {
 		LivenessMaxPerBlock: 100,
 
 		ProtocolFeeBps:        100, // 1%
-		JobGrantTimeout:       120,
+		JobGrantTimeout:       30,  // an honest client grants within a few blocks; a squatter holds a slot no longer (docs/ledger.md, Slots)
 		JobStartTimeout:       120,
 		JobResultGrace:        120,
 		JobMaxAttempts:        3,

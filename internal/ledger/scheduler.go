@@ -11,7 +11,8 @@ import (
 )
 
 // The scheduler runs at the end of every block. It walks the queued jobs
-// (from a cursor, at most params.max_placements_per_block of them) and places
+// (oldest first, at most params.max_placements_per_block of them; from a
+// cursor, in turns, when more wait) and places
 // each on the best providers that fit, or records in the job why none do.
 //
 // Providers are indexed by hardware class and ask: pidx/<class>/<price per
@@ -155,7 +156,17 @@ func scheduleJobs(o *Overlay, p Params, info BlockInfo) ([]Event, error) {
 		})
 	}
 	verifying := len(queued)
+	// The main queue is walked in submission order, so that a slot that
+	// frees (an owner's grant window lapsed, say) goes to the job that has
+	// waited longest, never to one submitted after it: a squatter cannot
+	// take back the slots its ungranted jobs held with fresh jobs
+	// (TestSquattersCannotKeepAnHonestJobWaiting). Only a queue longer than
+	// the budget is walked from the cursor, in turns, so that every job
+	// is looked at.
 	cursor := getUint(o, keyQueueCursor)
+	if n <= budget {
+		cursor = 0
+	}
 	collect := func(start, end []byte) {
 		o.Iterate(start, end, func(k, _ []byte) bool {
 			queued = append(queued, binary.BigEndian.Uint64(k[len(prefixJobQueue):]))

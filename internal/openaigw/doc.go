@@ -10,6 +10,10 @@
 // [Directory], and the bytes reach a replica through Options.Dial (the
 // relay's Hub.DialReplica in a node). A request goes like this:
 //
+//  0. on the headers alone, before any byte of the body is read: the
+//     caller may use some service that declares models (one is public, or
+//     the request carries one of their keys, Directory.Access), else 401
+//     at once, and the content type is JSON, else 415;
 //  1. validate the body (handler.go, validate.go): a JSON object with a
 //     model and messages, numbers in range; unknown fields pass through;
 //  2. find the services declaring the model and keep those the caller is
@@ -27,5 +31,6 @@
 // Every error is an OpenAI error object ({"error":{"message","type",
 // "param","code"}}, errors.go) with the status an OpenAI client expects,
 // and no request waits without bound: the dial, the time to the replica's
-// first byte and each gap in a stream are limited.
+// first byte and each gap in a stream are limited. The time a body may take
+// to arrive is the server's to bound (a node's route: docs/bounds.md).
 package openaigw

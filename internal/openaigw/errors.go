@@ -21,6 +21,7 @@ const (
 	CodeUpstreamError    = "upstream_error"
 	CodeUpstreamTimeout  = "upstream_timeout"
 	CodeRequestTooLarge  = "request_too_large"
+	CodeRequestTimeout   = "request_timeout"
 	CodeUnsupportedMedia = "unsupported_media_type"
 	CodeMethodNotAllowed = "method_not_allowed"
 	CodeUnknownURL       = "unknown_url"
@@ -97,6 +98,15 @@ func errBadKey(model string) *apiError {
 	return &apiError{
 		Status: http.StatusUnauthorized, Type: typeInvalidRequest, Code: CodeInvalidAPIKey,
 		Message: fmt.Sprintf("Incorrect API key provided: the key is not one of the keys of any service serving the model %q.", model),
+	}
+}
+
+// errBadKeyAny refuses a key that opens no service declaring models, found
+// before the request's body (and so its model) is read.
+func errBadKeyAny() *apiError {
+	return &apiError{
+		Status: http.StatusUnauthorized, Type: typeInvalidRequest, Code: CodeInvalidAPIKey,
+		Message: "Incorrect API key provided: the key is not one of the keys of any active service serving models.",
 	}
 }
 

@@ -197,6 +197,22 @@ func (d *fakeDir) OpenAIServices() ([]*ledger.Service, error) {
 	return out, nil
 }
 
+func (d *fakeDir) Access() (*Access, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	a := &Access{Keys: map[ledger.Hash]struct{}{}}
+	for _, s := range d.svcs {
+		if s.Done() || s.Spec.OpenAI == nil {
+			continue
+		}
+		a.Public = a.Public || s.Public
+		for _, h := range s.KeyHashes {
+			a.Keys[h] = struct{}{}
+		}
+	}
+	return a, nil
+}
+
 func (d *fakeDir) Reputation(p address.Address) uint64 {
 	d.mu.Lock()
 	defer d.mu.Unlock()

@@ -3,6 +3,7 @@ package openaigw
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -69,6 +70,32 @@ type Directory interface {
 	// Reputation is provider's reputation in parts per million (0 for
 	// one the ledger does not know).
 	Reputation(provider address.Address) uint64
+	// Access says who may use the active services that declare models.
+	// The gateway asks it for every request, before it reads the body,
+	// so it must be cheap (a node rebuilds it once a block); the gateway
+	// never modifies what it returns.
+	Access() (*Access, error)
+}
+
+// Access is who may use the active services that declare models, as the
+// gateway checks it on a request's headers before it reads the body: a
+// request that can use none of them is refused before it can make the
+// gateway wait for a body.
+type Access struct {
+	// Public is true when one of the services is public.
+	Public bool
+	// Keys holds the SHA-256 of every key of theirs.
+	Keys map[ledger.Hash]struct{}
+}
+
+// opens reports whether r carries one of a's keys.
+func (a *Access) opens(r *http.Request) bool {
+	for _, k := range requestKeys(r) {
+		if _, ok := a.Keys[ledger.Hash(sha256.Sum256([]byte(k)))]; ok {
+			return true
+		}
+	}
+	return false
 }
 
 // Options configure a Gateway. Directory, Dial and Authorized are
@@ -231,6 +258,63 @@ func hasKey(r *http.Request) bool {
 	return r.Header.Get("X-Gpunet-Key") != "" || r.Header.Get("Authorization") != ""
 }
 
+// requestKeys lists the keys r carries: X-Gpunet-Key, then Authorization:
+// Bearer (as the relay's Authorized reads them).
+func requestKeys(r *http.Request) []string {
+	var keys []string
+	if k := r.Header.Get("X-Gpunet-Key"); k != "" {
+		keys = append(keys, k)
+	}
+	if a := r.Header.Get("Authorization"); len(a) > 7 && strings.EqualFold(a[:7], "bearer ") {
+		if k := strings.TrimSpace(a[7:]); k != "" {
+			keys = append(keys, k)
+		}
+	}
+	return keys
+}
+
+// mayUse checks, on r's headers alone, that r may use at least one service
+// that declares models: one is public, or r carries a key of one. It is
+// the gateway's first check, before any byte of the body is read, so that
+// a client without a key cannot make the gateway wait for a body.
+func (g *Gateway) mayUse(r *http.Request) *apiError {
+	acc, err := g.o.Directory.Access()
+	switch {
+	case err != nil:
+		g.log.Error("openai gateway: read who may use the services", "err", err)
+		return errInternal("could not read the services: %v", err)
+	case acc.Public || acc.opens(r):
+		return nil
+	case !hasKey(r):
+		return errNoKey()
+	}
+	return errBadKeyAny()
+}
+
+// KeyHolder reports whether r's headers carry a key of an active service
+// that declares models. A node admits such requests to the connections it
+// keeps for trusted clients (internal/admission).
+func (g *Gateway) KeyHolder(r *http.Request) bool {
+	acc, err := g.o.Directory.Access()
+	return err == nil && acc.opens(r)
+}
+
+// refuseBeforeBody answers e to a request whose body was not read, and
+// closes the connection: net/http would otherwise read up to 256 KiB more
+// of a body that may never come before it sends the answer. It gives the
+// body drainGrace to arrive after the answer, so that a client whose body
+// is on its way is not reset before it reads the answer.
+func refuseBeforeBody(w http.ResponseWriter, r *http.Request, e *apiError) {
+	if r.Body != nil && r.Body != http.NoBody {
+		w.Header().Set("Connection", "close")
+		http.NewResponseController(w).SetReadDeadline(time.Now().Add(drainGrace))
+	}
+	e.write(w)
+}
+
+// drainGrace is how long a refused request's body may go on arriving.
+const drainGrace = time.Second
+
 // modelObject is OpenAI's model object.
 type modelObject struct {
 	ID      string `json:"id"`
@@ -313,25 +397,36 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	w.Write(append(b, '\n'))
 }
 
-// readChatRequest reads and validates r's body.
-func (g *Gateway) readChatRequest(w http.ResponseWriter, r *http.Request) (*chatRequest, *apiError) {
+// checkContentType checks r's Content-Type, before its body is read.
+func checkContentType(r *http.Request) *apiError {
 	if ct := r.Header.Get("Content-Type"); ct != "" {
 		// JSON, or what curl -d sends by default: the body is read as
 		// JSON either way (a form's fields are not JSON, and get 400).
 		mt, _, err := mime.ParseMediaType(ct)
 		if err != nil || (mt != "application/json" && mt != "application/x-www-form-urlencoded") {
-			return nil, &apiError{
+			return &apiError{
 				Status: http.StatusUnsupportedMediaType, Type: typeInvalidRequest, Code: CodeUnsupportedMedia,
 				Message: fmt.Sprintf("Unsupported Content-Type %q: send the request as JSON with Content-Type: application/json.", ct),
 			}
 		}
 	}
+	return nil
+}
+
+// readChatRequest reads and validates r's body.
+func (g *Gateway) readChatRequest(w http.ResponseWriter, r *http.Request) (*chatRequest, *apiError) {
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, g.o.MaxBody))
 	if err != nil {
 		if _, ok := errors.AsType[*http.MaxBytesError](err); ok {
 			return nil, &apiError{
 				Status: http.StatusRequestEntityTooLarge, Type: typeInvalidRequest, Code: CodeRequestTooLarge,
 				Message: fmt.Sprintf("The request body is larger than this gateway accepts (%d bytes).", g.o.MaxBody),
+			}
+		}
+		if isTimeout(err) {
+			return nil, &apiError{
+				Status: http.StatusRequestTimeout, Type: typeInvalidRequest, Code: CodeRequestTimeout,
+				Message: fmt.Sprintf("The request body did not arrive in time: %v.", err),
 			}
 		}
 		return nil, invalid("", "Could not read the request body: %v.", err)
@@ -341,6 +436,15 @@ func (g *Gateway) readChatRequest(w http.ResponseWriter, r *http.Request) (*chat
 
 // chat answers POST /openai/v1/chat/completions.
 func (g *Gateway) chat(w http.ResponseWriter, r *http.Request) {
+	// The headers first: the key, then the content type.
+	if aerr := g.mayUse(r); aerr != nil {
+		refuseBeforeBody(w, r, aerr)
+		return
+	}
+	if aerr := checkContentType(r); aerr != nil {
+		refuseBeforeBody(w, r, aerr)
+		return
+	}
 	req, aerr := g.readChatRequest(w, r)
 	if aerr != nil {
 		aerr.write(w)

@@ -34,6 +34,29 @@ func (h *Hub) ServiceHandler() http.Handler {
 	return http.HandlerFunc(h.serveService)
 }
 
+// KeyHolder reports whether r, a request for /svc/{id}/{port}/…, carries
+// one of service id's keys. It reads the headers and the ledger only, so a
+// node asks it before any byte of the body, to admit key holders to the
+// connections it keeps for trusted clients (internal/admission); a public
+// service's anonymous clients are not key holders.
+func (h *Hub) KeyHolder(r *http.Request) bool {
+	keys := requestKeys(r)
+	id, _, _, ok := parseServicePath(r.URL.Path)
+	if !ok || len(keys) == 0 {
+		return false
+	}
+	svc, ok, err := h.o.Directory.Service(id)
+	if err != nil || !ok || svc.Done() {
+		return false
+	}
+	for _, key := range keys {
+		if keyMatches(svc, key) {
+			return true
+		}
+	}
+	return false
+}
+
 // parseServicePath splits /svc/{id}/{port}/rest; rest keeps its leading
 // slash and is empty for /svc/{id}/{port}.
 func parseServicePath(p string) (id, port uint64, rest string, ok bool) {

@@ -70,6 +70,8 @@ func TestLoadConfigRejectsBadFiles(t *testing.T) {
 		{"not yaml", "{{{", ""},
 		{"advertise_api not a URL", good + "advertise_api: 127.0.0.1:1\n", "advertise_api"},
 		{"peer_apis not URLs", good + "peer_apis: [ftp://x]\n", "peer_apis"},
+		{"blob bound below -1", good + "blob_unreferenced_max_bytes: -5\n", "blob_unreferenced_max_bytes"},
+		{"blob account cap below -1", good + "blob_account_max_bytes: -2\n", "blob_account_max_bytes"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			home := t.TempDir()
