@@ -371,7 +371,11 @@ func printProvider(w io.Writer, p *apiwire.ProviderBody) {
 // scheduler use).
 func printHardware(w io.Writer, r *ledger.Provider) {
 	ch := r.Challenges
-	fmt.Fprintf(w, "hardware:    %d challenges passed, %d failed; effective %s\n", ch.Passed, ch.Failed, formatTOPS(r.EffectiveGOPS()))
+	fmt.Fprintf(w, "hardware:    challenges %d passed, %d late (measured), %d missed, %d failed (slashed); effective %s\n",
+		ch.Passed, ch.Late, ch.Missed, ch.Failed, formatTOPS(r.EffectiveGOPS()))
+	if ch.MissesInARow > 0 {
+		fmt.Fprintf(w, "             %d missed in a row: is the agent running? (a run of params.hw_miss_limit is slashed)\n", ch.MissesInARow)
+	}
 	labels := make([]string, r.Devices())
 	width := 0
 	for d := range labels {

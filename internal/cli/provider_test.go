@@ -29,8 +29,8 @@ func TestQueryProviderShowsEachDevice(t *testing.T) {
 		{Class: "T4"}, // not measured
 	}
 	// The CPU showed 500 of its 800 by a late commit; GPU-aaaa passed; the
-	// others have no ruling.
-	rec.Challenges = ledger.ChallengeRecord{Passed: 1, Failed: 1, Proven: true, ProvenGOPS: 500,
+	// others have no ruling; an earlier challenge was missed.
+	rec.Challenges = ledger.ChallengeRecord{Passed: 1, Late: 1, Missed: 1, MissesInARow: 1, Failed: 1, Proven: true, ProvenGOPS: 500,
 		GPUs: []ledger.DeviceProof{{Proven: true, ProvenGOPS: 1_500_000}, {}, {}, {}}}
 	rec.HWChallenge = &ledger.HardwareChallenge{Device: 2, DeviceUUID: "GPU-bbbb", N: 64, K: 64, M: 64, ClaimedGOPS: 1_400_000, Height: 9}
 	body := apiwire.ProviderBody{Record: rec}
@@ -55,7 +55,8 @@ func TestQueryProviderShowsEachDevice(t *testing.T) {
 
 	text := run()
 	for _, want := range []string{
-		"hardware:    1 challenges passed, 1 failed; effective 4200 TOPS\n",
+		"hardware:    challenges 1 passed, 1 late (measured), 1 missed, 1 failed (slashed); effective 4200 TOPS\n",
+		"             1 missed in a row: is the agent running?",
 		"  cpu (16 cores)               claims 0.8 TOPS, proven only 0.5 TOPS; counts 0.5 TOPS\n",
 		"  gpus[0] H100_80GB GPU-aaaa   claims 1500 TOPS, proven 1500 TOPS; counts 1500 TOPS\n",
 		"  gpus[1] H100_80GB GPU-bbbb   claims 1400 TOPS, not yet challenged; counts 1400 TOPS\n",

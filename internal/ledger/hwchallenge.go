@@ -403,14 +403,16 @@ func (c *HardwareChallenge) deviceAttrs() []Attr {
 	return a
 }
 
-// ChallengePassRatePPM is the share of challenges passed, in ppm
-// (1,000,000 before the first).
+// ChallengePassRatePPM is the share of ruled challenges passed in time,
+// in ppm (1,000,000 before the first): late and missed ones count against
+// it as failed ones do, though only failed ones were slashed.
 func (p *Provider) ChallengePassRatePPM() uint64 {
-	n := p.Challenges.Passed + p.Challenges.Failed
+	c := &p.Challenges
+	n := c.Passed + c.Late + c.Missed + c.Failed
 	if n == 0 {
 		return ppm
 	}
-	return p.Challenges.Passed * ppm / n
+	return c.Passed * ppm / n
 }
 
 // HWParams are the challenge protocol's parameters in p.

@@ -121,6 +121,10 @@ func TestRulingLateCorrectMeasuresAndRechecksSoon(t *testing.T) {
 	if r := p.DeviceRuling(0); r.ProvenGOPS != rulingClaim || r.Recheck || p.Challenges.Passed != 1 || p.Slashed != 0 {
 		t.Fatalf("after passing the recheck: ruling %+v record %+v", r, p.Challenges)
 	}
+	// Offers show the share passed in time: the late one counts against it.
+	if got := p.ChallengePassRatePPM(); got != 500_000 {
+		t.Fatalf("pass rate %d ppm after one late and one passed, want 500000", got)
+	}
 }
 
 // longWindows gives a challenge a 5-s deadline (a 50-s late window), so
