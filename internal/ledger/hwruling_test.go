@@ -35,8 +35,12 @@ func rulingChain(t *testing.T, tune func(*ledger.Params)) *lt.Chain {
 	c := lt.NewChain(t, g)
 	info := lt.ProviderInfo("", 0, 36_000)
 	info.Measured.Int8GOPS = rulingClaim
-	must(t, []ledger.TxResult{send(t, c, prov1, &ledger.MsgRegisterProvider{ProviderInfo: info})})
-	must(t, []ledger.TxResult{send(t, c, prov1, &ledger.MsgStake{Amount: stake})})
+	// One block, so that the first challenge is issued to a staked
+	// provider and no test starts with a miss.
+	must(t, c.ApplyBlock(t, prov1.Tx(lt.ChainID, 0, 0, &ledger.MsgRegisterProvider{ProviderInfo: info}), prov1.Tx(lt.ChainID, 1, 0, &ledger.MsgStake{Amount: stake})))
+	if p := provider(t, c, prov1); p.Challenges.Passed+p.Challenges.Late+p.Challenges.Missed+p.Challenges.Failed != 0 || p.HWChallenge == nil {
+		t.Fatalf("a new provider's record: %+v, open %+v", p.Challenges, p.HWChallenge)
+	}
 	return c
 }
 
@@ -123,7 +127,7 @@ func TestRulingLateCorrectMeasuresAndRechecksSoon(t *testing.T) {
 	}
 	// Offers show the share passed in time: the late one counts against it.
 	if got := p.ChallengePassRatePPM(); got != 500_000 {
-		t.Fatalf("pass rate %d ppm after one late and one passed, want 500000", got)
+		t.Fatalf("pass rate %d ppm after one late and one passed, want 500000: %+v", got, p.Challenges)
 	}
 }
 
