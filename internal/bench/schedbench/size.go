@@ -76,6 +76,10 @@ func (r *sizeRun) setup(ctx context.Context, kv statestore.Store, n int) error {
 	params := ledger.DefaultParams()
 	params.LivenessRatePPM = 0
 	params.HWRatePPM = 0 // End() should time the scheduler, not challenge draws
+	// The latency phase cancels its placed jobs after up to latencyBatch
+	// one-second blocks: they must still be waiting for their grant then,
+	// not failed by the grant deadline (30 s by default).
+	params.JobGrantTimeout = 2 * latencyBatch
 	params.MaxPlacementsPerBlock = uint64(r.o.BlockJobs)
 	if r.o.MaxPlacementsPerBlock > 0 {
 		params.MaxPlacementsPerBlock = r.o.MaxPlacementsPerBlock
