@@ -502,7 +502,14 @@ func (a *Agent) fetchDecrypted(ctx context.Context, job uint64, ref string, key 
 	defer os.Remove(tmp.Name())
 	defer tmp.Close()
 	if _, err := a.o.Blobs.GetForJob(ctx, h, job, tmp); err != nil {
-		return &dataError{err: fmt.Errorf("download %s: %w", ref, err)}
+		// The gateway's words (the nodes it tried, their addresses and
+		// answers) go to this provider's log only: on chain, the blob's
+		// name (public in the spec) and fixed words, as for URL inputs.
+		why := "could not be fetched"
+		if errors.Is(err, blob.ErrHashMismatch) {
+			why = "does not hash to its name"
+		}
+		return &dataError{err: fmt.Errorf("blob %s %s", ref, why), detail: err}
 	}
 	if _, err := tmp.Seek(0, io.SeekStart); err != nil {
 		return err
