@@ -46,7 +46,7 @@ func TestNoopModule(t *testing.T) {
 // runs each job, the other audits it: both are new), one
 // consumer at a time.
 func TestJobsSmall(t *testing.T) {
-	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
+	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
 	defer cancel()
 	res, err := Run(ctx, Options{BlockTime: 50 * time.Millisecond, Poll: 20 * time.Millisecond, Providers: 2,
 		LatencyJobs: 2, SustainedJobs: 2, Concurrency: 1, Dir: t.TempDir()})

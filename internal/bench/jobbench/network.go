@@ -91,8 +91,9 @@ func startNetwork(ctx context.Context, home string, o Options, progress func(str
 	return n, nil
 }
 
-// waitFirstChallenges waits, for two minutes at most, until every provider
-// has passed or failed its first hardware challenge. Each new provider gets
+// waitFirstChallenges waits, for two minutes at most, until the ledger has
+// ruled on every provider's first hardware challenge (passed, late, missed
+// or failed). Each new provider gets
 // one within its first blocks, a GEMM that keeps a core busy for seconds;
 // a provider is challenged again only minutes later. Jobs are measured
 // after the first ones are done.
@@ -105,7 +106,8 @@ func waitFirstChallenges(ctx context.Context, cl *chainclient.Client, ps *devnet
 			if err != nil {
 				return err
 			}
-			open = open || p.Record.HWChallenge != nil || p.Record.Challenges.Passed+p.Record.Challenges.Failed == 0
+			ch := p.Record.Challenges
+			open = open || p.Record.HWChallenge != nil || ch.Passed+ch.Late+ch.Missed+ch.Failed == 0
 		}
 		select {
 		case <-ctx.Done():
