@@ -167,7 +167,7 @@ func NewPlan(claimedGOPS uint64, p Params) (Plan, error) {
 	}
 	size := SizeFor(claimedGOPS, p.TargetMillis)
 	compute := ComputeMillis(size, claimedGOPS)
-	busy := ceilDiv(compute*p.SlackPermille, 1000) // compute ≤ MaxOps/10⁶ < 2³⁵ ms: no overflow
+	busy := p.BusyMillis(compute)
 	return Plan{
 		Size:           size,
 		ComputeMillis:  compute,
@@ -175,6 +175,13 @@ func NewPlan(claimedGOPS uint64, p Params) (Plan, error) {
 		DeadlineMillis: busy + p.AllowanceMillis,
 		MinGapMillis:   ceilDiv(busy*3_600_000, MaxLoadMillisPerHour),
 	}, nil
+}
+
+// BusyMillis is the most an honest device spends on a challenge whose
+// compute time at its claim is computeMillis: that × the slack, rounded
+// up (compute ≤ MaxOps/10⁶ < 2³⁵ ms: no overflow).
+func (p Params) BusyMillis(computeMillis uint64) uint64 {
+	return ceilDiv(computeMillis*p.SlackPermille, 1000)
 }
 
 // SizeFor chooses the shape whose work is closest to claimedGOPS ×

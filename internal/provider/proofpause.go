@@ -116,12 +116,12 @@ func (a *Agent) proveSharing(ctx context.Context, log *slog.Logger, c *ledger.Ha
 // product's compute time at the claimed throughput times the chain's
 // slack, the most an honest device spends on it.
 func (a *Agent) proofBusy(ctx context.Context, c *ledger.HardwareChallenge) time.Duration {
-	slack := uint64(challenge.DefaultSlackPermille)
+	cp := challenge.DefaultParams()
 	if p, err := a.o.Chain.Params(ctx); err == nil && p.HWSlackPermille > 0 {
-		slack = p.HWSlackPermille
+		cp = p.HWParams()
 	}
 	compute := challenge.ComputeMillis(c.Challenge().Size, c.ClaimedGOPS)
-	return time.Duration((compute*slack+999)/1000) * time.Millisecond
+	return time.Duration(cp.BusyMillis(compute)) * time.Millisecond
 }
 
 // pauseForProof pauses the jobs and services of every executor that can
