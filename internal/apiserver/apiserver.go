@@ -159,9 +159,17 @@ func (s *Server) Serve(ctx context.Context, l net.Listener) <-chan error {
 	done := make(chan error, 1)
 	go func() {
 		<-ctx.Done()
-		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		sctx, cancel := context.WithTimeout(context.Background(), shutdownGrace)
 		defer cancel()
 		err := srv.Shutdown(sctx)
+		if errors.Is(err, context.DeadlineExceeded) {
+			// A request that outlives the grace (a client still
+			// sending a body, a handler not yet at its next check of
+			// ctx) does not make the node's stop fail: its
+			// connection is closed under it, as a crash would.
+			s.log.Warn("api: requests still running after the shutdown grace; closing their connections", "grace", shutdownGrace)
+			err = srv.Close()
+		}
 		if serr := <-serveErr; !errors.Is(serr, http.ErrServerClosed) {
 			err = errors.Join(err, serr)
 		}
@@ -169,6 +177,10 @@ func (s *Server) Serve(ctx context.Context, l net.Listener) <-chan error {
 	}()
 	return done
 }
+
+// shutdownGrace is how long a stopping node waits for requests in flight
+// before it closes their connections.
+var shutdownGrace = 5 * time.Second
 
 func bytesReader(b []byte) io.Reader { return bytes.NewReader(b) }
 

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
+	"net"
 	"net/http"
 	"slices"
 	"strconv"
@@ -527,4 +528,38 @@ func BenchmarkOffersSorted(b *testing.B) {
 			src, matched = next, m
 		}
 	})
+}
+
+// TestStopClosesStuckRequests: a request still running when the grace
+// ends has its connection closed, and the stop reports no error (a
+// jobbench run that had passed failed at its node's stop with
+// "context deadline exceeded").
+func TestStopClosesStuckRequests(t *testing.T) {
+	defer func(g time.Duration) { shutdownGrace = g }(shutdownGrace)
+	shutdownGrace = 200 * time.Millisecond
+	entered, release := make(chan struct{}), make(chan struct{})
+	defer close(release)
+	s := New(newFakeChain(t), Options{})
+	s.Mount(Route{Method: "GET", Path: "/v1/stuck", ID: "stuck", Tag: "t", Summary: "s", Timeout: -1, Resp: apiwire.LogPosted{},
+		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			close(entered)
+			<-release // a handler that does not watch its context
+		})})
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	done := s.Serve(ctx, l)
+	go http.Get("http://" + l.Addr().String() + "/v1/stuck")
+	<-entered
+	cancel()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("stop with a stuck request: %v", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("stop waited for a stuck request")
+	}
 }
