@@ -7,6 +7,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/gpunet/gpunet/internal/address"
+	"github.com/gpunet/gpunet/internal/ledger/verify"
 )
 
 // Checkpoints (issue 17): a long job survives its provider. A job whose
@@ -340,64 +341,48 @@ func resumeFallback(j *Job, from address.Address, seq uint64, why string) error 
 // escrow back. done reports that the job was stored (and its fate decided)
 // here.
 func compareCheckpoints(o *Overlay, j *Job, seq uint64, p Params, info BlockInfo) ([]Event, bool, error) {
-	type group struct {
-		hash    Hash
-		members []address.Address
-	}
-	var groups []group
-	reported := 0
-	for _, a := range j.Assignments {
-		c := j.checkpointAt(a.Provider, seq)
-		if c == nil {
-			continue
-		}
-		reported++
-		gi := slices.IndexFunc(groups, func(g group) bool { return g.hash == c.PlainHash })
-		if gi < 0 {
-			groups = append(groups, group{hash: c.PlainHash})
-			gi = len(groups) - 1
-		}
-		groups[gi].members = append(groups[gi].members, a.Provider)
-	}
-	if len(groups) < 2 {
-		return nil, false, nil
-	}
-	n := len(j.Assignments)
-	largest := 0
-	for gi, g := range groups {
-		if len(g.members) > len(groups[largest].members) {
-			largest = gi
+	rs := make([]verify.Replica, len(j.Assignments))
+	for i, a := range j.Assignments {
+		if c := j.checkpointAt(a.Provider, seq); c != nil {
+			rs[i] = verify.Replica{Revealed: true, Result: string(c.PlainHash[:])}
 		}
 	}
+	out := verify.TallyCheckpoint(rs, p.MaxReplicas)
+	return applyCheckpointTally(o, j, seq, out, p, info)
+}
+
+// applyCheckpointTally turns a checkpoint tally's outcome into state.
+func applyCheckpointTally(o *Overlay, j *Job, seq uint64, out verify.CheckpointOutcome, p Params, info BlockInfo) ([]Event, bool, error) {
+	n := out.N
 	seqAttr := Attr{"seq", strconv.FormatUint(seq, 10)}
-	if win := groups[largest]; 2*len(win.members) > n {
+	switch out.Action {
+	case verify.Agree, verify.Wait:
+		return nil, false, nil // no disagreement, or a majority is still possible: wait for the rest
+	case verify.DropMinority:
 		// Outvoted: slashed and dropped now; the others go on.
-		var out []address.Address
-		var events []Event
-		for _, g := range groups {
-			if g.hash == win.hash {
-				continue
-			}
-			for _, m := range g.members {
-				amt, err := slash(o, m, j.Owner, p, info, fmt.Sprintf("job %d: checkpoint %d outvoted by %d of %d replicas", j.ID, seq, len(win.members), n))
-				if err != nil {
-					return nil, false, err
-				}
-				a := j.assignment(m)
-				if err := recordInvalid(o, m, a.Class); err != nil {
-					return nil, false, err
-				}
-				if err := releaseProvider(o, m, j.ID, a.holdsSlot()); err != nil {
-					return nil, false, err
-				}
-				out = append(out, m)
-				events = append(events, jobEvent("job_replica_slashed", j, Attr{"provider", m.String()}, Attr{"amount", strconv.FormatUint(amt, 10)}, Attr{"why", "checkpoint_minority"}))
-			}
+		var gone []address.Address
+		for _, i := range out.Minority {
+			gone = append(gone, j.Assignments[i].Provider)
 		}
-		j.Assignments = slices.DeleteFunc(j.Assignments, func(a Assignment) bool { return slices.Contains(out, a.Provider) })
+		var events []Event
+		for _, m := range gone {
+			amt, err := slash(o, m, j.Owner, p, info, fmt.Sprintf("job %d: checkpoint %d outvoted by %d of %d replicas", j.ID, seq, out.Votes, n))
+			if err != nil {
+				return nil, false, err
+			}
+			a := j.assignment(m)
+			if err := recordInvalid(o, m, a.Class); err != nil {
+				return nil, false, err
+			}
+			if err := releaseProvider(o, m, j.ID, a.holdsSlot()); err != nil {
+				return nil, false, err
+			}
+			events = append(events, jobEvent("job_replica_slashed", j, Attr{"provider", m.String()}, Attr{"amount", strconv.FormatUint(amt, 10)}, Attr{"why", "checkpoint_minority"}))
+		}
+		j.Assignments = slices.DeleteFunc(j.Assignments, func(a Assignment) bool { return slices.Contains(gone, a.Provider) })
 		j.Replicas = uint64(len(j.Assignments))
-		j.CheckpointNote = fmt.Sprintf("replicas disagree at checkpoint %d: %s outvoted by %d of %d and dropped", seq, joinAddrs(out), len(win.members), n)
-		events = append([]Event{jobEvent("job_checkpoint_mismatch", j, seqAttr, Attr{"outvoted", joinAddrs(out)})}, events...)
+		j.CheckpointNote = fmt.Sprintf("replicas disagree at checkpoint %d: %s outvoted by %d of %d and dropped", seq, joinAddrs(gone), out.Votes, n)
+		events = append([]Event{jobEvent("job_checkpoint_mismatch", j, seqAttr, Attr{"outvoted", joinAddrs(gone)})}, events...)
 		if j.committed() < len(j.Assignments) {
 			return events, false, nil
 		}
@@ -410,45 +395,44 @@ func compareCheckpoints(o *Overlay, j *Job, seq uint64, p Params, info BlockInfo
 			evs, err = openReveal(o, j, p, info)
 		}
 		return append(events, evs...), true, err
-	}
-	if 2*(len(groups[largest].members)+n-reported) > n {
-		return nil, false, nil // a majority is still possible: wait for the rest
-	}
-	old := j.Deadline
-	all := make([]address.Address, n)
-	for i, a := range j.Assignments {
-		all[i] = a.Provider
-	}
-	mismatch := jobEvent("job_checkpoint_mismatch", j, seqAttr, Attr{"results", strconv.Itoa(len(groups))})
-	if uint64(n) >= p.MaxReplicas {
+	case verify.Fail:
+		mismatch := jobEvent("job_checkpoint_mismatch", j, seqAttr, Attr{"results", strconv.Itoa(out.Results)})
 		for i := range j.Assignments {
 			j.Assignments[i].Outcome = OutcomeNoMajority
 		}
 		j.Verdict = VerdictNoMajority
 		j.State = JobFailed
-		j.Reason = fmt.Sprintf("no majority among %d replicas at checkpoint %d (%d distinct states); the rest of the escrow is refunded, nobody slashed", n, seq, len(groups))
+		j.Reason = fmt.Sprintf("no majority among %d replicas at checkpoint %d (%d distinct states); the rest of the escrow is refunded, nobody slashed", n, seq, out.Results)
 		evs, err := finishJob(o, j, info)
 		return append([]Event{mismatch}, evs...), true, err
-	}
-	// Escalate: every replica restarts from the last agreed checkpoint,
-	// with one more.
-	kept, err := keepCheckpointed(o, j, all, p)
-	if err != nil {
-		return nil, false, err
-	}
-	for _, a := range j.Assignments {
-		if err := releaseProvider(o, a.Provider, j.ID, a.holdsSlot()); err != nil {
+	case verify.Restart:
+		// Every replica restarts from the last agreed checkpoint, with
+		// one more.
+		old := j.Deadline
+		all := make([]address.Address, n)
+		for i, a := range j.Assignments {
+			all[i] = a.Provider
+		}
+		mismatch := jobEvent("job_checkpoint_mismatch", j, seqAttr, Attr{"results", strconv.Itoa(out.Results)})
+		kept, err := keepCheckpointed(o, j, all, p)
+		if err != nil {
 			return nil, false, err
 		}
+		for _, a := range j.Assignments {
+			if err := releaseProvider(o, a.Provider, j.ID, a.holdsSlot()); err != nil {
+				return nil, false, err
+			}
+		}
+		j.Assignments = []Assignment{}
+		j.Replicas = uint64(out.Replicas)
+		j.State = JobQueued
+		j.Revealing = false
+		j.Reason = fmt.Sprintf("replicas disagree at checkpoint %d (%d distinct states from %d replicas); restarting with %d replicas%s", seq, out.Results, n, out.Replicas, kept)
+		j.CheckpointNote = j.Reason
+		j.Deadline = 0
+		enqueueJob(o, j)
+		setJob(o, j, old)
+		return []Event{mismatch, jobEvent("job_escalated", j, Attr{"replicas", strconv.Itoa(out.Replicas)})}, true, nil
 	}
-	j.Assignments = []Assignment{}
-	j.Replicas = uint64(n) + 1
-	j.State = JobQueued
-	j.Revealing = false
-	j.Reason = fmt.Sprintf("replicas disagree at checkpoint %d (%d distinct states from %d replicas); restarting with %d replicas%s", seq, len(groups), n, n+1, kept)
-	j.CheckpointNote = j.Reason
-	j.Deadline = 0
-	enqueueJob(o, j)
-	setJob(o, j, old)
-	return []Event{mismatch, jobEvent("job_escalated", j, Attr{"replicas", strconv.Itoa(n + 1)})}, true, nil
+	return nil, false, fmt.Errorf("job %d: checkpoint tally returned %v: %w", j.ID, out.Action, ErrInternal)
 }

@@ -68,14 +68,16 @@
 //     queued jobs, and [QuoteJob]; engine.go: the one wasm engine the
 //     replicas of a compared wasm job run on.
 //   - verification.go: Proof of Sync on results: audits, commit–reveal,
-//     verdicts, MsgRevealResult.
+//     MsgRevealResult, and the verdict's apply step (decide, applyVerdict);
+//     the tally itself is the subpackage verify.
 //   - handover.go: the job key handed to an audit replica.
 //   - settlement.go: escrow, paying a job's providers, finishing a job.
 //   - deadlines.go: overdue jobs and reassignment.
 //   - data.go: where a job's data is (data_at), URL-pinned inputs, and
 //     MsgReleaseJob (a provider hands a job back).
 //   - checkpoint.go: checkpoints (MsgCommitCheckpoint), the resume point,
-//     paying for kept work on reassignment, replicas' checkpoint votes.
+//     paying for kept work on reassignment, applying replicas' checkpoint
+//     votes (compareCheckpoints, tallied by verify.TallyCheckpoint).
 //   - market.go: the price index per hardware class and the tiers;
 //     market_preempt.go: spot jobs preempted by higher tiers.
 //   - rewards.go: each epoch's emission and who gets it (MsgClaimRewards).
@@ -89,6 +91,20 @@
 // Where a job is scheduled: [Block.End] (ledger.go) calls schedule
 // (scheduler.go), which walks the queues (jobs.go) and places each job on
 // the best providers that fit.
+//
+// Where a verdict is tallied: internal/ledger/verify, a pure package that
+// imports nothing of the ledger. verify.Tally takes each replica's facts
+// (revealed? which result?) and the rules (checked, max_replicas, the
+// placement budget, a replica just dropped) and returns a verify.Outcome:
+// the verdict (validated, unverified, unchecked, no majority, or escalate
+// to N+1 replicas), the winners, minority, silent and undecided replicas,
+// who is delivered, and the counts the job's reason reports. decide
+// (verification.go) builds the facts from the job's assignments, calls it,
+// and applyVerdict turns the Outcome into state: payments (settlement.go),
+// slashes (staking.go), per-class records (reputation.go), work for
+// rewards (rewards.go), the job's verdict, reason and events. Checkpoint
+// votes go the same way: verify.TallyCheckpoint, then applyCheckpointTally
+// (checkpoint.go).
 //
 // Where settlement happens: settlement.go. Every payment to a job's
 // provider goes through payAssignment, from the escrow or the treasury: a

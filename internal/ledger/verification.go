@@ -4,11 +4,11 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"fmt"
-	"slices"
 	"strconv"
 	"strings"
 
 	"github.com/gpunet/gpunet/internal/address"
+	"github.com/gpunet/gpunet/internal/ledger/verify"
 )
 
 // Proof of Sync, result side (DESIGN.md section 5): replicated runs of
@@ -55,6 +55,11 @@ import (
 //
 // Jobs that are not checked (verification none, or not deterministic)
 // commit their result in the clear and are settled at once.
+//
+// Step 4 is two steps in the code: verify.Tally (internal/ledger/verify)
+// decides from the replicas' revealed results alone, without state, and
+// applyVerdict below applies its Outcome (payments, slashes, records,
+// the job's verdict, reason and events).
 
 // Verdicts of a finished job.
 const (
@@ -218,65 +223,57 @@ func execRevealResult(o *Overlay, from address.Address, m *MsgRevealResult, p Pa
 	return append(events, evs...), err
 }
 
-// vote is one distinct result and who revealed it.
-type vote struct {
-	key     string
-	members []int // assignment indexes, in order
-}
-
-func voteKey(r *JobResult) string {
+// resultKey identifies a revealed result in the tally: two replicas agree
+// iff their keys are equal.
+func resultKey(r *JobResult) string {
 	return fmt.Sprintf("%x/%d/%t", r.ManifestHash[:], r.ExitCode, r.Failed)
 }
 
-// decide ends the vote among the committed replicas: the majority is paid
-// and delivered, the minority slashed; without a majority the job gets
-// another replica or fails. mayEscalate is false when the job has just
-// lost the replica an escalation asked for (dropReplicas): asking again
-// with the same replicas would decide the same way at every deadline, and
-// the job would stay verifying for as long as no provider is free. Every
-// escalation is also a placement, so the job's placement budget
+// decide ends the vote among the committed replicas: the tally
+// (verify.Tally, internal/ledger/verify) decides from the replicas' revealed
+// results alone, and applyVerdict makes it so. mayEscalate is false when
+// the job has just lost the replica an escalation asked for (dropReplicas):
+// asking again with the same replicas would decide the same way at every
+// deadline, and the job would stay verifying for as long as no provider is
+// free. Every escalation is also a placement, so the job's placement budget
 // (job_max_attempts + max_replicas, as for replacements) bounds them.
 func decide(o *Overlay, j *Job, p Params, info BlockInfo, mayEscalate bool) ([]Event, error) {
-	var votes []vote
-	for i := range j.Assignments {
-		r := j.Assignments[i].Result
-		if r == nil {
-			continue
-		}
-		k := voteKey(r)
-		found := false
-		for vi := range votes {
-			if votes[vi].key == k {
-				votes[vi].members = append(votes[vi].members, i)
-				found = true
-			}
-		}
-		if !found {
-			votes = append(votes, vote{key: k, members: []int{i}})
+	rs := make([]verify.Replica, len(j.Assignments))
+	for i, a := range j.Assignments {
+		if a.Result != nil {
+			rs[i] = verify.Replica{Revealed: true, Result: resultKey(a.Result)}
 		}
 	}
-	n := len(j.Assignments)
-	var win *vote
-	for vi := range votes {
-		if 2*len(votes[vi].members) > n {
-			win = &votes[vi]
-		}
-	}
-	checked := j.Spec.Checked()
+	out := verify.Tally(rs, verify.Rules{
+		Checked:         j.Spec.Checked(),
+		MaxReplicas:     p.MaxReplicas,
+		Placements:      j.Attempts,
+		PlacementBudget: p.JobMaxAttempts + p.MaxReplicas,
+		ReplicaDropped:  !mayEscalate,
+	})
+	return applyVerdict(o, j, out, p, info)
+}
+
+// applyVerdict turns a tally's outcome into state: the majority is paid and
+// delivered, the minority slashed; without a majority the job gets another
+// replica or fails. It is the only place a result verdict touches staking,
+// settlement, reputation and rewards.
+func applyVerdict(o *Overlay, j *Job, out verify.Outcome, p Params, info BlockInfo) ([]Event, error) {
+	n := out.N
 	var events []Event
-	if win == nil {
-		if checked && mayEscalate && uint64(n) < p.MaxReplicas && j.Attempts < p.JobMaxAttempts+p.MaxReplicas && len(votes) > 0 {
-			// Escalate: one more replica; the revealed results stand.
-			old := j.Deadline
-			j.Replicas = uint64(n) + 1
-			j.Revealing = false
-			j.State = JobVerifying
-			j.Reason = fmt.Sprintf("replicas disagree (%d results from %d replicas); adding replica %d of at most %d", len(votes), n, n+1, p.MaxReplicas)
-			j.Deadline = info.Time.Unix() + int64(p.JobGrantTimeout) // to be placed, else it is decided without
-			enqueueJob(o, j)
-			setJob(o, j, old)
-			return []Event{jobEvent("job_escalated", j, Attr{"replicas", strconv.Itoa(n + 1)})}, nil
-		}
+	switch out.Verdict {
+	case verify.Escalate:
+		// One more replica; the revealed results stand.
+		old := j.Deadline
+		j.Replicas = uint64(out.Replicas)
+		j.Revealing = false
+		j.State = JobVerifying
+		j.Reason = fmt.Sprintf("replicas disagree (%d results from %d replicas); adding replica %d of at most %d", out.Results, n, out.Replicas, p.MaxReplicas)
+		j.Deadline = info.Time.Unix() + int64(p.JobGrantTimeout) // to be placed, else it is decided without
+		enqueueJob(o, j)
+		setJob(o, j, old)
+		return []Event{jobEvent("job_escalated", j, Attr{"replicas", strconv.Itoa(out.Replicas)})}, nil
+	case verify.NoMajority:
 		// No majority, and no replica can be added (the cap, the
 		// placement budget, or the one asked for was dropped), or nobody
 		// revealed: the job fails, the owner gets everything back, nobody
@@ -285,12 +282,10 @@ func decide(o *Overlay, j *Job, p Params, info BlockInfo, mayEscalate bool) ([]E
 		// revealed replica agrees, the others are silent) ends so too:
 		// paying or delivering it would let its provider gain by
 		// silencing the replica that checks it.
-		withheld := 0
 		for i := range j.Assignments {
 			a := &j.Assignments[i]
 			a.Outcome = OutcomeNoMajority
-			if a.Result == nil {
-				withheld++
+			if out.Fate(i) == verify.Unrevealed {
 				ev, err := penalizeUnrevealed(o, j, a, p, info)
 				if err != nil {
 					return nil, err
@@ -300,33 +295,34 @@ func decide(o *Overlay, j *Job, p Params, info BlockInfo, mayEscalate bool) ([]E
 		}
 		j.Verdict = VerdictNoMajority
 		j.State = JobFailed
-		j.Reason = fmt.Sprintf("no majority among %d replicas (%d distinct results); refunded in full, nobody who revealed slashed", n, len(votes))
-		if len(votes) == 1 {
-			j.Reason = fmt.Sprintf("the one result revealed (by %d of %d replicas) is not a majority and no further replica could check it; refunded in full, nobody who revealed paid or slashed", len(votes[0].members), n)
+		j.Reason = fmt.Sprintf("no majority among %d replicas (%d distinct results); refunded in full, nobody who revealed slashed", n, out.Results)
+		if out.Results == 1 {
+			j.Reason = fmt.Sprintf("the one result revealed (by %d of %d replicas) is not a majority and no further replica could check it; refunded in full, nobody who revealed paid or slashed", len(out.Undecided), n)
 		}
-		if withheld > 0 {
+		if withheld := len(out.Unrevealed); withheld > 0 {
 			j.Reason += fmt.Sprintf("; %d that did not reveal slashed", withheld)
 		}
-		if len(votes) == 0 {
+		if out.Results == 0 {
 			j.Reason = fmt.Sprintf("no replica revealed its result in time (%d committed, each slashed); refunded in full", n)
 		}
 		evs, err := finishJob(o, j, info)
 		return append(events, evs...), err
-	}
-	switch {
-	case !checked:
+	case verify.Unchecked:
 		j.Verdict = VerdictUnchecked
-	case n == 1:
+	case verify.Unverified:
 		j.Verdict = VerdictUnverified
-	default:
+	case verify.Validated:
 		j.Verdict = VerdictValidated
+	default:
+		return nil, fmt.Errorf("job %d: tally returned verdict %v: %w", j.ID, out.Verdict, ErrInternal)
 	}
-	winner := j.Assignments[win.members[0]]
+	votes := len(out.Winners)
+	winner := j.Assignments[out.Delivered]
 	j.Delivered = &winner.Provider
 	for i := range j.Assignments {
 		a := &j.Assignments[i]
-		switch {
-		case slices.Contains(win.members, i):
+		switch out.Fate(i) {
+		case verify.Winner:
 			a.Outcome = OutcomeMajority
 			paid := a.Paid
 			if err := payAssignment(o, j, a, mulDiv(a.PricePerHour, a.Result.MeteredSeconds, 3600), p); err != nil {
@@ -340,15 +336,15 @@ func decide(o *Overlay, j *Job, p Params, info BlockInfo, mayEscalate bool) ([]E
 					return nil, err
 				}
 			}
-		case a.Result == nil:
+		case verify.Unrevealed:
 			ev, err := penalizeUnrevealed(o, j, a, p, info)
 			if err != nil {
 				return nil, err
 			}
 			events = append(events, ev)
-		default:
+		case verify.Minority:
 			a.Outcome = OutcomeMinority
-			amt, err := slash(o, a.Provider, j.Owner, p, info, fmt.Sprintf("job %d: outvoted by %d of %d replicas", j.ID, len(win.members), n))
+			amt, err := slash(o, a.Provider, j.Owner, p, info, fmt.Sprintf("job %d: outvoted by %d of %d replicas", j.ID, votes, n))
 			if err != nil {
 				return nil, err
 			}
@@ -366,7 +362,7 @@ func decide(o *Overlay, j *Job, p Params, info BlockInfo, mayEscalate bool) ([]E
 		j.State, j.Reason = JobSucceeded, ""
 	}
 	if j.Verdict == VerdictValidated {
-		j.Reason = strings.TrimPrefix(j.Reason+fmt.Sprintf("; %d of %d replicas agree", len(win.members), n), "; ")
+		j.Reason = strings.TrimPrefix(j.Reason+fmt.Sprintf("; %d of %d replicas agree", votes, n), "; ")
 	}
 	evs, err := finishJob(o, j, info)
 	return append(events, evs...), err
