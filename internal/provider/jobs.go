@@ -14,6 +14,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"unicode/utf8"
 	"sync"
 	"time"
 
@@ -41,7 +42,6 @@ type runs struct {
 	mu      sync.Mutex
 	byID    map[uint64]context.CancelFunc
 	wg      sync.WaitGroup
-	results map[uint64]string // last outcome per job, for the status
 	// revealing marks the jobs whose reveal is in flight.
 	revealing map[uint64]bool
 	// handover marks the jobs whose key handover (request or answer) is
@@ -576,9 +576,18 @@ func writeFile(path string, r io.Reader) error {
 	return f.Close()
 }
 
-func truncateReason(s string) string {
-	if len(s) > 500 {
-		return s[:500]
+func truncateReason(s string) string { return truncateText(s, 500) }
+
+// truncateText cuts s to at most max bytes of valid UTF-8 (the ledger
+// refuses a reason over its bound, or one cut inside a character).
+func truncateText(s string, max int) string {
+	s = strings.ToValidUTF8(s, "?")
+	if len(s) <= max {
+		return s
+	}
+	s = s[:max]
+	for len(s) > 0 && !utf8.ValidString(s) {
+		s = s[:len(s)-1]
 	}
 	return s
 }

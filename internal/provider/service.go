@@ -344,7 +344,7 @@ func (a *Agent) setReady(run *replicaRun, ready bool) {
 // releaseReplica gives a replica back on the ledger; the agent does not
 // start it again while the chain still lists it.
 func (a *Agent) releaseReplica(ctx context.Context, run *replicaRun, why string) {
-	why = truncateReason(why)
+	why = truncateText(why, ledger.MaxServiceReleaseReason)
 	if len(why) > ledger.MaxReleaseLen {
 		why = why[:ledger.MaxReleaseLen]
 	}
