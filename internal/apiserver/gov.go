@@ -22,7 +22,7 @@ func (s *Server) govRoutes() []Route {
 			Summary: "Governance proposals, newest first, with their status, deposits and (while voting) the tally so far; and the minimum deposit a new one needs now",
 			List:    true, Resp: apiwire.ProposalList{Proposals: []apiwire.ProposalView{sampleProposal()}}, Errors: []int{400}, Handler: h(s.proposals)},
 		{Method: "GET", Path: "/v1/gov/proposals/{id}", ID: "getProposal", Tag: "gov",
-			Summary:    "A proposal: what it does, its periods, deposits, voters, the tally so far (voting) or the final one (decided) and why it ended as it did",
+			Summary:    "A proposal: what it does, its periods, deposits, voters, the tally so far (voting) or the final one (decided) and why it ended as it did (wait: a code and its numbers; reason: rendered)",
 			PathParams: map[string]string{"id": "a proposal id (a positive integer)"},
 			Resp:       sampleProposal(), Errors: []int{400, 404}, Handler: h(s.proposal)},
 	}
@@ -47,6 +47,7 @@ func (s *Server) paramRegistry(w http.ResponseWriter, r *http.Request) {
 
 // proposalView adds to p its tally so far and deposits while it is open.
 func proposalView(kv ledger.KV, p *ledger.Proposal) (apiwire.ProposalView, error) {
+	renderProposal(p)
 	v := apiwire.ProposalView{Proposal: p}
 	if !p.Active() {
 		return v, nil

@@ -47,6 +47,7 @@ func (s *Server) job(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, ledger.ErrUnknownJob.Code, fmt.Sprintf("no job %d", id))
 		return
 	}
+	renderJob(j)
 	writeJSON(w, http.StatusOK, j)
 }
 
@@ -131,6 +132,7 @@ func (s *Server) jobs(w http.ResponseWriter, r *http.Request) {
 	case !indexed && next > 0:
 		out.NextCursor = uintString(next + 1)
 	}
+	renderJobs(out.Jobs)
 	writeJSON(w, http.StatusOK, out)
 }
 
@@ -170,6 +172,7 @@ func (s *Server) providerJobs(w http.ResponseWriter, r *http.Request) {
 			out.Jobs = append(out.Jobs, j)
 		}
 	}
+	renderJobs(out.Jobs)
 	writeJSON(w, http.StatusOK, out)
 }
 

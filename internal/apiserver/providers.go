@@ -194,5 +194,6 @@ func (s *Server) provider(w http.ResponseWriter, r *http.Request) {
 	if body.Unbonding == nil {
 		body.Unbonding = []ledger.Unbonding{}
 	}
+	renderProvider(p)
 	writeJSON(w, http.StatusOK, body)
 }

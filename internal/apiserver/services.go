@@ -33,7 +33,7 @@ func (s *Server) serviceRoutes() []Route {
 			Body:    apiwire.ServiceQuoteRequest{Spec: sampleService().Spec}, Resp: ledger.ServiceQuote{Best: []ledger.QuoteOffer{{}}},
 			MaxBody: 1 << 20, Errors: []int{400, 413}, Handler: h(s.quoteService)},
 		{Method: "GET", Path: "/v1/services/{id}", ID: "getService", Tag: "services",
-			Summary:    "A service: its spec, state, budget and escrow, when the budget runs out, its replicas (provider, price, readiness, relay node, heartbeat, paid) and the replicas that ended, with why",
+			Summary:    "A service: its spec, state, budget and escrow, when the budget runs out, its replicas (provider, price, readiness, relay node, heartbeat, paid) and the replicas that ended, with why (code, and why rendered); wait and reason say why it waits or ended",
 			PathParams: serviceIDParam, Resp: sampleService(), Errors: []int{400, 404}, Handler: h(s.service)},
 		{Method: "GET", Path: "/v1/providers/{addr}/services", ID: "listProviderServices", Tag: "providers",
 			Summary:    "The active services with a replica on a provider (what its agent runs)",
@@ -145,6 +145,7 @@ func (s *Server) services(w http.ResponseWriter, r *http.Request) {
 			out.Services = append(out.Services, sv)
 		}
 	}
+	renderServices(out.Services)
 	writeJSON(w, http.StatusOK, out)
 }
 
@@ -178,6 +179,7 @@ func (s *Server) service(w http.ResponseWriter, r *http.Request) {
 	case !found:
 		writeError(w, http.StatusNotFound, 0, fmt.Sprintf("no service %d", id))
 	default:
+		renderService(sv)
 		writeJSON(w, http.StatusOK, sv)
 	}
 }
@@ -202,5 +204,6 @@ func (s *Server) providerServices(w http.ResponseWriter, r *http.Request) {
 			out.Services = append(out.Services, sv)
 		}
 	}
+	renderServices(out.Services)
 	writeJSON(w, http.StatusOK, out)
 }

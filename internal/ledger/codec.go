@@ -204,9 +204,15 @@ func CheckStateVersion(kv KV) error {
 //   - 5: the rulings of slow and silent hardware challenges (issue 26):
 //     HardwareChallenge.LateBy; ChallengeRecord.Late, Missed,
 //     MissesInARow, CPUStrikes, CPURecheck; DeviceProof.Strikes, Recheck.
+//   - 6: words out of consensus (issue 28): why a job is where it is as a
+//     code and its numbers (Job.Wait, Dropped, CheckpointWait; wait.go),
+//     the provider that handed a job back (Job.ReleasedBy), and a slash's
+//     code (SlashEvent.Code, Job, Seq, Count, Of). Records of versions 2
+//     to 5 keep their sentences (Job.Reason, AuditDropped,
+//     CheckpointNote, SlashEvent.Reason), which still decode and render.
 const (
 	recordVersionBase = 2
-	recordVersion     = 5 // the newest this node reads and writes
+	recordVersion     = 6 // the newest this node reads and writes
 )
 
 // record is a stored record type: a struct the generator gave a codec.

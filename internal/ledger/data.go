@@ -161,9 +161,10 @@ func execReleaseJob(o *Overlay, from address.Address, m *MsgReleaseJob, p Params
 	if a.Commitment != nil || a.Result != nil {
 		return nil, fmt.Errorf("%s already committed a result for job %d; it cannot hand it back: %w", from, j.ID, ErrJobState)
 	}
-	j.Released = fmt.Sprintf("%s: %s", from, m.Reason)
+	by := from
+	j.Released, j.ReleasedBy = m.Reason, &by
 	events := []Event{jobEvent("job_released", j, Attr{"provider", from.String()}, Attr{"reason", m.Reason})}
-	evs, err := reassign(o, j, []address.Address{from}, "provider handed the job back: "+m.Reason, p, info)
+	evs, err := reassign(o, j, []address.Address{from}, Wait{Cause: CauseReleased, Text: m.Reason}, p, info)
 	return append(events, evs...), err
 }
 

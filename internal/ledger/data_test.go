@@ -120,8 +120,11 @@ func TestReleaseJob(t *testing.T) {
 	must(t, []ledger.TxResult{send(t, c, consumer, &ledger.MsgGrantKey{JobID: 1, Grants: []ledger.Grant{{Provider: first.Addr, WrappedKey: []byte("k")}}})})
 	must(t, []ledger.TxResult{send(t, c, first, &ledger.MsgReleaseJob{JobID: 1, Reason: "input blob missing on every node"})})
 	j = job(t, c, 1)
-	if !strings.Contains(j.Released, first.Addr.String()) || !strings.Contains(j.Released, "input blob missing") {
-		t.Fatalf("released %q", j.Released)
+	if j.ReleasedBy == nil || *j.ReleasedBy != first.Addr || j.Released != "input blob missing on every node" {
+		t.Fatalf("released by %v: %q", j.ReleasedBy, j.Released)
+	}
+	if w := j.Wait; w == nil || w.Code != ledger.WaitRequeued && w.Code != ledger.WaitUnplaced || j.Reason == "" && (w.Cause != ledger.CauseReleased || w.Text != j.Released) {
+		t.Fatalf("wait after the release: %+v (%s)", w, j.Reason)
 	}
 	if j.Attempts != 2 || len(j.Assignments) != 1 || j.Assignments[0].Provider == first.Addr && j.State != ledger.JobAssigned {
 		t.Fatalf("after the release: %s attempts %d %+v (%s)", j.State, j.Attempts, j.Assignments, j.Reason)

@@ -2,7 +2,6 @@ package ledger
 
 import (
 	"encoding/binary"
-	"fmt"
 	"slices"
 	"strings"
 
@@ -81,7 +80,7 @@ func expireJobs(o *Overlay, now int64, p Params, info BlockInfo) ([]Event, error
 		case j.queuedForReplica() && j.committed() > 0:
 			// No provider took the extra replica in time: go on with the
 			// replicas there are.
-			evs, err = dropReplicas(o, j, nil, "no provider could take the extra replica in time", p, info)
+			evs, err = dropReplicas(o, j, nil, Wait{Code: DropNotPlaced}, p, info)
 		case !allGranted(j) && j.committed() == 0:
 			// Every provider placed on it held a slot until now: the
 			// owner pays for that time, and gets the rest back.
@@ -91,7 +90,7 @@ func expireJobs(o *Overlay, now int64, p Params, info BlockInfo) ([]Event, error
 				}
 			}
 			j.State = JobFailed
-			j.Reason = fmt.Sprintf("the owner did not grant the job key in time; paid %dusync for the provider slots it held", j.Cost)
+			j.setWait(Wait{Code: WaitKeyNotGranted, Amount: j.Cost})
 			evs, err = finishJob(o, j, info)
 		case !allGranted(j) && j.KeyCommitment != nil && slices.ContainsFunc(j.Assignments, func(a Assignment) bool { return a.waitsForHandover() }):
 			evs, err = failWithheldHandover(o, j, p, info)
@@ -106,7 +105,7 @@ func expireJobs(o *Overlay, now int64, p Params, info BlockInfo) ([]Event, error
 					ungranted = append(ungranted, a.Provider)
 				}
 			}
-			evs, err = dropReplicas(o, j, ungranted, "the owner did not grant the extra replica the job key in time", p, info)
+			evs, err = dropReplicas(o, j, ungranted, Wait{Code: DropNotGranted}, p, info)
 		default:
 			var late []address.Address
 			for _, a := range j.Assignments {
@@ -114,11 +113,11 @@ func expireJobs(o *Overlay, now int64, p Params, info BlockInfo) ([]Event, error
 					late = append(late, a.Provider)
 				}
 			}
-			what := "did not start"
+			cause := CauseNotStarted
 			if j.State != JobAssigned {
-				what = "did not report a result"
+				cause = CauseNoResult
 			}
-			evs, err = reassign(o, j, late, fmt.Sprintf("provider %s in time", what), p, info)
+			evs, err = reassign(o, j, late, Wait{Cause: cause}, p, info)
 		}
 		if err != nil {
 			return nil, err
@@ -132,7 +131,9 @@ func expireJobs(o *Overlay, now int64, p Params, info BlockInfo) ([]Event, error
 // others, or gives up when it has been placed too often. They are paid
 // only for what their checkpoints kept (keepCheckpointed). Replicas that
 // already committed keep their place: only the gone ones are replaced.
-func reassign(o *Overlay, j *Job, gone []address.Address, why string, p Params, info BlockInfo) ([]Event, error) {
+// why says why they go: its Cause and Text (the job's Wait gets its code
+// here).
+func reassign(o *Overlay, j *Job, gone []address.Address, why Wait, p Params, info BlockInfo) ([]Event, error) {
 	removed := gone
 	if j.committed() == 0 {
 		removed = make([]address.Address, len(j.Assignments))
@@ -144,10 +145,12 @@ func reassign(o *Overlay, j *Job, gone []address.Address, why string, p Params, 
 	if err != nil {
 		return nil, err
 	}
-	why += kept
+	why = resumeWait(why, j, kept != "")
+	why.Providers = gone
 	if j.committed() > 0 {
 		if j.Attempts >= p.JobMaxAttempts+p.MaxReplicas {
-			return dropReplicas(o, j, gone, why+"; no more replacements", p, info)
+			why.Code = DropNoMoreReplacements
+			return dropReplicas(o, j, gone, why, p, info)
 		}
 		old := j.Deadline
 		for _, g := range gone {
@@ -157,7 +160,8 @@ func reassign(o *Overlay, j *Job, gone []address.Address, why string, p Params, 
 		}
 		j.Assignments = slices.DeleteFunc(j.Assignments, func(a Assignment) bool { return slices.Contains(gone, a.Provider) })
 		j.State = JobVerifying
-		j.Reason = fmt.Sprintf("%s (%s); placing another replica", why, joinAddrs(gone))
+		why.Code = WaitReplacing
+		j.setWait(why)
 		j.Deadline = info.Time.Unix() + int64(p.JobGrantTimeout)
 		enqueueJob(o, j)
 		setJob(o, j, old)
@@ -172,7 +176,8 @@ func reassign(o *Overlay, j *Job, gone []address.Address, why string, p Params, 
 	names := joinAddrs(gone)
 	if j.Attempts >= p.JobMaxAttempts {
 		j.State = JobFailed
-		j.Reason = fmt.Sprintf("%s (%s); gave up after %d placements", why, names, j.Attempts)
+		why.Code, why.Count = WaitGaveUp, j.Attempts
+		j.setWait(why)
 		return finishJob(o, j, info)
 	}
 	// Nothing committed yet: every replica restarts, so that the results
@@ -186,7 +191,8 @@ func reassign(o *Overlay, j *Job, gone []address.Address, why string, p Params, 
 	}
 	j.Assignments = []Assignment{}
 	j.State = JobQueued
-	j.Reason = fmt.Sprintf("%s (%s); placing it again", why, names)
+	why.Code = WaitRequeued
+	j.setWait(why)
 	j.Deadline = 0
 	enqueueJob(o, j)
 	setJob(o, j, old)
@@ -196,8 +202,9 @@ func reassign(o *Overlay, j *Job, gone []address.Address, why string, p Params, 
 // dropReplicas gives up on extra replicas that did not commit: the job goes
 // on with the replicas that did. When results were revealed already, the
 // dropped replica was an escalation's, and the job is decided for good
-// with the replicas it has (decide, mayEscalate false).
-func dropReplicas(o *Overlay, j *Job, gone []address.Address, why string, p Params, info BlockInfo) ([]Event, error) {
+// with the replicas it has (decide, mayEscalate false). why is a Drop*
+// code and its numbers.
+func dropReplicas(o *Overlay, j *Job, gone []address.Address, why Wait, p Params, info BlockInfo) ([]Event, error) {
 	for _, g := range gone {
 		if err := releaseProvider(o, g, j.ID, true); err != nil {
 			return nil, err
@@ -205,9 +212,9 @@ func dropReplicas(o *Overlay, j *Job, gone []address.Address, why string, p Para
 	}
 	j.Assignments = slices.DeleteFunc(j.Assignments, func(a Assignment) bool { return slices.Contains(gone, a.Provider) })
 	j.Replicas = uint64(len(j.Assignments))
-	j.AuditDropped = why
+	j.Dropped, j.AuditDropped = &why, ""
 	dequeueJob(o, j.ID)
-	events := []Event{jobEvent("job_replicas_dropped", j, Attr{"providers", joinAddrs(gone)}, Attr{"why", why})}
+	events := []Event{jobEvent("job_replicas_dropped", j, Attr{"providers", joinAddrs(gone)}, Attr{"why", why.Code})}
 	var evs []Event
 	var err error
 	if revealed(j) > 0 || !j.Spec.Checked() {
@@ -234,7 +241,7 @@ func reassignJobsOf(o *Overlay, provider address.Address, p Params, info BlockIn
 		if a := j.assignment(provider); a != nil && (a.Commitment != nil || a.Result != nil) {
 			continue // it delivered; waiting for the other replicas
 		}
-		evs, err := reassign(o, j, []address.Address{provider}, "provider went offline", p, info)
+		evs, err := reassign(o, j, []address.Address{provider}, Wait{Cause: CauseOffline}, p, info)
 		if err != nil {
 			return nil, err
 		}

@@ -77,10 +77,13 @@ type Proposal struct {
 	// Tally is the final tally, once decided.
 	Tally *Tally `json:"tally,omitempty"`
 	// DecidedHeight is the block whose start decided it (a period's end
-	// + 1); a passed change applies from that block on. Reason says why
-	// it ended as it did.
+	// + 1); a passed change applies from that block on. Wait says why it
+	// ended as it did (a code and its numbers, wait.go); Reason said it
+	// in a sentence in records written before (version 1), and the API
+	// fills it in from Wait (internal/jobtext).
 	DecidedHeight uint64 `json:"decided_height,omitempty"`
 	Reason        string `json:"reason,omitempty"`
+	Wait          *Wait  `json:"wait,omitempty"`
 }
 
 // Active reports whether p still takes deposits or votes.
@@ -114,12 +117,23 @@ const (
 	maxReason        = 300
 )
 
-// The record's encoding: a version byte (1), then the fields in order.
-const proposalRecordVersion = 1
+// The record's encoding: a version byte, then the fields in order. A
+// decided proposal with a Wait is written at version 2, with the Wait (in
+// the records' codec of version waitRecordVersion) after the fields of
+// version 1; one without keeps version 1 and its bytes.
+const (
+	proposalRecordVersion = 1
+	proposalWaitVersion   = 2
+	waitRecordVersion     = 6
+)
 
 func (p *Proposal) encode() []byte {
-	e := encoder{buf: make([]byte, 0, 128+len(p.Title)+len(p.Body))}
-	e.raw([]byte{proposalRecordVersion})
+	e := encoder{buf: make([]byte, 0, 128+len(p.Title)+len(p.Body)), version: waitRecordVersion}
+	if p.Wait != nil {
+		e.raw([]byte{proposalWaitVersion})
+	} else {
+		e.raw([]byte{proposalRecordVersion})
+	}
 	e.uvarint(p.ID)
 	e.string(p.Kind)
 	e.raw(p.Proposer[:])
@@ -153,14 +167,17 @@ func (p *Proposal) encode() []byte {
 	}
 	e.uvarint(p.DecidedHeight)
 	e.string(p.Reason)
+	if p.Wait != nil {
+		p.Wait.encodeRec(&e)
+	}
 	return e.buf
 }
 
 func decodeProposal(b []byte) (*Proposal, error) {
-	if len(b) == 0 || b[0] != proposalRecordVersion {
-		return nil, fmt.Errorf("proposal record version is not %d: %w", proposalRecordVersion, ErrInternal)
+	if len(b) == 0 || (b[0] != proposalRecordVersion && b[0] != proposalWaitVersion) {
+		return nil, fmt.Errorf("proposal record version is not %d or %d: %w", proposalRecordVersion, proposalWaitVersion, ErrInternal)
 	}
-	d := decoder{buf: b, off: 1}
+	d := decoder{buf: b, off: 1, version: waitRecordVersion}
 	p := &Proposal{}
 	p.ID = d.uvarint("id")
 	p.Kind = string(d.bytes("kind", 16))
@@ -193,6 +210,10 @@ func decodeProposal(b []byte) (*Proposal, error) {
 	}
 	p.DecidedHeight = d.uvarint("decided_height")
 	p.Reason = string(d.bytes("reason", maxReason))
+	if b[0] == proposalWaitVersion {
+		p.Wait = &Wait{}
+		p.Wait.decodeRec(&d)
+	}
 	if err := d.done(); err != nil {
 		return nil, fmt.Errorf("proposal record: %w: %w", err, ErrInternal)
 	}

@@ -82,20 +82,21 @@ func share(a, b uint64) string {
 }
 
 // TallyResult applies the tally rule: the status a proposal with tally t
-// ends in (passed, rejected or vetoed) and why.
-func TallyResult(t Tally, p Params) (status, reason string) {
+// ends in (passed, rejected or vetoed) and why (a Wait code and the
+// threshold that decided it; the shares are t's).
+func TallyResult(t Tally, p Params) (status string, why Wait) {
 	voted := t.Voted()
 	switch {
 	case t.Bonded == 0 || mulGreater(p.GovQuorumPPM, t.Bonded, voted, ppm):
-		return ProposalRejected, fmt.Sprintf("no quorum: %s of the bonded stake voted, %s needed", share(voted, t.Bonded), ppmPercent(p.GovQuorumPPM))
+		return ProposalRejected, Wait{Code: WaitNoQuorum, PPM: p.GovQuorumPPM}
 	case mulGreater(t.Veto, ppm, p.GovVetoPPM, voted):
-		return ProposalVetoed, fmt.Sprintf("vetoed: %s of the votes were veto, more than %s", share(t.Veto, voted), ppmPercent(p.GovVetoPPM))
+		return ProposalVetoed, Wait{Code: WaitVetoed, PPM: p.GovVetoPPM}
 	case t.Yes+t.No+t.Veto == 0:
-		return ProposalRejected, "every vote abstained"
+		return ProposalRejected, Wait{Code: WaitAllAbstained}
 	case mulGreater(t.Yes, ppm, p.GovThresholdPPM, t.Yes+t.No+t.Veto):
-		return ProposalPassed, fmt.Sprintf("%s yes of yes, no and veto, more than %s", share(t.Yes, t.Yes+t.No+t.Veto), ppmPercent(p.GovThresholdPPM))
+		return ProposalPassed, Wait{Code: WaitPassed, PPM: p.GovThresholdPPM}
 	}
-	return ProposalRejected, fmt.Sprintf("%s yes of yes, no and veto, %s needed", share(t.Yes, t.Yes+t.No+t.Veto), ppmPercent(p.GovThresholdPPM))
+	return ProposalRejected, Wait{Code: WaitRejected, PPM: p.GovThresholdPPM}
 }
 
 // beginGov runs first at the start of every block: it decides the
@@ -137,7 +138,7 @@ func decideProposal(o *Overlay, id uint64, p Params, h uint64) ([]Event, Params,
 	switch prop.Status {
 	case ProposalDeposit:
 		prop.Status = ProposalExpired
-		prop.Reason = fmt.Sprintf("deposits reached %d of the %d usync needed by height %d", prop.Deposit, prop.MinDeposit, prop.DepositEnd)
+		prop.Wait = &Wait{Code: WaitDepositShort, Amount: prop.Deposit, Needed: prop.MinDeposit, Height: prop.DepositEnd}
 		burnDeposits = true
 	case ProposalVoting:
 		t, err := TallyVotes(o, id)
@@ -146,7 +147,8 @@ func decideProposal(o *Overlay, id uint64, p Params, h uint64) ([]Event, Params,
 		}
 		prop.Tally = &t
 		setRunningTally(o, id, [4]uint64{}) // decided: the tally is kept in the record
-		prop.Status, prop.Reason = TallyResult(t, p)
+		status, why := TallyResult(t, p)
+		prop.Status, prop.Wait = status, &why
 		burnDeposits = prop.Status == ProposalVetoed
 		if prop.Status == ProposalPassed {
 			var more []Event
@@ -165,7 +167,7 @@ func decideProposal(o *Overlay, id uint64, p Params, h uint64) ([]Event, Params,
 		return nil, p, err
 	}
 	setProposal(o, &old, prop)
-	attrs := []Attr{{"proposal", strconv.FormatUint(id, 10)}, {"kind", prop.Kind}, {"status", prop.Status}, {"reason", prop.Reason}}
+	attrs := []Attr{{"proposal", strconv.FormatUint(id, 10)}, {"kind", prop.Kind}, {"status", prop.Status}, {"reason", prop.Wait.Code}}
 	if t := prop.Tally; t != nil {
 		attrs = append(attrs, Attr{"yes", strconv.FormatUint(t.Yes, 10)}, Attr{"no", strconv.FormatUint(t.No, 10)},
 			Attr{"abstain", strconv.FormatUint(t.Abstain, 10)}, Attr{"veto", strconv.FormatUint(t.Veto, 10)}, Attr{"bonded", strconv.FormatUint(t.Bonded, 10)})
@@ -175,19 +177,22 @@ func decideProposal(o *Overlay, id uint64, p Params, h uint64) ([]Event, Params,
 }
 
 // executeProposal carries out a passed proposal; one that cannot be
-// carried out is marked failed (with the reason) and changes nothing.
+// carried out is marked failed (why: a NotExecuted* cause) and changes
+// nothing. The error that refused its parameter changes, in words, is in
+// the proposal_not_executed event only: events are not hashed.
 func executeProposal(o *Overlay, prop *Proposal, p Params, h uint64) ([]Event, Params, error) {
 	id := strconv.FormatUint(prop.ID, 10)
-	fail := func(format string, args ...any) ([]Event, Params, error) {
+	fail := func(why Wait, detail string) ([]Event, Params, error) {
 		prop.Status = ProposalFailed
-		prop.Reason = truncate("passed but not executed: "+fmt.Sprintf(format, args...), maxReason)
-		return nil, p, nil
+		why.Code = WaitNotExecuted
+		prop.Wait = &why
+		return []Event{{Type: "proposal_not_executed", Attrs: []Attr{{"proposal", id}, {"cause", why.Cause}, {"error", truncate(detail, maxReason)}}}}, p, nil
 	}
 	switch prop.Kind {
 	case ProposalParam:
 		np, err := ApplyParamChanges(p, prop.Changes)
 		if err != nil {
-			return fail("%v", err)
+			return fail(Wait{Cause: NotExecutedParams}, err.Error())
 		}
 		if err := setParams(o, np); err != nil {
 			return nil, p, err
@@ -201,14 +206,14 @@ func executeProposal(o *Overlay, prop *Proposal, p Params, h uint64) ([]Event, P
 		return evs, np, nil
 	case ProposalSpend:
 		if tr := Treasury(o); tr < prop.Amount {
-			return fail("the treasury holds %d usync, the spend is %d", tr, prop.Amount)
+			return fail(Wait{Cause: NotExecutedTreasury, Amount: tr, Needed: prop.Amount}, "")
 		}
 		acct, err := GetAccount(o, *prop.To)
 		if err != nil {
 			return nil, p, err
 		}
 		if acct.Balance+prop.Amount < acct.Balance {
-			return fail("the balance of %s would overflow", prop.To)
+			return fail(Wait{Cause: NotExecutedOverflow, Providers: []address.Address{*prop.To}}, "")
 		}
 		acct.Balance += prop.Amount
 		setAccount(o, &acct)

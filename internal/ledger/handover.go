@@ -218,7 +218,7 @@ func execRequestKeyHandover(o *Overlay, from address.Address, m *MsgRequestKeyHa
 	old := j.Deadline
 	// The committed replicas get a whole window to answer.
 	j.Deadline = info.Time.Unix() + int64(p.JobGrantTimeout)
-	j.Reason = "waiting for the new replica's job key (from the owner, or handed over by a committed replica)"
+	j.setWait(Wait{Code: WaitHandoverRequested})
 	setJob(o, j, old)
 	return []Event{jobEvent("job_key_handover_requested", j, Attr{"provider", from.String()})}, nil
 }
@@ -243,7 +243,7 @@ func execHandOverKey(o *Overlay, from address.Address, m *MsgHandOverKey, p Para
 	to.HandedBy = &by
 	old := j.Deadline
 	if allGranted(j) {
-		j.Reason = "key handed over; waiting for the new replica to start"
+		j.setWait(Wait{Code: WaitKeyHandedOver})
 		j.Deadline = info.Time.Unix() + int64(p.JobStartTimeout)
 	}
 	setJob(o, j, old)
@@ -270,7 +270,7 @@ func execDisputeKeyHandover(o *Overlay, from address.Address, m *MsgDisputeKeyHa
 	cheat := *a.HandedBy
 	g := j.assignment(cheat)
 	var events []Event
-	amt, err := slash(o, cheat, j.Owner, p, info, fmt.Sprintf("job %d: handed a new replica a key that is not the job's", j.ID))
+	amt, err := slashFor(o, cheat, j.Owner, p, info, SlashEvent{Code: SlashBadHandover, Job: j.ID})
 	if err != nil {
 		return nil, err
 	}
@@ -285,7 +285,7 @@ func execDisputeKeyHandover(o *Overlay, from address.Address, m *MsgDisputeKeyHa
 		return nil, err
 	}
 	j.State = JobFailed
-	j.Reason = fmt.Sprintf("the new replica could not run: %s handed it a key that is not the job's (slashed %dusync); refunded", cheat, amt)
+	j.setWait(Wait{Code: WaitBadHandover, Providers: []address.Address{cheat}, Amount: amt})
 	evs, err := finishJob(o, j, info)
 	return append(events, evs...), err
 }
@@ -312,7 +312,7 @@ func failWithheldHandover(o *Overlay, j *Job, p Params, info BlockInfo) ([]Event
 		case a.Commitment != nil:
 			withheld++
 			a.Outcome = OutcomeWithheldKey
-			amt, err := slash(o, a.Provider, j.Owner, p, info, fmt.Sprintf("job %d: did not hand the job key to the replica that waited for it", j.ID))
+			amt, err := slashFor(o, a.Provider, j.Owner, p, info, SlashEvent{Code: SlashWithheldKey, Job: j.ID})
 			if err != nil {
 				return nil, err
 			}
@@ -323,9 +323,9 @@ func failWithheldHandover(o *Overlay, j *Job, p Params, info BlockInfo) ([]Event
 			events = append(events, jobEvent("job_replica_slashed", j, Attr{"provider", a.Provider.String()}, Attr{"amount", strconv.FormatUint(amt, 10)}, Attr{"why", OutcomeWithheldKey}))
 		}
 	}
-	j.AuditDropped = "neither the owner nor a committed replica gave the new replica the job key in time"
+	j.Dropped, j.AuditDropped = &Wait{Code: DropNoKey}, ""
 	j.State = JobFailed
-	j.Reason = fmt.Sprintf("the new replica could not run: %s; %d committed replica(s) slashed for withholding the key; refunded", j.AuditDropped, withheld)
+	j.setWait(Wait{Code: WaitHandoverWithheld, Slashed: uint64(withheld)})
 	evs, err := finishJob(o, j, info)
 	return append(events, evs...), err
 }

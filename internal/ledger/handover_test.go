@@ -119,8 +119,9 @@ func TestWithheldHandoverSlashesPrimary(t *testing.T) {
 	c.Advance(time.Duration(ledger.DefaultParams().JobGrantTimeout+1) * time.Second)
 	c.ApplyBlock(t)
 	j := job(t, c, 1)
-	if j.State != ledger.JobFailed || j.Verdict == ledger.VerdictUnverified || j.AuditDropped == "" {
-		t.Fatalf("got %s verdict %q dropped %q (%s)", j.State, j.Verdict, j.AuditDropped, j.Reason)
+	if j.State != ledger.JobFailed || j.Verdict == ledger.VerdictUnverified || j.Dropped == nil || j.Dropped.Code != ledger.DropNoKey ||
+		j.Wait == nil || j.Wait.Code != ledger.WaitHandoverWithheld || j.Wait.Slashed != 1 {
+		t.Fatalf("got %s verdict %q dropped %+v wait %+v", j.State, j.Verdict, j.Dropped, j.Wait)
 	}
 	if p := provider(t, c, primary); p.Slashed == 0 || p.Unrevealed != 1 || assignmentOf(j, primary.Addr).Paid != 0 {
 		t.Fatalf("silent primary: slashed %d unrevealed %d paid %d", p.Slashed, p.Unrevealed, assignmentOf(j, primary.Addr).Paid)
@@ -138,8 +139,8 @@ func TestDroppedAuditIsRecorded(t *testing.T) {
 	c.ApplyBlock(t)
 	must(t, []ledger.TxResult{reveal(t, c, 1, primary, false)})
 	j := job(t, c, 1)
-	if j.Verdict != ledger.VerdictUnverified || !j.AuditDrawn || j.AuditDropped == "" {
-		t.Fatalf("got verdict %q drawn %v dropped %q", j.Verdict, j.AuditDrawn, j.AuditDropped)
+	if j.Verdict != ledger.VerdictUnverified || !j.AuditDrawn || j.Dropped == nil || j.Dropped.Code != ledger.DropNotGranted {
+		t.Fatalf("got verdict %q drawn %v dropped %+v", j.Verdict, j.AuditDrawn, j.Dropped)
 	}
 	// Without a commitment nobody but the owner can give the key.
 	pub, _ := ledger.HandoverPublicKey(auditSecret)

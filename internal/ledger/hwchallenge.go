@@ -732,7 +732,7 @@ func failChallenge(o *Overlay, pr *Provider, why string, p Params, info BlockInf
 	pr.Challenges.LastFailure = why
 	pr.Reputation -= pr.Reputation / reputationInvalidDiv
 	endChallenge(o, pr)
-	amt, err := slash(o, a, address.Address{}, p, info, "hardware challenge: "+why)
+	amt, err := slashFor(o, a, address.Address{}, p, info, SlashEvent{Code: SlashHardware})
 	if err != nil {
 		return nil, err
 	}

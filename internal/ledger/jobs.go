@@ -34,17 +34,20 @@ type Job struct {
 	InputBlob   string          `json:"input_blob,omitempty"` // sha256:<hex> of the encrypted input bundle
 	ConsumerKey string          `json:"consumer_key"`         // age recipient for outputs and logs
 	State       string          `json:"state"`
-	Reason      string          `json:"reason,omitempty"`
-	Escrow      uint64          `json:"escrow"` // usync still locked
-	Cost        uint64          `json:"cost"`   // usync paid to providers
-	Fee         uint64          `json:"fee"`    // usync paid to the treasury
-	Refund      uint64          `json:"refund"` // usync returned to the owner
-	SubmittedAt int64           `json:"submitted_at"`
-	Height      uint64          `json:"height"` // block of submission
-	FinishedAt  int64           `json:"finished_at,omitempty"`
-	Attempts    uint64          `json:"attempts"` // placements so far
-	Assignments []Assignment    `json:"assignments"`
-	Deadline    int64           `json:"deadline,omitempty"` // block time by which the current step must happen
+	// Reason is a sentence saying why, in records written before version
+	// 6; the ledger writes none now (Wait says it). The API fills it in
+	// with Wait rendered (internal/jobtext) for people.
+	Reason      string       `json:"reason,omitempty"`
+	Escrow      uint64       `json:"escrow"` // usync still locked
+	Cost        uint64       `json:"cost"`   // usync paid to providers
+	Fee         uint64       `json:"fee"`    // usync paid to the treasury
+	Refund      uint64       `json:"refund"` // usync returned to the owner
+	SubmittedAt int64        `json:"submitted_at"`
+	Height      uint64       `json:"height"` // block of submission
+	FinishedAt  int64        `json:"finished_at,omitempty"`
+	Attempts    uint64       `json:"attempts"` // placements so far
+	Assignments []Assignment `json:"assignments"`
+	Deadline    int64        `json:"deadline,omitempty"` // block time by which the current step must happen
 	// Replicas is how many providers the job wants now: the planned
 	// replicas, plus audit and escalation replicas (verification.go).
 	Replicas   uint64 `json:"replicas"`
@@ -59,18 +62,20 @@ type Job struct {
 	// replica checkably while the owner is offline (handover.go).
 	KeyCommitment *Hash `json:"key_commitment,omitempty"`
 	// AuditDropped says why a drawn audit (or escalation) replica did not
-	// run; empty when none was dropped.
+	// run, in a sentence, in records written before version 6 (Dropped
+	// says it now; the API fills this in from it).
 	AuditDropped string `json:"audit_dropped,omitempty"`
-	// WaitCode says, for programs, why the scheduler could not place the
-	// replicas the job waits for (Reason says it for people): one of the
-	// Quote* codes, e.g. QuoteNoEngine. Empty when the job waits for none.
+	// WaitCode says, for programs, which case of Quote* codes keeps the
+	// scheduler from placing the replicas the job waits for, e.g.
+	// QuoteNoEngine (Wait has the numbers). Empty when it waits for none.
 	WaitCode string `json:"wait_code,omitempty" rec:"since=3"`
 	// DataAt is the API URL of the node whose blob gateway the owner
 	// uploaded the module and inputs to (data.go); other gateways fetch
 	// them from there. Empty from an older client.
 	DataAt string `json:"data_at,omitempty" rec:"since=4"`
-	// Released says which provider last handed the job back
-	// (MsgReleaseJob) and why; empty when none did.
+	// Released is the reason the provider that last handed the job back
+	// (MsgReleaseJob) gave; ReleasedBy that provider (before version 6:
+	// none, and Released is "provider: reason"). Empty when none did.
 	Released string `json:"released,omitempty" rec:"since=4"`
 	// Checkpoints are the latest checkpoints its providers committed
 	// (checkpoint.go), oldest first; ResumeSeq the one the current
@@ -88,6 +93,16 @@ type Job struct {
 	// rather than preempting more.
 	Preempted   uint64 `json:"preempted,omitempty" rec:"since=4"`
 	PreemptWait int64  `json:"preempt_wait,omitempty" rec:"since=4"`
+	// Wait says why the job is where it is: what it waits for, or why it
+	// ended (wait.go; nil: nothing to say). Dropped says why a drawn
+	// audit or escalation replica did not run (Drop* codes).
+	// CheckpointWait is the last thing to say about its checkpoints (the
+	// Checkpoint* codes; before version 6, CheckpointNote said it in a
+	// sentence). ReleasedBy: see Released.
+	Wait           *Wait            `json:"wait,omitempty" rec:"since=6"`
+	Dropped        *Wait            `json:"dropped,omitempty" rec:"since=6"`
+	CheckpointWait *Wait            `json:"checkpoint_wait,omitempty" rec:"since=6"`
+	ReleasedBy     *address.Address `json:"released_by,omitempty" rec:"since=6"`
 }
 
 // Assignment is one provider's part in a job.

@@ -200,8 +200,8 @@ func TestJobTimeoutReassignsThenFails(t *testing.T) {
 		c.ApplyBlock(t)
 	}
 	j := job(t, c, 1)
-	if j.State != ledger.JobFailed || !strings.Contains(j.Reason, "gave up after 3 placements") || j.Cost != 0 {
-		t.Fatalf("after 3 silent placements: %s %q cost %d", j.State, j.Reason, j.Cost)
+	if w := j.Wait; j.State != ledger.JobFailed || w == nil || w.Code != ledger.WaitGaveUp || w.Count != 3 || w.Cause != ledger.CauseNoResult || j.Cost != 0 {
+		t.Fatalf("after 3 silent placements: %s %+v cost %d", j.State, j.Wait, j.Cost)
 	}
 	if got := c.Balance(t, consumer.Addr); got != before {
 		t.Fatalf("consumer balance %d, want %d (everything refunded)", got, before)

@@ -32,17 +32,35 @@ func (j *Job) preemptAt() int64 {
 	return at
 }
 
-// preemptFor marks up to need spot assignments on the busy offers for
-// preemption in favour of j. It returns their events and what j's reason
-// should add.
+// preemptFor is preemptSpot with what j's reason should add in words, for
+// the scheduler until it records a PlacementMiss (issue 28: the lead
+// converts scheduler.go and removes this).
 func preemptFor(o *Overlay, j *Job, busy []candidate, need int, p Params, info BlockInfo) ([]Event, string, error) {
+	evs, m, err := preemptSpot(o, j, busy, need, p, info)
+	switch {
+	case err != nil:
+		return nil, "", err
+	case m.PreemptWait != 0:
+		return evs, fmt.Sprintf("; waiting for the slots of the spot jobs it preempted (free by %d)", m.PreemptWait), nil
+	case m.Preempting != 0:
+		return evs, fmt.Sprintf("; preempting %d spot job(s), whose slots free at %d", m.Preempting, m.PreemptAt), nil
+	}
+	return evs, "", nil
+}
+
+// preemptSpot marks up to need spot assignments on the busy offers for
+// preemption in favour of j. It returns their events and what j's
+// PlacementMiss should add (its PreemptWait, Preempting and PreemptAt).
+func preemptSpot(o *Overlay, j *Job, busy []candidate, need int, p Params, info BlockInfo) ([]Event, PlacementMiss, error) {
+	var miss PlacementMiss
 	rank := tierRank(j.Spec.TierName())
 	if need <= 0 || len(busy) == 0 || rank <= tierRank(TierSpot) || len(j.Assignments) > 0 {
-		return nil, "", nil
+		return nil, miss, nil
 	}
 	now := info.Time.Unix()
 	if now < j.PreemptWait {
-		return nil, fmt.Sprintf("; waiting for the slots of the spot jobs it preempted (free by %d)", j.PreemptWait), nil
+		miss.PreemptWait = j.PreemptWait
+		return nil, miss, nil
 	}
 	at := now + int64(p.PreemptGraceSeconds)
 	var events []Event
@@ -54,7 +72,7 @@ func preemptFor(o *Overlay, j *Job, busy []candidate, need int, p Params, info B
 		for _, id := range ActiveJobsOf(o, c.addr) {
 			v, err := mustJob(o, id)
 			if err != nil {
-				return nil, "", err
+				return nil, miss, err
 			}
 			// One replica, nothing committed: requeueing it loses no
 			// result and blames no one.
@@ -67,7 +85,7 @@ func preemptFor(o *Overlay, j *Job, busy []candidate, need int, p Params, info B
 			}
 			old := v.Deadline
 			a.PreemptAt = at
-			v.Reason = fmt.Sprintf("preempted by %s job %d on %s: it may checkpoint until %d, then it is requeued", j.Spec.TierName(), j.ID, c.addr, at)
+			v.setWait(Wait{Code: WaitPreempted, Tier: j.Spec.TierName(), Job: j.ID, Providers: []address.Address{c.addr}, At: at})
 			setJob(o, v, old)
 			events = append(events, jobEvent("job_preempted", v, Attr{"provider", c.addr.String()}, Attr{"by", strconv.FormatUint(j.ID, 10)}, Attr{"at", strconv.FormatInt(at, 10)}))
 			n++
@@ -76,9 +94,10 @@ func preemptFor(o *Overlay, j *Job, busy []candidate, need int, p Params, info B
 	}
 	j.PreemptWait = at
 	if n == 0 {
-		return nil, "", nil
+		return nil, miss, nil
 	}
-	return events, fmt.Sprintf("; preempting %d spot job(s), whose slots free at %d", n, at), nil
+	miss.Preempting, miss.PreemptAt = uint64(n), at
+	return events, miss, nil
 }
 
 // requeuePreempted requeues a spot job whose preempted assignment's grace
@@ -128,7 +147,7 @@ func requeuePreempted(o *Overlay, j *Job, p Params, info BlockInfo) ([]Event, er
 		top := want - j.Escrow
 		if owner.Balance < top {
 			j.State = JobFailed
-			j.Reason = fmt.Sprintf("preempted by a higher tier on %s, and its owner has %dusync of the %dusync another run needs in escrow; the rest is refunded", gone, owner.Balance, top)
+			j.setWait(Wait{Code: WaitPreemptUnfunded, Providers: all, Amount: owner.Balance, Needed: top})
 			return finishJob(o, j, info)
 		}
 		owner.Balance -= top
@@ -140,7 +159,7 @@ func requeuePreempted(o *Overlay, j *Job, p Params, info BlockInfo) ([]Event, er
 	j.State = JobQueued
 	j.Attempts -= min(j.Attempts, 1) // a preempted placement is not a failed attempt
 	j.Preempted++
-	j.Reason = fmt.Sprintf("preempted by a higher tier on %s; requeued%s", gone, kept)
+	j.setWait(resumeWait(Wait{Code: WaitPreemptRequeued, Providers: all}, j, kept != ""))
 	j.Deadline = 0
 	enqueueJob(o, j)
 	setJob(o, j, old)

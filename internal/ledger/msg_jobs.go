@@ -154,7 +154,7 @@ func execSubmitJob(o *Overlay, from address.Address, m *MsgSubmitJob, p Params, 
 	setUint(o, keyNextJob, id)
 	j := &Job{
 		ID: id, Owner: from, Spec: m.Spec, InputBlob: m.InputBlob, ConsumerKey: m.ConsumerKey, DataAt: m.DataAt,
-		State: JobQueued, Reason: "waiting for the scheduler at the end of the block", Escrow: escrow,
+		State: JobQueued, Wait: &Wait{Code: WaitQueued}, Escrow: escrow,
 		SubmittedAt: info.Time.Unix(), Height: uint64(info.Height), Assignments: []Assignment{},
 		Replicas: m.Spec.PlannedReplicas(), KeyCommitment: m.KeyCommitment,
 	}
@@ -185,9 +185,9 @@ func execGrantKey(o *Overlay, from address.Address, m *MsgGrantKey, p Params, in
 	}
 	old := j.Deadline
 	if allGranted(j) {
-		j.Reason = "key granted; waiting for the provider to start"
+		j.setWait(Wait{Code: WaitKeyGranted})
 		if j.committed() > 0 {
-			j.Reason = "key granted; waiting for the new replica to start"
+			j.setWait(Wait{Code: WaitKeyGrantedExtra})
 		}
 		j.Deadline = info.Time.Unix() + int64(p.JobStartTimeout)
 	}
@@ -233,9 +233,11 @@ func execStartJob(o *Overlay, from address.Address, m *MsgStartJob, p Params, in
 	}
 	if started {
 		if j.committed() > 0 {
-			j.State, j.Reason = JobVerifying, "the extra replica is running"
+			j.State = JobVerifying
+			j.setWait(Wait{Code: WaitExtraRunning})
 		} else {
-			j.State, j.Reason = JobRunning, ""
+			j.State = JobRunning
+			j.clearWait()
 		}
 		j.Deadline = info.Time.Unix() + int64(j.RunBudget()) + int64(p.JobResultGrace)
 	}
@@ -283,7 +285,8 @@ func execCommitResult(o *Overlay, from address.Address, m *MsgCommitResult, p Pa
 	old := j.Deadline
 	events := []Event{jobEvent("job_result", j, Attr{"provider", from.String()}, Attr{"metered_seconds", strconv.FormatUint(a.Metered, 10)})}
 	if n := j.committed(); n < len(j.Assignments) || j.queuedForReplica() {
-		j.State, j.Reason = JobVerifying, fmt.Sprintf("%d of %d replicas reported", n, j.Replicas)
+		j.State = JobVerifying
+		j.setWait(Wait{Code: WaitReported, Count: uint64(n), Of: j.Replicas})
 		setJob(o, j, old)
 		return events, nil
 	}
@@ -326,6 +329,7 @@ func execCancelJob(o *Overlay, from address.Address, m *MsgCancelJob, p Params, 
 			return nil, err
 		}
 	}
-	j.State, j.Reason = JobCancelled, "cancelled by its owner"
+	j.State = JobCancelled
+	j.setWait(Wait{Code: WaitCancelled})
 	return finishJob(o, j, info)
 }

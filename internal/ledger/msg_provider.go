@@ -227,7 +227,7 @@ func reassignOtherEngine(o *Overlay, provider address.Address, engine string, p 
 		if j.Done() || a == nil || !j.Spec.SharesEngine() || a.WasmEngine == "" || a.WasmEngine == engine || a.Commitment != nil || a.Result != nil {
 			continue
 		}
-		evs, err := reassign(o, j, []address.Address{provider}, "provider now runs another wasm engine than "+a.WasmEngine, p, info)
+		evs, err := reassign(o, j, []address.Address{provider}, Wait{Cause: CauseEngineChanged, Text: a.WasmEngine}, p, info)
 		if err != nil {
 			return nil, err
 		}

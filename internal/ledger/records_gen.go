@@ -76,6 +76,30 @@ func (x *Job) encodeRec(e *encoder) {
 	if e.version >= 4 {
 		e.int64(x.PreemptWait)
 	}
+	if e.version >= 6 {
+		e.bool(x.Wait != nil)
+		if x.Wait != nil {
+			(*x.Wait).encodeRec(e)
+		}
+	}
+	if e.version >= 6 {
+		e.bool(x.Dropped != nil)
+		if x.Dropped != nil {
+			(*x.Dropped).encodeRec(e)
+		}
+	}
+	if e.version >= 6 {
+		e.bool(x.CheckpointWait != nil)
+		if x.CheckpointWait != nil {
+			(*x.CheckpointWait).encodeRec(e)
+		}
+	}
+	if e.version >= 6 {
+		e.bool(x.ReleasedBy != nil)
+		if x.ReleasedBy != nil {
+			e.raw((*x.ReleasedBy)[:])
+		}
+	}
 }
 
 func (x *Job) decodeRec(d *decoder) {
@@ -149,6 +173,34 @@ func (x *Job) decodeRec(d *decoder) {
 	if d.version >= 4 {
 		x.PreemptWait = d.int64("preempt_wait")
 	}
+	if d.version >= 6 {
+		if d.bool("wait") {
+			v0 := new(Wait)
+			(*v0).decodeRec(d)
+			x.Wait = v0
+		}
+	}
+	if d.version >= 6 {
+		if d.bool("dropped") {
+			v0 := new(Wait)
+			(*v0).decodeRec(d)
+			x.Dropped = v0
+		}
+	}
+	if d.version >= 6 {
+		if d.bool("checkpoint_wait") {
+			v0 := new(Wait)
+			(*v0).decodeRec(d)
+			x.CheckpointWait = v0
+		}
+	}
+	if d.version >= 6 {
+		if d.bool("released_by") {
+			v0 := new(address.Address)
+			copy((*v0)[:], d.raw("released_by", 20))
+			x.ReleasedBy = v0
+		}
+	}
 }
 
 func (x *Job) recVersion() byte {
@@ -183,6 +235,18 @@ func (x *Job) recVersion() byte {
 	}
 	if x.PreemptWait != 0 {
 		v = max(v, 4)
+	}
+	if x.Wait != nil {
+		v = max(v, 6)
+	}
+	if x.Dropped != nil {
+		v = max(v, 6)
+	}
+	if x.CheckpointWait != nil {
+		v = max(v, 6)
+	}
+	if x.ReleasedBy != nil {
+		v = max(v, 6)
 	}
 	return v
 }
@@ -270,6 +334,9 @@ func (x *Provider) decodeRec(d *decoder) {
 func (x *Provider) recVersion() byte {
 	v := byte(recordVersionBase)
 	v = max(v, x.ProviderInfo.recVersion())
+	for i := range x.SlashEvents {
+		v = max(v, x.SlashEvents[i].recVersion())
+	}
 	if x.HWChallenge != nil {
 		v = max(v, x.HWChallenge.recVersion())
 	}
@@ -545,6 +612,71 @@ func (x *Checkpoint) decodeRec(d *decoder) {
 	x.DataAt = d.string("data_at")
 }
 
+func (x *Wait) encodeRec(e *encoder) {
+	e.string(x.Code)
+	e.uvarint(x.Count)
+	e.uvarint(x.Of)
+	e.uvarint(x.Distinct)
+	e.uvarint(x.Limit)
+	e.uvarint(x.Slashed)
+	e.uvarint(x.Amount)
+	e.uvarint(x.Needed)
+	e.uvarint(x.PPM)
+	e.uvarint(x.Height)
+	e.int64(x.At)
+	e.int64(x.Warned)
+	e.uvarint(x.Seconds)
+	e.uvarint(x.Seq)
+	e.uvarint(x.ResumeSeq)
+	e.uvarint(x.Kept)
+	e.uvarint(x.Job)
+	e.string(x.Tier)
+	e.string(x.Cause)
+	e.uvarint(uint64(len(x.Providers)))
+	for i0 := range x.Providers {
+		e.raw(x.Providers[i0][:])
+	}
+	e.string(x.Text)
+	e.bool(x.Miss != nil)
+	if x.Miss != nil {
+		(*x.Miss).encodeRec(e)
+	}
+}
+
+func (x *Wait) decodeRec(d *decoder) {
+	x.Code = d.string("code")
+	x.Count = d.uvarint("count")
+	x.Of = d.uvarint("of")
+	x.Distinct = d.uvarint("distinct")
+	x.Limit = d.uvarint("limit")
+	x.Slashed = d.uvarint("slashed")
+	x.Amount = d.uvarint("amount")
+	x.Needed = d.uvarint("needed")
+	x.PPM = d.uvarint("ppm")
+	x.Height = d.uvarint("height")
+	x.At = d.int64("at")
+	x.Warned = d.int64("warned")
+	x.Seconds = d.uvarint("seconds")
+	x.Seq = d.uvarint("seq")
+	x.ResumeSeq = d.uvarint("resume_seq")
+	x.Kept = d.uvarint("kept_seconds")
+	x.Job = d.uvarint("job")
+	x.Tier = d.string("tier")
+	x.Cause = d.string("cause")
+	if n := d.count("providers"); n > 0 {
+		x.Providers = make([]address.Address, n)
+		for i0 := range x.Providers {
+			copy(x.Providers[i0][:], d.raw("providers", 20))
+		}
+	}
+	x.Text = d.string("text")
+	if d.bool("miss") {
+		v0 := new(PlacementMiss)
+		(*v0).decodeRec(d)
+		x.Miss = v0
+	}
+}
+
 func (x *ProviderInfo) encodeRec(e *encoder) {
 	x.Inventory.encodeRec(e)
 	x.Measured.encodeRec(e)
@@ -627,12 +759,62 @@ func (x *SlashEvent) encodeRec(e *encoder) {
 	e.uvarint(x.Height)
 	e.uvarint(x.Amount)
 	e.string(x.Reason)
+	if e.version >= 6 {
+		e.string(x.Code)
+	}
+	if e.version >= 6 {
+		e.uvarint(x.Job)
+	}
+	if e.version >= 6 {
+		e.uvarint(x.Seq)
+	}
+	if e.version >= 6 {
+		e.uvarint(x.Count)
+	}
+	if e.version >= 6 {
+		e.uvarint(x.Of)
+	}
 }
 
 func (x *SlashEvent) decodeRec(d *decoder) {
 	x.Height = d.uvarint("height")
 	x.Amount = d.uvarint("amount")
 	x.Reason = d.string("reason")
+	if d.version >= 6 {
+		x.Code = d.string("code")
+	}
+	if d.version >= 6 {
+		x.Job = d.uvarint("job")
+	}
+	if d.version >= 6 {
+		x.Seq = d.uvarint("seq")
+	}
+	if d.version >= 6 {
+		x.Count = d.uvarint("count")
+	}
+	if d.version >= 6 {
+		x.Of = d.uvarint("of")
+	}
+}
+
+func (x *SlashEvent) recVersion() byte {
+	v := byte(recordVersionBase)
+	if x.Code != "" {
+		v = max(v, 6)
+	}
+	if x.Job != 0 {
+		v = max(v, 6)
+	}
+	if x.Seq != 0 {
+		v = max(v, 6)
+	}
+	if x.Count != 0 {
+		v = max(v, 6)
+	}
+	if x.Of != 0 {
+		v = max(v, 6)
+	}
+	return v
 }
 
 func (x *HardwareChallenge) encodeRec(e *encoder) {
@@ -842,6 +1024,68 @@ func (x *JobResult) recVersion() byte {
 		v = max(v, 4)
 	}
 	return v
+}
+
+func (x *PlacementMiss) encodeRec(e *encoder) {
+	e.uvarint(x.Seen)
+	e.uvarint(x.Busy)
+	e.uvarint(x.Executor)
+	e.uvarint(x.GPUs)
+	e.uvarint(x.VRAM)
+	e.uvarint(x.ComputeCap)
+	e.uvarint(x.CPU)
+	e.uvarint(x.RAM)
+	e.uvarint(x.Disk)
+	e.uvarint(x.Region)
+	e.uvarint(x.Network)
+	e.uvarint(x.Stake)
+	e.uvarint(x.CheapestAbove)
+	e.uvarint(x.Classes)
+	e.uvarint(x.OtherEngine)
+	e.uvarint(x.NoEngine)
+	e.string(x.Pinned)
+	e.uvarint(x.Fitting)
+	e.uvarint(x.Engines)
+	e.uvarint(x.OverMarket)
+	e.uvarint(x.MarketPrice)
+	e.uvarint(x.Fit)
+	e.uvarint(x.Need)
+	e.uvarint(x.Assigned)
+	e.uvarint(x.Excluded)
+	e.int64(x.PreemptWait)
+	e.uvarint(x.Preempting)
+	e.int64(x.PreemptAt)
+}
+
+func (x *PlacementMiss) decodeRec(d *decoder) {
+	x.Seen = d.uvarint("seen")
+	x.Busy = d.uvarint("busy")
+	x.Executor = d.uvarint("executor")
+	x.GPUs = d.uvarint("gpus")
+	x.VRAM = d.uvarint("vram")
+	x.ComputeCap = d.uvarint("compute_cap")
+	x.CPU = d.uvarint("cpu")
+	x.RAM = d.uvarint("ram")
+	x.Disk = d.uvarint("disk")
+	x.Region = d.uvarint("region")
+	x.Network = d.uvarint("network")
+	x.Stake = d.uvarint("stake")
+	x.CheapestAbove = d.uvarint("cheapest_above")
+	x.Classes = d.uvarint("classes")
+	x.OtherEngine = d.uvarint("other_engine")
+	x.NoEngine = d.uvarint("no_engine")
+	x.Pinned = d.string("pinned")
+	x.Fitting = d.uvarint("fitting")
+	x.Engines = d.uvarint("engines")
+	x.OverMarket = d.uvarint("over_market")
+	x.MarketPrice = d.uvarint("market_price")
+	x.Fit = d.uvarint("fit")
+	x.Need = d.uvarint("need")
+	x.Assigned = d.uvarint("assigned")
+	x.Excluded = d.uvarint("excluded")
+	x.PreemptWait = d.int64("preempt_wait")
+	x.Preempting = d.uvarint("preempting")
+	x.PreemptAt = d.int64("preempt_at")
 }
 
 func (x *Inventory) encodeRec(e *encoder) {

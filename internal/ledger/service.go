@@ -117,8 +117,14 @@ type Service struct {
 	Spec        ServiceSpec     `json:"spec"`
 	ConsumerKey string          `json:"consumer_key"` // age recipient: replicas' logs are sealed to it
 	State       string          `json:"state"`
-	Reason      string          `json:"reason,omitempty"`
-	WaitCode    string          `json:"wait_code,omitempty"` // why a replica waits for a provider (Quote codes)
+	// Reason is a sentence saying why, in records written before issue
+	// 28; the ledger writes none now (Wait says it). The API fills it in
+	// with Wait rendered (internal/jobtext).
+	Reason   string `json:"reason,omitempty"`
+	WaitCode string `json:"wait_code,omitempty"` // why a replica waits for a provider (Quote codes)
+	// Wait says why the service waits for replicas, or why it ended
+	// (wait.go); nil: nothing to say.
+	Wait *Wait `json:"wait,omitempty"`
 
 	// Access: who may send traffic. Public: anyone; otherwise a request
 	// must carry a key whose SHA-256 is in KeyHashes (the keys themselves
@@ -184,8 +190,15 @@ type ReplicaEnd struct {
 	PricePerHour uint64 `json:"price_per_hour"`
 	ReadySeconds uint64 `json:"ready_seconds,omitempty"`
 	Paid         uint64 `json:"paid"`
-	Why          string `json:"why"`
-	Slashed      uint64 `json:"slashed,omitempty"`
+	// Why is a sentence in records written before issue 28 (the API
+	// fills it in from Code); Code says why it ended (End* codes), Text
+	// what its provider or owner said, Seconds the readiness window it
+	// missed (EndNotReady).
+	Why     string `json:"why"`
+	Slashed uint64 `json:"slashed,omitempty"`
+	Code    string `json:"code,omitempty"`
+	Text    string `json:"text,omitempty"`
+	Seconds uint64 `json:"seconds,omitempty"`
 }
 
 // Bounds of a service record's lists.
@@ -326,7 +339,7 @@ func setService(o *Overlay, s *Service, oldDeadline int64) {
 	if !s.wantsReplicas() {
 		s.WaitCode = ""
 		if active {
-			s.Reason = "" // an active service's Reason says why it waits for replicas
+			s.setWait(nil) // an active service's Wait says why it waits for replicas
 		}
 	}
 	if !active {

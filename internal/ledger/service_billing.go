@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
-	"time"
 
 	"github.com/gpunet/gpunet/internal/address"
 )
@@ -167,9 +166,10 @@ func refreshService(o *Overlay, s *Service, p Params, now, oldDeadline int64) []
 }
 
 // endReplica ends s's replica i: its slot, market reservation and index
-// entry are freed and it joins the history. exclude keeps its provider
-// from being placed on again for s; failure counts it as a failure.
-func endReplica(o *Overlay, s *Service, i int, now int64, why string, exclude, failure bool) (Event, error) {
+// entry are freed and it joins the history, with why (its Code, Text and
+// Seconds). exclude keeps its provider from being placed on again for s;
+// failure counts it as a failure.
+func endReplica(o *Overlay, s *Service, i int, now int64, why ReplicaEnd, exclude, failure bool) (Event, error) {
 	r := s.Replicas[i]
 	setMarker(o, serviceProvKey(r.Provider, s.ID), false)
 	serviceMarketReserve(o, s, &r, -1)
@@ -178,7 +178,7 @@ func endReplica(o *Overlay, s *Service, i int, now int64, why string, exclude, f
 	}
 	s.Replicas = slices.Delete(s.Replicas, i, i+1)
 	s.Ended = append(s.Ended, ReplicaEnd{Provider: r.Provider, AssignedAt: r.AssignedAt, ReadyAt: r.ReadyAt, EndedAt: now,
-		PricePerHour: r.PricePerHour, ReadySeconds: r.ReadySeconds, Paid: r.Paid, Why: why})
+		PricePerHour: r.PricePerHour, ReadySeconds: r.ReadySeconds, Paid: r.Paid, Code: why.Code, Text: why.Text, Seconds: why.Seconds})
 	if n := len(s.Ended); n > MaxEndedReplicas {
 		s.Ended = slices.Delete(s.Ended, 0, n-MaxEndedReplicas)
 	}
@@ -192,19 +192,23 @@ func endReplica(o *Overlay, s *Service, i int, now int64, why string, exclude, f
 		s.Failures++
 	}
 	return serviceEvent("service_replica_ended", s, Attr{"provider", r.Provider.String()},
-		Attr{"paid", strconv.FormatUint(r.Paid, 10)}, Attr{"why", why}), nil
+		Attr{"paid", strconv.FormatUint(r.Paid, 10)}, Attr{"why", why.Code}), nil
 }
 
-// finishService ends s in state (stopped or failed): its replicas are
-// paid to now (as far as the escrow goes) and end, and the rest of the
-// escrow goes back to its owner.
-func finishService(o *Overlay, s *Service, p Params, now, oldDeadline int64, state, reason string) ([]Event, error) {
+// finishService ends s in state (stopped or failed) for why: its
+// replicas are paid to now (as far as the escrow goes) and end, and the
+// rest of the escrow goes back to its owner.
+func finishService(o *Overlay, s *Service, p Params, now, oldDeadline int64, state string, why Wait) ([]Event, error) {
+	end := ReplicaEnd{Code: EndServiceStopped}
+	if state == ServiceFailed {
+		end.Code = EndServiceFailed
+	}
 	var events []Event
 	for len(s.Replicas) > 0 {
 		if _, err := settleReplica(o, s, &s.Replicas[0], now, p); err != nil {
 			return nil, err
 		}
-		ev, err := endReplica(o, s, 0, now, "service "+state, false, false)
+		ev, err := endReplica(o, s, 0, now, end, false, false)
 		if err != nil {
 			return nil, err
 		}
@@ -219,23 +223,18 @@ func finishService(o *Overlay, s *Service, p Params, now, oldDeadline int64, sta
 	setUint(o, keyEscrow, Escrowed(o)-s.Escrow)
 	s.Refund += s.Escrow
 	s.Escrow = 0
-	s.State, s.Reason, s.StoppedAt, s.RunsOutAt = state, reason, now, 0
+	s.State, s.StoppedAt, s.RunsOutAt = state, now, 0
+	s.setWait(&why)
 	setService(o, s, oldDeadline)
-	return append(events, serviceEvent("service_stopped", s, Attr{"state", state}, Attr{"reason", reason},
+	return append(events, serviceEvent("service_stopped", s, Attr{"state", state}, Attr{"reason", why.Code},
 		Attr{"cost", strconv.FormatUint(s.Cost, 10)}, Attr{"refund", strconv.FormatUint(s.Refund, 10)})), nil
 }
 
-// budgetEndReason says that s's budget ran out at now, and when its owner
-// was warned.
-func budgetEndReason(s *Service, now int64) string {
-	why := "the budget ran out at " + unixString(now)
-	if s.BudgetWarnedAt != 0 {
-		why += "; its owner was warned at " + unixString(s.BudgetWarnedAt)
-	}
-	return why
+// budgetEnd says that s's budget ran out at now, and when its owner was
+// warned.
+func budgetEnd(s *Service, now int64) Wait {
+	return Wait{Code: WaitBudgetRanOut, At: now, Warned: s.BudgetWarnedAt}
 }
-
-func unixString(t int64) string { return time.Unix(t, 0).UTC().Format(time.RFC3339) }
 
 // expireServices handles the services whose deadline is at or before
 // block time now: replicas whose provider stopped reporting or that never
@@ -262,12 +261,12 @@ func expireServices(o *Overlay, now int64, p Params) ([]Event, error) {
 			var ev Event
 			switch {
 			case r.ReadyAt == 0 && r.AssignedAt+int64(s.Spec.Readiness.StartSeconds+p.ServiceHeartbeatTimeout) <= now:
-				ev, err = endReplica(o, s, i, now, fmt.Sprintf("not ready within %ds of its placement", s.Spec.Readiness.StartSeconds), true, true)
+				ev, err = endReplica(o, s, i, now, ReplicaEnd{Code: EndNotReady, Seconds: s.Spec.Readiness.StartSeconds}, true, true)
 			case r.dueAt(s, p) <= now:
 				// As a job's provider that does not report in time
 				// (reassign): no pay past its last report, no slash;
 				// the service places the replica elsewhere.
-				ev, err = endReplica(o, s, i, now, "provider stopped reporting", true, false)
+				ev, err = endReplica(o, s, i, now, ReplicaEnd{Code: EndSilent}, true, false)
 			default:
 				i++
 				continue
@@ -280,7 +279,7 @@ func expireServices(o *Overlay, now int64, p Params) ([]Event, error) {
 		}
 		var evs []Event
 		if !dropped && s.RunsOutAt != 0 && s.RunsOutAt <= now {
-			evs, err = finishService(o, s, p, now, old, ServiceStopped, budgetEndReason(s, now))
+			evs, err = finishService(o, s, p, now, old, ServiceStopped, budgetEnd(s, now))
 		} else {
 			evs, err = afterFailure(o, s, p, now, old, false)
 		}
@@ -308,7 +307,7 @@ func dropServiceReplicasOf(o *Overlay, provider address.Address, p Params, info 
 			return nil, fmt.Errorf("service index names %s for service %d, which has no replica there: %w", provider, id, ErrInternal)
 		}
 		old := s.Deadline
-		ev, err := endReplica(o, s, i, now, "provider went offline", true, false)
+		ev, err := endReplica(o, s, i, now, ReplicaEnd{Code: EndOffline}, true, false)
 		if err != nil {
 			return nil, err
 		}

@@ -29,7 +29,7 @@ func ownService(o *Overlay, from address.Address, id uint64) (*Service, error) {
 		return nil, fmt.Errorf("service %d belongs to %s, not %s: %w", id, s.Owner, from, ErrNotServiceParty)
 	}
 	if s.Done() {
-		return nil, fmt.Errorf("service %d is %s (%s): %w", id, s.State, s.Reason, ErrServiceState)
+		return nil, fmt.Errorf("service %d is %s: %w", id, s.State, ErrServiceState)
 	}
 	return s, nil
 }
@@ -114,14 +114,14 @@ func execScaleService(o *Overlay, from address.Address, m *MsgScaleService, p Pa
 		if _, err := settleReplica(o, s, &s.Replicas[i], now, p); err != nil {
 			return nil, err
 		}
-		ev, err := endReplica(o, s, i, now, "scaled down by its owner", false, false)
+		ev, err := endReplica(o, s, i, now, ReplicaEnd{Code: EndScaledDown}, false, false)
 		if err != nil {
 			return nil, err
 		}
 		events = append(events, ev)
 	}
 	if s.Escrow == 0 {
-		evs, err := finishService(o, s, p, now, old, ServiceStopped, budgetEndReason(s, now))
+		evs, err := finishService(o, s, p, now, old, ServiceStopped, budgetEnd(s, now))
 		return append(events, evs...), err
 	}
 	return append(events, refreshService(o, s, p, now, old)...), nil
@@ -133,7 +133,7 @@ func execStopService(o *Overlay, from address.Address, m *MsgStopService, p Para
 		return nil, err
 	}
 	now := info.Time.Unix()
-	return finishService(o, s, p, now, s.Deadline, ServiceStopped, "stopped by its owner at "+unixString(now))
+	return finishService(o, s, p, now, s.Deadline, ServiceStopped, Wait{Code: WaitStoppedByOwner, At: now})
 }
 
 func execSetServiceAccess(o *Overlay, from address.Address, m *MsgSetServiceAccess) ([]Event, error) {
@@ -183,7 +183,7 @@ func execServiceHeartbeat(o *Overlay, from address.Address, m *MsgServiceHeartbe
 			s.Failures = 0
 		}
 		if exhausted {
-			evs, err := finishService(o, s, p, now, old, ServiceStopped, budgetEndReason(s, now))
+			evs, err := finishService(o, s, p, now, old, ServiceStopped, budgetEnd(s, now))
 			if err != nil {
 				return nil, err
 			}
@@ -213,11 +213,7 @@ func execReleaseReplica(o *Overlay, from address.Address, m *MsgReleaseReplica, 
 	if err != nil {
 		return nil, err
 	}
-	why := "released by its provider"
-	if m.Reason != "" {
-		why += ": " + m.Reason
-	}
-	ev, err := endReplica(o, s, i, now, why, true, true)
+	ev, err := endReplica(o, s, i, now, ReplicaEnd{Code: EndReleased, Text: m.Reason}, true, true)
 	if err != nil {
 		return nil, err
 	}
@@ -238,11 +234,7 @@ func execEvictReplica(o *Overlay, from address.Address, m *MsgEvictReplica, p Pa
 	old := s.Deadline
 	// Paid to its last heartbeat only: the owner says it did not serve
 	// since.
-	why := "evicted by its owner"
-	if m.Reason != "" {
-		why += ": " + m.Reason
-	}
-	ev, err := endReplica(o, s, i, now, why, true, false)
+	ev, err := endReplica(o, s, i, now, ReplicaEnd{Code: EndEvicted, Text: m.Reason}, true, false)
 	if err != nil {
 		return nil, err
 	}
@@ -256,14 +248,19 @@ func execEvictReplica(o *Overlay, from address.Address, m *MsgEvictReplica, p Pa
 func afterFailure(o *Overlay, s *Service, p Params, now, old int64, exhausted bool) ([]Event, error) {
 	switch {
 	case exhausted || s.Escrow == 0:
-		return finishService(o, s, p, now, old, ServiceStopped, budgetEndReason(s, now))
+		return finishService(o, s, p, now, old, ServiceStopped, budgetEnd(s, now))
 	case s.Failures >= p.ServiceMaxFailures && !s.stableReplica(now, p):
-		last := ""
+		why := Wait{Code: WaitReplicasFailed, Count: s.Failures, Limit: p.ServiceStableSeconds}
 		if n := len(s.Ended); n > 0 {
-			last = "; the last: " + s.Ended[n-1].Why
+			// The last: its code, and its text or seconds (only one
+			// of them is set).
+			last := s.Ended[n-1]
+			why.Cause, why.Text, why.Seconds = last.Code, last.Text, last.Seconds
+			if last.Code == "" { // ended before issue 28: its sentence
+				why.Cause, why.Text = EndLegacy, last.Why
+			}
 		}
-		return finishService(o, s, p, now, old, ServiceFailed,
-			fmt.Sprintf("%d replicas failed (given back or never ready) while none stayed ready for %ds%s", s.Failures, p.ServiceStableSeconds, last))
+		return finishService(o, s, p, now, old, ServiceFailed, why)
 	}
 	return refreshService(o, s, p, now, old), nil
 }

@@ -168,8 +168,8 @@ func TestServiceBudgetWarningThenStop(t *testing.T) {
 		heartbeat(t, c, prov1, true, 1)
 	}
 	s = service(t, c, 1)
-	if !strings.Contains(s.Reason, "budget ran out") || !strings.Contains(s.Reason, "warned at") {
-		t.Errorf("reason %q", s.Reason)
+	if w := s.Wait; w == nil || w.Code != ledger.WaitBudgetRanOut || w.At != s.StoppedAt || w.Warned == 0 {
+		t.Errorf("wait %+v", s.Wait)
 	}
 	if s.Escrow != 0 || len(s.Replicas) != 0 || s.Cost+s.Fee+s.Refund != 20_000 {
 		t.Errorf("after the end: escrow %d, %d replicas, cost %d fee %d refund %d", s.Escrow, len(s.Replicas), s.Cost, s.Fee, s.Refund)
@@ -204,7 +204,7 @@ func TestServiceHeartbeatTimeoutReplaces(t *testing.T) {
 		t.Fatalf("replicas %+v (%s), want one on prov2", s.Replicas, s.Reason)
 	}
 	end := s.Ended[0]
-	if end.Provider != prov1.Addr || end.Why != "provider stopped reporting" || end.Paid != paid {
+	if end.Provider != prov1.Addr || end.Code != ledger.EndSilent || end.Paid != paid {
 		t.Errorf("ended %+v, want prov1 stopped reporting, paid %d (to its last report)", end, paid)
 	}
 	if !slices.Contains(s.Excluded, prov1.Addr) || s.Failures != 0 {
@@ -231,7 +231,7 @@ func TestServiceOfflineProviderDropped(t *testing.T) {
 	must(t, []ledger.TxResult{heartbeat(t, c, prov1, true, 1)})
 	must(t, []ledger.TxResult{send(t, c, prov1, &ledger.MsgSetProviderStatus{Online: false})})
 	s := service(t, c, 1)
-	if len(s.Replicas) != 1 || s.Replicas[0].Provider != prov2.Addr || s.Ended[0].Why != "provider went offline" {
+	if len(s.Replicas) != 1 || s.Replicas[0].Provider != prov2.Addr || s.Ended[0].Code != ledger.EndOffline {
 		t.Fatalf("replicas %+v ended %+v", s.Replicas, s.Ended)
 	}
 }
@@ -245,7 +245,7 @@ func TestServiceReleaseEvictScaleStop(t *testing.T) {
 	must(t, []ledger.TxResult{send(t, c, prov1, &ledger.MsgReleaseReplica{ServiceID: 1, Reason: "readiness failed 3 times"})})
 	s := service(t, c, 1)
 	end := s.Ended[0]
-	if end.Why != "released by its provider: readiness failed 3 times" || end.Paid != 36_000*uint64(end.EndedAt-end.ReadyAt)/3600 || s.Failures != 1 {
+	if end.Code != ledger.EndReleased || end.Text != "readiness failed 3 times" || end.Why != "" || end.Paid != 36_000*uint64(end.EndedAt-end.ReadyAt)/3600 || s.Failures != 1 {
 		t.Fatalf("release: %+v failures %d", end, s.Failures)
 	}
 	if s.Replicas[0].Provider != prov2.Addr || !slices.Contains(s.Excluded, prov1.Addr) {
@@ -269,8 +269,8 @@ func TestServiceReleaseEvictScaleStop(t *testing.T) {
 	before := c.Balance(t, consumer.Addr)
 	must(t, []ledger.TxResult{send(t, c, consumer, &ledger.MsgStopService{ServiceID: 1})})
 	s = service(t, c, 1)
-	if s.State != ledger.ServiceStopped || !strings.Contains(s.Reason, "stopped by its owner") || s.Escrow != 0 {
-		t.Fatalf("stop: %s %q escrow %d", s.State, s.Reason, s.Escrow)
+	if s.State != ledger.ServiceStopped || s.Wait == nil || s.Wait.Code != ledger.WaitStoppedByOwner || s.Wait.At != s.StoppedAt || s.Escrow != 0 {
+		t.Fatalf("stop: %s %+v escrow %d", s.State, s.Wait, s.Escrow)
 	}
 	if got := c.Balance(t, consumer.Addr) - before; got != s.Refund {
 		t.Errorf("refunded %d, record says %d", got, s.Refund)
@@ -318,8 +318,9 @@ func TestServiceFailsAfterRepeatedFailures(t *testing.T) {
 	must(t, []ledger.TxResult{send(t, c, prov1, &ledger.MsgReleaseReplica{ServiceID: 1, Reason: "crashed"})})
 	must(t, []ledger.TxResult{send(t, c, prov2, &ledger.MsgReleaseReplica{ServiceID: 1, Reason: "crashed"})})
 	s := service(t, c, 1)
-	if s.State != ledger.ServiceFailed || !strings.Contains(s.Reason, "crashed") || s.Refund != s.Budget {
-		t.Fatalf("after 2 failures: %s %q refund %d", s.State, s.Reason, s.Refund)
+	if w := s.Wait; s.State != ledger.ServiceFailed || w == nil || w.Code != ledger.WaitReplicasFailed || w.Count != 2 ||
+		w.Cause != ledger.EndReleased || w.Text != "crashed" || s.Refund != s.Budget {
+		t.Fatalf("after 2 failures: %s %+v refund %d", s.State, s.Wait, s.Refund)
 	}
 }
 

@@ -100,8 +100,8 @@ func TestUnrevealedReplicaWithNoProviderFreeEnds(t *testing.T) {
 			if got := j.FinishedAt - committedAt; got > int64(ledger.VerdictWindow(p)) {
 				t.Fatalf("final %d s after the last commit, bound %d", got, ledger.VerdictWindow(p))
 			}
-			if j.State != ledger.JobFailed || j.Verdict != ledger.VerdictNoMajority || j.Delivered != nil || j.AuditDropped == "" {
-				t.Fatalf("got %s %s delivered %v dropped %q (%s)", j.State, j.Verdict, j.Delivered, j.AuditDropped, j.Reason)
+			if j.State != ledger.JobFailed || j.Verdict != ledger.VerdictNoMajority || j.Delivered != nil || j.Dropped == nil {
+				t.Fatalf("got %s %s delivered %v dropped %+v (%s)", j.State, j.Verdict, j.Delivered, j.Dropped, j.Reason)
 			}
 			s, l := assignmentOf(j, silent.Addr), assignmentOf(j, talker.Addr)
 			if s.Outcome != ledger.OutcomeUnrevealed || s.Slashed != slashOf(p) || s.Paid != 0 {

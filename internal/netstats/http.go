@@ -11,6 +11,7 @@ import (
 	"github.com/gpunet/gpunet/internal/address"
 	"github.com/gpunet/gpunet/internal/apiserver"
 	"github.com/gpunet/gpunet/internal/apiwire"
+	"github.com/gpunet/gpunet/internal/jobtext"
 	"github.com/gpunet/gpunet/internal/ledger"
 )
 
@@ -248,7 +249,7 @@ func StepsOf(j *ledger.Job) []Step {
 		}
 	}
 	if j.Done() {
-		steps = append(steps, Step{What: j.State, Time: unix(j.FinishedAt), Detail: j.Reason})
+		steps = append(steps, Step{What: j.State, Time: unix(j.FinishedAt), Detail: jobtext.Job(j)})
 	}
 	return steps
 }

@@ -30,6 +30,7 @@ import (
 	"github.com/gpunet/gpunet/internal/address"
 	"github.com/gpunet/gpunet/internal/apiserver"
 	"github.com/gpunet/gpunet/internal/apiwire"
+	"github.com/gpunet/gpunet/internal/jobtext"
 	"github.com/gpunet/gpunet/internal/ledger"
 )
 
@@ -538,7 +539,7 @@ func (s *Stats) apply(ctx context.Context, b *apiwire.Block) {
 		}
 		s.jobs[c.id] = st
 		s.addTransition(c.id, c.prev, c.job, uint64(b.Height), b.Time)
-		updates = append(updates, Update{Type: "job", Job: &JobUpdate{ID: c.id, State: c.job.State, Reason: c.job.Reason, Owner: c.job.Owner.String()}})
+		updates = append(updates, Update{Type: "job", Job: &JobUpdate{ID: c.id, State: c.job.State, Reason: jobtext.Job(c.job), Owner: c.job.Owner.String()}})
 	}
 	changedProvs := false
 	for a, p := range provs {
@@ -598,7 +599,7 @@ func (s *Stats) addTransition(id uint64, prev uint8, j *ledger.Job, height uint6
 			tl = append(tl, Transition{State: States[prev-1]})
 		}
 	}
-	s.timelines[id] = append(tl, Transition{State: j.State, Reason: j.Reason, Height: height, Time: at})
+	s.timelines[id] = append(tl, Transition{State: j.State, Reason: jobtext.Job(j), Height: height, Time: at})
 }
 
 // sampleOf computes the network's figures at block b; the caller holds
