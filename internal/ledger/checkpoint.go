@@ -182,7 +182,7 @@ func execCommitCheckpoint(o *Overlay, from address.Address, m *MsgCommitCheckpoi
 	}
 	old := j.Deadline
 	if m.Refused != "" {
-		j.CheckpointNote = fmt.Sprintf("%s could not take checkpoint %d: %s", from, m.Seq, m.Refused)
+		j.setCheckpointWait(Wait{Code: CheckpointRefused, Providers: []address.Address{from}, Seq: m.Seq, Text: m.Refused})
 		setJob(o, j, old)
 		return []Event{jobEvent("job_checkpoint_refused", j, Attr{"provider", from.String()}, Attr{"seq", strconv.FormatUint(m.Seq, 10)}, Attr{"reason", m.Refused})}, nil
 	}
@@ -262,11 +262,12 @@ func (j *Job) agreedAt(seq uint64) bool {
 // keepCheckpointed runs when the job loses the given assignments (they go,
 // and the job is placed again): the job resumes from the latest checkpoint
 // that each of them committed and that the current replicas agree on, and
-// each is paid for the seconds that checkpoint covers. It returns what
-// the job's reason should add ("" when nothing is kept).
-func keepCheckpointed(o *Overlay, j *Job, removed []address.Address, p Params) (string, error) {
+// each is paid for the seconds that checkpoint covers. It reports whether
+// a checkpoint was kept (then j.ResumeSeq and j.Progress say which and how
+// much: resumeWait).
+func keepCheckpointed(o *Overlay, j *Job, removed []address.Address, p Params) (bool, error) {
 	if j.Spec.Checkpoint == nil || len(removed) == 0 {
-		return "", nil
+		return false, nil
 	}
 	var best uint64
 	for _, c := range j.Checkpoints {
@@ -284,7 +285,7 @@ func keepCheckpointed(o *Overlay, j *Job, removed []address.Address, p Params) (
 	if best == 0 {
 		// Nothing kept: what this placement committed is lost with it.
 		j.Checkpoints = slices.DeleteFunc(j.Checkpoints, func(c Checkpoint) bool { return c.Seq > j.ResumeSeq })
-		return "", nil
+		return false, nil
 	}
 	var progress uint64
 	for _, r := range removed {
@@ -294,7 +295,7 @@ func keepCheckpointed(o *Overlay, j *Job, removed []address.Address, p Params) (
 			continue
 		}
 		if err := payForTime(o, j, a, c.Covered, p); err != nil {
-			return "", err
+			return false, err
 		}
 		progress = max(progress, c.Covered)
 	}
@@ -302,7 +303,7 @@ func keepCheckpointed(o *Overlay, j *Job, removed []address.Address, p Params) (
 	j.ResumeSeq = best
 	// What came after it is lost with its providers.
 	j.Checkpoints = slices.DeleteFunc(j.Checkpoints, func(c Checkpoint) bool { return c.Seq > best })
-	return fmt.Sprintf("; resumes from checkpoint %d (%ds of run kept)", best, j.Progress), nil
+	return true, nil
 }
 
 // resumeFallback records that a provider starting the job restored an
@@ -323,11 +324,7 @@ func resumeFallback(j *Job, from address.Address, seq uint64, why string) error 
 	if seq != 0 && !slices.ContainsFunc(j.Checkpoints, func(c Checkpoint) bool { return c.Seq == seq }) {
 		return fmt.Errorf("job %d keeps no checkpoint %d: %w", j.ID, seq, ErrInvalidMsg)
 	}
-	what := fmt.Sprintf("checkpoint %d", seq)
-	if seq == 0 {
-		what = "the beginning"
-	}
-	j.CheckpointNote = fmt.Sprintf("%s started from %s instead of checkpoint %d: %s", from, what, j.ResumeSeq, why)
+	j.setCheckpointWait(Wait{Code: CheckpointFallback, Providers: []address.Address{from}, Seq: seq, ResumeSeq: j.ResumeSeq, Text: why})
 	j.ResumeSeq = seq
 	j.Checkpoints = slices.DeleteFunc(j.Checkpoints, func(c Checkpoint) bool { return c.Seq > seq })
 	return nil
@@ -366,7 +363,7 @@ func applyCheckpointTally(o *Overlay, j *Job, seq uint64, out verify.CheckpointO
 		}
 		var events []Event
 		for _, m := range gone {
-			amt, err := slash(o, m, j.Owner, p, info, fmt.Sprintf("job %d: checkpoint %d outvoted by %d of %d replicas", j.ID, seq, out.Votes, n))
+			amt, err := slashFor(o, m, j.Owner, p, info, SlashEvent{Code: SlashCheckpointOutvoted, Job: j.ID, Seq: seq, Count: uint64(out.Votes), Of: uint64(n)})
 			if err != nil {
 				return nil, false, err
 			}
@@ -381,7 +378,7 @@ func applyCheckpointTally(o *Overlay, j *Job, seq uint64, out verify.CheckpointO
 		}
 		j.Assignments = slices.DeleteFunc(j.Assignments, func(a Assignment) bool { return slices.Contains(gone, a.Provider) })
 		j.Replicas = uint64(len(j.Assignments))
-		j.CheckpointNote = fmt.Sprintf("replicas disagree at checkpoint %d: %s outvoted by %d of %d and dropped", seq, joinAddrs(gone), out.Votes, n)
+		j.setCheckpointWait(Wait{Code: CheckpointOutvoted, Seq: seq, Providers: gone, Count: uint64(out.Votes), Of: uint64(n)})
 		events = append([]Event{jobEvent("job_checkpoint_mismatch", j, seqAttr, Attr{"outvoted", joinAddrs(gone)})}, events...)
 		if j.committed() < len(j.Assignments) {
 			return events, false, nil
@@ -402,7 +399,7 @@ func applyCheckpointTally(o *Overlay, j *Job, seq uint64, out verify.CheckpointO
 		}
 		j.Verdict = VerdictNoMajority
 		j.State = JobFailed
-		j.Reason = fmt.Sprintf("no majority among %d replicas at checkpoint %d (%d distinct states); the rest of the escrow is refunded, nobody slashed", n, seq, out.Results)
+		j.setWait(Wait{Code: WaitCheckpointNoMajority, Of: uint64(n), Seq: seq, Distinct: uint64(out.Results)})
 		evs, err := finishJob(o, j, info)
 		return append([]Event{mismatch}, evs...), true, err
 	case verify.Restart:
@@ -427,8 +424,9 @@ func applyCheckpointTally(o *Overlay, j *Job, seq uint64, out verify.CheckpointO
 		j.Replicas = uint64(out.Replicas)
 		j.State = JobQueued
 		j.Revealing = false
-		j.Reason = fmt.Sprintf("replicas disagree at checkpoint %d (%d distinct states from %d replicas); restarting with %d replicas%s", seq, out.Results, n, out.Replicas, kept)
-		j.CheckpointNote = j.Reason
+		w := resumeWait(Wait{Code: WaitCheckpointDisagree, Seq: seq, Distinct: uint64(out.Results), Of: uint64(n), Count: uint64(out.Replicas)}, j, kept)
+		j.setWait(w)
+		j.setCheckpointWait(w)
 		j.Deadline = 0
 		enqueueJob(o, j)
 		setJob(o, j, old)

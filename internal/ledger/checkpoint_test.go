@@ -78,10 +78,13 @@ func TestCommitCheckpointRules(t *testing.T) {
 	if r := send(t, c, p, big); !errors.Is(r.Err, ledger.ErrInvalidMsg) || !strings.Contains(r.Err.Error(), "disk") {
 		t.Fatalf("larger than the disk: %v", r.Err)
 	}
-	must(t, []ledger.TxResult{send(t, c, p, &ledger.MsgCommitCheckpoint{JobID: 1, Seq: 3, Refused: "the state is 2 GiB, more than the job's disk of 1 GiB"})})
-	if j := job(t, c, 1); len(j.Checkpoints) != 1 || !strings.Contains(j.CheckpointNote, "more than the job's disk") {
-		t.Fatalf("a refusal is recorded, not kept: %+v %q", j.Checkpoints, j.CheckpointNote)
+	refused := "the state is 2 GiB, more than the job's disk of 1 GiB"
+	must(t, []ledger.TxResult{send(t, c, p, &ledger.MsgCommitCheckpoint{JobID: 1, Seq: 3, Refused: refused})})
+	j = job(t, c, 1)
+	if len(j.Checkpoints) != 1 {
+		t.Fatalf("a refusal is recorded, not kept: %+v", j.Checkpoints)
 	}
+	checkWait(t, "refused checkpoint", j.CheckpointWait, ledger.Wait{Code: ledger.CheckpointRefused, Providers: []address.Address{p.Addr}, Seq: 3, Text: refused})
 	// Covered never goes back.
 	must(t, []ledger.TxResult{send(t, c, p, ckptMsg(1, 5, 0, 1))})
 	if j := job(t, c, 1); j.Checkpoints[1].Covered != j.Checkpoints[0].Covered {
@@ -167,7 +170,7 @@ func TestCheckpointBillingOnReassign(t *testing.T) {
 		t.Fatalf("lost provider paid %d (job cost %d), want %d for the 300 s checkpoint 2 covers", got, j.Cost, want)
 	}
 	if j.ResumeSeq != 2 || j.Progress != 300 || j.RunBudget() != 3300 {
-		t.Fatalf("resume point: seq %d progress %d budget %d reason %q", j.ResumeSeq, j.Progress, j.RunBudget(), j.Reason)
+		t.Fatalf("resume point: seq %d progress %d budget %d (%+v)", j.ResumeSeq, j.Progress, j.RunBudget(), j.Wait)
 	}
 	grantStart(t, c, 1)
 	// The escrow left covers what the resumed run may still be charged,
@@ -246,7 +249,7 @@ func TestCheckpointBillingProperty(t *testing.T) {
 			}
 			j = job(t, c, 1)
 			if j.State != ledger.JobQueued && j.State != ledger.JobAssigned {
-				t.Fatalf("round %d: after the interruption %s (%s)", round, j.State, j.Reason)
+				t.Fatalf("round %d: after the interruption %s (%+v)", round, j.State, j.Wait)
 			}
 			wantCost += price * covered / 3600
 			progress += covered
@@ -281,9 +284,10 @@ func TestResumeFallback(t *testing.T) {
 	}
 	must(t, []ledger.TxResult{send(t, c, q, &ledger.MsgStartJob{JobID: 1, ResumeSeq: 2, ResumeNote: "checkpoint 3's blob does not match its hash"})})
 	j := job(t, c, 1)
-	if j.ResumeSeq != 2 || !strings.Contains(j.CheckpointNote, "instead of checkpoint 3: checkpoint 3's blob does not match") || j.Checkpoints[len(j.Checkpoints)-1].Seq != 2 {
-		t.Fatalf("after the fallback: seq %d note %q kept %+v", j.ResumeSeq, j.CheckpointNote, j.Checkpoints)
+	if j.ResumeSeq != 2 || j.Checkpoints[len(j.Checkpoints)-1].Seq != 2 {
+		t.Fatalf("after the fallback: seq %d kept %+v", j.ResumeSeq, j.Checkpoints)
 	}
+	checkWait(t, "after the fallback", j.CheckpointWait, ledger.Wait{Code: ledger.CheckpointFallback, Providers: []address.Address{q.Addr}, Seq: 2, ResumeSeq: 3, Text: "checkpoint 3's blob does not match its hash"})
 	// Its next checkpoint is 3 again.
 	c.Advance(5 * time.Second)
 	must(t, []ledger.TxResult{send(t, c, q, ckptMsg(1, 3, 5, 2))})
@@ -312,7 +316,7 @@ func TestCheckpointMismatchEscalates(t *testing.T) {
 	must(t, []ledger.TxResult{send(t, c, a, ckptMsg(1, 1, 60, 1))})
 	must(t, []ledger.TxResult{send(t, c, b, ckptMsg(1, 1, 60, 1))})
 	if j := job(t, c, 1); j.State != ledger.JobRunning {
-		t.Fatalf("agreeing checkpoints: %s %s", j.State, j.Reason)
+		t.Fatalf("agreeing checkpoints: %s %+v", j.State, j.Wait)
 	}
 	c.Advance(60 * time.Second)
 	must(t, []ledger.TxResult{send(t, c, a, ckptMsg(1, 2, 120, 1))})
@@ -322,9 +326,10 @@ func TestCheckpointMismatchEscalates(t *testing.T) {
 		t.Fatalf("no mismatch event: %+v", res.Events)
 	}
 	j = job(t, c, 1)
-	if j.Replicas != 3 || j.ResumeSeq != 1 || !strings.Contains(j.CheckpointNote, "disagree at checkpoint 2") {
-		t.Fatalf("after the mismatch: replicas %d resume %d note %q state %s", j.Replicas, j.ResumeSeq, j.CheckpointNote, j.State)
+	if j.Replicas != 3 || j.ResumeSeq != 1 {
+		t.Fatalf("after the mismatch: replicas %d resume %d state %s", j.Replicas, j.ResumeSeq, j.State)
 	}
+	checkWait(t, "after the mismatch", j.CheckpointWait, ledger.Wait{Code: ledger.WaitCheckpointDisagree, Seq: 2, Distinct: 2, Of: 2, Count: 3, ResumeSeq: 1, Kept: j.Progress})
 	if len(j.Assignments) != 3 || j.State != ledger.JobAssigned {
 		t.Fatalf("want three replicas placed at the end of the block: %d, %s", len(j.Assignments), j.State)
 	}
@@ -347,6 +352,10 @@ func TestCheckpointMismatchEscalates(t *testing.T) {
 	j = job(t, c, 1)
 	if len(j.Assignments) != 2 || assignmentOf(j, bad.Addr) != nil || j.Replicas != 2 || provider(t, c, bad).Stake >= stake {
 		t.Fatalf("outvoted replica kept: %d assignments, replicas %d, its stake %d", len(j.Assignments), j.Replicas, provider(t, c, bad).Stake)
+	}
+	checkWait(t, "outvoted at checkpoint 2", j.CheckpointWait, ledger.Wait{Code: ledger.CheckpointOutvoted, Seq: 2, Providers: []address.Address{bad.Addr}, Count: 2, Of: 3})
+	if got := lastSlash(t, c, bad); got.Code != ledger.SlashCheckpointOutvoted || got.Job != 1 || got.Seq != 2 || got.Count != 2 || got.Of != 3 || got.Reason != "" {
+		t.Errorf("outvoted replica's slash event %+v, want code %s, job 1, checkpoint 2, by 2 of 3", got, ledger.SlashCheckpointOutvoted)
 	}
 }
 
@@ -372,8 +381,9 @@ func TestCheckpointMismatchAtCapFails(t *testing.T) {
 	}
 	j = job(t, c, 1)
 	if j.State != ledger.JobFailed || j.Verdict != ledger.VerdictNoMajority || j.Escrow != 0 || j.Cost != 0 {
-		t.Fatalf("at the cap: %s %s verdict %s cost %d", j.State, j.Reason, j.Verdict, j.Cost)
+		t.Fatalf("at the cap: %s %+v verdict %s cost %d", j.State, j.Wait, j.Verdict, j.Cost)
 	}
+	checkWait(t, "at the cap", j.Wait, ledger.Wait{Code: ledger.WaitCheckpointNoMajority, Of: 3, Seq: 1, Distinct: 3})
 }
 
 func hasEvent(r ledger.TxResult, typ string) bool {

@@ -145,7 +145,7 @@ func reassign(o *Overlay, j *Job, gone []address.Address, why Wait, p Params, in
 	if err != nil {
 		return nil, err
 	}
-	why = resumeWait(why, j, kept != "")
+	why = resumeWait(why, j, kept)
 	why.Providers = gone
 	if j.committed() > 0 {
 		if j.Attempts >= p.JobMaxAttempts+p.MaxReplicas {

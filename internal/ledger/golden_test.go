@@ -21,7 +21,10 @@ import (
 //     Wait (code and numbers) instead of a Reason sentence, slash events
 //     a code; changes again when the scheduler's and verification's
 //     sites are converted.
-const goldenLifecycle = "07fed916c34503036d8785830ee1a5b5367d48c954da77ff6dbe44c7746aeba8"
+//   - verification.go and checkpoint.go converted (issue 28): the audit,
+//     reveal, escalation and verdict waits, and the outvoted and
+//     unrevealed slash events, are codes and numbers.
+const goldenLifecycle = "d158ef0d4ee73785fc3ed7c03ef4ee80c35f2273322fea3febfd56f9fae45274"
 
 // lifecycleChain runs jobs through every step the ledger has: a spot job
 // placed, granted, started, committed, audited by a second provider,

@@ -123,7 +123,7 @@ func requeuePreempted(o *Overlay, j *Job, p Params, info BlockInfo) ([]Event, er
 		switch {
 		case a.StartedAt == 0:
 			err = chargeHold(o, j, a, p, now)
-		case kept == "":
+		case !kept:
 			err = payForTime(o, j, a, min(uint64(max(now-a.StartedAt, 0)), j.RunBudget()), p)
 		}
 		// With a checkpoint kept, keepCheckpointed paid the seconds it
@@ -159,7 +159,7 @@ func requeuePreempted(o *Overlay, j *Job, p Params, info BlockInfo) ([]Event, er
 	j.State = JobQueued
 	j.Attempts -= min(j.Attempts, 1) // a preempted placement is not a failed attempt
 	j.Preempted++
-	j.setWait(resumeWait(Wait{Code: WaitPreemptRequeued, Providers: all}, j, kept != ""))
+	j.setWait(resumeWait(Wait{Code: WaitPreemptRequeued, Providers: all}, j, kept))
 	j.Deadline = 0
 	enqueueJob(o, j)
 	setJob(o, j, old)

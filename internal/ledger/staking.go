@@ -160,13 +160,6 @@ func releaseUnbonded(o *Overlay, height uint64) ([]Event, error) {
 	return events, nil
 }
 
-// slash is slashFor with a sentence for the reason, for the callers not
-// yet converted to slash codes (verification.go, checkpoint.go: issue
-// 28); it goes when they are.
-func slash(o *Overlay, addr, beneficiary address.Address, p Params, info BlockInfo, why string) (uint64, error) {
-	return slashFor(o, addr, beneficiary, p, info, SlashEvent{Reason: why})
-}
-
 // slashFor takes params.slash_bps of a provider's stake (bonded first, then
 // unbonding) for the given reason: params.slash_compensation_bps of it to
 // beneficiary (the harmed job's owner; the zero address: none), the rest

@@ -5,7 +5,6 @@ import (
 	"encoding/binary"
 	"fmt"
 	"strconv"
-	"strings"
 
 	"github.com/gpunet/gpunet/internal/address"
 	"github.com/gpunet/gpunet/internal/ledger/verify"
@@ -59,7 +58,7 @@ import (
 // Step 4 is two steps in the code: verify.Tally (internal/ledger/verify)
 // decides from the replicas' revealed results alone, without state, and
 // applyVerdict below applies its Outcome (payments, slashes, records,
-// the job's verdict, reason and events).
+// the job's verdict, wait and events).
 
 // Verdicts of a finished job.
 const (
@@ -150,7 +149,7 @@ func afterCommits(o *Overlay, j *Job, p Params, info BlockInfo) ([]Event, error)
 			j.Replicas++
 			j.Revealing = false
 			j.State = JobVerifying
-			j.Reason = "audit: another provider re-runs the job to check the result"
+			j.setWait(Wait{Code: WaitAudit})
 			j.Deadline = info.Time.Unix() + int64(p.JobGrantTimeout) // to be placed, else it goes on without
 			enqueueJob(o, j)
 			setJob(o, j, old)
@@ -165,10 +164,15 @@ func openReveal(o *Overlay, j *Job, p Params, info BlockInfo) ([]Event, error) {
 	old := j.Deadline
 	j.State = JobVerifying
 	j.Revealing = true
-	j.Reason = fmt.Sprintf("revealing: %d of %d replicas opened their results", revealed(j), len(j.Assignments))
+	j.setWait(revealingWait(j))
 	j.Deadline = info.Time.Unix() + int64(p.RevealTimeout)
 	setJob(o, j, old)
 	return []Event{jobEvent("job_reveal", j)}, nil
+}
+
+// revealingWait says how many of j's replicas opened their results.
+func revealingWait(j *Job) Wait {
+	return Wait{Code: WaitRevealing, Count: uint64(revealed(j)), Of: uint64(len(j.Assignments))}
 }
 
 func revealed(j *Job) int {
@@ -203,7 +207,7 @@ func execRevealResult(o *Overlay, from address.Address, m *MsgRevealResult, p Pa
 		return nil, fmt.Errorf("%s already revealed its result for job %d: %w", from, j.ID, ErrJobState)
 	}
 	if !j.Revealing {
-		return nil, fmt.Errorf("job %d is not revealing yet (%s): wait until every replica committed: %w", j.ID, j.Reason, ErrJobState)
+		return nil, fmt.Errorf("job %d is not revealing yet: wait until every replica committed: %w", j.ID, ErrJobState)
 	}
 	if ResultCommitment(m.Result.ManifestHash, from, m.Salt) != *a.Commitment {
 		return nil, fmt.Errorf("the revealed result of %s for job %d does not open its commitment: %w", from, j.ID, ErrInvalidMsg)
@@ -215,7 +219,7 @@ func execRevealResult(o *Overlay, from address.Address, m *MsgRevealResult, p Pa
 	events := []Event{jobEvent("job_revealed", j, Attr{"provider", from.String()})}
 	if revealed(j) < len(j.Assignments) {
 		old := j.Deadline
-		j.Reason = fmt.Sprintf("revealing: %d of %d replicas opened their results", revealed(j), len(j.Assignments))
+		j.setWait(revealingWait(j))
 		setJob(o, j, old)
 		return events, nil
 	}
@@ -268,7 +272,7 @@ func applyVerdict(o *Overlay, j *Job, out verify.Outcome, p Params, info BlockIn
 		j.Replicas = uint64(out.Replicas)
 		j.Revealing = false
 		j.State = JobVerifying
-		j.Reason = fmt.Sprintf("replicas disagree (%d results from %d replicas); adding replica %d of at most %d", out.Results, n, out.Replicas, p.MaxReplicas)
+		j.setWait(Wait{Code: WaitEscalating, Distinct: uint64(out.Results), Of: uint64(n), Count: uint64(out.Replicas), Limit: p.MaxReplicas})
 		j.Deadline = info.Time.Unix() + int64(p.JobGrantTimeout) // to be placed, else it is decided without
 		enqueueJob(o, j)
 		setJob(o, j, old)
@@ -295,15 +299,14 @@ func applyVerdict(o *Overlay, j *Job, out verify.Outcome, p Params, info BlockIn
 		}
 		j.Verdict = VerdictNoMajority
 		j.State = JobFailed
-		j.Reason = fmt.Sprintf("no majority among %d replicas (%d distinct results); refunded in full, nobody who revealed slashed", n, out.Results)
-		if out.Results == 1 {
-			j.Reason = fmt.Sprintf("the one result revealed (by %d of %d replicas) is not a majority and no further replica could check it; refunded in full, nobody who revealed paid or slashed", len(out.Undecided), n)
-		}
-		if withheld := len(out.Unrevealed); withheld > 0 {
-			j.Reason += fmt.Sprintf("; %d that did not reveal slashed", withheld)
-		}
-		if out.Results == 0 {
-			j.Reason = fmt.Sprintf("no replica revealed its result in time (%d committed, each slashed); refunded in full", n)
+		withheld := uint64(len(out.Unrevealed))
+		switch out.Results {
+		case 0:
+			j.setWait(Wait{Code: WaitNoneRevealed, Of: uint64(n)})
+		case 1:
+			j.setWait(Wait{Code: WaitLoneResult, Count: uint64(len(out.Undecided)), Of: uint64(n), Slashed: withheld})
+		default:
+			j.setWait(Wait{Code: WaitNoMajority, Of: uint64(n), Distinct: uint64(out.Results), Slashed: withheld})
 		}
 		evs, err := finishJob(o, j, info)
 		return append(events, evs...), err
@@ -344,7 +347,7 @@ func applyVerdict(o *Overlay, j *Job, out verify.Outcome, p Params, info BlockIn
 			events = append(events, ev)
 		case verify.Minority:
 			a.Outcome = OutcomeMinority
-			amt, err := slash(o, a.Provider, j.Owner, p, info, fmt.Sprintf("job %d: outvoted by %d of %d replicas", j.ID, votes, n))
+			amt, err := slashFor(o, a.Provider, j.Owner, p, info, SlashEvent{Code: SlashOutvoted, Job: j.ID, Count: uint64(votes), Of: uint64(n)})
 			if err != nil {
 				return nil, err
 			}
@@ -355,14 +358,25 @@ func applyVerdict(o *Overlay, j *Job, out verify.Outcome, p Params, info BlockIn
 			events = append(events, jobEvent("job_replica_slashed", j, Attr{"provider", a.Provider.String()}, Attr{"amount", strconv.FormatUint(amt, 10)}))
 		}
 	}
-	r := winner.Result
-	if r.Failed {
-		j.State, j.Reason = JobFailed, "the job failed: "+r.Reason
-	} else {
-		j.State, j.Reason = JobSucceeded, ""
+	// Count of Of replicas agree only when the verdict is validated: an
+	// unverified or unchecked result has nobody to agree with.
+	validated := j.Verdict == VerdictValidated
+	var agree Wait
+	if validated {
+		agree.Count, agree.Of = uint64(votes), uint64(n)
 	}
-	if j.Verdict == VerdictValidated {
-		j.Reason = strings.TrimPrefix(j.Reason+fmt.Sprintf("; %d of %d replicas agree", votes, n), "; ")
+	switch r := winner.Result; {
+	case r.Failed:
+		j.State = JobFailed
+		agree.Code, agree.Text = WaitJobFailed, r.Reason
+		j.setWait(agree)
+	case validated:
+		j.State = JobSucceeded
+		agree.Code = WaitAgreed
+		j.setWait(agree)
+	default:
+		j.State = JobSucceeded
+		j.clearWait()
 	}
 	evs, err := finishJob(o, j, info)
 	return append(events, evs...), err
@@ -375,7 +389,7 @@ func applyVerdict(o *Overlay, j *Job, out verify.Outcome, p Params, info BlockIn
 // must never be cheaper than revealing a result that loses the vote.
 func penalizeUnrevealed(o *Overlay, j *Job, a *Assignment, p Params, info BlockInfo) (Event, error) {
 	a.Outcome = OutcomeUnrevealed
-	amt, err := slash(o, a.Provider, j.Owner, p, info, fmt.Sprintf("job %d: committed a result and did not reveal it", j.ID))
+	amt, err := slashFor(o, a.Provider, j.Owner, p, info, SlashEvent{Code: SlashUnrevealed, Job: j.ID})
 	if err != nil {
 		return Event{}, err
 	}

@@ -3,6 +3,7 @@ package ledger_test
 import (
 	"errors"
 	"fmt"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -27,6 +28,24 @@ func assignmentOf(j *ledger.Job, a address.Address) *ledger.Assignment {
 }
 
 const stake = 10_000_000
+
+// checkWait fails unless got is want: the code and the numbers behind it.
+func checkWait(t *testing.T, what string, got *ledger.Wait, want ledger.Wait) {
+	t.Helper()
+	if got == nil || !reflect.DeepEqual(*got, want) {
+		t.Errorf("%s: wait %+v, want %+v", what, got, want)
+	}
+}
+
+// lastSlash is k's latest slash event (the zero event if none).
+func lastSlash(t *testing.T, c *lt.Chain, k lt.Key) ledger.SlashEvent {
+	t.Helper()
+	evs := provider(t, c, k).SlashEvents
+	if len(evs) == 0 {
+		return ledger.SlashEvent{}
+	}
+	return evs[len(evs)-1]
+}
 
 // verifyChain has a funded consumer and n staked CPU providers asking
 // 36,000 × (i+1) usync per core-hour, and a treasury to pay audits.
@@ -142,19 +161,22 @@ func TestSpotAuditValidates(t *testing.T) {
 	treasury := ledger.Treasury(c.KV)
 	auditor := runReplicas(t, c, 1, 100, nil)[0]
 	if j = job(t, c, 1); !j.Revealing {
-		t.Fatalf("not revealing after both committed: %s (%s)", j.State, j.Reason)
+		t.Fatalf("not revealing after both committed: %s (%+v)", j.State, j.Wait)
 	}
+	checkWait(t, "both committed", j.Wait, ledger.Wait{Code: ledger.WaitRevealing, Count: 0, Of: 2})
 	// A reveal that does not open the commitment is refused.
 	bad := send(t, c, primary, &ledger.MsgRevealResult{JobID: 1, Salt: ledger.Hash{1}, Result: ledger.JobResult{ManifestHash: ledger.Hash{1}, OutputBlob: "sha256:" + strings.Repeat("0", 64)}})
 	if !errors.Is(bad.Err, ledger.ErrInvalidMsg) {
 		t.Fatalf("reveal with a wrong salt: %v", bad.Err)
 	}
 	must(t, []ledger.TxResult{reveal(t, c, 1, primary, false)})
+	checkWait(t, "one revealed", job(t, c, 1).Wait, ledger.Wait{Code: ledger.WaitRevealing, Count: 1, Of: 2})
 	must(t, []ledger.TxResult{reveal(t, c, 1, auditor, false)})
 	j = job(t, c, 1)
 	if j.State != ledger.JobSucceeded || j.Verdict != ledger.VerdictValidated || *j.Delivered != primary.Addr {
-		t.Fatalf("after agreeing reveals: %s %s delivered %v (%s)", j.State, j.Verdict, j.Delivered, j.Reason)
+		t.Fatalf("after agreeing reveals: %s %s delivered %v (%+v)", j.State, j.Verdict, j.Delivered, j.Wait)
 	}
+	checkWait(t, "validated", j.Wait, ledger.Wait{Code: ledger.WaitAgreed, Count: 2, Of: 2})
 	// 100 s at 36,000/h = 1000 from the escrow; the auditor (72,000/h)
 	// gets 2000 from the treasury.
 	if j.Cost != 1000 || j.AuditCost != 2000 || ledger.Treasury(c.KV) != treasury-2000+10 {
@@ -183,16 +205,20 @@ func TestCheaterOutvotedAndSlashed(t *testing.T) {
 	must(t, []ledger.TxResult{reveal(t, c, 1, auditor, false)})
 	j := job(t, c, 1)
 	if j.Done() || j.Replicas != 3 || j.Revealing {
-		t.Fatalf("2 disagreeing replicas did not escalate: %s replicas %d (%s)", j.State, j.Replicas, j.Reason)
+		t.Fatalf("2 disagreeing replicas did not escalate: %s replicas %d (%+v)", j.State, j.Replicas, j.Wait)
 	}
 	ownerBefore, treasury := c.Balance(t, consumer.Addr), ledger.Treasury(c.KV)
 	third := runReplicas(t, c, 1, 100, nil)[0]
 	must(t, []ledger.TxResult{reveal(t, c, 1, third, false)})
 	j = job(t, c, 1)
 	if j.State != ledger.JobSucceeded || j.Verdict != ledger.VerdictValidated || *j.Delivered != auditor.Addr {
-		t.Fatalf("after the tie-break: %s %s delivered %v (%s)", j.State, j.Verdict, j.Delivered, j.Reason)
+		t.Fatalf("after the tie-break: %s %s delivered %v (%+v)", j.State, j.Verdict, j.Delivered, j.Wait)
 	}
+	checkWait(t, "after the tie-break", j.Wait, ledger.Wait{Code: ledger.WaitAgreed, Count: 2, Of: 3})
 	want := uint64(stake) * 1000 / 10_000 // 10%
+	if got := lastSlash(t, c, cheater); got != (ledger.SlashEvent{Height: got.Height, Amount: want, Code: ledger.SlashOutvoted, Job: 1, Count: 2, Of: 3}) {
+		t.Errorf("cheater's slash event %+v, want code %s, job 1, outvoted by 2 of 3, amount %d", got, ledger.SlashOutvoted, want)
+	}
 	p := provider(t, c, cheater)
 	if j.Assignments[0].Outcome != ledger.OutcomeMinority || j.Assignments[0].Slashed != want || p.Stake != stake-want || p.Slashed != want {
 		t.Fatalf("cheater: outcome %s slashed %d, stake %d", j.Assignments[0].Outcome, j.Assignments[0].Slashed, p.Stake)
@@ -234,8 +260,9 @@ func TestNoMajorityRefundsInFull(t *testing.T) {
 	ran := []lt.Key{p1, p2, p3}
 	j := job(t, c, 1)
 	if j.State != ledger.JobFailed || j.Verdict != ledger.VerdictNoMajority || j.Cost != 0 {
-		t.Fatalf("3 different results: %s %s cost %d (%s)", j.State, j.Verdict, j.Cost, j.Reason)
+		t.Fatalf("3 different results: %s %s cost %d (%+v)", j.State, j.Verdict, j.Cost, j.Wait)
 	}
+	checkWait(t, "3 different results", j.Wait, ledger.Wait{Code: ledger.WaitNoMajority, Of: 3, Distinct: 3})
 	if got := c.Balance(t, consumer.Addr); got != before {
 		t.Fatalf("owner balance %d → %d, want a full refund", before, got)
 	}
@@ -431,8 +458,9 @@ func TestNobodyRevealsEveryoneSlashed(t *testing.T) {
 	c.ApplyBlock(t)
 	j := job(t, c, 1)
 	if j.State != ledger.JobFailed || j.Verdict != ledger.VerdictNoMajority || j.Cost != 0 {
-		t.Fatalf("nobody revealed: %s %s cost %d (%s)", j.State, j.Verdict, j.Cost, j.Reason)
+		t.Fatalf("nobody revealed: %s %s cost %d (%+v)", j.State, j.Verdict, j.Cost, j.Wait)
 	}
+	checkWait(t, "nobody revealed", j.Wait, ledger.Wait{Code: ledger.WaitNoneRevealed, Of: 2})
 	want := uint64(stake) * 1000 / 10_000
 	comp := 2 * (want / 2)
 	if got := c.Balance(t, consumer.Addr); got != before+comp {
@@ -442,6 +470,9 @@ func TestNobodyRevealsEveryoneSlashed(t *testing.T) {
 		p := provider(t, c, k)
 		if a := assignmentOf(j, k.Addr); a.Outcome != ledger.OutcomeUnrevealed || a.Slashed != want || p.Slashed != want {
 			t.Errorf("%s: outcome %q slashed %d (record %d), want unrevealed and %d", k.Addr.String(), a.Outcome, a.Slashed, p.Slashed, want)
+		}
+		if got := lastSlash(t, c, k); got != (ledger.SlashEvent{Height: got.Height, Amount: want, Code: ledger.SlashUnrevealed, Job: 1}) {
+			t.Errorf("%s: slash event %+v, want code %s, job 1, amount %d", k.Addr.String(), got, ledger.SlashUnrevealed, want)
 		}
 		if p.Unrevealed != 1 || p.ReputationCeiling() >= 500_000 || p.Reputation > 250_000 {
 			t.Errorf("%s: unrevealed %d ceiling %d reputation %d", k.Addr.String(), p.Unrevealed, p.ReputationCeiling(), p.Reputation)

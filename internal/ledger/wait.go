@@ -327,6 +327,13 @@ func (j *Job) setWait(w Wait) {
 // clearWait records that j waits for nothing to explain.
 func (j *Job) clearWait() { j.Wait, j.Reason = nil, "" }
 
+// setCheckpointWait records the last thing to say about j's checkpoints
+// (a Checkpoint* code, or WaitCheckpointDisagree). A record from before
+// version 6 may hold a sentence in CheckpointNote instead; it goes too.
+func (j *Job) setCheckpointWait(w Wait) {
+	j.CheckpointWait, j.CheckpointNote = &w, ""
+}
+
 // setWait records why s is where it is (see Job.setWait).
 func (s *Service) setWait(w *Wait) { s.Wait, s.Reason = w, "" }
 

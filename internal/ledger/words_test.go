@@ -25,16 +25,14 @@ import (
 // them after the scheduler/verification restructuring; remove an entry
 // with its last writer).
 var pendingSentences = map[string]string{
-	"Job.Reason":                  "scheduler.go, verification.go, checkpoint.go, service_place.go",
-	"Job.CheckpointNote":          "checkpoint.go",
-	"SlashEvent.Reason":           "verification.go, checkpoint.go (slash, not yet slashFor)",
+	"Job.Reason":                  "scheduler.go, service_place.go",
 	"ChallengeRecord.LastFailure": "hwchallenge.go: a hardware challenge's failure, not yet a code",
 	"Service.Reason":              "service_place.go",
 }
 
 // pendingFiles still assign formatted text to record fields (see
 // pendingSentences).
-var pendingFiles = []string{"scheduler.go", "service_place.go", "verification.go", "checkpoint.go"}
+var pendingFiles = []string{"scheduler.go", "service_place.go"}
 
 // suppliedText are the string fields whose text a party supplied (an
 // owner's spec, a provider's declaration or failure reason): data quoted
