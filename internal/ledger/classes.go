@@ -4,17 +4,18 @@ import (
 	"bytes"
 	"encoding/binary"
 	"fmt"
-	"math/bits"
 	"slices"
+
+	"github.com/gpunet/gpunet/internal/ledger/sched"
 )
 
 // A class summary (the value of pcls/<class>) counts the class's index
 // entries and keeps, for the GPU constraints a job can set, a histogram of
 // what the entries offer: their largest VRAM, their highest compute
 // capability, and how many GPUs of the class they have, each in coarse
-// buckets. A job whose need lies above every bucket of a class skips the
-// class without scanning it: without this, a job that takes any class and
-// wants 40 GiB of VRAM scanned every 16 and 24 GiB class to its ceiling.
+// buckets (sched.Caps, sched.VRAMBucket and its siblings). Placement reads
+// each histogram's top bucket (sched.ClassSummary): a job whose need lies
+// above it skips the class without scanning it.
 // Like the index, summaries are derived from the provider records, are not
 // in the app hash, and are rebuilt and compared by CheckInvariants.
 
@@ -22,65 +23,14 @@ type bucketCount struct{ bucket, n uint64 }
 
 type classSummary struct {
 	entries uint64
-	// vram, computeCap and gpus are histograms of the entries' buckets,
-	// sorted by bucket, without zero counts.
+	// vram, computeCap and gpus are histograms of the entries' buckets
+	// (sched.Caps), sorted by bucket, without zero counts.
 	vram, computeCap, gpus []bucketCount
 }
 
-// entryCaps are an index entry's buckets.
-type entryCaps struct{ vram, computeCap, gpus uint64 }
-
-// vramBucket is monotone in v (v < w implies bucket(v) <= bucket(w)), so a
-// class whose largest bucket is below a need's bucket has nothing that
-// meets the need. Buckets are GiB in two significant bits (16, 24, 32, 48,
-// 64, 96, …): at most 2 per power of two, so a class's histogram stays
-// small whatever values providers declare.
-func vramBucket(v uint64) uint64 {
-	g := v >> 30
-	if g < 4 {
-		return g
-	}
-	n := uint64(bits.Len64(g))
-	return 2*n + (g>>(n-2))&1 // the bit after the leading one
-}
-
-// computeCapBucket is the major version (capped), monotone in MAJOR*1000+MINOR.
-func computeCapBucket(cc uint64) uint64 { return min(cc/1000, 64) }
-
-// gpuCountBucket is the bit length: 1, 2–3, 4–7, 8–15, …
-func gpuCountBucket(n uint64) uint64 { return uint64(bits.Len64(n)) }
-
-func capsOf(gpus []offerGPU) entryCaps {
-	var maxVRAM, maxCC uint64
-	for _, g := range gpus {
-		maxVRAM, maxCC = max(maxVRAM, g.vram), max(maxCC, g.computeCap)
-	}
-	return entryCaps{vram: vramBucket(maxVRAM), computeCap: computeCapBucket(maxCC), gpus: gpuCountBucket(uint64(len(gpus)))}
-}
-
-// needCaps are the buckets a job needs; a class can hold a fitting entry
-// only if its top bucket of each reaches them.
-func needCaps(s *JobSpec) entryCaps {
-	return entryCaps{vram: vramBucket(s.MinVRAM), computeCap: computeCapBucket(computeCapValue(s.MinComputeCap)), gpus: gpuCountBucket(s.GPUCount)}
-}
-
-// mayFit reports whether some entry of the class could meet need.
-func (s *classSummary) mayFit(need entryCaps) bool {
-	return topBucket(s.vram) >= need.vram && topBucket(s.computeCap) >= need.computeCap && topBucket(s.gpus) >= need.gpus
-}
-
-// tallyMisfit counts the class's entries in v under the first need (in the
-// order the scan checks them) that no entry meets.
-func (s *classSummary) tallyMisfit(need entryCaps, v *verdict) {
-	n := int(s.entries)
-	switch {
-	case topBucket(s.gpus) < need.gpus:
-		v.gpus += n
-	case topBucket(s.vram) < need.vram:
-		v.vram += n
-	default:
-		v.computeCap += n
-	}
+// top is what placement reads of the summary of class.
+func (s *classSummary) top(class string) sched.ClassSummary {
+	return sched.ClassSummary{Class: class, Offers: s.entries, Top: sched.Caps{VRAM: topBucket(s.vram), ComputeCap: topBucket(s.computeCap), GPUs: topBucket(s.gpus)}}
 }
 
 func topBucket(h []bucketCount) uint64 {
@@ -90,15 +40,15 @@ func topBucket(h []bucketCount) uint64 {
 	return h[len(h)-1].bucket
 }
 
-func (s *classSummary) add(c entryCaps, d int) {
+func (s *classSummary) add(c sched.Caps, d int) {
 	if d < 0 {
 		s.entries--
 	} else {
 		s.entries++
 	}
-	s.vram = adjustBucket(s.vram, c.vram, d)
-	s.computeCap = adjustBucket(s.computeCap, c.computeCap, d)
-	s.gpus = adjustBucket(s.gpus, c.gpus, d)
+	s.vram = adjustBucket(s.vram, c.VRAM, d)
+	s.computeCap = adjustBucket(s.computeCap, c.ComputeCap, d)
+	s.gpus = adjustBucket(s.gpus, c.GPUs, d)
 }
 
 func adjustBucket(h []bucketCount, bucket uint64, d int) []bucketCount {

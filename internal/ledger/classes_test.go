@@ -2,11 +2,21 @@ package ledger
 
 import (
 	"bytes"
+	"math"
 	"strings"
 	"testing"
 
 	"github.com/gpunet/gpunet/internal/address"
+	"github.com/gpunet/gpunet/internal/ledger/sched"
 )
+
+// planSpec plans a job of spec s as the end-of-block scheduler would,
+// without applying the plan.
+func planSpec(kv KV, s *JobSpec, p Params) (*sched.Plan, error) {
+	r := jobRequest(s, p, sched.PlacePerClass, sched.EngineNeed{})
+	r.Need = r.Planned
+	return sched.Place(newIndexState(kv, p), &r)
+}
 
 // scanCountingKV counts the scheduler index entries a scan visits.
 type scanCountingKV struct {
@@ -58,11 +68,11 @@ func TestClassSummarySkipsClassesThatCannotFit(t *testing.T) {
 	spec := &JobSpec{Executor: "oci", GPUCount: 1, MinVRAM: 40 << 30, MaxPricePerHour: 1 << 30, CPUMilli: 1000, Memory: 1 << 30}
 
 	kv := &scanCountingKV{KV: o, visited: map[string]int{}}
-	cands, _, err := findCandidates(kv, spec, p, candidatesPerClass, engineNeed{})
+	plan, err := planSpec(kv, spec, p)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(cands) == 0 || cands[0].class != "A100_80GB" {
+	if cands := plan.Ranked; len(cands) == 0 || cands[0].Class != "A100_80GB" {
 		t.Fatalf("candidates %+v", cands)
 	}
 	if kv.visited["T4"] != 0 || kv.visited["RTX_4090"] != 0 || kv.visited["A100_80GB"] == 0 {
@@ -72,19 +82,19 @@ func TestClassSummarySkipsClassesThatCannotFit(t *testing.T) {
 	// Four GPUs of compute capability 9: A100s have 4 GPUs but 8.0.
 	spec.MinVRAM, spec.GPUCount, spec.MinComputeCap = 0, 4, "9.0"
 	kv.visited = map[string]int{}
-	cands, v, err := findCandidates(kv, spec, p, candidatesPerClass, engineNeed{})
+	plan, err = planSpec(kv, spec, p)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(cands) != 0 || len(kv.visited) != 0 {
-		t.Fatalf("candidates %+v, visited %v", cands, kv.visited)
+	if len(plan.Ranked) != 0 || len(kv.visited) != 0 {
+		t.Fatalf("candidates %+v, visited %v", plan.Ranked, kv.visited)
 	}
-	if r := v.String(spec); !strings.Contains(r, "60 providers") || !strings.Contains(r, "compute capability") {
+	if r := missReason(&plan.Miss, spec, ""); !strings.Contains(r, "60 providers") || !strings.Contains(r, "compute capability") {
 		t.Fatalf("reason %q", r)
 	}
 	spec.GPUCount, spec.MinComputeCap = 5, ""
-	_, v, _ = findCandidates(kv, spec, p, candidatesPerClass, engineNeed{})
-	if r := v.String(spec); !strings.Contains(r, "60 have fewer than 5 GPUs") {
+	plan, _ = planSpec(kv, spec, p)
+	if r := missReason(&plan.Miss, spec, ""); !strings.Contains(r, "60 have fewer than 5 GPUs") {
 		t.Fatalf("reason %q", r)
 	}
 
@@ -132,23 +142,17 @@ func checkSummaries(t *testing.T, kv KV) {
 	}
 }
 
-func TestBucketsAreMonotone(t *testing.T) {
-	for _, f := range []func(uint64) uint64{
-		func(g uint64) uint64 { return vramBucket(g << 30) },
-		func(c uint64) uint64 { return computeCapBucket(c * 37) },
-		gpuCountBucket,
-	} {
-		prev := f(0)
-		for v := uint64(1); v < 200_000; v++ {
-			b := f(v)
-			if b < prev {
-				t.Fatalf("bucket(%d) = %d < bucket(%d) = %d", v, b, v-1, prev)
-			}
-			prev = b
-		}
+// TestMaxBucketsHoldsEveryBucket: the decoder's bound on a histogram's
+// length admits every bucket sched's functions give.
+func TestMaxBucketsHoldsEveryBucket(t *testing.T) {
+	if b := sched.VRAMBucket(math.MaxUint64); b >= maxBuckets {
+		t.Fatalf("VRAMBucket(max) = %d, the decoder accepts fewer than %d buckets", b, b+1)
 	}
-	if vramBucket(16<<30) == vramBucket(24<<30) || vramBucket(24<<30) == vramBucket(40<<30) || vramBucket(1<<50) >= maxBuckets {
-		t.Fatal("buckets too coarse")
+	if b := sched.ComputeCapBucket(math.MaxUint64); b >= maxBuckets {
+		t.Fatalf("ComputeCapBucket(max) = %d", b)
+	}
+	if b := sched.GPUCountBucket(math.MaxUint64); b >= maxBuckets {
+		t.Fatalf("GPUCountBucket(max) = %d", b)
 	}
 }
 
@@ -156,8 +160,8 @@ func TestBucketsAreMonotone(t *testing.T) {
 // and one that decodes re-encodes to itself.
 func FuzzDecodeClassSummary(f *testing.F) {
 	var s classSummary
-	s.add(entryCaps{vram: 7, computeCap: 9, gpus: 4}, +1)
-	s.add(entryCaps{vram: 5, computeCap: 8, gpus: 1}, +1)
+	s.add(sched.Caps{VRAM: 7, ComputeCap: 9, GPUs: 4}, +1)
+	s.add(sched.Caps{VRAM: 5, ComputeCap: 8, GPUs: 1}, +1)
 	f.Add(s.encode())
 	f.Add([]byte{classSummaryVersion, 0, 0, 0, 0})
 	f.Fuzz(func(t *testing.T, v []byte) {

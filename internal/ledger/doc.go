@@ -64,9 +64,13 @@
 //   - spec.go: [JobSpec] and its rules.
 //   - jobs.go: the job record, its indexes and the queues.
 //   - msg_jobs.go: submit, grant, start, commit and cancel a job.
-//   - scheduler.go (with offer.go and classes.go, its index): placing
-//     queued jobs, and [QuoteJob]; engine.go: the one wasm engine the
-//     replicas of a compared wasm job run on.
+//   - scheduler.go: placing queued jobs (applying the planner's plans),
+//     and [QuoteJob]; offer.go: the offer index and indexState, the
+//     planner's view of it (sched.State); classes.go: the class
+//     summaries; engine.go: the one wasm engine the replicas of a
+//     compared wasm job run on; service_place.go: placing services'
+//     replicas, and [QuoteService]. The planner itself is the package
+//     internal/ledger/sched (below).
 //   - verification.go: Proof of Sync on results: audits, commit–reveal,
 //     MsgRevealResult, and the verdict's apply step (decide, applyVerdict);
 //     the tally itself is the subpackage verify.
@@ -89,8 +93,16 @@
 // file, e.g. execSubmitJob in msg_jobs.go.
 //
 // Where a job is scheduled: [Block.End] (ledger.go) calls schedule
-// (scheduler.go), which walks the queues (jobs.go) and places each job on
-// the best providers that fit.
+// (scheduler.go), which walks the queues (jobs.go) and calls place for
+// each job. place asks the planner, sched.Place (internal/ledger/sched,
+// place.go), which reads the offer index through a small sched.State
+// (indexState, offer.go) and returns a sched.Plan: the picks, best first,
+// and a sched.Miss (why the others were passed over, and a code). place
+// then applies the plan: provider slots, assignments, market reservations,
+// events, dequeueing; or, for a miss, the job's wait code and reason.
+// QuoteJob, placeService and QuoteService call the same planner. sched
+// imports nothing of the ledger, so it is tested alone, on an in-memory
+// State.
 //
 // Where a verdict is tallied: internal/ledger/verify, a pure package that
 // imports nothing of the ledger. verify.Tally takes each replica's facts

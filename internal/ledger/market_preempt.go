@@ -5,6 +5,7 @@ import (
 	"strconv"
 
 	"github.com/gpunet/gpunet/internal/address"
+	"github.com/gpunet/gpunet/internal/ledger/sched"
 )
 
 // Preemption: a job of a higher tier than spot that no free capacity fits
@@ -35,7 +36,7 @@ func (j *Job) preemptAt() int64 {
 // preemptFor is preemptSpot with what j's reason should add in words, for
 // the scheduler until it records a PlacementMiss (issue 28: the lead
 // converts scheduler.go and removes this).
-func preemptFor(o *Overlay, j *Job, busy []candidate, need int, p Params, info BlockInfo) ([]Event, string, error) {
+func preemptFor(o *Overlay, j *Job, busy []sched.Pick, need int, p Params, info BlockInfo) ([]Event, string, error) {
 	evs, m, err := preemptSpot(o, j, busy, need, p, info)
 	switch {
 	case err != nil:
@@ -51,7 +52,7 @@ func preemptFor(o *Overlay, j *Job, busy []candidate, need int, p Params, info B
 // preemptSpot marks up to need spot assignments on the busy offers for
 // preemption in favour of j. It returns their events and what j's
 // PlacementMiss should add (its PreemptWait, Preempting and PreemptAt).
-func preemptSpot(o *Overlay, j *Job, busy []candidate, need int, p Params, info BlockInfo) ([]Event, PlacementMiss, error) {
+func preemptSpot(o *Overlay, j *Job, busy []sched.Pick, need int, p Params, info BlockInfo) ([]Event, PlacementMiss, error) {
 	var miss PlacementMiss
 	rank := tierRank(j.Spec.TierName())
 	if need <= 0 || len(busy) == 0 || rank <= tierRank(TierSpot) || len(j.Assignments) > 0 {
@@ -69,7 +70,7 @@ func preemptSpot(o *Overlay, j *Job, busy []candidate, need int, p Params, info 
 		if n >= need {
 			break
 		}
-		for _, id := range ActiveJobsOf(o, c.addr) {
+		for _, id := range ActiveJobsOf(o, c.Provider) {
 			v, err := mustJob(o, id)
 			if err != nil {
 				return nil, miss, err
@@ -79,15 +80,15 @@ func preemptSpot(o *Overlay, j *Job, busy []candidate, need int, p Params, info 
 			if v.Done() || v.ID == j.ID || v.Spec.TierName() != TierSpot || len(v.Assignments) != 1 || v.committed() > 0 {
 				continue
 			}
-			a := v.assignment(c.addr)
+			a := v.assignment(c.Provider)
 			if a == nil || a.Extra || !a.holdsSlot() || a.PreemptAt != 0 {
 				continue
 			}
 			old := v.Deadline
 			a.PreemptAt = at
-			v.setWait(Wait{Code: WaitPreempted, Tier: j.Spec.TierName(), Job: j.ID, Providers: []address.Address{c.addr}, At: at})
+			v.setWait(Wait{Code: WaitPreempted, Tier: j.Spec.TierName(), Job: j.ID, Providers: []address.Address{c.Provider}, At: at})
 			setJob(o, v, old)
-			events = append(events, jobEvent("job_preempted", v, Attr{"provider", c.addr.String()}, Attr{"by", strconv.FormatUint(j.ID, 10)}, Attr{"at", strconv.FormatInt(at, 10)}))
+			events = append(events, jobEvent("job_preempted", v, Attr{"provider", c.Provider.String()}, Attr{"by", strconv.FormatUint(j.ID, 10)}, Attr{"at", strconv.FormatInt(at, 10)}))
 			n++
 			break
 		}

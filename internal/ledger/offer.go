@@ -1,48 +1,168 @@
 package ledger
 
 import (
+	"bytes"
 	"encoding/binary"
 	"fmt"
+	"math"
 	"slices"
 
 	"github.com/gpunet/gpunet/internal/address"
+	"github.com/gpunet/gpunet/internal/ledger/sched"
 )
 
-// An offer is what the scheduler knows of one ask of one online provider:
-// everything its hard constraints and its score read. It is kept, encoded,
-// as the value of the ask's index entry (pidx/<class>/<price>/<address>),
-// and rewritten with the entry by setProvider whenever the provider record
-// changes. The scheduler therefore filters and scores a provider without
-// reading its record; it reads the records of the providers it picks.
-type offer struct {
-	addr         address.Address
-	pricePerUnit uint64 // usync per unit-hour, from the key
-	executors    uint8  // bit i: knownExecutors[i]; offerNetwork: allows network; offerEngine: engine is set
-	engine       uint64 // engineID of the wasm engine it declares; 0 for none
-	stake        uint64
-	gpus         uint64 // all the provider's GPUs (its minimum stake depends on them)
-	cpuCores     uint64
-	ram, disk    uint64
-	region       []byte // aliases the index value: valid while it is
-	jobs         uint64
-	maxJobs      uint64
-	reputation   uint64
-	int8GOPS     uint64
-	// classGPUs are the provider's GPUs of the ask's class.
-	classGPUs []offerGPU
+// The offer index: what placement (package sched) reads. Every ask of every
+// online provider has an entry pidx/<class>/<price per unit-hour>/<address>
+// whose value encodes a sched.Offer: everything placement's hard
+// constraints and its score read. setProvider rewrites a provider's entries
+// whenever its record changes, so the planner filters and scores a
+// provider without reading its record; the ledger reads the records of the
+// providers a plan picks. A class's scan starts at the cheapest ask and
+// stops at the job's price ceiling, so the cost of placing a job depends on
+// the providers near its price, not on how many providers exist.
+
+func providerIndexKey(class string, pricePerHour uint64, a address.Address) []byte {
+	k := append(slices.Clone(prefixProviderIndex), class...)
+	k = append(k, '/')
+	k = binary.BigEndian.AppendUint64(k, pricePerHour)
+	return append(k, a[:]...)
 }
 
-type offerGPU struct {
-	vram       uint64
-	computeCap uint64 // MAJOR*1000 + MINOR; 0 when unknown
+func classPrefix(class string) []byte {
+	return append(append(slices.Clone(prefixProviderIndex), class...), '/')
+}
+
+// indexEntry is one index entry a provider record should have, with the
+// buckets its class summary counts.
+type indexEntry struct {
+	Change
+	caps sched.Caps
+}
+
+// indexEntries returns the index entries (key and offer summary) a
+// provider record should have.
+func indexEntries(p *Provider) []indexEntry {
+	if p == nil || !p.Online {
+		return nil
+	}
+	out := make([]indexEntry, 0, len(p.Asks))
+	for _, a := range p.Asks {
+		var gpus []sched.GPU
+		for _, g := range p.Inventory.GPUs {
+			if g.Class == a.Class {
+				gpus = append(gpus, sched.GPU{VRAM: g.VRAM, ComputeCap: computeCapValue(g.ComputeCap)})
+			}
+		}
+		out = append(out, indexEntry{
+			Change: Change{Key: providerIndexKey(a.Class, uint64(a.PricePerHour), p.Address), Value: encodeOffer(p, a.Class)},
+			caps:   sched.CapsOf(gpus),
+		})
+	}
+	return out
+}
+
+// reindexProvider moves a provider's index entries, and its classes'
+// summaries, from those of old to those of p.
+func reindexProvider(o *Overlay, old, p *Provider) {
+	before, after := indexEntries(old), indexEntries(p)
+	sameKeys := len(before) == len(after)
+	for i := 0; sameKeys && i < len(before); i++ {
+		sameKeys = bytes.Equal(before[i].Key, after[i].Key)
+	}
+	if sameKeys {
+		for i, e := range after {
+			if !bytes.Equal(before[i].Value, e.Value) {
+				// The entry holds what old's record says (an invariant):
+				// the app hash will need that old value.
+				o.noteBase(e.Key, before[i].Value)
+				o.Set(e.Key, e.Value)
+			}
+			if before[i].caps != e.caps {
+				adjustClassSummary(o, before[i], -1)
+				adjustClassSummary(o, e, +1)
+			}
+		}
+		return
+	}
+	for _, e := range before {
+		o.Delete(e.Key)
+		adjustClassSummary(o, e, -1)
+	}
+	for _, e := range after {
+		o.Set(e.Key, e.Value)
+		adjustClassSummary(o, e, +1)
+	}
+}
+
+// indexState is sched.State over the offer index, its class summaries
+// (classes.go) and the market (market.go).
+type indexState struct {
+	kv KV
+	p  Params
+	of sched.Offer // what Offers decodes into, its slices reused
+}
+
+func newIndexState(kv KV, p Params) *indexState { return &indexState{kv: kv, p: p} }
+
+// GPUClasses lists the hardware classes with online providers, but
+// CPUClass, with their summaries.
+func (st *indexState) GPUClasses() ([]sched.ClassSummary, error) {
+	var sums []sched.ClassSummary
+	var err error
+	st.kv.Iterate(prefixClassCount, prefixEnd(prefixClassCount), func(k, v []byte) bool {
+		c := string(k[len(prefixClassCount):])
+		if c == CPUClass {
+			return true
+		}
+		var s classSummary
+		if s, err = decodeClassSummary(c, v); err != nil {
+			return false
+		}
+		sums = append(sums, s.top(c))
+		return true
+	})
+	return sums, err
+}
+
+func (st *indexState) Summary(class string) (sched.ClassSummary, error) {
+	s, err := getClassSummary(st.kv, []byte(class))
+	if err != nil {
+		return sched.ClassSummary{}, err
+	}
+	return s.top(class), nil
+}
+
+func (st *indexState) MarketPrice(class, tier string) (uint64, error) {
+	return marketUnitPrice(st.kv, class, st.p, tier)
+}
+
+func (st *indexState) Offers(class string, from, to uint64, fn func(*sched.Offer) bool) error {
+	cp := classPrefix(class)
+	start, end := cp, prefixEnd(cp)
+	if from > 0 {
+		start = providerIndexKey(class, from, address.Address{})
+	}
+	if to < math.MaxUint64 {
+		end = providerIndexKey(class, to+1, address.Address{})
+	}
+	var err error
+	st.kv.Iterate(start, end, func(k, v []byte) bool {
+		if err = decodeOffer(cp, k, v, &st.of); err != nil {
+			return false
+		}
+		return fn(&st.of)
+	})
+	return err
 }
 
 const offerVersion = 1
 
-// offerNetwork in offer.executors: the provider allows network access.
+// offerNetwork in an entry's flags (the byte after its version): the
+// provider allows network access. The flags' low bits are the executors
+// (executorBits).
 const offerNetwork = 1 << 7
 
-// offerEngine in offer.executors: the provider runs wasm jobs on a
+// offerEngine in an entry's flags: the provider runs wasm jobs on a
 // declared engine, whose engineID follows the flags (8 bytes, big-endian).
 // An entry written before engines were declared has neither, and reads as
 // an offer without one.
@@ -129,28 +249,29 @@ func encodeOffer(p *Provider, class string) []byte {
 }
 
 // decodeOffer reads an index entry of class prefix cp into o, reusing
-// o.classGPUs.
-func decodeOffer(cp, key, value []byte, o *offer) error {
+// o.ClassGPUs. o.Region aliases value.
+func decodeOffer(cp, key, value []byte, o *sched.Offer) error {
 	if len(key) != len(cp)+8+address.Len {
 		return fmt.Errorf("index key %x has %d bytes, want %d: %w", key, len(key), len(cp)+8+address.Len, ErrInternal)
 	}
-	o.pricePerUnit = binary.BigEndian.Uint64(key[len(cp):])
-	copy(o.addr[:], key[len(cp)+8:])
+	o.Ask = binary.BigEndian.Uint64(key[len(cp):])
+	copy(o.Provider[:], key[len(cp)+8:])
 	bad := func(what string) error {
-		return fmt.Errorf("index entry %s of %s: corrupt offer (%s): %w", key[:len(cp)], o.addr, what, ErrInternal)
+		return fmt.Errorf("index entry %s of %s: corrupt offer (%s): %w", key[:len(cp)], o.Provider, what, ErrInternal)
 	}
 	if len(value) < 2 || value[0] != offerVersion {
 		return bad("version")
 	}
-	o.executors = value[1]
+	flags := value[1]
+	o.Executors, o.Network = flags&^(offerNetwork|offerEngine), flags&offerNetwork != 0
 	rest := value[2:]
-	o.engine = 0
-	if o.executors&offerEngine != 0 {
+	o.Engine = 0
+	if flags&offerEngine != 0 {
 		if len(rest) < 8 {
 			return bad("engine")
 		}
-		o.engine, rest = binary.BigEndian.Uint64(rest), rest[8:]
-		if o.engine == 0 {
+		o.Engine, rest = binary.BigEndian.Uint64(rest), rest[8:]
+		if o.Engine == 0 {
 			return bad("engine")
 		}
 	}
@@ -163,32 +284,24 @@ func decodeOffer(cp, key, value []byte, o *offer) error {
 		return true
 	}
 	var regionLen uint64
-	if !next(&o.stake) || !next(&o.gpus) || !next(&o.cpuCores) || !next(&o.ram) || !next(&o.disk) || !next(&regionLen) || regionLen > uint64(len(rest)) {
+	if !next(&o.Stake) || !next(&o.GPUs) || !next(&o.CPUCores) || !next(&o.RAM) || !next(&o.Disk) || !next(&regionLen) || regionLen > uint64(len(rest)) {
 		return bad("resources")
 	}
-	o.region, rest = rest[:regionLen], rest[regionLen:]
+	o.Region, rest = rest[:regionLen], rest[regionLen:]
 	var n uint64
-	if !next(&o.jobs) || !next(&o.maxJobs) || !next(&o.reputation) || !next(&o.int8GOPS) || !next(&n) || n > maxOfferGPUs {
+	if !next(&o.Jobs) || !next(&o.MaxJobs) || !next(&o.Reputation) || !next(&o.Int8GOPS) || !next(&n) || n > maxOfferGPUs {
 		return bad("state")
 	}
-	o.classGPUs = o.classGPUs[:0]
+	o.ClassGPUs = o.ClassGPUs[:0]
 	for range n {
-		var g offerGPU
-		if !next(&g.vram) || !next(&g.computeCap) {
+		var g sched.GPU
+		if !next(&g.VRAM) || !next(&g.ComputeCap) {
 			return bad("gpus")
 		}
-		o.classGPUs = append(o.classGPUs, g)
+		o.ClassGPUs = append(o.ClassGPUs, g)
 	}
 	if len(rest) != 0 {
 		return bad("trailing bytes")
 	}
 	return nil
-}
-
-// requiredStake mirrors Provider.RequiredStake.
-func (o *offer) requiredStake(p Params) uint64 {
-	if o.gpus > 0 {
-		return o.gpus * p.MinStakePerGPU
-	}
-	return p.MinStakeCPU
 }

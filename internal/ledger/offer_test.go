@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/gpunet/gpunet/internal/address"
+	"github.com/gpunet/gpunet/internal/ledger/sched"
 )
 
 func TestOfferRoundTrip(t *testing.T) {
@@ -29,17 +30,17 @@ func TestOfferRoundTrip(t *testing.T) {
 	}
 	cp := classPrefix("H100_80GB")
 	key := providerIndexKey("H100_80GB", 2_500_000, p.Address)
-	var o offer
+	var o sched.Offer
 	if err := decodeOffer(cp, key, encodeOffer(p, "H100_80GB"), &o); err != nil {
 		t.Fatal(err)
 	}
-	want := offer{addr: p.Address, pricePerUnit: 2_500_000, executors: 3, stake: 7_000_000, gpus: 3, cpuCores: 64,
-		ram: 512 << 30, disk: 2 << 40, region: []byte("eu"), jobs: 3, maxJobs: 4, reputation: 812_345, int8GOPS: 1_600_000,
-		classGPUs: []offerGPU{{80 << 30, 9000}, {80 << 30, 0}}}
-	if string(o.region) != string(want.region) || len(o.classGPUs) != 2 || o.classGPUs[0] != want.classGPUs[0] || o.classGPUs[1] != want.classGPUs[1] {
+	want := sched.Offer{Provider: p.Address, Ask: 2_500_000, Executors: 3, Stake: 7_000_000, GPUs: 3, CPUCores: 64,
+		RAM: 512 << 30, Disk: 2 << 40, Region: []byte("eu"), Jobs: 3, MaxJobs: 4, Reputation: 812_345, Int8GOPS: 1_600_000,
+		ClassGPUs: []sched.GPU{{VRAM: 80 << 30, ComputeCap: 9000}, {VRAM: 80 << 30, ComputeCap: 0}}}
+	if string(o.Region) != string(want.Region) || len(o.ClassGPUs) != 2 || o.ClassGPUs[0] != want.ClassGPUs[0] || o.ClassGPUs[1] != want.ClassGPUs[1] {
 		t.Fatalf("decoded %+v, want %+v", o, want)
 	}
-	o.classGPUs, want.classGPUs = nil, nil
+	o.ClassGPUs, want.ClassGPUs = nil, nil
 	if fmt.Sprint(o) != fmt.Sprint(want) {
 		t.Fatalf("decoded %+v, want %+v", o, want)
 	}
@@ -55,21 +56,21 @@ func TestOfferEngine(t *testing.T) {
 	}}
 	cp := classPrefix(CPUClass)
 	key := providerIndexKey(CPUClass, 10_000, p.Address)
-	var o offer
+	var o sched.Offer
 	v := encodeOffer(p, CPUClass)
 	if err := decodeOffer(cp, key, v, &o); err != nil {
 		t.Fatal(err)
 	}
-	if o.engine != engineID(engine) || o.engine == 0 || o.executors&offerEngine == 0 || o.cpuCores != 8 || string(o.region) != "eu" {
-		t.Fatalf("decoded engine %x flags %b cores %d region %q, want engine %x", o.engine, o.executors, o.cpuCores, o.region, engineID(engine))
+	if o.Engine != engineID(engine) || o.Engine == 0 || v[1]&offerEngine == 0 || o.Executors != executorBits(p.Executors) || o.CPUCores != 8 || string(o.Region) != "eu" {
+		t.Fatalf("decoded engine %x flags %b executors %b cores %d region %q, want engine %x", o.Engine, v[1], o.Executors, o.CPUCores, o.Region, engineID(engine))
 	}
 	if engineID("") != 0 || engineID(engine) == engineID(engine+"x") {
 		t.Fatal("engine ids: none must be 0, two engines two ids")
 	}
 	// The same offer as written before engines: no flag, no id.
 	old := append([]byte{v[0], v[1] &^ offerEngine}, v[2+8:]...)
-	if err := decodeOffer(cp, key, old, &o); err != nil || o.engine != 0 {
-		t.Fatalf("an offer without the flag: engine %x, %v", o.engine, err)
+	if err := decodeOffer(cp, key, old, &o); err != nil || o.Engine != 0 {
+		t.Fatalf("an offer without the flag: engine %x, %v", o.Engine, err)
 	}
 	// The flag without the id, or with id 0, is corrupt.
 	for _, bad := range [][]byte{v[:2+7], append(append([]byte{v[0], v[1]}, make([]byte, 8)...), v[2+8:]...)} {
@@ -78,8 +79,8 @@ func TestOfferEngine(t *testing.T) {
 		}
 	}
 	p.Executors, p.WasmEngine = []string{"oci"}, ""
-	if err := decodeOffer(cp, key, encodeOffer(p, CPUClass), &o); err != nil || o.engine != 0 {
-		t.Fatalf("oci offer: engine %x, %v", o.engine, err)
+	if err := decodeOffer(cp, key, encodeOffer(p, CPUClass), &o); err != nil || o.Engine != 0 {
+		t.Fatalf("oci offer: engine %x, %v", o.Engine, err)
 	}
 }
 
@@ -103,7 +104,7 @@ func FuzzDecodeOffer(f *testing.F) {
 	cp := classPrefix("T4")
 	key := providerIndexKey("T4", 1, address.Address{})
 	f.Fuzz(func(t *testing.T, value []byte) {
-		var o offer
+		var o sched.Offer
 		if decodeOffer(cp, key, value, &o) != nil {
 			return
 		}

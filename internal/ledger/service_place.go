@@ -3,15 +3,17 @@ package ledger
 import (
 	"encoding/binary"
 	"fmt"
-	"slices"
 	"strconv"
+
+	"github.com/gpunet/gpunet/internal/ledger/sched"
 )
 
 // Service placement, at the end of every block after the jobs': each
 // service that wants more replicas than it has (svcq/) gets providers the
-// way a job does (findCandidates on its JobView: the same offers, slots,
+// way a job does (sched.Place on its JobView: the same offers, slots,
 // market price and scoring), but never one it already runs on or one that
-// gave back, dropped or was evicted from a replica of it (Excluded).
+// gave back, dropped or was evicted from a replica of it (Excluded), and
+// as many as fit (a Partial request) rather than all or none.
 
 // serviceMarketReserve adds (d = +1) or removes (d = −1) what replica r of
 // s reserves in its class, as a job's assignment does (marketReserve), so
@@ -59,44 +61,41 @@ func placeService(o *Overlay, s *Service, p Params, info BlockInfo) ([]Event, er
 		return nil, nil
 	}
 	view := s.Spec.JobView()
-	cands, v, err := findCandidates(o, &view, p, candidatesPerClass+len(s.Replicas)+len(s.Excluded), engineNeed{})
+	r := jobRequest(&view, p, sched.PlacePerClass+len(s.Replicas)+len(s.Excluded), sched.EngineNeed{})
+	r.Need, r.Partial, r.Excluded = need, true, s.Excluded
+	for _, rep := range s.Replicas {
+		r.Have = append(r.Have, rep.Provider)
+	}
+	plan, err := sched.Place(newIndexState(o, p), &r)
 	if err != nil {
 		return nil, err
 	}
-	excluded := 0
-	cands = slices.DeleteFunc(cands, func(c candidate) bool {
-		if slices.Contains(s.Excluded, c.addr) {
-			excluded++
-			return true
-		}
-		return s.replica(c.addr) >= 0
-	})
 	now := info.Time.Unix()
 	old := s.Deadline
 	var events []Event
-	for _, c := range cands[:min(need, len(cands))] {
-		pr, err := mustProvider(o, c.addr)
+	for _, c := range plan.Picks {
+		pr, err := mustProvider(o, c.Provider)
 		if err != nil {
 			return nil, err
 		}
 		before := *pr
 		pr.Jobs++
 		setProviderFrom(o, &before, pr)
-		r := Replica{Provider: c.addr, PricePerHour: c.price, Class: c.class, AssignedAt: now}
-		s.Replicas = append(s.Replicas, r)
-		serviceMarketReserve(o, s, &r, +1)
-		setMarker(o, serviceProvKey(c.addr, s.ID), true)
+		rep := Replica{Provider: c.Provider, PricePerHour: c.Price, Class: c.Class, AssignedAt: now}
+		s.Replicas = append(s.Replicas, rep)
+		serviceMarketReserve(o, s, &rep, +1)
+		setMarker(o, serviceProvKey(c.Provider, s.ID), true)
 		s.Placements++
-		events = append(events, serviceEvent("service_replica_placed", s, Attr{"provider", c.addr.String()},
-			Attr{"price_per_hour", strconv.FormatUint(c.price, 10)}, Attr{"class", c.class}))
+		events = append(events, serviceEvent("service_replica_placed", s, Attr{"provider", c.Provider.String()},
+			Attr{"price_per_hour", strconv.FormatUint(c.Price, 10)}, Attr{"class", c.Class}))
 	}
 	reason, code := "", ""
-	if len(cands) < need {
-		reason = fmt.Sprintf("waiting for %d more provider(s): %s", need-len(cands), v.String(&view))
-		if excluded > 0 {
-			reason += fmt.Sprintf("; %d that fit are excluded (they gave back, dropped or were evicted from a replica of it)", excluded)
+	if m := &plan.Miss; m.Code != "" {
+		reason = fmt.Sprintf("waiting for %d more provider(s): %s", need-m.Fit, missReason(m, &view, ""))
+		if m.Excluded > 0 {
+			reason += fmt.Sprintf("; %d that fit are excluded (they gave back, dropped or were evicted from a replica of it)", m.Excluded)
 		}
-		code = v.code(cands, need)
+		code = string(m.Code)
 	}
 	if len(events) == 0 && s.Reason == reason && s.WaitCode == code {
 		return nil, nil
@@ -133,7 +132,7 @@ type ServiceQuote struct {
 }
 
 // QuoteService answers what deploying s with budget now would give, from
-// the same candidates placement would take.
+// the same planner placement uses (sched.Place).
 func QuoteService(kv KV, s *ServiceSpec, budget uint64) (*ServiceQuote, error) {
 	if err := s.Validate(); err != nil {
 		return nil, err
@@ -143,26 +142,29 @@ func QuoteService(kv KV, s *ServiceSpec, budget uint64) (*ServiceQuote, error) {
 		return nil, err
 	}
 	view := s.JobView()
-	cands, v, err := findCandidates(kv, &view, p, quotePerClass, engineNeed{})
+	r := jobRequest(&view, p, sched.QuotePerClass, sched.EngineNeed{})
+	r.Need = int(s.Replicas)
+	plan, err := sched.Place(newIndexState(kv, p), &r)
 	if err != nil {
 		return nil, err
 	}
+	cands, m := plan.Ranked, &plan.Miss
 	q := &ServiceQuote{Matching: len(cands), Replicas: s.Replicas, Budget: budget, MinBudget: minServiceBudget(s, s.Replicas, p), Best: []QuoteOffer{}}
-	if need := int(s.Replicas); len(cands) < need {
-		q.Reason = fmt.Sprintf("no replica would be placed: %s", v.String(&view))
+	if need := int(s.Replicas); m.Code != "" {
+		q.Reason = fmt.Sprintf("no replica would be placed: %s", missReason(m, &view, ""))
 		if len(cands) > 0 {
 			q.Reason = fmt.Sprintf("%d of %d replica(s) would wait for a provider: each needs its own, and %d fit now", need-len(cands), need, len(cands))
 		}
-		q.Code, q.CheapestAsk = v.code(cands, need), v.cheapestAbove
+		q.Code, q.CheapestAsk = string(m.Code), m.CheapestAbove
 	}
 	var prices uint64
 	for i, c := range cands {
 		if uint64(i) < s.Replicas {
-			q.PricePerHour = max(q.PricePerHour, c.price)
-			prices += c.price
+			q.PricePerHour = max(q.PricePerHour, c.Price)
+			prices += c.Price
 		}
 		if i < 5 {
-			q.Best = append(q.Best, QuoteOffer{Provider: c.addr, PricePerHour: c.price, Score: c.score})
+			q.Best = append(q.Best, QuoteOffer{Provider: c.Provider, PricePerHour: c.Price, Score: c.Score})
 		}
 	}
 	q.RatePerHour = prices + protocolFee(prices, p)

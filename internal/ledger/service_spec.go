@@ -39,7 +39,8 @@ func ServiceKeyHash(key string) Hash { return sha256.Sum256([]byte(key)) }
 // JobView is the service as the scheduler sees a job: an oci job with the
 // service's program, resources, price ceiling, region and network, placed
 // on one provider per replica with no verification. Placement
-// (findCandidates) and the shared spec rules (Validate) read it.
+// (sched.Place, through jobRequest) and the shared spec rules (Validate)
+// read it.
 func (s *ServiceSpec) JobView() JobSpec {
 	return JobSpec{
 		Name:            s.Name,

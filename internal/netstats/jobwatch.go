@@ -120,7 +120,7 @@ const (
 
 // queueClasses are the class labels a queued job counts under: the
 // classes it may be placed in, as the scheduler reads them
-// (ledger/scheduler.go findCandidates). Classes outside the ledger's
+// (ledger/sched Place). Classes outside the ledger's
 // table count as "other", so the labels stay a bounded set whatever
 // names jobs carry.
 func queueClasses(s *ledger.JobSpec) []string {
