@@ -73,14 +73,6 @@ func mulGreater(a, b, c, d uint64) bool {
 	return h1 > h2 || (h1 == h2 && l1 > l2)
 }
 
-// share says a/b in percent, for reasons.
-func share(a, b uint64) string {
-	if b == 0 {
-		return "0%"
-	}
-	return ppmPercent(mulDiv(a, ppm, b))
-}
-
 // TallyResult applies the tally rule: the status a proposal with tally t
 // ends in (passed, rejected or vetoed) and why (a Wait code and the
 // threshold that decided it; the shares are t's).

@@ -259,7 +259,7 @@ func execDisputeKeyHandover(o *Overlay, from address.Address, m *MsgDisputeKeyHa
 		return nil, fmt.Errorf("%s holds no disputable handover of job %d's key: %w", from, j.ID, ErrJobState)
 	}
 	if pub, err := HandoverPublicKey(m.Secret); err != nil || pub != *a.HandoverKey {
-		return nil, fmt.Errorf("secret is not the private half of the handover key %s posted for job %d: %w", a.HandoverKey, j.ID, ErrInvalidMsg)
+		return nil, fmt.Errorf("secret is not the private half of the handover key %x posted for job %d: %w", *a.HandoverKey, j.ID, ErrInvalidMsg)
 	}
 	key, err := OpenHandover(a.KeyGrant, m.Secret, j.ID)
 	if err == nil && JobKeyCommitment(key) == *j.KeyCommitment {
