@@ -2,7 +2,6 @@ package cli
 
 import (
 	"fmt"
-	"math"
 	"math/big"
 	"strings"
 )
@@ -37,7 +36,7 @@ func parseAmount(s string) (uint64, error) {
 	if n.Sign() <= 0 {
 		return 0, fmt.Errorf("amount %q must be positive", s)
 	}
-	if !n.IsUint64() || n.Uint64() > math.MaxUint64 {
+	if !n.IsUint64() {
 		return 0, fmt.Errorf("amount %q is too large", s)
 	}
 	return n.Uint64(), nil

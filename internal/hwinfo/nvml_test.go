@@ -9,6 +9,7 @@ import (
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
 	"github.com/NVIDIA/go-nvml/pkg/nvml/mock"
 	"github.com/NVIDIA/go-nvml/pkg/nvml/mock/dgxa100"
+	mockserver "github.com/NVIDIA/go-nvml/pkg/nvml/mock/server"
 )
 
 // mockDevice is an NVML device as a driver reports an H100 SXM.
@@ -111,7 +112,7 @@ func TestNVMLDGXA100(t *testing.T) {
 		server := dgxa100.New()
 		if withPCIe {
 			for _, d := range server.Devices {
-				d := d.(*dgxa100.Device)
+				d := d.(*mockserver.Device)
 				d.GetMaxPcieLinkGenerationFunc = func() (int, nvml.Return) { return 4, nvml.SUCCESS }
 				d.GetMaxPcieLinkWidthFunc = func() (int, nvml.Return) { return 16, nvml.SUCCESS }
 			}

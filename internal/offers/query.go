@@ -641,7 +641,7 @@ func quote(s string) string {
 // normGPU spells a GPU class the way offers do: spaces and dashes become
 // underscores ("RTX 4090" → "RTX_4090").
 func normGPU(s string) string {
-	if strings.IndexAny(s, " -") < 0 {
+	if !strings.ContainsAny(s, " -") {
 		return s
 	}
 	return strings.Map(func(r rune) rune {

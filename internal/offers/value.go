@@ -72,7 +72,7 @@ func parseNumber(s string) (number, error) {
 	}
 	n := number{f: f}
 	digits := strings.TrimLeft(s, "+-")
-	if strings.IndexAny(digits, ".eE") < 0 {
+	if !strings.ContainsAny(digits, ".eE") {
 		if mag, err := strconv.ParseUint(digits, 10, 64); err == nil {
 			n.exact, n.neg, n.mag = true, s[0] == '-' && mag != 0, mag
 			return n, nil

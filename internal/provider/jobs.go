@@ -14,9 +14,9 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"unicode/utf8"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"filippo.io/age"
 
@@ -39,9 +39,9 @@ import (
 const maxLogBytes = 8 << 20
 
 type runs struct {
-	mu      sync.Mutex
-	byID    map[uint64]context.CancelFunc
-	wg      sync.WaitGroup
+	mu   sync.Mutex
+	byID map[uint64]context.CancelFunc
+	wg   sync.WaitGroup
 	// revealing marks the jobs whose reveal is in flight.
 	revealing map[uint64]bool
 	// handover marks the jobs whose key handover (request or answer) is

@@ -57,7 +57,7 @@ func (e *evilNode) serve(w http.ResponseWriter, r *http.Request) {
 		// there if the agent signed for the honest node.
 		resp, err := http.Post(e.honest.url+NoncePath, "", nil)
 		if err != nil {
-			http.Error(w, err.Error(), 502)
+			http.Error(w, err.Error(), http.StatusBadGateway)
 			return
 		}
 		var ans NonceAnswer

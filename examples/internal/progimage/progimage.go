@@ -12,7 +12,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"runtime"
@@ -20,9 +19,8 @@ import (
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/empty"
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
-	"github.com/google/go-containerregistry/pkg/v1/tarball"
 
-	"github.com/gpunet/gpunet/internal/sandbox/oci/ocitest"
+	"github.com/gpunet/gpunet/internal/sandbox/oci/ocilayer"
 )
 
 // Supported says why this machine cannot build the examples' images
@@ -56,7 +54,7 @@ func BuildProgram(ctx context.Context, repo, pkg, out string, env ...string) err
 }
 
 // File is a file of an image.
-type File = ocitest.File
+type File = ocilayer.File
 
 // Image is a linux/amd64 image of one layer holding files (paths without
 // the leading /) and an /etc/passwd and /etc/group that name root and
@@ -72,11 +70,7 @@ func Image(files map[string]File, entrypoint ...string) (v1.Image, error) {
 	for p, f := range files {
 		all[p] = f
 	}
-	tarb, err := ocitest.TarFiles(all)
-	if err != nil {
-		return nil, err
-	}
-	layer, err := tarball.LayerFromOpener(func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(tarb)), nil })
+	layer, err := ocilayer.Layer(all)
 	if err != nil {
 		return nil, err
 	}

@@ -46,9 +46,8 @@ type simProvider struct {
 	commitAt int64
 	opened   bool
 
-	rulings  uint64 // rulings so far
-	caughtAt uint64 // ruling at which it was first counted at most its real rate
-	slashes  uint64
+	rulings  uint64  // rulings so far
+	caughtAt uint64  // ruling at which it was first counted at most its real rate
 	busyMs   float64 // proving time at the real scale
 }
 

@@ -74,7 +74,7 @@ func (n *benchNode) submitter(mode string, dials *atomic.Int64) (submitFunc, fun
 		}
 		hc := &http.Client{Transport: &http.Transport{
 			DisableCompression: true,
-			Dial: func(network, addr string) (net.Conn, error) {
+			DialContext: func(_ context.Context, network, addr string) (net.Conn, error) {
 				dials.Add(1)
 				return dial(network, addr)
 			},

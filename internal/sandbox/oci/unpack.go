@@ -196,7 +196,7 @@ func (u *Unpacker) entry(h *tar.Header, body io.Reader, mine map[string]bool) er
 	case tar.TypeChar, tar.TypeBlock, tar.TypeFifo, tar.TypeXGlobalHeader, tar.TypeCont:
 		u.stats.Skipped++
 		return nil
-	case tar.TypeDir, tar.TypeReg, tar.TypeRegA, tar.TypeGNUSparse, tar.TypeSymlink, tar.TypeLink:
+	case tar.TypeDir, tar.TypeReg, tar.TypeGNUSparse, tar.TypeSymlink, tar.TypeLink:
 	default:
 		u.stats.Skipped++
 		return nil
@@ -231,7 +231,7 @@ func (u *Unpacker) entry(h *tar.Header, body io.Reader, mine map[string]bool) er
 			return fmt.Errorf("mkdir %s: %w", target, err)
 		}
 		u.stats.Dirs++
-	case tar.TypeReg, tar.TypeRegA, tar.TypeGNUSparse:
+	case tar.TypeReg, tar.TypeGNUSparse:
 		if err := u.writeFile(target, body, h.Size); err != nil {
 			return err
 		}

@@ -8,7 +8,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -102,11 +101,10 @@ type build struct {
 // toolchain.
 func buildWASM(t testing.TB, pkg string) string {
 	t.Helper()
-	goTool := filepath.Join(runtime.GOROOT(), "bin", "go")
-	if _, err := os.Stat(goTool); err != nil {
-		if goTool, err = exec.LookPath("go"); err != nil {
-			t.Skip("no go toolchain to build wasip1 guests")
-		}
+	// go test puts its own toolchain's bin first in PATH.
+	goTool, err := exec.LookPath("go")
+	if err != nil {
+		t.Skip("no go toolchain to build wasip1 guests")
 	}
 	builds.mu.Lock()
 	if builds.done == nil {

@@ -1,11 +1,11 @@
 // Package ocitest helps tests of container jobs: it builds images from
 // static Go programs, serves them from a registry on loopback, and decides
-// whether a test that needs runc may run.
+// whether a test that needs runc may run. It is test code (it imports
+// testing and httptest): no binary may link it (internal/archtest checks),
+// and what a binary needs of it lives in ocilayer.
 package ocitest
 
 import (
-	"archive/tar"
-	"bytes"
 	"fmt"
 	"io"
 	"log"
@@ -13,13 +13,10 @@ import (
 	"net/http/httptest"
 	"os"
 	"os/exec"
-	"path"
 	"path/filepath"
 	"runtime"
-	"sort"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/google/go-containerregistry/pkg/authn"
 	"github.com/google/go-containerregistry/pkg/name"
@@ -28,9 +25,9 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/empty"
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
-	"github.com/google/go-containerregistry/pkg/v1/tarball"
 
 	"github.com/gpunet/gpunet/internal/sandbox/oci"
+	"github.com/gpunet/gpunet/internal/sandbox/oci/ocilayer"
 )
 
 // RequireRunc skips the test when this machine cannot run containers,
@@ -90,70 +87,17 @@ func BuildGo(t testing.TB, dir string) []byte {
 }
 
 // File is a file of a test layer.
-type File struct {
-	Data []byte
-	Mode int64 // default 0644
-}
+type File = ocilayer.File
 
 // Layer makes an uncompressed tar of files (path → file), with their
-// parent directories, as a gzip-compressed image layer.
+// parent directories, as a gzip-compressed image layer (ocilayer.Layer).
 func Layer(t testing.TB, files map[string]File) v1.Layer {
 	t.Helper()
-	b, err := TarFiles(files)
-	if err != nil {
-		t.Fatal(err)
-	}
-	l, err := tarball.LayerFromOpener(func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(b)), nil })
+	l, err := ocilayer.Layer(files)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return l
-}
-
-// TarFiles writes files, and their parent directories, as a tar archive.
-func TarFiles(files map[string]File) ([]byte, error) {
-	var buf bytes.Buffer
-	tw := tar.NewWriter(&buf)
-	names := make([]string, 0, len(files))
-	for n := range files {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	dirs := map[string]bool{}
-	mtime := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	for _, n := range names {
-		n = strings.TrimPrefix(n, "/")
-		for d := path.Dir(n); d != "." && !dirs[d]; d = path.Dir(d) {
-			dirs[d] = true
-		}
-	}
-	var dl []string
-	for d := range dirs {
-		dl = append(dl, d)
-	}
-	sort.Strings(dl)
-	for _, d := range dl {
-		if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeDir, Name: d + "/", Mode: 0o755, ModTime: mtime}); err != nil {
-			return nil, err
-		}
-	}
-	for _, n := range names {
-		f := files[n]
-		mode := f.Mode
-		if mode == 0 {
-			mode = 0o644
-		}
-		if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeReg, Name: strings.TrimPrefix(n, "/"), Mode: mode, Size: int64(len(f.Data)), ModTime: mtime}); err != nil {
-			return nil, err
-		}
-		if _, err := tw.Write(f.Data); err != nil {
-			return nil, err
-		}
-	}
-	if err := tw.Close(); err != nil {
-		return nil, err
-	}
-	return buf.Bytes(), nil
 }
 
 // ProgramImage is an image whose one layer holds prog at /job (its

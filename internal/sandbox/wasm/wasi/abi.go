@@ -121,8 +121,6 @@ const (
 	rightSockShutdown         = 1 << 28
 	rightSockAccept           = 1 << 29
 
-	rightsAll = 1<<30 - 1
-
 	// rightsFile are the rights that make sense on a regular file.
 	rightsFile = rightFdDatasync | rightFdRead | rightFdSeek | rightFdFdstatSetFlags |
 		rightFdSync | rightFdTell | rightFdWrite | rightFdAdvise | rightFdAllocate |

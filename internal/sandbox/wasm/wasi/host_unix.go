@@ -30,13 +30,6 @@ func hostStat(fi os.FileInfo) (dev, ino, nlink uint64, atim, mtim, ctim int64) {
 	return uint64(st.Dev), uint64(st.Ino), uint64(st.Nlink), timespec(st, 'a'), timespec(st, 'm'), timespec(st, 'c')
 }
 
-func nlinkOf(fi os.FileInfo) uint64 {
-	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
-		return uint64(st.Nlink)
-	}
-	return 1
-}
-
 // hostErrno maps the syscall.Errno inside err, if any.
 func hostErrno(err error) (Errno, bool) {
 	var en syscall.Errno

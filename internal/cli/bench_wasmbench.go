@@ -1,0 +1,67 @@
+package cli
+
+import (
+	"fmt"
+	"io"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/gpunet/gpunet/internal/bench/wasmbench"
+)
+
+// wasmBenchmark is `gpunet bench wasm`.
+var wasmBenchmark = benchmark{
+	name:  "wasm",
+	short: "Compare compute kernels run natively and as WebAssembly, in the same run",
+	long: `Run compute kernels natively and as WebAssembly, with the same arguments,
+--reps times each, interleaved, and print the medians and their ratios to
+native.
+
+First the mandelbrot example's Go kernel and its committed WASI module
+(built by Go's compiler):
+
+  native        kernel.Render (+ PGM encoding and checksum) in this process
+  executor      gpunet's wasm executor on its default engine, wasmtime, as
+                providers run jobs (a child process per job, its compile
+                cache warm; Result.Metered is timed: instantiation and run)
+  executor-wazero
+                the same executor on its wazero engine
+  wazero        a bare wazero runtime, same compiler, without
+                WithCloseOnContextDone, as the executor's child runs it
+  wazero+close  the same runtime with WithCloseOnContextDone: the cost of
+                in-guest cancellation checks, which the executor avoids by
+                killing its child instead
+
+Then the LLVM-compiled guests the target is stated for: the C kernels under
+examples/ (mandelbrot, SHA-256, float32 matmul), each built natively by
+clang and timed as a process against its committed wasm32-wasi module in the
+executor on each engine (the table shows wasmtime; --output json has each)
+and on bare wazero.
+
+Compilation happens once per runtime before the timed runs and is printed
+apart. Every variant's output is checked against the native one. The target:
+the geometric mean over the C kernels in the executor on wasmtime <= 1.2×
+native.`,
+	bind: bindWasmBench,
+}
+
+func bindWasmBench(f *pflag.FlagSet) benchRun {
+	var o wasmbench.Options
+	f.IntVar(&o.Width, "width", wasmbench.DefaultWidth, "image width")
+	f.IntVar(&o.Height, "height", wasmbench.DefaultHeight, "image height")
+	f.IntVar(&o.MaxIter, "maxiter", wasmbench.DefaultMaxIter, "iterations per pixel at most")
+	f.IntVar(&o.Reps, "reps", wasmbench.DefaultReps, "timed runs of each variant")
+	return func(cmd *cobra.Command, e *env, progress io.Writer) (benchResult, error) {
+		// Zero would mean "the default" to the library; here it is a
+		// mistake.
+		if o.Width < 1 || o.Height < 1 || o.MaxIter < 1 || o.Reps < 1 {
+			return nil, usageError{fmt.Errorf("--width, --height, --maxiter and --reps must be positive")}
+		}
+		if err := o.Validate(); err != nil {
+			return nil, usageError{err}
+		}
+		o.Progress = progress
+		return wasmbench.Run(cmd.Context(), o)
+	}
+}
