@@ -207,5 +207,6 @@ func (s *Server) quote(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, ledger.CodeOf(err), err.Error())
 		return
 	}
+	renderQuote(q, &spec)
 	writeJSON(w, http.StatusOK, q)
 }

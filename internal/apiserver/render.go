@@ -43,6 +43,22 @@ func renderServices(ss []*ledger.Service) {
 // renderProposal fills p's reason.
 func renderProposal(p *ledger.Proposal) { p.Reason = jobtext.Proposal(p) }
 
+// renderQuote fills a job quote's reason from its miss (for spec, the
+// quoted job).
+func renderQuote(q *ledger.Quote, spec *ledger.JobSpec) {
+	if q.Miss != nil {
+		q.Reason = jobtext.QuoteMiss(q.Miss, spec)
+	}
+}
+
+// renderServiceQuote fills a service quote's reason from its miss (for
+// spec, the quoted service).
+func renderServiceQuote(q *ledger.ServiceQuote, spec *ledger.ServiceSpec) {
+	if q.Miss != nil {
+		q.Reason = jobtext.ServiceQuoteMiss(q.Miss, spec)
+	}
+}
+
 // renderProvider fills the reason of p's slash events.
 func renderProvider(p *ledger.Provider) {
 	for i := range p.SlashEvents {

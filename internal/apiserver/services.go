@@ -162,6 +162,7 @@ func (s *Server) quoteService(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, ledger.CodeOf(err), "spec: "+err.Error())
 		return
 	}
+	renderServiceQuote(q, &req.Spec)
 	writeJSON(w, http.StatusOK, q)
 }
 

@@ -124,6 +124,16 @@ func TestQuoteServiceRoute(t *testing.T) {
 	if !slices.ContainsFunc(q.Best, func(o ledger.QuoteOffer) bool { return o.Provider == k.Addr }) {
 		t.Errorf("quote's best %+v lacks the oci provider %s", q.Best, k.Addr)
 	}
+	// A spec no provider can take: the reason is the ledger's miss in
+	// words, rendered by jobtext (the ledger writes none).
+	gpu := lt.ServiceSpec("svc", 1_000_000)
+	gpu.GPUCount, gpu.GPUModels = 1, []string{"H100_SXM"}
+	body, _ = json.Marshal(apiwire.ServiceQuoteRequest{Spec: gpu})
+	q = ledger.ServiceQuote{}
+	if rec := do(t, s, "POST", "/v1/services/quote", body, nil, &q); rec.Code != 200 || q.Code != ledger.QuoteNoOffer || q.Miss == nil ||
+		q.Reason != "no replica would be placed: no online provider offers H100_SXM" {
+		t.Errorf("quote of an H100 service: %d %+v, want no_offer and its sentence", rec.Code, q)
+	}
 	bad := lt.ServiceSpec("svc", 1_000_000)
 	bad.Ports = nil
 	badBody, _ := json.Marshal(apiwire.ServiceQuoteRequest{Spec: bad})

@@ -23,7 +23,7 @@ import (
 // "" when there is nothing to say.
 func Job(j *ledger.Job) string {
 	if j.Reason != "" {
-		return j.Reason // a record from before version 6, or a site not converted yet
+		return j.Reason // a record from before version 6
 	}
 	if j.Wait == nil || (j.Done() && !Ended(j.Wait.Code)) {
 		return "" // a finished job's leftover wait says nothing about how it ended

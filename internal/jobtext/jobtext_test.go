@@ -101,6 +101,58 @@ func TestMiss(t *testing.T) {
 	}
 }
 
+// TestMissSentences: every branch of a placement miss renders, word for
+// word, the sentence the ledger built itself before it recorded a
+// PlacementMiss (scheduler.go's missReason and unplacedReason, and
+// service_place.go, issue 28); e2e tests, the docs and people's scripts
+// match them. The wants were captured from those builders.
+func TestMissSentences(t *testing.T) {
+	full := &ledger.JobSpec{Verification: ledger.VerifyFull, Executor: "wasm", MaxPricePerHour: 1_500_000, CPUMilli: 2000, Memory: 4 << 30, Disk: 1 << 30}
+	spot := &ledger.JobSpec{Verification: ledger.VerifySpot, Executor: "oci", Tier: ledger.TierSpot, MaxPricePerHour: 1_000_000, GPUCount: 1, MinVRAM: 80 << 30, MinComputeCap: "9.0"}
+	models := &ledger.JobSpec{Verification: ledger.VerifyNone, Executor: "oci", MaxPricePerHour: 1_500_000, GPUCount: 2, GPUModels: []string{"H100_SXM", "A100_80GB"}, MinComputeCap: "8.0", Region: "us-east"}
+	svc := &ledger.ServiceSpec{Replicas: 3, MaxPricePerHour: 10_000, CPUMilli: 500, Memory: 2 << 30, Disk: 512 << 20}
+	gpuSvc := &ledger.ServiceSpec{Replicas: 2, MaxPricePerHour: 2_000_000, GPUCount: 1}
+	for _, c := range []struct {
+		name, kind string // kind: job, quote, service, service quote
+		m          ledger.PlacementMiss
+		job        *ledger.JobSpec
+		svc        *ledger.ServiceSpec
+		want       string
+	}{
+		{"no offer of the models", "job", ledger.PlacementMiss{Need: 1}, models, nil, "no online provider offers H100_SXM or A100_80GB"},
+		{"over price", "job", ledger.PlacementMiss{Classes: 1, CheapestAbove: 2_100_000, Need: 2}, full, nil, "0 of 0 providers within the price can run it; cheapest other ask 2.1 SYNC/h > max 1.5 SYNC/h"},
+		{"the docs' example", "job", ledger.PlacementMiss{Classes: 2, Seen: 12, VRAM: 3, Busy: 2, CheapestAbove: 2_100_000, Need: 1}, spot, nil, "0 of 12 providers within the price can run it: 3 have less than 80 GiB VRAM, 2 match but are busy; cheapest other ask 2.1 SYNC/h > max 1 SYNC/h"},
+		{"over market, spot", "job", ledger.PlacementMiss{OverMarket: 2, MarketPrice: 1_234_500, Classes: 2, Need: 1}, spot, nil, "the market price for tier spot is 1.2345 SYNC/h (the class's index × the tier's factor), above max 1 SYNC/h"},
+		{"no fit, nothing named", "job", ledger.PlacementMiss{Classes: 1, Seen: 3, Need: 1}, models, nil, "0 of 3 providers within the price can run it"},
+		{"region and executor", "job", ledger.PlacementMiss{Classes: 2, Seen: 7, Executor: 2, Region: 4, ComputeCap: 1, Need: 1}, models, nil, "0 of 7 providers within the price can run it: 2 lack the oci executor, 1 have compute capability below 8.0, 4 are outside region us-east"},
+		{"extra replica on the pinned engine", "job", ledger.PlacementMiss{Classes: 1, Seen: 4, OtherEngine: 2, Busy: 1, NoEngine: 1, Pinned: "wasmtime-25", Fit: 1, Need: 2, Assigned: 2}, full, nil, "waiting for 2 more distinct provider(s) to verify it: needs 2 distinct providers for verification full, 1 fit; 0 of 4 providers within the price can run it: 1 match but are busy, 2 run another wasm engine than its replicas' (wasmtime-25), 1 declare no wasm engine"},
+		{"too few, preempting", "job", ledger.PlacementMiss{Classes: 1, Seen: 3, Busy: 3, Fit: 1, Need: 2, Preempting: 1, PreemptAt: 1700000120}, full, nil, "needs 2 distinct providers for verification full, 1 fit; 0 of 3 providers within the price can run it: 3 match but are busy; preempting 1 spot job(s), whose slots free at 1700000120"},
+		{"waiting for preempted slots", "job", ledger.PlacementMiss{Classes: 1, Seen: 2, Busy: 2, CPU: 1, Need: 1, PreemptWait: 1700000090}, full, nil, "0 of 2 providers within the price can run it: 1 have fewer than 2 cores, 2 match but are busy; waiting for the slots of the spot jobs it preempted (free by 1700000090)"},
+		{"quote over engines", "quote", ledger.PlacementMiss{Classes: 1, Seen: 3, Fitting: 3, Engines: 3, Fit: 1, Need: 2}, full, nil, "needs 2 distinct providers on one wasm engine for verification full: 3 fit, but they run 3 engines, at most 1 on one; 0 of 3 providers within the price can run it"},
+		{"quote too few", "quote", ledger.PlacementMiss{Classes: 1, Seen: 2, RAM: 1, Disk: 1, Fit: 1, Need: 2, CheapestAbove: 1_600_000}, full, nil, "needs 2 distinct providers for verification full, 1 fit; 0 of 2 providers within the price can run it: 1 have less than 4096 MiB RAM, 1 have less than 1024 MiB disk; cheapest other ask 1.6 SYNC/h > max 1.5 SYNC/h"},
+		{"service, some excluded", "service", ledger.PlacementMiss{Classes: 1, Seen: 5, RAM: 2, Stake: 1, Network: 1, Fit: 1, Need: 3, Excluded: 2}, nil, svc, "waiting for 2 more provider(s): 0 of 5 providers within the price can run it: 2 have less than 2048 MiB RAM, 1 do not allow network access, 1 are under-staked; 2 that fit are excluded (they gave back, dropped or were evicted from a replica of it)"},
+		{"service, no offer", "service", ledger.PlacementMiss{Need: 2}, nil, gpuSvc, "waiting for 2 more provider(s): no online provider offers any GPU class"},
+		{"service quote, none fit", "service quote", ledger.PlacementMiss{Need: 2}, nil, gpuSvc, "no replica would be placed: no online provider offers any GPU class"},
+		{"service quote, over price", "service quote", ledger.PlacementMiss{Classes: 1, CheapestAbove: 36_000, Need: 3}, nil, svc, "no replica would be placed: 0 of 0 providers within the price can run it; cheapest other ask 0.036 SYNC/h > max 0.01 SYNC/h"},
+		{"service quote, some fit", "service quote", ledger.PlacementMiss{Classes: 1, Seen: 2, Fit: 2, Need: 3}, nil, svc, "1 of 3 replica(s) would wait for a provider: each needs its own, and 2 fit now"},
+	} {
+		var got string
+		switch c.kind {
+		case "job":
+			got = JobWait(&ledger.Wait{Code: ledger.WaitUnplaced, Miss: &c.m}, c.job)
+		case "quote":
+			got = QuoteMiss(&c.m, c.job)
+		case "service":
+			got = Service(&ledger.Service{Spec: *c.svc, Wait: &ledger.Wait{Code: ledger.WaitUnplaced, Miss: &c.m}})
+		case "service quote":
+			got = ServiceQuoteMiss(&c.m, c.svc)
+		}
+		if got != c.want {
+			t.Errorf("%s:\n got %q\nwant %q", c.name, got, c.want)
+		}
+	}
+}
+
 // TestOlderRecords: a record from before version 6 holds its sentence,
 // which renders as it is; a finished job's leftover wait renders nothing.
 func TestOlderRecords(t *testing.T) {

@@ -99,7 +99,8 @@
 // (indexState, offer.go) and returns a sched.Plan: the picks, best first,
 // and a sched.Miss (why the others were passed over, and a code). place
 // then applies the plan: provider slots, assignments, market reservations,
-// events, dequeueing; or, for a miss, the job's wait code and reason.
+// events, dequeueing; or, for a miss, the job's wait code and its wait
+// (WaitUnplaced with a PlacementMiss, which internal/jobtext renders).
 // QuoteJob, placeService and QuoteService call the same planner. sched
 // imports nothing of the ledger, so it is tested alone, on an in-memory
 // State.

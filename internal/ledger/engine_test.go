@@ -65,13 +65,13 @@ func TestReplicasWaitForOneEngine(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if q.Code != ledger.QuoteNoEngine || !strings.Contains(q.Reason, "one wasm engine") {
-		t.Fatalf("quote over two engines: code %q, reason %q", q.Code, q.Reason)
+	if m := q.Miss; q.Code != ledger.QuoteNoEngine || m == nil || m.Engines != 2 || m.Fitting != 2 || m.Fit != 1 {
+		t.Fatalf("quote over two engines: code %q, miss %+v; want 2 fitting on 2 engines, 1 on one", q.Code, m)
 	}
 	must(t, []ledger.TxResult{submit(t, c, spec)})
 	j := job(t, c, 1)
-	if j.State != ledger.JobQueued || j.WaitCode != ledger.QuoteNoEngine || !strings.Contains(j.Reason, "2 fit, but they run 2 engines, at most 1 on one") {
-		t.Fatalf("full job over two engines: %s, code %q (%s), assignments %v", j.State, j.WaitCode, j.Reason, enginesOf(j))
+	if m := unplaced(j); j.State != ledger.JobQueued || j.WaitCode != ledger.QuoteNoEngine || m == nil || m.Fitting != 2 || m.Engines != 2 || m.Fit != 1 || m.Need != 2 {
+		t.Fatalf("full job over two engines: %s, code %q, miss %+v, assignments %v", j.State, j.WaitCode, m, enginesOf(j))
 	}
 
 	// Not compared: placed on the cheapest, whatever its engine.
@@ -119,8 +119,8 @@ func TestAuditReplicaSameEngine(t *testing.T) {
 	must(t, []ledger.TxResult{submit(t, c, spotJob("spot"))})
 	runReplicas(t, c, 1, 100, nil)
 	j = job(t, c, 1)
-	if len(j.Assignments) != 1 || j.WaitCode != ledger.QuoteNoEngine || !strings.Contains(j.Reason, "1 run another wasm engine than its replicas' ("+engineA+")") {
-		t.Fatalf("audit with only another engine free: %d assignments, code %q (%s)", len(j.Assignments), j.WaitCode, j.Reason)
+	if m := unplaced(j); len(j.Assignments) != 1 || j.WaitCode != ledger.QuoteNoEngine || m == nil || m.OtherEngine != 1 || m.Pinned != engineA || m.Assigned != 1 || m.Need != 1 {
+		t.Fatalf("audit with only another engine free: %d assignments, code %q, miss %+v; want 1 on another engine than %s", len(j.Assignments), j.WaitCode, m, engineA)
 	}
 	addEngineProvider(t, c, 2, engineA)
 	if j = job(t, c, 1); len(j.Assignments) != 2 || j.Assignments[1].Provider != prov3.Addr || j.WaitCode != "" {

@@ -24,13 +24,16 @@ import (
 //   - verification.go and checkpoint.go converted (issue 28): the audit,
 //     reveal, escalation and verdict waits, and the outvoted and
 //     unrevealed slash events, are codes and numbers.
-const goldenLifecycle = "d158ef0d4ee73785fc3ed7c03ef4ee80c35f2273322fea3febfd56f9fae45274"
+//   - scheduler.go and service_place.go converted (issue 28): job 3
+//     waits unplaced with a PlacementMiss (its record changes), and a
+//     placed job's wait is a code (WaitPlaced, WaitExtraPlaced…).
+const goldenLifecycle = "d971f37ed2f523c5702a60d5cfa0f59dd694650e5757851b26607a3055b34432"
 
 // lifecycleChain runs jobs through every step the ledger has: a spot job
 // placed, granted, started, committed, audited by a second provider,
 // revealed and settled; a job whose primary cheats, is outvoted by the
 // audit and a tie-break replica and slashed; a job nobody can place (it
-// waits, with its reason stored); and a job whose owner never grants the
+// waits, with the scheduler's miss stored); and a job whose owner never grants the
 // key (the grant window lapses and the slots are paid for).
 func lifecycleChain(t *testing.T) *lt.Chain {
 	c := verifyChain(t, 4, nil)
@@ -51,7 +54,7 @@ func lifecycleChain(t *testing.T) *lt.Chain {
 	third := runReplicas(t, c, 2, 50, nil)[0]
 	must(t, []ledger.TxResult{reveal(t, c, 2, third, third.Addr == prov1.Addr)})
 
-	// Job 3: a GPU nobody offers; it waits with its reason.
+	// Job 3: a GPU nobody offers; it waits, with the scheduler's miss.
 	gpu := spotJob("gpu")
 	gpu.GPUCount, gpu.GPUModels = 1, []string{"H100_SXM"}
 	must(t, []ledger.TxResult{submit(t, c, gpu)})
@@ -73,14 +76,17 @@ func TestAppHashLifecycle(t *testing.T) {
 	}
 	for id, want := range map[uint64]string{1: ledger.JobSucceeded, 2: ledger.JobSucceeded, 3: ledger.JobQueued} {
 		if j := job(t, a, id); j.State != want {
-			t.Errorf("job %d is %s (%s), want %s", id, j.State, j.Reason, want)
+			t.Errorf("job %d is %s (%+v), want %s", id, j.State, j.Wait, want)
 		}
+	}
+	if j := job(t, a, 3); j.WaitCode != ledger.QuoteNoOffer || unplaced(j) == nil {
+		t.Errorf("job 3 waits with code %q, %+v; want no_offer with the scheduler's miss", j.WaitCode, j.Wait)
 	}
 	if j := job(t, a, 2); j.Assignments[0].Slashed == 0 {
 		t.Errorf("job 2's cheater was not slashed: %+v", j.Assignments[0])
 	}
 	if j := job(t, a, 4); !j.Done() {
-		t.Errorf("job 4 is %s (%s), want ended by its grant window", j.State, j.Reason)
+		t.Errorf("job 4 is %s (%+v), want ended by its grant window", j.State, j.Wait)
 	}
 	if got := hex.EncodeToString(a.Hash); got != goldenLifecycle {
 		t.Errorf("app hash = %s, want golden %s", got, goldenLifecycle)

@@ -36,6 +36,15 @@ func job(t *testing.T, c *lt.Chain, id uint64) *ledger.Job {
 	return j
 }
 
+// unplaced is why the scheduler could not place j, when j waits for that
+// (a WaitUnplaced wait); nil otherwise.
+func unplaced(j *ledger.Job) *ledger.PlacementMiss {
+	if j.Wait == nil || j.Wait.Code != ledger.WaitUnplaced {
+		return nil
+	}
+	return j.Wait.Miss
+}
+
 func submit(t *testing.T, c *lt.Chain, spec ledger.JobSpec) ledger.TxResult {
 	t.Helper()
 	return send(t, c, consumer, &ledger.MsgSubmitJob{Spec: spec, ConsumerKey: lt.AgeKey("consumer")})
@@ -158,28 +167,28 @@ func TestUnplaceableJobExplainsAndWaits(t *testing.T) {
 	gpu.GPUCount, gpu.GPUModels, gpu.MinVRAM = 1, []string{"RTX_4090"}, 24<<30
 	must(t, []ledger.TxResult{submit(t, c, gpu)})
 	j := job(t, c, 1)
-	if j.State != ledger.JobQueued || !strings.Contains(j.Reason, "no online provider offers RTX_4090") {
-		t.Fatalf("queued: %s %q", j.State, j.Reason)
+	if m := unplaced(j); j.State != ledger.JobQueued || j.WaitCode != ledger.QuoteNoOffer || m == nil || m.Classes != 0 || m.Need != 1 {
+		t.Fatalf("queued: %s code %q miss %+v; want no offer of RTX_4090", j.State, j.WaitCode, m)
 	}
 	cheap := lt.WasmJob("cheap", 10_000, 60) // below every ask (36000/h)
 	must(t, []ledger.TxResult{submit(t, c, cheap)})
-	if j := job(t, c, 2); j.State != ledger.JobQueued || !strings.Contains(j.Reason, "cheapest other ask 0.036 SYNC/h > max 0.01 SYNC/h") {
-		t.Fatalf("too cheap: %s %q", j.State, j.Reason)
+	if j := job(t, c, 2); j.State != ledger.JobQueued || j.WaitCode != ledger.QuoteOverPrice || unplaced(j) == nil || unplaced(j).CheapestAbove != 36_000 {
+		t.Fatalf("too cheap: %s code %q miss %+v; want the cheapest other ask 36000/h", j.State, j.WaitCode, unplaced(j))
 	}
 	big := lt.WasmJob("big", 1_000_000, 60)
 	big.Memory = 1 << 40
 	must(t, []ledger.TxResult{submit(t, c, big)})
-	if j := job(t, c, 3); !strings.Contains(j.Reason, "0 of 2 providers within the price can run it: 2 have less than 1048576 MiB RAM") {
-		t.Fatalf("too big: %q", j.Reason)
+	if m := unplaced(job(t, c, 3)); m == nil || m.Seen != 2 || m.RAM != 2 {
+		t.Fatalf("too big: miss %+v; want 2 seen, 2 with too little RAM", m)
 	}
 	// A matching provider joins: the GPU job is placed on it.
 	must(t, []ledger.TxResult{send(t, c, prov3, &ledger.MsgRegisterProvider{ProviderInfo: lt.ProviderInfo("RTX_4090", 1, 500_000)})})
-	if j := job(t, c, 1); j.State != ledger.JobQueued || !strings.Contains(j.Reason, "under-staked") {
-		t.Fatalf("before staking: %s %q", j.State, j.Reason)
+	if j := job(t, c, 1); j.State != ledger.JobQueued || unplaced(j) == nil || unplaced(j).Stake != 1 {
+		t.Fatalf("before staking: %s miss %+v; want 1 under-staked", j.State, unplaced(j))
 	}
 	must(t, []ledger.TxResult{send(t, c, prov3, &ledger.MsgStake{Amount: 100_000_000})})
 	if j := job(t, c, 1); j.State != ledger.JobAssigned || j.Assignments[0].Provider != prov3.Addr || j.Assignments[0].PricePerHour != 500_000 {
-		t.Fatalf("after a match joined: %s %q %+v", j.State, j.Reason, j.Assignments)
+		t.Fatalf("after a match joined: %s %+v %+v", j.State, j.Wait, j.Assignments)
 	}
 }
 
@@ -284,8 +293,8 @@ func TestNetworkJobsGoToProvidersThatAllowIt(t *testing.T) {
 	spec := lt.WasmJob("net", 1_000_000, 600)
 	spec.Executor, spec.Module, spec.Image, spec.Network = "oci", "", "registry.example/app@sha256:"+strings.Repeat("a", 64), true
 	must(t, []ledger.TxResult{submit(t, c, spec)})
-	if j := job(t, c, 1); j.State != ledger.JobQueued || !strings.Contains(j.Reason, "1 do not allow network access") {
-		t.Fatalf("network job with no provider allowing it: %s (%s)", j.State, j.Reason)
+	if j := job(t, c, 1); j.State != ledger.JobQueued || unplaced(j) == nil || unplaced(j).Network != 1 {
+		t.Fatalf("network job with no provider allowing it: %s miss %+v; want 1 that does not allow network", j.State, unplaced(j))
 	}
 	open := lt.ProviderInfo("", 0, 20_000)
 	open.Executors, open.WasmEngine, open.Network = []string{"oci"}, "", true

@@ -1,7 +1,6 @@
 package ledger
 
 import (
-	"fmt"
 	"strconv"
 
 	"github.com/gpunet/gpunet/internal/address"
@@ -31,22 +30,6 @@ func (j *Job) preemptAt() int64 {
 		}
 	}
 	return at
-}
-
-// preemptFor is preemptSpot with what j's reason should add in words, for
-// the scheduler until it records a PlacementMiss (issue 28: the lead
-// converts scheduler.go and removes this).
-func preemptFor(o *Overlay, j *Job, busy []sched.Pick, need int, p Params, info BlockInfo) ([]Event, string, error) {
-	evs, m, err := preemptSpot(o, j, busy, need, p, info)
-	switch {
-	case err != nil:
-		return nil, "", err
-	case m.PreemptWait != 0:
-		return evs, fmt.Sprintf("; waiting for the slots of the spot jobs it preempted (free by %d)", m.PreemptWait), nil
-	case m.Preempting != 0:
-		return evs, fmt.Sprintf("; preempting %d spot job(s), whose slots free at %d", m.Preempting, m.PreemptAt), nil
-	}
-	return evs, "", nil
 }
 
 // preemptSpot marks up to need spot assignments on the busy offers for

@@ -145,8 +145,8 @@ func TestTierPrices(t *testing.T) {
 		}
 	}
 	q, err := ledger.QuoteJob(c.KV, ptr(cpuJob("cheap", 2, 150_000, "")))
-	if err != nil || q.Code != ledger.QuoteOverMarket || !strings.Contains(q.Reason, "market price") {
-		t.Fatalf("quote under the market: %v %+v", err, q)
+	if err != nil || q.Code != ledger.QuoteOverMarket || q.Miss == nil || q.Miss.OverMarket == 0 || q.Miss.MarketPrice != 200_000 || q.Reason != "" {
+		t.Fatalf("quote under the market: %v %+v miss %+v; want the market price 200000/h, no words (the API renders them)", err, q, q.Miss)
 	}
 	if len(q.Tiers) != 3 || q.Tiers[0].Tier != ledger.TierSpot || q.Tiers[0].PricePerHour != 120_000 || q.Tiers[0].Why != "index" {
 		t.Errorf("tier quotes: %+v", q.Tiers)

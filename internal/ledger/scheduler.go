@@ -2,7 +2,6 @@ package ledger
 
 import (
 	"encoding/binary"
-	"fmt"
 	"strings"
 
 	"github.com/gpunet/gpunet/internal/address"
@@ -18,8 +17,9 @@ import (
 // reads the offer index through indexState (offer.go) and returns a
 // sched.Plan, the picks and a structured miss. This file applies a plan:
 // place assigns the picks (provider slots, market reservations, events,
-// dequeueing) or records the miss, as a code and a reason; QuoteJob
-// reports the plan a job would get.
+// dequeueing) or records the miss, as a code and a PlacementMiss (the
+// words are internal/jobtext's); QuoteJob reports the plan a job would
+// get.
 
 // schedule places queued jobs, then the replicas services wait for
 // (service_place.go).
@@ -131,68 +131,21 @@ func jobRequest(s *JobSpec, p Params, perClass int, eng sched.EngineNeed) sched.
 	}
 }
 
-// missReason says, for people, why the providers a plan passed over
-// cannot run a job of spec j (pinned: the wasm engine its replicas run
-// on, if they must share one).
-func missReason(m *sched.Miss, j *JobSpec, pinned string) string {
-	if m.OverMarket > 0 && m.Seen == 0 {
-		return fmt.Sprintf("the market price for tier %s is %s/h (the class's index × the tier's factor), above max %s/h", j.TierName(), syncString(m.MarketPrice), syncString(j.MaxPricePerHour))
+// placementMiss is the record of a plan's miss m: its counts, and pinned,
+// the wasm engine the job's replicas run on if they must share one. The
+// caller adds what the planner does not know (Assigned, the preemption).
+func placementMiss(m *sched.Miss, pinned string) PlacementMiss {
+	return PlacementMiss{
+		Seen: uint64(m.Seen), Busy: uint64(m.Busy), Executor: uint64(m.Executor),
+		GPUs: uint64(m.GPUs), VRAM: uint64(m.VRAM), ComputeCap: uint64(m.ComputeCap),
+		CPU: uint64(m.CPU), RAM: uint64(m.RAM), Disk: uint64(m.Disk),
+		Region: uint64(m.Region), Network: uint64(m.Network), Stake: uint64(m.Stake),
+		CheapestAbove: m.CheapestAbove, Classes: uint64(m.Classes),
+		OtherEngine: uint64(m.OtherEngine), NoEngine: uint64(m.NoEngine), Pinned: pinned,
+		Fitting: uint64(m.Fitting), Engines: uint64(m.Engines),
+		OverMarket: uint64(m.OverMarket), MarketPrice: m.MarketPrice,
+		Fit: uint64(m.Fit), Need: uint64(m.Need), Excluded: uint64(m.Excluded),
 	}
-	if m.Classes == 0 || (m.Seen == 0 && m.CheapestAbove == 0) {
-		if j.GPUCount > 0 {
-			models := "any GPU class"
-			if len(j.GPUModels) > 0 {
-				models = strings.Join(j.GPUModels, " or ")
-			}
-			return fmt.Sprintf("no online provider offers %s", models)
-		}
-		return "no online provider offers CPU capacity"
-	}
-	var parts []string
-	add := func(n int, what string) {
-		if n > 0 {
-			parts = append(parts, fmt.Sprintf("%d %s", n, what))
-		}
-	}
-	add(m.Executor, "lack the "+j.Executor+" executor")
-	add(m.GPUs, fmt.Sprintf("have fewer than %d GPUs", j.GPUCount))
-	add(m.VRAM, fmt.Sprintf("have less than %d GiB VRAM", j.MinVRAM>>30))
-	add(m.ComputeCap, "have compute capability below "+j.MinComputeCap)
-	add(m.CPU, fmt.Sprintf("have fewer than %.3g cores", float64(j.CPUMilli)/1000))
-	add(m.RAM, fmt.Sprintf("have less than %d MiB RAM", j.Memory>>20))
-	add(m.Disk, fmt.Sprintf("have less than %d MiB disk", j.Disk>>20))
-	add(m.Region, "are outside region "+j.Region)
-	add(m.Network, "do not allow network access")
-	add(m.Stake, "are under-staked")
-	add(m.Busy, "match but are busy")
-	add(m.OtherEngine, "run another wasm engine than its replicas' ("+pinned+")")
-	add(m.NoEngine, "declare no wasm engine")
-	s := fmt.Sprintf("0 of %d providers within the price can run it", m.Seen)
-	if len(parts) > 0 {
-		s += ": " + strings.Join(parts, ", ")
-	}
-	if m.CheapestAbove > 0 {
-		s += fmt.Sprintf("; cheapest other ask %s/h > max %s/h", syncString(m.CheapestAbove), syncString(j.MaxPricePerHour))
-	}
-	return s
-}
-
-func syncString(usync uint64) string {
-	s := fmt.Sprintf("%d.%06d", usync/1_000_000, usync%1_000_000)
-	return strings.TrimRight(strings.TrimRight(s, "0"), ".") + " SYNC"
-}
-
-// unplacedReason explains why a job whose plan missed cannot start.
-func unplacedReason(s *JobSpec, m *sched.Miss, pinned string) string {
-	reason := missReason(m, s, pinned)
-	switch n := m.Fit; {
-	case m.Engines > 1:
-		reason = fmt.Sprintf("needs %d distinct providers on one wasm engine for verification %s: %d fit, but they run %d engines, at most %d on one; %s",
-			s.PlannedReplicas(), s.Verification, m.Fitting, m.Engines, n, reason)
-	case n > 0:
-		reason = fmt.Sprintf("needs %d distinct providers for verification %s, %d fit; %s", s.PlannedReplicas(), s.Verification, n, reason)
-	}
-	return reason
 }
 
 // Quote is what a job would get if it were submitted now.
@@ -204,10 +157,15 @@ type Quote struct {
 	// price, fee included; Escrow is what submitting it locks.
 	MaxCost uint64 `json:"max_cost"`
 	Escrow  uint64 `json:"escrow"`
-	Reason  string `json:"reason,omitempty"` // why it would not be placed, for people
+	// Reason is why it would not be placed, for people: Miss in words.
+	// The ledger leaves it empty; the API fills it from Miss
+	// (internal/jobtext.QuoteMiss, the one renderer).
+	Reason string `json:"reason,omitempty"`
 	// Code is why it would not be placed, for programs: one of the
-	// Quote* codes, "" when it would be placed.
-	Code string `json:"code,omitempty"`
+	// Quote* codes, "" when it would be placed; Miss is then the
+	// planner's tally behind it.
+	Code string         `json:"code,omitempty"`
+	Miss *PlacementMiss `json:"miss,omitempty"`
 	// CheapestAsk, when it would not be placed, is the cheapest ask above
 	// its max_price_per_hour in the classes it can use (usync per hour for
 	// this job); 0 when there is none.
@@ -290,7 +248,8 @@ func QuoteJob(kv KV, s *JobSpec) (*Quote, error) {
 	cands, m := plan.Ranked, &plan.Miss
 	q := &Quote{Matching: len(cands), Replicas: s.PlannedReplicas(), Escrow: JobEscrow(s, p), Best: []QuoteOffer{}}
 	if m.Code != "" {
-		q.Reason, q.Code, q.CheapestAsk = unplacedReason(s, m, ""), string(m.Code), m.CheapestAbove
+		miss := placementMiss(m, "")
+		q.Code, q.Miss, q.CheapestAsk = string(m.Code), &miss, m.CheapestAbove
 	}
 	for i, c := range cands {
 		if uint64(i) < q.Replicas {
@@ -328,9 +287,10 @@ func QuoteJob(kv KV, s *JobSpec) (*Quote, error) {
 	return q, nil
 }
 
-// place tries to give j the replicas it wants; it records the reason when
-// it cannot. A job that already has replicas (an audit, an escalation, a
-// replacement) gets providers it does not have yet.
+// place tries to give j the replicas it wants; it records why (a
+// WaitUnplaced wait) when it cannot. A job that already has replicas (an
+// audit, an escalation, a replacement) gets providers it does not have
+// yet.
 func place(o *Overlay, j *Job, p Params, info BlockInfo) ([]Event, error) {
 	need := int(j.Replicas) - len(j.Assignments)
 	if need <= 0 {
@@ -348,17 +308,18 @@ func place(o *Overlay, j *Job, p Params, info BlockInfo) ([]Event, error) {
 		return nil, err
 	}
 	if m := &plan.Miss; m.Code != "" {
-		reason := unplacedReason(&j.Spec, m, pinned)
-		if len(j.Assignments) > 0 {
-			reason = fmt.Sprintf("waiting for %d more distinct provider(s) to verify it: %s", need, reason)
-		}
-		evs, note, err := preemptFor(o, j, plan.Busy, need-m.Fit, p, info)
+		evs, pre, err := preemptSpot(o, j, plan.Busy, need-m.Fit, p, info)
 		if err != nil {
 			return nil, err
 		}
-		reason += note
-		if code := string(m.Code); j.Reason != reason || j.WaitCode != code || len(evs) > 0 {
-			j.Reason, j.WaitCode = reason, code
+		miss := placementMiss(m, pinned)
+		miss.Assigned = uint64(len(j.Assignments))
+		miss.PreemptWait, miss.Preempting, miss.PreemptAt = pre.PreemptWait, pre.Preempting, pre.PreemptAt
+		// Only on change: a job that waits keeps its record (and the
+		// app hash) as it is while nothing about its wait changes.
+		if code := string(m.Code); !waitsUnplaced(j, miss) || j.WaitCode != code || len(evs) > 0 {
+			j.setWait(Wait{Code: WaitUnplaced, Miss: &miss})
+			j.WaitCode = code
 			setJob(o, j, j.Deadline)
 		}
 		return evs, nil
@@ -395,17 +356,24 @@ func place(o *Overlay, j *Job, p Params, info BlockInfo) ([]Event, error) {
 	j.Attempts++
 	if j.committed() > 0 {
 		j.State = JobVerifying
-		j.Reason = "extra replica placed; waiting for its job key (from the owner, or handed over by a committed replica)"
 		if j.KeyCommitment == nil {
-			j.Reason = "extra replica placed; waiting for the owner to grant it the job key"
+			j.setWait(Wait{Code: WaitExtraPlacedOwnerKey})
+		} else {
+			j.setWait(Wait{Code: WaitExtraPlaced})
 		}
 	} else {
 		j.State = JobAssigned
-		j.Reason = "placed; waiting for the owner to grant the job key"
+		j.setWait(Wait{Code: WaitPlaced})
 	}
 	j.Deadline = now + int64(p.JobGrantTimeout)
 	j.WaitCode = ""
 	dequeueJob(o, j.ID)
 	setJob(o, j, old)
 	return []Event{jobEvent("job_assigned", j, Attr{"providers", strings.Join(names, ",")})}, nil
+}
+
+// waitsUnplaced reports whether j's record already says it waits
+// unplaced for miss (and holds no sentence from before version 6).
+func waitsUnplaced(j *Job, miss PlacementMiss) bool {
+	return j.Reason == "" && j.Wait != nil && j.Wait.Code == WaitUnplaced && j.Wait.Miss != nil && *j.Wait.Miss == miss
 }

@@ -4,12 +4,20 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/gpunet/gpunet/internal/address"
 )
 
 // The handlers of the service messages (msg_service.go). Payment and
 // deadlines are in service_billing.go, placement in service_place.go.
+
+// syncString is usync as SYNC, without trailing zeros, for the errors of
+// this file: an error answers a message, it is never part of a record.
+func syncString(usync uint64) string {
+	s := fmt.Sprintf("%d.%06d", usync/1_000_000, usync%1_000_000)
+	return strings.TrimRight(strings.TrimRight(s, "0"), ".") + " SYNC"
+}
 
 // minServiceBudget is the least budget a service of spec with n replicas
 // may lock: a minute of n replicas at its price ceiling, fee included.

@@ -2,7 +2,6 @@ package ledger
 
 import (
 	"encoding/binary"
-	"fmt"
 	"strconv"
 
 	"github.com/gpunet/gpunet/internal/ledger/sched"
@@ -89,19 +88,28 @@ func placeService(o *Overlay, s *Service, p Params, info BlockInfo) ([]Event, er
 		events = append(events, serviceEvent("service_replica_placed", s, Attr{"provider", c.Provider.String()},
 			Attr{"price_per_hour", strconv.FormatUint(c.Price, 10)}, Attr{"class", c.Class}))
 	}
-	reason, code := "", ""
+	var wait *Wait
+	code := ""
 	if m := &plan.Miss; m.Code != "" {
-		reason = fmt.Sprintf("waiting for %d more provider(s): %s", need-m.Fit, missReason(m, &view, ""))
-		if m.Excluded > 0 {
-			reason += fmt.Sprintf("; %d that fit are excluded (they gave back, dropped or were evicted from a replica of it)", m.Excluded)
-		}
-		code = string(m.Code)
+		miss := placementMiss(m, "") // Need: the replicas s still wants
+		wait, code = &Wait{Code: WaitUnplaced, Miss: &miss}, string(m.Code)
 	}
-	if len(events) == 0 && s.Reason == reason && s.WaitCode == code {
+	if len(events) == 0 && s.Reason == "" && sameWait(s.Wait, wait) && s.WaitCode == code {
 		return nil, nil
 	}
-	s.Reason, s.WaitCode = reason, code
+	s.setWait(wait)
+	s.WaitCode = code
 	return append(events, refreshService(o, s, p, now, old)...), nil
+}
+
+// sameWait reports whether a service's wait a is b, for placeService's
+// waits (a code and a miss): a service that waits keeps its record as it
+// is while nothing about its wait changes.
+func sameWait(a, b *Wait) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	return a.Code == b.Code && a.Miss != nil && b.Miss != nil && *a.Miss == *b.Miss
 }
 
 // ServiceQuote is what deploying a service now would give: the providers
@@ -122,13 +130,16 @@ type ServiceQuote struct {
 	// MinBudget is the least budget deploying it takes: a minute of its
 	// replicas at max_price_per_hour, the fee included.
 	MinBudget uint64 `json:"min_budget"`
-	// Reason and Code say why some replicas would wait (Quote* codes, as a
-	// job's quote); CheapestAsk is then the cheapest ask above
-	// max_price_per_hour in the classes it can use.
-	Reason      string       `json:"reason,omitempty"`
-	Code        string       `json:"code,omitempty"`
-	CheapestAsk uint64       `json:"cheapest_ask,omitempty"`
-	Best        []QuoteOffer `json:"best"`
+	// Code says why some replicas would wait (Quote* codes, as a job's
+	// quote), Miss the planner's tally behind it, and Reason the same in
+	// words: the ledger leaves Reason empty, the API fills it from Miss
+	// (internal/jobtext.ServiceQuoteMiss). CheapestAsk is then the
+	// cheapest ask above max_price_per_hour in the classes it can use.
+	Reason      string         `json:"reason,omitempty"`
+	Code        string         `json:"code,omitempty"`
+	Miss        *PlacementMiss `json:"miss,omitempty"`
+	CheapestAsk uint64         `json:"cheapest_ask,omitempty"`
+	Best        []QuoteOffer   `json:"best"`
 }
 
 // QuoteService answers what deploying s with budget now would give, from
@@ -150,12 +161,9 @@ func QuoteService(kv KV, s *ServiceSpec, budget uint64) (*ServiceQuote, error) {
 	}
 	cands, m := plan.Ranked, &plan.Miss
 	q := &ServiceQuote{Matching: len(cands), Replicas: s.Replicas, Budget: budget, MinBudget: minServiceBudget(s, s.Replicas, p), Best: []QuoteOffer{}}
-	if need := int(s.Replicas); m.Code != "" {
-		q.Reason = fmt.Sprintf("no replica would be placed: %s", missReason(m, &view, ""))
-		if len(cands) > 0 {
-			q.Reason = fmt.Sprintf("%d of %d replica(s) would wait for a provider: each needs its own, and %d fit now", need-len(cands), need, len(cands))
-		}
-		q.Code, q.CheapestAsk = string(m.Code), m.CheapestAbove
+	if m.Code != "" {
+		miss := placementMiss(m, "") // Fit: len(cands); Need: s.Replicas
+		q.Code, q.Miss, q.CheapestAsk = string(m.Code), &miss, m.CheapestAbove
 	}
 	var prices uint64
 	for i, c := range cands {

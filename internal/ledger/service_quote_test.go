@@ -43,7 +43,7 @@ func TestQuoteService(t *testing.T) {
 	must(t, []ledger.TxResult{deploy(t, c, spec, 3_600_000)})
 	s := service(t, c, 1)
 	if len(s.Replicas) != 2 {
-		t.Fatalf("replicas %+v (%s)", s.Replicas, s.Reason)
+		t.Fatalf("replicas %+v (%+v)", s.Replicas, s.Wait)
 	}
 	for i, r := range s.Replicas {
 		if r.Provider != q.Best[i].Provider || r.PricePerHour != q.Best[i].PricePerHour {
@@ -56,8 +56,8 @@ func TestQuoteService(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if q.Matching != 0 || q.Reason == "" || q.Code == "" || q.CheapestAsk != 36_000 || q.RatePerHour != 0 || q.LastsSeconds != 0 {
-		t.Errorf("quote under every ask: %+v, want a reason, a code and the cheapest ask 36000", q)
+	if q.Matching != 0 || q.Miss == nil || q.Miss.CheapestAbove != 36_000 || q.Miss.Need != 1 || q.Code != ledger.QuoteOverPrice || q.CheapestAsk != 36_000 || q.RatePerHour != 0 || q.LastsSeconds != 0 {
+		t.Errorf("quote under every ask: %+v (miss %+v), want a miss, a code and the cheapest ask 36000", q, q.Miss)
 	}
 
 	bad := lt.ServiceSpec("tinylm", 200_000)

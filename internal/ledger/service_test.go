@@ -258,13 +258,13 @@ func TestServiceReleaseEvictScaleStop(t *testing.T) {
 	}
 	// Scale up: no provider left that is not excluded.
 	must(t, []ledger.TxResult{send(t, c, consumer, &ledger.MsgScaleService{ServiceID: 1, Replicas: 3})})
-	if s = service(t, c, 1); len(s.Replicas) != 1 || s.WaitCode == "" || !strings.Contains(s.Reason, "excluded") {
-		t.Fatalf("scale up with all others excluded: %d replicas, wait %q, %q", len(s.Replicas), s.WaitCode, s.Reason)
+	if s = service(t, c, 1); len(s.Replicas) != 1 || s.WaitCode == "" || s.Wait == nil || s.Wait.Code != ledger.WaitUnplaced || s.Wait.Miss == nil || s.Wait.Miss.Excluded != 2 || s.Wait.Miss.Need != 2 {
+		t.Fatalf("scale up with all others excluded: %d replicas, wait %q, %+v; want the 2 excluded counted", len(s.Replicas), s.WaitCode, s.Wait)
 	}
 	// Scale down to 1: nothing to end, no longer waiting.
 	must(t, []ledger.TxResult{send(t, c, consumer, &ledger.MsgScaleService{ServiceID: 1, Replicas: 1})})
-	if s = service(t, c, 1); s.WaitCode != "" || s.Reason != "" {
-		t.Fatalf("after scale down: wait %q reason %q", s.WaitCode, s.Reason)
+	if s = service(t, c, 1); s.WaitCode != "" || s.Wait != nil || s.Reason != "" {
+		t.Fatalf("after scale down: wait %q %+v reason %q", s.WaitCode, s.Wait, s.Reason)
 	}
 	before := c.Balance(t, consumer.Addr)
 	must(t, []ledger.TxResult{send(t, c, consumer, &ledger.MsgStopService{ServiceID: 1})})

@@ -21,18 +21,11 @@ import (
 // different versions. These tests fail when English comes back.
 
 // pendingSentences are the record fields still written as sentences, and
-// by what, until those sites are converted to a Wait (the lead converts
-// them after the scheduler/verification restructuring; remove an entry
+// by what, until those sites are converted to a Wait (remove an entry
 // with its last writer).
 var pendingSentences = map[string]string{
-	"Job.Reason":                  "scheduler.go, service_place.go",
 	"ChallengeRecord.LastFailure": "hwchallenge.go: a hardware challenge's failure, not yet a code",
-	"Service.Reason":              "service_place.go",
 }
-
-// pendingFiles still assign formatted text to record fields (see
-// pendingSentences).
-var pendingFiles = []string{"scheduler.go", "service_place.go"}
 
 // suppliedText are the string fields whose text a party supplied (an
 // owner's spec, a provider's declaration or failure reason): data quoted
@@ -155,9 +148,6 @@ func TestNoFormattedTextInRecordFields(t *testing.T) {
 			if p, _ := strconv.Unquote(imp.Path.Value); strings.HasSuffix(p, "/internal/jobtext") {
 				t.Errorf("%s imports %s: the ledger must not depend on its renderer", name, p)
 			}
-		}
-		if slices.Contains(pendingFiles, name) {
-			continue
 		}
 		f, err = parser.ParseFile(fset, name, src, 0)
 		if err != nil {

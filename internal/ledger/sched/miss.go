@@ -4,7 +4,8 @@ package sched
 // constraint turned away (an offer is counted under the first constraint
 // it fails, in this order), what the price filters found, and, when fewer
 // providers fit than the placement needs, its Code. All integer: the
-// ledger turns a Miss into words for people (and a job's reason).
+// ledger records a Miss as a ledger.PlacementMiss, and internal/jobtext
+// turns that into words for people.
 type Miss struct {
 	// Seen counts the offers looked at within the price: those scanned,
 	// and those of the classes skipped unscanned for their summary.
