@@ -59,9 +59,13 @@ func renderServiceQuote(q *ledger.ServiceQuote, spec *ledger.ServiceSpec) {
 	}
 }
 
-// renderProvider fills the reason of p's slash events.
+// renderProvider fills the reason of p's slash events and the sentence of
+// its latest failed hardware challenge.
 func renderProvider(p *ledger.Provider) {
 	for i := range p.SlashEvents {
 		p.SlashEvents[i].Reason = jobtext.Slash(&p.SlashEvents[i])
+	}
+	if f := p.Challenges.LastFail; f != nil {
+		p.Challenges.LastFailure = jobtext.ChallengeFailure(f)
 	}
 }

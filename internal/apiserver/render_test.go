@@ -47,6 +47,11 @@ func TestRenderJob(t *testing.T) {
 	if renderProvider(p); p.SlashEvents[0].Reason != "job 4: committed a result and did not reveal it" || p.SlashEvents[1].Reason != "older" {
 		t.Fatalf("slash events: %+v", p.SlashEvents)
 	}
+	p = &ledger.Provider{}
+	p.Challenges.LastFail = &ledger.ChallengeFailure{Code: ledger.ChallengeWrongOpening, Cause: ledger.ChallengeCauseLeaf}
+	if renderProvider(p); p.Challenges.LastFailure != "the CPU: wrong opening: an opened leaf is not the selected one" {
+		t.Fatalf("last failure: %q", p.Challenges.LastFailure)
+	}
 	s := &ledger.Service{State: ledger.ServiceStopped, Wait: &ledger.Wait{Code: ledger.WaitStoppedByOwner, At: 1700000000},
 		Ended: []ledger.ReplicaEnd{{Code: ledger.EndEvicted, Text: "slow"}}}
 	if renderService(s); s.Reason != "stopped by its owner at 2023-11-14T22:13:20Z" || s.Ended[0].Why != "evicted by its owner: slow" {

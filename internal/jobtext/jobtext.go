@@ -398,3 +398,41 @@ func Slash(e *ledger.SlashEvent) string {
 	}
 	return "slashed (" + e.Code + ")"
 }
+
+// ChallengeFailure says why a hardware challenge was ruled failed, and on
+// which device.
+func ChallengeFailure(f *ledger.ChallengeFailure) string {
+	dev := "the CPU"
+	if f.Device > 0 {
+		dev = fmt.Sprintf("gpus[%d]", f.Device-1)
+		if f.DeviceUUID != "" {
+			dev += fmt.Sprintf(" %q", f.DeviceUUID)
+		}
+	}
+	switch f.Code {
+	case ledger.ChallengeWrongOpening:
+		return dev + ": wrong opening: " + openingCause(f.Cause)
+	case ledger.ChallengeOverclaim:
+		return fmt.Sprintf("%s: commit %d ms after the challenge, deadline %d ms: shows %d GOPS, claimed %d: a second proof in a row under 1/%d of the claim",
+			dev, f.ElapsedMillis, f.DeadlineMillis, f.ShownGOPS, f.ClaimedGOPS, f.Factor)
+	case ledger.ChallengeMissLimit:
+		miss := "no opening in time"
+		if f.Cause == ledger.ChallengeCauseNoCommit {
+			miss = fmt.Sprintf("no commit within %d ms (deadline %d ms at the claimed %d GOPS)", f.CommitByMillis, f.DeadlineMillis, f.ClaimedGOPS)
+		}
+		return fmt.Sprintf("%s: %s: %d challenges missed in a row", dev, miss, f.Misses)
+	}
+	return dev + ": failed (" + f.Code + ")"
+}
+
+func openingCause(cause string) string {
+	switch cause {
+	case ledger.ChallengeCauseLeaf:
+		return "an opened leaf is not the selected one"
+	case ledger.ChallengeCauseProof:
+		return "a Merkle proof does not lead to the committed root"
+	case ledger.ChallengeCauseEntry:
+		return "an opened entry is not the product A·B"
+	}
+	return "the opening does not verify"
+}

@@ -292,3 +292,22 @@ func TestSlash(t *testing.T) {
 		}
 	}
 }
+
+func TestChallengeFailure(t *testing.T) {
+	for _, c := range []struct {
+		f    ledger.ChallengeFailure
+		want string
+	}{
+		{ledger.ChallengeFailure{Code: ledger.ChallengeWrongOpening, Cause: ledger.ChallengeCauseEntry}, "the CPU: wrong opening: an opened entry is not the product A·B"},
+		{ledger.ChallengeFailure{Code: ledger.ChallengeWrongOpening, Device: 2, DeviceUUID: "GPU-B", Cause: ledger.ChallengeCauseProof}, `gpus[1] "GPU-B": wrong opening: a Merkle proof does not lead to the committed root`},
+		{ledger.ChallengeFailure{Code: ledger.ChallengeOverclaim, Device: 1, ElapsedMillis: 90_000, DeadlineMillis: 600, ShownGOPS: 1, ClaimedGOPS: 500, Factor: 100},
+			"gpus[0]: commit 90000 ms after the challenge, deadline 600 ms: shows 1 GOPS, claimed 500: a second proof in a row under 1/100 of the claim"},
+		{ledger.ChallengeFailure{Code: ledger.ChallengeMissLimit, Cause: ledger.ChallengeCauseNoCommit, Misses: 3, CommitByMillis: 30_000, DeadlineMillis: 600, ClaimedGOPS: 2},
+			"the CPU: no commit within 30000 ms (deadline 600 ms at the claimed 2 GOPS): 3 challenges missed in a row"},
+		{ledger.ChallengeFailure{Code: ledger.ChallengeMissLimit, Cause: ledger.ChallengeCauseNoOpening, Misses: 3}, "the CPU: no opening in time: 3 challenges missed in a row"},
+	} {
+		if got := ChallengeFailure(&c.f); got != c.want {
+			t.Errorf("%+v:\n got %s\nwant %s", c.f, got, c.want)
+		}
+	}
+}

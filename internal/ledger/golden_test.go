@@ -27,7 +27,9 @@ import (
 //   - scheduler.go and service_place.go converted (issue 28): job 3
 //     waits unplaced with a PlacementMiss (its record changes), and a
 //     placed job's wait is a code (WaitPlaced, WaitExtraPlaced…).
-const goldenLifecycle = "d971f37ed2f523c5702a60d5cfa0f59dd694650e5757851b26607a3055b34432"
+//   - hwchallenge.go converted (issue 28): a failed hardware challenge
+//     keeps a ChallengeFailure (code, device, numbers), not a sentence.
+const goldenLifecycle = "2f197d988f989ecef9113941d80269b73745321b2d692410e318c3180a1c93bd"
 
 // lifecycleChain runs jobs through every step the ledger has: a spot job
 // placed, granted, started, committed, audited by a second provider,

@@ -110,8 +110,9 @@ type ChallengeRecord struct {
 	// (device i+1). The list is empty while no GPU has been challenged,
 	// and has one entry per declared GPU otherwise.
 	GPUs []DeviceProof `json:"gpus,omitempty"`
-	// LastFailure says why the latest failure happened, and on which
-	// device.
+	// LastFailure is the sentence records of version 5 and earlier kept
+	// for the latest failure; the ledger writes LastFail instead, and the
+	// API serves the sentence internal/jobtext renders of it here.
 	LastFailure string `json:"last_failure,omitempty"`
 	// Late counts correct proofs committed after the deadline (they
 	// measured the device), Missed the challenges with no commit in the
@@ -125,6 +126,65 @@ type ChallengeRecord struct {
 	// Recheck (each GPU's are in its DeviceProof).
 	CPUStrikes uint64 `json:"cpu_strikes,omitempty" rec:"since=5"`
 	CPURecheck bool   `json:"cpu_recheck,omitempty" rec:"since=5"`
+	// LastFail says why the latest failed ruling failed, and on which
+	// device: data, which internal/jobtext renders (a sentence in a record
+	// would make a reworded message a fork).
+	LastFail *ChallengeFailure `json:"last_fail,omitempty" rec:"since=6"`
+}
+
+// Codes of a ChallengeFailure.
+const (
+	ChallengeWrongOpening = "wrong_opening" // Cause: which check the opening failed
+	ChallengeOverclaim    = "overclaim"     // a second late proof in a row under 1/Factor of the claim
+	ChallengeMissLimit    = "miss_limit"    // Misses challenges missed in a row; Cause: the last miss
+)
+
+// Causes of a ChallengeFailure: which check a wrong opening failed
+// (challenge.ErrLeaf, ErrProof, ErrEntry; other for any other), or how
+// the last of the misses missed.
+const (
+	ChallengeCauseLeaf      = "leaf"       // an opened leaf is not the selected one
+	ChallengeCauseProof     = "proof"      // a Merkle proof does not lead to the committed root
+	ChallengeCauseEntry     = "entry"      // an opened entry is not the product A·B
+	ChallengeCauseOther     = "other"      // another verification error
+	ChallengeCauseNoCommit  = "no_commit"  // no commit within the late window
+	ChallengeCauseNoOpening = "no_opening" // committed, no opening in time
+)
+
+// ChallengeFailure is why a hardware challenge was ruled failed. Which
+// numbers a code uses is in its comment; the others are zero.
+type ChallengeFailure struct {
+	Code string `json:"code"`
+	// Device is the challenged device (0 the CPU, i gpus[i-1]);
+	// DeviceUUID is what the provider declared for it.
+	Device     uint64 `json:"device"`
+	DeviceUUID string `json:"device_uuid,omitempty"`
+	Cause      string `json:"cause,omitempty"`
+	// ElapsedMillis is when the late commit came, DeadlineMillis the
+	// deadline and CommitByMillis the end of the late window, each from
+	// the challenge's issue; ShownGOPS what the late proof showed,
+	// ClaimedGOPS the claim; Factor params.hw_overclaim_factor; Misses
+	// the misses in a row.
+	ElapsedMillis  uint64 `json:"elapsed_ms,omitempty"`
+	DeadlineMillis uint64 `json:"deadline_ms,omitempty"`
+	CommitByMillis uint64 `json:"commit_by_ms,omitempty"`
+	ShownGOPS      uint64 `json:"shown_gops,omitempty"`
+	ClaimedGOPS    uint64 `json:"claimed_gops,omitempty"`
+	Factor         uint64 `json:"factor,omitempty"`
+	Misses         uint64 `json:"misses,omitempty"`
+}
+
+// openingCause is the cause code of a wrong opening's error.
+func openingCause(err error) string {
+	switch {
+	case errors.Is(err, challenge.ErrLeaf):
+		return ChallengeCauseLeaf
+	case errors.Is(err, challenge.ErrProof):
+		return ChallengeCauseProof
+	case errors.Is(err, challenge.ErrEntry):
+		return ChallengeCauseEntry
+	}
+	return ChallengeCauseOther
 }
 
 // DeviceProof is the ruling on one GPU's throughput (see ChallengeRecord),
@@ -563,7 +623,7 @@ func advanceHardwareChallenges(o *Overlay, info BlockInfo, p Params) ([]Event, e
 		case c == nil:
 			o.Delete(hwOpenKey(a))
 		case c.Root == nil && now > c.commitBy():
-			evs, err := missChallenge(o, pr, fmt.Sprintf("no commit within %d ms (deadline %d ms for %s at the claimed %d GOPS)", c.commitBy()-c.IssuedAt, c.Deadline-c.IssuedAt, c.size(), c.ClaimedGOPS), p, info)
+			evs, err := missChallenge(o, pr, ChallengeCauseNoCommit, p, info)
 			if err != nil {
 				return nil, err
 			}
@@ -577,7 +637,7 @@ func advanceHardwareChallenges(o *Overlay, info BlockInfo, p Params) ([]Event, e
 			attrs := append([]Attr{{"provider", a.String()}}, c.deviceAttrs()...)
 			events = append(events, Event{Type: "hw_challenge_open", Attrs: append(attrs, Attr{"open_by_ms", strconv.FormatInt(c.OpenBy, 10)})})
 		case c.Randomness != nil && now > c.OpenBy:
-			evs, err := missChallenge(o, pr, "no opening in time", p, info)
+			evs, err := missChallenge(o, pr, ChallengeCauseNoOpening, p, info)
 			if err != nil {
 				return nil, err
 			}
@@ -634,7 +694,7 @@ func execChallengeOpen(o *Overlay, from address.Address, m *MsgChallengeOpen, p 
 		if d, ok := pr.challengedDevice(c); ok {
 			pr.setDeviceProof(d, DeviceProof{Proven: true})
 		}
-		return failChallenge(o, pr, "wrong opening: "+err.Error(), p, info)
+		return failChallenge(o, pr, ChallengeFailure{Code: ChallengeWrongOpening, Cause: openingCause(err)}, p, info)
 	}
 	elapsed := uint64(max(c.CommittedAt-c.IssuedAt, 1))
 	if c.CommittedAt > c.Deadline {
@@ -673,13 +733,13 @@ func lateChallenge(o *Overlay, pr *Provider, shownGOPS, elapsedMillis uint64, p 
 	if far && ok {
 		ruling.Strikes = pr.DeviceRuling(d).Strikes + 1
 	}
-	why := fmt.Sprintf("commit %d ms after the challenge, deadline %d ms: shows %d GOPS, claimed %d", elapsedMillis, c.Deadline-c.IssuedAt, shownGOPS, c.ClaimedGOPS)
 	if ruling.Strikes >= 2 {
 		ruling.Strikes = 0
 		if ok {
 			pr.setDeviceProof(d, ruling)
 		}
-		return failChallenge(o, pr, fmt.Sprintf("%s: a second proof in a row under 1/%d of the claim", why, p.HWOverclaimFactor), p, info)
+		return failChallenge(o, pr, ChallengeFailure{Code: ChallengeOverclaim, ElapsedMillis: elapsedMillis, DeadlineMillis: uint64(c.Deadline - c.IssuedAt),
+			ShownGOPS: shownGOPS, ClaimedGOPS: c.ClaimedGOPS, Factor: p.HWOverclaimFactor}, p, info)
 	}
 	if ok {
 		pr.setDeviceProof(d, ruling)
@@ -699,7 +759,7 @@ func lateChallenge(o *Overlay, pr *Provider, shownGOPS, elapsedMillis uint64, p 
 // device counts 0 until a challenge proves some and is checked again
 // soon; reputation falls by a fifth, as for a missed liveness challenge.
 // The params.hw_miss_limit-th miss in a row is slashed.
-func missChallenge(o *Overlay, pr *Provider, why string, p Params, info BlockInfo) ([]Event, error) {
+func missChallenge(o *Overlay, pr *Provider, cause string, p Params, info BlockInfo) ([]Event, error) {
 	c := pr.HWChallenge
 	pr.Challenges.Missed++
 	pr.Challenges.MissesInARow++
@@ -708,13 +768,14 @@ func missChallenge(o *Overlay, pr *Provider, why string, p Params, info BlockInf
 	}
 	if n := pr.Challenges.MissesInARow; n >= p.HWMissLimit {
 		pr.Challenges.MissesInARow = 0
-		return failChallenge(o, pr, fmt.Sprintf("%s: %d challenges missed in a row", why, n), p, info)
+		return failChallenge(o, pr, ChallengeFailure{Code: ChallengeMissLimit, Cause: cause, Misses: n,
+			DeadlineMillis: uint64(c.Deadline - c.IssuedAt), CommitByMillis: uint64(c.commitBy() - c.IssuedAt), ClaimedGOPS: c.ClaimedGOPS}, p, info)
 	}
 	pr.Reputation -= pr.Reputation / reputationLossDiv
 	endChallenge(o, pr)
 	attrs := append([]Attr{{"provider", pr.Address.String()}}, c.deviceAttrs()...)
 	return []Event{{Type: "hw_challenge_missed", Attrs: append(attrs,
-		Attr{"reason", c.deviceName() + ": " + why},
+		Attr{"cause", cause},
 		Attr{"misses_in_a_row", strconv.FormatUint(pr.Challenges.MissesInARow, 10)},
 	)}}, nil
 }
@@ -724,12 +785,12 @@ func missChallenge(o *Overlay, pr *Provider, why string, p Params, info BlockInf
 // and halves its reputation. The challenged device's ruling is what the
 // caller recorded; a wrong opening (no earlier ruling set by a caller)
 // proves nothing, so the device counts 0.
-func failChallenge(o *Overlay, pr *Provider, why string, p Params, info BlockInfo) ([]Event, error) {
+func failChallenge(o *Overlay, pr *Provider, f ChallengeFailure, p Params, info BlockInfo) ([]Event, error) {
 	a := pr.Address
 	c := pr.HWChallenge
-	why = c.deviceName() + ": " + why
+	f.Device, f.DeviceUUID = c.Device, c.DeviceUUID
 	pr.Challenges.Failed++
-	pr.Challenges.LastFailure = why
+	pr.Challenges.LastFailure, pr.Challenges.LastFail = "", &f
 	pr.Reputation -= pr.Reputation / reputationInvalidDiv
 	endChallenge(o, pr)
 	amt, err := slashFor(o, a, address.Address{}, p, info, SlashEvent{Code: SlashHardware})
@@ -738,6 +799,6 @@ func failChallenge(o *Overlay, pr *Provider, why string, p Params, info BlockInf
 	}
 	attrs := append([]Attr{{"provider", a.String()}}, c.deviceAttrs()...)
 	return []Event{{Type: "hw_challenge_failed", Attrs: append(attrs,
-		Attr{"reason", why}, Attr{"slashed", strconv.FormatUint(amt, 10)},
+		Attr{"code", f.Code}, Attr{"cause", f.Cause}, Attr{"slashed", strconv.FormatUint(amt, 10)},
 	)}}, nil
 }

@@ -3,7 +3,6 @@ package ledger_test
 import (
 	"context"
 	"errors"
-	"strings"
 	"testing"
 	"time"
 
@@ -101,7 +100,7 @@ func TestHardwareChallengeWrongOpeningSlashed(t *testing.T) {
 	must(t, []ledger.TxResult{open(t, c, cm, true)})
 	p := provider(t, c, prov1)
 	want := uint64(stake) / 10
-	if p.Challenges.Failed != 1 || p.Slashed != want || p.Stake != stake-want || !strings.Contains(p.Challenges.LastFailure, "wrong opening") {
+	if p.Challenges.Failed != 1 || p.Slashed != want || p.Stake != stake-want || (p.Challenges.LastFail == nil || p.Challenges.LastFail.Code != ledger.ChallengeWrongOpening || p.Challenges.LastFail.Cause == "" || p.Challenges.LastFailure != "") {
 		t.Fatalf("after a wrong opening: slashed %d stake %d record %+v", p.Slashed, p.Stake, p.Challenges)
 	}
 	if p.EffectiveGOPS() != 0 {

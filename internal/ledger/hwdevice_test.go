@@ -210,12 +210,8 @@ func TestWrongOpeningZeroesOnlyThatDevice(t *testing.T) {
 	if p.Challenges.Failed != 1 || p.Slashed != stake/10 {
 		t.Fatalf("wrong opening: %+v slashed %d", p.Challenges, p.Slashed)
 	}
-	name := "the CPU"
-	if hc.Device > 0 {
-		name = fmt.Sprintf("gpus[%d] %q", hc.Device-1, hc.DeviceUUID)
-	}
-	if !strings.HasPrefix(p.Challenges.LastFailure, name+": ") {
-		t.Errorf("last failure %q does not name %s", p.Challenges.LastFailure, name)
+	if f := p.Challenges.LastFail; f == nil || f.Code != ledger.ChallengeWrongOpening || f.Device != hc.Device || f.DeviceUUID != hc.DeviceUUID {
+		t.Errorf("last failure %+v does not name device %d %q", f, hc.Device, hc.DeviceUUID)
 	}
 	want := uint64(0)
 	for d, claim := range claims {

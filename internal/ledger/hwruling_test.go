@@ -179,7 +179,7 @@ func TestRulingMissedRepeatedlySlashed(t *testing.T) {
 	miss()
 	p = provider(t, c, prov1)
 	if p.Slashed != stake/10 || p.Challenges.Failed != 1 || p.Challenges.MissesInARow != 0 ||
-		!strings.Contains(p.Challenges.LastFailure, "3 challenges missed in a row") {
+		(p.Challenges.LastFail == nil || p.Challenges.LastFail.Code != ledger.ChallengeMissLimit || p.Challenges.LastFail.Misses != 3) {
 		t.Fatalf("the third miss in a row: slashed %d record %+v", p.Slashed, p.Challenges)
 	}
 }
@@ -188,7 +188,7 @@ func TestRulingWrongOpeningSlashedAtOnce(t *testing.T) {
 	c := rulingChain(t, nil)
 	answerAs(t, c, 1, true)
 	p := provider(t, c, prov1)
-	if p.Slashed != stake/10 || p.Challenges.Failed != 1 || p.EffectiveGOPS() != 0 || !strings.Contains(p.Challenges.LastFailure, "wrong opening") {
+	if p.Slashed != stake/10 || p.Challenges.Failed != 1 || p.EffectiveGOPS() != 0 || (p.Challenges.LastFail == nil || p.Challenges.LastFail.Code != ledger.ChallengeWrongOpening) {
 		t.Fatalf("wrong opening: slashed %d effective %d record %+v", p.Slashed, p.EffectiveGOPS(), p.Challenges)
 	}
 	// Late and wrong is wrong: slashed too.
@@ -242,7 +242,7 @@ func TestRulingFarOverclaimSlashedTheSecondTime(t *testing.T) {
 	nextChallenge(t, c, time.Minute, 3)
 	answerAs(t, c, 150, false)
 	p = provider(t, c, prov1)
-	if p.Slashed != stake/10 || p.Challenges.Failed != 1 || !strings.Contains(p.Challenges.LastFailure, "a second proof in a row under 1/100 of the claim") {
+	if p.Slashed != stake/10 || p.Challenges.Failed != 1 || (p.Challenges.LastFail == nil || p.Challenges.LastFail.Code != ledger.ChallengeOverclaim || p.Challenges.LastFail.Factor != 100 || p.Challenges.LastFail.ShownGOPS*100 >= p.Challenges.LastFail.ClaimedGOPS) {
 		t.Fatalf("second strike in a row: slashed %d record %+v", p.Slashed, p.Challenges)
 	}
 	if r := p.DeviceRuling(0); r.ProvenGOPS == 0 || r.ProvenGOPS > rulingClaim/150 || r.Strikes != 0 {

@@ -910,6 +910,12 @@ func (x *ChallengeRecord) encodeRec(e *encoder) {
 	if e.version >= 5 {
 		e.bool(x.CPURecheck)
 	}
+	if e.version >= 6 {
+		e.bool(x.LastFail != nil)
+		if x.LastFail != nil {
+			(*x.LastFail).encodeRec(e)
+		}
+	}
 }
 
 func (x *ChallengeRecord) decodeRec(d *decoder) {
@@ -941,6 +947,13 @@ func (x *ChallengeRecord) decodeRec(d *decoder) {
 	if d.version >= 5 {
 		x.CPURecheck = d.bool("cpu_recheck")
 	}
+	if d.version >= 6 {
+		if d.bool("last_fail") {
+			v0 := new(ChallengeFailure)
+			(*v0).decodeRec(d)
+			x.LastFail = v0
+		}
+	}
 }
 
 func (x *ChallengeRecord) recVersion() byte {
@@ -962,6 +975,9 @@ func (x *ChallengeRecord) recVersion() byte {
 	}
 	if x.CPURecheck {
 		v = max(v, 5)
+	}
+	if x.LastFail != nil {
+		v = max(v, 6)
 	}
 	return v
 }
@@ -1175,6 +1191,34 @@ func (x *DeviceProof) recVersion() byte {
 		v = max(v, 5)
 	}
 	return v
+}
+
+func (x *ChallengeFailure) encodeRec(e *encoder) {
+	e.string(x.Code)
+	e.uvarint(x.Device)
+	e.string(x.DeviceUUID)
+	e.string(x.Cause)
+	e.uvarint(x.ElapsedMillis)
+	e.uvarint(x.DeadlineMillis)
+	e.uvarint(x.CommitByMillis)
+	e.uvarint(x.ShownGOPS)
+	e.uvarint(x.ClaimedGOPS)
+	e.uvarint(x.Factor)
+	e.uvarint(x.Misses)
+}
+
+func (x *ChallengeFailure) decodeRec(d *decoder) {
+	x.Code = d.string("code")
+	x.Device = d.uvarint("device")
+	x.DeviceUUID = d.string("device_uuid")
+	x.Cause = d.string("cause")
+	x.ElapsedMillis = d.uvarint("elapsed_ms")
+	x.DeadlineMillis = d.uvarint("deadline_ms")
+	x.CommitByMillis = d.uvarint("commit_by_ms")
+	x.ShownGOPS = d.uvarint("shown_gops")
+	x.ClaimedGOPS = d.uvarint("claimed_gops")
+	x.Factor = d.uvarint("factor")
+	x.Misses = d.uvarint("misses")
 }
 
 func (x *GPUSpec) encodeRec(e *encoder) {

@@ -12,3 +12,7 @@ func (x *Provider) encodeRec(*encoder) {}
 func (x *Provider) decodeRec(*decoder) {}
 func (x *Job) recVersion() byte        { return 0 }
 func (x *Provider) recVersion() byte   { return 0 }
+
+// Proposals (gov.go) encode their Wait with its generated codec.
+func (x *Wait) encodeRec(*encoder) {}
+func (x *Wait) decodeRec(*decoder) {}

@@ -23,9 +23,7 @@ import (
 // pendingSentences are the record fields still written as sentences, and
 // by what, until those sites are converted to a Wait (remove an entry
 // with its last writer).
-var pendingSentences = map[string]string{
-	"ChallengeRecord.LastFailure": "hwchallenge.go: a hardware challenge's failure, not yet a code",
-}
+var pendingSentences = map[string]string{}
 
 // suppliedText are the string fields whose text a party supplied (an
 // owner's spec, a provider's declaration or failure reason): data quoted
