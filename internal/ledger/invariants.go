@@ -299,15 +299,17 @@ func escrowCoversCharges(s *invariantState) error {
 		// A job resumed from a checkpoint has paid for its progress and
 		// may be charged only for the rest (RunBudget).
 		secs := chargeableSeconds(&j.Spec, s.params) - min(j.Progress, chargeableSeconds(&j.Spec, s.params)-1)
+		// Each charge carries the protocol fee, as payments charge it.
+		withFee := func(c uint64) uint64 { return c + protocolFee(c, s.params) }
 		var most, regular uint64
 		for _, a := range j.Assignments {
 			if !a.Extra {
 				regular++
-				most += mulDiv(a.PricePerHour, secs, 3600)
+				most += withFee(mulDiv(a.PricePerHour, secs, 3600))
 			}
 		}
 		if planned := j.Spec.PlannedReplicas(); regular < planned {
-			most += mulDiv(j.Spec.MaxPricePerHour, secs, 3600) * (planned - regular)
+			most += withFee(mulDiv(j.Spec.MaxPricePerHour, secs, 3600)) * (planned - regular)
 		}
 		if j.Escrow < most {
 			return fmt.Errorf("invariant: job %d escrow %d < %d it may still be charged: %w", j.ID, j.Escrow, most, ErrInternal)
