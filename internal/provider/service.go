@@ -27,16 +27,18 @@ import (
 // it runs: it starts a container for a new one and stops the container of
 // one no longer listed (stopped, evicted, scaled down, dropped). A
 // replica's own goroutine starts its container (an oci ServiceRunner),
-// checks its readiness through the container's network namespace, and
-// gives the replica back (MsgReleaseReplica) when it fails: not ready
-// within its StartSeconds, FailureThreshold failed checks in a row after it
-// was ready, or the container ended. One heartbeat
+// checks its readiness through the container's network namespace (at
+// once, then backing off up to the spec's interval until it is first
+// ready), and gives the replica back (MsgReleaseReplica) when it fails:
+// not ready within its StartSeconds, FailureThreshold failed checks in a
+// row after it was ready, or the container ended. One heartbeat
 // (MsgServiceHeartbeat) reports on every replica each
 // params.service_heartbeat_interval, and sooner when one's readiness
-// changes. The relay link (RelayLink) lets the nodes reach the ready
-// replicas' ports (DialReplica). A replica has at most one container: a
-// new placement of the same service waits until the last container is
-// gone.
+// changes or the relay link moves to another node. The relay link
+// (RelayLink), opened when an agent that can run services starts, lets
+// the nodes reach the ready replicas' ports (DialReplica). A replica has
+// at most one container: a new placement of the same service waits until
+// the last container is gone.
 
 // ServiceChain is what the agent needs of a node to run services. A Chain
 // that implements it (chainclient.Client does) has its provider's service
@@ -57,6 +59,10 @@ type RelayLink interface {
 // ReplicaDialer connects to a port of this provider's ready replica of a
 // service: what a relay link calls for each stream a node opens.
 type ReplicaDialer func(ctx context.Context, service, port uint64) (net.Conn, error)
+
+// minHeartbeatWait is the least time a heartbeat is given to reach a
+// block.
+const minHeartbeatWait = 5 * time.Second
 
 // DefaultServiceHeartbeat is the heartbeat interval of a chain whose
 // params do not say (params.service_heartbeat_interval).
@@ -133,6 +139,13 @@ func (a *Agent) syncServices(ctx context.Context) {
 		return
 	}
 	a.svcs.listErr = false
+	if a.runsServices() {
+		// The relay session and the heartbeat start with the agent, not
+		// with its first replica: the session's handshake is then off
+		// the path of the first answer, and the first ready heartbeat
+		// names the node that reaches the replica.
+		a.svcs.loops.Do(func() { a.startServiceLoops(ctx) })
+	}
 	want := map[uint64]bool{}
 	listed := map[uint64]bool{}
 	for _, s := range list.Services {
@@ -148,8 +161,6 @@ func (a *Agent) syncServices(ctx context.Context) {
 		run := a.svcs.byID[s.ID]
 		switch {
 		case run == nil:
-			// The heartbeat and the relay link start with the first
-			// replica: a provider that runs none holds no session.
 			a.svcs.loops.Do(func() { a.startServiceLoops(ctx) })
 			a.startReplica(ctx, s, r.AssignedAt)
 		case run.assignedAt != r.AssignedAt:
@@ -174,6 +185,13 @@ func (a *Agent) syncServices(ctx context.Context) {
 			delete(a.svcs.released, id)
 		}
 	}
+}
+
+// runsServices reports whether this agent can run service replicas: it
+// has a container executor that runs services.
+func (a *Agent) runsServices() bool {
+	_, ok := a.o.Sandboxes[ledger.ExecutorOCI].(sandbox.ServiceRunner)
+	return ok
 }
 
 // startReplica starts the run of a replica (a.svcs.mu held).
@@ -255,6 +273,7 @@ func (a *Agent) runReplica(ctx context.Context, run *replicaRun) {
 	rd := readinessOf(spec)
 	startBy := a.clk.Now().Add(rd.start) // the image's pull counts
 	log.Info("starting service replica", "image", spec.Image)
+	started := a.clk.Now()
 	h, err := sr.StartService(ctx, &sandbox.Service{
 		ID: fmt.Sprintf("svc-%d", s.ID), Image: spec.Image, Command: spec.Command, Args: spec.Args, Env: spec.Env,
 		GPUs: gpus, Network: spec.Network, WorkDir: dir, Limits: limits,
@@ -273,8 +292,7 @@ func (a *Agent) runReplica(ctx context.Context, run *replicaRun) {
 	run.h = h
 	a.svcs.mu.Unlock()
 
-	t := a.clk.NewTicker(rd.interval)
-	defer t.Stop()
+	log.Info("service replica's container started", "took", a.clk.Now().Sub(started).Round(time.Millisecond))
 	fails := 0
 	everReady := false
 	check := func() (release string) {
@@ -291,7 +309,7 @@ func (a *Agent) runReplica(ctx context.Context, run *replicaRun) {
 		a.setReady(run, err == nil)
 		if err == nil {
 			if !everReady {
-				log.Info("service replica ready")
+				log.Info("service replica ready", "after", a.clk.Now().Sub(started).Round(time.Millisecond))
 			}
 			fails, everReady = 0, true
 			return ""
@@ -305,15 +323,18 @@ func (a *Agent) runReplica(ctx context.Context, run *replicaRun) {
 		}
 		return ""
 	}
+	// Checked at once, then, until it is first ready, after
+	// firstReadyWait doubling up to the spec's interval: a server up in
+	// 100 ms is reported ready then, not an interval later.
 	why := check()
-	for why == "" {
+	for n := 0; why == ""; n++ {
 		select {
 		case <-ctx.Done():
 			log.Info("service replica stopped")
 			return
 		case <-h.Done():
 			why = "the container ended: " + h.Reason()
-		case <-t.C():
+		case <-a.clk.After(readyWait(everReady, n, rd.interval)):
 			why = check()
 		}
 	}
@@ -361,6 +382,23 @@ func (a *Agent) releaseReplica(ctx context.Context, run *replicaRun, why string)
 	if _, err := a.o.Chain.SendMsg(rctx, a.o.Key, 0, &ledger.MsgReleaseReplica{ServiceID: run.id, Reason: why}); err != nil && !errors.Is(err, chainclient.ErrNotInBlockYet) {
 		a.log.Error("giving the service replica back", "service", run.id, "err", err)
 	}
+}
+
+// firstReadyWait is the wait after the first readiness check of a
+// replica that is not yet ready; each next wait doubles, up to the spec's
+// interval.
+const firstReadyWait = 25 * time.Millisecond
+
+// readyWait is the wait before readiness check n+1 (n from 0): the spec's
+// interval once the replica has been ready, and before that
+// firstReadyWait doubling up to it, so that a replica is reported ready
+// soon after its server listens. The checks' failures count as before:
+// only after the replica was ready, or past its StartSeconds.
+func readyWait(everReady bool, n int, interval time.Duration) time.Duration {
+	if everReady || n >= 30 {
+		return interval
+	}
+	return min(firstReadyWait<<n, interval)
 }
 
 // readiness is a spec's readiness check with the defaults filled in.
@@ -470,20 +508,34 @@ func (a *Agent) heartbeatInterval(ctx context.Context) time.Duration {
 	return time.Duration(p.ServiceHeartbeatInterval) * time.Second
 }
 
+// relayCheck is how often the heartbeat loop looks whether the relay
+// link moved to another node since the last heartbeat.
+const relayCheck = 200 * time.Millisecond
+
 // heartbeats sends one MsgServiceHeartbeat for all the replicas every
-// interval, and when one's readiness changes. A failed one is logged once
-// and the next tick tries again.
+// interval, when one's readiness changes, and when the relay link's node
+// is not the one the last heartbeat named (it connected, or moved): the
+// nodes route to a replica through the node its last heartbeat names. A
+// failed one is logged once and the next tick tries again.
 func (a *Agent) heartbeats(ctx context.Context) {
 	interval := a.heartbeatInterval(ctx)
 	t := a.clk.NewTicker(interval)
 	defer func() { t.Stop() }()
+	rt := a.clk.NewTicker(relayCheck)
+	defer rt.Stop()
 	failing := false
+	sentRelay := ""
 	for n := 1; ; n++ {
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C():
 		case <-a.svcs.kick:
+		case <-rt.C():
+			if a.svcs.link == nil || a.svcs.link.Relay() == sentRelay {
+				n--
+				continue
+			}
 		}
 		if n%20 == 0 { // the param may change by governance
 			if iv := a.heartbeatInterval(ctx); iv != interval {
@@ -496,11 +548,14 @@ func (a *Agent) heartbeats(ctx context.Context) {
 		if len(msg.Replicas) == 0 {
 			continue
 		}
-		hctx, cancel := context.WithTimeout(ctx, interval)
+		// A slow block is not a failed heartbeat: it may take a few
+		// blocks to be included on a busy node.
+		hctx, cancel := context.WithTimeout(ctx, max(interval, minHeartbeatWait))
 		_, err := a.o.Chain.SendMsg(hctx, a.o.Key, 0, msg)
 		cancel()
 		switch {
 		case err == nil || errors.Is(err, chainclient.ErrNotInBlockYet):
+			sentRelay = msg.Replicas[0].Relay
 			if failing {
 				a.log.Info("service heartbeats go through again")
 			}

@@ -364,3 +364,137 @@ func TestServiceReplicas(t *testing.T) {
 		t.Errorf("%d containers still running after the agent stopped", n)
 	}
 }
+
+// startServiceAgent runs an agent with the fake executor's services (b)
+// against chain, on clk, which a goroutine advances by step every 2 ms of
+// real time until the test ends; link, when set, is its relay link.
+func startServiceAgent(t *testing.T, chain *svcChain, k *keys.Key, clk *clocktest.Fake, step time.Duration, b fake.ServiceBehavior, link func(provider.ReplicaDialer) provider.RelayLink) {
+	t.Helper()
+	ex := fake.New(nil).WithName("oci").WithService(b)
+	a := provider.New(provider.Options{
+		Key: k, Chain: chain, Region: "eu", Executors: []string{"oci"}, Poll: 100 * time.Millisecond, Clock: clk,
+		Sandboxes: map[string]sandbox.Executor{"oci": ex},
+		Inventory: &hwinfo.Inventory{CPUModel: "test", CPUCores: 4, RAMBytes: 8 << 30, DiskFreeBytes: 100 << 30, OS: "linux", Arch: "amd64"},
+		Figures:   figures(), WorkDir: t.TempDir(), Relay: link,
+	})
+	stopClock := make(chan struct{})
+	go func() {
+		for {
+			select {
+			case <-stopClock:
+				return
+			case <-time.After(2 * time.Millisecond):
+				clk.Advance(step)
+			}
+		}
+	}()
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() { done <- a.Run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("Run: %v", err)
+		}
+		close(stopClock)
+	})
+}
+
+func serviceKey(t *testing.T) *keys.Key {
+	t.Helper()
+	kr, err := keys.Open(filepath.Join(t.TempDir(), "keyring"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	k, err := kr.AddUnencrypted("p1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return k
+}
+
+// TestServiceReadyCheckedSoon (issue 36): a replica whose server listens
+// a moment after its container starts is reported ready within a fraction
+// of its readiness interval: checked at once, then again soon after,
+// backing off, rather than only an interval later.
+func TestServiceReadyCheckedSoon(t *testing.T) {
+	k := serviceKey(t)
+	owner, err := age.GenerateX25519Identity()
+	if err != nil {
+		t.Fatal(err)
+	}
+	chain := &svcChain{me: k.Address, logs: map[uint64][][]byte{}}
+	clk := clocktest.New(time.Unix(1_700_000_000, 0))
+	var mu sync.Mutex
+	var checks []time.Time // fake time of each readiness check
+	startServiceAgent(t, chain, k, clk, 10*time.Millisecond, func(svc *sandbox.Service, logs io.Writer) ([]uint16, http.Handler, error) {
+		h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			mu.Lock()
+			checks = append(checks, clk.Now())
+			n := len(checks)
+			mu.Unlock()
+			if n <= 2 { // not listening yet
+				http.Error(w, "starting", http.StatusServiceUnavailable)
+			}
+		})
+		return []uint16{8000}, h, nil
+	}, func(dial provider.ReplicaDialer) provider.RelayLink { return &fakeLink{dial: dial} })
+	chain.setServices(&ledger.Service{
+		ID: 1, State: ledger.ServiceActive, ConsumerKey: owner.Recipient().String(),
+		Spec: ledger.ServiceSpec{
+			Name: "s", Image: "example.com/s@sha256:" + strings.Repeat("a", 64), Memory: 64 << 20, CPUMilli: 500, Disk: 1 << 20,
+			Ports:     []ledger.ServicePort{{Port: 8000, Protocol: ledger.PortHTTP}},
+			Readiness: ledger.ServiceReadiness{Port: 8000, Path: "/health", IntervalSeconds: 10, TimeoutSeconds: 1, FailureThreshold: 2, StartSeconds: 300},
+		},
+		Replicas: []ledger.Replica{{Provider: k.Address, AssignedAt: 100}},
+	})
+	eventually(t, "a heartbeat reporting the replica ready", func() bool {
+		for _, hb := range sent[*ledger.MsgServiceHeartbeat](chain) {
+			for _, r := range hb.Replicas {
+				if r.Ready {
+					return true
+				}
+			}
+		}
+		return false
+	})
+	mu.Lock()
+	defer mu.Unlock()
+	if len(checks) < 3 {
+		t.Fatalf("%d readiness checks, want 3 (two failed, then ready)", len(checks))
+	}
+	if took := checks[2].Sub(checks[0]); took >= 10*time.Second {
+		t.Errorf("ready %s after the first check, want well within the 10 s interval (checks at %v)", took, checks)
+	}
+}
+
+// runLink is a relay link that says when it was started.
+type runLink struct {
+	fakeLink
+	started chan struct{}
+}
+
+func (l *runLink) Run(ctx context.Context) error {
+	close(l.started)
+	<-ctx.Done()
+	return nil
+}
+
+// TestRelayLinkAtStart (issue 36): an agent that can run services opens
+// its relay session when it starts, before any replica is placed on it,
+// so that the session's handshake is not on a first answer's path.
+func TestRelayLinkAtStart(t *testing.T) {
+	k := serviceKey(t)
+	chain := &svcChain{me: k.Address, logs: map[uint64][][]byte{}}
+	clk := clocktest.New(time.Unix(1_700_000_000, 0))
+	link := &runLink{started: make(chan struct{})}
+	startServiceAgent(t, chain, k, clk, 10*time.Millisecond, fake.Serve(http.NotFoundHandler()), func(dial provider.ReplicaDialer) provider.RelayLink {
+		link.dial = dial
+		return link
+	})
+	select {
+	case <-link.started:
+	case <-time.After(10 * time.Second):
+		t.Fatal("no relay link started by an agent that runs services and has no replica yet")
+	}
+}

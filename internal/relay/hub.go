@@ -116,6 +116,9 @@ type Hub struct {
 	inflight map[replicaKey]int    // /svc requests in flight per replica
 	rr       map[uint64]uint64     // round robin per service
 	probing  map[uint64]bool       // services being probed (probe.go)
+	// down are the replicas a dial failed to reach lately, and when:
+	// tried after the others until downFor has passed or one is reached.
+	down map[replicaKey]time.Time
 
 	transport *http.Transport
 	proxy     *httputil.ReverseProxy
@@ -176,6 +179,7 @@ func NewHub(o HubOptions) *Hub {
 		inflight: map[replicaKey]int{},
 		rr:       map[uint64]uint64{},
 		probing:  map[uint64]bool{},
+		down:     map[replicaKey]time.Time{},
 	}
 	if h.log == nil {
 		h.log = slog.New(slog.DiscardHandler)
@@ -412,6 +416,20 @@ func noForward(ctx context.Context) context.Context {
 // Its errors wrap ErrNoRoute, ErrNoReplica, ErrNoPort, ErrBusy,
 // ErrRefused or an *UpgradeError of the relay node.
 func (h *Hub) DialReplica(ctx context.Context, svc *ledger.Service, provider address.Address, port uint64, credential string) (net.Conn, error) {
+	c, err := h.dialReplica(ctx, svc, provider, port, credential)
+	switch {
+	case err == nil:
+		h.markDown(svc.ID, provider, false)
+	case ctx.Err() == nil && !errors.Is(err, ErrBusy) && !errors.Is(err, ErrClosed) && !errors.Is(err, ErrNoPort):
+		// Unreachable now (its agent gone, the replica refusing, its
+		// relay node without it): the next requests try the others
+		// first.
+		h.markDown(svc.ID, provider, true)
+	}
+	return c, err
+}
+
+func (h *Hub) dialReplica(ctx context.Context, svc *ledger.Service, provider address.Address, port uint64, credential string) (net.Conn, error) {
 	if svc.Spec.Port(port) == nil {
 		return nil, fmt.Errorf("service %d port %d: %w", svc.ID, port, ErrNoPort)
 	}

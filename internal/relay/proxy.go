@@ -126,18 +126,56 @@ func (h *Hub) serveService(w http.ResponseWriter, r *http.Request) {
 	h.proxyHTTP(ctx, w, r, svc, port, rest, credential, cands)
 }
 
+// downFor is how long a replica a dial failed to reach is tried after the
+// others: long enough to cover the ledger's drop of a dead replica at a
+// short heartbeat timeout, short enough that a replica back from a blip is
+// soon used again.
+const downFor = 10 * time.Second
+
+// markDown records that a dial of provider's replica of service failed
+// (down) or succeeded.
+func (h *Hub) markDown(service uint64, provider address.Address, down bool) {
+	k := replicaKey{service, provider}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if !down {
+		delete(h.down, k)
+		return
+	}
+	if len(h.down) >= maxDown {
+		now := h.now()
+		for k, at := range h.down {
+			if now.Sub(at) >= downFor {
+				delete(h.down, k)
+			}
+		}
+		if len(h.down) >= maxDown {
+			return // bounded; the retry still routes around it
+		}
+	}
+	h.down[k] = h.now()
+}
+
+// maxDown bounds the replicas remembered as down.
+const maxDown = 4096
+
 // candidates lists the providers of svc's routable replicas that this node
-// can reach, best first: those whose agent is connected here, then the
+// can reach, best first: those not seen down lately (a dial to them failed
+// within downFor), then those whose agent is connected here, then the
 // least loaded by this node's requests, ties taken in round-robin order.
+// A replica seen down is still listed, last: the ledger's record is the
+// authority, and a dial failure may have been a blip.
 func (h *Hub) candidates(ctx context.Context, svc *ledger.Service) []address.Address {
 	forward := ctx.Value(noForwardKey) == nil
 	type cand struct {
 		p        address.Address
+		down     bool
 		local    bool
 		inflight int
 	}
 	var cs []cand
 	h.mu.Lock()
+	now := h.now()
 	for _, rep := range svc.Replicas {
 		if !rep.Ready || rep.ReadyAt == 0 {
 			continue
@@ -147,7 +185,13 @@ func (h *Hub) candidates(ctx context.Context, svc *ledger.Service) []address.Add
 		if !local && !(forward && h.mayForward(rep.Relay)) {
 			continue
 		}
-		cs = append(cs, cand{rep.Provider, local, h.inflight[replicaKey{svc.ID, rep.Provider}]})
+		k := replicaKey{svc.ID, rep.Provider}
+		at, down := h.down[k]
+		if down && now.Sub(at) >= downFor {
+			delete(h.down, k)
+			down = false
+		}
+		cs = append(cs, cand{rep.Provider, down, local, h.inflight[k]})
 	}
 	start := h.rr[svc.ID]
 	h.rr[svc.ID]++
@@ -158,6 +202,12 @@ func (h *Hub) candidates(ctx context.Context, svc *ledger.Service) []address.Add
 	k := int(start % uint64(len(cs)))
 	cs = append(cs[k:], cs[:k]...)
 	slices.SortStableFunc(cs, func(a, b cand) int {
+		if a.down != b.down {
+			if b.down {
+				return -1
+			}
+			return 1
+		}
 		if a.local != b.local {
 			if a.local {
 				return -1

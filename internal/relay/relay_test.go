@@ -483,3 +483,25 @@ func TestBadHandshake(t *testing.T) {
 		t.Error("a stranger holds a session")
 	}
 }
+
+// TestDownReplicaTriedLast (issue 36): a replica whose dial failed is
+// tried after the others for a while, so that a dead replica costs one
+// failed dial, not one per request (the ledger still lists it until its
+// heartbeats are missed); requests keep succeeding through the other.
+func TestDownReplicaTriedLast(t *testing.T) {
+	d, a, good, _ := setup(t, nil)
+	bad := newProvider(2, map[uint64]string{}) // refuses every stream
+	d.providers[bad.addr] = true
+	bad.run(t, a.url)
+	waitConnected(t, a.hub, bad.addr)
+	d.put(service(1, a.url, bad, good))
+	for i := range 8 {
+		resp, b := do(t, "GET", a.url+"/svc/1/8000/", "", map[string]string{HeaderKey: testKey})
+		if resp.StatusCode != 200 {
+			t.Fatalf("request %d: %d %s", i, resp.StatusCode, b)
+		}
+	}
+	if n := bad.dials.Load(); n != 1 {
+		t.Errorf("the refusing replica was dialled %d times in 8 requests, want once: it should be tried last once seen down", n)
+	}
+}
