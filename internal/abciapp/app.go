@@ -8,12 +8,12 @@ package abciapp
 
 import (
 	"context"
-	"crypto/ed25519"
 	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
+	"runtime"
 	"strings"
 	"sync"
 	"time"
@@ -22,7 +22,6 @@ import (
 	"github.com/cockroachdb/pebble/bloom"
 	"github.com/cockroachdb/pebble/vfs"
 	abci "github.com/cometbft/cometbft/abci/types"
-	voi "github.com/oasisprotocol/curve25519-voi/primitives/ed25519"
 
 	"github.com/gpunet/gpunet/internal/address"
 	"github.com/gpunet/gpunet/internal/ledger"
@@ -76,9 +75,10 @@ type App struct {
 	// writing while genesis is set and while it is committed.
 	viewMu sync.RWMutex
 
-	// Mempool state: an overlay of the committed state, rebuilt at Commit.
+	// Mempool state: an overlay of the committed state, rebuilt at Commit,
+	// and the checker admitting txs to it.
 	checkMu sync.Mutex
-	check   *ledger.Overlay
+	check   *ledger.TxChecker
 
 	dir   string       // the store's directory
 	snaps *snapshotter // state sync (snapshot.go)
@@ -132,9 +132,9 @@ func Open(dir string, opts Options) (*App, error) {
 		store.Close()
 		return nil, fmt.Errorf("open app state in %s: %w", dir, err)
 	}
-	a := &App{store: store, state: store.KV(), opts: opts, sigs: newSigCache(1 << 16), dir: dir, snaps: newSnapshotter(opts.Snapshots, opts.Logger)}
+	a := &App{store: store, state: store.KV(), opts: opts, sigs: newSigCache(sigCacheEntries, sigCacheKeys), dir: dir, snaps: newSnapshotter(opts.Snapshots, opts.Logger)}
 	a.ledger.Verify = a.sigs.verify
-	a.check = ledger.NewOverlay(a.committed())
+	a.check = a.ledger.NewTxChecker(ledger.NewOverlay(a.committed()))
 	return a, nil
 }
 
@@ -168,7 +168,7 @@ func (a *App) View() (ledger.KV, func()) {
 func (a *App) NextSequence(addr address.Address) (uint64, error) {
 	a.checkMu.Lock()
 	defer a.checkMu.Unlock()
-	acct, err := ledger.GetAccount(a.check, addr)
+	acct, err := ledger.GetAccount(a.check.State(), addr)
 	return acct.Sequence, err
 }
 
@@ -209,10 +209,19 @@ func (a *App) InitChain(_ context.Context, req *abci.InitChainRequest) (*abci.In
 	return &abci.InitChainResponse{AppHash: hash, Validators: vals}, nil
 }
 
-// CheckTx implements abci.Application.
+// CheckTx implements abci.Application. CometBFT calls it from each RPC
+// handler at once; the mempool state takes one tx at a time.
 func (a *App) CheckTx(_ context.Context, req *abci.CheckTxRequest) (*abci.CheckTxResponse, error) {
+	// The signature is a function of the tx's bytes alone and the
+	// costliest check: verify it before taking checkMu, so that concurrent
+	// callers verify in parallel and the lock covers the state checks only
+	// (the ledger's own check of the signature then hits the cache). A
+	// recheck's signature is in the cache already.
+	if req.Type != abci.CHECK_TX_TYPE_RECHECK {
+		a.sigs.preverify(req.Tx)
+	}
 	a.checkMu.Lock()
-	r := a.ledger.CheckTx(a.check, req.Tx)
+	r := a.check.Check(req.Tx)
 	a.checkMu.Unlock()
 	if r.Err != nil {
 		return &abci.CheckTxResponse{Code: r.Code(), Codespace: Codespace, Log: r.Err.Error()}, nil
@@ -226,6 +235,7 @@ func (a *App) FinalizeBlock(_ context.Context, req *abci.FinalizeBlockRequest) (
 	base := layered(a.committed(), a.genesis)
 	b := a.ledger.BeginBlock(base, ledger.BlockInfo{Height: req.Height, Time: req.Time, Seed: blockSeed(req.Hash),
 		Votes: commitVotes(req.DecidedLastCommit), Misbehavior: misbehavior(req.Misbehavior)})
+	a.sigs.verifyBlock(req.Txs, runtime.GOMAXPROCS(0))
 	results := make([]*abci.ExecTxResult, len(req.Txs))
 	for i, tx := range req.Txs {
 		r := b.DeliverTx(tx)
@@ -287,7 +297,7 @@ func (a *App) Commit(context.Context, *abci.CommitRequest) (*abci.CommitResponse
 
 func (a *App) resetCheckState() {
 	a.checkMu.Lock()
-	a.check = ledger.NewOverlay(layered(a.committed(), a.genesis))
+	a.check = a.ledger.NewTxChecker(ledger.NewOverlay(layered(a.committed(), a.genesis)))
 	a.checkMu.Unlock()
 }
 
@@ -341,66 +351,6 @@ func toABCIEvents(evs []ledger.Event) []abci.Event {
 		out[i] = abci.Event{Type: e.Type, Attributes: attrs}
 	}
 	return out
-}
-
-// sigCache verifies ed25519 signatures for the ledger. It remembers
-// signatures already verified (normally by CheckTx) so that FinalizeBlock
-// does not verify them again, and keeps senders' public keys expanded
-// (curve25519-voi's precomputation, about 40% faster than crypto/ed25519).
-// Its answers are exactly crypto/ed25519.Verify's (VerifyOptionsStdLib;
-// TestSigCacheMatchesStdlib and FuzzSigCacheMatchesStdlib check it).
-type sigCache struct {
-	mu   sync.Mutex
-	max  int
-	ok   map[[32]byte]struct{}
-	keys map[[32]byte]*voi.ExpandedPublicKey
-}
-
-var stdlibVerify = &voi.Options{Verify: voi.VerifyOptionsStdLib}
-
-func newSigCache(max int) *sigCache {
-	return &sigCache{max: max, ok: make(map[[32]byte]struct{}), keys: make(map[[32]byte]*voi.ExpandedPublicKey)}
-}
-
-func (c *sigCache) verify(pub ed25519.PublicKey, msg, sig []byte) bool {
-	if len(pub) != ed25519.PublicKeySize || len(sig) != ed25519.SignatureSize {
-		return false
-	}
-	h := sha256.New()
-	h.Write(pub)
-	h.Write(sig)
-	h.Write(msg)
-	var k, pk [32]byte
-	h.Sum(k[:0])
-	copy(pk[:], pub)
-	c.mu.Lock()
-	_, hit := c.ok[k]
-	epk := c.keys[pk]
-	c.mu.Unlock()
-	if hit {
-		return true
-	}
-	if epk == nil {
-		var err error
-		if epk, err = voi.NewExpandedPublicKey(voi.PublicKey(pub)); err != nil {
-			// Not a point voi can expand: fall back to the reference.
-			return ed25519.Verify(pub, msg, sig)
-		}
-	}
-	if !voi.VerifyExpandedWithOptions(epk, msg, sig, stdlibVerify) {
-		return false
-	}
-	c.mu.Lock()
-	if len(c.ok) >= c.max {
-		clear(c.ok)
-	}
-	if len(c.keys) >= c.max {
-		clear(c.keys)
-	}
-	c.ok[k] = struct{}{}
-	c.keys[pk] = epk
-	c.mu.Unlock()
-	return true
 }
 
 // QuietPebbleLogger keeps Pebble's routine messages (WAL recovery after a

@@ -2,7 +2,6 @@ package ledger
 
 import (
 	"bytes"
-	"crypto/ed25519"
 	"fmt"
 )
 
@@ -25,10 +24,7 @@ func (l *Ledger) ante(o *Overlay, chainID string, p Params, raw []byte) (*Tx, er
 	if err := tx.Msg.ValidateBasic(); err != nil {
 		return nil, err
 	}
-	signed := raw[:len(raw)-ed25519.SignatureSize]
-	msg := make([]byte, 0, len(signDomain)+len(signed))
-	msg = append(append(msg, signDomain...), signed...)
-	if !l.verify(tx.PubKey, msg, tx.Signature) {
+	if !l.verify(tx.PubKey, signedMessage(raw), tx.Signature) {
 		return nil, fmt.Errorf("signature does not verify for sender %s: %w", tx.Sender(), ErrBadSignature)
 	}
 	acct, err := GetAccount(o, tx.Sender())
@@ -56,4 +52,49 @@ func (l *Ledger) ante(o *Overlay, chainID string, p Params, raw []byte) (*Tx, er
 	setAccount(o, &acct)
 	collectFee(o, tx.Fee)
 	return tx, nil
+}
+
+// TxChecker admits txs to a mempool state one after another, as
+// Ledger.CheckTx does, for a caller that checks many txs against one state:
+// it decodes the chain's parameters once rather than for every tx (their
+// JSON cost more to decode than all the rest of a transfer's checks). It
+// decodes them again whenever their stored bytes change, so each answer is
+// exactly Ledger.CheckTx's on the same state. Not safe for concurrent use.
+type TxChecker struct {
+	l         *Ledger
+	state     *Overlay
+	paramsRaw []byte // the stored bytes params was decoded from; nil: none yet
+	params    Params
+}
+
+// NewTxChecker returns a checker admitting txs to state.
+func (l *Ledger) NewTxChecker(state *Overlay) *TxChecker {
+	return &TxChecker{l: l, state: state}
+}
+
+// State returns the overlay c admits txs to.
+func (c *TxChecker) State() *Overlay { return c.state }
+
+// Check decides whether a tx may enter the mempool and, when it may,
+// applies it to c's state: Ledger.CheckTx(c.State(), raw).
+func (c *TxChecker) Check(raw []byte) TxResult {
+	if stored := c.state.Get(keyParams); c.paramsRaw == nil || !bytes.Equal(stored, c.paramsRaw) {
+		p, err := GetParams(c.state)
+		if err != nil {
+			return TxResult{Err: err}
+		}
+		c.params, c.paramsRaw = p, bytes.Clone(stored)
+	}
+	state := c.state
+	txState := NewOverlay(state)
+	tx, err := c.l.ante(txState, ChainID(state), c.params, raw)
+	if err != nil {
+		return TxResult{Err: err}
+	}
+	events, err := execute(txState, tx, c.params, BlockInfo{Height: int64(Height(state)) + 1})
+	if err != nil {
+		return TxResult{Err: err}
+	}
+	txState.Flush(state)
+	return TxResult{Events: events}
 }

@@ -201,21 +201,7 @@ func (b *Block) ValidatorUpdates() []ValidatorUpdate { return b.updates }
 // that later txs from the same sender are checked after it. Unlike
 // DeliverTx, a tx whose message fails leaves no trace.
 func (l *Ledger) CheckTx(state *Overlay, raw []byte) TxResult {
-	params, err := GetParams(state)
-	if err != nil {
-		return TxResult{Err: err}
-	}
-	txState := NewOverlay(state)
-	tx, err := l.ante(txState, ChainID(state), params, raw)
-	if err != nil {
-		return TxResult{Err: err}
-	}
-	events, err := execute(txState, tx, params, BlockInfo{Height: int64(Height(state)) + 1})
-	if err != nil {
-		return TxResult{Err: err}
-	}
-	txState.Flush(state)
-	return TxResult{Events: events}
+	return l.NewTxChecker(state).Check(raw)
 }
 
 // finish folds the staged changes into the lattice hash and returns the

@@ -274,35 +274,84 @@ const (
 	maxBodyLen    = 1 << 20
 )
 
+// envelope is a wire-form tx with its fields located but its message body
+// not decoded.
+type envelope struct {
+	chainID   []byte
+	sequence  uint64
+	fee       uint64
+	msgType   MsgType
+	pubKey    []byte
+	body      []byte
+	signature []byte
+}
+
+// readEnvelope locates the fields of a wire-form tx; its errors say which
+// field is wrong and are wrapped in ErrDecode by the caller.
+func readEnvelope(raw []byte) (envelope, error) {
+	if len(raw) == 0 {
+		return envelope{}, errors.New("empty tx")
+	}
+	if raw[0] != TxVersion {
+		return envelope{}, fmt.Errorf("unsupported tx version %d (this node reads version %d; is this a gpunet tx?)", raw[0], TxVersion)
+	}
+	d := decoder{buf: raw, off: 1}
+	var e envelope
+	e.chainID = d.bytes("chain_id", maxChainIDLen)
+	e.sequence = d.uvarint("sequence")
+	e.fee = d.uvarint("fee")
+	e.msgType = MsgType(d.uvarint("msg_type"))
+	e.pubKey = d.raw("public key", ed25519.PublicKeySize)
+	e.body = d.bytes("msg_body", maxBodyLen)
+	e.signature = d.raw("signature", ed25519.SignatureSize)
+	return e, d.done()
+}
+
+// signedMessage is what a tx's signature covers: signDomain followed by
+// every byte of the wire form before the signature.
+func signedMessage(raw []byte) []byte {
+	signed := raw[:len(raw)-ed25519.SignatureSize]
+	msg := make([]byte, 0, len(signDomain)+len(signed))
+	return append(append(msg, signDomain...), signed...)
+}
+
+// SignedParts returns what checking a wire-form tx's signature takes: the
+// signer's public key, the message signed and the signature, read from the
+// envelope without decoding the message body. ok is false when the
+// envelope does not parse (DecodeTx says why). The signature check is a
+// pure function of the tx's bytes, and the costliest part of CheckTx: an
+// adapter whose Verifier remembers answers may run it ahead, outside its
+// own locks, and the ledger's check then finds the answer.
+func SignedParts(raw []byte) (pub ed25519.PublicKey, msg, sig []byte, ok bool) {
+	e, err := readEnvelope(raw)
+	if err != nil {
+		return nil, nil, nil, false
+	}
+	return ed25519.PublicKey(e.pubKey), signedMessage(raw), e.signature, true
+}
+
 // DecodeTx parses a wire-form tx. It checks the encoding only: not the
 // signature, the chain id or anything that needs state. Every error wraps
 // ErrDecode, ErrUnknownMsgType, ErrInvalidAmount or ErrInvalidAddress and
 // says which field is wrong.
 func DecodeTx(raw []byte) (*Tx, error) {
-	if len(raw) == 0 {
-		return nil, fmt.Errorf("empty tx: %w", ErrDecode)
-	}
-	if raw[0] != TxVersion {
-		return nil, fmt.Errorf("unsupported tx version %d (this node reads version %d; is this a gpunet tx?): %w", raw[0], TxVersion, ErrDecode)
-	}
-	d := decoder{buf: raw, off: 1}
-	tx := &Tx{}
-	tx.ChainID = string(d.bytes("chain_id", maxChainIDLen))
-	tx.Sequence = d.uvarint("sequence")
-	tx.Fee = d.uvarint("fee")
-	typ := MsgType(d.uvarint("msg_type"))
-	tx.PubKey = ed25519.PublicKey(d.raw("public key", ed25519.PublicKeySize))
-	body := d.bytes("msg_body", maxBodyLen)
-	tx.Signature = d.raw("signature", ed25519.SignatureSize)
-	if err := d.done(); err != nil {
+	e, err := readEnvelope(raw)
+	if err != nil {
 		return nil, fmt.Errorf("%w: %w", err, ErrDecode)
 	}
-	msg := newMsg(typ)
-	if msg == nil {
-		return nil, fmt.Errorf("tx type %d is not known to this ledger: %w", uint64(typ), ErrUnknownMsgType)
+	tx := &Tx{
+		ChainID:   string(e.chainID),
+		Sequence:  e.sequence,
+		Fee:       e.fee,
+		PubKey:    ed25519.PublicKey(e.pubKey),
+		Signature: e.signature,
 	}
-	if err := decodeMsgBody(body, msg); err != nil {
-		return nil, fmt.Errorf("%s body: %w", typ, err)
+	msg := newMsg(e.msgType)
+	if msg == nil {
+		return nil, fmt.Errorf("tx type %d is not known to this ledger: %w", uint64(e.msgType), ErrUnknownMsgType)
+	}
+	if err := decodeMsgBody(e.body, msg); err != nil {
+		return nil, fmt.Errorf("%s body: %w", e.msgType, err)
 	}
 	tx.Msg = msg
 	return tx, nil

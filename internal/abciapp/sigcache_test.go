@@ -1,0 +1,294 @@
+package abciapp
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"reflect"
+	"sync"
+	"testing"
+
+	abci "github.com/cometbft/cometbft/abci/types"
+
+	"github.com/gpunet/gpunet/internal/ledger"
+	lt "github.com/gpunet/gpunet/internal/ledger/ledgertest"
+)
+
+func initChainWith(t *testing.T, a *App, g ledger.Genesis) {
+	t.Helper()
+	st, _ := json.Marshal(g)
+	if _, err := a.InitChain(t.Context(), &abci.InitChainRequest{ChainId: lt.ChainID, AppStateBytes: st}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func checkTx(t *testing.T, a *App, tx []byte, typ abci.CheckTxType) *abci.CheckTxResponse {
+	t.Helper()
+	res, err := a.CheckTx(t.Context(), &abci.CheckTxRequest{Tx: tx, Type: typ})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res
+}
+
+func badSig(tx []byte) []byte {
+	b := bytes.Clone(tx)
+	b[len(b)-1] ^= 1
+	return b
+}
+
+// TestCachesDoNotChangeResults applies the same blocks on four nodes whose
+// signature caches differ: one that checked every tx in its mempool first
+// (warm), one that saw none of them (cold: FinalizeBlock verifies them),
+// one whose cache holds a single entry per generation (always evicting),
+// and one that verifies with crypto/ed25519 alone, no cache. Every tx
+// result, every CheckTx answer and every app hash must be the same.
+func TestCachesDoNotChangeResults(t *testing.T) {
+	carol, dave := lt.NewKey("carol"), lt.NewKey("dave") // dave is never funded
+	g := lt.Genesis(1000, "alice", "bob", "carol")
+	blocks := [][][]byte{
+		{alice.Send(0, bob.Addr, 10), bob.Send(0, alice.Addr, 5), badSig(alice.Send(1, bob.Addr, 1)), []byte("junk"),
+			dave.Send(0, alice.Addr, 1), carol.Send(0, dave.Addr, 7)},
+		{alice.Send(1, bob.Addr, 2000), alice.Send(1, bob.Addr, 3), alice.Send(2, carol.Addr, 1), alice.Send(2, carol.Addr, 1),
+			carol.Tx("elsewhere", 1, 0, &ledger.MsgSend{To: bob.Addr, Amount: 1})},
+		{},
+		{bob.Send(1, carol.Addr, 1), badSig(bob.Send(2, carol.Addr, 1)), bob.Send(2, carol.Addr, 1), carol.Send(1, alice.Addr, 990)},
+	}
+	// What the warm nodes' mempools see besides the blocks' txs: txs that
+	// never make it into a block.
+	extra := [][]byte{alice.Send(9, bob.Addr, 1), carol.Send(1, bob.Addr, 1), badSig(carol.Send(1, bob.Addr, 2))}
+
+	type node struct {
+		name  string
+		app   *App
+		check bool // CheckTx every tx before its block
+	}
+	var nodes []node
+	for _, n := range []struct {
+		name  string
+		check bool
+		setup func(*App)
+	}{
+		{"warm", true, nil},
+		{"cold", false, nil},
+		{"evicting", true, func(a *App) { a.sigs = newSigCache(1, 1); a.ledger.Verify = a.sigs.verify }},
+		{"uncached", false, func(a *App) { a.ledger.Verify = nil }},
+	} {
+		a := openApp(t, t.TempDir())
+		if n.setup != nil {
+			n.setup(a)
+		}
+		initChainWith(t, a, g)
+		nodes = append(nodes, node{n.name, a, n.check})
+	}
+
+	for i, txs := range blocks {
+		h := int64(i + 1)
+		var wantCheck []*abci.CheckTxResponse
+		var want *abci.FinalizeBlockResponse
+		for _, n := range nodes {
+			if n.check {
+				var got []*abci.CheckTxResponse
+				for _, tx := range append(append([][]byte{}, txs...), extra...) {
+					got = append(got, checkTx(t, n.app, tx, abci.CHECK_TX_TYPE_CHECK))
+				}
+				if wantCheck == nil {
+					wantCheck = got
+				} else if !reflect.DeepEqual(got, wantCheck) {
+					t.Fatalf("block %d: %s node's CheckTx answers differ:\n%v\nwant\n%v", h, n.name, got, wantCheck)
+				}
+			}
+			res := finalize(t, n.app, h, txs...)
+			commit(t, n.app)
+			if want == nil {
+				want = res
+				continue
+			}
+			if !reflect.DeepEqual(res, want) {
+				t.Fatalf("block %d: %s node's results differ from the %s node's:\n%v\nwant\n%v", h, n.name, nodes[0].name, res, want)
+			}
+		}
+		// The blocks must exercise both outcomes.
+		if h == 1 && (want.TxResults[0].Code != 0 || want.TxResults[2].Code != ledger.ErrBadSignature.Code) {
+			t.Fatalf("block 1: codes %d and %d, want 0 and a bad signature", want.TxResults[0].Code, want.TxResults[2].Code)
+		}
+	}
+	for _, n := range nodes[1:] {
+		if got, want := info(t, n.app).LastBlockAppHash, info(t, nodes[0].app).LastBlockAppHash; !bytes.Equal(got, want) {
+			t.Fatalf("%s node's app hash %x, want %x", n.name, got, want)
+		}
+	}
+}
+
+// TestRecheckSeesNewState: a tx admitted to the mempool, its signature now
+// cached, is checked again against the state after a block, and refused
+// when that block used its sequence or the balance it needed.
+func TestRecheckSeesNewState(t *testing.T) {
+	a := openApp(t, t.TempDir())
+	initChain(t, a) // alice and bob hold 1000 each
+	first, second := alice.Send(0, bob.Addr, 100), alice.Send(1, bob.Addr, 800)
+	for _, tx := range [][]byte{first, second} {
+		if res := checkTx(t, a, tx, abci.CHECK_TX_TYPE_CHECK); res.Code != 0 {
+			t.Fatalf("CheckTx: %s", res.Log)
+		}
+	}
+	// Another proposer's block spends alice's sequence 0 on another
+	// transfer (alice signed two txs with one sequence).
+	other := alice.Send(0, bob.Addr, 500)
+	if res := finalize(t, a, 1, other); res.TxResults[0].Code != 0 {
+		t.Fatalf("block 1: %s", res.TxResults[0].Log)
+	}
+	commit(t, a)
+	if res := checkTx(t, a, first, abci.CHECK_TX_TYPE_RECHECK); res.Code != ledger.ErrBadSequence.Code {
+		t.Errorf("recheck of the tx whose sequence the block used: code %d %q, want a bad sequence", res.Code, res.Log)
+	}
+	if res := checkTx(t, a, second, abci.CHECK_TX_TYPE_RECHECK); res.Code != ledger.ErrInsufficientFunds.Code {
+		t.Errorf("recheck of a transfer of 800 from a balance of 500: code %d %q, want insufficient funds", res.Code, res.Log)
+	}
+	if res := checkTx(t, a, alice.Send(1, bob.Addr, 400), abci.CHECK_TX_TYPE_CHECK); res.Code != 0 {
+		t.Errorf("a transfer the new state allows: %s", res.Log)
+	}
+	// Nor does a cached signature let a refused tx into a block.
+	res := finalize(t, a, 2, first, second)
+	if res.TxResults[0].Code != ledger.ErrBadSequence.Code || res.TxResults[1].Code != ledger.ErrInsufficientFunds.Code {
+		t.Errorf("block 2: codes %d, %d, want a bad sequence and insufficient funds", res.TxResults[0].Code, res.TxResults[1].Code)
+	}
+}
+
+// TestConcurrentCheckTx: CometBFT's RPC handlers call CheckTx at once; each
+// sender's txs, sent in order from its own goroutine, are all admitted.
+func TestConcurrentCheckTx(t *testing.T) {
+	const senders, each = 8, 10
+	names := make([]string, senders)
+	for i := range names {
+		names[i] = fmt.Sprint("concurrent", i)
+	}
+	a := openApp(t, t.TempDir())
+	initChainWith(t, a, lt.Genesis(1000, names...))
+	var wg sync.WaitGroup
+	for _, n := range names {
+		k := lt.NewKey(n)
+		wg.Go(func() {
+			for seq := range uint64(each) {
+				res, err := a.CheckTx(t.Context(), &abci.CheckTxRequest{Tx: k.Send(seq, bob.Addr, 1)})
+				if err != nil || res.Code != 0 {
+					t.Errorf("%s seq %d: %v %s", n, seq, err, res.GetLog())
+				}
+			}
+		})
+	}
+	wg.Wait()
+	for _, n := range names {
+		if seq, err := a.NextSequence(lt.NewKey(n).Addr); err != nil || seq != each {
+			t.Errorf("%s: next sequence %d (%v), want %d", n, seq, err, each)
+		}
+	}
+}
+
+// TestSigCacheBounded floods the cache with distinct valid txs from
+// distinct keys: it never holds more than its bound, and an entry in
+// constant use stays.
+func TestSigCacheBounded(t *testing.T) {
+	const entries, keys = 8, 4
+	c := newSigCache(entries, keys)
+	kept := alice.Send(0, bob.Addr, 1)
+	pub, msg, sig, _ := ledger.SignedParts(kept)
+	k := sigKey(pub, msg, sig)
+	for i := range 200 {
+		c.preverify(lt.NewKey(fmt.Sprint("flood", i)).Send(0, bob.Addr, 1))
+		if !c.verify(pub, msg, sig) {
+			t.Fatal("valid signature refused")
+		}
+		if n := c.ok.len(); n > 2*entries {
+			t.Fatalf("after %d txs the cache holds %d signatures, bound %d", i+1, n, 2*entries)
+		}
+		if n := c.keys.len(); n > 2*keys {
+			t.Fatalf("after %d txs the cache holds %d keys, bound %d", i+1, n, 2*keys)
+		}
+	}
+	if _, ok := c.ok.get(k); !ok {
+		t.Fatal("the signature in constant use was evicted")
+	}
+}
+
+// TestVerifyBlock: verifying a block's txs up front caches the valid
+// signatures and only those.
+func TestVerifyBlock(t *testing.T) {
+	c := newSigCache(sigCacheEntries, sigCacheKeys)
+	var good, bad [][]byte
+	for i := range 20 {
+		good = append(good, alice.Send(uint64(i), bob.Addr, 1))
+		bad = append(bad, badSig(bob.Send(uint64(i), alice.Addr, 1)))
+	}
+	c.verifyBlock(append(append([][]byte{[]byte("junk")}, good...), bad...), 4)
+	if n := c.ok.len(); n != len(good) {
+		t.Fatalf("cache holds %d signatures after a block of %d valid and %d invalid txs", n, len(good), len(bad))
+	}
+	for _, tx := range good {
+		pub, msg, sig, _ := ledger.SignedParts(tx)
+		if _, ok := c.ok.get(sigKey(pub, msg, sig)); !ok {
+			t.Fatal("a valid tx's signature is not cached")
+		}
+	}
+}
+
+// BenchmarkFinalizeBlock applies blocks of 1000 transfers from 200 senders
+// through the app (Pebble, FinalizeBlock timed, Commit not): "checked"
+// after CheckTx admitted every tx, as on a node whose mempool saw them;
+// "unseen" without, as for a block replayed while catching up, whose
+// signatures FinalizeBlock verifies (on GOMAXPROCS cores: run with -cpu 1,2
+// to compare).
+func BenchmarkFinalizeBlock(b *testing.B) {
+	const senders, perBlock = 200, 1000
+	keys := make([]lt.Key, senders)
+	names := make([]string, senders)
+	for i := range keys {
+		names[i] = fmt.Sprint("sender", i)
+		keys[i] = lt.NewKey(names[i])
+	}
+	for _, checked := range []bool{true, false} {
+		name := map[bool]string{true: "checked", false: "unseen"}[checked]
+		b.Run(name, func(b *testing.B) {
+			a, err := Open(b.TempDir(), Options{})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer a.Close()
+			st, _ := json.Marshal(lt.Genesis(1<<40, names...))
+			if _, err := a.InitChain(b.Context(), &abci.InitChainRequest{ChainId: lt.ChainID, AppStateBytes: st}); err != nil {
+				b.Fatal(err)
+			}
+			b.ReportAllocs()
+			b.ResetTimer()
+			for h := 1; h <= b.N; h++ {
+				b.StopTimer()
+				txs := make([][]byte, perBlock)
+				for i := range txs {
+					n := (h-1)*perBlock + i
+					txs[i] = keys[n%senders].Send(uint64(n/senders), keys[(n+1)%senders].Addr, 1)
+					if checked {
+						if res, _ := a.CheckTx(b.Context(), &abci.CheckTxRequest{Tx: txs[i]}); res.Code != 0 {
+							b.Fatalf("CheckTx: %s", res.Log)
+						}
+					}
+				}
+				b.StartTimer()
+				res, err := a.FinalizeBlock(b.Context(), &abci.FinalizeBlockRequest{Height: int64(h), Time: lt.BlockTime(int64(h)), Txs: txs})
+				if err != nil {
+					b.Fatal(err)
+				}
+				b.StopTimer()
+				for i, r := range res.TxResults {
+					if r.Code != 0 {
+						b.Fatalf("block %d tx %d: %s", h, i, r.Log)
+					}
+				}
+				if _, err := a.Commit(b.Context(), &abci.CommitRequest{}); err != nil {
+					b.Fatal(err)
+				}
+				b.StartTimer()
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*perBlock), "ns/tx")
+		})
+	}
+}
