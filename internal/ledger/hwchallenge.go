@@ -442,18 +442,6 @@ func (p *Provider) challengedDevice(c *HardwareChallenge) (d uint64, ok bool) {
 	return 0, false
 }
 
-// deviceName names device d of c for messages: "the CPU" or
-// `gpus[0] "GPU-…"`.
-func (c *HardwareChallenge) deviceName() string {
-	switch {
-	case c.Device == 0:
-		return "the CPU"
-	case c.DeviceUUID != "":
-		return fmt.Sprintf("gpus[%d] %q", c.Device-1, c.DeviceUUID)
-	}
-	return fmt.Sprintf("gpus[%d]", c.Device-1)
-}
-
 // deviceAttrs are the event attributes that say which device c is for.
 func (c *HardwareChallenge) deviceAttrs() []Attr {
 	a := []Attr{{"device", strconv.FormatUint(c.Device, 10)}}
