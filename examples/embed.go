@@ -42,6 +42,9 @@ var (
 //     digest to /out/sha256.txt.
 //   - matmul (args N REPS): a float32 N×N matrix product, written raw to
 //     /out/matmul.bin.
+//   - fileio (args FILES MIB [RECORD]): the I/O-heavy one; it reads every
+//     file in /in and writes FILES files of MIB MiB each to /out, RECORD
+//     bytes a write.
 var (
 	//go:embed sha256/sha256.wasm
 	SHA256CWASM []byte
@@ -51,4 +54,8 @@ var (
 	MatmulCWASM []byte
 	//go:embed matmul/matmul.c
 	MatmulCSource []byte
+	//go:embed fileio/fileio.wasm
+	FileIOCWASM []byte
+	//go:embed fileio/fileio.c
+	FileIOCSource []byte
 )

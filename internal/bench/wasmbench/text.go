@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/gpunet/gpunet/internal/bench/measure"
+	"github.com/gpunet/gpunet/internal/sandbox"
 )
 
 // WriteText prints the result as `gpunet bench wasm` does.
@@ -39,7 +40,33 @@ func (r *Result) WriteText(w io.Writer) error {
 		p.Printf("target: executor <= %.1f× native %s (the target is stated for LLVM-compiled guests; this module is built by Go's compiler)\n",
 			r.Target, measure.Verdict(r.MeetsTarget))
 	}
+	if r.IO != nil {
+		r.IO.write(p)
+	}
 	return p.Err()
+}
+
+// write prints the I/O workload's table: native, then the executor on
+// each engine, metered and whole Run.
+func (o *IO) write(p *measure.Report) {
+	if o.Skipped != "" {
+		p.Printf("\nI/O workload not measured: %s\n", o.Skipped)
+		return
+	}
+	p.Printf("\nI/O workload (examples/fileio %s): %d input files (%s) read, %d MiB written in %d files, %d B a write\n",
+		strings.Join(o.Args, " "), o.Inputs, sandbox.FormatBytes(uint64(o.InputBytes)), o.MiB, o.Files, o.Record)
+	tw := p.Table()
+	fmt.Fprintln(tw, "variant\tp50\tmin\tmax\t× native\twhole Run p50\t× native\t")
+	fmt.Fprintf(tw, "native\t%.1fms\t%.1fms\t%.1fms\t1.00\t-\t-\t\n", o.NativeP50Ms, o.NativeMinMs, o.NativeMaxMs)
+	for _, e := range o.Engines {
+		fmt.Fprintf(tw, "%s (metered)\t%.1fms\t%.1fms\t%.1fms\t%.2f\t%.1fms\t%.2f\t\n", e.Engine, e.MeteredP50Ms, e.MeteredMinMs, e.MeteredMaxMs, e.Ratio, e.WallP50Ms, e.WallRatio)
+	}
+	tw.Flush()
+	engine := "default engine"
+	if len(o.Engines) > 0 {
+		engine = o.Engines[0].Engine
+	}
+	p.Printf("target: metered in the executor (%s) <= %.1f× native: %.2f× native, %s\n", engine, o.Target, o.Ratio, measure.Verdict(o.MeetsTarget))
 }
 
 // writeLLVM prints the C kernels' table (the executor on its default

@@ -46,6 +46,9 @@ func TestValidate(t *testing.T) {
 	if err := o.Validate(); err != nil {
 		t.Fatal(err)
 	}
+	if o.IO.MiB != DefaultIOMiB || o.IO.Inputs != DefaultIOInputs || o.IO.Record != DefaultIORecord {
+		t.Errorf("I/O defaults %+v", o.IO)
+	}
 	if got, want := o.args(), []string{"640", "480", "1000"}; strings.Join(got, " ") != strings.Join(want, " ") || o.Reps != DefaultReps || o.Module == nil {
 		t.Errorf("defaults: args %v reps %d module %d bytes, want %v, %d and the example's", got, o.Reps, len(o.Module), want, DefaultReps)
 	}
@@ -58,10 +61,35 @@ func TestValidate(t *testing.T) {
 		{Options{Width: 1 << 14, Height: 1 << 14}, "64 Mpixel"},
 		{Options{Reps: 1001}, "reps 1001"},
 		{Options{Reps: -1}, "reps -1"},
+		{Options{IO: IOOptions{Record: 1 << 21}}, "io record"},
+		{Options{IO: IOOptions{MiB: -5}}, "io size -5"},
 	} {
 		err := tc.o.Validate()
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%+v: error %v, want one naming %q", tc.o, err, tc.want)
+		}
+	}
+}
+
+// TestWriteTextIO: the I/O workload's table shows native and each engine,
+// and its own target line.
+func TestWriteTextIO(t *testing.T) {
+	r := &Result{
+		Date: time.Date(2026, 11, 27, 8, 0, 0, 0, time.UTC), Kernel: "mandelbrot", Args: []string{"64", "48", "200"}, Reps: 2, Target: Target,
+		Variants: []Variant{{Name: "native", P50Ms: 1, MinMs: 1, MaxMs: 1, Ratio: 1}},
+		IO: &IO{Inputs: 3000, InputBytes: 3000 << 12, Files: 8, MiB: 512, Record: 4096, Args: []string{"8", "512", "4096"},
+			NativeP50Ms: 400, NativeMinMs: 380, NativeMaxMs: 500, Ratio: 1.3, Target: IOTarget, MeetsTarget: true,
+			Engines: []IOEngine{{Engine: "wasmtime", MeteredP50Ms: 520, Ratio: 1.3, WallP50Ms: 900, WallRatio: 2.25}, {Engine: "wazero", MeteredP50Ms: 600, Ratio: 1.5}}},
+	}
+	var b bytes.Buffer
+	if err := r.WriteText(&b); err != nil {
+		t.Fatal(err)
+	}
+	text := b.String()
+	for _, want := range []string{"3000 input files", "512 MiB written in 8 files, 4096 B a write", "wasmtime (metered)", "wazero (metered)",
+		"target: metered in the executor (wasmtime) <= 1.5× native: 1.30× native, met\n"} {
+		if !strings.Contains(text, want) {
+			t.Errorf("text has no %q:\n%s", want, text)
 		}
 	}
 }

@@ -26,6 +26,10 @@
 // committed wasm32-wasi module in the executor on each engine, and on a
 // bare wazero runtime.
 //
+// Last the I/O workload (iobench.go): examples/fileio, which reads many
+// small input files and writes large outputs, natively and in the
+// executor on each engine.
+//
 // Every variant's output is checked against the native one.
 package wasmbench
 
@@ -34,6 +38,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"runtime"
 	"strconv"
 	"time"
@@ -67,7 +72,9 @@ type Options struct {
 	Module []byte
 	// CArgs replace the C kernels' default arguments, by kernel name
 	// ("sha256", "matmul"); mandelbrot's are Width, Height and MaxIter.
-	CArgs    map[string][]string
+	CArgs map[string][]string
+	// IO sizes the I/O workload (examples/fileio); IO.Skip leaves it out.
+	IO       IOOptions
 	Progress io.Writer
 }
 
@@ -90,6 +97,9 @@ func (o *Options) Validate() error {
 	}
 	if o.Reps < 1 || o.Reps > 1000 {
 		return fmt.Errorf("reps %d out of range [1, 1000]", o.Reps)
+	}
+	if !o.IO.Skip {
+		return o.IO.validate()
 	}
 	return nil
 }
@@ -131,6 +141,10 @@ type Result struct {
 	// built natively by clang with the same flags. DESIGN.md's target is
 	// stated for such guests.
 	LLVM *LLVM `json:"llvm,omitempty"`
+	// IO is the I/O workload (examples/fileio: many small inputs read,
+	// large outputs written), natively and in the executor; absent when
+	// Options.IO.Skip. Its target is IOTarget, apart from MeetsTarget.
+	IO *IO `json:"io,omitempty"`
 	// MeetsTarget is whether the executor's ratio is within Target: the
 	// geometric mean of the C kernels' on the default engine when they
 	// were measured, else the Go module's.
@@ -220,6 +234,12 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	}
 	if res.LLVM.Skipped == "" {
 		res.MeetsTarget = res.LLVM.GeoMeanRatio <= Target
+	}
+	if !o.IO.Skip {
+		progress("the I/O workload (%d inputs, %d MiB written in %d files), native and wasm…", o.IO.Inputs, o.IO.MiB, o.IO.Files)
+		if res.IO, err = runIO(ctx, filepath.Join(dir, "io"), execs, o, progress); err != nil {
+			return nil, err
+		}
 	}
 	return res, nil
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"os"
 	"os/exec"
+	"strings"
 	"testing"
 
 	"github.com/gpunet/gpunet/internal/sandbox/wasm"
@@ -31,6 +32,7 @@ func TestWasmSmall(t *testing.T) {
 	res, err := Run(t.Context(), Options{
 		Width: 64, Height: 48, MaxIter: 200, Reps: 2,
 		CArgs: map[string][]string{"sha256": {"1", "2"}, "matmul": {"48", "2"}},
+		IO:    IOOptions{Inputs: 20, InputKiB: 1, Files: 3, MiB: 2, Record: 1000},
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -66,6 +68,14 @@ func TestWasmSmall(t *testing.T) {
 	}
 	if got, want := len(names), 3; got != want {
 		t.Fatalf("kernels %v, want %d", names, want)
+	}
+	// The I/O workload: every engine's outputs were checked against the
+	// native ones (Run fails otherwise); the digest counts what was read and
+	// written.
+	if io := res.IO; io == nil || io.Skipped != "" || len(io.Engines) != len(wasm.Engines()) || io.NativeP50Ms <= 0 || io.Ratio <= 0 {
+		t.Errorf("I/O workload: %+v", res.IO)
+	} else if f := strings.Fields(io.Digest); len(f) != 4 || f[1] != "20" || f[2] != "20480" || f[3] != "2097152" {
+		t.Errorf("I/O digest %q, want 20 inputs, 20480 bytes read and 2 MiB written", io.Digest)
 	}
 	if l.Kernels[0].OutputSHA256 != res.Checksum {
 		t.Errorf("C mandelbrot image sha256 %s, the Go kernel's %s", l.Kernels[0].OutputSHA256, res.Checksum)

@@ -68,10 +68,24 @@ static wasmtime_error_t *gpunet_grow(void *env, size_t n) {
 	return NULL;
 }
 
+// The memories made, so that a host call can find the guest's by its base
+// (which never moves: each grows in place) and read its size without a
+// call into wasmtime.
+#define GPUNET_MAX_MEMS 16
+static struct gpunet_mem *gpunet_mems[GPUNET_MAX_MEMS];
+
 static void gpunet_free(void *env) {
 	struct gpunet_mem *m = env;
+	for (int i = 0; i < GPUNET_MAX_MEMS; i++)
+		if (gpunet_mems[i] == m) gpunet_mems[i] = NULL;
 	munmap(m->base, m->total);
 	free(m);
+}
+
+static struct gpunet_mem *gpunet_mem_at(uint8_t *base) {
+	for (int i = 0; i < GPUNET_MAX_MEMS; i++)
+		if (gpunet_mems[i] != NULL && gpunet_mems[i]->base == base) return gpunet_mems[i];
+	return NULL;
 }
 
 // A linear memory as wasmtime makes its own: the whole reservation (4 GiB
@@ -100,6 +114,8 @@ static wasmtime_error_t *gpunet_new(void *env, const wasm_memorytype_t *ty, size
 	m->size = minimum;
 	m->cap = cap;
 	m->total = total;
+	for (int i = 0; i < GPUNET_MAX_MEMS; i++)
+		if (gpunet_mems[i] == NULL) { gpunet_mems[i] = m; break; }
 	gpunet_note(minimum);
 	ret->env = m;
 	ret->get_memory = gpunet_get;
@@ -115,12 +131,50 @@ static void gpunet_set_creator(void *cfg) {
 static void gpunet_set_limit(size_t n) { gpunet_limit = n; }
 static int gpunet_was_refused(void) { return __atomic_load_n(&gpunet_refused, __ATOMIC_RELAXED); }
 static size_t gpunet_peak_bytes(void) { return __atomic_load_n(&gpunet_peak, __ATOMIC_RELAXED); }
+
+// The WASI imports, bound with wasmtime's unchecked host functions
+// (wasmtime/linker.h): the arguments come as raw 16-byte slots, results go
+// in the first, and the call goes straight to gpunetWasiCall
+// (engine_wasmtime_call.go) with the guest's memory, rather than through
+// wasmtime-go's typed callbacks (a registry lookup under a lock and a few
+// allocations each) and three more calls into wasmtime for the memory:
+// the host-call cost of every read and write the guest makes.
+typedef struct wasmtime_linker wasmtime_linker_t;
+typedef struct wasmtime_caller wasmtime_caller_t;
+typedef struct wasm_functype_t wasm_functype_t;
+typedef struct wasm_trap_t wasm_trap_t;
+typedef union { int32_t i32; int64_t i64; uint8_t v128[16]; void *ref; } gpunet_val_raw;
+typedef wasm_trap_t *(*gpunet_unchecked_cb)(void *env, wasmtime_caller_t *caller, gpunet_val_raw *av, size_t n);
+extern wasmtime_error_t *wasmtime_linker_define_func_unchecked(wasmtime_linker_t *linker,
+	const char *module, size_t module_len, const char *name, size_t name_len,
+	const wasm_functype_t *ty, gpunet_unchecked_cb cb, void *data, void (*finalizer)(void *));
+extern wasm_trap_t *wasmtime_trap_new(const char *msg, size_t msg_len);
+extern void wasmtime_error_delete(wasmtime_error_t *);
+extern uint32_t gpunetWasiCall(size_t fn, void *av, void *mem, size_t mem_len, void *caller);
+
+// The guest's memory once a call found it (see wasmtimeHostCall).
+static struct gpunet_mem *gpunet_guest;
+static void gpunet_set_guest(struct gpunet_mem *m) { gpunet_guest = m; }
+
+static wasm_trap_t *gpunet_wasi(void *env, wasmtime_caller_t *caller, gpunet_val_raw *av, size_t n) {
+	struct gpunet_mem *m = gpunet_guest;
+	uint32_t r = gpunetWasiCall((size_t)env, av, m ? m->base : NULL, m ? m->size : 0, caller);
+	if (r == 0xffffffffu) return wasmtime_trap_new("exit", 4); // proc_exit
+	if (n > 0) av[0].i32 = (int32_t)r;
+	return NULL;
+}
+
+static wasmtime_error_t *gpunet_define(void *linker, _GoString_ module, _GoString_ name, void *ty, size_t fn) {
+	return wasmtime_linker_define_func_unchecked(linker, _GoStringPtr(module), _GoStringLen(module),
+		_GoStringPtr(name), _GoStringLen(name), ty, gpunet_wasi, (void *)fn, NULL);
+}
 */
 import "C"
 
 import (
 	"errors"
 	"fmt"
+	"runtime"
 	"strings"
 	"time"
 	"unsafe"
@@ -214,7 +268,9 @@ func (p *wasmtimeProgram) run(sys *wasi.System, limit uint64, started func(), gr
 	store := wasmtime.NewStore(p.engine)
 	store.Limiter(-1, maxTableElements, -1, -1, -1)
 	linker := wasmtime.NewLinker(p.engine)
-	var mem *wasmtime.Memory
+	hostSys = sys
+	C.gpunet_set_guest(nil)
+	defer func() { hostSys = nil }()
 	for i := range wasi.Funcs {
 		f := &wasi.Funcs[i]
 		params := make([]*wasmtime.ValType, len(f.Params))
@@ -228,36 +284,16 @@ func (p *wasmtimeProgram) run(sys *wasi.System, limit uint64, started func(), gr
 		if !f.NoResult {
 			results = []*wasmtime.ValType{wasmtime.NewValType(wasmtime.KindI32)}
 		}
-		err := linker.FuncNew(wasi.Module, f.Name, wasmtime.NewFuncType(params, results), func(c *wasmtime.Caller, args []wasmtime.Val) ([]wasmtime.Val, *wasmtime.Trap) {
-			var a [10]uint64
-			for j, v := range args {
-				if v.Kind() == wasmtime.KindI32 {
-					a[j] = uint64(uint32(v.I32()))
-				} else {
-					a[j] = uint64(v.I64())
-				}
-			}
-			if mem == nil {
-				if ext := c.GetExport("memory"); ext != nil {
-					mem = ext.Memory()
-				}
-			}
-			var m wasi.Memory
-			if mem != nil {
-				m = wasi.Memory(mem.UnsafeData(c))
-			}
-			errno := sys.Call(f, m, a[:len(args)])
-			if errno == wasi.ErrnoExit {
-				return nil, wasmtime.NewTrap("exit")
-			}
-			if f.NoResult {
-				return nil, nil
-			}
-			return []wasmtime.Val{wasmtime.ValI32(int32(errno))}, nil
-		})
-		if err != nil {
-			return outcome{invalid: "bind WASI: " + err.Error()}
+		ty := wasmtime.NewFuncType(params, results)
+		// wasmtime-go's Linker and FuncType hold their C pointers as
+		// their first fields.
+		if cerr := C.gpunet_define(*(*unsafe.Pointer)(unsafe.Pointer(linker)), wasi.Module, f.Name,
+			*(*unsafe.Pointer)(unsafe.Pointer(ty)), C.size_t(i)); cerr != nil {
+			C.wasmtime_error_delete(cerr)
+			return outcome{invalid: "bind WASI: " + f.Name}
 		}
+		runtime.KeepAlive(ty)
+		runtime.KeepAlive(linker)
 	}
 
 	// The guest's peak memory, streamed while it runs (a job killed at its
@@ -353,4 +389,48 @@ func trapMessage(t *wasmtime.Trap) string {
 		return "unreachable"
 	}
 	return firstLine(t.Message())
+}
+
+// hostSys is the System of the job this process runs (one job per
+// process), for wasmtimeHostCall.
+var hostSys *wasi.System
+
+// wasmtimeHostCall is WASI function fn of wasi.Funcs, called by the guest
+// (through gpunet_wasi and gpunetWasiCall) with its arguments in raw
+// 16-byte slots at av, and its memory at mem (nil before a call has
+// found it, which caller then does).
+func wasmtimeHostCall(fn uintptr, av, mem unsafe.Pointer, memLen uintptr, caller unsafe.Pointer) uint32 {
+	f := &wasi.Funcs[fn]
+	var a [10]uint64
+	raw := unsafe.Slice((*[2]uint64)(av), len(f.Params))
+	for j, c := range f.Params {
+		a[j] = raw[j][0] // little-endian slots; an i32's upper half is not the guest's
+		if c == 'i' {
+			a[j] = uint64(uint32(a[j]))
+		}
+	}
+	var m wasi.Memory
+	if mem != nil {
+		m = unsafe.Slice((*byte)(mem), memLen)
+	} else {
+		m = findMemory(caller)
+	}
+	return uint32(hostSys.Call(f, m, a[:len(f.Params)]))
+}
+
+// findMemory is the guest's exported memory, through wasmtime-go, and
+// remembers it for the next calls when our memory creator made it (its
+// base never moves, and its size is ours to read).
+func findMemory(caller unsafe.Pointer) wasi.Memory {
+	// wasmtime-go's Caller is the C caller pointer alone.
+	c := (*wasmtime.Caller)(unsafe.Pointer(&caller))
+	ext := c.GetExport("memory")
+	if ext == nil || ext.Memory() == nil {
+		return nil
+	}
+	m := wasi.Memory(ext.Memory().UnsafeData(c))
+	if len(m) > 0 {
+		C.gpunet_set_guest(C.gpunet_mem_at((*C.uint8_t)(unsafe.Pointer(&m[0]))))
+	}
+	return m
 }

@@ -158,12 +158,15 @@ func (s *System) grow(e *fdEntry, op func() (int, error)) (int, Errno) {
 	n, err := op()
 	after, serr := e.f.Stat()
 	if serr != nil {
+		delete(s.sizes, e.id)
 		return n, errnoOf(err)
 	}
 	if !s.chargeDisk(after.Size() - before.Size()) {
 		e.f.Truncate(before.Size())
+		s.noteSize(e, before.Size())
 		return 0, ErrnoNospc
 	}
+	s.noteSize(e, after.Size())
 	return n, errnoOf(err)
 }
 
@@ -300,144 +303,6 @@ func (s *System) fdPrestatDirName(m Memory, fd, p, n uint32) Errno {
 	return 0
 }
 
-func (s *System) fdRead(m Memory, fd, iovs, n uint32, off int64, positioned bool, nPtr uint32) Errno {
-	e, errno := s.getFor(fd, rightFdRead)
-	if errno != 0 {
-		return errno
-	}
-	bufs := m.iovecs(iovs, n)
-	switch e.kind {
-	case kindStdin:
-		if positioned {
-			return ErrnoSpipe
-		}
-		m.putU32(nPtr, 0) // always at its end
-		return 0
-	case kindOut, kindDir:
-		return ErrnoBadf
-	}
-	if !e.read {
-		return ErrnoBadf
-	}
-	if positioned && off < 0 {
-		return ErrnoInval
-	}
-	var total int
-	for _, b := range bufs {
-		var k int
-		var err error
-		if positioned {
-			k, err = e.f.ReadAt(b, off+int64(total))
-		} else {
-			k, err = e.f.Read(b)
-		}
-		total += k
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			if total == 0 {
-				return errnoOf(err)
-			}
-			break
-		}
-		if k < len(b) {
-			break
-		}
-	}
-	m.putU32(nPtr, uint32(total))
-	return 0
-}
-
-func (s *System) fdWrite(m Memory, fd, iovs, n uint32, off int64, positioned bool, nPtr uint32) Errno {
-	e, errno := s.getFor(fd, rightFdWrite)
-	if errno != 0 {
-		return errno
-	}
-	bufs := m.iovecs(iovs, n)
-	switch e.kind {
-	case kindStdin, kindDir:
-		return ErrnoBadf
-	case kindOut:
-		if positioned {
-			return ErrnoSpipe
-		}
-		var total int
-		for _, b := range bufs {
-			k, _ := e.w.Write(b)
-			total += k
-		}
-		m.putU32(nPtr, uint32(total))
-		return 0
-	}
-	if !e.write {
-		return ErrnoBadf
-	}
-	if positioned && off < 0 {
-		return ErrnoInval
-	}
-	total, errno := s.grow(e, func() (int, error) {
-		if e.append && !positioned {
-			if _, err := e.f.Seek(0, io.SeekEnd); err != nil {
-				return 0, err
-			}
-		}
-		var total int
-		for _, b := range bufs {
-			var k int
-			var err error
-			if positioned {
-				k, err = e.f.WriteAt(b, off+int64(total))
-			} else {
-				k, err = e.f.Write(b)
-			}
-			total += k
-			if err != nil {
-				if total > 0 {
-					return total, nil
-				}
-				return 0, err
-			}
-		}
-		return total, nil
-	})
-	if errno != 0 {
-		return errno
-	}
-	s.modifiedFD(e)
-	m.putU32(nPtr, uint32(total))
-	return 0
-}
-
-func (s *System) fdSeek(m Memory, fd uint32, off int64, whence, p uint32) Errno {
-	e, errno := s.get(fd)
-	if errno != 0 {
-		return errno
-	}
-	switch e.kind {
-	case kindStdin, kindOut:
-		return ErrnoSpipe
-	case kindDir:
-		return ErrnoBadf
-	}
-	need := uint64(rightFdSeek)
-	if off == 0 && whence == 1 {
-		need |= rightFdTell // a tell: either right will do
-	}
-	if e.base&need == 0 {
-		return ErrnoNotcapable
-	}
-	if whence > 2 {
-		return ErrnoInval
-	}
-	pos, err := e.f.Seek(off, int(whence))
-	if err != nil {
-		return errnoOf(err)
-	}
-	m.putU64(p, uint64(pos))
-	return 0
-}
-
 // validTimes checks fst_flags: a time and "now" for the same time conflict.
 func validTimes(flags uint32) bool {
 	if flags&^(fstflagAtim|fstflagAtimNow|fstflagMtim|fstflagMtimNow) != 0 {
@@ -529,7 +394,8 @@ func (s *System) pathFilestatGet(m Memory, fd uint32, p string, buf uint32) Errn
 	if errno != 0 {
 		return errno
 	}
-	fi, err := s.root.Stat(rel)
+	dir, name := s.at(rel)
+	fi, err := dir.Stat(name)
 	if err != nil {
 		return errnoOf(err)
 	}
@@ -560,7 +426,8 @@ func (s *System) pathOpen(m Memory, fd uint32, p string, oflags uint32, base, in
 	base &= parent.inheriting
 	inheriting &= parent.inheriting
 
-	fi, err := s.root.Stat(rel)
+	dir, name := s.at(rel)
+	fi, err := dir.Stat(name)
 	switch {
 	case err == nil && creat && excl:
 		return ErrnoExist
@@ -570,7 +437,7 @@ func (s *System) pathOpen(m Memory, fd uint32, p string, oflags uint32, base, in
 		if trunc || base&rightFdWrite != 0 {
 			return ErrnoIsdir
 		}
-		f, err := s.root.Open(rel)
+		f, err := dir.Open(name)
 		if err != nil {
 			return errnoOf(err)
 		}
@@ -607,14 +474,16 @@ func (s *System) pathOpen(m Memory, fd uint32, p string, oflags uint32, base, in
 	if trunc {
 		flag |= os.O_TRUNC
 	}
-	f, err := s.root.OpenFile(rel, flag, 0o644)
+	f, err := dir.OpenFile(name, flag, 0o644)
 	if err != nil {
 		return errnoOf(err)
 	}
 	e := &fdEntry{kind: kindFile, rel: cleanRel(rel), f: f, read: read, write: write, fdflags: uint16(fdflags),
 		append: fdflags&fdflagAppend != 0, base: base & rightsFile, inheriting: inheriting}
+	e.hostFD, e.hasFD = hostFD(f)
 	if fi, err := f.Stat(); err == nil {
 		e.id, e.hasID = hostID(fi)
+		s.noteSize(e, fi.Size())
 	}
 	if created || (trunc && fi.Size() > 0) {
 		s.modifiedFD(e)
@@ -669,6 +538,7 @@ func (s *System) pathRemoveDirectory(fd uint32, p string) Errno {
 	if c == "." {
 		return ErrnoBusy // the directory itself
 	}
+	s.forgetDirs()
 	if err := s.root.Remove(c); err != nil {
 		if errno := errnoOf(err); errno == ErrnoExist {
 			return ErrnoNotempty // some systems say EEXIST
@@ -728,6 +598,7 @@ func (s *System) pathRename(fd uint32, oldPath string, newFD uint32, newPath str
 	if oc == "." || nc == "." {
 		return ErrnoBusy
 	}
+	s.forgetDirs() // what a path names may change
 	if to, err := s.root.Lstat(nc); err == nil && to.IsDir() && oc != nc {
 		// rename(2) replaces an empty directory; os.Rename refuses any.
 		if !fi.IsDir() {
@@ -878,7 +749,22 @@ func (s *System) list(e *fdEntry) ([]dirent, Errno) {
 		}
 	}
 	out = append(out, dirent{"..", ino(path.Dir(e.rel), up), filetypeDirectory})
+	dirFD, hasFD := hostFD(e.f)
 	for _, n := range names {
+		if hasFD {
+			// One fstatat in the directory open at e, rather than a walk
+			// from the root (three calls) for each entry: n is a name from
+			// the directory itself, and nothing is followed.
+			id, hostIno, typ, err := statAt(dirFD, n)
+			if err != nil {
+				continue // removed meanwhile
+			}
+			if s.ids != nil {
+				hostIno = s.ids.inode(id)
+			}
+			out = append(out, dirent{n, hostIno, typ})
+			continue
+		}
 		rel := n
 		if e.rel != "." {
 			rel = e.rel + "/" + n

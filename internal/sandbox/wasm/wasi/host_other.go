@@ -11,6 +11,9 @@ import (
 // size, which is only good enough to number what a listing shows.
 type fileID struct{ dev, ino uint64 }
 
+// hostIDsUnique: two files may share a fileID here.
+const hostIDsUnique = false
+
 func hostID(fi os.FileInfo) (fileID, bool) {
 	h := fnv.New64a()
 	h.Write([]byte(fi.Name()))

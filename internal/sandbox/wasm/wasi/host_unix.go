@@ -11,6 +11,10 @@ import (
 // fileID identifies a host file.
 type fileID struct{ dev, ino uint64 }
 
+// hostIDsUnique: a fileID is one file's alone (while it exists), so what
+// is known of a file can be kept by its fileID.
+const hostIDsUnique = true
+
 func hostID(fi os.FileInfo) (fileID, bool) {
 	st, ok := fi.Sys().(*syscall.Stat_t)
 	if !ok {

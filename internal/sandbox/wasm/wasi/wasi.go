@@ -91,6 +91,10 @@ type System struct {
 
 	clock *clock
 	ids   *identities // deterministic mode only
+	// sizes are the sizes of the files written, as far as the disk budget
+	// needs them (see fileSize).
+	sizes map[fileID]int64
+	dirs  map[string]*os.Root // see at
 
 	mu           sync.Mutex
 	exited       bool
@@ -116,7 +120,8 @@ func New(cfg Config) (*System, error) {
 	if cfg.Stderr == nil {
 		cfg.Stderr = io.Discard
 	}
-	s := &System{cfg: cfg, root: root, fds: map[int32]*fdEntry{}, nextFD: 4, clock: newClock(cfg.Deterministic)}
+	s := &System{cfg: cfg, root: root, fds: map[int32]*fdEntry{}, nextFD: 4, clock: newClock(cfg.Deterministic),
+		sizes: map[fileID]int64{}, dirs: map[string]*os.Root{}}
 	if cfg.Deterministic {
 		s.rand = rand.NewChaCha8(cfg.Seed)
 		s.ids = newIdentities()
@@ -150,6 +155,7 @@ func (s *System) Close() error {
 		}
 		delete(s.fds, fd)
 	}
+	s.forgetDirs()
 	return s.root.Close()
 }
 
@@ -180,8 +186,14 @@ type fdEntry struct {
 	kind int
 	// rel is the path under Root the fd was opened at ("." for Root), for
 	// directories (paths are resolved from it) and files (for set_times).
-	rel     string
-	f       *os.File  // kindDir and kindFile
+	rel string
+	f   *os.File // kindDir and kindFile
+	// hostFD is f's descriptor (kindFile, when hasFD), for preadv and
+	// pwritev; pos is the file's offset (kindFile), which every read and
+	// write goes through (see rw.go).
+	hostFD  int
+	hasFD   bool
+	pos     int64
 	w       io.Writer // kindOut
 	preopen string    // the guest's name for a preopened directory
 	append  bool
@@ -295,16 +307,28 @@ func parentOf(rel string) string { return path.Dir(cleanRel(rel)) }
 // chargeDisk records growth bytes against the budget; false when it would
 // pass it.
 func (s *System) chargeDisk(growth int64) bool {
+	return s.disk(growth, true)
+}
+
+// fitsDisk is whether growth bytes would fit in the budget, without
+// recording them; a refusal counts as DiskExceeded.
+func (s *System) fitsDisk(growth int64) bool {
+	return s.disk(growth, false)
+}
+
+func (s *System) disk(growth int64, charge bool) bool {
 	if s.cfg.DiskBytes <= 0 || growth <= 0 {
 		return true
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.diskUsed+growth > s.cfg.DiskBytes {
+	if growth > s.cfg.DiskBytes-s.diskUsed {
 		s.diskExceeded = true
 		return false
 	}
-	s.diskUsed += growth
+	if charge {
+		s.diskUsed += growth
+	}
 	return true
 }
 
