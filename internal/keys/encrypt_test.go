@@ -9,6 +9,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"filippo.io/age"
+	"filippo.io/age/armor"
 )
 
 // openEncrypted opens a keyring in dir that encrypts with pass (a cheap
@@ -155,5 +158,45 @@ func TestEncryptedSecretSwapped(t *testing.T) {
 	}
 	if _, err := kr.Get("a"); err == nil || !strings.Contains(err.Error(), "does not match") {
 		t.Errorf("swapped secret: %v, want a mismatch error", err)
+	}
+}
+
+// TestInsecureTestKeyring: with InsecureTestKeyringEnv=1 new encrypted keys
+// get the test work factor (a decrypt that allows no more than it
+// succeeds) and still need their passphrase; any other value is refused.
+func TestInsecureTestKeyring(t *testing.T) {
+	t.Setenv(InsecureTestKeyringEnv, "1")
+	dir := t.TempDir()
+	kr, err := Open(dir, WithPassphrase(func(string, bool) ([]byte, error) { return []byte("test pass"), nil }))
+	if err != nil {
+		t.Fatal(err)
+	}
+	k, err := kr.Add("carol")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !k.Encrypted() {
+		t.Fatal("key not encrypted under the test keyring")
+	}
+	id, err := age.NewScryptIdentity("test pass")
+	if err != nil {
+		t.Fatal(err)
+	}
+	id.SetMaxWorkFactor(TestWorkFactor)
+	if _, err := age.Decrypt(armor.NewReader(strings.NewReader(k.sealed)), id); err != nil {
+		t.Errorf("decrypt allowing work factor %d: %v", TestWorkFactor, err)
+	}
+	t.Setenv(PassphraseEnv, "wrong")
+	plain, err := Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := plain.Get("carol"); !errors.Is(err, ErrWrongPassphrase) {
+		t.Errorf("wrong passphrase: %v, want ErrWrongPassphrase", err)
+	}
+
+	t.Setenv(InsecureTestKeyringEnv, "yes")
+	if _, err := Open(dir); err == nil || !strings.Contains(err.Error(), InsecureTestKeyringEnv) {
+		t.Errorf("Open with %s=yes: %v, want an error naming it", InsecureTestKeyringEnv, err)
 	}
 }

@@ -25,6 +25,14 @@
 //
 //	{ …, "private_key_seed": "<base64>", "x25519_identity": "AGE-SECRET-KEY-1…" }
 //
+// Test suites that create and use many encrypted keys (the end-to-end tests
+// run the CLI, which always encrypts) may set InsecureTestKeyringEnv to 1: new
+// encrypted keys then get a scrypt work factor of 2^10 instead of age's
+// 2^18, so a decrypt takes about a millisecond instead of seconds. Such a key
+// stays that weak whatever is set later (the work factor is in its file), so
+// every key made that way is announced on stderr. It is never the default
+// and never for real keys.
+//
 // Anyone who can read an unencrypted key file can sign and decrypt as that
 // key. Either way the directory is created with mode 0700 and each key file
 // is written with mode 0600; back it up: a lost key (or passphrase) cannot
@@ -104,6 +112,15 @@ func EnvPassphrase(name string, _ bool) ([]byte, error) {
 	return nil, fmt.Errorf("%w for key %q: set %s", ErrNoPassphrase, name, PassphraseEnv)
 }
 
+// InsecureTestKeyringEnv is the environment variable that, set to 1, makes
+// Open's keyrings encrypt new keys with TestWorkFactor: FOR TESTS ONLY (see
+// the package comment). Any other non-empty value is refused by Open.
+const InsecureTestKeyringEnv = "GPUNET_INSECURE_TEST_KEYRING"
+
+// TestWorkFactor is the scrypt work factor (log2 N) of keys encrypted under
+// InsecureTestKeyringEnv=1; age's default is 18.
+const TestWorkFactor = 10
+
 // Option configures Open.
 type Option func(*Keyring)
 
@@ -121,6 +138,9 @@ type Keyring struct {
 	// workFactor is the scrypt work factor (log2 N) for new encrypted
 	// keys; 0 is age's default. Tests lower it.
 	workFactor int
+	// insecure is set by InsecureTestKeyringEnv=1: each key encrypted is
+	// announced on stderr as one for tests only.
+	insecure bool
 }
 
 // Open returns the keyring stored in dir, creating dir with mode 0700 if it
@@ -142,6 +162,13 @@ func Open(dir string, opts ...Option) (*Keyring, error) {
 		return nil, fmt.Errorf("keyring path %s is not a directory", dir)
 	}
 	k := &Keyring{dir: dir}
+	switch v := os.Getenv(InsecureTestKeyringEnv); v {
+	case "":
+	case "1":
+		k.workFactor, k.insecure = TestWorkFactor, true
+	default:
+		return nil, fmt.Errorf("%s=%q: set it to 1 (tests only: keys encrypted so that their passphrase is cheap to guess) or unset it", InsecureTestKeyringEnv, v)
+	}
 	for _, o := range opts {
 		o(k)
 	}
@@ -398,6 +425,10 @@ func (k *Keyring) store(key *Key) error {
 		}
 	}
 	syncDir(k.dir)
+	if pass != nil && k.insecure {
+		fmt.Fprintf(os.Stderr, "WARNING: %s=1: key %q is encrypted with scrypt work factor 2^%d, for tests only: its passphrase is %d times cheaper to guess than a real key's; never keep anything of value under it\n",
+			InsecureTestKeyringEnv, key.Name, TestWorkFactor, 1<<(18-TestWorkFactor))
+	}
 	return nil
 }
 

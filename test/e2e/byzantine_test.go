@@ -26,6 +26,7 @@ import (
 // second such height); the ledger then slashes and tombstones the key
 // (query validators) and CometBFT's set drops it.
 func TestByzantineDoubleSigner(t *testing.T) {
+	parallel(t, weightHeavy)
 	root := t.TempDir()
 	keyHome := filepath.Join(root, "keys")
 	var alice, bob keyJSON
@@ -47,7 +48,7 @@ func TestByzantineDoubleSigner(t *testing.T) {
 		t.Fatal(err)
 	}
 	spare := filepath.Join(root, "spare")
-	gpunet(t, "init", "--home", spare, "--chain-id", "spare")
+	gpunet(t, withoutHWChallenges([]string{"init", "--home", spare, "--chain-id", "spare"})...)
 	nodeKey, err := os.ReadFile(filepath.Join(spare, "config/node_key.json"))
 	if err != nil {
 		t.Fatal(err)

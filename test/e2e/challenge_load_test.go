@@ -104,6 +104,7 @@ type loadAgent struct {
 // most what the machine's CPU does within overclaimCaughtWithin
 // challenges (checkOverclaimCaught), and passes none under the load.
 func TestChallengesUnderLoad(t *testing.T) {
+	parallel(t, cpuBudget)
 	home := t.TempDir()
 	_, info := startDevnet(t, home, "--hw-challenges", "--hw-challenge-time", loadChallengeTime, "--block-time", "1s")
 	query := func(addr string) loadProviderJSON {
@@ -129,10 +130,19 @@ func TestChallengesUnderLoad(t *testing.T) {
 			args = append(args, "--fault-overclaim", strconv.Itoa(loadOverclaim))
 		}
 		startProc(t, "provider "+a.name, args...)
+		addr := keyAddress(t, a.home, a.addr)
 		waitUntil(t, 2*time.Minute, a.name+" registered and its first hardware challenge ruled", func() bool {
-			r := gpunet(t, "query", "provider", a.addr, "--home", home, "--output", "json")
+			// Through the API (the body `query provider` prints): a
+			// CLI process every poll would load the machine it measures.
+			ctx, cancel := pollCtx(t)
+			defer cancel()
+			body, err := nodeAPI(t, home, "").Provider(ctx, addr)
+			if err != nil {
+				return false
+			}
 			var p loadProviderJSON
-			return r.code == 0 && json.Unmarshal([]byte(r.stdout), &p) == nil && p.ruled() > 0
+			b, err := json.Marshal(body)
+			return err == nil && json.Unmarshal(b, &p) == nil && p.ruled() > 0
 		})
 		p := query(a.addr)
 		t.Logf("%s (%s): claims %d GOPS; idle: passed %d late %d missed %d failed %d, proven %d GOPS",

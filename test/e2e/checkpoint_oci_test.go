@@ -29,6 +29,7 @@ const (
 // uninterrupted run's, and the owner pays the covered seconds and the new
 // run's metered seconds.
 func TestCheckpointResumeOCI(t *testing.T) {
+	parallel(t, weightHeavy)
 	_, err := oci.Probe(t.Context(), oci.Options{Dir: t.TempDir()})
 	ocitest.RequireRunc(t, nil, err)
 

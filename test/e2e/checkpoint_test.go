@@ -4,7 +4,6 @@ import (
 	"crypto/sha256"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -37,12 +36,9 @@ func counterResult(n, work int) string {
 // charge is exactly the lost provider's covered seconds plus the new
 // provider's own, at their prices.
 func TestCheckpointResume(t *testing.T) {
+	parallel(t, weightHeavy)
 	dir := t.TempDir()
-	build := exec.Command("go", "build", "-o", filepath.Join(dir, "counter.wasm"), "./testdata/counter")
-	build.Env = append(os.Environ(), "GOOS=wasip1", "GOARCH=wasm", "CGO_ENABLED=0")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("build the counter: %v\n%s", err, out)
-	}
+	counterWasm(t, filepath.Join(dir, "counter.wasm"))
 	spec := fmt.Sprintf(`name: counter
 executor: wasm
 module: ./counter.wasm
@@ -70,19 +66,10 @@ func testCheckpointResume(t *testing.T, home, executor, dir, spec, want string) 
 	provs := map[string]*proc{}
 	addrs := map[string]string{}
 	for _, name := range []string{"carol", "dave"} {
-		var k struct {
-			Address string `json:"address"`
-		}
-		gpunetJSON(t, &k, "keys", "add", name, "--home", home)
-		addrs[k.Address] = name
-		gpunetJSON(t, &map[string]any{}, "tx", "send", name, "100sync", "--from", "alice", "--home", home)
-		provs[name] = startProc(t, "provider "+name, "provider", "start", "--from", name, "--home", home, "--bench-time", "200ms", "--price", "0.05sync")
+		p, addr := startProvider(t, home, name, "alice")
+		provs[name], addrs[addr] = p, name
 	}
-	waitUntil(t, 60*time.Second, "both providers offering "+executor, func() bool {
-		var offers []map[string]any
-		gpunetJSON(t, &offers, "offers", "executor="+executor, "--home", home)
-		return len(offers) == 2
-	})
+	waitOfferCount(t, 60*time.Second, home, "", "executor="+executor, 2)
 	specPath := filepath.Join(dir, "job.yaml")
 	os.WriteFile(specPath, []byte(spec), 0o644)
 	before := balance(t, "alice", "--home", home)
@@ -96,9 +83,10 @@ func testCheckpointResume(t *testing.T, home, executor, dir, spec, want string) 
 		gpunetJSON(t, &j, "job", "status", id, "--from", "alice", "--home", home) // grants the key when due
 		return j
 	}
+	poll := func() ledger.Job { return ownerJob(t, home, "alice", id) }
 	var j ledger.Job
 	waitUntil(t, 180*time.Second, "checkpoints of the counter's state committed", func() bool {
-		j = status()
+		j = poll()
 		return len(j.Checkpoints) >= 3 && j.Checkpoints[len(j.Checkpoints)-1].Size > 1024 || j.Done()
 	})
 	if j.Done() {
@@ -113,7 +101,7 @@ func testCheckpointResume(t *testing.T, home, executor, dir, spec, want string) 
 	var resumedAt time.Time
 	var reassigned time.Time
 	waitUntil(t, 120*time.Second, "job done after reassignment", func() bool {
-		j = status()
+		j = poll()
 		if reassigned.IsZero() && j.ResumeSeq != 0 {
 			reassigned = time.Now()
 		}
@@ -122,6 +110,7 @@ func testCheckpointResume(t *testing.T, home, executor, dir, spec, want string) 
 		}
 		return j.Done()
 	})
+	j = status()
 	if j.State != ledger.JobSucceeded || addrs[j.Assignments[0].Provider.String()] == victim {
 		t.Fatalf("after the kill: %s %s on %v", j.State, j.Reason, j.Assignments)
 	}

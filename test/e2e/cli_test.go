@@ -23,6 +23,7 @@ var (
 // keeps the keys the user added), against real devnets; two of them run
 // side by side.
 func TestCLIContract(t *testing.T) {
+	parallel(t, weightLight)
 	home := t.TempDir()
 	dn, info := startDevnet(t, home, "--block-time", "200ms")
 	other, otherInfo := startDevnet(t, t.TempDir(), "--block-time", "200ms")
@@ -41,8 +42,11 @@ func TestCLIContract(t *testing.T) {
 		t.Fatalf("two devnets share an API or keys: %+v %+v", info, otherInfo)
 	}
 	waitUntil(t, 30*time.Second, "both devnets at height 2", func() bool {
-		return status(t, "--home", home).Height >= 2 && status(t, "--home", otherInfo.Home).Height >= 2
+		return height(t, nodeAPI(t, home, "")) >= 2 && height(t, nodeAPI(t, otherInfo.Home, "")) >= 2
 	})
+	if status(t, "--home", home).Height < 2 || status(t, "--home", otherInfo.Home).Height < 2 {
+		t.Fatal("gpunet status shows a devnet below height 2")
+	}
 	if code := other.stop(10 * time.Second); code != 0 {
 		t.Fatalf("second devnet exited %d on SIGINT, want 0", code)
 	}
@@ -148,8 +152,11 @@ func TestCLIContract(t *testing.T) {
 	if b := balance(t, "carol", "--home", home); b != 2_500_000 {
 		t.Fatalf("carol has %d usync after the restart, want 2500000", b)
 	}
-	waitUntil(t, 30*time.Second, "blocks after resuming", func() bool { return status(t, "--home", home).Height >= before.Height+5 })
+	waitUntil(t, 30*time.Second, "blocks after resuming", func() bool { return height(t, nodeAPI(t, home, "")) >= before.Height+5 })
 	last := status(t, "--home", home)
+	if last.Height < before.Height+5 {
+		t.Fatalf("gpunet status shows height %d after resuming, want %d or more", last.Height, before.Height+5)
+	}
 	if code := dn.stop(10 * time.Second); code != 0 {
 		t.Fatalf("resumed devnet exited %d on SIGINT, want 0", code)
 	}

@@ -18,6 +18,7 @@ import (
 // and brings back its decrypted outputs; `gpunet provider status` shows
 // what the container sandbox enforces.
 func TestContainerJobCLI(t *testing.T) {
+	parallel(t, weightHeavy)
 	_, err := oci.Probe(t.Context(), oci.Options{Dir: t.TempDir()})
 	ocitest.RequireRunc(t, nil, err)
 
@@ -37,11 +38,7 @@ func TestContainerJobCLI(t *testing.T) {
 
 	home := t.TempDir()
 	startDevnet(t, home, "--providers", "1", "--block-time", "100ms")
-	waitUntil(t, 60*time.Second, "a provider offering oci", func() bool {
-		var offers []map[string]any
-		gpunetJSON(t, &offers, "offers", "executor=oci", "--home", home)
-		return len(offers) == 1
-	})
+	waitOfferCount(t, 60*time.Second, home, "", "executor=oci", 1)
 
 	dir := t.TempDir()
 	os.WriteFile(filepath.Join(dir, "notes.txt"), []byte("containers run on gpunet\n"), 0o644)

@@ -58,6 +58,7 @@ func screenshotDir(t *testing.T) string {
 // keeps screenshots (see screenshotDir). With CI=true a missing Chromium
 // fails the test.
 func TestDashboardInBrowser(t *testing.T) {
+	parallel(t, weightHeavy)
 	chrome := chromium()
 	if chrome == "" {
 		if os.Getenv("CI") == "true" {
@@ -678,11 +679,7 @@ func checkNarrow(t *testing.T, ctx context.Context, poll pollFunc, hash hashFunc
 func checkCheckpointsShown(t *testing.T, ctx context.Context, eval evalFunc, poll pollFunc, hash hashFunc, home string) string {
 	t.Helper()
 	dir := t.TempDir()
-	build := exec.Command("go", "build", "-o", filepath.Join(dir, "counter.wasm"), "./testdata/counter")
-	build.Env = append(os.Environ(), "GOOS=wasip1", "GOARCH=wasm", "CGO_ENABLED=0")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("build the counter: %v\n%s", err, out)
-	}
+	counterWasm(t, filepath.Join(dir, "counter.wasm"))
 	spec := `name: counter
 executor: wasm
 module: ./counter.wasm
@@ -704,9 +701,10 @@ checkpoint: {path: /ckpt, interval: 1s}
 	id := fmt.Sprint(sub.ID)
 	var j ledger.Job
 	waitUntil(t, 60*time.Second, "a checkpoint of the counter committed", func() bool {
-		gpunetJSON(t, &j, "job", "status", id, "--from", "alice", "--home", home) // grants the key when due
+		j = ownerJob(t, home, "alice", id) // grants the key when due
 		return len(j.Checkpoints) >= 2 || j.Done()
 	})
+	gpunetJSON(t, &j, "job", "status", id, "--from", "alice", "--home", home)
 	if len(j.Checkpoints) == 0 {
 		t.Fatalf("job %s %s without a checkpoint: %s", id, j.State, j.Reason)
 	}

@@ -23,6 +23,7 @@ import (
 // with a wrong sha256 is handed back with the reason; `gpunet storage`
 // reports usage.
 func TestDataAcrossNodes(t *testing.T) {
+	parallel(t, weightLight)
 	root := t.TempDir()
 	keyHome := filepath.Join(root, "keys")
 	var alice, carol keyJSON
@@ -47,11 +48,7 @@ func TestDataAcrossNodes(t *testing.T) {
 	// provider refuses unless its operator allows it.
 	startProc(t, "provider carol (node1 only)", "provider", "start", "--from", "carol", "--home", keyHome, "--node", node1, "--bench-time", "200ms", "--price", "0.05sync",
 		"--allow-fetch-network", "127.0.0.0/8")
-	waitUntil(t, 60*time.Second, "the provider schedulable, seen from node0", func() bool {
-		var offers []map[string]any
-		gpunetJSON(t, &offers, "offers", "--home", keyHome, "--node", node0)
-		return len(offers) == 1
-	})
+	waitOfferCount(t, 60*time.Second, keyHome, node0, "", 1)
 
 	dir := t.TempDir()
 	wasm, err := os.ReadFile("../../examples/wordcount/wordcount.wasm")
@@ -142,9 +139,9 @@ verification: none
 		Released string `json:"released"`
 	}
 	waitUntil(t, 90*time.Second, "the wrong-hash job handed back", func() bool {
-		gpunetJSON(t, &j3, "job", "status", fmt.Sprint(sub.ID), "--from", "alice", "--home", keyHome, "--node", node0)
-		return j3.Released != ""
+		return ownerJob(t, keyHome, "alice", fmt.Sprint(sub.ID), "--node", node0).Released != ""
 	})
+	gpunetJSON(t, &j3, "job", "status", fmt.Sprint(sub.ID), "--from", "alice", "--home", keyHome, "--node", node0)
 	if !strings.Contains(j3.Released, carol.Address) || !strings.Contains(j3.Released, "hash") {
 		t.Fatalf("released %q, want the provider and the hash mismatch", j3.Released)
 	}

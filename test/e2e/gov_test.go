@@ -30,6 +30,7 @@ type proposalJSON struct {
 // decided height, the new value from that height on, the old one at the
 // height before, and a param_changed event in that block.
 func TestGovParamChangeOnFourValidators(t *testing.T) {
+	parallel(t, weightHeavy)
 	root := t.TempDir()
 	params := filepath.Join(root, "params.json")
 	if err := os.WriteFile(params, []byte(`{"gov_deposit_blocks": 20, "gov_voting_blocks": 75, "gov_min_deposit": 5000000}`), 0o600); err != nil {
@@ -87,7 +88,12 @@ func TestGovParamChangeOnFourValidators(t *testing.T) {
 		gpunetJSON(t, &p, "gov", "show", "1", "--node", api)
 		return p
 	}
-	waitUntil(t, 60*time.Second, "proposal 1 decided on node0", func() bool { return show(apis[0]).DecidedHeight > 0 })
+	waitUntil(t, 60*time.Second, "proposal 1 decided on node0", func() bool {
+		ctx, cancel := pollCtx(t)
+		defer cancel()
+		p, err := nodeAPI(t, "", apis[0]).Proposal(ctx, 1)
+		return err == nil && p.DecidedHeight > 0
+	})
 	decided := show(apis[0])
 	if decided.Status != "passed" || decided.Voters != 3 || decided.DecidedHeight != decided.VotingEnd+1 {
 		t.Fatalf("proposal 1: %+v, want passed by 3 voters, decided at voting_end+1", decided)
@@ -138,10 +144,11 @@ func blockEvents(t *testing.T, api string, h int64) string {
 // nodeHeight is the height a node reports, or -1 while it does not answer.
 func nodeHeight(t *testing.T, api string) int64 {
 	t.Helper()
-	r := gpunet(t, "status", "--node", api, "-o", "json")
-	var s statusJSON
-	if r.code != 0 || json.Unmarshal([]byte(r.stdout), &s) != nil {
+	ctx, cancel := pollCtx(t)
+	defer cancel()
+	st, err := nodeAPI(t, "", api).Status(ctx)
+	if err != nil {
 		return -1
 	}
-	return s.Height
+	return st.Height
 }

@@ -16,8 +16,9 @@ import (
 // consensus. The process must exit with status 3 and a message naming the
 // cause, so that a supervisor restarts it, instead of living on halted.
 func TestHaltedValidatorExits(t *testing.T) {
+	parallel(t, weightLight)
 	home := filepath.Join(t.TempDir(), "node")
-	gpunet(t, "init", "--home", home, "--chain-id", "e2e", "--block-time", "100ms")
+	gpunet(t, withoutHWChallenges([]string{"init", "--home", home, "--chain-id", "e2e", "--block-time", "100ms"})...)
 	p := startProc(t, "node", "node", "--home", home, "--output", "json")
 	var info struct {
 		API string `json:"api"`

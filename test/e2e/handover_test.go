@@ -37,6 +37,7 @@ type handoverJobJSON struct {
 // against the owner's commitment), re-runs the job, and the job ends
 // succeeded and validated.
 func TestAuditKeyHandoverOwnerOffline(t *testing.T) {
+	parallel(t, weightLight)
 	home := t.TempDir()
 	startDevnet(t, home, "--providers", "3", "--block-time", "100ms", "--example=false", "--log-level", "info")
 
@@ -89,10 +90,12 @@ verification: spot
 	}
 	if !primaryGranted(j) {
 		// Placed after the submit's block: the owner's one grant.
+		cl := nodeAPI(t, home, "")
 		waitUntil(t, 20*time.Second, "the job placed", func() bool {
-			j = status()
-			return len(j.Assignments) > 0 || j.State != "queued"
+			pj := chainJob(t, cl, id)
+			return len(pj.Assignments) > 0 || pj.State != "queued"
 		})
+		j = status()
 		t.Logf("job %s placed after its submit's block: the owner grants once with job status --from", id)
 		r := gpunet(t, "job", "status", id, "--from", "alice", "--home", home)
 		if r.code != 0 {
@@ -108,15 +111,17 @@ verification: spot
 	// The audit must run within the grant timeout (120 s on a devnet) or
 	// the job fails; 90 s leaves a loaded machine room and keeps the test
 	// bounded.
+	cl := nodeAPI(t, home, "")
 	for deadline := time.Now().Add(90 * time.Second); ; time.Sleep(100 * time.Millisecond) {
-		j = status()
-		if j.State == "succeeded" || j.State == "failed" || j.State == "cancelled" {
+		pj := chainJob(t, cl, id)
+		if pj.Done() {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("job %s not done after 90 s: %s (%s): %+v", id, j.State, j.Reason, j)
+			t.Fatalf("job %s not done after 90 s: %s (%s): %+v", id, pj.State, pj.Reason, pj)
 		}
 	}
+	j = status()
 	if j.State != "succeeded" || j.Verdict != "validated" {
 		t.Fatalf("job ended %s, verdict %q (%s), audit dropped %q: %+v", j.State, j.Verdict, j.Reason, j.AuditDropped, j)
 	}

@@ -20,36 +20,37 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gpunet/gpunet/internal/bintest"
 	"github.com/gpunet/gpunet/internal/chainclient"
+	"github.com/gpunet/gpunet/internal/keys"
 )
 
-// gpunetBin is the binary built once by TestMain.
+// gpunetBin is the gpunet binary, built once for every package that runs
+// it (internal/bintest).
 var gpunetBin string
 
 func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "gpunet-e2e-")
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	bin, err := bintest.Build(ctx, "github.com/gpunet/gpunet/cmd/gpunet")
+	cancel()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	gpunetBin = filepath.Join(dir, "gpunet")
-	build := exec.Command("go", "build", "-o", gpunetBin, "github.com/gpunet/gpunet/cmd/gpunet")
-	if out, err := build.CombinedOutput(); err != nil {
-		fmt.Fprintf(os.Stderr, "go build gpunet: %v\n%s", err, out)
-		os.RemoveAll(dir)
-		os.Exit(1)
-	}
-	code := m.Run()
-	os.RemoveAll(dir)
-	os.Exit(code)
+	gpunetBin = bin
+	setParallel()
+	os.Exit(m.Run())
 }
 
 // e2ePassphrase encrypts the keys the tests create with `keys add`.
 const e2ePassphrase = "e2e passphrase"
 
 // cleanEnv is the environment of every gpunet subprocess: ours without the
-// GPUNET_* variables, so that only explicit flags choose homes and nodes,
-// and with GPUNET_KEYRING_PASSPHRASE, so that no command prompts.
+// GPUNET_* variables, so that only explicit flags choose homes and nodes;
+// with GPUNET_KEYRING_PASSPHRASE, so that no command prompts; and with the
+// test keyring (keys.InsecureTestKeyringEnv), so that the keys the tests
+// add are still encrypted but cost a millisecond, not seconds of scrypt, at
+// every command that signs with them.
 func cleanEnv() []string {
 	var env []string
 	for _, kv := range os.Environ() {
@@ -57,7 +58,7 @@ func cleanEnv() []string {
 			env = append(env, kv)
 		}
 	}
-	return append(env, "GPUNET_KEYRING_PASSPHRASE="+e2ePassphrase)
+	return append(env, "GPUNET_KEYRING_PASSPHRASE="+e2ePassphrase, keys.InsecureTestKeyringEnv+"=1")
 }
 
 // ---------------------------------------------------------------------------
@@ -386,15 +387,21 @@ func balance(t testing.TB, who string, args ...string) uint64 {
 // ---------------------------------------------------------------------------
 // Waiting and watching.
 
-// waitUntil polls cond until it holds, failing the test after timeout.
+// waitUntil polls cond until it holds, failing the test after timeout. It
+// waits 50 ms between polls, or as long as the last poll took if longer, so
+// that a cond that runs the CLI keeps at most half a core busy.
 func waitUntil(t testing.TB, timeout time.Duration, what string, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(timeout)
-	for !cond() {
+	for {
+		start := time.Now()
+		if cond() {
+			return
+		}
 		if time.Now().After(deadline) {
 			t.Fatalf("timed out after %s waiting for %s", timeout, what)
 		}
-		time.Sleep(50 * time.Millisecond)
+		time.Sleep(max(50*time.Millisecond, time.Since(start)))
 	}
 }
 

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/gpunet/gpunet/examples/mandelbrot/kernel"
+	"github.com/gpunet/gpunet/internal/ledger"
 )
 
 type jobJSON struct {
@@ -30,24 +31,16 @@ type jobJSON struct {
 // reassigns the job, which another provider completes with the right
 // output.
 func TestJobSurvivesProviderKill(t *testing.T) {
+	parallel(t, weightHeavy)
 	home := t.TempDir()
 	startDevnet(t, home, "--block-time", "100ms")
 	provs := map[string]*proc{}
 	addrs := map[string]string{}
 	for _, name := range []string{"carol", "dave"} {
-		var k struct {
-			Address string `json:"address"`
-		}
-		gpunetJSON(t, &k, "keys", "add", name, "--home", home)
-		addrs[k.Address] = name
-		gpunetJSON(t, &map[string]any{}, "tx", "send", name, "100sync", "--from", "alice", "--home", home)
-		provs[name] = startProc(t, "provider "+name, "provider", "start", "--from", name, "--home", home, "--bench-time", "200ms", "--price", "0.05sync")
+		p, addr := startProvider(t, home, name, "alice")
+		provs[name], addrs[addr] = p, name
 	}
-	waitUntil(t, 30*time.Second, "both providers schedulable", func() bool {
-		var offers []map[string]any
-		gpunetJSON(t, &offers, "offers", "--home", home)
-		return len(offers) == 2
-	})
+	waitOfferCount(t, 30*time.Second, home, "", "", 2)
 
 	// A job long enough to be killed in the middle of.
 	dir := t.TempDir()
@@ -79,21 +72,21 @@ verification: none # reassignment is tested here; a spot audit would need a thir
 		gpunetJSON(t, &j, "job", "status", id, "--from", "alice", "--home", home) // grants the key when due
 		return j
 	}
-	var first jobJSON
+	var first ledger.Job
 	waitUntil(t, 30*time.Second, "job running", func() bool {
-		first = status()
+		first = ownerJob(t, home, "alice", id)
 		return first.State == "running"
 	})
-	victim := addrs[first.Assignments[0].Provider]
+	victim := addrs[first.Assignments[0].Provider.String()]
 	time.Sleep(300 * time.Millisecond) // well into the run
 	provs[victim].kill()
 	t.Logf("killed %s while it ran job %s", victim, id)
 
-	var done jobJSON
 	waitUntil(t, 90*time.Second, "job done after reassignment", func() bool {
-		done = status()
-		return done.State == "succeeded" || done.State == "failed" || done.State == "cancelled"
+		j := ownerJob(t, home, "alice", id)
+		return j.State == "succeeded" || j.State == "failed" || j.State == "cancelled"
 	})
+	done := status()
 	if done.State != "succeeded" || done.Attempts != 2 || addrs[done.Assignments[0].Provider] == victim {
 		t.Fatalf("after the kill: %+v", done)
 	}

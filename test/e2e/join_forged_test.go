@@ -32,6 +32,7 @@ import (
 //   - no peer at all (the join node alone vouches for its header): refused
 //     until --witness names another node's RPC, and then joined.
 func TestJoinForgedChain(t *testing.T) {
+	parallel(t, weightLight)
 	root := t.TempDir()
 	keyHome := filepath.Join(root, "keys")
 	var alice keyJSON

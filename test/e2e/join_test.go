@@ -27,6 +27,7 @@ import (
 // accepts a tx. Bad input to --join (a URL that is no gpunet node, a wrong
 // genesis hash, an initialised home) is refused and writes nothing.
 func TestJoinByStateSync(t *testing.T) {
+	parallel(t, weightLight)
 	root := t.TempDir()
 	keyHome := filepath.Join(root, "keys")
 	var alice, bob keyJSON

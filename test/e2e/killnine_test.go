@@ -28,6 +28,7 @@ import (
 // change, every transfer reported included survives, and the balances add
 // up exactly.
 func TestKillNineRestart(t *testing.T) {
+	parallel(t, weightLight)
 	const rounds = 4
 	home := t.TempDir()
 	book := newHashBook()

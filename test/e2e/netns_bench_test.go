@@ -25,6 +25,7 @@ type benchLedgerJSON struct {
 // validator processes at a tiny size, on loopback and (root) on a testnet
 // with a delay, so that both modes keep working.
 func TestBenchLedgerOnValidatorProcesses(t *testing.T) {
+	parallel(t, weightHeavy)
 	for _, tc := range []struct {
 		name  string
 		extra []string
@@ -35,6 +36,7 @@ func TestBenchLedgerOnValidatorProcesses(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			if tc.extra != nil {
 				needTestnet(t)
+				lockTestnet(t)
 			}
 			var r benchLedgerJSON
 			gpunetJSON(t, &r, append([]string{"bench", "ledger", "--validators", "4", "--processes", "--txs", "300", "--senders", "30", "--block-time", "100ms", "--timeout", "50s"}, tc.extra...)...)

@@ -13,6 +13,7 @@ import (
 // same app hash at the heights they share, and a transfer sent through one
 // node from a consumer's host shows on another.
 func TestNetnsChainCommitsWithDelay(t *testing.T) {
+	parallel(t, weightLight)
 	root := t.TempDir()
 	keyHome := root + "/keys"
 	var alice, bob keyJSON

@@ -7,8 +7,8 @@ import (
 	"os"
 	"os/exec"
 	"slices"
-	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -32,11 +32,22 @@ func needTestnet(t *testing.T) {
 	}
 }
 
+// testnetMu lets one test at a time run testnets: they share the address
+// plan (testnet.Subnet) and the host's namespace bookkeeping.
+var testnetMu sync.Mutex
+
+// lockTestnet holds testnetMu until t ends.
+func lockTestnet(t *testing.T) {
+	testnetMu.Lock()
+	t.Cleanup(testnetMu.Unlock)
+}
+
 // upTestnet starts a cluster with o (Bin, Dir and Env filled in) and
 // removes it when the test ends, showing the nodes' logs if it failed.
 func upTestnet(t *testing.T, o testnet.ClusterOptions) *testnet.Cluster {
 	t.Helper()
 	needTestnet(t)
+	lockTestnet(t)
 	o.Bin, o.Env = gpunetBin, cleanEnv()
 	o.InitArgs = withoutHWChallenges(slices.Clone(o.InitArgs))
 	if o.Dir == "" {
@@ -127,22 +138,6 @@ func startOnHost(t *testing.T, c *testnet.Cluster, host string, args ...string) 
 	})
 	return p
 }
-
-// waitHeight waits until every node named reports at least height h.
-func waitHeight(t *testing.T, c *testnet.Cluster, h int64, timeout time.Duration, names ...string) {
-	t.Helper()
-	waitUntil(t, timeout, "height "+itoa(h)+" on "+strings.Join(names, ","), func() bool {
-		for _, name := range names {
-			st, err := c.Node(name).Status(t.Context())
-			if err != nil || st.Height < h {
-				return false
-			}
-		}
-		return true
-	})
-}
-
-func itoa(i int64) string { return strconv.FormatInt(i, 10) }
 
 // jsonInto decodes s into v and reports whether it could.
 func jsonInto(s string, v any) bool { return json.Unmarshal([]byte(s), v) == nil }

@@ -104,6 +104,7 @@ func checkMandelbrot(t *testing.T, out string, w, h, iter int) {
 // and the output is the kernel's. (It needs the gateways' fetch across
 // nodes, issue 13's "data across nodes".)
 func TestNetnsConsumerAndProviderOnDifferentNodes(t *testing.T) {
+	parallel(t, weightLight)
 	n := upJobNet(t)
 	a, c := n.Node("node0").API, n.Node("node2").API
 	n.startProvider(t, c, a)
@@ -124,6 +125,7 @@ func TestNetnsConsumerAndProviderOnDifferentNodes(t *testing.T) {
 // is killed while the job runs; the provider goes on through node3, the
 // job succeeds, and the consumer fetches the right output through node3.
 func TestNetnsProviderContinuesThroughAnotherNode(t *testing.T) {
+	parallel(t, weightLight)
 	n := upJobNet(t)
 	nodes := n.Node("node2").API + "," + n.Node("node3").API
 	n.startProvider(t, nodes, nodes)

@@ -3,7 +3,6 @@ package e2e
 import (
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -22,22 +21,13 @@ import (
 // an uninterrupted run's, and the owner pays exactly the seconds the
 // checkpoint covers plus the seconds metered after the resume.
 func TestPreemptResume(t *testing.T) {
+	parallel(t, weightHeavy)
 	dir := t.TempDir()
-	build := exec.Command("go", "build", "-o", filepath.Join(dir, "counter.wasm"), "./testdata/counter")
-	build.Env = append(os.Environ(), "GOOS=wasip1", "GOARCH=wasm", "CGO_ENABLED=0")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("build the counter: %v\n%s", err, out)
-	}
+	counterWasm(t, filepath.Join(dir, "counter.wasm"))
 	home := t.TempDir()
 	startDevnet(t, home, "--block-time", "100ms")
-	gpunetJSON(t, &map[string]any{}, "keys", "add", "carol", "--home", home)
-	gpunetJSON(t, &map[string]any{}, "tx", "send", "carol", "100sync", "--from", "alice", "--home", home)
-	startProc(t, "provider carol", "provider", "start", "--from", "carol", "--home", home, "--bench-time", "200ms", "--price", "0.05sync", "--max-jobs", "1")
-	waitUntil(t, 30*time.Second, "the provider schedulable", func() bool {
-		var offers []map[string]any
-		gpunetJSON(t, &offers, "offers", "--home", home)
-		return len(offers) == 1
-	})
+	startProvider(t, home, "carol", "alice", "--max-jobs", "1")
+	waitOfferCount(t, 30*time.Second, home, "", "", 1)
 	submit := func(name, tier string, steps, work int, extra string) string {
 		spec := fmt.Sprintf(`name: %s
 executor: wasm
@@ -63,11 +53,12 @@ verification: none
 		gpunetJSON(t, &j, "job", "status", id, "--from", "alice", "--home", home) // grants the key when due
 		return j
 	}
+	poll := func(id string) ledger.Job { return ownerJob(t, home, "alice", id) }
 	before := balance(t, "alice", "--home", home)
 	spot := submit("spot", "spot", counterSteps, counterWork, "checkpoint: {path: /ckpt, interval: 1s}\n")
 	var j ledger.Job
 	waitUntil(t, 60*time.Second, "checkpoints of the spot job's state committed", func() bool {
-		j = status(spot)
+		j = poll(spot)
 		return len(j.Checkpoints) >= 2 && j.Checkpoints[len(j.Checkpoints)-1].Size > 1024 || j.Done()
 	})
 	if j.Done() {
@@ -79,13 +70,14 @@ verification: none
 	var preemptAt int64
 	var requeued time.Time
 	waitUntil(t, 60*time.Second, "the spot job preempted and requeued", func() bool {
-		j = status(spot)
+		j = poll(spot)
 		if preemptAt == 0 && len(j.Assignments) == 1 && j.Assignments[0].PreemptAt != 0 {
 			preemptAt = j.Assignments[0].PreemptAt
 		}
 		return j.Preempted > 0 || j.Done()
 	})
 	requeued = time.Now()
+	j = status(spot)
 	if j.Preempted != 1 || j.Done() || j.ResumeSeq == 0 {
 		t.Fatalf("the spot job after the priority submit: %s preempted %d resume_seq %d (%s)", j.State, j.Preempted, j.ResumeSeq, j.Reason)
 	}
@@ -101,16 +93,18 @@ verification: none
 
 	var p ledger.Job
 	waitUntil(t, 60*time.Second, "the priority job done", func() bool {
-		p = status(prio)
+		p = poll(prio)
 		return p.Done()
 	})
+	p = status(prio)
 	if p.State != ledger.JobSucceeded {
 		t.Fatalf("the priority job: %s %s", p.State, p.Reason)
 	}
 	waitUntil(t, 180*time.Second, "the spot job done after its resume", func() bool {
-		j = status(spot)
+		j = poll(spot)
 		return j.Done()
 	})
+	j = status(spot)
 	if j.State != ledger.JobSucceeded || j.ResumeSeq != resume.Seq || j.Preempted != 1 {
 		t.Fatalf("the spot job: %s %s (resume_seq %d, preempted %d)", j.State, j.Reason, j.ResumeSeq, j.Preempted)
 	}

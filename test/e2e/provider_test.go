@@ -35,6 +35,7 @@ func queryProvider(t testing.TB, home, name string) providerJSON {
 // challenges; restarted, it comes back as the same provider with its
 // history; stopped with Ctrl-C it leaves cleanly.
 func TestProviderKilledAndRestarted(t *testing.T) {
+	parallel(t, weightLight)
 	home := t.TempDir()
 	startDevnet(t, home, "--block-time", "100ms")
 	gpunetJSON(t, &map[string]any{}, "keys", "add", "carol", "--home", home)
@@ -42,13 +43,13 @@ func TestProviderKilledAndRestarted(t *testing.T) {
 	args := []string{"provider", "start", "--from", "carol", "--home", home, "--bench-time", "300ms", "--region", "eu", "--price", "0.05sync"}
 
 	prov := startProc(t, "provider carol", args...)
+	carol := keyAddress(t, home, "carol")
+	cl := nodeAPI(t, home, "")
 	waitUntil(t, 30*time.Second, "carol registered, staked and answering challenges", func() bool {
-		r := gpunet(t, "query", "provider", "carol", "--home", home, "--output", "json")
-		if r.code != 0 {
-			return false
-		}
-		p := queryProvider(t, home, "carol")
-		return p.Online && p.Schedulable && p.Record.Answered >= 2
+		ctx, cancel := pollCtx(t)
+		defer cancel()
+		p, err := cl.Provider(ctx, carol)
+		return err == nil && p.Record != nil && p.Online && p.Schedulable && p.Record.Answered >= 2
 	})
 	before := queryProvider(t, home, "carol")
 	if before.TOPS <= 0 || before.Stake < 10_000_000 {
@@ -62,7 +63,7 @@ func TestProviderKilledAndRestarted(t *testing.T) {
 
 	prov.kill()
 	waitUntil(t, 30*time.Second, "carol offline after missing challenges", func() bool {
-		return !queryProvider(t, home, "carol").Online
+		return !provider(t, home, "carol").Online
 	})
 	gone := queryProvider(t, home, "carol")
 	if gone.Record.Missed < 3 || gone.Record.Reputation >= before.Record.Reputation {
@@ -75,8 +76,8 @@ func TestProviderKilledAndRestarted(t *testing.T) {
 
 	prov = startProc(t, "provider carol again", args...)
 	waitUntil(t, 30*time.Second, "carol back online and answering", func() bool {
-		p := queryProvider(t, home, "carol")
-		return p.Online && p.Record.Answered > gone.Record.Answered
+		p := provider(t, home, "carol")
+		return p.Online && p.Record != nil && p.Record.Answered > gone.Record.Answered
 	})
 	back := queryProvider(t, home, "carol")
 	if back.Address != before.Address || back.Record.RegisteredHeight != before.Record.RegisteredHeight {

@@ -10,11 +10,14 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/gpunet/gpunet/internal/keys"
 	"github.com/gpunet/gpunet/internal/sandbox/oci"
 	"github.com/gpunet/gpunet/internal/sandbox/oci/ocitest"
 )
@@ -42,6 +45,8 @@ type readmeLine struct {
 	// want is the output its comment shows after "→" (… matches
 	// anything), or nil.
 	want *regexp.Regexp
+	// python: cmd is a whole ```python block, run as one script (r.python).
+	python bool
 }
 
 // readmeCommands reads the command lines of README.md's ```sh blocks.
@@ -55,6 +60,7 @@ func readmeCommands(t *testing.T, path string) []readmeLine {
 	var lines []readmeLine
 	sc := bufio.NewScanner(f)
 	inSh, block, n := false, 0, 0
+	var py *readmeLine // the ```python block being read
 	for sc.Scan() {
 		n++
 		l := sc.Text()
@@ -62,6 +68,16 @@ func readmeCommands(t *testing.T, path string) []readmeLine {
 		case strings.HasPrefix(l, "```sh"):
 			inSh = true
 			block++
+			continue
+		case strings.HasPrefix(l, "```python"):
+			py = &readmeLine{n: n + 1, python: true}
+			continue
+		case py != nil && strings.HasPrefix(l, "```"):
+			lines = append(lines, *py)
+			py = nil
+			continue
+		case py != nil:
+			py.cmd += l + "\n"
 			continue
 		case strings.HasPrefix(l, "```"):
 			inSh = false
@@ -96,6 +112,7 @@ func readmeCommands(t *testing.T, path string) []readmeLine {
 // TestMain built rather than go run (the same program), from the
 // repository's root, as the README says.
 func TestREADME(t *testing.T) {
+	parallel(t, weightHeavy)
 	repo, err := filepath.Abs("../..")
 	if err != nil {
 		t.Fatal(err)
@@ -180,9 +197,32 @@ func (r *readmeRun) env() []string {
 			env = append(env, kv)
 		}
 	}
-	// keys add asks for a passphrase: the README's user types it.
-	return append(env, "HOME="+r.home, "GPUNET_KEYRING_PASSPHRASE="+e2ePassphrase)
+	// keys add asks for a passphrase: the README's user types it. The
+	// keys are the test keyring's (cleanEnv).
+	env = append(env, "HOME="+r.home, "GPUNET_KEYRING_PASSPHRASE="+e2ePassphrase, keys.InsecureTestKeyringEnv+"=1")
+	// The README's go build uses this machine's build and module caches,
+	// as a user's would use theirs: under the new HOME they would be
+	// empty, and the build would compile (and download) everything.
+	caches, err := goCaches()
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	return append(env, caches...)
 }
+
+// goCaches returns GOCACHE, GOMODCACHE and GOPATH as the go command sees
+// them in this process's environment.
+var goCaches = sync.OnceValues(func() ([]string, error) {
+	out, err := exec.Command("go", "env", "GOCACHE", "GOMODCACHE", "GOPATH").Output()
+	if err != nil {
+		return nil, fmt.Errorf("go env: %w", err)
+	}
+	v := strings.Split(strings.TrimSpace(string(out)), "\n")
+	if len(v) != 3 {
+		return nil, fmt.Errorf("go env printed %q", out)
+	}
+	return []string{"GOCACHE=" + v[0], "GOMODCACHE=" + v[1], "GOPATH=" + v[2]}, nil
+})
 
 // start runs a README line in the background, in its own process group.
 func (r *readmeRun) start(name, dir string, args ...string) *readmeProc {
@@ -256,6 +296,10 @@ var (
 func (r *readmeRun) line(l readmeLine) {
 	t := r.t
 	t.Helper()
+	if l.python {
+		r.python(l)
+		return
+	}
 	// The placeholders are the command's, not its comment's.
 	cmd, _, _ := strings.Cut(l.cmd, " #")
 	if regexp.MustCompile(`\bID\b`).MatchString(cmd) {
@@ -264,8 +308,8 @@ func (r *readmeRun) line(l readmeLine) {
 		}
 		cmd = regexp.MustCompile(`\bID\b`).ReplaceAllString(cmd, r.lastJob)
 	}
-	if strings.Contains(cmd, "gpu1…") {
-		cmd = strings.Replace(cmd, "gpu1…", r.carol(), 1)
+	if before, after, ok := strings.Cut(cmd, "gpu1…"); ok {
+		cmd = before + r.carol() + after
 	}
 	bin := filepath.Join(r.work, "gpunet")
 	switch {
@@ -407,7 +451,9 @@ func (r *readmeRun) startDevnet(l readmeLine, args []string) {
 			ocitest.RequireRunc(t, nil, err) // skips, or fails under CI=true
 		}
 	}
-	p := r.start("devnet "+strings.Join(args, " "), r.repo, append([]string{gpunetBin, "devnet"}, args...)...)
+	// Without hardware challenges (withoutHWChallenges): the README's
+	// commands must not depend on how busy the machine is.
+	p := r.start("devnet "+strings.Join(args, " "), r.repo, append([]string{gpunetBin, "devnet"}, withoutHWChallenges(slices.Clone(args))...)...)
 	r.devnet = p
 	r.waitFor(l, 3*time.Minute, "'Press Ctrl-C to stop.'", p, func() bool { return strings.Contains(p.out.String(), "Press Ctrl-C to stop.") })
 	// It says what it does while it starts, a line per step on stderr.
@@ -443,4 +489,41 @@ func (r *readmeRun) startDevnet(l readmeLine, args []string) {
 		t.Fatalf("README.md:%d: devnet --registry does not say where its registry is:\n%s", l.n, p.out.String())
 	}
 	t.Logf("README.md:%d: %s is running", l.n, fmt.Sprint("devnet ", strings.Join(args, " ")))
+}
+
+// python runs a ```python block of README.md as one script (python3 -),
+// from the README's working directory with the Python client in place
+// (PYTHONPATH=sdk/python, as its README says), beside the running devnet.
+// It must exit 0 and print what its "# → …" comments show. Without a
+// python3 that has cryptography and yaml the block is not run, except
+// under CI=true, where that fails (.ci/run installs them).
+func (r *readmeRun) python(l readmeLine) {
+	t := r.t
+	t.Helper()
+	py := ""
+	for _, c := range []string{"python3", "/usr/bin/python3"} {
+		if p, err := exec.LookPath(c); err == nil && exec.Command(p, "-c", "import cryptography, yaml").Run() == nil {
+			py = p
+			break
+		}
+	}
+	if py == "" {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("README.md:%d: no python3 with cryptography and yaml to run the Python example (.ci/run installs them)", l.n)
+		}
+		t.Logf("README.md:%d: not run (no python3 with cryptography and yaml): the Python example", l.n)
+		return
+	}
+	c := exec.Command(py, "-")
+	c.Dir, c.Env = r.work, append(r.env(), "PYTHONPATH="+filepath.Join(r.repo, "sdk", "python"), "PYTHONDONTWRITEBYTECODE=1")
+	c.Stdin = strings.NewReader(l.cmd)
+	out, err := c.CombinedOutput()
+	if err != nil {
+		t.Fatalf("README.md:%d: the Python example: %v\n%s", l.n, err, out)
+	}
+	for _, m := range regexp.MustCompile(`# → (.*)`).FindAllStringSubmatch(l.cmd, -1) {
+		if want := strings.TrimSpace(m[1]); !strings.Contains(string(out), want) {
+			t.Errorf("README.md:%d: the Python example prints\n%s\nwant %q, as its comment shows", l.n, out, want)
+		}
+	}
 }

@@ -110,11 +110,7 @@ func startServiceNet(t *testing.T, price string, providers ...string) *serviceNe
 		})
 		n.startProvider(t, name, price)
 	}
-	waitUntil(t, 90*time.Second, "the providers offering oci, seen from node0", func() bool {
-		var offers []map[string]any
-		gpunetJSON(t, &offers, "offers", "executor=oci", "--home", n.keyHome, "--node", n.node0)
-		return len(offers) == len(providers)
-	})
+	waitOfferCount(t, 90*time.Second, n.keyHome, n.node0, "executor=oci", len(providers))
 	return n
 }
 
@@ -168,6 +164,19 @@ func (n *serviceNet) status(t *testing.T, id uint64) ledger.Service {
 	var s ledger.Service
 	gpunetJSON(t, &s, "service", "status", fmt.Sprint(id), "--home", n.keyHome, "--node", n.node0)
 	return s
+}
+
+// poll reads service id through node0's API, as status does: what the
+// waits use.
+func (n *serviceNet) poll(t *testing.T, id uint64) ledger.Service {
+	t.Helper()
+	ctx, cancel := pollCtx(t)
+	defer cancel()
+	s, err := nodeAPI(t, "", n.node0).Service(ctx, id)
+	if err != nil {
+		t.Fatalf("service %d: %v", id, err)
+	}
+	return *s
 }
 
 // ready reports whether s has a ready replica, and which provider runs it.
@@ -238,6 +247,7 @@ const chatBody = `{"model":"tinylm","messages":[{"role":"user","content":"What i
 // answers again; stopped, the owner is charged exactly what its replicas
 // were paid plus the fee.
 func TestServiceThroughAnotherNode(t *testing.T) {
+	parallel(t, weightHeavy)
 	n := startServiceNet(t, "0.05sync", "carol", "dave")
 	before := balance(t, "alice", "--home", n.keyHome, "--node", n.node0)
 
@@ -289,14 +299,14 @@ openai: {port: 8000, models: [tinylm]}
 			sawFail = true
 			return true
 		}
-		return len(n.status(t, d.ID).Ended) > 0
+		return len(n.poll(t, d.ID).Ended) > 0
 	})
 	if !sawFail {
 		t.Logf("the ledger dropped the killed replica before a probe saw it fail")
 	}
 	var second string
 	waitUntil(t, 120*time.Second, "the replica replaced and answering again", func() bool {
-		s = n.status(t, d.ID)
+		s = n.poll(t, d.ID)
 		p, ok := n.ready(s)
 		if !ok || p == first {
 			return false
@@ -306,6 +316,10 @@ openai: {port: 8000, models: [tinylm]}
 		return code == http.StatusOK
 	})
 	t.Logf("failover: %s killed, %s answering %s later", first, second, time.Since(killed).Round(10*time.Millisecond))
+	s = n.status(t, d.ID)
+	if p, ok := n.ready(s); !ok || p != second {
+		t.Errorf("service status after the failover: ready replica on %q (%v), want %s's", p, ok, second)
+	}
 	if len(s.Ended) != 1 || n.names[s.Ended[0].Provider.String()] != first || !strings.Contains(s.Ended[0].Why, "report") {
 		t.Errorf("ended replicas %+v, want %s's, dropped for not reporting", s.Ended, first)
 	}
@@ -493,6 +507,7 @@ func checkServiceTunnel(t *testing.T, n *serviceNet, d deployed) {
 // what its replica was paid plus the fee, the rest refunded, and its port
 // no longer answers.
 func TestServiceBudgetEnds(t *testing.T) {
+	parallel(t, weightHeavy)
 	// 18 SYNC a core-hour, for the one core that half a core takes: 5000
 	// usync a second.
 	n := startServiceNet(t, "18sync", "carol")
@@ -507,9 +522,10 @@ budget: 0.35 SYNC
 	})
 	var s ledger.Service
 	waitUntil(t, 120*time.Second, "the budget warning", func() bool {
-		s = n.status(t, d.ID)
+		s = n.poll(t, d.ID)
 		return s.BudgetWarnedAt != 0 || s.Done()
 	})
+	s = n.status(t, d.ID)
 	if s.Done() || s.RunsOutAt == 0 || s.RunsOutAt-s.BudgetWarnedAt > 16 {
 		t.Fatalf("no warning before the end: %s %q, warned at %d, runs out at %d", s.State, s.Reason, s.BudgetWarnedAt, s.RunsOutAt)
 	}
@@ -518,9 +534,10 @@ budget: 0.35 SYNC
 		t.Errorf("service status during the warning does not warn and say how to top up:\n%s", text.stdout)
 	}
 	waitUntil(t, 120*time.Second, "the service stopped by its budget", func() bool {
-		s = n.status(t, d.ID)
+		s = n.poll(t, d.ID)
 		return s.Done()
 	})
+	s = n.status(t, d.ID)
 	if s.State != ledger.ServiceStopped || !strings.Contains(s.Reason, "budget") || s.StoppedAt < s.RunsOutAt-1 {
 		t.Fatalf("ended %s %q at %d, want stopped by its budget at %d", s.State, s.Reason, s.StoppedAt, s.RunsOutAt)
 	}

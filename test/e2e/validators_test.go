@@ -12,6 +12,7 @@ import (
 // with one down, halts without forking with two down, and all four catch up
 // and agree once both are back.
 func TestFourValidators(t *testing.T) {
+	parallel(t, weightHeavy)
 	root := t.TempDir()
 	keyHome := filepath.Join(root, "keys")
 	var alice, bob keyJSON

@@ -94,6 +94,7 @@ func commitSigners(t testing.TB, rpc string, height int64) []string {
 // validators as persistent peers): helper B's `init --join` was not in when
 // this was written.
 func TestValidatorSetChanges(t *testing.T) {
+	parallel(t, weightLight)
 	root := t.TempDir()
 	keyHome := filepath.Join(root, "keys")
 	var alice keyJSON
@@ -112,7 +113,7 @@ func TestValidatorSetChanges(t *testing.T) {
 	// The full node: a home of its own (keys, ports) on the network's
 	// genesis, peered with the validators.
 	full := filepath.Join(root, "full")
-	gpunet(t, "init", "--home", full, "--chain-id", "e2e", "--validator-stake", "0")
+	gpunet(t, withoutHWChallenges([]string{"init", "--home", full, "--chain-id", "e2e", "--validator-stake", "0"})...)
 	gen, err := os.ReadFile(filepath.Join(net.Homes[0], "config/genesis.json"))
 	if err != nil {
 		t.Fatal(err)

@@ -30,24 +30,22 @@ func (n *verdictNet) kill(name string) {
 // that alice's balance moves only with her jobs).
 func (n *verdictNet) startProvider(t *testing.T, name string) {
 	t.Helper()
-	var k struct {
-		Address string `json:"address"`
-	}
-	gpunetJSON(t, &k, "keys", "add", name, "--home", n.home)
-	n.names[k.Address] = name
-	gpunetJSON(t, &map[string]any{}, "tx", "send", name, "100sync", "--from", "bob", "--home", n.home)
-	n.procs[name] = startProc(t, "provider "+name, "provider", "start", "--from", name, "--home", n.home, "--bench-time", "200ms", "--price", "0.05sync")
+	p, addr := startProvider(t, n.home, name, "bob")
+	n.procs[name], n.names[addr] = p, name
 }
 
 // waitOffers waits until exactly the named providers are schedulable.
 func (n *verdictNet) waitOffers(t *testing.T, names ...string) {
 	t.Helper()
 	slices.Sort(names)
+	cl := nodeAPI(t, n.home, "")
 	waitUntil(t, 90*time.Second, fmt.Sprintf("offers from exactly %v", names), func() bool {
-		var offers []struct {
-			Address string `json:"address"`
+		ctx, cancel := pollCtx(t)
+		defer cancel()
+		offers, err := cl.Offers(ctx, "", "", false)
+		if err != nil {
+			t.Fatalf("offers: %v", err)
 		}
-		gpunetJSON(t, &offers, "offers", "--home", n.home)
 		var got []string
 		for _, o := range offers {
 			got = append(got, n.names[o.Address])
@@ -55,6 +53,19 @@ func (n *verdictNet) waitOffers(t *testing.T, names ...string) {
 		slices.Sort(got)
 		return slices.Equal(got, names)
 	})
+	// What the CLI lists.
+	var offers []struct {
+		Address string `json:"address"`
+	}
+	gpunetJSON(t, &offers, "offers", "--home", n.home)
+	var got []string
+	for _, o := range offers {
+		got = append(got, n.names[o.Address])
+	}
+	slices.Sort(got)
+	if !slices.Equal(got, names) {
+		t.Fatalf("gpunet offers lists %v, want %v", got, names)
+	}
 }
 
 // chainParams reads the parameters the bound is made of from the chain.
@@ -88,6 +99,12 @@ func (n *verdictNet) job(t *testing.T, id string) ledger.Job {
 	return j
 }
 
+// poll reads job id as job does, through the API: what the waits use.
+func (n *verdictNet) poll(t *testing.T, id string) ledger.Job {
+	t.Helper()
+	return chainJob(t, nodeAPI(t, n.home, ""), id)
+}
+
 // TestPrimaryKilledBeforeReveal (issue 26, "a job never stays verifying
 // forever"): the owner submits a spot job and goes offline; the primary, a
 // new provider so always audited, commits, hands the job key to the audit
@@ -107,6 +124,7 @@ func (n *verdictNet) job(t *testing.T, id string) ledger.Job {
 // own key was a handover (the owner is still offline), and the job is
 // validated by the two replicas that revealed.
 func TestPrimaryKilledBeforeReveal(t *testing.T) {
+	parallel(t, weightLight)
 	home := t.TempDir()
 	startDevnet(t, home, "--block-time", "100ms", "--example=false")
 	n := &verdictNet{home: home, procs: map[string]*proc{}, names: map[string]string{}, dead: map[string]bool{}}
@@ -152,9 +170,10 @@ verification: spot
 		id := fmt.Sprint(sub.ID)
 		var j ledger.Job
 		waitUntil(t, 30*time.Second, "job "+id+" placed", func() bool {
-			j = n.job(t, id)
+			j = n.poll(t, id)
 			return len(j.Assignments) > 0 || j.Done()
 		})
+		j = n.job(t, id)
 		if j.KeyCommitment == nil {
 			t.Fatalf("job %s has no key commitment: %+v", id, j)
 		}
@@ -173,7 +192,7 @@ verification: spot
 		t.Helper()
 		var j ledger.Job
 		waitUntil(t, 90*time.Second, "the primary's handover to the audit replica", func() bool {
-			j = n.job(t, id)
+			j = n.poll(t, id)
 			return j.Done() || len(j.Assignments) == 2 && j.Assignments[1].HandedBy != nil
 		})
 		if j.Done() || n.names[j.Assignments[1].HandedBy.String()] != primary {
@@ -196,13 +215,13 @@ verification: spot
 		var j ledger.Job
 		var opened time.Time
 		waitUntil(t, limit, "job "+id+" final", func() bool {
-			j = n.job(t, id)
+			j = n.poll(t, id)
 			if j.Revealing && opened.IsZero() {
 				opened = time.Now()
 			}
 			return j.Done()
 		})
-		return j, opened
+		return n.job(t, id), opened
 	}
 
 	// settled checks what the killed primary and the owner got: the
