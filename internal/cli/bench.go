@@ -27,7 +27,7 @@ type benchResult interface{ WriteText(io.Writer) error }
 // benchmarks are the subcommands of `gpunet bench`, in the order help
 // lists them.
 var benchmarks = []benchmark{
-	ledgerBenchmark, schedulerBenchmark, jobBenchmark, wasmBenchmark, containerBenchmark, challengeBenchmark, verifyBenchmark, apiBenchmark, stateSyncBenchmark, gpuBenchmark,
+	ledgerBenchmark, schedulerBenchmark, jobBenchmark, wasmBenchmark, containerBenchmark, serviceBenchmark, challengeBenchmark, verifyBenchmark, apiBenchmark, stateSyncBenchmark, gpuBenchmark,
 }
 
 func benchCmd(e *env) *cobra.Command {
