@@ -23,19 +23,21 @@ import (
 	"github.com/gpunet/gpunet/internal/ledger"
 )
 
-// The challenge-under-load test's settings. A 3-s challenge (at the
-// claimed throughput) gets a 6.75-s deadline on a devnet (×1.25 slack,
+// The challenge-under-load test's settings. A 1-s challenge (at the
+// claimed throughput) gets a 4.25-s deadline on a devnet (×1.25 slack,
 // plus three 1-s blocks of allowance), so on an idle machine the deadline
-// tells a claim 2.25 times too high from an honest one: an overclaim of 3
-// is late on its first challenge. A device is challenged again 225 s
-// (75 × 3 s) after a passed challenge, after a quarter of that after a late
-// one. The load lasts at least loadMin, and on until every honest provider
-// has had a challenge ruled under it, at most loadMax.
+// tells a claim 4.25 times too high from an honest one: an overclaim of 6
+// is late on its first challenge (6 s of work against 4.25). A device is
+// challenged again 75 s (75 × 1 s) after a passed challenge, after a
+// quarter of that after a late one. The load lasts at least loadMin, and
+// on until every honest provider has had a challenge ruled under it, at
+// most loadMax. (A 3-s challenge tells the same apart with a 225-s gap,
+// which made this test alone take five minutes of the e2e suite.)
 const (
-	loadChallengeTime = "3s"
-	loadMin           = 4 * time.Minute
-	loadMax           = 5*time.Minute + 30*time.Second
-	loadOverclaim     = 3
+	loadChallengeTime = "1s"
+	loadMin           = 90 * time.Second
+	loadMax           = 150 * time.Second
+	loadOverclaim     = 6
 	// overclaimCaughtWithin is how many of its challenges an overclaimer of
 	// more than the deadline's factor takes to count at most what its
 	// device does (docs/challenge.md, "An overclaimer gains nothing after
@@ -92,12 +94,12 @@ type loadAgent struct {
 
 // TestChallengesUnderLoad: an honest provider on a busy machine is never
 // slashed (issue 26). A devnet with short hardware challenges, three
-// honest `gpunet provider start` agents and one that declares three times
-// the throughput it measured (--fault-overclaim 3), each in its own home;
+// honest `gpunet provider start` agents and one that declares six times
+// the throughput it measured (--fault-overclaim 6), each in its own home;
 // each agent measures the idle machine and takes its first challenge there.
-// Then busy loops, twice as many as the machine has cores, run for four to
-// five and a half minutes (see loadMin), while alice runs wordcount jobs
-// one after another. No honest provider is slashed (its record and the
+// Then busy loops, twice as many as the machine has cores, run for one
+// and a half to two and a half minutes (see loadMin), while alice runs
+// wordcount jobs one after another. No honest provider is slashed (its record and the
 // chain's events), each has a challenge ruled under the load (passed, or
 // late: a late proof measures the device and is not slashed), and every
 // job succeeds with the right output. The overclaimer comes to count at
