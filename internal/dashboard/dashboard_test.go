@@ -34,7 +34,7 @@ import (
 func startDevnet(t *testing.T, providers int, token string) (*daemon.Daemon, string) {
 	t.Helper()
 	home := t.TempDir()
-	if _, err := devnet.Setup(home, devnet.Options{BlockTime: 50 * time.Millisecond}); err != nil {
+	if _, err := devnet.Setup(home, devnet.Options{BlockTime: 50 * time.Millisecond, NoHWChallenges: true}); err != nil {
 		t.Fatal(err)
 	}
 	c, err := validator.LoadConfig(home)

@@ -19,6 +19,7 @@ import (
 	"filippo.io/age"
 
 	"github.com/gpunet/gpunet/internal/address"
+	"github.com/gpunet/gpunet/internal/bintest"
 	"github.com/gpunet/gpunet/internal/jobspec"
 	"github.com/gpunet/gpunet/internal/keys"
 	"github.com/gpunet/gpunet/internal/ledger"
@@ -465,9 +466,11 @@ func TestPythonDevnet(t *testing.T) {
 	}
 	py := python(t)
 	repo := mustAbs(t, "../..")
-	bin := filepath.Join(t.TempDir(), "gpunet")
-	if out, err := exec.Command("go", "build", "-o", bin, "github.com/gpunet/gpunet/cmd/gpunet").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
+	// Built once per source content for every package that needs it
+	// (internal/bintest), not once per package.
+	bin, err := bintest.Build(t.Context(), "github.com/gpunet/gpunet/cmd/gpunet")
+	if err != nil {
+		t.Fatal(err)
 	}
 	home, work := t.TempDir(), t.TempDir()
 	const pass = "python sdk passphrase"
