@@ -383,10 +383,16 @@ func (a *Agent) execute(ctx context.Context, j *ledger.Job, started bool) (*ledg
 		defer a.gpus.release(j.ID)
 	}
 	as := assignmentOf(j, a.o.Key.Address)
+	// Each step before MsgStartJob says when it begins: a run that stalls
+	// there (a job left "waiting for the provider to start", seen under
+	// CI load) shows in the log where it stopped.
+	prep := a.log.With("job", j.ID)
+	prep.Info("job assigned: unwrapping its key")
 	jobKey, err := a.jobKey(ctx, j, as)
 	if err != nil {
 		return nil, err
 	}
+	prep.Info("job assigned: fetching its program and inputs")
 	dir := filepath.Join(a.o.WorkDir, fmt.Sprintf("job-%d", j.ID))
 	os.RemoveAll(dir)
 	defer os.RemoveAll(dir)
@@ -422,6 +428,7 @@ func (a *Agent) execute(ctx context.Context, j *ledger.Job, started bool) (*ledg
 		return nil, fmt.Errorf("checkpoint: %w", err)
 	}
 	if !started {
+		prep.Info("job assigned: data fetched; starting it")
 		start := &ledger.MsgStartJob{JobID: j.ID}
 		if resume != nil && (resume.seq != j.ResumeSeq || resume.note != "") {
 			start.ResumeSeq, start.ResumeNote = resume.seq, truncateReason(resume.note)
