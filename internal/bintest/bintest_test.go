@@ -1,11 +1,13 @@
 package bintest
 
 import (
+	"io"
 	"os"
 	"os/exec"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 )
 
 // TestBuild: the program is built once and shared, whoever asks and however
@@ -58,5 +60,40 @@ func TestBuild(t *testing.T) {
 	}
 	if _, err := Build(t.Context(), "."); err == nil || !strings.Contains(err.Error(), "not a main package") {
 		t.Errorf("Build of a library: %v, want 'not a main package'", err)
+	}
+}
+
+// TestDumpStacks: a stuck program asked for its stacks exits, and the
+// goroutine of ours that waits shows with its function.
+func TestDumpStacks(t *testing.T) {
+	t.Setenv(CacheEnv, t.TempDir())
+	bin, err := Build(t.Context(), "./testdata/stuck")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(bin)
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, _ := cmd.StdoutPipe()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	line := make([]byte, len("waiting\n"))
+	if _, err := io.ReadFull(out, line); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(200 * time.Millisecond) // into the wait
+	done := make(chan struct{})
+	go func() { cmd.Wait(); close(done) }()
+	if !DumpStacks(cmd.Process, done, 10*time.Second) {
+		cmd.Process.Kill()
+		t.Fatal("the stuck program did not exit within 10 s of SIGQUIT")
+	}
+	st := OurStacks(stderr.String(), 1<<20)
+	if !strings.Contains(st, "main.waitForever") || !strings.Contains(st, "chan receive") {
+		t.Errorf("our stacks lack the waiting goroutine:\n%s\n(the whole stderr:\n%s)", st, stderr.String())
+	}
+	if OurStacks("no dump here\n", 100) != "" {
+		t.Error("a stderr without a dump gave stacks")
 	}
 }

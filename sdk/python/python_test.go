@@ -13,6 +13,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -483,21 +484,34 @@ func TestPythonDevnet(t *testing.T) {
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
 	dn := exec.CommandContext(ctx, bin, "devnet", "--home", home, "--output", "json", "--providers", "2",
-		"--block-time", "200ms", "--example=false", "--hw-challenges=false")
+		"--block-time", "200ms", "--example=false", "--hw-challenges=false", "--log-level", "info")
 	dn.Env = env
-	var dnErr bytes.Buffer
+	dnErr := &lockedBuffer{}
 	stdout, _ := dn.StdoutPipe()
-	dn.Stderr = &dnErr
+	dn.Stderr = dnErr
 	dn.WaitDelay = 10 * time.Second
 	if err := dn.Start(); err != nil {
 		t.Fatal(err)
 	}
+	exited := make(chan struct{})
+	go func() { dn.Wait(); close(exited) }()
 	defer func() {
-		dn.Process.Signal(os.Interrupt)
-		dn.Wait()
 		if t.Failed() {
-			t.Logf("devnet stderr (tail):\n%s", tail(dnErr.String(), 4000))
+			// Where the devnet's goroutines are (SIGQUIT) shows a run
+			// that stopped making progress.
+			logged := dnErr.Len()
+			bintest.DumpStacks(dn.Process, exited, 5*time.Second)
+			dn.Process.Kill()
+			<-exited
+			all := dnErr.String()
+			t.Logf("devnet stderr (tail):\n%s", tail(all[:logged], 20000))
+			if st := bintest.OurStacks(all[logged:], 40000); st != "" {
+				t.Logf("devnet goroutines in gpunet code:\n%s", st)
+			}
+			return
 		}
+		dn.Process.Signal(os.Interrupt)
+		<-exited
 	}()
 	ready := make(chan error, 1)
 	go func() {
@@ -567,6 +581,31 @@ func TestPythonDevnet(t *testing.T) {
 	if logs := gpunet("job", "logs", string(id)); strings.TrimSpace(logs) == "" {
 		t.Error("gpunet job logs of the Python job printed nothing")
 	}
+}
+
+// lockedBuffer is a bytes.Buffer that a process writes while the test
+// reads it.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) Len() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Len()
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }
 
 func tail(s string, n int) string {

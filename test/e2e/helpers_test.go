@@ -92,9 +92,20 @@ func startProc(t testing.TB, name string, args ...string) *proc {
 		close(p.done)
 	}()
 	t.Cleanup(func() {
+		if !t.Failed() {
+			p.kill()
+			return
+		}
+		// A failed test may have failed because this process stopped
+		// making progress: before it is killed it prints where each of
+		// its goroutines is (SIGQUIT), and the log shows ours.
+		logged := len(p.stderr.String())
+		bintest.DumpStacks(p.cmd.Process, p.done, 5*time.Second)
 		p.kill()
-		if t.Failed() {
-			t.Logf("--- %s %v (exit: %v)\nstdout:\n%s\nstderr (tail):\n%s", name, args, p.err, p.stdout.String(), tail(p.stderr.String(), 4000))
+		all := p.stderr.String()
+		t.Logf("--- %s %v (exit: %v)\nstdout:\n%s\nstderr (tail):\n%s", name, args, p.err, p.stdout.String(), tail(all[:logged], 4000))
+		if st := bintest.OurStacks(all[logged:], 40000); st != "" {
+			t.Logf("--- %s: its goroutines in gpunet code when the test failed:\n%s", name, st)
 		}
 	})
 	return p
