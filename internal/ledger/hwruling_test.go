@@ -20,7 +20,7 @@ import (
 const rulingClaim = 200 // GOPS
 
 // rulingChain has prov1 claiming rulingClaim on its CPU, challenged as soon
-// as it is online; the deadline is in the default's proportions (a 6-ms
+// as it is online; the deadline is in the default's proportions (a 3-ms
 // allowance for a 5-ms target, as 6 s is for 10 s).
 func rulingChain(t *testing.T, tune func(*ledger.Params)) *lt.Chain {
 	t.Helper()

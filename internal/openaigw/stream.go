@@ -160,7 +160,11 @@ func (s *sseRelay) event(data []byte, c *candidate) bool {
 		s.fail(errUpstream("The replica (service %d, provider %s) sent an event that is not a JSON chunk: %s", c.Service.ID, c.Provider, snippet(data)))
 		return false
 	}
-	if bytes.IndexByte(data, '\n') >= 0 {
+	// An event goes out as one data: line. Its data may span lines (data:
+	// lines joined by \n), or hold a lone \r, which JSON reads as
+	// whitespace and a client as the end of a line: compacted, it holds
+	// neither (JSON strings cannot hold them raw).
+	if bytes.ContainsAny(data, "\r\n") {
 		var buf bytes.Buffer
 		if json.Compact(&buf, data) == nil {
 			data = buf.Bytes()
