@@ -74,12 +74,58 @@ type proc struct {
 	stderr *lineBuffer
 	done   chan struct{}
 	err    error // cmd.Wait's result, once done is closed
+	// dumpedAt is the length of stderr when the process was asked for
+	// its goroutines (-1: not asked).
+	dumpedAt int
+}
+
+// running is every test's processes, for the goroutine dump of a failed
+// test.
+var running = &procRegistry{byTest: map[testing.TB][]*proc{}}
+
+type procRegistry struct {
+	mu     sync.Mutex
+	byTest map[testing.TB][]*proc
+	dumped map[testing.TB]bool
+}
+
+func (r *procRegistry) add(t testing.TB, p *proc) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.byTest[t] = append(r.byTest[t], p)
+}
+
+// dumpAll asks each of t's processes still running for its goroutines at
+// once, the first time it is called for t, and waits for them to exit.
+func (r *procRegistry) dumpAll(t testing.TB) {
+	r.mu.Lock()
+	if r.dumped == nil {
+		r.dumped = map[testing.TB]bool{}
+	}
+	if r.dumped[t] {
+		r.mu.Unlock()
+		return
+	}
+	r.dumped[t] = true
+	procs := r.byTest[t]
+	r.mu.Unlock()
+	var wg sync.WaitGroup
+	for _, p := range procs {
+		select {
+		case <-p.done:
+			continue
+		default:
+		}
+		p.dumpedAt = len(p.stderr.String())
+		wg.Go(func() { bintest.DumpStacks(p.cmd.Process, p.done, 5*time.Second) })
+	}
+	wg.Wait()
 }
 
 // startProc starts gpunet with args.
 func startProc(t testing.TB, name string, args ...string) *proc {
 	t.Helper()
-	p := &proc{t: t, name: name, stdout: newLineBuffer(), stderr: newLineBuffer(), done: make(chan struct{})}
+	p := &proc{t: t, name: name, stdout: newLineBuffer(), stderr: newLineBuffer(), done: make(chan struct{}), dumpedAt: -1}
 	p.cmd = exec.Command(gpunetBin, args...)
 	p.cmd.Env = cleanEnv()
 	p.cmd.Stdout, p.cmd.Stderr = p.stdout, p.stderr
@@ -91,20 +137,26 @@ func startProc(t testing.TB, name string, args ...string) *proc {
 		p.err = p.cmd.Wait()
 		close(p.done)
 	}()
+	running.add(t, p)
 	t.Cleanup(func() {
 		if !t.Failed() {
 			p.kill()
 			return
 		}
-		// A failed test may have failed because this process stopped
-		// making progress: before it is killed it prints where each of
-		// its goroutines is (SIGQUIT), and the log shows ours.
-		logged := len(p.stderr.String())
-		bintest.DumpStacks(p.cmd.Process, p.done, 5*time.Second)
+		// A failed test may have failed because a process stopped making
+		// progress: the first of its processes' cleanups asks every one
+		// still running to print where its goroutines are (SIGQUIT), all
+		// at once so that one's wait shows beside the other's state; the
+		// log shows those in gpunet code.
+		running.dumpAll(t)
 		p.kill()
 		all := p.stderr.String()
+		logged := len(all)
+		if p.dumpedAt >= 0 {
+			logged = p.dumpedAt
+		}
 		t.Logf("--- %s %v (exit: %v)\nstdout:\n%s\nstderr (tail):\n%s", name, args, p.err, p.stdout.String(), tail(all[:logged], 4000))
-		if st := bintest.OurStacks(all[logged:], 40000); st != "" {
+		if st := bintest.OurStacks(all[logged:], 60000); st != "" {
 			t.Logf("--- %s: its goroutines in gpunet code when the test failed:\n%s", name, st)
 		}
 	})
