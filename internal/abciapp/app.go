@@ -221,7 +221,15 @@ func (a *App) CheckTx(_ context.Context, req *abci.CheckTxRequest) (*abci.CheckT
 		a.sigs.preverify(req.Tx)
 	}
 	a.checkMu.Lock()
-	r := a.check.Check(req.Tx)
+	var r ledger.TxResult
+	if req.Type == abci.CHECK_TX_TYPE_RECHECK {
+		// After a block: a tx stays while a block would still take it
+		// (ledger.TxChecker.Recheck), so that one whose message a block
+		// made fail does not take its sender's later txs with it.
+		r = a.check.Recheck(req.Tx)
+	} else {
+		r = a.check.Check(req.Tx)
+	}
 	a.checkMu.Unlock()
 	if r.Err != nil {
 		return &abci.CheckTxResponse{Code: r.Code(), Codespace: Codespace, Log: r.Err.Error()}, nil

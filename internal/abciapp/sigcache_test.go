@@ -142,11 +142,16 @@ func TestRecheckSeesNewState(t *testing.T) {
 	if res := checkTx(t, a, first, abci.CHECK_TX_TYPE_RECHECK); res.Code != ledger.ErrBadSequence.Code {
 		t.Errorf("recheck of the tx whose sequence the block used: code %d %q, want a bad sequence", res.Code, res.Log)
 	}
-	if res := checkTx(t, a, second, abci.CHECK_TX_TYPE_RECHECK); res.Code != ledger.ErrInsufficientFunds.Code {
-		t.Errorf("recheck of a transfer of 800 from a balance of 500: code %d %q, want insufficient funds", res.Code, res.Log)
+	// The transfer behind it still has a sequence a block can take (the
+	// block used 0, it is 1) and its fee: it stays, though its message now
+	// fails (a block charges its fee and sequence, as for any failed
+	// message: ledger.TxChecker.Recheck), so that alice's txs behind it
+	// are not dropped a sequence ahead.
+	if res := checkTx(t, a, second, abci.CHECK_TX_TYPE_RECHECK); res.Code != 0 {
+		t.Errorf("recheck of a transfer of 800 from a balance of 500, sequence 1 the next: code %d %q, want it kept", res.Code, res.Log)
 	}
-	if res := checkTx(t, a, alice.Send(1, bob.Addr, 400), abci.CHECK_TX_TYPE_CHECK); res.Code != 0 {
-		t.Errorf("a transfer the new state allows: %s", res.Log)
+	if res := checkTx(t, a, alice.Send(1, bob.Addr, 400), abci.CHECK_TX_TYPE_CHECK); res.Code != ledger.ErrBadSequence.Code {
+		t.Errorf("a new tx with the sequence of the one kept: code %d %q, want a bad sequence", res.Code, res.Log)
 	}
 	// Nor does a cached signature let a refused tx into a block.
 	res := finalize(t, a, 2, first, second)

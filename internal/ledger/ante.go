@@ -77,7 +77,21 @@ func (c *TxChecker) State() *Overlay { return c.state }
 
 // Check decides whether a tx may enter the mempool and, when it may,
 // applies it to c's state: Ledger.CheckTx(c.State(), raw).
-func (c *TxChecker) Check(raw []byte) TxResult {
+func (c *TxChecker) Check(raw []byte) TxResult { return c.check(raw, false) }
+
+// Recheck decides whether a tx already in the mempool stays there after a
+// block, as a block would treat it: a tx whose envelope still passes (its
+// signature, its sequence, its fee and the balance to pay it) stays, with
+// its message applied to c's state if it still applies and only its
+// sequence and fee if not. A block charges a failed message's sequence and
+// fee and goes on; dropping it from the mempool instead (as Check would)
+// left every later tx of its sender a sequence ahead of the next, so those
+// were dropped too, and their senders waited out their block wait for txs
+// that no block would hold: a provider's liveness proof that a block made
+// late took its heartbeats and its job's start with it.
+func (c *TxChecker) Recheck(raw []byte) TxResult { return c.check(raw, true) }
+
+func (c *TxChecker) check(raw []byte, keepFailed bool) TxResult {
 	if stored := c.state.Get(keyParams); c.paramsRaw == nil || !bytes.Equal(stored, c.paramsRaw) {
 		p, err := GetParams(c.state)
 		if err != nil {
@@ -86,15 +100,21 @@ func (c *TxChecker) Check(raw []byte) TxResult {
 		c.params, c.paramsRaw = p, bytes.Clone(stored)
 	}
 	state := c.state
-	txState := NewOverlay(state)
-	tx, err := c.l.ante(txState, ChainID(state), c.params, raw)
+	anteState := NewOverlay(state)
+	tx, err := c.l.ante(anteState, ChainID(state), c.params, raw)
 	if err != nil {
 		return TxResult{Err: err}
 	}
-	events, err := execute(txState, tx, c.params, BlockInfo{Height: int64(Height(state)) + 1})
+	msgState := NewOverlay(anteState)
+	events, err := execute(msgState, tx, c.params, BlockInfo{Height: int64(Height(state)) + 1})
 	if err != nil {
-		return TxResult{Err: err}
+		if !keepFailed {
+			return TxResult{Err: err}
+		}
+		anteState.Flush(state)
+		return TxResult{}
 	}
-	txState.Flush(state)
+	msgState.Flush(anteState)
+	anteState.Flush(state)
 	return TxResult{Events: events}
 }
