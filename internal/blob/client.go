@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"hash"
 	"io"
@@ -28,7 +29,22 @@ type Client struct {
 	// requires neither ignores them.
 	Signer Signer
 	Token  string
+	// AnswerTimeout bounds the wait for a download's answer (0:
+	// DefaultAnswerTimeout): a gateway that lacks the blob fetches all of
+	// it from a peer before it answers. IdleTimeout bounds how long a
+	// download's body may send nothing (0: DefaultDownloadIdle). A download
+	// that stalls fails instead of holding its caller, a provider's run
+	// that cannot start without its inputs, forever.
+	AnswerTimeout, IdleTimeout time.Duration
 }
+
+// Download bounds (Client.AnswerTimeout, Client.IdleTimeout): a gateway
+// fetching from a peer may take DefaultFetchTimeout before it answers; a
+// body that sends nothing for a minute has stalled.
+const (
+	DefaultAnswerTimeout = DefaultFetchTimeout + time.Minute
+	DefaultDownloadIdle  = time.Minute
+)
 
 // NewClient returns a client for the gateway at base, such as
 // "http://127.0.0.1:26657".
@@ -179,22 +195,29 @@ func (c *Client) GetForJob(ctx context.Context, h Hash, job uint64, w io.Writer)
 	if job != 0 {
 		u += "?job=" + strconv.FormatUint(job, 10)
 	}
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
 	if err != nil {
 		return 0, err
 	}
+	answer, idle := cmpOr(c.AnswerTimeout, DefaultAnswerTimeout), cmpOr(c.IdleTimeout, DefaultDownloadIdle)
+	waiting := time.AfterFunc(answer, func() { cancel(fmt.Errorf("the gateway did not answer within %v", answer)) })
 	resp, err := c.hc().Do(req)
+	waiting.Stop()
 	if err != nil {
-		return 0, fmt.Errorf("blob download %s: %w", h, err)
+		return 0, fmt.Errorf("blob download %s: %w", h, orCause(ctx, err))
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
 		return 0, responseError("blob download "+h.String(), resp)
 	}
 	hasher := sha256.New()
-	n, err := io.Copy(io.MultiWriter(w, hasher), resp.Body)
+	body := &idleReader{r: resp.Body, idle: idle, timer: time.AfterFunc(idle, func() { cancel(fmt.Errorf("the download sent nothing for %v", idle)) })}
+	defer body.timer.Stop()
+	n, err := io.Copy(io.MultiWriter(w, hasher), body)
 	if err != nil {
-		return n, fmt.Errorf("blob download %s: after %d of %d bytes: %w", h, n, resp.ContentLength, err)
+		return n, fmt.Errorf("blob download %s: after %d of %d bytes: %w", h, n, resp.ContentLength, orCause(ctx, err))
 	}
 	var got Hash
 	hasher.Sum(got[:0])
@@ -253,3 +276,21 @@ func (e *GatewayError) Error() string {
 
 // Unwrap returns the sentinel matching the status, or nil.
 func (e *GatewayError) Unwrap() error { return e.err }
+
+// cmpOr is d, or def when d is not positive.
+func cmpOr(d, def time.Duration) time.Duration {
+	if d > 0 {
+		return d
+	}
+	return def
+}
+
+// orCause is err, or the cause ctx was cancelled with when that is what
+// ended the call (a download's own bound, which says more than "context
+// canceled").
+func orCause(ctx context.Context, err error) error {
+	if c := context.Cause(ctx); c != nil && ctx.Err() != nil && !errors.Is(c, context.Canceled) {
+		return fmt.Errorf("%w (%v)", c, err)
+	}
+	return err
+}

@@ -88,3 +88,37 @@ func TestSlowDownloadIsCutOff(t *testing.T) {
 		})
 	}
 }
+
+// TestStalledGatewayFailsTheDownload: a gateway that never answers, or
+// answers and then sends nothing, fails the client's download within its
+// bounds with words that say which; before, GetForJob waited for ever, and
+// a provider's run that could not start without its inputs with it.
+func TestStalledGatewayFailsTheDownload(t *testing.T) {
+	release := make(chan struct{})
+	defer close(release)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Query().Get("job") == "2" {
+			w.Header().Set("Content-Length", "1000")
+			w.WriteHeader(http.StatusOK)
+			w.Write(make([]byte, 10))
+			w.(http.Flusher).Flush()
+		}
+		select {
+		case <-release:
+		case <-r.Context().Done():
+		}
+	}))
+	defer srv.Close()
+	c := NewClient(srv.URL)
+	c.AnswerTimeout, c.IdleTimeout = 300*time.Millisecond, 300*time.Millisecond
+	for job, want := range map[uint64]string{1: "did not answer within 300ms", 2: "sent nothing for 300ms"} {
+		start := time.Now()
+		_, err := c.GetForJob(t.Context(), Hash{1}, job, io.Discard)
+		if err == nil || !bytes.Contains([]byte(err.Error()), []byte(want)) {
+			t.Errorf("job %d: %v, want an error saying %q", job, err, want)
+		}
+		if d := time.Since(start); d > 5*time.Second {
+			t.Errorf("job %d: failed after %v, want within its 300-ms bound", job, d)
+		}
+	}
+}
