@@ -6,7 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 
@@ -14,9 +16,21 @@ import (
 )
 
 // Where the CLI gets the keyring passphrase, first that applies:
-// --keyring-passphrase-file, $GPUNET_KEYRING_PASSPHRASE, a prompt on the
-// terminal. Keys the CLI creates are encrypted with it (unless
+// --keyring-passphrase-file, $GPUNET_KEYRING_PASSPHRASE, the systemd
+// credential keyring-passphrase ($CREDENTIALS_DIRECTORY/keyring-passphrase,
+// which a unit's LoadCredential=keyring-passphrase:FILE provides), a prompt
+// on the terminal. Keys the CLI creates are encrypted with it (unless
 // `keys add --unencrypted`); a process asks at most once.
+
+// PassphraseCredential is the name of the systemd credential the CLI reads
+// the keyring passphrase from (deploy/systemd/gpunet-provider.service
+// loads it): a service gets the passphrase without it being in its
+// environment or on its command line, and systemd can keep it encrypted at
+// rest (LoadCredentialEncrypted=).
+const PassphraseCredential = "keyring-passphrase"
+
+// credentialsDirEnv is where systemd tells a service its credentials are.
+const credentialsDirEnv = "CREDENTIALS_DIRECTORY"
 
 // ttyPath is the terminal prompts go to; tests point it elsewhere.
 var ttyPath = "/dev/tty"
@@ -51,9 +65,7 @@ func (e *env) readPassphrase(name string, create bool) ([]byte, error) {
 		if err != nil {
 			return nil, fmt.Errorf("--keyring-passphrase-file: %w", err)
 		}
-		// The first line; its line ending is not part of the passphrase.
-		p, _, _ := bytes.Cut(data, []byte("\n"))
-		p = bytes.TrimSuffix(p, []byte("\r"))
+		p := firstLine(data)
 		if len(p) == 0 {
 			return nil, fmt.Errorf("--keyring-passphrase-file %s is empty", f)
 		}
@@ -62,9 +74,12 @@ func (e *env) readPassphrase(name string, create bool) ([]byte, error) {
 	if p := os.Getenv(keys.PassphraseEnv); p != "" {
 		return []byte(p), nil
 	}
+	if p, err := credentialPassphrase(); p != nil || err != nil {
+		return p, err
+	}
 	tty, err := os.OpenFile(ttyPath, os.O_RDWR, 0)
 	if err != nil {
-		how := fmt.Sprintf("give it with --keyring-passphrase-file FILE or $%s", keys.PassphraseEnv)
+		how := fmt.Sprintf("give it with --keyring-passphrase-file FILE or $%s (under systemd: LoadCredential=%s:FILE)", keys.PassphraseEnv, PassphraseCredential)
 		if create {
 			how += ", or create an unencrypted key with `gpunet keys add --unencrypted`"
 		}
@@ -89,6 +104,35 @@ func (e *env) readPassphrase(name string, create bool) ([]byte, error) {
 		return nil, errors.New("the two passphrases differ")
 	}
 	return p, nil
+}
+
+// credentialPassphrase reads the systemd credential PassphraseCredential:
+// nil and no error when this process has no credentials directory or no
+// such credential in it.
+func credentialPassphrase() ([]byte, error) {
+	dir := os.Getenv(credentialsDirEnv)
+	if dir == "" {
+		return nil, nil
+	}
+	path := filepath.Join(dir, PassphraseCredential)
+	data, err := readLimited(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("the systemd credential %s: %w", PassphraseCredential, err)
+	}
+	p := firstLine(data)
+	if len(p) == 0 {
+		return nil, fmt.Errorf("the systemd credential %s (%s) is empty: its first line is the keyring's passphrase", PassphraseCredential, path)
+	}
+	return p, nil
+}
+
+// firstLine is a passphrase file's first line, without its line ending.
+func firstLine(data []byte) []byte {
+	p, _, _ := bytes.Cut(data, []byte("\n"))
+	return bytes.TrimSuffix(p, []byte("\r"))
 }
 
 // promptHidden writes prompt to the terminal and reads a line from it
