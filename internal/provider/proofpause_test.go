@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -41,12 +42,13 @@ type pauseSeen struct {
 	// cpuAtPause and cpuAtResume are its CPU time at both ends.
 	cpuAtPause, cpuAtResume time.Duration
 	took                    time.Duration
-	err                     error
+	err                     error // reading the container's state
+	pauseErr                error // what Pause returned
 }
 
 func (w *watchedOCI) Pause(ctx context.Context) (func() error, int, error) {
 	resume, n, err := w.Executor.Pause(ctx)
-	s := pauseSeen{paused: n}
+	s := pauseSeen{paused: n, pauseErr: err}
 	t0 := time.Now()
 	l, lerr := ocitest.ListContainers(w.root)
 	if s.err = lerr; lerr == nil && len(l) == 1 {
@@ -65,17 +67,29 @@ func (w *watchedOCI) Pause(ctx context.Context) (func() error, int, error) {
 	}, n, err
 }
 
-// pauseOfRunningJob returns the first pause seen while a job's container
-// ran.
+// pauseOfRunningJob returns the first pause seen that froze a job's
+// container. A pause may pass a container over: one runc has created and
+// not yet started cannot be frozen, and on a machine whose processes wait
+// on the disk the kernel may not freeze a cgroup in the time runc gives it
+// ("unable to freeze"); the proof then runs beside the job, and is late at
+// worst, which measures the device and slashes nothing. The challenges
+// repeat every few seconds, so the test looks for a pause that did freeze.
 func (w *watchedOCI) pauseOfRunningJob() (pauseSeen, bool) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	for _, s := range w.seen {
-		if s.container != "" {
+		if s.container != "" && s.paused > 0 {
 			return s, true
 		}
 	}
 	return pauseSeen{}, false
+}
+
+// pauses returns every pause seen, for a failure's message.
+func (w *watchedOCI) pauses() []pauseSeen {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return slices.Clone(w.seen)
 }
 
 // TestCPUProofPausesContainerJob runs an agent with the real container
@@ -143,10 +157,16 @@ verification: none
 		t.Fatal(err)
 	}
 	go jc.Follow(ctx, id, 50*time.Millisecond, nil) // grants the job key
-	waitForWithin(t, 90*time.Second, "a proof while the hog runs", func() bool {
-		_, ok := w.pauseOfRunningJob()
-		return ok
-	})
+	deadline := time.Now().Add(2 * time.Minute)
+	for {
+		if _, ok := w.pauseOfRunningJob(); ok {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no proof froze the hog's container in 2 minutes; the pauses: %+v", w.pauses())
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
 	s, _ := w.pauseOfRunningJob()
 	t.Logf("pause: %+v", s)
 	if s.err != nil || s.paused != 1 || s.status != "paused" {

@@ -504,7 +504,10 @@ func TestPythonDevnet(t *testing.T) {
 			dn.Process.Kill()
 			<-exited
 			all := dnErr.String()
-			t.Logf("devnet stderr (tail):\n%s", tail(all[:logged], 20000))
+			t.Logf("devnet stderr (tail):\n%s", tail(all[:logged], 4000))
+			if b, err := os.ReadFile(filepath.Join(home, "logs", "devnet.log")); err == nil {
+				t.Logf("devnet HOME/logs/devnet.log (tail):\n%s", tail(string(b), 16000))
+			}
 			if st := bintest.OurStacks(all[logged:], 40000); st != "" {
 				t.Logf("devnet goroutines in gpunet code:\n%s", st)
 			}

@@ -301,6 +301,16 @@ func startDevnet(t testing.TB, home string, extra ...string) (*proc, devnetInfo)
 		args = append(args, "--providers", "0")
 	}
 	p := startProc(t, "devnet "+filepath.Base(home), args...)
+	// The devnet's node and providers log to HOME/logs/devnet.log, not its
+	// stderr: a failed test shows that log's tail (registered after the
+	// process's own cleanup, so it runs first, while the process lives).
+	t.Cleanup(func() {
+		if t.Failed() {
+			if b, err := os.ReadFile(filepath.Join(home, "logs", "devnet.log")); err == nil {
+				t.Logf("--- devnet %s: HOME/logs/devnet.log (tail):\n%s", filepath.Base(home), tail(string(b), 12000))
+			}
+		}
+	})
 	var info devnetInfo
 	p.jsonLine(60*time.Second, &info)
 	if info.API == "" || info.Home != home {

@@ -95,7 +95,15 @@ class Devnet(unittest.TestCase):
             self.assertIn("zebra", f.read())
         with self.assertRaises(gpunet.NotOwnerError):
             c.outputs(job, os.path.join(self.out, "nope"), key="alice")
-        job = c.submit(self.spec, key="carol")
+        # A job that asks for more cores than any provider has waits
+        # (queue=True submits it anyway), so the cancel finds it waiting;
+        # the wordcount itself could finish before the cancel lands.
+        wd = os.path.dirname(self.spec)
+        waiting = os.path.join(self.out, "waiting.yaml")
+        with open(self.spec) as f, open(waiting, "w") as g:
+            g.write(f.read().replace("./wordcount.wasm", os.path.join(wd, "wordcount.wasm"))
+                    .replace("./input.txt", os.path.join(wd, "input.txt")).replace("cpu: 1", "cpu: 512"))
+        job = c.submit(waiting, key="carol", queue=True)
         j = c.cancel(job)
         self.assertEqual(j.state, "cancelled")
         with self.assertRaises(gpunet.Error):
