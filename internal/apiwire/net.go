@@ -15,8 +15,9 @@ type NetInfo struct {
 	// /v1/genesis).
 	GenesisSHA256 string `json:"genesis_sha256"`
 	NodeID        string `json:"node_id"`
-	// P2PAddress is this node's id@host:port for persistent_peers; host
-	// may be unspecified (0.0.0.0) when it listens on every interface.
+	// P2PAddress is this node's id@host:port for persistent_peers: its
+	// external_address when set, else where it listens (then the host
+	// may be unspecified, 0.0.0.0, when it listens on every interface).
 	P2PAddress string `json:"p2p_address"`
 	// RPCAddress is CometBFT's RPC host:port (state sync's light client
 	// asks it for headers); empty when off.

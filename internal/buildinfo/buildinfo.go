@@ -17,20 +17,42 @@ import (
 // with `go install …@v1.2.3`.
 var Version = "dev"
 
+// Commit is the commit the binary was built from, for builds that cannot
+// record it themselves (a source tarball, a container build without .git,
+// GOFLAGS=-buildvcs=false): set it with
+// -ldflags "-X github.com/gpunet/gpunet/internal/buildinfo.Commit=$(git rev-parse HEAD)".
+// What go build records in a git checkout (vcs.revision) comes first.
+var Commit = ""
+
 // Info describes the running build.
 type Info struct {
-	Version   string `json:"version"`
-	Commit    string `json:"commit,omitempty"` // the VCS revision, when the build recorded one
+	Version string `json:"version"`
+	// Commit is the VCS revision the build recorded (vcs.revision), else
+	// the Commit variable; empty when neither says.
+	Commit string `json:"commit,omitempty"`
+	// CommitTime is the commit's time (vcs.time, RFC 3339).
+	CommitTime string `json:"commit_time,omitempty"`
+	// Modified is true when the build's tree had uncommitted changes
+	// (vcs.modified).
 	Modified  bool   `json:"modified,omitempty"`
 	GoVersion string `json:"go_version"`
 }
 
 // Read returns the running build's Info.
 func Read() Info {
-	i := Info{Version: Version, GoVersion: runtime.Version()}
-	bi, ok := debug.ReadBuildInfo()
-	if !ok {
+	bi, _ := debug.ReadBuildInfo()
+	return fromBuildInfo(bi, Version, Commit)
+}
+
+// fromBuildInfo is the Info of a build that recorded bi (nil: nothing),
+// with version and commit as set with -ldflags.
+func fromBuildInfo(bi *debug.BuildInfo, version, commit string) Info {
+	i := Info{Version: version, Commit: commit, GoVersion: runtime.Version()}
+	if bi == nil {
 		return i
+	}
+	if bi.GoVersion != "" {
+		i.GoVersion = bi.GoVersion
 	}
 	if i.Version == "dev" && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
 		i.Version = bi.Main.Version
@@ -39,6 +61,8 @@ func Read() Info {
 		switch s.Key {
 		case "vcs.revision":
 			i.Commit = s.Value
+		case "vcs.time":
+			i.CommitTime = s.Value
 		case "vcs.modified":
 			i.Modified = s.Value == "true"
 		}

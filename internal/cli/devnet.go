@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"strings"
@@ -44,9 +45,13 @@ func devnetCmd(e *env) *cobra.Command {
 The first run creates the chain and the funded dev keys alice and bob in the
 home's keyring, starts the providers and runs the bundled example job once;
 later runs resume the chain with all its state (--example runs the example
-again). The node keeps its loopback ports from one run to the next, so the
-API and dashboard addresses stay the same (a port another process holds
-meanwhile is replaced, and devnet says so); --api sets the API's address.
+again). It says each step of its start on stderr; the node and providers log
+to HOME/logs/devnet.log (--log-level; CometBFT to HOME/logs/cometbft.log),
+and what needs you (an error, a provider that cannot top up its stake) is
+said on stderr too. The node keeps its loopback ports from one run to the
+next, so the API and dashboard addresses stay the same (a port another
+process holds meanwhile is replaced, and devnet says so); --api sets the
+API's address.
 Other commands with the same --home find the node by themselves.
 
 --reset starts a new chain: it deletes the old chain, its config and logs,
@@ -87,7 +92,7 @@ checkpoint, and checkpoints may be taken every second.`,
 	c.Flags().BoolVar(&df.hwOn, "hw-challenges", true, "give a new chain's providers hardware challenges (params.hw_rate_ppm); --hw-challenges=false: none, so that nothing on the chain depends on how busy this machine is (for tests)")
 	c.Flags().StringVar(&df.api, "api", "", "API listen address host:port, kept in the home (default: the home's, a free loopback port at first)")
 	c.Flags().IntVar(&df.nprov, "providers", 3, "in-process providers to run (keys provider-1 … provider-N)")
-	c.Flags().StringVar(&df.logLevel, "log-level", "warn", "what the node and providers log: debug, info, warn or error")
+	c.Flags().StringVar(&df.logLevel, "log-level", "info", "what the node and providers log to HOME/logs/devnet.log: debug, info, warn or error (errors are said on stderr too)")
 	c.Flags().Float64Var(&df.overclaim, "fault-overclaim", 0, "make every provider declare this many times the throughput it measured (fault injection, to watch hardware challenges catch it)")
 	c.Flags().IntVar(&df.faulty, "faulty", 0, "make the last N providers commit wrong results on every job (fault injection, to watch Proof of Sync catch them)")
 	c.Flags().BoolVar(&df.example, "example", false, "run the bundled wordcount example job once the providers are up (without the flag: on a home's first run only; --example=false: never)")
@@ -109,6 +114,11 @@ func (e *env) runDevnet(ctx context.Context, df *devnetFlags) error {
 	if err := level.UnmarshalText([]byte(df.logLevel)); err != nil {
 		return usageError{fmt.Errorf("--log-level %q: want debug, info, warn or error", df.logLevel)}
 	}
+	lock, err := devnet.Lock(e.home) // before anything is written in the home
+	if err != nil {
+		return err
+	}
+	defer lock.Release()
 	start := time.Now()
 	text := e.output != "json"
 	// A line on stderr for each step of the start, so that the wait says
@@ -161,7 +171,12 @@ func (e *env) runDevnet(ctx context.Context, df *devnetFlags) error {
 	}
 	ranID, ranOut := devnet.ExampleRan(e.home)
 	runExample := df.nprov > 0 && (df.exampleSet && df.example || !df.exampleSet && ranID == 0)
-	logger := slog.New(slog.NewTextHandler(e.stderr, &slog.HandlerOptions{Level: level}))
+	logger, logFile, err := openDevnetLog(ctx, e.home, level, e.stderr)
+	if err != nil {
+		return err
+	}
+	defer logFile.Close()
+	progress(fmt.Sprintf("the node and providers log to %s (--log-level %s); errors are said here too", devnetLogFile(e.home), df.logLevel))
 	n, err := devnet.Start(ctx, e.home, devnet.StartOptions{Logger: logger, Progress: progress, WarmExample: runExample,
 		Providers: devnet.ProviderOptions{N: df.nprov, Faulty: df.faulty, Overclaim: df.overclaim}})
 	if err != nil {
@@ -181,7 +196,7 @@ func (e *env) runDevnet(ctx context.Context, df *devnetFlags) error {
 	case runExample:
 		go e.runExample(ctx, n.Daemon.APIURL, start)
 	case text && df.nprov > 0 && ranID != 0:
-		fmt.Fprintf(e.stdout, "The example job ran on this chain as job %d (its outputs: %s); --example runs it again, or: gpunet --home %s job run %s --from alice\n", ranID, ranOut, e.home, exampleSpec)
+		fmt.Fprintf(e.stdout, "The example job ran on this chain as job %d (its outputs: %s); --example runs it again, or: %s\n", ranID, ranOut, hint(fmt.Sprintf("--home %s job run %s --from alice", e.home, exampleSpec)))
 	}
 	select {
 	case <-ctx.Done():
@@ -310,12 +325,12 @@ func (e *env) printDevnet(n *devnet.Net, c *validator.Config, created bool, rese
 		fmt.Fprintf(e.stdout, "    %-10s %s\n", st.Name, st.Address)
 	}
 	if container := examples.container; container != nil {
-		fmt.Fprintf(e.stdout, "  registry:   %s, serving the container example %s\n              run it: gpunet --home %s job run %s --from alice\n", strings.SplitN(container.Tag, "/", 2)[0], container.Image, e.home, container.Spec)
+		fmt.Fprintf(e.stdout, "  registry:   %s, serving the container example %s\n              run it: %s\n", strings.SplitN(container.Tag, "/", 2)[0], container.Image, hint(fmt.Sprintf("--home %s job run %s --from alice", e.home, container.Spec)))
 	}
 	if svc := examples.service; svc != nil {
-		fmt.Fprintf(e.stdout, "              and the service example %s (OpenAI model %s)\n              deploy it: gpunet --home %s service deploy %s --from alice\n", svc.Image, svc.Model, e.home, svc.Spec)
+		fmt.Fprintf(e.stdout, "              and the service example %s (OpenAI model %s)\n              deploy it: %s\n", svc.Image, svc.Model, hint(fmt.Sprintf("--home %s service deploy %s --from alice", e.home, svc.Spec)))
 	}
-	fmt.Fprintf(e.stdout, "Try: gpunet --home %s offers --sort price\n     gpunet --home %s tx send bob 5sync --from alice\n     gpunet --home %s query balance bob\nPress Ctrl-C to stop.\n", e.home, e.home, e.home)
+	fmt.Fprintf(e.stdout, "Try: %s\n     %s\n     %s\nPress Ctrl-C to stop.\n", hint("--home "+e.home+" offers --sort price"), hint("--home "+e.home+" tx send bob 5sync --from alice"), hint("--home "+e.home+" query balance bob"))
 	return nil
 }
 
@@ -343,7 +358,20 @@ func (e *env) runExample(ctx context.Context, api string, devnetStart time.Time)
 		json.NewEncoder(e.stdout).Encode(map[string]any{"example_job": j.ID, "state": j.State, "out": res.OutDir, "output": string(res.Output), "cost": j.Cost + j.Fee, "seconds_since_start": time.Since(devnetStart).Seconds()})
 		return
 	}
+	names := e.names()
 	fmt.Fprintf(e.stdout, "Example job %d succeeded on %s in %.2fs (%.1fs after the devnet started); cost %s + %s fee; verified: %s. Its decrypted output (%s/out/counts.txt):\n%s",
-		j.ID, e.names().addr(*j.Delivered), time.Since(start).Seconds(), time.Since(devnetStart).Seconds(), formatSync(j.Cost), formatSync(j.Fee), verdictText(j), res.OutDir, res.Output)
-	fmt.Fprintf(e.stdout, "Run it yourself: gpunet --home %s job run %s/examples/wordcount/job.yaml --from alice\n", e.home, e.home)
+		j.ID, names.addr(*j.Delivered), time.Since(start).Seconds(), time.Since(devnetStart).Seconds(), formatSync(j.Cost), formatSync(j.Fee), verdictText(j), res.OutDir, res.Output)
+	printCaught(e.stdout, j, names)
+	fmt.Fprintf(e.stdout, "Run it yourself: %s\n", hint(fmt.Sprintf("--home %s job run %s/examples/wordcount/job.yaml --from alice", e.home, e.home)))
+}
+
+// printCaught says, for each replica of j that the majority outvoted, that
+// Proof of Sync caught it: the output printed is the majority's (a faulty
+// devnet provider's, --faulty, is caught so).
+func printCaught(w io.Writer, j *ledger.Job, names keyNames) {
+	for _, a := range j.Assignments {
+		if a.Outcome == ledger.OutcomeMinority {
+			fmt.Fprintf(w, "Proof of Sync caught %s: its result differed from the majority's, so it was outvoted and slashed %s; the output above is the majority's\n", names.addr(a.Provider), formatSync(a.Slashed))
+		}
+	}
 }

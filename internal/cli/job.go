@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"strconv"
@@ -14,6 +13,7 @@ import (
 	"github.com/gpunet/gpunet/internal/address"
 	"github.com/gpunet/gpunet/internal/jobclient"
 	"github.com/gpunet/gpunet/internal/jobspec"
+	"github.com/gpunet/gpunet/internal/jobtext"
 	"github.com/gpunet/gpunet/internal/ledger"
 )
 
@@ -155,11 +155,6 @@ func ownerFlag(cmd *cobra.Command, from *string) {
 	cmd.Flags().StringVar(from, "from", "", "the job owner's key (default: the keyring's key of the job's owner)")
 }
 
-// queueFlag adds --queue to cmd.
-func queueFlag(cmd *cobra.Command, queue *bool) {
-	cmd.Flags().BoolVar(queue, "queue", false, "submit even if max_price is below every ask (the job waits for a cheaper provider)")
-}
-
 // shortAddr is an address cut for a table: "gpu1abcd…wxyz".
 func shortAddr(a address.Address) string {
 	s := a.String()
@@ -167,34 +162,6 @@ func shortAddr(a address.Address) string {
 		return s
 	}
 	return s[:8] + "…" + s[len(s)-4:]
-}
-
-// submitSpec loads the spec at path (- for stdin), checks that its
-// max_price is not below every ask that fits it (unless queue), and
-// submits it as key from (default: the keyring's only key).
-func (e *env) submitSpec(cmd *cobra.Command, path, from string, queue bool) (*jobclient.Client, uint64, error) {
-	ctx := cmd.Context()
-	s, err := loadSpec(cmd, path)
-	if err != nil {
-		return nil, 0, err
-	}
-	if from, err = e.signer(from); err != nil {
-		return nil, 0, err
-	}
-	jc, err := e.jobClient(ctx, from)
-	if err != nil {
-		return nil, 0, err
-	}
-	if !queue {
-		var pe *jobclient.PriceError
-		if err := jc.CheckPrice(ctx, s); errors.As(err, &pe) {
-			return nil, 0, usageError{fmt.Errorf("max_price %s/h is below every ask that fits this job (%s); raise max_price, or pass --queue to submit it anyway and wait for a cheaper provider", formatSync(pe.MaxPrice), pe.Quote.Reason)}
-		} else if err != nil {
-			return nil, 0, err
-		}
-	}
-	id, err := jc.Submit(ctx, s)
-	return jc, id, err
 }
 
 // jobOutcomeError is a job that ended other than succeeded, for the exit
@@ -297,28 +264,6 @@ func printJob(w io.Writer, j *ledger.Job, p *jobProgress, names keyNames) {
 	fmt.Fprintf(w, "escrow:   %s\n", formatSync(j.Escrow))
 }
 
-func verdictText(j *ledger.Job) string {
-	switch j.Verdict {
-	case ledger.VerdictValidated:
-		n := 0
-		for _, a := range j.Assignments {
-			if a.Outcome == ledger.OutcomeMajority {
-				n++
-			}
-		}
-		return fmt.Sprintf("yes, %d of %d replicas returned the same result", n, len(j.Assignments))
-	case ledger.VerdictUnverified:
-		switch {
-		case j.AuditDrawn && j.AuditDropped != "":
-			return "no: an audit was drawn and dropped (" + j.AuditDropped + ")"
-		case j.AuditDrawn:
-			return "no: an audit was drawn and did not run"
-		}
-		return "no, one replica and no audit drawn (spot)"
-	case ledger.VerdictUnchecked:
-		return "not checked (verification none, or not deterministic)"
-	case ledger.VerdictNoMajority:
-		return "no majority among the replicas"
-	}
-	return j.Verdict
-}
+// verdictText is the "verified:" line: jobtext says what the audit
+// lottery and the replicas did.
+func verdictText(j *ledger.Job) string { return jobtext.Verified(j) }

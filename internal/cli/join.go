@@ -24,7 +24,7 @@ type syncInitFlags struct {
 }
 
 // joinFlags are the flags that go with --join.
-var joinFlags = []string{"join", "genesis-hash", "moniker", "trust-height", "trust-hash", "witness"}
+var joinFlags = append([]string{"join", "genesis-hash", "moniker", "trust-height", "trust-hash", "witness"}, netFlagNames...)
 
 func (f *syncInitFlags) register(c *cobra.Command) {
 	c.Flags().IntVar(&f.snapshotInterval, "snapshot-interval", 0, "take a state snapshot every N blocks, for nodes joining by state sync (default: 100 at 1s blocks, about every 4s on faster chains; -1: none)")
@@ -46,7 +46,7 @@ func (f *syncInitFlags) apply(o *validator.InitOptions) error {
 }
 
 // runJoin is `gpunet init --join URL`: a full node's home.
-func (f *syncInitFlags) runJoin(cmd *cobra.Command, e *env) error {
+func (f *syncInitFlags) runJoin(cmd *cobra.Command, e *env, net validator.NetOptions) error {
 	var other []string
 	// VisitAll with Changed: Visit on LocalNonPersistentFlags, a set built
 	// after parsing, sees no flag as set.
@@ -62,7 +62,7 @@ func (f *syncInitFlags) runJoin(cmd *cobra.Command, e *env) error {
 		return usageError{errors.New("--trust-height and --trust-hash go together: the height and hash of a block of the network, from someone you trust")}
 	}
 	res, err := validator.Join(cmd.Context(), e.home, validator.JoinOptions{URL: f.join, GenesisSHA256: f.hash, Moniker: f.moniker,
-		TrustHeight: f.trustHeight, TrustHash: f.trustHash, Witnesses: f.witnesses})
+		TrustHeight: f.trustHeight, TrustHash: f.trustHash, Witnesses: f.witnesses, Net: net})
 	if err != nil {
 		return err
 	}
@@ -71,6 +71,10 @@ func (f *syncInitFlags) runJoin(cmd *cobra.Command, e *env) error {
 		fmt.Fprintf(w, "  node id:        %s\n", res.NodeID)
 		fmt.Fprintf(w, "  genesis sha256: %s\n", res.GenesisSHA256)
 		fmt.Fprintf(w, "  peers:          %v\n", res.Peers)
+		fmt.Fprintf(w, "  listens on:     api %s, p2p %s, rpc %s\n", res.API, res.P2P, res.RPC)
+		if res.ExternalAddress != "" {
+			fmt.Fprintf(w, "  advertises p2p: %s\n", res.ExternalAddress)
+		}
 		if res.StateSync {
 			fmt.Fprintf(w, "  state sync:     from a snapshot, trusting the header at height %d (%s)\n", res.TrustHeight, res.TrustHash)
 			fmt.Fprintf(w, "                  verified from %s by CometBFT's light client via %v\n", res.VerifiedFrom, res.RPCServers)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/gpunet/gpunet/internal/address"
 	"github.com/gpunet/gpunet/internal/daemon"
+	"github.com/gpunet/gpunet/internal/homelock"
 	"github.com/gpunet/gpunet/internal/ledger"
 	"github.com/gpunet/gpunet/internal/validator"
 )
@@ -26,6 +27,7 @@ func initCmd(e *env) *cobra.Command {
 		hwOn       bool
 		vals       validatorInitFlags
 		sync       syncInitFlags
+		netf       netFlags
 	)
 	c := &cobra.Command{
 		Use:   "init",
@@ -36,6 +38,13 @@ With --validators 1 (the default) --home becomes one validator's home; run it
 with 'gpunet node --home DIR'. With --validators N, --home gets N homes,
 node0 … nodeN-1, on distinct free loopback ports, each a peer of the others;
 start one 'gpunet node --home DIR/nodeI' per home.
+
+The nodes listen on 127.0.0.1 unless --listen HOST (free ports there) or,
+with one validator, --api, --p2p and --rpc HOST:PORT say otherwise;
+--external-address and --advertise-api are what other machines dial,
+--seeds and --persistent-peers whom the node dials. All of it goes into
+config/gpunet.yaml ('gpunet node' takes the same flags to change it;
+docs/network.md, "Addresses and ports").
 
 --account ADDR=AMOUNT (repeatable) funds accounts at genesis.
 
@@ -58,8 +67,12 @@ the new machine needs to reach the CometBFT RPC (port 26657 by default) of
 two nodes.`,
 		Args: exactArgs(),
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			netOpts, err := netf.options()
+			if err != nil {
+				return err
+			}
 			if sync.join != "" {
-				return sync.runJoin(cmd, e)
+				return sync.runJoin(cmd, e, netOpts)
 			}
 			g := ledger.Genesis{Params: ledger.DefaultParams()}
 			if treasury != "" {
@@ -76,7 +89,7 @@ two nodes.`,
 				}
 				g.Accounts = append(g.Accounts, ga)
 			}
-			opts := validator.InitOptions{ChainID: chainID, Validators: validators, Genesis: g, BlockTime: blockTime}
+			opts := validator.InitOptions{ChainID: chainID, Validators: validators, Genesis: g, BlockTime: blockTime, Net: netOpts}
 			if err := vals.apply(e, &opts); err != nil {
 				return err
 			}
@@ -110,6 +123,7 @@ two nodes.`,
 	c.Flags().BoolVar(&hwOn, "hw-challenges", true, "give providers hardware challenges (params.hw_rate_ppm); --hw-challenges=false: none, whatever --genesis-params says, so that nothing on the chain depends on how busy its machines are (for tests)")
 	vals.register(c)
 	sync.register(c)
+	netf.register(c, false)
 	return c
 }
 
@@ -132,22 +146,49 @@ func parseGenesisAccount(e *env, spec string) (ledger.GenesisAccount, error) {
 }
 
 func nodeCmd(e *env) *cobra.Command {
-	var api string
+	var netf netFlags
 	c := &cobra.Command{
 		Use:   "node",
 		Short: "Run the validator of --home until interrupted",
-		Args:  exactArgs(),
+		Long: `Run the validator of --home until interrupted.
+
+--listen, --api, --p2p, --rpc, --external-address, --advertise-api, --seeds,
+--persistent-peers, --addr-book-strict and --allow-duplicate-ip change the
+home's config/gpunet.yaml before the node starts (each value checked, each
+new listen address tried first), so that every later start uses them
+(docs/network.md, "Addresses and ports").`,
+		Args: exactArgs(),
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			lock, err := homelock.Acquire(e.home, "gpunet node") // before anything is written in the home
+			if err != nil {
+				return err
+			}
+			defer lock.Release()
+			if err := netf.applyToHome(e.home); err != nil {
+				return err
+			}
 			logger := slog.New(slog.NewTextHandler(e.stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
-			d, err := daemon.Start(cmd.Context(), e.home, daemon.Options{Logger: logger, APIAddr: api})
+			d, err := daemon.Start(cmd.Context(), e.home, daemon.Options{Logger: logger})
 			if err != nil {
 				return err
 			}
 			c := d.Node.Config()
+			p2p := d.Node.NodeID() + "@" + c.P2PAddress()
+			strict, dupIP := c.P2PPolicy()
 			if e.output == "json" {
-				json.NewEncoder(e.stdout).Encode(map[string]string{"chain_id": c.ChainID, "moniker": c.Moniker, "api": d.APIURL, "dashboard": d.APIURL + "/", "home": e.home})
+				json.NewEncoder(e.stdout).Encode(map[string]any{"chain_id": c.ChainID, "moniker": c.Moniker, "api": d.APIURL, "dashboard": d.APIURL + "/", "home": e.home,
+					"node_id": d.Node.NodeID(), "p2p": p2p, "p2p_listen": c.P2P, "rpc": c.RPC, "addr_book_strict": strict, "allow_duplicate_ip": dupIP})
 			} else {
-				fmt.Fprintf(e.stdout, "node %s of chain %s running\n  api:       %s\n  dashboard: %s/\n  metrics:   %s/metrics\n  home:      %s\n  logs:      %s/logs/cometbft.log\nPress Ctrl-C to stop.\n", c.Moniker, c.ChainID, d.APIURL, d.APIURL, d.APIURL, e.home, e.home)
+				book := "address book strict, one peer per IP"
+				if !strict || dupIP {
+					book = fmt.Sprintf("addr_book_strict %v, allow_duplicate_ip %v: for loopback and private networks", strict, dupIP)
+				}
+				rpc := c.RPC
+				if rpc == "" {
+					rpc = "off"
+				}
+				fmt.Fprintf(e.stdout, "node %s of chain %s running\n  api:       %s\n  dashboard: %s/\n  metrics:   %s/metrics\n  p2p:       %s (listening on %s; %s)\n  rpc:       %s\n  home:      %s\n  logs:      %s/logs/cometbft.log\nPress Ctrl-C to stop.\n",
+					c.Moniker, c.ChainID, d.APIURL, d.APIURL, d.APIURL, p2p, c.P2P, book, rpc, e.home, e.home)
 			}
 			select {
 			case <-cmd.Context().Done():
@@ -158,7 +199,7 @@ func nodeCmd(e *env) *cobra.Command {
 			return d.Stop()
 		},
 	}
-	c.Flags().StringVar(&api, "api", "", "API listen address host:port (default: from the home's config)")
+	netf.register(c, true)
 	return c
 }
 

@@ -73,7 +73,9 @@ func fieldsHelp() string {
 
 // printOffers writes offers as a table; online adds the ONLINE column
 // (offers --all, query providers: lists with providers that cannot take
-// jobs now). Providers the keyring knows are named.
+// jobs now). Providers the keyring knows are named. A price is per unit
+// and hour, and the cell says which unit: per GPU, or per core for a
+// CPU-only provider (offers.Offer.Price).
 func printOffers(w io.Writer, list []offers.Offer, online bool, names keyNames) {
 	if len(list) == 0 {
 		fmt.Fprintln(w, "No offers match.")
@@ -84,7 +86,7 @@ func printOffers(w io.Writer, list []offers.Offer, online bool, names keyNames) 
 	if online {
 		head += "ONLINE\t"
 	}
-	fmt.Fprintln(tw, head+"GPU\tN\tVRAM\tCPU\tRAM\tTOPS\tPRICE/h\tREGION\tREP\tUPTIME\tOK/BAD\tCHALLENGES\tEXECUTORS\tSTAKE")
+	fmt.Fprintln(tw, head+"GPU\tN\tVRAM\tCPU\tRAM\tTOPS\tPRICE\tREGION\tREP\tUPTIME\tOK/BAD\tCHALLENGES\tEXECUTORS\tSTAKE")
 	for _, o := range list {
 		who := o.Address
 		if a, err := address.Parse(o.Address); err == nil && names.name(a) != "" {
@@ -94,11 +96,11 @@ func printOffers(w io.Writer, list []offers.Offer, online bool, names keyNames) 
 		if online {
 			fmt.Fprintf(tw, "%s\t", yesNo(o.Online))
 		}
-		gpu, n, vram := o.GPU, strconv.Itoa(o.Count), formatGiB(o.VRAM)
+		gpu, n, vram, unit := o.GPU, strconv.Itoa(o.Count), formatGiB(o.VRAM), "GPU"
 		if o.Count == 0 {
-			gpu, n, vram = "none (cpu)", "-", "-"
+			gpu, n, vram, unit = "none (cpu)", "-", "-", "core"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\t%s SYNC\t%s\t%.2f\t%.0f%%\t%d/%d\t%.0f%%\t%s\t%s\n",
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\t%s SYNC/"+unit+"/h\t%s\t%.2f\t%.0f%%\t%d/%d\t%.0f%%\t%s\t%s\n",
 			gpu, n, vram, o.CPU, formatGiB(o.RAM), sig(o.TOPS), sig(o.Price), o.Region, o.Reputation, 100*o.Uptime,
 			o.Validated, o.Invalid, 100*o.ChallengePass, strings.Join(o.Executor, ","), formatSync(o.Stake))
 	}

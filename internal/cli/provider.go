@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"maps"
+	"net/http"
 	"os"
 	"slices"
 	"strings"
@@ -18,6 +19,7 @@ import (
 
 	"github.com/gpunet/gpunet/internal/address"
 	"github.com/gpunet/gpunet/internal/apiwire"
+	"github.com/gpunet/gpunet/internal/chainclient"
 	"github.com/gpunet/gpunet/internal/devnet"
 	"github.com/gpunet/gpunet/internal/egress"
 	"github.com/gpunet/gpunet/internal/ledger"
@@ -102,7 +104,8 @@ func providerStartCmd(e *env) *cobra.Command {
 
 It detects the machine (NVIDIA GPUs through NVML; without them it runs as a
 CPU-only provider), measures int8 GEMM throughput and memory bandwidth,
-registers (or updates) the provider KEY on the ledger, keeps --stake bonded
+registers (or updates) the provider KEY on the ledger in --region (required
+the first time; later starts keep the region it registered with), keeps --stake bonded
 (default: the ledger's minimum for this hardware), answers liveness
 challenges, and on Ctrl-C marks the provider offline.
 
@@ -128,7 +131,7 @@ then learn whether a URL in NET serves the content they pin.`,
 	f := start.Flags()
 	f.StringVar(&pf.from, "from", "", "key of the provider (its identity on the ledger; required)")
 	f.StringVar(&pf.stake, "stake", "", "stake to keep bonded, e.g. 200sync (default: the ledger's minimum)")
-	f.StringVar(&pf.region, "region", "eu", "region of this machine, e.g. eu, us-east")
+	f.StringVar(&pf.region, "region", "", "region of this machine, e.g. eu, us-east (required for a new provider; default: the region it registered with)")
 	f.StringArrayVar(&pf.prices, "price", nil, "asks per unit-hour: AMOUNT or CLASS=AMOUNT[,…]")
 	f.StringSliceVar(&pf.executors, "executors", nil, "sandboxes offered (default: wasm, plus oci when runc is installed)")
 	f.Uint64Var(&pf.maxJobs, "max-jobs", 4, "jobs run at once")
@@ -172,7 +175,7 @@ func (e *env) runProvider(ctx context.Context, pf *providerFlags) error {
 	}
 	logger := slog.New(slog.NewTextHandler(e.stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	o := provider.Options{
-		Key: key, Region: pf.region, Stake: stakeAmt, MaxJobs: pf.maxJobs,
+		Key: key, Stake: stakeAmt, MaxJobs: pf.maxJobs,
 		Executors: pf.executors, BenchBudget: pf.bench, AllowNetwork: pf.allowNet, Logger: logger,
 		Prices: providerPrices(all, byClass), CheckpointGrace: pf.checkpointGrace,
 	}
@@ -191,6 +194,11 @@ func (e *env) runProvider(ctx context.Context, pf *providerFlags) error {
 	if pf.faultWrong > 0 || pf.faultSkip || pf.faultFake || pf.faultOverclaim > 1 {
 		o.Faults = &provider.Faults{WrongOutputs: pf.faultWrong, SkipChallenges: pf.faultSkip, FakeChallenges: pf.faultFake, OverclaimFactor: pf.faultOverclaim}
 		fmt.Fprintf(e.stderr, "WARNING: FAULT INJECTION is on (%+v): this provider misbehaves on purpose and will be slashed\n", *o.Faults)
+	}
+	// Last of the checks, as it asks the node: the flags are checked
+	// first.
+	if o.Region, err = e.providerRegion(ctx, cl, key.Address, key.Name, pf.region); err != nil {
+		return err
 	}
 	sb, err := provider.OpenSandboxes(ctx, e.home, provider.SandboxOptions{Logger: logger, AllowNetwork: pf.allowNet})
 	if err != nil {
@@ -222,6 +230,42 @@ func (e *env) runProvider(ctx context.Context, pf *providerFlags) error {
 	return provider.NewInHome(e.home, cl, sb, o).Run(ctx)
 }
 
+// providerRegion is the region provider start registers name (address
+// who) in: flag, the --region given; without it, the region the provider
+// registered with before. A new provider has none to keep: it must say
+// where the machine is, and the error lists the regions this network's
+// providers use. (Guessing, say "eu" for everyone, would put machines in
+// the wrong region silently, and jobs that prefer a region would pick
+// them.)
+func (e *env) providerRegion(ctx context.Context, cl *chainclient.Client, who address.Address, name, flag string) (string, error) {
+	if flag != "" {
+		return flag, nil
+	}
+	p, err := cl.Provider(ctx, who)
+	var ae *chainclient.APIError
+	switch {
+	case err == nil && p.Record != nil && p.Record.Region != "":
+		fmt.Fprintf(e.stderr, "region: %s, as %s registered it (--region changes it)\n", p.Record.Region, name)
+		return p.Record.Region, nil
+	case err == nil, errors.As(err, &ae) && ae.Status == http.StatusNotFound:
+		used := ""
+		if offs, err := cl.Providers(ctx); err == nil {
+			var rs []string
+			for _, o := range offs {
+				if o.Region != "" && !slices.Contains(rs, o.Region) {
+					rs = append(rs, o.Region)
+				}
+			}
+			if len(rs) > 0 {
+				slices.Sort(rs)
+				used = " (this network's providers are in " + strings.Join(rs, ", ") + ")"
+			}
+		}
+		return "", usageError{fmt.Errorf("--region is required for a new provider: say where this machine is, e.g. --region eu or --region us-east%s", used)}
+	}
+	return "", fmt.Errorf("no --region, and %s's registration (whose region it would keep) could not be read: %w; pass --region", name, err)
+}
+
 func providerStatusCmd(e *env) *cobra.Command {
 	var statusFrom string
 	status := &cobra.Command{
@@ -238,7 +282,7 @@ func providerStatusCmd(e *env) *cobra.Command {
 			}
 			st, err := provider.ReadStatus(e.home, name)
 			if errors.Is(err, os.ErrNotExist) {
-				return fmt.Errorf("no agent has run as %q in %s (start one with `gpunet provider start --from %s`)", name, e.home, name)
+				return fmt.Errorf("no agent has run as %q in %s (start one with `%s`)", name, e.home, hint("provider start --from "+name+" --region REGION"))
 			}
 			if err != nil {
 				return err
@@ -296,7 +340,7 @@ func (e *env) onlyProvider() (string, error) {
 	case len(mine) == 1:
 		return mine[0], nil
 	case len(all) == 0:
-		return "", fmt.Errorf("no provider agent has run from %s: start one with `gpunet provider start --from KEY`, or pass the --home it runs from", e.home)
+		return "", fmt.Errorf("no provider agent has run from %s: start one with `%s`, or pass the --home it runs from", e.home, hint("provider start --from KEY --region REGION"))
 	}
 	return "", usageError{fmt.Errorf("%d provider agents have run from %s (%s): name one with --from KEY", len(all), e.home, strings.Join(all, ", "))}
 }

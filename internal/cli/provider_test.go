@@ -3,6 +3,7 @@ package cli
 import (
 	"bytes"
 	"encoding/json"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -80,5 +81,31 @@ func TestQueryProviderShowsEachDevice(t *testing.T) {
 	}
 	if r := got.Record; r == nil || len(r.Inventory.GPUs) != 4 || r.Inventory.GPUs[1].Int8GOPS != 1_400_000 || r.DeviceRuling(1) != (ledger.DeviceProof{Proven: true, ProvenGOPS: 1_500_000}) || r.EffectiveGOPS() != 4_200_500 {
 		t.Fatalf("--output json record: %+v", got.Record)
+	}
+}
+
+// TestProviderRegion: provider start never puts a machine in a region
+// nobody chose (issue 33: --region defaulted to "eu" silently). A new
+// provider must give --region, told which regions the network's
+// providers use; a registered one keeps its region, and says so; a
+// --region given wins.
+func TestProviderRegion(t *testing.T) {
+	s := newStory(t)
+	r := s.run("provider", "start", "--from", "bob")
+	if r.code != ExitUsage || !strings.Contains(r.stderr, "--region is required for a new provider") || !strings.Contains(r.stderr, "providers are in eu") {
+		t.Errorf("provider start --from bob (new, no --region): exit %d, %q", r.code, r.stderr)
+	}
+	var stderr bytes.Buffer
+	e := &env{stderr: &stderr, stdout: io.Discard, home: s.home, node: s.url}
+	cl, err := e.client()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := e.providerRegion(t.Context(), cl, s.prov.Addr, "p1", "")
+	if err != nil || got != "eu" || !strings.Contains(stderr.String(), "region: eu, as p1 registered it") {
+		t.Errorf("a registered provider without --region: %q, %v, said %q; want its registered eu", got, err, stderr.String())
+	}
+	if got, err := e.providerRegion(t.Context(), cl, s.prov.Addr, "p1", "us-east"); err != nil || got != "us-east" {
+		t.Errorf("--region us-east: %q, %v", got, err)
 	}
 }

@@ -78,8 +78,9 @@ func parseServiceID(s string) (uint64, error) {
 type deployResult struct {
 	*apiwire.TxResult
 	ID uint64 `json:"id"`
-	// AccessKey is the service's access key, printed this once (empty for
-	// a public service); KeyFile is where it is kept.
+	// AccessKey is the service's access key (empty for a public service);
+	// KeyFile is where this home keeps it, from which service key prints
+	// it again.
 	AccessKey string           `json:"access_key,omitempty"`
 	KeyFile   string           `json:"key_file,omitempty"`
 	Addresses serviceAddresses `json:"addresses"`
@@ -116,6 +117,17 @@ func addressesOf(node string, id uint64, spec *ledger.ServiceSpec) serviceAddres
 	return a
 }
 
+// printKeyKept says where service id's access key is kept, and how to
+// print it again; or, when it could not be kept (file ""), that it must be
+// copied now.
+func printKeyKept(w io.Writer, id uint64, file string) {
+	if file == "" {
+		fmt.Fprintf(w, "  not kept in this home: copy it now (the chain holds only its SHA-256)\n")
+		return
+	}
+	fmt.Fprintf(w, "  kept in %s; %s prints it again (the chain holds only its SHA-256)\n", file, hint(fmt.Sprintf("service key %d", id)))
+}
+
 func printAddresses(w io.Writer, id uint64, a serviceAddresses) {
 	for _, p := range a.Ports {
 		label := strconv.FormatUint(p.Port, 10)
@@ -123,7 +135,7 @@ func printAddresses(w io.Writer, id uint64, a serviceAddresses) {
 			label = p.Name + " " + label
 		}
 		if p.Protocol == ledger.PortTCP {
-			fmt.Fprintf(w, "  %s/tcp: gpunet service connect %d --port %d\n", label, id, p.Port)
+			fmt.Fprintf(w, "  %s/tcp: %s\n", label, hint(fmt.Sprintf("service connect %d --port %d", id, p.Port)))
 			continue
 		}
 		fmt.Fprintf(w, "  %s/http: %s\n", label, p.URL)
@@ -143,7 +155,7 @@ type serviceOverrides struct {
 
 func (o *serviceOverrides) flags(cmd *cobra.Command, public bool) {
 	cmd.Flags().IntVar(&o.replicas, "replicas", 0, "how many replicas (overrides the spec's replicas)")
-	cmd.Flags().StringVar(&o.budget, "budget", "", "the budget to lock, e.g. 5sync or 5000000 (usync) (overrides the spec's budget)")
+	cmd.Flags().StringVar(&o.budget, "budget", "", "the budget to lock, e.g. 5sync or 5000000usync (overrides the spec's budget)")
 	if public {
 		cmd.Flags().BoolVar(&o.public, "public", false, "anyone may reach the service, without a key (overrides public: false)")
 	}
@@ -157,7 +169,7 @@ func (o *serviceOverrides) load(cmd *cobra.Command, path string) (*jobspec.Spec,
 		return nil, err
 	}
 	if !s.IsService() {
-		return nil, usageError{fmt.Errorf("%s is a batch job spec (kind: %s): add kind: service to deploy it as a service, or run it with gpunet job run", path, s.Kind)}
+		return nil, usageError{fmt.Errorf("%s is a batch job spec (kind: %s): add kind: service to deploy it as a service, or run it with %s", path, s.Kind, hint("job run "+path))}
 	}
 	if cmd.Flags().Changed("replicas") {
 		if o.replicas < 1 || o.replicas > jobspec.MaxReplicas {
@@ -190,8 +202,10 @@ func serviceDeployCmd(e *env) *cobra.Command {
 		Long: `Deploy a service from its spec (kind: service), locking its budget in escrow.
 --replicas and --budget override the spec's; --public (or public: true in the
 spec) opens it to anyone. A private service gets an access key,
-sk-gpunet-<43 characters>, printed once and kept in HOME/services/ID.key
-(gpunet service key ID prints it again); the chain holds only its SHA-256.
+sk-gpunet-<43 characters>, printed and kept in HOME/services/ID.key, from
+which gpunet service key ID prints it again; the chain holds only its
+SHA-256, so a key this home loses is lost (service access ID --new-key
+replaces it).
 The replicas' logs are sealed to the deploying key (gpunet service logs).`,
 		Args: exactArgs("SPEC"),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -240,17 +254,15 @@ The replicas' logs are sealed to the deploying key (gpunet service logs).`,
 				fmt.Fprintf(w, "service %d deployed (%q, %d replica(s), budget %s)\n", id, s.Name, s.Replicas, formatAmount(uint64(s.Budget)))
 				printTxResult(w, res)
 				if access != "" {
-					fmt.Fprintf(w, "access key (shown once): %s\n", access)
-					if out.KeyFile != "" {
-						fmt.Fprintf(w, "  kept in %s; print it again with: gpunet service key %d\n", out.KeyFile, id)
-					}
+					fmt.Fprintf(w, "access key: %s\n", access)
+					printKeyKept(w, id, out.KeyFile)
 					fmt.Fprintf(w, "  send it as Authorization: Bearer <key> or X-Gpunet-Key: <key>\n")
 				} else {
 					fmt.Fprintln(w, "public: anyone may reach it, without a key")
 				}
 				fmt.Fprintln(w, "addresses (through any node):")
 				printAddresses(w, id, out.Addresses)
-				fmt.Fprintf(w, "next: gpunet service status %d · gpunet service logs %d · gpunet service topup %d AMOUNT · gpunet service stop %d\n", id, id, id, id)
+				fmt.Fprintf(w, "next: %s · %s · %s · %s\n", hint(fmt.Sprintf("service status %d", id)), hint(fmt.Sprintf("service logs %d", id)), hint(fmt.Sprintf("service topup %d AMOUNT", id)), hint(fmt.Sprintf("service stop %d", id)))
 			})
 			if saveErr != nil {
 				return fmt.Errorf("service %d is deployed, but its access key could not be kept (copy it from above): %w", id, saveErr)
@@ -299,7 +311,7 @@ func serviceQuoteCmd(e *env) *cobra.Command {
 				if q.Budget < q.MinBudget {
 					fmt.Fprintf(w, "a budget of %s is too small to deploy it: at least %s (a minute of its replicas at max_price, the fee included)\n", formatSync(q.Budget), formatSync(q.MinBudget))
 				} else if q.LastsSeconds > 0 {
-					fmt.Fprintf(w, "a budget of %s lasts about %s at that rate; top it up with gpunet service topup\n", formatSync(q.Budget), time.Duration(q.LastsSeconds)*time.Second)
+					fmt.Fprintf(w, "a budget of %s lasts about %s at that rate; top it up with %s\n", formatSync(q.Budget), time.Duration(q.LastsSeconds)*time.Second, hint("service topup"))
 				}
 				for _, b := range q.Best {
 					fmt.Fprintf(w, "  %s  %s/h  score %d\n", names.addr(b.Provider), formatSync(b.PricePerHour), b.Score)

@@ -76,8 +76,8 @@ func (e *env) loadServiceKey(id uint64) (key string, ok bool, err error) {
 // accessResult is service access's JSON.
 type accessResult struct {
 	serviceTxResult
-	// AccessKey is the new key, printed this once; KeyFile where it is
-	// kept.
+	// AccessKey is the new key; KeyFile where this home keeps it, from
+	// which service key prints it again.
 	AccessKey string `json:"access_key,omitempty"`
 	KeyFile   string `json:"key_file,omitempty"`
 }
@@ -90,9 +90,10 @@ func serviceAccessCmd(e *env) *cobra.Command {
 		Short: "Open a service to anyone (--public) or to its keys only (--private); --new-key replaces its keys with a new one",
 		Long: `Set who may reach a service. --public: anyone, without a key. --private: only
 requests with one of its access keys. --new-key makes a new key that replaces
-all the old ones (they stop working at once), prints it once and keeps it in
-HOME/services/ID.key, as deploy does; a service that goes private without a
-key gets one. --new-key alone keeps the service as open as it is.`,
+all the old ones (they stop working at once), prints it and keeps it in
+HOME/services/ID.key, as deploy does (gpunet service key ID prints it
+again); a service that goes private without a key gets one. --new-key alone
+keeps the service as open as it is.`,
 		Args: exactArgs("ID"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			id, err := parseServiceID(args[0])
@@ -139,10 +140,8 @@ key gets one. --new-key alone keeps the service as open as it is.`,
 					fmt.Fprintf(w, "service %d is private: requests need one of its %d key(s)\n", id, len(msg.KeyHashes))
 				}
 				if key != "" {
-					fmt.Fprintf(w, "new access key (shown once; the old ones no longer work): %s\n", key)
-					if out.KeyFile != "" {
-						fmt.Fprintf(w, "  kept in %s; print it again with: gpunet service key %d\n", out.KeyFile, id)
-					}
+					fmt.Fprintf(w, "new access key (the old ones no longer work): %s\n", key)
+					printKeyKept(w, id, out.KeyFile)
 				}
 				printTxResult(w, res)
 			})
@@ -174,7 +173,7 @@ func serviceKeyCmd(e *env) *cobra.Command {
 				return err
 			}
 			if !ok {
-				return fmt.Errorf("no access key of service %d in %s (it was deployed public, or from another home); make a new one with: gpunet service access %d --new-key", id, filepath.Dir(e.serviceKeyFile(id)), id)
+				return fmt.Errorf("no access key of service %d in %s (it was deployed public, or from another home); make a new one with: %s", id, filepath.Dir(e.serviceKeyFile(id)), hint(fmt.Sprintf("service access %d --new-key", id)))
 			}
 			return e.print(map[string]any{"service": id, "access_key": key, "key_file": e.serviceKeyFile(id)}, func(w io.Writer) {
 				fmt.Fprintln(w, key)

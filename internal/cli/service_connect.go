@@ -150,7 +150,7 @@ func (e *env) accessKey(svc *ledger.Service, flag string) (string, error) {
 		return "", err
 	}
 	if !ok {
-		return "", fmt.Errorf("service %d is private and no access key of it is in %s: pass --key, or make one with gpunet service access %d --new-key", svc.ID, e.serviceKeyFile(svc.ID), svc.ID)
+		return "", fmt.Errorf("service %d is private and no access key of it is in %s: pass --key, or make one with %s", svc.ID, e.serviceKeyFile(svc.ID), hint(fmt.Sprintf("service access %d --new-key", svc.ID)))
 	}
 	return k, nil
 }

@@ -62,7 +62,7 @@ none. Exits 1 when a replica reported ready fails.`,
 				}
 			}
 			if err == nil && failed > 0 {
-				return fmt.Errorf("%d replica(s) reported ready failed the probe from %s: evict with gpunet service evict %d PROVIDER", failed, p.Node, id)
+				return fmt.Errorf("%d replica(s) reported ready failed the probe from %s: evict with %s", failed, p.Node, hint(fmt.Sprintf("service evict %d PROVIDER", id)))
 			}
 			return err
 		},

@@ -54,7 +54,7 @@ func printService(w io.Writer, v *serviceView, names keyNames) {
 	if s.Public {
 		fmt.Fprintln(w, "access:      public (anyone, without a key)")
 	} else {
-		fmt.Fprintf(w, "access:      private, %d key(s) (gpunet service key %d)\n", len(s.KeyHashes), s.ID)
+		fmt.Fprintf(w, "access:      private, %d key(s) (%s)\n", len(s.KeyHashes), hint(fmt.Sprintf("service key %d", s.ID)))
 	}
 	fmt.Fprintf(w, "budget:      %s in all; escrow %s; paid to providers %s; fee %s", formatSync(s.Budget), formatSync(s.Escrow), formatSync(s.Cost), formatSync(s.Fee))
 	if s.Refund != 0 {
@@ -70,7 +70,7 @@ func printService(w io.Writer, v *serviceView, names keyNames) {
 		fmt.Fprintln(w, "runs out at: never at this rate (no replica is being paid)")
 	}
 	if s.BudgetWarnedAt != 0 && !s.Done() {
-		fmt.Fprintf(w, "warning:     the budget runs low (warned at %s): top it up with gpunet service topup %d AMOUNT\n", unixTime(s.BudgetWarnedAt), s.ID)
+		fmt.Fprintf(w, "warning:     the budget runs low (warned at %s): top it up with %s\n", unixTime(s.BudgetWarnedAt), hint(fmt.Sprintf("service topup %d AMOUNT", s.ID)))
 	}
 	fmt.Fprintf(w, "replicas:    %d wanted, %d placed, %d ready", s.Spec.Replicas, len(s.Replicas), readyCount(s))
 	if s.WaitCode != "" && len(s.Replicas) < int(s.Spec.Replicas) && !s.Done() {

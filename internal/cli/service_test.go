@@ -83,7 +83,7 @@ func TestServiceStory(t *testing.T) {
 			t.Errorf("quote output lacks %q:\n%s", want, out)
 		}
 	}
-	if out := s.ok("service", "quote", spec, "--budget", "1"); !strings.Contains(out, "is too small to deploy it: at least") {
+	if out := s.ok("service", "quote", spec, "--budget", "1usync"); !strings.Contains(out, "is too small to deploy it: at least") {
 		t.Errorf("quote with a budget below the least:\n%s", out)
 	}
 	if r := s.run("service", "quote", filepath.Join(s.home, "spec", "job.yaml")); r.code != ExitUsage || !strings.Contains(r.stderr, "is a batch job spec") {
@@ -172,6 +172,15 @@ func TestServiceStory(t *testing.T) {
 	if out := s.ok("service", "key", "1"); strings.TrimSpace(out) != acc.AccessKey {
 		t.Errorf("key after --new-key = %q", out)
 	}
+	// The text says what is true of the key: kept in this home and
+	// printed again by service key, not "shown once" (issue 33).
+	out = s.ok("service", "access", "1", "--new-key")
+	if strings.Contains(out, "once") || !strings.Contains(out, "1.key; gpunet service key 1 prints it again") {
+		t.Errorf("access --new-key says:\n%s\nwant where the key is kept and that gpunet service key 1 prints it again", out)
+	}
+	if key := strings.TrimSpace(s.ok("service", "key", "1")); !strings.Contains(out, "new access key (the old ones no longer work): "+key+"\n") {
+		t.Errorf("access --new-key printed\n%s\nbut service key 1 prints %q", out, key)
+	}
 	s.ok("service", "access", "1", "--public")
 	if svc := s.service(1); !svc.Public || len(svc.KeyHashes) != 1 {
 		t.Errorf("after --public: public %v, %d keys (kept for going private again)", svc.Public, len(svc.KeyHashes))
@@ -221,7 +230,7 @@ func TestServiceStory(t *testing.T) {
 	// Every command's JSON is JSON.
 	for _, args := range [][]string{
 		{"service", "status", "1"}, {"service", "list"}, {"service", "key", "1"},
-		{"service", "scale", "2", "1"}, {"service", "topup", "2", "1000"}, {"service", "access", "2", "--private"},
+		{"service", "scale", "2", "1"}, {"service", "topup", "2", "1000usync"}, {"service", "access", "2", "--private"},
 		{"service", "stop", "2"}, {"service", "stop", "2"},
 	} {
 		r := s.run(append(args, "-o", "json")...)

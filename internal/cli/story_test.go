@@ -316,9 +316,9 @@ func TestConventions(t *testing.T) {
 
 	// tx send says what it sent; with several keys --from is asked for by
 	// name.
-	out = s.ok("tx", "send", "bob", "1", "--from", "alice")
+	out = s.ok("tx", "send", "bob", "1usync", "--from", "alice")
 	if want := "sent 0.000001 SYNC (1 usync) from alice (" + s.alice.Address.String() + ") to bob (" + s.bob.Address.String() + ")"; !strings.Contains(out, want) {
-		t.Errorf("tx send bob 1:\n%s\nwant %q", out, want)
+		t.Errorf("tx send bob 1usync:\n%s\nwant %q", out, want)
 	}
 	var sent struct {
 		TxHash string `json:"tx_hash"`
@@ -328,7 +328,7 @@ func TestConventions(t *testing.T) {
 	if err := json.Unmarshal([]byte(s.ok("tx", "send", "bob", "2sync", "--from", "alice", "-o", "json")), &sent); err != nil || sent.Amount != 2_000_000 || sent.To != s.bob.Address.String() || sent.TxHash == "" {
 		t.Errorf("tx send -o json: %+v, %v", sent, err)
 	}
-	if r := s.run("tx", "send", "bob", "1"); r.code != ExitUsage || !strings.Contains(r.stderr, "--from KEY (keys in") || !strings.Contains(r.stderr, "alice, bob") {
+	if r := s.run("tx", "send", "bob", "1usync"); r.code != ExitUsage || !strings.Contains(r.stderr, "--from KEY (keys in") || !strings.Contains(r.stderr, "alice, bob") {
 		t.Errorf("tx send without --from, two keys: exit %d, %q", r.code, r.stderr)
 	}
 	out = s.ok("query", "balance", "bob")
@@ -376,7 +376,7 @@ func TestEveryJSONIsJSON(t *testing.T) {
 		{"version"}, {"status"}, {"keys", "list"}, {"keys", "show", "alice"},
 		{"query", "balance", "alice"}, {"query", "account", "alice"}, {"query", "providers"}, {"query", "provider", s.prov.Addr.String()},
 		{"offers"}, {"offers", "--all", "--sort", "price-"}, {"quote", spec},
-		{"tx", "send", "bob", "1", "--from", "alice"}, {"tx", "send", "bob", "1000000000sync", "--from", "alice"},
+		{"tx", "send", "bob", "1usync", "--from", "alice"}, {"tx", "send", "bob", "1000000000sync", "--from", "alice"},
 		{"job", "submit", spec, "--from", "alice"}, {"job", "status", "1"}, {"job", "list"}, {"job", "list", "--state", "running"},
 		{"job", "logs", "1", "--follow=false"}, {"job", "cancel", "1"}, {"job", "logs", "1"}, {"job", "wait", "1"}, {"job", "get", "1"},
 	} {

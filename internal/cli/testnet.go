@@ -66,11 +66,14 @@ router in this process: a userspace netem over TUN devices, for kernels
 without sch_netem. It needs root and the ip command.
 
 The homes are written by 'gpunet init' under --dir/net and pointed at the
-hosts' addresses; each node's log is --dir/logs/NAME.log. It prints each
-host's name, namespace, address and API, and runs until Ctrl-C, then stops
-the nodes and removes the namespaces. Run commands on a host with
+hosts' addresses (init encrypts the validators' operator keys with
+$GPUNET_KEYRING_PASSPHRASE, which sudo drops unless told to keep it:
+sudo --preserve-env=GPUNET_KEYRING_PASSPHRASE, or sudo -E); each node's
+log is --dir/logs/NAME.log. It prints each host's name, namespace, address
+and API, and runs until Ctrl-C, then stops the nodes and removes the
+namespaces. Run commands on a host with
 'gpunet testnet exec HOST -- CMD …'.`,
-		Example: `  sudo gpunet testnet up --validators 4 --full-nodes 1 --delay 50ms --jitter 10ms --dir /tmp/tn
+		Example: `  sudo --preserve-env=GPUNET_KEYRING_PASSPHRASE gpunet testnet up --validators 4 --full-nodes 1 --delay 50ms --jitter 10ms --dir /tmp/tn
   sudo gpunet testnet exec consumer --dir /tmp/tn -- gpunet status --node http://10.77.0.2:26680`,
 		Args: exactArgs(),
 		RunE: func(cmd *cobra.Command, _ []string) error {

@@ -18,7 +18,7 @@ func txCmd(e *env) *cobra.Command {
 	var from, fee string
 	send := &cobra.Command{
 		Use:   "send TO AMOUNT [--from KEY]",
-		Short: "Send tokens (AMOUNT: 1500usync, 2.5sync, or a bare integer in usync) and say what was sent",
+		Short: "Send tokens (AMOUNT with its unit: 2.5sync or 1500usync) and say what was sent",
 		Args:  exactArgs("TO", "AMOUNT"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			to, err := e.resolveAddress(args[0])
@@ -52,7 +52,7 @@ func txCmd(e *env) *cobra.Command {
 		},
 	}
 	send.Flags().StringVar(&from, "from", "", "name of the signing key in the keyring (default: the only key there)")
-	send.Flags().StringVar(&fee, "fee", "0", "fee paid to the treasury")
+	send.Flags().StringVar(&fee, "fee", "0", "fee paid to the treasury, with its unit (e.g. 0.01sync)")
 	c.AddCommand(send)
 	return c
 }

@@ -67,7 +67,11 @@ func Start(ctx context.Context, home string, o Options) (*Daemon, error) {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
 	m := newNodeMetrics()
-	n, err := validator.Start(ctx, home, validator.StartOptions{Logger: o.Logger, CheckInvariants: o.CheckInvariants, ObserveBlock: m.observeBlock})
+	// CometBFT's own metrics (cometbft_*) in a registry of their own,
+	// served beside ours: their names are CometBFT's, outside the
+	// conventions gpunet's registry is linted for.
+	comet := prometheus.NewRegistry()
+	n, err := validator.Start(ctx, home, validator.StartOptions{Logger: o.Logger, CheckInvariants: o.CheckInvariants, ObserveBlock: m.observeBlock, Metrics: comet})
 	if err != nil {
 		return nil, err
 	}
@@ -126,7 +130,7 @@ func Start(ctx context.Context, home string, o Options) (*Daemon, error) {
 	api.Mount(serviceRoutes(hub, gateway)...)
 	api.ForwardLogs(actx, peers.List)
 	api.Mount(stats.Routes()...)
-	api.Mount(MetricsRoute(m.reg))
+	api.Mount(MetricsRoute(prometheus.Gatherers{m.reg, comet}))
 	var base atomic.Value
 	base.Store("")
 	dash := dashboard.New(actx, dashboard.Options{Home: home, ChainID: cfg.ChainID, Logger: o.Logger, API: func() string { return base.Load().(string) }})

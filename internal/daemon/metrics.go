@@ -117,7 +117,7 @@ func (m *nodeMetrics) observeBlock(txs int, d time.Duration) {
 // MetricsRoute serves a registry's metrics in Prometheus's text format.
 func MetricsRoute(g prometheus.Gatherer) apiserver.Route {
 	return apiserver.Route{Method: "GET", Path: "/metrics", ID: "metrics", Tag: "meta",
-		Summary:  "Prometheus metrics (docs/metrics.md): build, consensus and peers, blocks, txs and mempool, jobs, verification, slashes, escrow and fees, providers, scheduler wait and queue, challenges, API requests, blob bytes; in a devnet the providers' too",
+		Summary:  "Prometheus metrics (docs/metrics.md): build, consensus and peers, blocks, txs and mempool, jobs, verification, slashes, escrow and fees, providers, scheduler wait and queue, challenges, API requests, blob bytes, and CometBFT's own (cometbft_*); in a devnet the providers' too",
 		RespType: "text/plain", Handler: promhttp.HandlerFor(g, promhttp.HandlerOpts{})}
 }
 

@@ -80,8 +80,9 @@ func TestFaultyProviderCaught(t *testing.T) {
 	involved, jobs := 0, 0
 	deadline := time.Now().Add(3 * time.Minute)
 	for involved == 0 && time.Now().Before(deadline) {
-		// A batch fills the cheaper providers' slots, so the faulty one
-		// (the dearest) gets work as primary or as auditor.
+		// The faulty provider asks the least (providerAsk), so it gets
+		// work as primary; a batch also fills the others' slots, so it
+		// gets work as auditor once its reputation has fallen.
 		const batch = 12
 		var wg sync.WaitGroup
 		results := make([]*ledger.Job, batch)

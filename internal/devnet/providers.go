@@ -31,6 +31,24 @@ const ProviderFunding = 10_000 * 1_000_000
 // searching and sorting offers shows something.
 var providerRegions = []string{"eu", "us-east", "ap-south"}
 
+// providerAsk is the ask of the devnet's provider i (from 1) of n, of
+// which the last faulty are faulty, for a class whose default ask is def.
+// Honest providers ask 1, 1.25, 1.5, … times def. The first faulty one
+// undercuts them all, asking a tenth of def, so that the scheduler places
+// jobs on it first and Proof of Sync catches it where a user looks
+// (README: `devnet --providers 4 --faulty 1`; priced as the others, it was
+// the dearest and never picked). The margin is wide on purpose: the
+// scheduler's score weighs reputation too, which liveness answers move a
+// little apart between new providers, and three quarters of def was not
+// always enough. Further faulty ones keep their places: two cheap ones would be
+// each other's auditors, and faulty replicas commit the same wrong result.
+func providerAsk(def uint64, i, n, faulty int) uint64 {
+	if faulty > 0 && i == n-faulty+1 {
+		return def / 10
+	}
+	return def * uint64(3+i) / 4
+}
+
 // ProviderOptions tune RunProviders.
 type ProviderOptions struct {
 	N      int
@@ -41,7 +59,8 @@ type ProviderOptions struct {
 	// Poll is how often agents look at the chain.
 	Poll time.Duration
 	// Faulty makes the last Faulty providers commit wrong results on every
-	// job (`gpunet devnet --faulty N`), to show Proof of Sync at work.
+	// job (`gpunet devnet --faulty N`), to show Proof of Sync at work; the
+	// first of them asks less than every honest provider (providerAsk).
 	Faulty int
 	// Overclaim makes every provider declare this many times what it
 	// measured (fault injection: hardware challenges catch it).
@@ -161,20 +180,24 @@ func RunProviders(ctx context.Context, home, api string, o ProviderOptions) (*Pr
 		var faults *provider.Faults
 		if i > o.N-o.Faulty {
 			faults = &provider.Faults{WrongOutputs: 1}
-			o.Logger.Warn("FAULT INJECTION: this devnet provider commits wrong results on every job", "provider", name)
+			if i == o.N-o.Faulty+1 {
+				progress("%s commits a wrong result on every job (--faulty: fault injection) and undercuts the others, so jobs go to it first, and Proof of Sync catches it", name)
+			} else {
+				progress("%s commits a wrong result on every job (--faulty: fault injection)", name)
+			}
 		}
 		if o.Overclaim > 1 {
 			if faults == nil {
 				faults = &provider.Faults{}
 			}
 			faults.OverclaimFactor = o.Overclaim
-			o.Logger.Warn("FAULT INJECTION: this devnet provider declares more throughput than it measured", "provider", name, "factor", o.Overclaim)
+			progress("%s declares %g times the throughput it measured (--fault-overclaim: fault injection): hardware challenges catch it", name, o.Overclaim)
 		}
 		a := provider.NewInHome(home, cl, ps.sandboxes, provider.Options{
 			Faults:    faults,
 			Key:       k,
 			Region:    providerRegions[(i-1)%len(providerRegions)],
-			Prices:    map[string]uint64{provider.AnyClass: uint64(provider.DefaultGPUPrice) * uint64(3+i) / 4, ledger.CPUClass: uint64(provider.DefaultCPUPrice) * uint64(3+i) / 4},
+			Prices:    map[string]uint64{provider.AnyClass: providerAsk(provider.DefaultGPUPrice, i, o.N, o.Faulty), ledger.CPUClass: providerAsk(provider.DefaultCPUPrice, i, o.N, o.Faulty)},
 			Inventory: inv,
 			Figures:   &fig,
 			Poll:      o.Poll,

@@ -327,21 +327,37 @@ func TestFollowLogsLive(t *testing.T) {
 	}
 }
 
-// TestCheckPrice: the quote's code decides, and only a max_price below
-// every ask that fits is refused.
-func TestCheckPrice(t *testing.T) {
+// TestCheck: what a submission is refused for before anything is locked.
+// A requirement no provider meets, at any price, is refused naming it and
+// what the network offers instead (issue 33: a GPU job on a network
+// without GPUs locked its escrow and waited for ever); a max_price below
+// every ask that fits, with the quote's reason; a job that waits only for
+// a busy provider is not refused.
+func TestCheck(t *testing.T) {
 	w := newWorld(t)
+	// p1: CPU only, 16 cores, 64 GiB, 500 GiB disk, region eu, wasm,
+	// asks 1 SYNC/h a core (ledgertest.ProviderInfo).
 	for _, tc := range []struct {
 		name                       string
 		maxPrice, verify, resource string
 		code                       string
-		refused                    bool
+		price                      bool
+		unmet                      []jobclient.Unmet
 	}{
-		{"fits", "2", "none", "", "", false},
-		{"below p1's ask", "0.5", "none", "", ledger.QuoteOverPrice, true},
-		{"no GPU provider", "2", "none", "{cpu: 1, memory: 256MiB, gpu: {count: 1}}", ledger.QuoteNoOffer, false},
-		{"more memory than p1 has", "2", "none", "{cpu: 1, memory: 1TiB}", ledger.QuoteNoFit, false},
-		{"more replicas than providers", "2", "full", "", ledger.QuoteTooFew, false},
+		{name: "fits", maxPrice: "2", verify: "none"},
+		{name: "below p1's ask", maxPrice: "0.5", verify: "none", code: ledger.QuoteOverPrice, price: true},
+		{name: "a GPU on a network without", maxPrice: "2", verify: "none", resource: "{cpu: 1, memory: 256MiB, gpu: {count: 1}}", code: ledger.QuoteNoOffer,
+			unmet: []jobclient.Unmet{{Field: "resources.gpu.count", Want: "1 GPU", Offered: "no GPUs: 1 CPU-only provider(s)"}}},
+		{name: "a GPU model nobody has", maxPrice: "2", verify: "none", resource: "{cpu: 1, memory: 256MiB, gpu: {count: 2, models: [RTX_4090]}}", code: ledger.QuoteNoOffer,
+			unmet: []jobclient.Unmet{{Field: "resources.gpu.models", Want: "RTX_4090", Offered: "no GPUs: 1 CPU-only provider(s)"}}},
+		{name: "more memory than p1 has", maxPrice: "2", verify: "none", resource: "{cpu: 1, memory: 1TiB}", code: ledger.QuoteNoFit,
+			unmet: []jobclient.Unmet{{Field: "resources.memory", Want: "1TiB", Providers: 1, Offered: "at most 64 GiB"}}},
+		{name: "more cores than p1 has, and too low a price", maxPrice: "0.5", verify: "none", resource: "{cpu: 32, memory: 256MiB}", code: ledger.QuoteOverPrice,
+			unmet: []jobclient.Unmet{{Field: "resources.cpu", Want: "32 cores", Providers: 1, Offered: "at most 16 cores"}}},
+		{name: "a region nobody is in", maxPrice: "2", verify: "none", resource: "{cpu: 1, memory: 256MiB}\nregion: us-east\nregion_required: true", code: ledger.QuoteNoFit,
+			unmet: []jobclient.Unmet{{Field: "region", Want: "us-east (region_required)", Providers: 1, Offered: "regions eu (1)"}}},
+		{name: "more replicas than providers", maxPrice: "2", verify: "full", code: ledger.QuoteTooFew,
+			unmet: []jobclient.Unmet{{Field: "verification", Want: "full: 2 distinct providers", Offered: "1 that can run it"}}},
 	} {
 		s := w.spec(t, tc.maxPrice, tc.verify, tc.resource)
 		ls := jobclient.QuoteSpec(s)
@@ -350,14 +366,42 @@ func TestCheckPrice(t *testing.T) {
 			t.Errorf("%s: quote code %q (%v), want %q", tc.name, q.Code, err, tc.code)
 			continue
 		}
-		err = w.jc.CheckPrice(t.Context(), s)
+		err = w.jc.Check(t.Context(), s)
 		var pe *jobclient.PriceError
+		var ue *jobclient.UnmetError
 		switch {
-		case tc.refused && (!errors.As(err, &pe) || pe.MaxPrice != 500_000 || pe.Quote.CheapestAsk != 1_000_000 || pe.Quote.Reason == ""):
-			t.Errorf("%s: CheckPrice = %v, want a PriceError at max 0.5 SYNC/h, cheapest ask 1 SYNC/h", tc.name, err)
-		case !tc.refused && err != nil:
-			t.Errorf("%s: CheckPrice = %v, want nil (reason %q)", tc.name, err, q.Reason)
+		case tc.unmet != nil:
+			if !errors.As(err, &ue) || !slices.Equal(ue.Unmet, tc.unmet) {
+				t.Errorf("%s: Check = %#v (%v), want an UnmetError %+v", tc.name, ue, err, tc.unmet)
+				continue
+			}
+			for _, u := range tc.unmet {
+				if msg := err.Error(); !strings.Contains(msg, u.Field) || !strings.Contains(msg, u.Offered) {
+					t.Errorf("%s: %q does not name %s and what is offered instead (%s)", tc.name, msg, u.Field, u.Offered)
+				}
+			}
+		case tc.price:
+			if !errors.As(err, &pe) || pe.MaxPrice != 500_000 || pe.Quote.CheapestAsk != 1_000_000 || pe.Quote.Reason == "" {
+				t.Errorf("%s: Check = %v, want a PriceError at max 0.5 SYNC/h, cheapest ask 1 SYNC/h", tc.name, err)
+			}
+		case err != nil:
+			t.Errorf("%s: Check = %v, want nil (reason %q)", tc.name, err, q.Reason)
 		}
+	}
+
+	// p1 takes 4 jobs at once: a fifth waits for it, on purpose.
+	for range 4 {
+		if _, err := w.jc.Submit(t.Context(), w.spec(t, "2", "none", "")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s := w.spec(t, "2", "none", "")
+	ls := jobclient.QuoteSpec(s)
+	if q, err := w.cl.Quote(t.Context(), &ls); err != nil || q.Code != ledger.QuoteNoFit || q.Miss.Busy != 1 {
+		t.Fatalf("quote with p1 full: %+v, %v; want no_fit, 1 busy", q, err)
+	}
+	if err := w.jc.Check(t.Context(), s); err != nil {
+		t.Errorf("Check of a job that waits for a busy provider = %v, want nil", err)
 	}
 }
 

@@ -87,8 +87,9 @@ type Node struct {
 // Up builds a cluster: the net and its hosts, the homes (written by
 // `gpunet init --validators N` and then pointed at the hosts' addresses),
 // and a running `gpunet node` on each node's host, its API answering. On
-// error everything made so far is removed.
-func Up(ctx context.Context, o ClusterOptions) (c *Cluster, err error) {
+// error everything made so far is removed, and the error says why (a
+// failed `gpunet init` with its output).
+func Up(ctx context.Context, o ClusterOptions) (_ *Cluster, err error) {
 	if o.Bin == "" || o.Dir == "" {
 		return nil, errors.New("testnet: ClusterOptions.Bin and Dir are required")
 	}
@@ -114,11 +115,12 @@ func Up(ctx context.Context, o ClusterOptions) (c *Cluster, err error) {
 	if err != nil {
 		return nil, err
 	}
-	c = &Cluster{Net: n, ChainID: o.ChainID, o: o}
+	// c, not the named result: `return nil, err` sets the result before
+	// this deferred cleanup runs.
+	c := &Cluster{Net: n, ChainID: o.ChainID, o: o}
 	defer func() {
 		if err != nil {
 			c.Close()
-			c = nil
 		}
 	}()
 	if err := c.writeHomes(ctx); err != nil {

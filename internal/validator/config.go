@@ -28,6 +28,10 @@ type Config struct {
 	API string `yaml:"api"`
 	// P2P is CometBFT's peer-to-peer listen address.
 	P2P string `yaml:"p2p"`
+	// ExternalAddress is the host:port other nodes dial for this node's
+	// p2p (CometBFT's p2p.external_address): what it tells its peers and
+	// joining nodes. Empty: P2P.
+	ExternalAddress string `yaml:"external_address,omitempty"`
 	// RPC is CometBFT's own RPC listen address; empty disables it.
 	RPC string `yaml:"rpc,omitempty"`
 	// PersistentPeers are "nodeid@host:port" of the other validators.
@@ -35,6 +39,11 @@ type Config struct {
 	// Seeds are "nodeid@host:port" of nodes asked for more peers
 	// (CometBFT's p2p.seeds).
 	Seeds []string `yaml:"seeds,omitempty"`
+	// AddrBookStrict and AllowDuplicateIP, when set, are CometBFT's
+	// p2p.addr_book_strict and p2p.allow_duplicate_ip; unset, they follow
+	// the addresses (P2PPolicy).
+	AddrBookStrict   *bool `yaml:"addr_book_strict,omitempty"`
+	AllowDuplicateIP *bool `yaml:"allow_duplicate_ip,omitempty"`
 	// SnapshotInterval takes a state snapshot, for nodes joining by state
 	// sync, at every height that is a multiple of it; 0 takes none.
 	SnapshotInterval uint64 `yaml:"snapshot_interval,omitempty"`
@@ -136,6 +145,21 @@ func (c *Config) Validate() error {
 	if c.RPC != "" {
 		if err := checkHostPort(c.RPC); err != nil {
 			return fmt.Errorf("rpc: %w", err)
+		}
+	}
+	if c.ExternalAddress != "" {
+		if err := checkDialAddr(c.ExternalAddress); err != nil {
+			return fmt.Errorf("external_address: %w", err)
+		}
+	}
+	for _, l := range []struct {
+		key   string
+		peers []string
+	}{{"persistent_peers", c.PersistentPeers}, {"seeds", c.Seeds}} {
+		for _, p := range l.peers {
+			if _, err := peerAddr(p); err != nil {
+				return fmt.Errorf("%s: %w", l.key, err)
+			}
 		}
 	}
 	if c.MaxBlobBytes < 0 {

@@ -4,8 +4,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/netip"
 	"os"
 	"path/filepath"
+	"slices"
 	"time"
 
 	"github.com/cometbft/cometbft/crypto"
@@ -41,6 +43,11 @@ type InitOptions struct {
 	// SnapshotInterval is the nodes' snapshot_interval (0:
 	// DefaultSnapshotInterval of the block time; negative: none).
 	SnapshotInterval int
+	// Net is where the nodes listen and whom they dial besides each
+	// other. Its Listen host (default 127.0.0.1) gets a free port for
+	// each service of each home; its listen and advertised addresses go
+	// with one validator only (they would be the same for every home).
+	Net NetOptions
 }
 
 // Init writes the homes of a new network: keys, genesis and config for each
@@ -58,6 +65,26 @@ func Init(home string, o InitOptions) (_ []string, err error) {
 	if o.BlockTime == 0 {
 		o.BlockTime = time.Second
 	}
+	if o.Validators > 1 && (o.Net.API != "" || o.Net.P2P != "" || o.Net.RPC != "" || o.Net.ExternalAddress != "" || o.Net.AdvertiseAPI != "") {
+		return nil, errors.New("--api, --p2p, --rpc, --external-address and --advertise-api go with --validators 1 (each home would get the same): " +
+			"give --listen HOST for several validators on this machine, or init one validator's home per machine")
+	}
+	listen := "127.0.0.1"
+	if o.Net.Listen != "" {
+		var err error
+		if listen, err = listenHost(o.Net.Listen); err != nil {
+			return nil, fmt.Errorf("--listen %q: %w", o.Net.Listen, err)
+		}
+	}
+	if ip, err := netip.ParseAddr(listen); err == nil && ip.IsUnspecified() && o.Validators > 1 {
+		return nil, fmt.Errorf("--listen %s with --validators %d: the homes would have no address to tell each other and their clients; "+
+			"give --listen an address of this machine, or init one validator's home per machine (then --external-address or --advertise-api)", listen, o.Validators)
+	}
+	if err := o.Net.Check(); err != nil {
+		return nil, err
+	}
+	homeNet := o.Net
+	homeNet.Listen = ""
 	homes := []string{home}
 	if o.Validators > 1 {
 		homes = homes[:0]
@@ -126,12 +153,18 @@ func Init(home string, o InitOptions) (_ []string, err error) {
 		c := &Config{ChainID: o.ChainID, Moniker: name, BlockTime: Duration(o.BlockTime), Devnet: o.Devnet, LogLevel: "info"}
 		c.SnapshotInterval = initSnapshotInterval(o)
 		for _, p := range []*string{&c.API, &c.P2P, &c.RPC} {
-			if *p, err = FreeAddr(); err != nil {
+			if *p, err = FreeAddrOn(listen); err != nil {
+				if o.Net.Listen != "" {
+					err = fmt.Errorf("--listen %q: %w", o.Net.Listen, err)
+				}
 				return nil, err
 			}
 		}
+		if err := homeNet.Apply(c); err != nil {
+			return nil, err
+		}
 		cfgs = append(cfgs, c)
-		ids = append(ids, string(nk.ID())+"@"+c.P2P)
+		ids = append(ids, string(nk.ID())+"@"+dialable(c.P2PAddress()))
 	}
 	if err := bondGenesisValidators(&o, gen, homes, pubs); err != nil {
 		return nil, err
@@ -141,7 +174,7 @@ func Init(home string, o InitOptions) (_ []string, err error) {
 	}
 	for i, h := range homes {
 		for j, id := range ids {
-			if j != i {
+			if j != i && !slices.Contains(cfgs[i].PersistentPeers, id) {
 				cfgs[i].PersistentPeers = append(cfgs[i].PersistentPeers, id)
 				cfgs[i].PeerAPIs = append(cfgs[i].PeerAPIs, cfgs[j].APIURL())
 			}

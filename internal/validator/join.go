@@ -54,6 +54,10 @@ type JoinOptions struct {
 	// http://host:port) of other nodes of the network, asked besides
 	// those the join node names.
 	Witnesses []string
+	// Net is where the node listens (Listen's host, default 127.0.0.1,
+	// with free ports, or the addresses given) and whom it dials besides
+	// the network's nodes (PersistentPeers are added to theirs).
+	Net NetOptions
 	// Client makes the requests (default: one with a 15 s timeout).
 	Client *http.Client
 
@@ -82,6 +86,13 @@ type JoinResult struct {
 	// Notes are things the user should know (one RPC server used twice,
 	// no snapshots to restore).
 	Notes []string `json:"notes,omitempty"`
+	// API is the URL the node will advertise for its API; P2P and RPC
+	// are where CometBFT will listen, and ExternalAddress what it
+	// tells peers to dial when set.
+	API             string `json:"api"`
+	P2P             string `json:"p2p"`
+	RPC             string `json:"rpc"`
+	ExternalAddress string `json:"external_address,omitempty"`
 }
 
 // maxGenesisBytes bounds the genesis file Join accepts.
@@ -107,6 +118,9 @@ func Join(ctx context.Context, home string, o JoinOptions) (*JoinResult, error) 
 	}
 	pin, err := joinPin(o.TrustHeight, o.TrustHash)
 	if err != nil {
+		return nil, err
+	}
+	if err := o.Net.Check(); err != nil {
 		return nil, err
 	}
 	for _, w := range o.Witnesses {
@@ -160,11 +174,28 @@ func Join(ctx context.Context, home string, o JoinOptions) (*JoinResult, error) 
 	} else if pin != nil || len(o.Witnesses) > 0 {
 		res.Notes = append(res.Notes, "--trust-height/--trust-hash and --witness check state sync's header; without snapshots there is none (the node verifies every block from the genesis)")
 	}
+	listen := "127.0.0.1"
+	if o.Net.Listen != "" {
+		listen, _ = listenHost(o.Net.Listen) // checked by Check
+	}
 	for _, p := range []*string{&c.API, &c.P2P, &c.RPC} {
-		if *p, err = FreeAddr(); err != nil {
+		if *p, err = FreeAddrOn(listen); err != nil {
+			if o.Net.Listen != "" {
+				err = fmt.Errorf("--listen %q: %w", o.Net.Listen, err)
+			}
 			return nil, err
 		}
 	}
+	homeNet := o.Net
+	homeNet.Listen = ""
+	if homeNet.PersistentPeers != nil {
+		homeNet.PersistentPeers = slices.Concat(c.PersistentPeers, homeNet.PersistentPeers)
+	}
+	if err := homeNet.Apply(c); err != nil {
+		return nil, err
+	}
+	res.Peers = c.PersistentPeers
+	res.API, res.P2P, res.RPC, res.ExternalAddress = c.APIURL(), c.P2P, c.RPC, c.ExternalAddress
 	if err := c.Validate(); err != nil {
 		return nil, fmt.Errorf("the config made from %s's answers: %w", base, err)
 	}

@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -14,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cometbft/cometbft/light/provider"
 	"github.com/cometbft/cometbft/privval"
 	cmttypes "github.com/cometbft/cometbft/types"
 
@@ -273,5 +275,116 @@ func TestJoinRefusesForgedChain(t *testing.T) {
 	}
 	if strings.Join(res.RPCServers, ",") != "127.0.0.1:26657,127.0.0.1:26657" || !strings.Contains(res.VerifiedFrom, "pinned at height 20") || len(res.Notes) == 0 {
 		t.Fatalf("joined with a pinned header: %+v", res)
+	}
+}
+
+// TestJoinNetOptions: init --join's --listen, --external-address and
+// --persistent-peers land in the joined home's config, the peers besides
+// the network's, and the result says where the node will listen.
+func TestJoinNetOptions(t *testing.T) {
+	f := fakeNode(t, true)
+	home := filepath.Join(t.TempDir(), "full")
+	extra := strings.Repeat("ef", 20) + "@198.51.100.9:26656"
+	o := f.options()
+	o.Net = NetOptions{Listen: "127.0.0.2", ExternalAddress: "127.0.0.3", PersistentPeers: []string{extra}}
+	res, err := Join(t.Context(), home, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := LoadConfig(home)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, a := range []string{c.API, c.P2P, c.RPC} {
+		if !strings.HasPrefix(a, "127.0.0.2:") {
+			t.Errorf("address %s is not on --listen 127.0.0.2", a)
+		}
+	}
+	if _, port, _ := strings.Cut(c.P2P, ":"); c.ExternalAddress != "127.0.0.3:"+port {
+		t.Errorf("external_address %q, want 127.0.0.3 with the p2p port of %s", c.ExternalAddress, c.P2P)
+	}
+	if len(c.PersistentPeers) != 3 || c.PersistentPeers[2] != extra {
+		t.Errorf("persistent_peers %v, want the network's two and %s", c.PersistentPeers, extra)
+	}
+	if res.P2P != c.P2P || res.RPC != c.RPC || res.API != "http://"+c.API || res.ExternalAddress != c.ExternalAddress || len(res.Peers) != 3 {
+		t.Errorf("result %+v does not say the config's addresses %+v", res, c)
+	}
+	bad := f.options()
+	bad.Net = NetOptions{ExternalAddress: "0.0.0.0"}
+	if _, err := Join(t.Context(), filepath.Join(t.TempDir(), "bad"), bad); err == nil || !strings.Contains(err.Error(), "--external-address") {
+		t.Errorf("join with --external-address 0.0.0.0: %v", err)
+	}
+}
+
+// TestJoinSaysWhenRPCUnreachable: when the CometBFT RPC servers state
+// sync needs do not answer (real connections, refused), init --join says
+// it cannot reach them, which ports it needs, and what to do, and writes
+// nothing.
+func TestJoinSaysWhenRPCUnreachable(t *testing.T) {
+	closed := func() string {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer l.Close()
+		return l.Addr().String()
+	}
+	joinRPC, peerRPC := closed(), closed()
+	f := fakeNode(t, true)
+	f.info.RPCAddress, f.info.Peers[0].RPCAddress = joinRPC, peerRPC
+	for _, tc := range []struct {
+		name string
+		// reachable are the servers that answer (from f.chain); the
+		// others are dialled for real.
+		reachable []string
+		want      []string
+	}{
+		{"none answers", nil, []string{"refusing to join: cannot reach the CometBFT RPC of", joinRPC + " (rpc_address of " + f.srv.URL + ")", peerRPC, "connection refused",
+			"port 26657", "two nodes", "--rpc 0.0.0.0:26657", "--witness", "nothing written"}},
+		{"only the join node answers", []string{joinRPC}, []string{"no other CometBFT RPC server confirmed it", "cannot reach the CometBFT RPC of", peerRPC, "connection refused",
+			"two nodes", "--witness", "--trust-height", "nothing written"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			o := f.options()
+			o.newProvider = func(chainID, addr string) (provider.Provider, error) {
+				if slices.Contains(tc.reachable, addr) {
+					return f.chain.serve(chainID), nil
+				}
+				return httpProvider(chainID, addr)
+			}
+			home := filepath.Join(t.TempDir(), "full")
+			_, err := Join(t.Context(), home, o)
+			if err == nil {
+				t.Fatal("joined")
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error does not say %q:\n%v", w, err)
+				}
+			}
+			if _, err := os.Stat(home); !os.IsNotExist(err) {
+				t.Errorf("home written: %v", err)
+			}
+		})
+	}
+}
+
+// TestLoopbackFromAfar: a loopback RPC address named by a join node that
+// is not on loopback is one this machine cannot reach.
+func TestLoopbackFromAfar(t *testing.T) {
+	for _, tc := range []struct {
+		join, addr string
+		want       bool
+	}{
+		{"http://203.0.113.7:26680", "127.0.0.1:26657", true},
+		{"http://203.0.113.7:26680", "http://localhost:26657", true},
+		{"http://203.0.113.7:26680", "[::1]:26657", true},
+		{"http://203.0.113.7:26680", "203.0.113.8:26657", false},
+		{"http://127.0.0.1:26680", "127.0.0.1:26657", false},
+		{"http://localhost:26680", "127.0.0.2:26657", false},
+	} {
+		if got := loopbackFromAfar(tc.join, tc.addr); got != tc.want {
+			t.Errorf("loopbackFromAfar(%s, %s) = %v, want %v", tc.join, tc.addr, got, tc.want)
+		}
 	}
 }

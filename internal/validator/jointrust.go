@@ -194,6 +194,10 @@ func verifyJoinTrust(ctx context.Context, tc *trustCheck) (*trusted, error) {
 		res.notes = append(res.notes, "left out of rpc_servers, it did not answer for the header: "+s)
 	}
 	if tc.pin == nil && nonJoin == 0 {
+		if hint := reachHint(tc.joinURL, unreached(srcs, tc.height), tc.height); hint != "" {
+			return nil, fmt.Errorf("refusing to join: no CometBFT RPC server other than the join node's confirmed the header at height %d: %s; "+
+				"or pin a header with --trust-height and --trust-hash; nothing written", tc.height, hint)
+		}
 		return nil, fmt.Errorf("refusing to join: no CometBFT RPC server other than the join node's confirmed the header at height %d (%s); "+
 			"a joining node must reach the CometBFT RPC (port 26657 by default) of two nodes: give --witness http://HOST:26657 of another node, "+
 			"or pin a header with --trust-height and --trust-hash; nothing written", tc.height, strings.Join(silent, "; "))
@@ -273,6 +277,11 @@ func findRoot(ctx context.Context, tc *trustCheck, srcs []*source) (*root, error
 		return nil, fmt.Errorf("refusing to join: CometBFT RPC not on the chain of %s (chain id %q): %s; nothing written", rt.what, chainID, strings.Join(bad, "; "))
 	}
 	if rt.block == nil {
+		if cut := unreached(srcs, h); len(cut) == len(srcs) {
+			return nil, fmt.Errorf("refusing to join: %s; nothing written", reachHint(tc.joinURL, cut, h))
+		} else if len(cut) > 0 {
+			silent = append(silent, reachHint(tc.joinURL, cut, h))
+		}
 		if tc.pin != nil {
 			return nil, fmt.Errorf("no CometBFT RPC server serves the pinned block at height %d (%s): pin a height they still have; nothing written", h, strings.Join(silent, "; "))
 		}
@@ -359,6 +368,10 @@ func attribute(ctx context.Context, tc *trustCheck, rt *root, srcs []*source, lc
 		why := lcErr
 		if errors.Is(lcErr, light.ErrFailedHeaderCrossReferencing) || errors.Is(lcErr, light.ErrNoWitnesses) {
 			why = errors.New("no witness served it")
+		}
+		if hint := reachHint(tc.joinURL, unreached(srcs, tc.height), tc.height); hint != "" {
+			return fmt.Errorf("refusing to join: the header at height %d verifies from %s, but no other CometBFT RPC server confirmed it (%v): %s; "+
+				"or pin a header with --trust-height and --trust-hash; nothing written", tc.height, rt.what, why, hint)
 		}
 		return fmt.Errorf("refusing to join: the header at height %d verifies from %s, but no other CometBFT RPC server confirmed it (%v; answers: %s): "+
 			"a joining node must reach the CometBFT RPC (port 26657 by default) of two nodes: give --witness http://HOST:26657 of another node, "+

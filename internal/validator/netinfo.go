@@ -22,13 +22,16 @@ func (n *Node) Genesis() ([]byte, error) {
 	return os.ReadFile(n.cmt.Config().GenesisFile())
 }
 
+// NodeID is the node's p2p identity (the id in id@host:port).
+func (n *Node) NodeID() string { return string(n.cmt.NodeInfo().ID()) }
+
 // NetInfo implements apiserver.Network.
 func (n *Node) NetInfo(ctx context.Context) (*apiwire.NetInfo, error) {
 	info := &apiwire.NetInfo{ChainID: n.cfg.ChainID, APIURL: n.cfg.APIURL(), SnapshotInterval: n.cfg.SnapshotInterval,
 		BlockTime: time.Duration(n.cfg.BlockTime).String(), Peers: []apiwire.NetPeer{}, Snapshots: []apiwire.SnapshotInfo{}}
 	if ni, ok := n.cmt.NodeInfo().(p2p.DefaultNodeInfo); ok {
 		info.NodeID = string(ni.DefaultNodeID)
-		info.P2PAddress = info.NodeID + "@" + n.cfg.P2P
+		info.P2PAddress = info.NodeID + "@" + n.cfg.P2PAddress()
 		info.RPCAddress = n.cfg.RPC
 	}
 	for _, p := range n.cmt.Switch().Peers().Copy() {

@@ -23,6 +23,7 @@ import (
 	"github.com/cometbft/cometbft/proxy"
 	"github.com/cometbft/cometbft/rpc/client/local"
 	cmttypes "github.com/cometbft/cometbft/types"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/gpunet/gpunet/internal/abciapp"
 	"github.com/gpunet/gpunet/internal/address"
@@ -56,6 +57,11 @@ type StartOptions struct {
 	// ObserveBlock, when set, gets each block's tx count and the ledger's
 	// time executing it (abciapp.Options.ObserveBlock).
 	ObserveBlock func(txs int, d time.Duration)
+	// Metrics, when set, receives CometBFT's own metrics (consensus, p2p,
+	// mempool, state, block store, block sync, state sync), named
+	// cometbft_*; it must be a registry of this start's own. Unset,
+	// CometBFT keeps none.
+	Metrics prometheus.Registerer
 }
 
 // Start runs the validator of home until ctx ends or Stop is called.
@@ -127,12 +133,16 @@ func Start(ctx context.Context, home string, o StartOptions) (*Node, error) {
 			txIndex.Close()
 		}
 	}
+	metrics := nm.DefaultMetricsProvider(cfg.Instrumentation) // off: no-op metrics
+	if o.Metrics != nil {
+		metrics = cometMetrics(o.Metrics)
+	}
 	n, err := newNode(home, cfg, stores, app, func() (*nm.Node, error) {
 		return nm.NewNode(ctx, cfg, pv, nodeKey,
 			proxy.NewUnsyncLocalClientCreator(app),
 			genesisProvider(home, cfg),
 			dbProvider,
-			nm.DefaultMetricsProvider(cfg.Instrumentation),
+			metrics,
 			cmtLogger,
 		)
 	})
@@ -173,8 +183,8 @@ func cmtConfig(home string, c *Config) *cmtcfg.Config {
 	cfg.Moniker = c.Moniker
 	cfg.P2P.ListenAddress = "tcp://" + c.P2P
 	cfg.P2P.PersistentPeers = strings.Join(c.PersistentPeers, ",")
-	cfg.P2P.AddrBookStrict = false // peers are on loopback in local networks
-	cfg.P2P.AllowDuplicateIP = true
+	cfg.P2P.ExternalAddress = c.ExternalAddress
+	cfg.P2P.AddrBookStrict, cfg.P2P.AllowDuplicateIP = c.P2PPolicy()
 	cfg.P2P.PexReactor = len(c.PersistentPeers) > 0 || len(c.Seeds) > 0
 	stateSyncConfig(cfg, c)
 	cfg.P2P.PersistentPeersMaxDialPeriod = 2 * time.Second
@@ -184,6 +194,8 @@ func cmtConfig(home string, c *Config) *cmtcfg.Config {
 		cfg.RPC.ListenAddress = ""
 	}
 	cfg.GRPC.ListenAddress = ""
+	// CometBFT's metrics go to the node's own /metrics (StartOptions.
+	// Metrics), not to a listener of CometBFT's.
 	cfg.Instrumentation.Prometheus = false
 	bt := time.Duration(c.BlockTime)
 	cfg.Consensus.TimeoutCommit = bt

@@ -28,7 +28,8 @@ func TestStateSyncConfig(t *testing.T) {
 		t.Errorf("a validator's config mentions state_sync:\n%s", b)
 	}
 	hash := strings.Repeat("AB", 32)
-	c.Seeds = []string{"abcd@127.0.0.1:5"}
+	seed := strings.Repeat("ab", 20) + "@127.0.0.1:5"
+	c.Seeds = []string{seed}
 	c.StateSync = StateSyncConfig{Enable: true, RPCServers: []string{"127.0.0.1:7", "http://127.0.0.1:8"}, TrustHeight: 40, TrustHash: hash}
 	if err := SaveConfig(home, c); err != nil {
 		t.Fatal(err)
@@ -43,7 +44,7 @@ func TestStateSyncConfig(t *testing.T) {
 	}
 	ss := cfg.StateSync
 	if !ss.Enable || ss.TrustHeight != 40 || ss.TrustHash != hash || ss.TrustPeriod != DefaultTrustPeriod ||
-		strings.Join(ss.RPCServers, ",") != "http://127.0.0.1:7,http://127.0.0.1:8" || cfg.P2P.Seeds != "abcd@127.0.0.1:5" || !cfg.P2P.PexReactor {
+		strings.Join(ss.RPCServers, ",") != "http://127.0.0.1:7,http://127.0.0.1:8" || cfg.P2P.Seeds != seed || !cfg.P2P.PexReactor {
 		t.Fatalf("cometbft config: statesync %+v seeds %q pex %v", ss, cfg.P2P.Seeds, cfg.P2P.PexReactor)
 	}
 

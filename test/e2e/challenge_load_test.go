@@ -127,7 +127,7 @@ func TestChallengesUnderLoad(t *testing.T) {
 		a.addr = k.Address
 		gpunetJSON(t, &map[string]any{}, "tx", "send", a.addr, "100sync", "--from", "alice", "--home", home)
 		args := []string{"provider", "start", "--from", a.name, "--home", a.home, "--node", info.API,
-			"--bench-time", "1s", "--price", "0.05sync", "--executors", "wasm"}
+			"--bench-time", "1s", "--region", "eu", "--price", "0.05sync", "--executors", "wasm"}
 		if a.overclaim {
 			args = append(args, "--fault-overclaim", strconv.Itoa(loadOverclaim))
 		}

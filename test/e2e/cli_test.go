@@ -105,13 +105,13 @@ func TestCLIContract(t *testing.T) {
 	t.Run("bad input", func(t *testing.T) {
 		wantFail(t, 2, []string{"positive"}, "tx", "send", "carol", "0", "--from", "alice", "--home", home)
 		wantFail(t, 1, []string{"insufficient funds"}, "tx", "send", "carol", "2000000sync", "--from", "alice", "--home", home)
-		wantFail(t, 2, []string{"checksum"}, "tx", "send", typo(carol.Address), "1", "--from", "alice", "--home", home)
-		wantFail(t, 1, []string{"nosuchkey", "keys add"}, "tx", "send", "carol", "1", "--from", "nosuchkey", "--home", home)
+		wantFail(t, 2, []string{"checksum"}, "tx", "send", typo(carol.Address), "1usync", "--from", "alice", "--home", home)
+		wantFail(t, 1, []string{"nosuchkey", "keys add"}, "tx", "send", "carol", "1usync", "--from", "nosuchkey", "--home", home)
 		wrong := filepath.Join(t.TempDir(), "wrong")
 		if err := os.WriteFile(wrong, []byte("not "+e2ePassphrase+"\n"), 0o600); err != nil {
 			t.Fatal(err)
 		}
-		wantFail(t, 1, []string{"carol.json", "wrong passphrase"}, "tx", "send", "alice", "1", "--from", "carol", "--home", home, "--keyring-passphrase-file", wrong)
+		wantFail(t, 1, []string{"carol.json", "wrong passphrase"}, "tx", "send", "alice", "1usync", "--from", "carol", "--home", home, "--keyring-passphrase-file", wrong)
 		wantFail(t, 1, []string{"unreachable"}, "status", "--node", "127.0.0.1:1", "--home", home)
 		wantFail(t, 2, []string{"--output"}, "status", "--output", "yaml", "--home", home)
 		wantFail(t, 2, []string{`unknown command "runn"`, "did you mean run?"}, "job", "runn", "x", "--home", home)

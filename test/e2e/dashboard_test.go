@@ -67,8 +67,8 @@ func TestDashboardInBrowser(t *testing.T) {
 		t.Skip("no chromium on PATH (apt-get install -y chromium); skipping the browser test outside CI")
 	}
 	home := t.TempDir()
-	// The third provider (region ap-south, the dearest) commits wrong
-	// results: the job page, the provider page and the ledger show it
+	// The third provider (region ap-south; as the faulty one it asks the
+	// least, so jobs go to it first) commits wrong results: the job page, the provider page and the ledger show it
 	// outvoted and slashed.
 	// --registry: the service example's image and spec (checkServicesShown).
 	_, info := startDevnet(t, home, "--providers", "3", "--faulty", "1", "--block-time", "200ms", "--example=false", "--registry")
@@ -349,6 +349,7 @@ func TestDashboardInBrowser(t *testing.T) {
 
 	faulty := checkSlashShown(t, ctx, evalAwait, poll, hash, shot, home)
 	checkLedgerFilters(t, ctx, evalAwait, poll, hash)
+	checkAccountAndPrices(t, ctx, evalAwait, poll, hash, shot, info.addr(t, "alice"))
 	ckpt := checkCheckpointsShown(t, ctx, eval, poll, hash, home)
 	svc := checkServicesShown(t, ctx, eval, poll, hash, shot, home)
 	checkNarrow(t, ctx, poll, hash, shot, map[string]string{
@@ -817,4 +818,62 @@ func checkServicesShown(t *testing.T, ctx context.Context, eval evalFunc, poll p
 		t.Errorf("a stopped service's page still says when its budget runs out")
 	}
 	return id
+}
+
+// checkAccountAndPrices: an account's page shows what its jobs and
+// services cost it, and names the account by its key in the node's
+// keyring (the page has the API token by now) or by a label given here;
+// "This is my account" makes it the Account link's page. The Market page's
+// price axis is in a unit in which the devnet's index does not read 0, its
+// epoch charts count epochs, and each class has its price history (issue
+// 33).
+func checkAccountAndPrices(t *testing.T, ctx context.Context, eval evalFunc, poll pollFunc, hash hashFunc, shot shotFunc, alice string) {
+	t.Helper()
+	err := chromedp.Do(ctx,
+		hash("#/account/"+alice),
+		poll("the account's spend", `(document.getElementById('account-spent')||{}).textContent.includes('SYNC')`, 15*time.Second),
+		poll("the account named by the node's keyring", `(document.getElementById('account-name')||{}).textContent === 'alice'`, 15*time.Second),
+	)
+	if err != nil {
+		t.Fatal(err)
+	}
+	jobs := eval(`fetch('/v1/jobs?owner=` + alice + `&limit=1000').then(r => r.json()).then(p => String(p.jobs.length))`)
+	if card := eval(`document.getElementById('account-spent').parentElement.innerText`); !strings.Contains(card, "on "+jobs+" job(s)") {
+		t.Errorf("the spend card %q does not count alice's %s jobs", card, jobs)
+	}
+	err = chromedp.Do(ctx,
+		chromedp.SetValue(chromedp.CSS(`#account-label-input`), "alice's lab"),
+		chromedp.Click(chromedp.CSS(`#account-label-save`)),
+		poll("the label given", `(document.getElementById('account-name')||{}).textContent === "alice's lab"`, 10*time.Second),
+		chromedp.Evaluate[chromedp.Void](`document.getElementById('account-mine-toggle').click()`),
+		poll("marked as mine", `document.getElementById('account-mine') !== null`, 10*time.Second),
+		hash("#/"),
+		poll("the overview", `document.getElementById('ov-online') !== null`, 10*time.Second),
+		chromedp.Evaluate[chromedp.Void](`document.querySelector('header nav a[data-nav="me"]').click()`),
+		poll("the Account link opens alice's page", `location.hash === '#/account/`+alice+`' && document.getElementById('account-mine') !== null`, 10*time.Second),
+		hash("#/jobs"),
+		poll("the jobs table names alice's jobs' owner by the label", `[...document.querySelectorAll('tr[data-job] a[href="#/account/`+alice+`"]')].some(a => a.textContent === "alice's lab")`, 15*time.Second),
+		shot("dashboard-account-jobs.png"),
+		// The label off again: the keyring's name is back.
+		hash("#/account/"+alice),
+		poll("the account page again", `document.getElementById('account-label-input') !== null`, 10*time.Second),
+		// (chromedp.SetValue cannot set an empty value.)
+		chromedp.Evaluate[chromedp.Void](`document.getElementById('account-label-input').value = ''; document.getElementById('account-label-save').click()`),
+		poll("the keyring's name back", `(document.getElementById('account-name')||{}).textContent === 'alice'`, 10*time.Second),
+	)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = chromedp.Do(ctx,
+		hash("#/market"),
+		poll("the index chart, its price axis not all 0", `[...document.querySelectorAll('#market-index .y-label')].some(l => parseFloat(l.textContent.replace(/,/g, '')) > 0)`, 30*time.Second),
+		poll("a price history per class", `document.querySelector('#market-models .model[data-class="cpu"] svg path') !== null`, 15*time.Second),
+		shot("dashboard-market.png"),
+	)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if x := eval(`[...document.querySelectorAll('#market-index .x-label')].map(l => l.textContent).join('|')`); !strings.HasPrefix(x, "epoch ") || strings.Contains(x, "block") {
+		t.Errorf("the index chart's x axis reads %q, want epochs", x)
+	}
 }

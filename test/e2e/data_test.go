@@ -46,7 +46,7 @@ func TestDataAcrossNodes(t *testing.T) {
 	node0, node1 := apis[0], apis[1]
 	// The URL inputs below come from a test server on loopback, which a
 	// provider refuses unless its operator allows it.
-	startProc(t, "provider carol (node1 only)", "provider", "start", "--from", "carol", "--home", keyHome, "--node", node1, "--bench-time", "200ms", "--price", "0.05sync",
+	startProc(t, "provider carol (node1 only)", "provider", "start", "--from", "carol", "--home", keyHome, "--node", node1, "--bench-time", "200ms", "--region", "eu", "--price", "0.05sync",
 		"--allow-fetch-network", "127.0.0.0/8")
 	waitOfferCount(t, 60*time.Second, keyHome, node0, "", 1)
 

@@ -45,7 +45,7 @@ func upJobNet(t *testing.T) *jobNet {
 func (n *jobNet) startProvider(t *testing.T, nodes, via string) *hostProc {
 	t.Helper()
 	p := startOnHost(t, n.Cluster, "provider", "provider", "start", "--from", "carol", "--home", n.providerHome,
-		"--node", nodes, "--bench-time", "200ms", "--price", "0.05sync", "--executors", "wasm")
+		"--node", nodes, "--bench-time", "200ms", "--region", "eu", "--price", "0.05sync", "--executors", "wasm")
 	waitUntil(t, 60*time.Second, "carol's offer", func() bool {
 		var offers []map[string]any
 		r := onHost(t, n.Cluster, "consumer", time.Minute, "offers", "--node", via, "--output", "json")

@@ -206,6 +206,6 @@ func startProvider(t testing.TB, home, name, funder string, args ...string) (*pr
 	var k keyJSON
 	gpunetJSON(t, &k, "keys", "add", name, "--home", home)
 	gpunetJSON(t, &map[string]any{}, "tx", "send", name, "100sync", "--from", funder, "--home", home)
-	p := startProc(t, "provider "+name, append([]string{"provider", "start", "--from", name, "--home", home, "--bench-time", "200ms", "--price", "0.05sync"}, args...)...)
+	p := startProc(t, "provider "+name, append([]string{"provider", "start", "--from", name, "--home", home, "--bench-time", "200ms", "--region", "eu", "--price", "0.05sync"}, args...)...)
 	return p, k.Address
 }

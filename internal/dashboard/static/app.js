@@ -5,6 +5,7 @@
 'use strict';
 
 (() => {
+  const T = window.gpunetText; // text.js: the page's words and figures
   const app = document.getElementById('app');
   const STATES = ['queued', 'assigned', 'running', 'verifying', 'succeeded', 'failed', 'cancelled'];
   const COLORS = ['#1f6feb', '#1a7f37', '#cf222e', '#9a6700', '#8250df', '#bf3989', '#0a7ea4', '#57606a'];
@@ -96,9 +97,13 @@
     return fmtNum(b, 1) + ' ' + units[i];
   }
   function short(a) { return a && a.length > 16 ? a.slice(0, 10) + '…' + a.slice(-6) : (a || ''); }
+  // addrLink links an account (or a provider's page): by its name where
+  // the page knows one (labels), else by its short address; the full
+  // address is the link's title.
   function addrLink(a, provider) {
     if (!a) return '–';
-    return h('a', {href: (provider ? '#/provider/' : '#/account/') + a, class: 'mono', title: a}, short(a));
+    const name = labels.name(a);
+    return h('a', {href: (provider ? '#/provider/' : '#/account/') + a, class: name ? 'named' : 'mono', title: a, 'data-address': a}, name || short(a));
   }
   function jobLink(id) { return h('a', {href: '#/job/' + id}, '#' + id); }
   function stateBadge(st) { return h('span', {class: 'state ' + st}, st); }
@@ -130,20 +135,38 @@
   // page and the job log use it).
   const token = {
     get() { return sessionStorage.getItem('gpunet-token') || ''; },
-    set(v) { sessionStorage.setItem('gpunet-token', v.trim()); },
+    set(v) { sessionStorage.setItem('gpunet-token', v.trim()); labels.load(); },
     clear() { sessionStorage.removeItem('gpunet-token'); },
     headers() { return {Authorization: 'Bearer ' + this.get()}; },
   };
 
-  // What became of a replica in its job's verdict (ledger Assignment.outcome).
-  const OUTCOMES = {
-    majority: ['in majority', 'good'],
-    minority: ['outvoted', 'bad'],
-    unrevealed: ['did not reveal', 'bad'],
-    no_majority: ['no majority', 'warn'],
-    bad_handover: ['handed over a wrong key', 'bad'],
-    withheld_key: ['withheld the key', 'bad'],
+  // Names for addresses. The ledger keeps none (a provider registers no
+  // name), so the page uses what it has: the names of the node's keyring
+  // (with its API token: a devnet's alice, bob, provider-N) and the
+  // labels given in this browser on an account's page (localStorage),
+  // which win. mine is the account this browser calls its own (the
+  // Account link).
+  const labels = {
+    keys: [],
+    local() {
+      try { return JSON.parse(localStorage.getItem('gpunet-labels') || '{}') || {}; } catch (e) { return {}; }
+    },
+    name(a) { return T.labels(this.keys, this.local())[a] || ''; },
+    set(a, label) {
+      const m = this.local();
+      if (label) m[a] = label; else delete m[a];
+      localStorage.setItem('gpunet-labels', JSON.stringify(m));
+    },
+    mine() { return localStorage.getItem('gpunet-mine') || ''; },
+    setMine(a) { if (a) localStorage.setItem('gpunet-mine', a); else localStorage.removeItem('gpunet-mine'); },
+    // load reads the node's keyring names once a token is known.
+    async load() {
+      if (!token.get()) return;
+      try { this.keys = (await api('/v1/dashboard/keys', {headers: token.headers()})).keys || []; } catch (e) { /* without a valid token: no names */ }
+    },
   };
+
+  const OUTCOMES = T.OUTCOMES;
   // Event types that slash a provider, and the routine liveness rows a
   // provider's history holds many of.
   const SLASH_EVENTS = new Set(['job_replica_slashed', 'hw_challenge_failed']);
@@ -171,7 +194,9 @@
 
   // lineChart draws series [{name, points: [[x, y]…]}] as an SVG line
   // chart with a y axis from 0 (or the data's minimum when negative) to
-  // the data's maximum, and a legend with each series' last value.
+  // the data's maximum, and a legend with each series' last value
+  // (written by opts.lfmt, default the axis's opts.yfmt). The x axis
+  // counts opts.xname (default 'block').
   function lineChart(series, opts) {
     opts = opts || {};
     const W = 600, H = opts.height || 170, L = 52, R = 10, T = 10, B = 24;
@@ -194,10 +219,11 @@
     for (const f of [0, 0.5, 1]) {
       const v = y0 + f * (y1 - y0), y = py(v);
       svg.append(s('line', {x1: L, x2: W - R, y1: y, y2: y, stroke: '#d0d7de', 'stroke-width': 1}));
-      svg.append(s('text', {x: L - 6, y: y + 4, 'text-anchor': 'end', 'font-size': 11, fill: '#656d76'}, yfmt(v)));
+      svg.append(s('text', {x: L - 6, y: y + 4, 'text-anchor': 'end', 'font-size': 11, fill: '#656d76', class: 'y-label'}, yfmt(v)));
     }
-    svg.append(s('text', {x: L, y: H - 6, 'font-size': 11, fill: '#656d76'}, 'block ' + x0));
-    svg.append(s('text', {x: W - R, y: H - 6, 'font-size': 11, fill: '#656d76', 'text-anchor': 'end'}, 'block ' + x1));
+    const xname = opts.xname || 'block';
+    svg.append(s('text', {x: L, y: H - 6, 'font-size': 11, fill: '#656d76', class: 'x-label'}, xname + ' ' + x0));
+    svg.append(s('text', {x: W - R, y: H - 6, 'font-size': 11, fill: '#656d76', 'text-anchor': 'end', class: 'x-label'}, xname + ' ' + x1));
     const legend = h('div', {class: 'legend'});
     series.forEach((se, i) => {
       const color = se.color || COLORS[i % COLORS.length];
@@ -208,7 +234,7 @@
       const sw = h('span', {class: 'swatch'});
       sw.style.background = color;
       const last = se.points.length ? se.points[se.points.length - 1][1] : null;
-      legend.append(h('span', {}, sw, se.name + (last === null ? '' : ': ' + yfmt(last))));
+      legend.append(h('span', {}, sw, se.name + (last === null ? '' : ': ' + (opts.lfmt || yfmt)(last))));
     });
     append(root, [svg, legend]);
     return root;
@@ -271,12 +297,12 @@
     const parts = path.split('/').filter(Boolean);
     const pages = {
       '': overviewPage, providers: providersPage, provider: providerPage, jobs: jobsPage, job: jobPage, services: servicesPage, service: servicePage,
-      ledger: ledgerPage, block: blockPage, tx: txPage, account: accountPage, submit: submitPage, market: marketPage,
+      ledger: ledgerPage, block: blockPage, tx: txPage, account: accountPage, me: mePage, submit: submitPage, market: marketPage,
     };
     const fn = pages[parts[0] || ''];
     for (const a of document.querySelectorAll('header nav a')) {
       const nav = a.getAttribute('data-nav');
-      a.classList.toggle('active', nav === (parts[0] || 'overview') || (nav === 'providers' && parts[0] === 'provider') || (nav === 'jobs' && parts[0] === 'job') || (nav === 'services' && parts[0] === 'service') || (nav === 'ledger' && ['block', 'tx', 'account'].includes(parts[0])));
+      a.classList.toggle('active', nav === (parts[0] || 'overview') || (nav === 'providers' && parts[0] === 'provider') || (nav === 'jobs' && parts[0] === 'job') || (nav === 'services' && parts[0] === 'service') || (nav === 'ledger' && ['block', 'tx'].includes(parts[0])) || (nav === 'me' && parts[0] === 'account'));
     }
     page = null;
     if (!fn) { replace(app, h('h1', {}, 'Not found'), h('p', {}, 'No page ' + hash + '.')); return; }
@@ -393,37 +419,74 @@
   // ---------------------------------------------------------------- market
 
   // marketPage shows each hardware class's price index, utilisation and
-  // tier prices, epoch by epoch (GET /v1/market), and the epoch's rewards.
+  // tier prices, epoch by epoch (GET /v1/market), the epoch's rewards, and
+  // each class's price history (its providers' median ask from the node's
+  // series, and the tiers' index prices).
   function marketPage(_, params) {
     const only = params.get('class') || '';
     const err = h('div');
     const body = h('div', {id: 'market'});
-    replace(app, h('h1', {}, 'Market'), h('p', {class: 'muted'}, 'Per hardware class, each epoch: the share of offered capacity that jobs reserved, and the price index it moves (usync per unit-hour; a job pays the larger of its provider\'s ask and the index × its tier\'s factor).'), err, body);
+    replace(app, h('h1', {}, 'Market'), h('p', {class: 'muted'}, 'Per hardware class (a GPU model, or cpu), each epoch: the share of offered capacity that jobs reserved, and the price index it moves (per unit-hour: per GPU, or per core for cpu; a job pays the larger of its provider\'s ask and the index × its tier\'s factor).'), err, body);
+    let samples = [];
+    // price writes usync per unit-hour in the unit that suits it alone
+    // (a legend's exact figure, where the axis shares one unit).
+    const price = usync => { const sc = T.priceScale([usync]); return fmtNum(usync / sc.div, sc.div === 1 ? 2 : 6) + ' ' + sc.unit; };
     const load = async () => {
       try {
         const m = await api('/v1/market' + qs({class: only, history: 256}));
         replace(err);
         const classes = m.classes || [];
         const rw = m.rewards || {};
+        const idx = c => c.index_micro / 1e6; // usync per unit-hour
+        const isc = T.priceScale(classes.flatMap(c => [idx(c), ...(c.history || []).map(e => e.index_micro / 1e6)]));
         replace(body,
           h('div', {class: 'cards'},
             h('div', {class: 'card'}, h('div', {class: 'label'}, 'Epoch'), h('div', {class: 'value', id: 'mkt-epoch'}, fmtNum(m.epoch.number, 0)), h('div', {class: 'sub'}, m.epoch_blocks + ' blocks each, target ' + fmtPct(m.target_ppm / 1e6))),
             h('div', {class: 'card'}, h('div', {class: 'label'}, 'Paid this epoch'), h('div', {class: 'value'}, fmtSync(rw.demand && rw.demand.paid)), h('div', {class: 'sub'}, 'fees ' + fmtSync(rw.demand && rw.demand.fees))),
             h('div', {class: 'card'}, h('div', {class: 'label'}, 'Emission so far'), h('div', {class: 'value'}, fmtSync(rw.emission)), h('div', {class: 'sub'}, 'minted ' + fmtSync(rw.minted) + ', burned ' + fmtSync(rw.burned)))),
           classes.length === 0 ? h('p', {class: 'muted'}, 'No class has offers yet.') : h('div', {class: 'panel'}, h('table', {id: 'market-classes'},
-            h('thead', {}, h('tr', {}, h('th', {}, 'Class'), h('th', {class: 'num'}, 'Index SYNC/unit·h'), h('th', {class: 'num'}, 'Utilisation'), h('th', {class: 'num wide-only'}, 'Smoothed'), h('th', {class: 'num wide-only'}, 'Reserved / offered'),
+            h('thead', {}, h('tr', {}, h('th', {}, 'Class'), h('th', {class: 'num'}, 'Index ' + isc.unit + '/unit·h'), h('th', {class: 'num'}, 'Utilisation'), h('th', {class: 'num wide-only'}, 'Smoothed'), h('th', {class: 'num wide-only'}, 'Reserved / offered'),
               ...(classes[0].prices || []).map(p => h('th', {class: 'num'}, p.tier)))),
-            h('tbody', {}, classes.map(c => h('tr', {}, h('td', {}, h('a', {href: '#/market' + qs({class: c.class})}, c.class)), h('td', {class: 'num'}, fmtNum(c.index_micro / 1e12, 6)),
+            h('tbody', {}, classes.map(c => h('tr', {}, h('td', {}, h('a', {href: '#/market' + qs({class: c.class})}, c.class), h('span', {class: 'muted'}, ' per ' + T.unitName(c.class))), h('td', {class: 'num'}, fmtNum(idx(c) / isc.div, isc.digits)),
               h('td', {class: 'num'}, fmtPct(c.utilisation_ppm / 1e6)), h('td', {class: 'num wide-only'}, fmtPct(c.ema_ppm / 1e6)), h('td', {class: 'num wide-only'}, c.reserved_units + ' / ' + c.offered_units),
               ...(c.prices || []).map(p => h('td', {class: 'num'}, fmtSync(p.price_per_hour)))))))),
           h('div', {class: 'grid2'},
-            h('div', {class: 'panel'}, h('h2', {}, 'Price index (SYNC/unit·h)'), lineChart(classes.map(c => ({name: c.class, points: (c.history || []).map(e => [e.epoch, e.index_micro / 1e12])})), {yfmt: v => fmtNum(v, 4), title: 'index'})),
-            h('div', {class: 'panel'}, h('h2', {}, 'Utilisation'), lineChart(classes.map(c => ({name: c.class, points: (c.history || []).map(e => [e.epoch, e.utilisation_ppm / 1e6])})), {yfmt: fmtPct, ymax: 1, title: 'utilisation'}))));
+            h('div', {class: 'panel', id: 'market-index'}, h('h2', {}, 'Price index (' + isc.unit + '/unit·h)'), lineChart(classes.map(c => ({name: c.class, points: (c.history || []).map(e => [e.epoch, e.index_micro / 1e6 / isc.div])})), {yfmt: v => fmtNum(v, isc.digits), xname: 'epoch', title: 'index'})),
+            h('div', {class: 'panel'}, h('h2', {}, 'Utilisation'), lineChart(classes.map(c => ({name: c.class, points: (c.history || []).map(e => [e.epoch, e.utilisation_ppm / 1e6])})), {yfmt: fmtPct, ymax: 1, xname: 'epoch', title: 'utilisation'}))),
+          classes.length ? h('div', {class: 'panel', id: 'market-models'}, h('h2', {}, 'Price history by model'),
+            h('p', {class: 'muted'}, 'Per unit-hour, by block: the median ask of the online providers of each class (as this node saw it) and each tier\'s index price at the close of each epoch.'),
+            h('div', {class: 'models'}, classes.map(c => {
+              const series = T.modelHistory(c, samples);
+              const sc = T.priceScale(series.flatMap(se => se.points.map(pt => pt[1])));
+              const last = series[0].points.length ? series[0].points[series[0].points.length - 1][1] : null;
+              return h('div', {class: 'model', 'data-class': c.class},
+                h('h3', {}, c.class, h('span', {class: 'muted'}, ' · ' + sc.unit + ' per ' + T.unitName(c.class) + '-hour' + (last === null ? '' : ' · median ask now ' + price(last)))),
+                lineChart(series.map(se => ({name: se.name, points: se.points.map(([x, y]) => [x, y / sc.div])})), {yfmt: v => fmtNum(v, sc.digits), lfmt: v => price(v * sc.div), title: c.class + ' prices'}));
+            }))) : null);
       } catch (e) { replace(err, errorBox(e)); }
     };
-    load();
+    (async () => {
+      try {
+        let cursor = '';
+        for (let i = 0; i < 5; i++) {
+          const p = await api('/v1/stats/series' + qs({limit: 1000, cursor}));
+          samples.push(...p.samples);
+          if (!p.next_cursor) break;
+          cursor = p.next_cursor;
+        }
+      } catch (e) { append(err, [errorBox(e)]); }
+      load();
+    })();
     const reload = refresher(load, 2000);
-    return {onBlock() { reload(); }};
+    return {
+      onBlock(u) {
+        if (u.sample) {
+          samples.push(u.sample);
+          if (samples.length > 5000) samples = samples.slice(-5000);
+        }
+        reload();
+      },
+    };
   }
 
   // ---------------------------------------------------------------- providers
@@ -466,7 +529,7 @@
       return h('tr', {'data-address': o.address},
         h('td', {}, addrLink(o.address, true)), h('td', {}, o.gpu), h('td', {class: 'num'}, o.count), h('td', {class: 'num'}, fmtNum(o.vram, 0)),
         h('td', {class: 'num'}, o.cpu), h('td', {class: 'num'}, fmtNum(o.ram, 0)), h('td', {}, o.region),
-        h('td', {class: 'num'}, fmtNum(o.price, 4)), h('td', {class: 'num'}, fmtNum(o.reputation, 3)), h('td', {class: 'num'}, fmtPct(o.uptime)),
+        h('td', {class: 'num'}, fmtNum(o.price, 4), h('span', {class: 'muted'}, ' per ' + (o.count ? 'GPU' : 'core'))), h('td', {class: 'num'}, fmtNum(o.reputation, 3)), h('td', {class: 'num'}, fmtPct(o.uptime)),
         h('td', {class: 'num'}, fmtNum(o.tops, 3)), h('td', {class: 'num'}, fmtSync(o.stake)), h('td', {class: 'num'}, fmtSync(o.earned)),
         h('td', {class: 'num'}, o.jobs + '/' + o.max_jobs),
         h('td', {}, o.online ? (o.schedulable ? 'online' : 'online, under-staked') : 'offline'));
@@ -644,31 +707,6 @@
     };
   }
 
-  // verdictText says how the job's result was checked and what came of it.
-  function verdictText(j) {
-    const sp = j.spec;
-    const as = j.assignments || [];
-    const revealed = as.filter(a => a.result);
-    const outvoted = as.filter(a => OUTCOMES[a.outcome] && OUTCOMES[a.outcome][1] === 'bad');
-    const slashed = as.reduce((n, a) => n + (a.slashed || 0), 0);
-    let v;
-    switch (j.verdict) {
-      case 'validated': v = 'validated: ' + as.filter(a => a.outcome === 'majority').length + ' of ' + as.length + ' replicas agree'; break;
-      case 'unverified': v = 'accepted unverified: one replica, not audited this time'; break;
-      case 'unchecked': v = 'not checked (verification none, or not deterministic): taken on the provider’s reputation'; break;
-      case 'no_majority': v = 'no majority: the replicas disagreed up to the most replicas allowed; refunded, nobody slashed'; break;
-      default:
-        if (sp.verification === 'none') v = 'none requested';
-        else if (j.done_state) v = 'no verdict';
-        else v = 'waiting for ' + (as.length ? revealed.length + ' of ' + as.length + ' replica result(s)' : 'a provider');
-    }
-    if (j.audit_drawn) v += ' · an audit replica was drawn';
-    if (j.audit_dropped) v += ' · the audit could not run: ' + j.audit_dropped;
-    if (outvoted.length) v += ' · ' + outvoted.length + ' replica(s) ' + outvoted.map(a => OUTCOMES[a.outcome][0]).join(', ');
-    if (slashed) v += ', slashed ' + fmtSync(slashed) + ' in all';
-    return v;
-  }
-
   // replicaRole names a replica's part: planned by the owner, or an
   // extra one the treasury pays (the audit, then escalations).
   function replicaRole(j, a) {
@@ -827,7 +865,7 @@
           h('h1', {}, 'Job #' + j.id + ' ', h('span', {class: 'muted'}, sp.name), ' ', h('span', {id: 'job-state'}, stateBadge(j.state))),
           j.reason ? h('p', {class: j.state === 'failed' ? 'error' : 'notice', id: 'job-reason'}, (j.state === 'queued' ? 'Waiting: ' : '') + j.reason) : null,
           h('div', {class: 'panel'}, h('h2', {}, 'Replicas and verdict'),
-            h('p', {}, 'Verification: ', h('b', {}, sp.verification), ' · ', h('span', {id: 'job-verification'}, verdictText(Object.assign({done_state: done}, j))), ' · attempts ' + j.attempts),
+            h('p', {}, 'Verification: ', h('b', {}, sp.verification), ' · ', h('span', {id: 'job-verification'}, T.verdictText(j, done, fmtSync)), ' · attempts ' + j.attempts),
             replicasTable(j)),
           checkpointsPanel(j),
           h('div', {class: 'grid2'},
@@ -1078,28 +1116,100 @@
     return null;
   }
 
+  // allOf reads every page of a list route (at most pages of 1000): the
+  // items, and whether more were left unread.
+  async function allOf(path, params, field, pages) {
+    const out = [];
+    let cursor = '';
+    for (let i = 0; i < pages; i++) {
+      const p = await api(path + qs(Object.assign({limit: 1000, cursor}, params)));
+      out.push(...p[field]);
+      if (!p.next_cursor) return {items: out, more: false};
+      cursor = p.next_cursor;
+    }
+    return {items: out, more: true};
+  }
+
+  // accountPage is an account's balance, stake and earnings, what its jobs
+  // and services cost it, and its jobs and services; it names the account
+  // in this browser and marks it as this browser's own (the Account link).
+  // The naming bar is drawn once, so that a redraw (each few blocks) never
+  // takes what is being typed.
   function accountPage([addr], params) {
     const cursor = params.get('cursor') || '';
-    const root = h('div');
-    replace(app, root);
+    const head = h('div'), body = h('div');
+    const labelInput = h('input', {type: 'text', id: 'account-label-input', value: labels.local()[addr] || '', placeholder: 'a name for this address', 'aria-label': 'name'});
+    const mineBox = h('span');
+    const bar = h('div', {class: 'toolbar'}, labelInput, h('button', {type: 'button', id: 'account-label-save', onclick: () => { labels.set(addr, labelInput.value.trim()); load(); }}, 'Name it'),
+      mineBox, h('span', {class: 'muted'}, 'Names and “my account” are kept in this browser only.'));
+    labelInput.addEventListener('keydown', ev => { if (ev.key === 'Enter') { labels.set(addr, labelInput.value.trim()); load(); } });
+    replace(app, head, bar, body);
+    const card = (label, value, sub, id) => h('div', {class: 'card'}, h('div', {class: 'label'}, label), h('div', {class: 'value', id}, value), sub ? h('div', {class: 'sub'}, sub) : null);
+    const drawHead = () => {
+      const name = labels.name(addr), mine = labels.mine() === addr;
+      replace(head, h('h1', {}, 'Account ', name ? [h('span', {id: 'account-name'}, name), ' '] : null, h('span', {class: 'mono muted'}, addr)));
+      replace(mineBox, mine ? h('span', {class: 'tag', id: 'account-mine'}, 'your account') : null,
+        h('button', {type: 'button', id: 'account-mine-toggle', onclick: () => { labels.setMine(mine ? '' : addr); drawHead(); }}, mine ? 'Not mine' : 'This is my account'));
+    };
+    // The spend reads every job and service of the account (its latest
+    // 2000 and 1000): at most every 15 s, not at each redraw.
+    let spent = null, spentAt = 0;
+    const spend = async () => {
+      if (spent && Date.now() - spentAt < 15000) return spent;
+      const [js, ss] = await Promise.all([allOf('/v1/jobs', {owner: addr}, 'jobs', 2), allOf('/v1/services', {owner: addr}, 'services', 1)]);
+      spent = {sp: T.spend(js.items, ss.items), more: js.more || ss.more};
+      spentAt = Date.now();
+      return spent;
+    };
     const load = async () => {
+      drawHead();
       try {
-        const [a, jobs, svcs] = await Promise.all([api('/v1/accounts/' + addr), api('/v1/jobs' + qs({owner: addr, limit: 20, cursor})), api('/v1/services' + qs({owner: addr, limit: 20}))]);
-        replace(root, h('h1', {}, 'Account ', h('span', {class: 'mono'}, addr)),
+        const [a, jobs, svcs, all] = await Promise.all([api('/v1/accounts/' + addr), api('/v1/jobs' + qs({owner: addr, limit: 20, cursor})), api('/v1/services' + qs({owner: addr, limit: 20})), spend()]);
+        const sp = all.sp;
+        const partial = all.more ? ' (its latest ' + sp.jobs + ' jobs and ' + sp.services + ' services)' : '';
+        drawHead();
+        replace(body,
           h('div', {class: 'cards'},
-            h('div', {class: 'card'}, h('div', {class: 'label'}, 'Balance'), h('div', {class: 'value', id: 'account-balance'}, fmtSync(a.balance))),
-            h('div', {class: 'card'}, h('div', {class: 'label'}, 'Stake'), h('div', {class: 'value'}, fmtSync(a.stake)), a.unbonding ? h('div', {class: 'sub'}, fmtSync(a.unbonding) + ' unbonding') : null),
-            h('div', {class: 'card'}, h('div', {class: 'label'}, 'Earned as a provider'), h('div', {class: 'value'}, fmtSync(a.earned))),
-            h('div', {class: 'card'}, h('div', {class: 'label'}, 'Txs sent'), h('div', {class: 'value'}, fmtNum(a.sequence, 0)), h('div', {class: 'sub'}, 'next sequence ' + a.next_sequence))),
+            card('Balance', fmtSync(a.balance), null, 'account-balance'),
+            card('Spent', fmtSync(sp.spent), 'on ' + sp.jobs + ' job(s) and ' + sp.services + ' service(s)' + partial + ': ' + fmtSync(sp.paid) + ' to providers, ' + fmtSync(sp.fees) + ' fees', 'account-spent'),
+            card('In escrow', fmtSync(sp.escrow), fmtSync(sp.refunded) + ' refunded so far', 'account-escrow'),
+            card('Stake', fmtSync(a.stake), a.unbonding ? fmtSync(a.unbonding) + ' unbonding' : null),
+            card('Earned as a provider', fmtSync(a.earned)),
+            card('Txs sent', fmtNum(a.sequence, 0), 'next sequence ' + a.next_sequence)),
           a.provider ? h('p', {}, 'This account is a provider: ', h('a', {href: '#/provider/' + addr}, 'its provider page'), '.') : null,
-          h('div', {class: 'panel'}, h('h2', {}, 'Jobs'), jobsTable(jobs.jobs),
+          h('div', {class: 'panel', id: 'account-jobs'}, h('h2', {}, 'Jobs'), jobsTable(jobs.jobs),
             h('div', {class: 'pager'}, jobs.next_cursor ? h('button', {onclick: () => go('#/account/' + addr + qs({cursor: jobs.next_cursor}))}, 'older →') : null)),
-          svcs.services.length ? h('div', {class: 'panel', id: 'account-services'}, h('h2', {}, 'Services'), servicesTable(svcs.services),
-            svcs.next_cursor ? h('p', {}, h('a', {href: '#/services' + qs({owner: addr})}, 'all of its services →')) : null) : null);
-      } catch (e) { replace(root, h('h1', {}, 'Account'), errorBox(e)); }
+          h('div', {class: 'panel', id: 'account-services'}, h('h2', {}, 'Services'), servicesTable(svcs.services),
+            svcs.next_cursor ? h('p', {}, h('a', {href: '#/services' + qs({owner: addr})}, 'all of its services →')) : null));
+      } catch (e) { replace(body, errorBox(e)); }
     };
     load();
     return {onBlock: refresher(load, 2000)};
+  }
+
+  // mePage is the Account link: this browser's own account if it has
+  // one, else a choice among the node's keys (with its API token) or any
+  // address.
+  function mePage() {
+    const mine = labels.mine();
+    if (mine) { location.replace('#/account/' + mine); return null; }
+    const input = h('input', {type: 'text', id: 'me-address', placeholder: 'gpu1…', 'aria-label': 'address'});
+    const open = () => { const v = input.value.trim(); if (v) { labels.setMine(v); go('#/account/' + v); } };
+    input.addEventListener('keydown', ev => { if (ev.key === 'Enter') open(); });
+    const keys = h('div', {id: 'me-keys'});
+    replace(app, h('h1', {}, 'Your account'),
+      h('div', {class: 'panel'}, h('p', {}, 'Which account is yours? The page remembers it in this browser.'),
+        h('div', {class: 'toolbar'}, input, h('button', {class: 'primary', type: 'button', id: 'me-open', onclick: open}, 'Open')), keys));
+    (async () => {
+      await labels.load();
+      if (!labels.keys.length) {
+        replace(keys, h('p', {class: 'muted'}, token.get() ? 'The node’s keyring has no keys.' : 'With the node’s API token (the Submit page asks for it) the keys of its keyring are listed here.'));
+        return;
+      }
+      replace(keys, h('p', {}, 'The keys of this node’s keyring:'), h('ul', {}, labels.keys.map(k => h('li', {},
+        h('a', {href: '#/account/' + k.address, 'data-key': k.name, onclick: () => labels.setMine(k.address)}, k.name), ' ', h('span', {class: 'mono muted'}, k.address)))));
+    })();
+    return null;
   }
 
   // ---------------------------------------------------------------- submit
@@ -1171,4 +1281,5 @@ verification: spot
   window.addEventListener('hashchange', route);
   connect();
   route();
+  labels.load(); // names appear as the pages redraw
 })();

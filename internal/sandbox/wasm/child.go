@@ -110,6 +110,11 @@ type childJob struct {
 	MemoryBytes   uint64 `json:"memory_bytes"`
 	DiskBytes     uint64 `json:"disk_bytes,omitempty"`
 	Deterministic bool   `json:"deterministic,omitempty"`
+	// TimeoutNS is the job's timeout, which a deterministic guest's
+	// virtual sleeps may not add up past (wasi.Config.SleepLimit); the
+	// parent enforces it on the real clock. 0 (a parent that does not
+	// send it): the sleeps are not bounded.
+	TimeoutNS int64 `json:"timeout_ns,omitempty"`
 }
 
 // childMessage is one line on the child's report fd.
@@ -338,6 +343,9 @@ func (g *guest) run(job *childJob, logs *sandbox.LogWriter, rep *reporter) *chil
 	if job.DiskBytes > 0 {
 		cfg.DiskBytes = int64(min(job.DiskBytes, 1<<62))
 	}
+	if job.Deterministic {
+		cfg.SleepLimit = time.Duration(job.TimeoutNS)
+	}
 	sys, err := wasi.New(cfg)
 	if err != nil {
 		res.Error = "guest file system: " + err.Error()
@@ -359,6 +367,11 @@ func (g *guest) run(job *childJob, logs *sandbox.LogWriter, rep *reporter) *chil
 	}
 	res.PeakMemoryBytes = out.peak
 	switch {
+	case sys.SleptOut():
+		// Checked first: the engine saw it as an exit (wazero) or a
+		// trap (wasmtime).
+		res.Failed, res.Reason = true, sleptOutReason(time.Duration(job.TimeoutNS))
+		logs.Notef("%s", res.Reason)
 	case out.exited:
 		res.ExitCode = int(out.code)
 		res.Reason = sandbox.ExitReason(res.ExitCode)
@@ -383,6 +396,13 @@ func (g *guest) run(job *childJob, logs *sandbox.LogWriter, rep *reporter) *chil
 		res.Failed, res.Reason = true, sandbox.DiskReason(job.DiskBytes)
 	}
 	return res
+}
+
+// sleptOutReason is the Reason of a deterministic job stopped at a sleep
+// that would take its virtual clock past its timeout: a timeout, said so
+// that the job's author sees why it came early.
+func sleptOutReason(timeout time.Duration) string {
+	return sandbox.TimeoutReason(timeout) + " of sleeps (a deterministic job's clock is virtual: a sleep returns at once, and the sleeps count against the timeout)"
 }
 
 // environ is env as NAME=value strings, in name order.

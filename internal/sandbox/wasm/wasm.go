@@ -343,6 +343,7 @@ func (e *Executor) run(ctx context.Context, job *sandbox.Job, logs *sandbox.LogW
 		MemoryBytes:   memLimit,
 		DiskBytes:     job.Limits.Disk(),
 		Deterministic: job.Deterministic,
+		TimeoutNS:     int64(job.Limits.Timeout),
 	}
 
 	t0 := time.Now()

@@ -178,7 +178,8 @@ func TestOutcomes(t *testing.T) {
 		{name: "garbage", module: func(t *testing.T) string { return writeModule(t, []byte("not wasm")) }, wantCode: -1, wantFail: true, reason: "invalid module: "},
 		{name: "no _start", module: hand(), wantCode: -1, wantFail: true, reason: "invalid module: no _start"},
 		{name: "unresolved import", module: hand(secType, secImportEnv, secExportStart), wantCode: -1, wantFail: true, reason: "invalid module: "},
-		{name: "sleep is virtual when deterministic", args: []string{"sleep", "1h"}, reason: "exited 0", wantInLog: "woke"},
+		{name: "sleep is virtual when deterministic", args: []string{"sleep", "29s"}, reason: "exited 0", wantInLog: "woke"},
+		{name: "sleep past the timeout", args: []string{"sleep", "1h"}, wantCode: -1, wantFail: true, reason: "timed out after 30s of sleeps", wantInLog: "a sleep returns at once"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -239,6 +240,62 @@ func TestTimeout(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestSleepingPoll: a job that polls with sleeps for what never comes
+// (issue 33: 708k turns and 786 KB of log in 15 s, when each sleep
+// returned at once and only the real timeout ended it). Deterministic, its
+// sleeps move the virtual clock and count against its timeout: it ends as
+// soon as they add up to it, after timeout/sleep turns, at the same turn on
+// every engine, billed for the little it computed. Not deterministic, a
+// sleep blocks, and the real timeout ends it.
+func TestSleepingPoll(t *testing.T) {
+	mod := guest(t)
+	var first string
+	for _, engine := range wasm.Engines() {
+		t.Run(engine, func(t *testing.T) {
+			job := newJob(t, mod, "poll", "250ms")
+			job.Limits.Timeout = 10 * time.Second
+			start := time.Now()
+			res, logs := run(t, engineExecutor(t, engine), job)
+			took := time.Since(start) - res.CompileTime
+			if !res.Failed || res.ExitCode != -1 || !strings.HasPrefix(res.Reason, "timed out after 10s of sleeps") {
+				t.Errorf("result %+v; want timed out after 10s of sleeps", res)
+			}
+			// 40 sleeps of 250ms make the 10 s (a little less: the clock
+			// reads between them count too), so the 41st or 42nd is refused.
+			lines := strings.Count(logs, "waiting ")
+			if lines < 40 || lines > 42 {
+				t.Errorf("%d turns of the loop, want 41 or so (timeout/sleep):\n%s", lines, logs)
+			}
+			if !strings.Contains(logs, "waiting 40 10s") && !strings.Contains(logs, "waiting 40 9.") {
+				t.Errorf("the guest's clock did not move by its sleeps:\n%s", logs)
+			}
+			if took > 5*time.Second || res.Metered > 5*time.Second {
+				t.Errorf("took %v, metered %v: the sleeps held the job (want well under its 10 s timeout)", took, res.Metered)
+			}
+			if first == "" {
+				first = logs
+			} else if logs != first {
+				t.Errorf("%s's log differs from %s's:\n%s\nvs\n%s", engine, wasm.Engines()[0], logs, first)
+			}
+		})
+	}
+	t.Run("not deterministic", func(t *testing.T) {
+		job := newJob(t, mod, "poll", "250ms")
+		job.Deterministic = false
+		job.Limits.Timeout = 2 * time.Second
+		res, logs := run(t, executor(t), job)
+		if res.Reason != "timed out after 2s" {
+			t.Errorf("result %+v; want timed out after 2s", res)
+		}
+		if lines := strings.Count(logs, "waiting "); lines < 4 || lines > 10 {
+			t.Errorf("%d turns of the loop in 2 s of 250ms sleeps, want about 8: a real sleep blocks\n%s", lines, logs)
+		}
+		if res.Metered < 2*time.Second {
+			t.Errorf("metered %v, want the 2 s it held the slot", res.Metered)
+		}
+	})
 }
 
 // notifyWriter reports the first write containing a word.

@@ -17,8 +17,8 @@ field, line and column. docs/python.md is the reference.
 from .aio import AsyncClient
 from .client import Client, Services, sign_ticket
 from .errors import (APIError, Error, IntegrityError, JobFailed, KeyNotFound, KeyringError, NoPassphrase,
-                     NotInBlockYet, NotOwnerError, PriceError, SpecError, SpecProblem, TxError, Unreachable,
-                     UsageError, WrongPassphrase)
+                     NotInBlockYet, NotOwnerError, PriceError, SpecError, SpecProblem, TxError, Unmet, UnmetError,
+                     Unreachable, UsageError, WrongPassphrase)
 from .jobspec import Spec, load_spec, parse_spec
 from .keyring import Key, Keyring
 from .types import (Assignment, Balance, Deployed, Event, Job, JobResult, Offer, Quote, QuoteOffer, Service,
@@ -30,6 +30,7 @@ __all__ = [
     "APIError", "Assignment", "AsyncClient", "Balance", "Client", "Deployed", "Error", "Event", "IntegrityError",
     "Job", "JobFailed", "JobResult", "Key", "KeyNotFound", "Keyring", "KeyringError", "NoPassphrase",
     "NotInBlockYet", "NotOwnerError", "Offer", "PriceError", "Quote", "QuoteOffer", "Service", "ServiceQuote",
-    "Services", "Spec", "SpecError", "SpecProblem", "Status", "TxError", "TxResult", "Unreachable", "UsageError",
+    "Services", "Spec", "SpecError", "SpecProblem", "Status", "TxError", "TxResult", "Unmet", "UnmetError",
+    "Unreachable", "UsageError",
     "WrongPassphrase", "load_spec", "parse_spec", "sign_ticket",
 ]

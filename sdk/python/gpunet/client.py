@@ -12,6 +12,7 @@ node's HTTP API, with the CLI's home and keyring.
 from __future__ import annotations
 
 import base64
+import dataclasses
 import hashlib
 import http.client
 import io
@@ -27,9 +28,9 @@ from typing import Any, BinaryIO, Callable, Iterator, Mapping
 
 import yaml
 
-from . import age, jobspec, pack, tx as txmod
+from . import age, check as checkmod, jobspec, pack, tx as txmod
 from .errors import (APIError, Error, IntegrityError, JobFailed, KeyringError, NotInBlockYet, NotOwnerError,
-                     PriceError, SpecError, SpecProblem, TxError, Unreachable, UsageError)
+                     PriceError, SpecError, SpecProblem, TxError, UnmetError, Unreachable, UsageError)
 from .keyring import Key, Keyring, default_home
 from .types import (Balance, Deployed, Job, Offer, Quote, Service, ServiceQuote, Status, TxResult, build)
 from .units import parse_amount
@@ -356,6 +357,32 @@ class Client:
         s = self._job_spec(spec_or_path)
         return build(Quote, self._api("POST", "/v1/quote", txmod.go_json(s.quote_spec()).encode()))
 
+    def _check(self, s: jobspec.Spec) -> None:
+        """Raises what submit refuses unless queue=True, before anything is
+        uploaded or locked (check.py): UnmetError for a requirement no
+        online provider meets at any price, PriceError for a max_price
+        below every ask that fits. A job that would wait only for a busy
+        provider passes."""
+        q = self.quote(s)
+        if not q.code:
+            return
+        try:
+            qa = self.quote(dataclasses.replace(s, max_price=checkmod.MAX_JOB_PRICE_PER_HOUR))
+        except APIError:  # not the spec's fault (it was quoted once): judge by the price alone
+            qa = None
+        unmet = checkmod.unmet_by(qa, s) if qa is not None else []
+        if unmet:
+            try:
+                offs = self.offers()
+            except Error:  # what is offered instead is a description: without it, vaguer
+                offs = []
+            for u in unmet:
+                if not u.offered:
+                    u.offered = checkmod.describe_offered(u.field, s, offs)
+            raise UnmetError(unmet, ((qa.raw or {}).get("miss") or {}).get("seen", 0), qa)
+        if q.code == "over_price":
+            raise PriceError(s.max_price, q)
+
     # ------------------------------------------------------------------
     # Blobs.
 
@@ -484,9 +511,7 @@ class Client:
             s = _with_inputs(s, inputs)
         k = self.key(key)
         if not queue:
-            q = self.quote(s)
-            if q.code == "over_price":
-                raise PriceError(s.max_price, q)
+            self._check(s)
         job_key = age.X25519Identity.generate()
         module = ""
         mpath = s.local_module()

@@ -118,6 +118,38 @@ class PriceError(Error):
                          "raise max_price, or pass queue=True to submit it anyway and wait for a cheaper provider")
 
 
+@dataclass
+class Unmet:
+    """One requirement of a spec that no online provider, or not enough of
+    them, meets: the spec's field ("resources.gpu.count"), what it asks
+    ("1 GPU"), how many providers it turned away (0 when none offers the
+    job's class at all), and what the network offers instead."""
+
+    field: str
+    want: str
+    providers: int = 0
+    offered: str = ""
+
+
+class UnmetError(Error):
+    """The spec asks for something no online provider offers at any price
+    (a GPU model, GPU count or VRAM, cores, memory, disk, executor, region,
+    network, distinct providers for its verification): submitted, it would
+    lock its escrow and wait until such a provider comes (pass queue=True
+    to submit it anyway)."""
+
+    def __init__(self, unmet: Sequence[Unmet], seen: int, quote: Any):
+        self.unmet, self.seen, self.quote = list(unmet), seen, quote
+        parts = []
+        for u in self.unmet:
+            p = f"{u.field} {u.want}, where the network offers {u.offered}"
+            if u.providers:
+                p += f" ({u.providers} of the {seen} providers it could use fall short on it)"
+            parts.append(p)
+        super().__init__("no online provider can run this job, at any price: " + "; ".join(parts) +
+                         "; change the spec, or pass queue=True to submit it anyway and wait for such a provider")
+
+
 class JobFailed(Error):
     """wait(..., check=True) saw the job end failed or cancelled."""
 

@@ -287,8 +287,10 @@ def parse_spec_amount(s: str) -> int:
 
 
 def parse_amount(v: int | str) -> int:
-    """An amount as the CLI reads one: an int or a bare integer string in
-    usync, or a number with its unit ("1500usync", "2.5sync"). Positive."""
+    """An amount as the CLI reads one, positive: a string with its unit
+    ("2.5sync", "1500usync"), or an int in usync. A bare number in a string
+    is refused, as the CLI refuses it: "5" could mean 5 SYNC (as max_price
+    reads it) or 5 usync, a millionfold apart."""
     if isinstance(v, bool):
         raise ValueError(f"amount {v!r}: want usync (an int) or a string like 2.5sync")
     if isinstance(v, int):
@@ -300,22 +302,31 @@ def parse_amount(v: int | str) -> int:
     if not isinstance(v, str):
         raise ValueError(f"amount {v!r}: want usync (an int) or a string like 2.5sync")
     t = v.strip().lower()
-    scale = 1
+    scale, unit = 1, True
     if t.endswith("usync"):
         t = t[:-5]
     elif t.endswith("sync"):
         t, scale = t[:-4], USYNC_PER_SYNC
+    else:
+        unit = False
+    t = t.strip()
     if not t:
-        raise ValueError(f"amount {goq(v)} has no number")
+        raise ValueError(f"amount {goq(v)} has no number (write e.g. 2.5sync or 1500usync)")
     if t.startswith("-"):
         raise ValueError(f"amount {goq(v)} is negative")
     if re.search(r"[eE/]", t) or not re.fullmatch(r"\+?(\d+\.?\d*|\.\d+)", t):
-        raise ValueError(f"amount {goq(v)} is not a number (write e.g. 1500usync, 2.5sync or 1500)")
-    r = Fraction(t.lstrip("+") if not t.lstrip("+").startswith(".") else "0" + t.lstrip("+")) * scale
+        raise ValueError(f"amount {goq(v)} is not a number with its unit (write e.g. 2.5sync or 1500usync)")
+    n = Fraction(t.lstrip("+") if not t.lstrip("+").startswith(".") else "0" + t.lstrip("+"))
+    if n == 0:
+        raise ValueError(f"amount {goq(v)} must be positive")
+    if not unit:
+        ex = f"write {t}sync for {t} SYNC"
+        if n.denominator == 1:
+            ex += f", or {t}usync for {format_sync(int(n))[:-5]} SYNC"
+        raise ValueError(f"amount {goq(v)} has no unit: {ex}")
+    r = n * scale
     if r.denominator != 1:
         raise ValueError(f"amount {goq(v)} is not a whole number of usync (1 sync = 1000000 usync)")
-    if r <= 0:
-        raise ValueError(f"amount {goq(v)} must be positive")
     if r > MAX_UINT64:
         raise ValueError(f"amount {goq(v)} is too large")
     return int(r)

@@ -105,7 +105,10 @@ class Units(unittest.TestCase):
         self.assertEqual(units.parse_price("0.1"), 100_000)
         self.assertEqual(units.parse_price("2 SYNC/h"), 2_000_000)
         self.assertEqual(units.parse_amount("2.5sync"), 2_500_000)
-        self.assertEqual(units.parse_amount("1500"), 1500)
+        self.assertEqual(units.parse_amount("1500usync"), 1500)
+        self.assertEqual(units.parse_amount(1500), 1500)  # an int is usync
+        with self.assertRaisesRegex(ValueError, r'amount "5" has no unit: write 5sync for 5 SYNC, or 5usync for 0.000005 SYNC'):
+            units.parse_amount("5")  # as the CLI: a bare number is refused
         self.assertEqual(units.format_bytes(3 << 30), "3GiB")
         self.assertEqual(units.format_duration(36 * units.HOUR), "36h")
         for bad in ("0", "-5", "1.5usync", "x", "1e3"):
@@ -115,6 +118,71 @@ class Units(unittest.TestCase):
             units.parse_bytes("10M")
         with self.assertRaisesRegex(ValueError, "no unit"):
             units.parse_duration("600")
+
+
+class Check(unittest.TestCase):
+    """submit's check before anything is locked (check.py), as the Go
+    client's jobclient.Check: on a network of one CPU-only provider in eu
+    (16 cores, 64 GiB, asking 1 SYNC/h), a requirement nobody offers is
+    refused naming the field and what is offered instead, a max_price
+    below every ask is a PriceError, and a job that waits only for a busy
+    provider passes."""
+
+    OFFER = {"address": "gpu1p", "online": True, "gpu": "cpu", "count": 0, "cpu": 16, "ram": 64.0, "disk": 500.0,
+             "price": 1.0, "region": "eu", "executor": ["wasm"], "max_jobs": 4}
+
+    class Network(gpunet.Client):
+        """A Client whose quotes and offers are given: quotes(max_price) is
+        the quote's JSON at that ceiling."""
+
+        def __init__(self, quotes, offers):
+            self._quotes, self._offers = quotes, offers
+
+        def quote(self, s):
+            return gpunet.types.build(gpunet.Quote, self._quotes(s.max_price))
+
+        def offers(self, query="", sort="", all=False):
+            return [gpunet.types.build(gpunet.Offer, o) for o in self._offers]
+
+    def spec(self, resources="{cpu: 1, memory: 256MiB}", max_price="2", extra=""):
+        return jobspec.parse_spec("name: t\nexecutor: wasm\nmodule: sha256:" + "0" * 64 + "\noutputs: [/out]\n"
+                                  f"resources: {resources}\nmax_price: {max_price}\ntimeout: 1m\nverification: none\n{extra}",
+                                  REPO)
+
+    def check(self, spec, quoted, at_any_price):
+        c = self.Network(lambda p: at_any_price if p == gpunet.check.MAX_JOB_PRICE_PER_HOUR else quoted, [self.OFFER])
+        c._check(spec)
+
+    def test_unmet(self):
+        for name, spec, quote, want in (
+                ("a GPU on a network without", self.spec("{cpu: 1, memory: 256MiB, gpu: {count: 1}}"),
+                 {"code": "no_offer", "miss": {"seen": 0, "fit": 0, "need": 1}},
+                 [gpunet.Unmet("resources.gpu.count", "1 GPU", 0, "no GPUs: 1 CPU-only provider(s)")]),
+                ("a GPU model nobody has", self.spec("{cpu: 1, memory: 256MiB, gpu: {count: 2, models: [RTX_4090]}}"),
+                 {"code": "no_offer", "miss": {"seen": 0, "fit": 0, "need": 1}},
+                 [gpunet.Unmet("resources.gpu.models", "RTX_4090", 0, "no GPUs: 1 CPU-only provider(s)")]),
+                ("more memory", self.spec("{cpu: 1, memory: 1TiB}"),
+                 {"code": "no_fit", "miss": {"seen": 1, "ram": 1, "fit": 0, "need": 1}},
+                 [gpunet.Unmet("resources.memory", "1TiB", 1, "at most 64 GiB")]),
+                ("a region nobody is in", self.spec(extra="region: us-east\nregion_required: true\n"),
+                 {"code": "no_fit", "miss": {"seen": 1, "region": 1, "fit": 0, "need": 1}},
+                 [gpunet.Unmet("region", "us-east (region_required)", 1, "regions eu (1)")])):
+            with self.subTest(name):
+                with self.assertRaises(gpunet.UnmetError) as cm:
+                    self.check(spec, quote, quote)
+                self.assertEqual(cm.exception.unmet, want)
+                for u in want:
+                    self.assertIn(f"{u.field} {u.want}, where the network offers {u.offered}", str(cm.exception))
+                self.assertIn("queue=True", str(cm.exception))
+
+    def test_price_and_busy(self):
+        over = {"code": "over_price", "reason": "cheapest other ask 1 SYNC/h > max 0.5 SYNC/h", "cheapest_ask": 1_000_000,
+                "miss": {"seen": 0, "cheapest_above": 1_000_000, "fit": 0, "need": 1}}
+        with self.assertRaises(gpunet.PriceError):
+            self.check(self.spec(max_price="0.5"), over, {"matching": 1})
+        busy = {"code": "no_fit", "miss": {"seen": 1, "busy": 1, "fit": 0, "need": 1}}
+        self.check(self.spec(), busy, busy)  # waits for p1 on purpose: no error
+        self.check(self.spec(), {"matching": 1}, None)  # placed at once: one quote
 
 
 class Specs(unittest.TestCase):

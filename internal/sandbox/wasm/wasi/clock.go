@@ -13,6 +13,7 @@ import (
 type clock struct {
 	virtual bool
 	ns      int64     // virtual: nanoseconds since Epoch
+	slept   int64     // virtual: the nanoseconds of all its sleeps
 	start   time.Time // real: the monotonic clock's zero
 }
 
@@ -52,16 +53,23 @@ func (c *clock) stamp() int64 {
 	return t
 }
 
-// sleep waits for d (virtual: moves the clock on).
-func (c *clock) sleep(d int64) {
+// sleep waits for d: virtual, it moves the clock on by d and returns at
+// once, unless the sleeps would add up to more than limit (when limit > 0),
+// in which case it moves nothing and returns false; real, it blocks.
+func (c *clock) sleep(d, limit int64) bool {
 	if d <= 0 {
-		return
+		return true
 	}
 	if c.virtual {
+		if limit > 0 && d > limit-c.slept {
+			return false
+		}
 		c.ns += d
-		return
+		c.slept += d
+		return true
 	}
 	time.Sleep(time.Duration(d))
+	return true
 }
 
 func (cryptoRand) Read(p []byte) (int, error) {

@@ -810,7 +810,9 @@ func (s *System) fdReaddir(m Memory, fd, buf, bufLen uint32, cookie uint64, used
 
 // pollOneoff waits for the first of its subscriptions: files and the
 // standard streams are always ready (stdin at its end), so it only sleeps
-// when all it waits for is clocks, until the earliest.
+// when all it waits for is clocks, until the earliest. A deterministic
+// guest whose sleeps would pass Config.SleepLimit is stopped there
+// (SleptOut).
 func (s *System) pollOneoff(m Memory, in, out, n, neventsPtr uint32) Errno {
 	if n == 0 {
 		return ErrnoInval
@@ -879,8 +881,11 @@ func (s *System) pollOneoff(m Memory, in, out, n, neventsPtr uint32) Errno {
 				first = c
 			}
 		}
-		if now, _ := s.clock.now(first.id); first.at > now {
-			s.clock.sleep(first.at - now)
+		if now, _ := s.clock.now(first.id); first.at > now && !s.clock.sleep(first.at-now, int64(s.cfg.SleepLimit)) {
+			s.mu.Lock()
+			s.sleptOut = true
+			s.mu.Unlock()
+			return ErrnoExit
 		}
 		for _, c := range clocks {
 			if now, _ := s.clock.now(c.id); c.at <= now {

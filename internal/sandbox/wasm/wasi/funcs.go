@@ -15,9 +15,10 @@ type Func struct {
 	call     func(s *System, m Memory, a []uint64) Errno
 }
 
-// ErrnoExit is what Call returns after proc_exit: the engine must stop
-// the guest (wasmtime: return a trap; wazero: panic with its exit error),
-// and ExitCode has the code.
+// ErrnoExit is what Call returns when the guest must stop: after proc_exit
+// (ExitCode has the code), or at a sleep past Config.SleepLimit
+// (SleptOut). The engine stops the guest (wasmtime: return a trap; wazero:
+// panic with its exit error).
 const ErrnoExit Errno = 1<<32 - 1
 
 // Call runs f for the guest whose memory is m, with the arguments a (each

@@ -24,7 +24,8 @@
 //     with ENOSPC, and DiskExceeded reports it.
 //   - Deterministic mode (Config.Deterministic): the clocks are virtual
 //     (they start at 2000-01-01T00:00:00Z and advance 1µs per reading and by
-//     the whole duration of a sleep, which returns at once); randomness is
+//     the whole duration of a sleep, which returns at once, up to
+//     Config.SleepLimit of sleeps in all); randomness is
 //     ChaCha8 from Config.Seed; file times are virtual too (files that were
 //     there at the start read as the epoch, a write or a create stamps the
 //     virtual clock's time, a time the guest sets reads back), inode and
@@ -72,6 +73,14 @@ type Config struct {
 	// bound). Growth is measured on each file written, so rewriting in
 	// place is free and deleting gives nothing back.
 	DiskBytes int64
+	// SleepLimit bounds, in deterministic mode, how long the guest may
+	// sleep in all (0: no bound). A sleep returns at once there, having
+	// moved the virtual clock on, so a loop that polls with sleeps would
+	// otherwise run until its real timeout as fast as it can: the sleep
+	// that would pass the limit stops the guest instead (the engine sees
+	// ErrnoExit, and SleptOut reports it), at the same point of its run
+	// on every provider. The executor sets it to the job's timeout.
+	SleepLimit time.Duration
 }
 
 // Epoch is the time a deterministic run's clock starts at, and the time
@@ -99,6 +108,7 @@ type System struct {
 	mu           sync.Mutex
 	exited       bool
 	exitCode     uint32
+	sleptOut     bool
 	diskUsed     int64
 	diskExceeded bool
 }
@@ -164,6 +174,14 @@ func (s *System) ExitCode() (code uint32, exited bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.exitCode, s.exited
+}
+
+// SleptOut reports whether the guest was stopped because its sleeps would
+// have passed Config.SleepLimit.
+func (s *System) SleptOut() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.sleptOut
 }
 
 // DiskExceeded reports whether a write was refused for the disk budget.

@@ -58,6 +58,13 @@ func main() {
 		d, _ := time.ParseDuration(args[0])
 		time.Sleep(d)
 		fmt.Println("woke")
+	case "poll": // poll DURATION: wait for what never comes, a line and a sleep at a time
+		d, _ := time.ParseDuration(args[0])
+		start := time.Now()
+		for i := 0; ; i++ {
+			fmt.Printf("waiting %d %v\n", i, time.Since(start).Round(time.Millisecond))
+			time.Sleep(d)
+		}
 	case "trap": // out-of-bounds memory access
 		p := (*byte)(unsafe.Pointer(uintptr(0xfffffff0)))
 		*p = 1
