@@ -10,17 +10,24 @@
 // resolution (Policy.Control, for net.Dialer.Control): a name checked
 // before the dial may resolve to another address when dialled (DNS
 // rebinding), and a redirect dials anew. Classify also serves checks of
-// literal addresses in URLs before anything is dialled.
+// literal addresses in URLs before anything is dialled. Transport makes
+// an HTTP transport whose every connection is checked so, for clients
+// that follow redirects or take a proxy from the environment (a
+// registry's: package oci).
 package egress
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net"
+	"net/http"
 	"net/netip"
+	"net/url"
 	"slices"
 	"strings"
 	"syscall"
+	"time"
 )
 
 // ErrRefused is matched (errors.Is) by every refusal of a Policy.
@@ -152,9 +159,20 @@ type Policy struct {
 	// public, or are this host's (e.g. 10.0.0.0/8 for a data server on
 	// the provider's LAN).
 	Allow []netip.Prefix
+	// AllowEndpoints are single address:port endpoints that may be
+	// dialled although their address is not public, or is this host's:
+	// one server its operator vouches for (a devnet's own registry)
+	// without the rest of that address's ports. Only Control sees ports;
+	// Check, given an address alone, does not consult them.
+	AllowEndpoints []netip.AddrPort
 
 	// hostAddrs lists this host's addresses; nil: its interfaces'.
 	hostAddrs func() ([]netip.Addr, error)
+	// envProxy is the environment's proxy for a request; nil:
+	// http.ProxyFromEnvironment.
+	envProxy func(*http.Request) (*url.URL, error)
+	// lookup resolves a proxy's name; nil: net.DefaultResolver.
+	lookup func(ctx context.Context, host string) ([]netip.Addr, error)
 }
 
 // Check returns nil when p lets ip be dialled, and otherwise a
@@ -195,7 +213,99 @@ func (p *Policy) Control(network, address string, _ syscall.RawConn) error {
 	if err != nil {
 		return fmt.Errorf("%w: %s %q is not an IP address and port", ErrRefused, network, address)
 	}
+	if p.allowsEndpoint(ap) {
+		return nil
+	}
 	return p.Check(ap.Addr())
+}
+
+func (p *Policy) allowsEndpoint(ap netip.AddrPort) bool {
+	ip := ap.Addr().WithZone("").Unmap()
+	for _, e := range p.AllowEndpoints {
+		if e.Port() == ap.Port() && e.Addr().WithZone("").Unmap() == ip {
+			return true
+		}
+	}
+	return false
+}
+
+// allowsExplicitly reports whether the operator named ip's network, or ip
+// itself, in p (Allow, or an endpoint of AllowEndpoints at any port).
+func (p *Policy) allowsExplicitly(ip netip.Addr) bool {
+	ip = ip.WithZone("").Unmap()
+	for _, n := range p.Allow {
+		if n.Contains(ip) {
+			return true
+		}
+	}
+	for _, e := range p.AllowEndpoints {
+		if e.Addr().WithZone("").Unmap() == ip {
+			return true
+		}
+	}
+	return false
+}
+
+// Proxy is for http.Transport.Proxy: the proxy the environment names for
+// req (HTTPS_PROXY, HTTP_PROXY, NO_PROXY, as http.ProxyFromEnvironment
+// reads them) when every address of the proxy's host is one the operator
+// allowed explicitly (in Allow, or an endpoint's address), and otherwise
+// none: the request goes direct, checked by Control. A proxy connects to
+// the target itself, where Control cannot check it, so a proxy p merely
+// tolerates (any public address) would carry a stranger's URL into the
+// network the proxy sits in; allowing the proxy's address is the
+// operator vouching for it.
+func (p *Policy) Proxy(req *http.Request) (*url.URL, error) {
+	env := p.envProxy
+	if env == nil {
+		env = http.ProxyFromEnvironment
+	}
+	u, err := env(req)
+	if err != nil || u == nil {
+		return nil, nil
+	}
+	host := u.Hostname()
+	var addrs []netip.Addr
+	if ip, err := netip.ParseAddr(host); err == nil {
+		addrs = []netip.Addr{ip}
+	} else {
+		lookup := p.lookup
+		if lookup == nil {
+			lookup = func(ctx context.Context, host string) ([]netip.Addr, error) {
+				return net.DefaultResolver.LookupNetIP(ctx, "ip", host)
+			}
+		}
+		if addrs, err = lookup(req.Context(), host); err != nil {
+			return nil, nil
+		}
+	}
+	if len(addrs) == 0 {
+		return nil, nil
+	}
+	for _, ip := range addrs {
+		if !p.allowsExplicitly(ip) {
+			return nil, nil
+		}
+	}
+	return u, nil
+}
+
+// Transport returns a copy of base (nil: http.DefaultTransport's
+// settings) whose every connection, redirects' included, is dialled
+// through p (Control, after name resolution) and whose proxy is the one
+// Proxy allows. base's own dial functions are dropped: a dialler of its
+// own would connect unchecked.
+func (p *Policy) Transport(base *http.Transport) *http.Transport {
+	if base == nil {
+		base = http.DefaultTransport.(*http.Transport)
+	}
+	t := base.Clone()
+	t.DialTLSContext = nil
+	//lint:ignore SA1019 a deprecated dialler of base's would bypass DialContext too
+	t.Dial, t.DialTLS = nil, nil
+	t.DialContext = (&net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second, Control: p.Control}).DialContext
+	t.Proxy = p.Proxy
+	return t
 }
 
 func interfaceAddrs() ([]netip.Addr, error) {

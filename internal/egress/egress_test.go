@@ -4,9 +4,13 @@ import (
 	"context"
 	"errors"
 	"net"
+	"net/http"
+	"net/http/httptest"
 	"net/netip"
+	"net/url"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -176,5 +180,121 @@ func TestParseNetworks(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("ParseNetworks(%q): %v, want an error saying %q", c.in, err, c.want)
 		}
+	}
+}
+
+// TestControlAllowsOneEndpoint: an endpoint allowed by address and port
+// lets that port be dialled, and no other port of its address.
+func TestControlAllowsOneEndpoint(t *testing.T) {
+	p := &Policy{AllowEndpoints: []netip.AddrPort{netip.MustParseAddrPort("127.0.0.1:5000")}}
+	for _, c := range []struct {
+		addr string
+		ok   bool
+	}{
+		{"127.0.0.1:5000", true},
+		{"[::ffff:127.0.0.1]:5000", true},
+		{"127.0.0.1:5001", false},
+		{"127.0.0.2:5000", false},
+		{"[::1]:5000", false},
+	} {
+		err := p.Control("tcp", c.addr, nil)
+		if c.ok != (err == nil) || err != nil && !errors.Is(err, ErrRefused) {
+			t.Errorf("Control(%s) = %v, want allowed %v", c.addr, err, c.ok)
+		}
+	}
+}
+
+// TestProxyOnlyWhenAllowed: the environment's proxy is used only when the
+// operator allowed its address explicitly; a proxy at an address the
+// policy merely tolerates (a public one), or one whose name does not
+// resolve, is not used: the request goes direct, through Control.
+func TestProxyOnlyWhenAllowed(t *testing.T) {
+	req, _ := http.NewRequest(http.MethodGet, "https://registry.example.com/v2/", nil)
+	env := func(proxy string) func(*http.Request) (*url.URL, error) {
+		return func(*http.Request) (*url.URL, error) {
+			if proxy == "" {
+				return nil, nil
+			}
+			return url.Parse(proxy)
+		}
+	}
+	lookup := func(_ context.Context, host string) ([]netip.Addr, error) {
+		switch host {
+		case "proxy.lan":
+			return []netip.Addr{netip.MustParseAddr("10.0.0.3")}, nil
+		case "split.lan": // one address allowed, one not
+			return []netip.Addr{netip.MustParseAddr("10.0.0.3"), netip.MustParseAddr("8.8.8.8")}, nil
+		}
+		return nil, errors.New("no such host")
+	}
+	lan := []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8")}
+	for _, c := range []struct {
+		proxy string
+		allow []netip.Prefix
+		ends  []netip.AddrPort
+		used  bool
+	}{
+		{"", lan, nil, false},
+		{"http://10.0.0.3:3128", nil, nil, false},
+		{"http://10.0.0.3:3128", lan, nil, true},
+		{"http://8.8.8.8:3128", nil, nil, false}, // public, but not vouched for
+		{"http://8.8.8.8:3128", []netip.Prefix{netip.MustParsePrefix("8.8.8.8/32")}, nil, true},
+		{"http://proxy.lan:3128", lan, nil, true},
+		{"http://proxy.lan:3128", nil, nil, false},
+		{"http://split.lan:3128", lan, nil, false},
+		{"http://nowhere.lan:3128", lan, nil, false},
+		{"http://127.0.0.1:3128", nil, []netip.AddrPort{netip.MustParseAddrPort("127.0.0.1:3128")}, true},
+	} {
+		p := &Policy{Allow: c.allow, AllowEndpoints: c.ends, envProxy: env(c.proxy), lookup: lookup}
+		u, err := p.Proxy(req)
+		if err != nil || (u != nil) != c.used || u != nil && u.String() != c.proxy {
+			t.Errorf("proxy %q, allowed %v %v: Proxy = %v, %v; want used %v", c.proxy, c.allow, c.ends, u, err, c.used)
+		}
+	}
+}
+
+// TestTransportChecksRedirects: a client on Policy.Transport does not
+// follow a redirect from an allowed server to one it does not allow, and
+// that server sees no connection.
+func TestTransportChecksRedirects(t *testing.T) {
+	var hits atomic.Int32
+	inner := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.Write([]byte("inner")) }))
+	inner.Config.ConnState = func(_ net.Conn, s http.ConnState) {
+		if s == http.StateNew {
+			hits.Add(1)
+		}
+	}
+	inner.Start()
+	defer inner.Close()
+	l, err := net.Listen("tcp", "127.0.0.2:0")
+	if err != nil {
+		t.Skipf("no second loopback address: %v", err)
+	}
+	outer := &httptest.Server{Listener: l, Config: &http.Server{Handler: http.RedirectHandler(inner.URL+"/x", http.StatusFound)}}
+	outer.Start()
+	defer outer.Close()
+	p := &Policy{Allow: []netip.Prefix{netip.MustParsePrefix("127.0.0.2/32")}, envProxy: func(*http.Request) (*url.URL, error) { return nil, nil }}
+	c := &http.Client{Transport: p.Transport(nil)}
+	resp, err := c.Get(outer.URL + "/start")
+	if err == nil {
+		resp.Body.Close()
+		t.Fatalf("followed a redirect to %s: %s", inner.URL, resp.Status)
+	}
+	if !errors.Is(err, ErrRefused) {
+		t.Errorf("redirect: %v, want a refusal", err)
+	}
+	if n := hits.Load(); n != 0 {
+		t.Errorf("the server redirected to got %d connections", n)
+	}
+	// Allowed as an endpoint, it is reached.
+	p.AllowEndpoints = []netip.AddrPort{netip.MustParseAddrPort(inner.Listener.Addr().String())}
+	c = &http.Client{Transport: p.Transport(nil)}
+	resp, err = c.Get(outer.URL + "/start")
+	if err != nil {
+		t.Fatalf("redirect to an allowed endpoint: %v", err)
+	}
+	resp.Body.Close()
+	if n := hits.Load(); n == 0 {
+		t.Error("the allowed endpoint got no connection")
 	}
 }
