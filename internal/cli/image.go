@@ -88,6 +88,12 @@ without waiting for the pull.`,
 			}
 			defer s.Close()
 			img, pull, err := s.Get(cmd.Context(), args[0])
+			var pe *oci.PullError
+			if errors.As(err, &pe) && pe.Err != nil {
+				// One's own pull: what the registry said is one's own
+				// to read.
+				return fmt.Errorf("%w: %v", err, pe.Err)
+			}
 			if err != nil {
 				return err
 			}

@@ -27,6 +27,8 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/types"
 	"github.com/klauspost/compress/gzip"
 	"github.com/klauspost/compress/zstd"
+
+	"github.com/gpunet/gpunet/internal/egress"
 )
 
 // ErrBadRef is wrapped by the errors ParseRef returns.
@@ -93,27 +95,43 @@ type RegistryOptions struct {
 	// config ($DOCKER_CONFIG/config.json or ~/.docker/config.json, with
 	// its credential helpers), anonymous where it has none.
 	Keychain authn.Keychain
+	// Egress, when set, checks every connection to a registry on the
+	// address dialled, after name resolution: redirects, token servers
+	// and the environment's proxy included (egress.Policy.Transport). A
+	// provider sets it, since a job's or a service's image reference is a
+	// stranger's choice; nil dials anything, for one's own commands
+	// (`gpunet image digest`) that name one's own registry.
+	Egress *egress.Policy
 	// Transport is the HTTP transport under the plain-HTTP policy; nil
-	// means remote.DefaultTransport.
+	// means remote.DefaultTransport. It is ignored when Egress is set: a
+	// transport of one's own would dial unchecked.
 	Transport http.RoundTripper
 	// Platform selects the image from a multi-platform index; nil means
 	// linux and this machine's architecture.
 	Platform *v1.Platform
 }
 
-func (o RegistryOptions) remote(ctx context.Context) []remote.Option {
+// transport is the HTTP transport registries are reached with, under the
+// plain-HTTP policy.
+func (o RegistryOptions) transport() http.RoundTripper {
+	switch {
+	case o.Egress != nil:
+		return policyTransport{o.Egress.Transport(remote.DefaultTransport.(*http.Transport))}
+	case o.Transport != nil:
+		return policyTransport{o.Transport}
+	}
+	return policyTransport{remote.DefaultTransport}
+}
+
+func (o RegistryOptions) remote(ctx context.Context, rt http.RoundTripper) []remote.Option {
 	kc := o.Keychain
 	if kc == nil {
 		kc = authn.DefaultKeychain
 	}
-	base := o.Transport
-	if base == nil {
-		base = remote.DefaultTransport
-	}
 	return []remote.Option{
 		remote.WithContext(ctx),
 		remote.WithAuthFromKeychain(kc),
-		remote.WithTransport(policyTransport{base}),
+		remote.WithTransport(rt),
 		remote.WithPlatform(o.platform()),
 		remote.WithUserAgent("gpunet"),
 	}
@@ -152,7 +170,7 @@ func Resolve(ctx context.Context, ref string, o RegistryOptions) (*Resolved, err
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrBadRef, err)
 	}
-	desc, err := remote.Get(r, o.remote(ctx)...)
+	desc, err := remote.Get(r, o.remote(ctx, o.transport())...)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", ref, err)
 	}
@@ -231,6 +249,7 @@ type Pull struct {
 type Store struct {
 	dir    string
 	reg    RegistryOptions
+	rt     http.RoundTripper // reg.transport(), shared by its pulls
 	limits UnpackLimits
 
 	// ctx bounds every pull; Close cancels it.
@@ -265,7 +284,7 @@ func NewStore(dir string, reg RegistryOptions, limits UnpackLimits) (*Store, err
 		return nil, err
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	return &Store{dir: dir, reg: reg, limits: limits, ctx: ctx, cancel: cancel, inflight: map[string]*pullCall{}}, nil
+	return &Store{dir: dir, reg: reg, rt: reg.transport(), limits: limits, ctx: ctx, cancel: cancel, inflight: map[string]*pullCall{}}, nil
 }
 
 // Close stops the pulls in progress.
@@ -303,7 +322,10 @@ func (s *Store) load(digest string) (*Image, error) {
 }
 
 // Get returns the unpacked image ref names, pulling it first unless it is
-// cached. Concurrent calls for one image share one pull.
+// cached. Concurrent calls for one image share one pull. An image that
+// could not be pulled, for a reason of the image's or its registry's, is a
+// *PullError, whose text is fit for the ledger; other errors are this
+// machine's (its disk).
 func (s *Store) Get(ctx context.Context, ref string) (*Image, *Pull, error) {
 	t0 := time.Now()
 	d, err := ParseRef(ref)
@@ -344,51 +366,73 @@ func (s *Store) Get(ctx context.Context, ref string) (*Image, *Pull, error) {
 	}
 }
 
-// pull downloads, verifies and unpacks an image into the cache.
+// pull downloads, verifies and unpacks an image into the cache. What goes
+// wrong with the image or its registry is a *PullError; other errors are
+// this machine's.
 func (s *Store) pull(ctx context.Context, d name.Digest) (*Image, error) {
 	ref := d.String()
-	desc, err := remote.Get(d, s.reg.remote(ctx)...)
+	host := d.RegistryStr()
+	fail := func(cause PullCause, err error) error { return &PullError{Ref: ref, Cause: cause, Err: err} }
+	// fromRegistry is a failure to get something from the registry.
+	fromRegistry := func(what string, err error) error {
+		cause, _ := registryCause(host, err)
+		if ctx.Err() != nil {
+			cause = PullUnreachable
+		}
+		return fail(cause, fmt.Errorf("%s: %w", what, err))
+	}
+	desc, err := remote.Get(d, s.reg.remote(ctx, s.rt)...)
 	if err != nil {
-		return nil, fmt.Errorf("pull %s: %w", ref, err)
+		return nil, fromRegistry("manifest", err)
 	}
 	// The registry client checks this too; the network's guarantee that
 	// every provider runs the same bytes rests on it, so check it here.
 	if got := "sha256:" + sha256Hex(desc.Manifest); got != d.DigestStr() {
-		return nil, fmt.Errorf("pull %s: the registry served a manifest whose digest is %s", ref, got)
+		return nil, fail(PullDigestMismatch, fmt.Errorf("the registry served a manifest whose digest is %s", got))
 	}
 	img, err := desc.Image()
 	if err != nil {
-		if desc.MediaType.IsIndex() {
+		cause, network := registryCause(host, err)
+		if desc.MediaType.IsIndex() && !network {
 			p := s.reg.platform()
-			return nil, fmt.Errorf("pull %s: no %s image in this multi-platform index (%w)", ref, p.String(), err)
+			return nil, fail(PullWrongPlatform, fmt.Errorf("no %s image in this multi-platform index (%w)", p.String(), err))
 		}
-		return nil, fmt.Errorf("pull %s: %w", ref, err)
+		if !network {
+			cause = PullInvalid
+		}
+		return nil, fail(cause, err)
 	}
 	rawManifest, err := img.RawManifest()
 	if err != nil {
-		return nil, fmt.Errorf("pull %s: manifest: %w", ref, err)
+		return nil, fromRegistry("manifest", err)
 	}
 	manifest, err := v1.ParseManifest(bytes.NewReader(rawManifest))
 	if err != nil {
-		return nil, fmt.Errorf("pull %s: manifest: %w", ref, err)
+		return nil, fail(PullInvalid, fmt.Errorf("manifest: %w", err))
 	}
 	rawConfig, err := img.RawConfigFile()
 	if err != nil {
-		return nil, fmt.Errorf("pull %s: config: %w", ref, err)
+		if _, network := registryCause(host, err); !network && ctx.Err() == nil {
+			// The registry client checks what it reads against the
+			// digest and size that pin it: the registry served other
+			// bytes.
+			return nil, fail(PullDigestMismatch, fmt.Errorf("config: %w", err))
+		}
+		return nil, fromRegistry("config", err)
 	}
 	if got := "sha256:" + sha256Hex(rawConfig); got != manifest.Config.Digest.String() {
-		return nil, fmt.Errorf("pull %s: config digest is %s, the manifest says %s", ref, got, manifest.Config.Digest)
+		return nil, fail(PullDigestMismatch, fmt.Errorf("config digest is %s, the manifest says %s", got, manifest.Config.Digest))
 	}
 	cfg, err := v1.ParseConfigFile(bytes.NewReader(rawConfig))
 	if err != nil {
-		return nil, fmt.Errorf("pull %s: config: %w", ref, err)
+		return nil, fail(PullInvalid, fmt.Errorf("config: %w", err))
 	}
 	want := s.reg.platform()
 	if (cfg.OS != "" && cfg.OS != want.OS) || (cfg.Architecture != "" && cfg.Architecture != want.Architecture) {
-		return nil, fmt.Errorf("pull %s: the image is for %s/%s; this provider runs %s/%s", ref, cfg.OS, cfg.Architecture, want.OS, want.Architecture)
+		return nil, fail(PullWrongPlatform, fmt.Errorf("the image is for %s/%s; this provider runs %s/%s", cfg.OS, cfg.Architecture, want.OS, want.Architecture))
 	}
 	if len(manifest.Layers) > 500 {
-		return nil, fmt.Errorf("pull %s: %d layers; at most 500", ref, len(manifest.Layers))
+		return nil, fail(PullTooLarge, fmt.Errorf("%d layers; at most 500", len(manifest.Layers)))
 	}
 
 	scratch, err := os.MkdirTemp(filepath.Join(s.dir, "tmp"), "pull-")
@@ -412,9 +456,16 @@ func (s *Store) pull(ctx context.Context, d name.Digest) (*Image, error) {
 	var compressed int64
 	for i, ld := range manifest.Layers {
 		if err := ctx.Err(); err != nil {
-			return nil, err
+			return nil, fail(PullUnreachable, err)
 		}
-		n, err := s.applyLayer(img, ld, u)
+		n, err := s.applyLayer(host, img, ld, u)
+		var le *layerError
+		if errors.As(err, &le) {
+			if ctx.Err() != nil {
+				le.cause = PullUnreachable
+			}
+			return nil, fail(le.cause, fmt.Errorf("layer %d (%s): %w", i+1, ld.Digest, le.err))
+		}
 		if err != nil {
 			return nil, fmt.Errorf("pull %s: layer %d (%s): %w", ref, i+1, ld.Digest, err)
 		}
@@ -449,52 +500,107 @@ func (s *Store) pull(ctx context.Context, d name.Digest) (*Image, error) {
 	return out, nil
 }
 
+// layerError is a layer that could not be applied for a reason of its own
+// or its registry's.
+type layerError struct {
+	cause PullCause
+	err   error
+}
+
+func (e *layerError) Error() string { return e.err.Error() }
+func (e *layerError) Unwrap() error { return e.err }
+
 // applyLayer downloads one layer, checks its digest and size against the
 // manifest, and unpacks it; it returns the bytes downloaded. The digest is
 // checked once the whole blob was read, so a layer that fails it has been
-// unpacked into the scratch directory, which the caller then discards.
-func (s *Store) applyLayer(img v1.Image, ld v1.Descriptor, u *Unpacker) (int64, error) {
+// unpacked into the scratch directory, which the caller then discards. A
+// failure of the layer's or its registry's (at host) is a *layerError.
+func (s *Store) applyLayer(host string, img v1.Image, ld v1.Descriptor, u *Unpacker) (int64, error) {
 	switch ld.MediaType {
 	case types.DockerForeignLayer, types.OCIRestrictedLayer, types.OCIUncompressedRestrictedLayer:
-		return 0, fmt.Errorf("non-distributable layer (%s) not supported", ld.MediaType)
+		return 0, &layerError{PullInvalid, fmt.Errorf("non-distributable layer (%s) not supported", ld.MediaType)}
 	}
 	if ld.Digest.Algorithm != "sha256" {
-		return 0, fmt.Errorf("layer digest %s: only sha256 is supported", ld.Digest)
+		return 0, &layerError{PullInvalid, fmt.Errorf("layer digest %s: only sha256 is supported", ld.Digest)}
+	}
+	fromRegistry := func(err error) error {
+		cause, _ := registryCause(host, err)
+		return &layerError{cause, err}
 	}
 	layer, err := img.LayerByDigest(ld.Digest)
 	if err != nil {
-		return 0, err
+		return 0, fromRegistry(err)
 	}
 	rc, err := layer.Compressed()
 	if err != nil {
-		return 0, err
+		return 0, fromRegistry(err)
 	}
 	defer rc.Close()
 	h := sha256.New()
-	cr := &countingReader{r: io.TeeReader(rc, h)}
+	src := &sourceReader{r: rc}
+	cr := &countingReader{r: io.TeeReader(src, h)}
+	mismatch := func() bool { return hex.EncodeToString(h.Sum(nil)) != ld.Digest.Hex }
+	// failed tells what made the layer fail: the registry's stream, bytes
+	// other than the digest pins, or the layer itself.
+	failed := func(err error) error {
+		if !errors.Is(err, ErrBadLayer) && !errors.Is(err, ErrTooLarge) && src.err == nil {
+			return err // this machine's (its disk)
+		}
+		if errors.Is(err, ErrBadLayer) && src.err == nil {
+			// Read the rest: a layer the registry altered is told from
+			// one that is bad as its digest pins it.
+			io.Copy(io.Discard, cr)
+		}
+		switch {
+		case src.err != nil && cr.n == ld.Size && mismatch():
+			return &layerError{PullDigestMismatch, fmt.Errorf("the registry served other bytes (sha256 mismatch): %w", src.err)}
+		case src.err != nil:
+			return fromRegistry(src.err)
+		case errors.Is(err, ErrTooLarge):
+			return &layerError{PullTooLarge, err}
+		case mismatch():
+			return &layerError{PullDigestMismatch, fmt.Errorf("the registry served other bytes (sha256 mismatch): %w", err)}
+		}
+		return &layerError{PullInvalid, err}
+	}
 	plain, closeFn, err := decompress(bufio.NewReaderSize(cr, 1<<20))
 	if err != nil {
-		return cr.n, err
+		return cr.n, failed(err)
 	}
 	defer closeFn()
 	if err := u.Apply(plain); err != nil {
-		return cr.n, err
+		return cr.n, failed(err)
 	}
 	// Read the rest of the blob (tar padding, compression trailer) so that
 	// the digest covers all of it.
 	if _, err := io.Copy(io.Discard, plain); err != nil {
-		return cr.n, fmt.Errorf("%w: %v", ErrBadLayer, err)
+		return cr.n, failed(fmt.Errorf("%w: %v", ErrBadLayer, err))
 	}
 	if _, err := io.Copy(io.Discard, cr); err != nil {
-		return cr.n, err
+		return cr.n, failed(err)
 	}
 	if got := hex.EncodeToString(h.Sum(nil)); got != ld.Digest.Hex {
-		return cr.n, fmt.Errorf("digest mismatch: the registry served sha256:%s", got)
+		return cr.n, &layerError{PullDigestMismatch, fmt.Errorf("digest mismatch: the registry served sha256:%s", got)}
 	}
 	if ld.Size > 0 && cr.n != ld.Size {
-		return cr.n, fmt.Errorf("size mismatch: %d bytes served, the manifest says %d", cr.n, ld.Size)
+		return cr.n, &layerError{PullDigestMismatch, fmt.Errorf("size mismatch: %d bytes served, the manifest says %d", cr.n, ld.Size)}
 	}
 	return cr.n, nil
+}
+
+// sourceReader keeps the first error other than io.EOF of the registry's
+// stream.
+type sourceReader struct {
+	r   io.Reader
+	err error
+}
+
+func (s *sourceReader) Read(p []byte) (int, error) {
+	n, err := s.r.Read(p)
+	if err != nil && err != io.EOF && s.err == nil {
+		s.err = err
+	}
+	return n, err
 }
 
 type countingReader struct {

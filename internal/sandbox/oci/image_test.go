@@ -130,7 +130,8 @@ func TestStoreConcurrentGets(t *testing.T) {
 }
 
 // TestStoreRefusesTamperedLayer: a registry that serves other bytes than
-// the manifest pins fails the pull, and nothing is cached.
+// the manifest pins fails the pull as a digest mismatch, and nothing is
+// cached.
 func TestStoreRefusesTamperedLayer(t *testing.T) {
 	img := testImage(t, map[string]ocitest.File{"bin/app": {Data: []byte("the real program")}})
 	layers, _ := img.Layers()
@@ -158,10 +159,11 @@ func TestStoreRefusesTamperedLayer(t *testing.T) {
 	tamper = true
 	s := newStore(t, oci.RegistryOptions{})
 	_, _, err := s.Get(t.Context(), ref)
-	if err == nil {
-		t.Fatal("pulled a tampered layer")
+	var pe *oci.PullError
+	if !errors.As(err, &pe) || pe.Cause != oci.PullDigestMismatch {
+		t.Fatalf("pull of a tampered layer: %v, want %q", err, oci.PullDigestMismatch)
 	}
-	t.Logf("tampered layer: %v", err)
+	t.Logf("tampered layer: %v", pe.Err)
 	if _, ok := s.Lookup(ref); ok {
 		t.Error("the tampered image is in the cache")
 	}
@@ -170,8 +172,8 @@ func TestStoreRefusesTamperedLayer(t *testing.T) {
 	}
 	// A digest the registry does not have for this repository.
 	bad := ref[:strings.LastIndex(ref, "@")] + "@sha256:" + strings.Repeat("0", 64)
-	if _, _, err := s.Get(t.Context(), bad); err == nil {
-		t.Error("pulled an unknown digest")
+	if _, _, err := s.Get(t.Context(), bad); !errors.As(err, &pe) || pe.Cause != oci.PullNotFound {
+		t.Errorf("pull of an unknown digest: %v, want %q", err, oci.PullNotFound)
 	}
 }
 
@@ -209,8 +211,9 @@ func TestStorePicksPlatform(t *testing.T) {
 	}
 	// No image for this platform.
 	s2 := newStore(t, oci.RegistryOptions{Platform: &v1.Platform{OS: "linux", Architecture: "riscv64"}})
-	if _, _, err := s2.Get(t.Context(), ref); err == nil || !strings.Contains(err.Error(), "linux/riscv64") {
-		t.Errorf("pull for a missing platform: %v", err)
+	var pe *oci.PullError
+	if _, _, err := s2.Get(t.Context(), ref); !errors.As(err, &pe) || pe.Cause != oci.PullWrongPlatform || !strings.Contains(pe.Err.Error(), "linux/riscv64") {
+		t.Errorf("pull for a missing platform: %v, want %q, saying linux/riscv64 in its detail", err, oci.PullWrongPlatform)
 	}
 }
 
@@ -277,8 +280,9 @@ func TestRegistryAuth(t *testing.T) {
 	}
 	cfg := t.TempDir()
 	t.Setenv("DOCKER_CONFIG", cfg)
-	if _, _, err := newStore(t, oci.RegistryOptions{}).Get(t.Context(), ref); err == nil || !strings.Contains(err.Error(), "401") && !strings.Contains(strings.ToLower(err.Error()), "unauthorized") {
-		t.Fatalf("pull without credentials: %v, want unauthorized", err)
+	var pe *oci.PullError
+	if _, _, err := newStore(t, oci.RegistryOptions{}).Get(t.Context(), ref); !errors.As(err, &pe) || pe.Cause != oci.PullUnauthorized {
+		t.Fatalf("pull without credentials: %v, want %q", err, oci.PullUnauthorized)
 	}
 	auth := base64.StdEncoding.EncodeToString([]byte("alice:s3cret"))
 	os.WriteFile(filepath.Join(cfg, "config.json"), []byte(`{"auths":{"`+reg+`":{"auth":"`+auth+`"}}}`), 0o600)

@@ -5,7 +5,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -495,14 +497,40 @@ func TestImageCachedAndPullNotBilled(t *testing.T) {
 }
 
 // TestPullFailureIsTheJobs: an image that is not in the registry fails the
-// job with the registry's answer; nothing is billed.
+// job, nothing billed, with fixed words (issue 27): the reason (on chain)
+// and the job's log (its owner's) name the image and the cause, and
+// nothing of what the registry answered, which the provider's log has.
 func TestPullFailureIsTheJobs(t *testing.T) {
-	ex, _ := setup(t)
-	reg := ocitest.Registry(t, nil)
+	setup(t)
+	var provLog syncBuffer
+	provLog.b = &bytes.Buffer{}
+	ex, err := oci.New(t.Context(), oci.Options{Dir: t.TempDir(), Logger: slog.New(slog.NewTextHandler(&provLog, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ex.Close() })
+	const secret = "SECRET-of-the-registry-5d1e"
+	reg := ocitest.Registry(t, func(h http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if strings.Contains(r.URL.Path, "/manifests/") {
+				w.WriteHeader(http.StatusNotFound)
+				fmt.Fprintf(w, `{"errors":[{"code":"MANIFEST_UNKNOWN","message":%q}]}`, secret)
+				return
+			}
+			h.ServeHTTP(w, r)
+		})
+	})
 	ref := reg + "/nothing/here@sha256:" + strings.Repeat("ab", 32)
 	res, logs := runJob(t, t.Context(), ex, "", job{image: ref})
-	if !res.Failed || !strings.HasPrefix(res.Reason, "image: pull ") || res.Metered != 0 {
-		t.Fatalf("result %+v\n%s", res, logs)
+	want := "image " + ref + " could not be pulled: not found"
+	if !res.Failed || res.Reason != want || res.Metered != 0 {
+		t.Fatalf("result %+v, want failed with %q\n%s", res, want, logs)
+	}
+	if !strings.Contains(logs, want) || strings.Contains(logs, secret) {
+		t.Errorf("the job's log should say %q and nothing the registry said:\n%s", want, logs)
+	}
+	if !strings.Contains(provLog.String(), secret) {
+		t.Errorf("the provider's log does not say what the registry answered:\n%s", provLog.String())
 	}
 }
 

@@ -48,7 +48,9 @@ const diskCheckInterval = 5 * time.Second
 var ErrRootlessDial = errors.New("dialling into a container's network namespace needs a root agent (rootless runc cannot); run the agent as root, or allow host networking")
 
 // StartService pulls svc's image (unless cached), starts its container and
-// returns once the container's process exists.
+// returns once the container's process exists. An image that could not be
+// pulled is a *PullError, whose text says no more than the reference and
+// a fixed cause.
 func (e *Executor) StartService(ctx context.Context, svc *sandbox.Service, logs io.Writer) (sandbox.ServiceHandle, error) {
 	job := &sandbox.Job{
 		ID: svc.ID, Image: svc.Image, Command: svc.Command, Args: svc.Args, Env: svc.Env, WorkDir: svc.WorkDir,
@@ -80,6 +82,13 @@ func (e *Executor) StartService(ctx context.Context, svc *sandbox.Service, logs 
 	}
 	out := sandbox.NewLogWriter(logs, math.MaxInt64)
 	img, pull, err := e.store.Get(ctx, svc.Image)
+	var pe *PullError
+	if errors.As(err, &pe) {
+		// Its text is fit for a release reason and the owner's log;
+		// what the registry said is for the provider's log.
+		e.o.Logger.Warn("oci: image pull failed", "service", svc.ID, "err", pe)
+		return nil, pe
+	}
 	if err != nil {
 		return nil, fmt.Errorf("oci: image %s: %w", svc.Image, err)
 	}

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"log"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -16,6 +17,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/google/go-containerregistry/pkg/authn"
@@ -57,6 +59,40 @@ func Registry(t testing.TB, wrap func(http.Handler) http.Handler) string {
 	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)
 	return strings.TrimPrefix(srv.URL, "http://")
+}
+
+// Counted is a registry served by CountingRegistry.
+type Counted struct {
+	// Host is its host:port.
+	Host  string
+	conns atomic.Int64
+}
+
+// Conns is the number of TCP connections it accepted so far.
+func (c *Counted) Conns() int64 { return c.conns.Load() }
+
+// CountingRegistry is Registry on addr (e.g. "127.0.0.1:0"), counting the
+// connections it accepts: a client refused before it dials leaves the
+// count at 0, whatever it would have sent.
+func CountingRegistry(t testing.TB, addr string, wrap func(http.Handler) http.Handler) *Counted {
+	t.Helper()
+	var h http.Handler = registry.New(registry.Logger(nopLogger()))
+	if wrap != nil {
+		h = wrap(h)
+	}
+	l, err := net.Listen("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := &Counted{Host: l.Addr().String()}
+	srv := &httptest.Server{Listener: l, Config: &http.Server{Handler: h, ConnState: func(_ net.Conn, s http.ConnState) {
+		if s == http.StateNew {
+			c.conns.Add(1)
+		}
+	}}}
+	srv.Start()
+	t.Cleanup(srv.Close)
+	return c
 }
 
 // BuildGo builds the Go program in dir as a static Linux binary for this
