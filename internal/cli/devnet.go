@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/netip"
 	"os"
 	"strings"
 	"time"
@@ -13,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/gpunet/gpunet/internal/devnet"
+	"github.com/gpunet/gpunet/internal/egress"
 	"github.com/gpunet/gpunet/internal/ledger"
 	"github.com/gpunet/gpunet/internal/validator"
 )
@@ -33,6 +35,7 @@ type devnetFlags struct {
 	example    bool
 	exampleSet bool
 	registry   string
+	allowFetch []string
 }
 
 func devnetCmd(e *env) *cobra.Command {
@@ -68,6 +71,11 @@ the services example too (examples/tinylm, a tiny language model behind
 OpenAI's chat completions API) and writes the service spec that deploys it
 to HOME/examples/service/tinylm.yaml.
 
+The providers fetch URL inputs and pull images as 'provider start' does:
+from public addresses only, and from the devnet's own registry
+(--registry); --allow-fetch-network NET lets them use NET too (e.g.
+127.0.0.1 for a registry of your own on this machine).
+
 Governance is quick on a devnet: deposit and voting periods of 20 blocks
 each (20 s at the default --block-time of 1s) and a minimum deposit of
 10sync, so a proposal passes within a minute ('gpunet gov --help'). The
@@ -98,6 +106,7 @@ checkpoint, and checkpoints may be taken every second.`,
 	c.Flags().BoolVar(&df.example, "example", false, "run the bundled wordcount example job once the providers are up (without the flag: on a home's first run only; --example=false: never)")
 	c.Flags().StringVar(&df.registry, "registry", "", "serve an OCI registry with the container and service examples' images at this loopback address (--registry alone: "+devnet.DefaultRegistry+")")
 	c.Flags().Lookup("registry").NoOptDefVal = "default"
+	c.Flags().StringArrayVar(&df.allowFetch, "allow-fetch-network", nil, "let the providers fetch URL inputs and images from this network although it is not public (loopback, private, this machine's own addresses), e.g. 127.0.0.1; repeatable")
 	return c
 }
 
@@ -113,6 +122,10 @@ func (e *env) runDevnet(ctx context.Context, df *devnetFlags) error {
 	var level slog.Level
 	if err := level.UnmarshalText([]byte(df.logLevel)); err != nil {
 		return usageError{fmt.Errorf("--log-level %q: want debug, info, warn or error", df.logLevel)}
+	}
+	allowFetch, err := egress.ParseNetworks(df.allowFetch)
+	if err != nil {
+		return usageError{fmt.Errorf("--allow-fetch-network %w", err)}
 	}
 	lock, err := devnet.Lock(e.home) // before anything is written in the home
 	if err != nil {
@@ -158,6 +171,7 @@ func (e *env) runDevnet(ctx context.Context, df *devnetFlags) error {
 		return err
 	}
 	var examples registryExamples
+	var registries []netip.AddrPort
 	if df.registry != "" {
 		addr := df.registry
 		if addr == "default" {
@@ -168,6 +182,12 @@ func (e *env) runDevnet(ctx context.Context, df *devnetFlags) error {
 			return err
 		}
 		defer reg.Close()
+		// The providers pull from it, and from nothing else on loopback.
+		ap, err := netip.ParseAddrPort(reg.Addr)
+		if err != nil {
+			return fmt.Errorf("--registry: its address %q: %w", reg.Addr, err)
+		}
+		registries = append(registries, ap)
 	}
 	ranID, ranOut := devnet.ExampleRan(e.home)
 	runExample := df.nprov > 0 && (df.exampleSet && df.example || !df.exampleSet && ranID == 0)
@@ -178,7 +198,7 @@ func (e *env) runDevnet(ctx context.Context, df *devnetFlags) error {
 	defer logFile.Close()
 	progress(fmt.Sprintf("the node and providers log to %s (--log-level %s); errors are said here too", devnetLogFile(e.home), df.logLevel))
 	n, err := devnet.Start(ctx, e.home, devnet.StartOptions{Logger: logger, Progress: progress, WarmExample: runExample,
-		Providers: devnet.ProviderOptions{N: df.nprov, Faulty: df.faulty, Overclaim: df.overclaim}})
+		Providers: devnet.ProviderOptions{N: df.nprov, Faulty: df.faulty, Overclaim: df.overclaim, AllowRegistries: registries, AllowFetchNetworks: allowFetch}})
 	if err != nil {
 		return err
 	}

@@ -119,12 +119,15 @@ rootfs, user, network, GPUs) and every fallback, or why it offers no
 containers. Images are cached under HOME/provider/oci/images; registry
 credentials come from Docker's config ($DOCKER_CONFIG or ~/.docker).
 
-Jobs' URL inputs are fetched from public addresses only: never from this
-machine's loopback, private or link-local networks (the cloud's metadata
-service), multicast, carrier-grade NAT or its own addresses, checked on the
-address dialled, redirects included. --allow-fetch-network NET lets them
-come from NET too (e.g. a data mirror on 10.0.0.0/8); any job's owner can
-then learn whether a URL in NET serves the content they pin.`,
+Jobs' URL inputs, and the images of container jobs and services, are
+fetched from public addresses only: never from this machine's loopback,
+private or link-local networks (the cloud's metadata service), multicast,
+carrier-grade NAT or its own addresses, checked on the address dialled,
+redirects included; a proxy from the environment (HTTPS_PROXY) is used
+only when its address is allowed. --allow-fetch-network NET lets them come
+from NET too (e.g. a data mirror or a registry on 10.0.0.0/8, or
+127.0.0.1 for a registry on this machine); any job's owner can then learn
+whether a URL or an image in NET serves the content they pin.`,
 		Args: exactArgs(),
 		RunE: func(cmd *cobra.Command, _ []string) error { return e.runProvider(cmd.Context(), &pf) },
 	}
@@ -137,7 +140,7 @@ then learn whether a URL in NET serves the content they pin.`,
 	f.Uint64Var(&pf.maxJobs, "max-jobs", 4, "jobs run at once")
 	f.DurationVar(&pf.bench, "bench-time", 2*time.Second, "time spent measuring the machine at start")
 	f.BoolVar(&pf.allowNet, "allow-network", false, "let container jobs that ask for it (network: true) use this machine's network")
-	f.StringArrayVar(&pf.allowFetch, "allow-fetch-network", nil, "let jobs' URL inputs be fetched from this network although it is not public (loopback, private, link-local, this machine's own addresses), e.g. 10.0.0.0/8; repeatable")
+	f.StringArrayVar(&pf.allowFetch, "allow-fetch-network", nil, "let jobs' URL inputs and images be fetched from this network although it is not public (loopback, private, link-local, this machine's own addresses), e.g. 10.0.0.0/8; repeatable")
 	f.Float64Var(&pf.faultWrong, "fault-wrong-outputs", 0, "FAULT INJECTION for tests and demos: commit a wrong result on this fraction of jobs (0 to 1)")
 	f.BoolVar(&pf.faultSkip, "fault-skip-challenges", false, "FAULT INJECTION for tests and demos: ignore hardware challenges")
 	f.BoolVar(&pf.faultFake, "fault-fake-challenges", false, "FAULT INJECTION for tests and demos: answer hardware challenges with a proof of a product never computed")
@@ -200,7 +203,7 @@ func (e *env) runProvider(ctx context.Context, pf *providerFlags) error {
 	if o.Region, err = e.providerRegion(ctx, cl, key.Address, key.Name, pf.region); err != nil {
 		return err
 	}
-	sb, err := provider.OpenSandboxes(ctx, e.home, provider.SandboxOptions{Logger: logger, AllowNetwork: pf.allowNet})
+	sb, err := provider.OpenSandboxes(ctx, e.home, provider.SandboxOptions{Logger: logger, AllowNetwork: pf.allowNet, AllowFetchNetworks: o.AllowFetchNetworks})
 	if err != nil {
 		return err
 	}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"slices"
@@ -45,7 +46,9 @@ func TestContainerJobOnDevnet(t *testing.T) {
 	}
 	defer d.Stop()
 	ctx, stop := context.WithCancel(context.Background())
-	ps, err := RunProviders(ctx, home, d.APIURL, ProviderOptions{N: 1, Poll: 50 * time.Millisecond})
+	// The registry is on loopback: the providers pull from it because it
+	// is allowed, as `devnet --registry` allows its own.
+	ps, err := RunProviders(ctx, home, d.APIURL, ProviderOptions{N: 1, Poll: 50 * time.Millisecond, AllowRegistries: []netip.AddrPort{netip.MustParseAddrPort(reg)}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -126,5 +129,29 @@ timeout: 2m
 	}
 	if j.Escrow != 0 || j.Cost == 0 {
 		t.Errorf("settlement: escrow %d cost %d", j.Escrow, j.Cost)
+	}
+
+	// Another registry on this machine's loopback is not the devnet's:
+	// its image is refused with no connection to it, and the reason on
+	// chain says so in fixed words.
+	other := ocitest.CountingRegistry(t, "127.0.0.1:0", nil)
+	otherRef := ocitest.Push(t, other.Host, "gpunet/jobprog", ocitest.ProgramImage(t, prog, "hello", "other")) // another digest: not cached
+	before := other.Conns()
+	s2, err := jobspec.Parse([]byte(strings.Replace(spec, ref, otherRef, 1)), dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	id, err = jc.Submit(jctx, s2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if j, err = jc.Follow(jctx, id, 50*time.Millisecond, nil); err != nil {
+		t.Fatal(err)
+	}
+	if want := "image " + otherRef + " could not be pulled: refused, not a public address"; j.State != ledger.JobFailed || !strings.HasSuffix(j.Reason, ": "+want) {
+		t.Errorf("job of another loopback registry's image: %s %q, want failed with %q", j.State, j.Reason, want)
+	}
+	if n := other.Conns() - before; n != 0 {
+		t.Errorf("the other registry on loopback got %d connections", n)
 	}
 }

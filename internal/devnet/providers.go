@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/netip"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -70,6 +71,14 @@ type ProviderOptions struct {
 	Metrics *provider.Metrics
 	// Progress, when set, is told each step as it begins, for people.
 	Progress func(step string)
+	// AllowRegistries are registries on this machine (address:port) the
+	// providers may pull images from: the devnet's own (--registry).
+	// Other addresses not public are refused, as a provider refuses them.
+	AllowRegistries []netip.AddrPort
+	// AllowFetchNetworks are networks the providers may fetch URL inputs
+	// and images from although they are not public (`gpunet devnet
+	// --allow-fetch-network`, as `provider start`'s).
+	AllowFetchNetworks []netip.Prefix
 }
 
 // Providers are the devnet's running provider agents.
@@ -121,7 +130,9 @@ func RunProviders(ctx context.Context, home, api string, o ProviderOptions) (*Pr
 		progress("opening the executors (wasm, and containers if runc runs a trial one); detecting and measuring this machine (about a second)")
 		go func() {
 			var err error
-			ps.sandboxes, err = provider.OpenSandboxes(ctx, home, provider.SandboxOptions{Logger: o.Logger})
+			ps.sandboxes, err = provider.OpenSandboxes(ctx, home, provider.SandboxOptions{
+				Logger: o.Logger, AllowFetchNetworks: o.AllowFetchNetworks, AllowRegistries: o.AllowRegistries,
+			})
 			opened <- err
 		}()
 	} else {
@@ -203,6 +214,8 @@ func RunProviders(ctx context.Context, home, api string, o ProviderOptions) (*Pr
 			Poll:      o.Poll,
 			Logger:    o.Logger,
 			Metrics:   o.Metrics,
+
+			AllowFetchNetworks: o.AllowFetchNetworks,
 		})
 		ps.Agents = append(ps.Agents, a)
 		ps.wg.Add(1)

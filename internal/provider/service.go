@@ -282,6 +282,10 @@ func (a *Agent) runReplica(ctx context.Context, run *replicaRun) {
 		if ctx.Err() != nil {
 			return
 		}
+		// The executor's words go on chain and to the owner: an image
+		// that could not be pulled says its reference and a fixed cause,
+		// never the registry's answer (oci.PullError; the executor
+		// logs the details here).
 		fmt.Fprintf(logs, "[gpunet] the replica did not start: %v\n", err)
 		flushLogs()
 		a.releaseReplica(ctx, run, "did not start: "+err.Error())

@@ -6,12 +6,14 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"strings"
 
 	"github.com/gpunet/gpunet/internal/blob"
 	"github.com/gpunet/gpunet/internal/chainclient"
+	"github.com/gpunet/gpunet/internal/egress"
 	"github.com/gpunet/gpunet/internal/relay"
 	"github.com/gpunet/gpunet/internal/sandbox"
 	"github.com/gpunet/gpunet/internal/sandbox/oci"
@@ -96,7 +98,19 @@ type SandboxOptions struct {
 	// AllowNetwork lets oci jobs that ask for network access use the
 	// host's network (`provider start --allow-network`).
 	AllowNetwork bool
-	Logger       *slog.Logger
+	// AllowFetchNetworks are networks images may be pulled from although
+	// they are not public (loopback, private, link-local, this host's
+	// own addresses: refused by default, as for URL inputs). They are
+	// the agent's Options.AllowFetchNetworks (`provider start
+	// --allow-fetch-network`): the registry an image names is a
+	// stranger's choice as much as a URL input is, and either reaches the
+	// provider's network the same way.
+	AllowFetchNetworks []netip.Prefix
+	// AllowRegistries are registries (address:port) images may be pulled
+	// from although their address is not public: the devnet's own, and
+	// nothing else on its address.
+	AllowRegistries []netip.AddrPort
+	Logger          *slog.Logger
 }
 
 // SandboxSet is the executors a machine offers, opened.
@@ -114,7 +128,8 @@ type SandboxSet struct {
 // OpenSandboxes opens the executors that agents run from home offer: wasm
 // (built into gpunet, its compilation cache under home/provider), and oci
 // when runc is installed and starts a trial container (images cached
-// under home/provider/oci). Close them with Close.
+// under home/provider/oci, pulled only from public addresses and the
+// networks and registries o allows). Close them with Close.
 func OpenSandboxes(ctx context.Context, home string, o SandboxOptions) (*SandboxSet, error) {
 	dir := filepath.Join(home, "provider")
 	w, err := wasm.New(filepath.Join(dir, "wasm-cache"))
@@ -123,7 +138,12 @@ func OpenSandboxes(ctx context.Context, home string, o SandboxOptions) (*Sandbox
 	}
 	s := &SandboxSet{Executors: map[string]sandbox.Executor{wasm.Name: w}, notOffered: map[string]string{}, closers: []func() error{w.Close}}
 	if !o.NoOCI {
-		c, err := oci.New(ctx, oci.Options{Dir: filepath.Join(dir, "oci"), Logger: o.Logger, AllowNetwork: o.AllowNetwork})
+		c, err := oci.New(ctx, oci.Options{
+			Dir: filepath.Join(dir, "oci"), Logger: o.Logger, AllowNetwork: o.AllowNetwork,
+			// An image reference is a stranger's: its registry is dialled
+			// only where a URL input's server would be.
+			Registry: oci.RegistryOptions{Egress: &egress.Policy{Allow: o.AllowFetchNetworks, AllowEndpoints: o.AllowRegistries}},
+		})
 		if err != nil {
 			s.notOffered[oci.Name] = err.Error()
 			s.Notes = append(s.Notes, "oci: not offered: "+err.Error())
