@@ -373,17 +373,23 @@ func (s *Store) pull(ctx context.Context, d name.Digest) (*Image, error) {
 	ref := d.String()
 	host := d.RegistryStr()
 	fail := func(cause PullCause, err error) error { return &PullError{Ref: ref, Cause: cause, Err: err} }
-	// fromRegistry is a failure to get something from the registry.
-	fromRegistry := func(what string, err error) error {
-		cause, _ := registryCause(host, err)
-		if ctx.Err() != nil {
+	// fetched is a failure to fetch something pinned by its digest: the
+	// registry's answer (or none), or, with no sign of the network, the
+	// registry client's own check of what it read against the digest and
+	// size that pin it: the registry served other bytes.
+	fetched := func(what string, err error) error {
+		cause, network := registryCause(host, err)
+		switch {
+		case ctx.Err() != nil:
 			cause = PullUnreachable
+		case !network:
+			cause = PullDigestMismatch
 		}
 		return fail(cause, fmt.Errorf("%s: %w", what, err))
 	}
 	desc, err := remote.Get(d, s.reg.remote(ctx, s.rt)...)
 	if err != nil {
-		return nil, fromRegistry("manifest", err)
+		return nil, fetched("manifest", err)
 	}
 	// The registry client checks this too; the network's guarantee that
 	// every provider runs the same bytes rests on it, so check it here.
@@ -404,7 +410,7 @@ func (s *Store) pull(ctx context.Context, d name.Digest) (*Image, error) {
 	}
 	rawManifest, err := img.RawManifest()
 	if err != nil {
-		return nil, fromRegistry("manifest", err)
+		return nil, fetched("manifest", err)
 	}
 	manifest, err := v1.ParseManifest(bytes.NewReader(rawManifest))
 	if err != nil {
@@ -412,13 +418,7 @@ func (s *Store) pull(ctx context.Context, d name.Digest) (*Image, error) {
 	}
 	rawConfig, err := img.RawConfigFile()
 	if err != nil {
-		if _, network := registryCause(host, err); !network && ctx.Err() == nil {
-			// The registry client checks what it reads against the
-			// digest and size that pin it: the registry served other
-			// bytes.
-			return nil, fail(PullDigestMismatch, fmt.Errorf("config: %w", err))
-		}
-		return nil, fromRegistry("config", err)
+		return nil, fetched("config", err)
 	}
 	if got := "sha256:" + sha256Hex(rawConfig); got != manifest.Config.Digest.String() {
 		return nil, fail(PullDigestMismatch, fmt.Errorf("config digest is %s, the manifest says %s", got, manifest.Config.Digest))
