@@ -66,7 +66,7 @@ func testCheckpointResume(t *testing.T, home, executor, dir, spec, want string) 
 	provs := map[string]*proc{}
 	addrs := map[string]string{}
 	for _, name := range []string{"carol", "dave"} {
-		p, addr := startProvider(t, home, name, "alice")
+		p, addr := startProvider(t, home, name, "alice", "--allow-fetch-network", "127.0.0.1")
 		provs[name], addrs[addr] = p, name
 	}
 	waitOfferCount(t, 60*time.Second, home, "", "executor="+executor, 2)

@@ -37,7 +37,7 @@ func TestContainerJobCLI(t *testing.T) {
 	wantFail(t, 2, []string{"not pinned by digest", "gpunet image digest"}, "image", "pull", reg+"/e2e/jobprog:latest", "--home", t.TempDir())
 
 	home := t.TempDir()
-	startDevnet(t, home, "--providers", "1", "--block-time", "100ms")
+	startDevnet(t, home, "--providers", "1", "--block-time", "100ms", "--allow-fetch-network", "127.0.0.1")
 	waitOfferCount(t, 60*time.Second, home, "", "executor=oci", 1)
 
 	dir := t.TempDir()

@@ -116,7 +116,7 @@ func startServiceNet(t *testing.T, price string, providers ...string) *serviceNe
 
 func (n *serviceNet) startProvider(t *testing.T, name, price string) {
 	n.provs[name] = startProc(t, "provider "+name+" (node1 only)", "provider", "start", "--from", name, "--home", n.homes[name],
-		"--node", n.node1, "--bench-time", "200ms", "--region", "eu", "--price", price)
+		"--node", n.node1, "--bench-time", "200ms", "--region", "eu", "--price", price, "--allow-fetch-network", "127.0.0.1")
 }
 
 // spec writes a service spec of the tinylm image and returns its path.

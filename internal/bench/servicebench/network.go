@@ -156,7 +156,7 @@ func startNetwork(ctx context.Context, o Options, progress func(string, ...any))
 
 func (n *network) startProvider(pv *provider) error {
 	p, err := startProc(n.o.Bin, "provider "+pv.name, "provider", "start", "--from", pv.name, "--home", pv.home,
-		"--node", n.node1, "--bench-time", "200ms", "--region", "eu", "--price", servicePrice)
+		"--node", n.node1, "--bench-time", "200ms", "--region", "eu", "--price", servicePrice, "--allow-fetch-network", "127.0.0.1")
 	if err != nil {
 		return err
 	}
