@@ -116,7 +116,8 @@ type RegistryOptions struct {
 func (o RegistryOptions) transport() http.RoundTripper {
 	switch {
 	case o.Egress != nil:
-		return policyTransport{o.Egress.Transport(remote.DefaultTransport.(*http.Transport))}
+		base, _ := remote.DefaultTransport.(*http.Transport) // nil: net/http's defaults
+		return policyTransport{o.Egress.Transport(base)}
 	case o.Transport != nil:
 		return policyTransport{o.Transport}
 	}
