@@ -27,8 +27,10 @@
 //     above the ceiling is skipped too.
 //  2. scan: the class's offers from the cheapest ask up to the ceiling
 //     (State.Offers), each checked against the hard constraints (fits, in
-//     the order [Miss] counts them), the first PerClass that fit scored
-//     ([Score]); at most ScanLimit offers in all.
+//     the order [Miss] counts them; a free slot is one no granted job
+//     holds, with fewer than [TentativePerSlot] ungranted placements on
+//     it: [Positions]), the first PerClass that fit scored ([Score]); at
+//     most ScanLimit offers in all.
 //  3. rank: best score first, ties to the lower address; a provider whose
 //     several classes fit appears once, at its best.
 //  4. group: for a job whose replicas share a wasm engine, the candidates

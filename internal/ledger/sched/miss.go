@@ -14,8 +14,9 @@ type Miss struct {
 	// checked: the executor, the stake the provider needs, CPU cores,
 	// RAM, disk, a required region, network access, the GPUs of the class
 	// (how many, then how many have the VRAM, then how many of those the
-	// compute capability), a free slot (Busy), the wasm engine (NoEngine,
-	// OtherEngine).
+	// compute capability), a free slot (Busy: every slot granted, or
+	// every position on the free ones held by ungranted placements,
+	// Offer.free), the wasm engine (NoEngine, OtherEngine).
 	Executor, Stake, CPU, RAM, Disk, Region, Network int
 	GPUs, VRAM, ComputeCap                           int
 	Busy                                             int

@@ -326,7 +326,7 @@ func (n *needs) fits(of *Offer, m *Miss) bool {
 	case r.Network && !of.Network:
 		m.Network++
 	case r.GPUCount > 0 && !n.gpusFit(of.ClassGPUs, m):
-	case of.Jobs >= of.MaxJobs:
+	case !of.free():
 		m.Busy++
 	case r.Engine.Shared && of.Engine == 0:
 		m.NoEngine++
@@ -365,12 +365,16 @@ func (n *needs) gpusFit(gpus []GPU, m *Miss) bool {
 // Score ranks an offer that fits r, at price (usync per hour for the
 // job): cheaper, more reputable, less loaded, faster and in the preferred
 // region is better. Each term is in [0, 1000] before its weight: price
-// (the share of the ceiling left) ×4, reputation ×3, free slots ×2, speed
-// (int8 GOPS / 100, capped) ×1, the preferred region ×2. All integer.
+// (the share of the ceiling left) ×4, reputation ×3, free positions ×2
+// (the share of the provider's TentativePerSlot × max_jobs positions
+// that neither a granted job nor an ungranted placement holds: without
+// ungranted placements, its free slots), speed (int8 GOPS / 100, capped)
+// ×1, the preferred region ×2. All integer.
 func Score(of *Offer, price uint64, r *Request) uint64 {
 	priceTerm := (r.MaxPricePerHour - min(price, r.MaxPricePerHour)) * 1000 / max(r.MaxPricePerHour, 1)
 	rep := of.Reputation / 1000
-	load := (of.MaxJobs - min(of.Jobs, of.MaxJobs)) * 1000 / max(of.MaxJobs, 1)
+	positions := Positions(of.Jobs, of.MaxJobs)
+	load := (positions - min(of.Tentative, positions)) * 1000 / max(TentativePerSlot*of.MaxJobs, 1)
 	speed := min(of.Int8GOPS/100, 1000)
 	var region uint64
 	if r.Region != "" && string(of.Region) == r.Region {

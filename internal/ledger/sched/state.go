@@ -52,9 +52,12 @@ type Offer struct {
 	CPUCores      uint64
 	RAM, Disk     uint64 // bytes
 	Region        []byte
-	Jobs, MaxJobs uint64 // slots taken and slots in all
-	Reputation    uint64 // parts per million
-	Int8GOPS      uint64 // measured speed
+	Jobs, MaxJobs uint64 // slots taken for real (granted jobs, service replicas) and slots in all
+	// Tentative counts the placements on the provider whose key is not
+	// granted yet: each holds a slot only tentatively (Positions).
+	Tentative  uint64
+	Reputation uint64 // parts per million
+	Int8GOPS   uint64 // measured speed
 	// ClassGPUs are the provider's GPUs of the ask's class.
 	ClassGPUs []GPU
 }
@@ -64,6 +67,34 @@ type GPU struct {
 	VRAM       uint64 // bytes
 	ComputeCap uint64 // MAJOR*1000 + MINOR; 0 when unknown
 }
+
+// TentativePerSlot is how many placements not granted yet a slot that
+// nothing granted holds may carry at once: the scheduler places a job on
+// such a slot while fewer than this many ungranted placements hold it,
+// and the first of them to be granted takes it; the ledger then bumps the
+// placements the provider's free slots can no longer carry (ledger's
+// bumpExcess). So an ungranted placement keeps nobody out: to make an
+// honest job wait at all, a squatter must hold every position of every
+// free slot it could use, TentativePerSlot times the slots, each paying
+// the provider's price while it holds it; and a grant bumps at most
+// TentativePerSlot-1 placements. Four leaves room for twice the slots of
+// squatters queued ahead of an honest job, with a position to spare for
+// it, at a bounded cost per grant (docs/ledger.md, Slots).
+const TentativePerSlot = 4
+
+// Positions is how many placements, granted or not, a provider with jobs
+// slots taken for real out of maxJobs may carry: TentativePerSlot per
+// slot nothing granted holds; 0 when every slot is taken.
+func Positions(jobs, maxJobs uint64) uint64 {
+	if jobs >= maxJobs {
+		return 0
+	}
+	return TentativePerSlot * (maxJobs - jobs)
+}
+
+// free reports whether the offer's provider can take one more placement:
+// a slot that nothing granted holds, and a position on it.
+func (o *Offer) free() bool { return o.Tentative < Positions(o.Jobs, o.MaxJobs) }
 
 // requiredStake is the least stake the offer's provider needs to run
 // anything (the ledger's Provider.RequiredStake, which it mirrors).
