@@ -84,6 +84,8 @@ func JobWait(w *ledger.Wait, spec *ledger.JobSpec) string {
 		return fmt.Sprintf("%s (%s); gave up after %d placements", cause(w), addrs(w.Providers), w.Count)
 	case ledger.WaitPreemptUnfunded:
 		return fmt.Sprintf("preempted by a higher tier on %s, and its owner has %dusync of the %dusync another run needs in escrow; the rest is refunded", addrs(w.Providers), w.Amount, w.Needed)
+	case ledger.WaitBumpUnfunded:
+		return fmt.Sprintf("its placement on %s was bumped before its key was granted, and its owner has %dusync of the %dusync another run needs in escrow; the rest is refunded", addrs(w.Providers), w.Amount, w.Needed)
 	case ledger.WaitBadHandover:
 		return fmt.Sprintf("the new replica could not run: %s handed it a key that is not the job's (slashed %dusync); refunded", addrs(w.Providers), w.Amount)
 	case ledger.WaitHandoverWithheld:
@@ -108,7 +110,7 @@ func JobWait(w *ledger.Wait, spec *ledger.JobSpec) string {
 // waits for).
 func Ended(code string) bool {
 	switch code {
-	case ledger.WaitCancelled, ledger.WaitKeyNotGranted, ledger.WaitGaveUp, ledger.WaitPreemptUnfunded,
+	case ledger.WaitCancelled, ledger.WaitKeyNotGranted, ledger.WaitGaveUp, ledger.WaitPreemptUnfunded, ledger.WaitBumpUnfunded,
 		ledger.WaitBadHandover, ledger.WaitHandoverWithheld, ledger.WaitNoMajority, ledger.WaitLoneResult,
 		ledger.WaitNoneRevealed, ledger.WaitCheckpointNoMajority, ledger.WaitJobFailed, ledger.WaitAgreed:
 		return true
@@ -153,6 +155,8 @@ func cause(w *ledger.Wait) string {
 		s = "provider handed the job back: " + w.Text
 	case ledger.CauseEngineChanged:
 		s = "provider now runs another wasm engine than " + w.Text
+	case ledger.CauseBumped:
+		s = "placement bumped: another job's key was granted first and took the provider's slot"
 	default:
 		s = "provider replaced (" + w.Cause + ")"
 	}
@@ -182,8 +186,11 @@ func Dropped(j *ledger.Job) string {
 		return ""
 	}
 	w := j.Dropped
-	if w.Code == ledger.DropNoMoreReplacements {
+	switch w.Code {
+	case ledger.DropNoMoreReplacements:
 		return cause(w) + "; no more replacements"
+	case ledger.DropBumpUnfunded:
+		return fmt.Sprintf("its placement on %s was bumped before its key was granted, and the owner has %dusync of the %dusync its escrow must hold for another", addrs(w.Providers), w.Amount, w.Needed)
 	}
 	return dropText(w.Code)
 }

@@ -41,10 +41,12 @@ func TestJobWait(t *testing.T) {
 		{ledger.Wait{Code: ledger.WaitRequeued, Cause: ledger.CauseReleased, Text: "disk full", Providers: []address.Address{a1}}, "provider handed the job back: disk full (" + a1.String() + "); placing it again"},
 		{ledger.Wait{Code: ledger.WaitRequeued, Cause: ledger.CauseNotStarted, Providers: []address.Address{a1, a2}, ResumeSeq: 1, Kept: 5}, "provider did not start in time; resumes from checkpoint 1 (5s of run kept) (" + a1.String() + "," + a2.String() + "); placing it again"},
 		{ledger.Wait{Code: ledger.WaitRequeued, Cause: ledger.CauseEngineChanged, Text: "wazero-1", Providers: []address.Address{a1}}, "provider now runs another wasm engine than wazero-1 (" + a1.String() + "); placing it again"},
+		{ledger.Wait{Code: ledger.WaitRequeued, Cause: ledger.CauseBumped, Providers: []address.Address{a1}}, "placement bumped: another job's key was granted first and took the provider's slot (" + a1.String() + "); placing it again"},
 		{ledger.Wait{Code: ledger.WaitCancelled}, "cancelled by its owner"},
 		{ledger.Wait{Code: ledger.WaitKeyNotGranted, Amount: 120}, "the owner did not grant the job key in time; paid 120usync for the provider slots it held"},
 		{ledger.Wait{Code: ledger.WaitGaveUp, Cause: ledger.CauseNoResult, Providers: []address.Address{a1}, Count: 3}, "provider did not report a result in time (" + a1.String() + "); gave up after 3 placements"},
 		{ledger.Wait{Code: ledger.WaitPreemptUnfunded, Providers: []address.Address{a1}, Amount: 5, Needed: 9}, "preempted by a higher tier on " + a1.String() + ", and its owner has 5usync of the 9usync another run needs in escrow; the rest is refunded"},
+		{ledger.Wait{Code: ledger.WaitBumpUnfunded, Providers: []address.Address{a1}, Amount: 5, Needed: 9}, "its placement on " + a1.String() + " was bumped before its key was granted, and its owner has 5usync of the 9usync another run needs in escrow; the rest is refunded"},
 		{ledger.Wait{Code: ledger.WaitBadHandover, Providers: []address.Address{a1}, Amount: 7}, "the new replica could not run: " + a1.String() + " handed it a key that is not the job's (slashed 7usync); refunded"},
 		{ledger.Wait{Code: ledger.WaitHandoverWithheld, Slashed: 1}, "the new replica could not run: neither the owner nor a committed replica gave the new replica the job key in time; 1 committed replica(s) slashed for withholding the key; refunded"},
 		{ledger.Wait{Code: ledger.WaitNoMajority, Of: 3, Distinct: 3}, "no majority among 3 replicas (3 distinct results); refunded in full, nobody who revealed slashed"},
@@ -198,6 +200,7 @@ func TestNotes(t *testing.T) {
 		{ledger.Wait{Code: ledger.DropNotPlaced}, "no provider could take the extra replica in time"},
 		{ledger.Wait{Code: ledger.DropNotGranted}, "the owner did not grant the extra replica the job key in time"},
 		{ledger.Wait{Code: ledger.DropNoKey}, "neither the owner nor a committed replica gave the new replica the job key in time"},
+		{ledger.Wait{Code: ledger.DropBumpUnfunded, Providers: []address.Address{a1}, Amount: 3, Needed: 8}, "its placement on " + a1.String() + " was bumped before its key was granted, and the owner has 3usync of the 8usync its escrow must hold for another"},
 	} {
 		if got := Dropped(&ledger.Job{Dropped: &c.w}); got != c.want {
 			t.Errorf("dropped %s: %q", c.w.Code, got)

@@ -371,7 +371,7 @@ func applyCheckpointTally(o *Overlay, j *Job, seq uint64, out verify.CheckpointO
 			if err := recordInvalid(o, m, a.Class); err != nil {
 				return nil, false, err
 			}
-			if err := releaseProvider(o, m, j.ID, a.holdsSlot()); err != nil {
+			if err := releaseAssignment(o, j, a); err != nil {
 				return nil, false, err
 			}
 			events = append(events, jobEvent("job_replica_slashed", j, Attr{"provider", m.String()}, Attr{"amount", strconv.FormatUint(amt, 10)}, Attr{"why", "checkpoint_minority"}))
@@ -415,8 +415,8 @@ func applyCheckpointTally(o *Overlay, j *Job, seq uint64, out verify.CheckpointO
 		if err != nil {
 			return nil, false, err
 		}
-		for _, a := range j.Assignments {
-			if err := releaseProvider(o, a.Provider, j.ID, a.holdsSlot()); err != nil {
+		for i := range j.Assignments {
+			if err := releaseAssignment(o, j, &j.Assignments[i]); err != nil {
 				return nil, false, err
 			}
 		}

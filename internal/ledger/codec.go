@@ -173,7 +173,12 @@ func uvarintLen(v uint64) int {
 // version (or of none: written before the validator set, governance, the
 // market and rewards, which an older state lacks the keys of) is refused
 // when a node opens it, not halted on at its first block.
-const StateVersion = 2
+//
+// Version 3: a provider's jobs count only the slots taken for real
+// (granted placements and service replicas), its ungranted placements are
+// counted apart (Provider.Tentative) and indexed (jobtent/), and the
+// offer index carries them.
+const StateVersion = 3
 
 // CheckStateVersion refuses a state written by a gpunet whose state layout
 // differs from this one's.
@@ -210,9 +215,12 @@ func CheckStateVersion(kv KV) error {
 //     code (SlashEvent.Code, Job, Seq, Count, Of). Records of versions 2
 //     to 5 keep their sentences (Job.Reason, AuditDropped,
 //     CheckpointNote, SlashEvent.Reason), which still decode and render.
+//   - 7: ungranted placements hold their slot only tentatively (issue 27):
+//     Provider.Tentative counts them, and Provider.Jobs only the slots
+//     taken for real.
 const (
 	recordVersionBase = 2
-	recordVersion     = 6 // the newest this node reads and writes
+	recordVersion     = 7 // the newest this node reads and writes
 )
 
 // record is a stored record type: a struct the generator gave a codec.

@@ -153,10 +153,8 @@ func reassign(o *Overlay, j *Job, gone []address.Address, why Wait, p Params, in
 			return dropReplicas(o, j, gone, why, p, info)
 		}
 		old := j.Deadline
-		for _, g := range gone {
-			if err := releaseProvider(o, g, j.ID, true); err != nil {
-				return nil, err
-			}
+		if err := releaseProviders(o, j, gone); err != nil {
+			return nil, err
 		}
 		j.Assignments = slices.DeleteFunc(j.Assignments, func(a Assignment) bool { return slices.Contains(gone, a.Provider) })
 		j.State = JobVerifying
@@ -168,10 +166,8 @@ func reassign(o *Overlay, j *Job, gone []address.Address, why Wait, p Params, in
 		return []Event{jobEvent("job_reassigned", j, Attr{"providers", joinAddrs(gone)})}, nil
 	}
 	old := j.Deadline
-	for _, g := range gone {
-		if err := releaseProvider(o, g, j.ID, true); err != nil {
-			return nil, err
-		}
+	if err := releaseProviders(o, j, gone); err != nil {
+		return nil, err
 	}
 	names := joinAddrs(gone)
 	if j.Attempts >= p.JobMaxAttempts {
@@ -182,9 +178,9 @@ func reassign(o *Overlay, j *Job, gone []address.Address, why Wait, p Params, in
 	}
 	// Nothing committed yet: every replica restarts, so that the results
 	// come from one placement.
-	for _, a := range j.Assignments {
-		if !slices.Contains(gone, a.Provider) {
-			if err := releaseProvider(o, a.Provider, j.ID, true); err != nil {
+	for i := range j.Assignments {
+		if a := &j.Assignments[i]; !slices.Contains(gone, a.Provider) {
+			if err := releaseAssignment(o, j, a); err != nil {
 				return nil, err
 			}
 		}
@@ -205,10 +201,8 @@ func reassign(o *Overlay, j *Job, gone []address.Address, why Wait, p Params, in
 // with the replicas it has (decide, mayEscalate false). why is a Drop*
 // code and its numbers.
 func dropReplicas(o *Overlay, j *Job, gone []address.Address, why Wait, p Params, info BlockInfo) ([]Event, error) {
-	for _, g := range gone {
-		if err := releaseProvider(o, g, j.ID, true); err != nil {
-			return nil, err
-		}
+	if err := releaseProviders(o, j, gone); err != nil {
+		return nil, err
 	}
 	j.Assignments = slices.DeleteFunc(j.Assignments, func(a Assignment) bool { return slices.Contains(gone, a.Provider) })
 	j.Replicas = uint64(len(j.Assignments))
@@ -250,6 +244,22 @@ func reassignJobsOf(o *Overlay, provider address.Address, p Params, info BlockIn
 	// Its service replicas are dropped and placed elsewhere too.
 	evs, err := dropServiceReplicasOf(o, provider, p, info)
 	return append(events, evs...), err
+}
+
+// releaseProviders releases the assignments of j to the providers gone
+// (releaseAssignment), before the caller removes them from j.
+func releaseProviders(o *Overlay, j *Job, gone []address.Address) error {
+	for _, g := range gone {
+		a := j.assignment(g)
+		if a == nil {
+			o.Delete(jobProvKey(g, j.ID))
+			continue
+		}
+		if err := releaseAssignment(o, j, a); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func joinAddrs(as []address.Address) string {

@@ -63,6 +63,9 @@
 //   - reputation.go: reputation and the per-class verification records.
 //   - spec.go: [JobSpec] and its rules.
 //   - jobs.go: the job record, its indexes and the queues.
+//   - slots.go: what a placement holds of its provider's slots: tentative
+//     until its key is granted, then for real; bumping the ungranted
+//     placements a provider's free slots can no longer carry.
 //   - msg_jobs.go: submit, grant, start, commit and cancel a job.
 //   - scheduler.go: placing queued jobs (applying the planner's plans),
 //     and [QuoteJob]; offer.go: the offer index and indexState, the

@@ -29,14 +29,20 @@ import (
 //     placed job's wait is a code (WaitPlaced, WaitExtraPlaced…).
 //   - hwchallenge.go converted (issue 28): a failed hardware challenge
 //     keeps a ChallengeFailure (code, device, numbers), not a sentence.
-const goldenLifecycle = "2f197d988f989ecef9113941d80269b73745321b2d692410e318c3180a1c93bd"
+//   - ungranted placements hold their slot only tentatively (issue 27,
+//     record version 7): lifecycleChain ends with job 5 placed and not
+//     granted, so its provider's record counts it in Tentative, not Jobs.
+//     (The chain without job 5 keeps its hash: its end state holds no
+//     ungranted placement.)
+const goldenLifecycle = "838201d3bce7fd150a333fb64cff713cb05aeef262dc2a39098b35fbb43b52b1"
 
 // lifecycleChain runs jobs through every step the ledger has: a spot job
 // placed, granted, started, committed, audited by a second provider,
 // revealed and settled; a job whose primary cheats, is outvoted by the
 // audit and a tie-break replica and slashed; a job nobody can place (it
-// waits, with the scheduler's miss stored); and a job whose owner never grants the
-// key (the grant window lapses and the slots are paid for).
+// waits, with the scheduler's miss stored); a job whose owner never grants the
+// key (the grant window lapses and the slots are paid for); and a job
+// placed, its key not granted yet (its slot held tentatively).
 func lifecycleChain(t *testing.T) *lt.Chain {
 	c := verifyChain(t, 4, nil)
 	// Job 1: honest, audited, validated.
@@ -66,6 +72,10 @@ func lifecycleChain(t *testing.T) *lt.Chain {
 	c.Advance(10 * time.Minute)
 	c.ApplyBlock(t)
 	c.ApplyBlock(t)
+
+	// Job 5: placed, its key not granted yet: its provider holds the slot
+	// tentatively (Provider.Tentative, record version 7).
+	must(t, []ledger.TxResult{submit(t, c, spotJob("waiting"))})
 	return c
 }
 
@@ -89,6 +99,9 @@ func TestAppHashLifecycle(t *testing.T) {
 	}
 	if j := job(t, a, 4); !j.Done() {
 		t.Errorf("job 4 is %s (%+v), want ended by its grant window", j.State, j.Wait)
+	}
+	if j := job(t, a, 5); j.State != ledger.JobAssigned || j.Assignments[0].KeyGrant != nil {
+		t.Errorf("job 5 is %s, want placed and waiting for its key", j.State)
 	}
 	if got := hex.EncodeToString(a.Hash); got != goldenLifecycle {
 		t.Errorf("app hash = %s, want golden %s", got, goldenLifecycle)

@@ -238,6 +238,12 @@ func execHandOverKey(o *Overlay, from address.Address, m *MsgHandOverKey, p Para
 	if !to.waitsForHandover() {
 		return nil, fmt.Errorf("%s does not wait for a handover of job %d's key: %w", m.Provider, j.ID, ErrJobState)
 	}
+	// A handover grants as the owner's grant does: the slot is taken for
+	// real (slots.go).
+	bumped, err := grantSlot(o, j, to, p, info)
+	if err != nil {
+		return nil, err
+	}
 	to.KeyGrant = append([]byte(nil), m.Sealed...)
 	by := from
 	to.HandedBy = &by
@@ -247,7 +253,7 @@ func execHandOverKey(o *Overlay, from address.Address, m *MsgHandOverKey, p Para
 		j.Deadline = info.Time.Unix() + int64(p.JobStartTimeout)
 	}
 	setJob(o, j, old)
-	return []Event{jobEvent("job_key_handed_over", j, Attr{"provider", m.Provider.String()}, Attr{"by", from.String()})}, nil
+	return append([]Event{jobEvent("job_key_handed_over", j, Attr{"provider", m.Provider.String()}, Attr{"by", from.String()})}, bumped...), nil
 }
 
 func execDisputeKeyHandover(o *Overlay, from address.Address, m *MsgDisputeKeyHandover, p Params, info BlockInfo) ([]Event, error) {

@@ -7,6 +7,7 @@ import (
 	"slices"
 
 	"github.com/gpunet/gpunet/internal/address"
+	"github.com/gpunet/gpunet/internal/ledger/sched"
 )
 
 // Invariants: what must hold after every block. Each is a small function
@@ -296,50 +297,46 @@ func escrowCoversCharges(s *invariantState) error {
 			}
 			continue
 		}
-		// A job resumed from a checkpoint has paid for its progress and
-		// may be charged only for the rest (RunBudget).
-		secs := chargeableSeconds(&j.Spec, s.params) - min(j.Progress, chargeableSeconds(&j.Spec, s.params)-1)
-		// Each charge carries the protocol fee, as payments charge it.
-		withFee := func(c uint64) uint64 { return c + protocolFee(c, s.params) }
-		var most, regular uint64
-		for _, a := range j.Assignments {
-			if !a.Extra {
-				regular++
-				most += withFee(mulDiv(a.PricePerHour, secs, 3600))
-			}
-		}
-		if planned := j.Spec.PlannedReplicas(); regular < planned {
-			most += withFee(mulDiv(j.Spec.MaxPricePerHour, secs, 3600)) * (planned - regular)
-		}
-		if j.Escrow < most {
+		if most := escrowNeeded(j, s.params); j.Escrow < most {
 			return fmt.Errorf("invariant: job %d escrow %d < %d it may still be charged: %w", j.ID, j.Escrow, most, ErrInternal)
 		}
 	}
 	return nil
 }
 
-// slotsMatchAssignments: a provider's count of running jobs is the slots
-// its assignments in unfinished jobs and its service replicas hold.
+// slotsMatchAssignments: a provider's slots taken for real (Jobs) are
+// those its granted assignments in unfinished jobs and its service
+// replicas hold; its tentative ones (Tentative) those its assignments
+// whose key is not granted yet hold; and these only where a slot is free,
+// at most sched.TentativePerSlot on each (sched.Positions): so no grant
+// can take a slot the provider does not have (slots.go).
 func slotsMatchAssignments(s *invariantState) error {
-	slots := map[address.Address]uint64{}
+	granted := map[address.Address]uint64{}
+	tentative := map[address.Address]uint64{}
 	for _, j := range s.jobs {
 		if j.Done() {
 			continue
 		}
 		for i := range j.Assignments {
-			if j.Assignments[i].holdsSlot() {
-				slots[j.Assignments[i].Provider]++
+			switch a := &j.Assignments[i]; a.slot() {
+			case grantedSlot:
+				granted[a.Provider]++
+			case tentativeSlot:
+				tentative[a.Provider]++
 			}
 		}
 	}
 	for _, sv := range s.services {
 		for _, r := range sv.Replicas {
-			slots[r.Provider]++ // a replica holds a slot while it is placed
+			granted[r.Provider]++ // a replica holds a slot while it is placed
 		}
 	}
 	for _, p := range s.providers {
-		if p.Jobs != slots[p.Address] {
-			return fmt.Errorf("invariant: provider %s counts %d running jobs, its assignments and service replicas hold %d slots: %w", p.Address, p.Jobs, slots[p.Address], ErrInternal)
+		if p.Jobs != granted[p.Address] || p.Tentative != tentative[p.Address] {
+			return fmt.Errorf("invariant: provider %s counts %d granted jobs and %d ungranted placements, its assignments and service replicas hold %d and %d: %w", p.Address, p.Jobs, p.Tentative, granted[p.Address], tentative[p.Address], ErrInternal)
+		}
+		if positions := sched.Positions(p.Jobs, p.MaxJobs); p.Tentative > positions {
+			return fmt.Errorf("invariant: provider %s carries %d ungranted placements on %d free of %d slots, at most %d: %w", p.Address, p.Tentative, p.MaxJobs-min(p.Jobs, p.MaxJobs), p.MaxJobs, positions, ErrInternal)
 		}
 	}
 	return nil
@@ -464,7 +461,9 @@ func supplyAddsUp(s *invariantState) error {
 //   - jobdue/: an unfinished job with a deadline has its entry at that
 //     deadline; other entries belong to finished jobs (expireJobs drops them);
 //   - jobprov/: an entry names a job with an assignment to that provider, or
-//     a finished job (reassignJobsOf drops those).
+//     a finished job (reassignJobsOf drops those);
+//   - jobtent/: exactly the assignments of unfinished jobs whose key is not
+//     granted yet, each under its provider and placement time (slots.go).
 func checkJobIndexes(kv KV, jobs map[uint64]*Job) error {
 	var err error
 	bad := func(format string, args ...any) bool {
@@ -519,8 +518,38 @@ func checkJobIndexes(kv KV, jobs map[uint64]*Job) error {
 		}
 		return true
 	})
+	entries, tentative := 0, 0
+	kv.Iterate(prefixJobTentative, prefixEnd(prefixJobTentative), func(k, _ []byte) bool {
+		entries++
+		if len(k) != len(prefixJobTentative)+address.Len+16 {
+			return bad("ungranted placement entry %x is malformed", k)
+		}
+		a, _ := address.FromBytes(k[len(prefixJobTentative) : len(prefixJobTentative)+address.Len])
+		j := jobs[tentativeIDAt(k)]
+		var as *Assignment
+		if j != nil && !j.Done() {
+			as = j.assignment(a)
+		}
+		if as == nil || as.slot() != tentativeSlot || !bytes.Equal(k, tentativeKey(a, as.AssignedAt, j.ID)) {
+			return bad("ungranted placement entry %x names no ungranted assignment of job %d to %s placed then", k, tentativeIDAt(k), a)
+		}
+		return true
+	})
 	if err != nil {
 		return err
+	}
+	for _, j := range jobs {
+		if j.Done() {
+			continue
+		}
+		for i := range j.Assignments {
+			if j.Assignments[i].slot() == tentativeSlot {
+				tentative++
+			}
+		}
+	}
+	if entries != tentative {
+		return fmt.Errorf("invariant: the ungranted placement index has %d entries, the unfinished jobs %d ungranted assignments: %w", entries, tentative, ErrInternal)
 	}
 	for id, j := range jobs {
 		want := []byte(nil)

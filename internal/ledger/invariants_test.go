@@ -184,8 +184,20 @@ func TestInvariantsCatchEachCorruption(t *testing.T) {
 			o.Set(onlineKey(p.OnlineIndex), prov2.addr[:])
 		}, "does not point at " + prov1.addr.String()},
 		{"stake total off", func(o *Overlay) { add(o, keyStaked, 1) }, "recorded stake 160000001 != sum of provider stakes 160000000"},
-		{"slot count off", func(o *Overlay) { reindexProvider(o, prov1.addr, func(p *Provider) { p.Jobs++ }) }, "counts 2 running jobs, its assignments and service replicas hold 1 slots"},
-		{"slot not counted", func(o *Overlay) { reindexProvider(o, prov1.addr, func(p *Provider) { p.Jobs = 0 }) }, "counts 0 running jobs"},
+		{"slot count off", func(o *Overlay) { reindexProvider(o, prov1.addr, func(p *Provider) { p.Jobs++ }) }, "counts 2 granted jobs and 0 ungranted placements, its assignments and service replicas hold 1 and 0"},
+		{"slot not counted", func(o *Overlay) { reindexProvider(o, prov1.addr, func(p *Provider) { p.Jobs = 0 }) }, "counts 0 granted jobs"},
+		{"ungranted placement not counted", func(o *Overlay) {
+			editJob(o, func(j *Job) { j.Assignments[0].KeyGrant = nil })
+		}, "counts 1 granted jobs and 0 ungranted placements, its assignments and service replicas hold 0 and 1"},
+		{"ungranted placement where no slot is free", func(o *Overlay) {
+			editJob(o, func(j *Job) { j.Assignments[0].KeyGrant = nil })
+			reindexProvider(o, prov1.addr, func(p *Provider) { p.Jobs, p.Tentative, p.MaxJobs = 0, 1, 0 })
+		}, "carries 1 ungranted placements on 0 free of 0 slots, at most 0"},
+		{"ungranted placement not indexed", func(o *Overlay) {
+			editJob(o, func(j *Job) { j.Assignments[0].KeyGrant = nil })
+			reindexProvider(o, prov1.addr, func(p *Provider) { p.Jobs, p.Tentative = 0, 1 })
+		}, "the ungranted placement index has 0 entries, the unfinished jobs 1 ungranted assignments"},
+		{"stray ungranted placement entry", func(o *Overlay) { o.Set(tentativeKey(prov1.addr, 5, 1), []byte{1}) }, "names no ungranted assignment of job 1"},
 
 		// Jobs.
 		{"queue length off", func(o *Overlay) { add(o, keyQueueLen, 1) }, "queue length 1 != 0 queued jobs"},

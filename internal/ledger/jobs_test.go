@@ -390,8 +390,8 @@ func TestUngrantedJobPaysForTheSlotItHeld(t *testing.T) {
 			if j.State != ledger.JobAssigned || j.Assignments[0].Provider != prov1.Addr {
 				t.Fatalf("not placed on prov1: %s %+v", j.State, j.Assignments)
 			}
-			if p := provider(t, c, prov1); p.Jobs != 1 {
-				t.Fatalf("prov1 jobs %d, want the slot taken", p.Jobs)
+			if p := provider(t, c, prov1); p.Jobs != 0 || p.Tentative != 1 {
+				t.Fatalf("prov1 jobs %d, ungranted %d; want the slot held tentatively", p.Jobs, p.Tentative)
 			}
 			locked := j.Escrow
 			ownerBefore, provBefore := c.Balance(t, consumer.Addr), c.Balance(t, prov1.Addr)
@@ -419,8 +419,8 @@ func TestUngrantedJobPaysForTheSlotItHeld(t *testing.T) {
 			if got := c.Balance(t, consumer.Addr) - ownerBefore; got != locked-cost-fee {
 				t.Errorf("owner got back %d, want %d", got, locked-cost-fee)
 			}
-			if p := provider(t, c, prov1); p.Jobs != 0 || p.Earned != cost {
-				t.Errorf("prov1 after: jobs %d earned %d", p.Jobs, p.Earned)
+			if p := provider(t, c, prov1); p.Jobs != 0 || p.Tentative != 0 || p.Earned != cost {
+				t.Errorf("prov1 after: jobs %d, ungranted %d, earned %d", p.Jobs, p.Tentative, p.Earned)
 			}
 		})
 	}

@@ -15,8 +15,8 @@ import (
 //   - the scheduler's provider index and class summaries (pidx/, pcls/),
 //     functions of the provider records;
 //   - the job indexes: by owner (jobown/), by provider (jobprov/), by
-//     deadline (jobdue/) and the queues (jobq/, jobvq/), functions of the
-//     job records.
+//     deadline (jobdue/), the queues (jobq/, jobvq/, jobpq/) and the
+//     ungranted placements (jobtent/), functions of the job records.
 //   - the service indexes (svcown/, svcprov/, svcdue/, svcq/, svcmodel/,
 //     svcact/), functions of the service records.
 //
@@ -30,7 +30,7 @@ import (
 const metaPrefix = "\x00"
 
 var unhashedPrefixes = [][]byte{[]byte(metaPrefix), prefixProviderIndex, prefixClassCount,
-	prefixJobOwner, prefixJobProv, prefixJobDue, prefixJobQueue, prefixVerifyQ, prefixGovWeight, prefixGovRunning, prefixPriorityQ, prefixMarketLive,
+	prefixJobOwner, prefixJobProv, prefixJobDue, prefixJobQueue, prefixVerifyQ, prefixGovWeight, prefixGovRunning, prefixPriorityQ, prefixJobTentative, prefixMarketLive,
 	prefixServiceOwner, prefixServiceProv, prefixServiceDue, prefixServiceQueue, prefixServiceModel, prefixServiceActive}
 
 // Hashed reports whether the app hash covers key.
@@ -158,6 +158,10 @@ var (
 	// jobpq/<id>: priority-tier jobs, placed before the main queue
 	// (market.go); not hashed, like the other queues.
 	prefixPriorityQ = []byte("jobpq/")
+	// jobtent/<provider><assigned at><^id>: the placements on a provider
+	// whose key is not granted yet, oldest placement first (slots.go); not
+	// hashed, like the other job indexes.
+	prefixJobTentative = []byte("jobtent/")
 
 	// The market (market.go): mkt/c/<class> → the class's record,
 	// mkt/h/<class>/<epoch> → a closed epoch (the last

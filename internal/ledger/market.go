@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
-
-	"github.com/gpunet/gpunet/internal/address"
 )
 
 // The market: per hardware class, a price index that follows utilisation
@@ -191,8 +189,8 @@ func adjustOffered(o *Overlay, old, p *Provider) {
 func countsInMarket(j *Job, a *Assignment) bool { return j.Owner != a.Provider }
 
 // marketReserve adds (d = +1) or removes (d = −1) what assignment a of j
-// reserves in its class. Called where a slot is taken (place) and freed
-// (releaseProvider, execCommitResult).
+// reserves in its class. Called where a slot is taken (holdTentative) and
+// freed (releaseAssignment, execCommitResult).
 func marketReserve(o *Overlay, j *Job, a *Assignment, d int64) {
 	if a == nil || !countsInMarket(j, a) {
 		return
@@ -200,19 +198,6 @@ func marketReserve(o *Overlay, j *Job, a *Assignment, d int64) {
 	n := getMarketCounts(o, a.Class)
 	n.reserved = addUnits(n.reserved, d*int64(j.Spec.Units()))
 	setMarketCounts(o, a.Class, n)
-}
-
-// marketRelease removes what provider's assignment in job id reserved, for
-// a caller that frees its slot. It reads the stored job: an assignment's
-// class, units and owner never change, and a slot is only freed for an
-// assignment the stored record holds.
-func marketRelease(o *Overlay, provider address.Address, id uint64) error {
-	j, ok, err := GetJob(o, id)
-	if err != nil || !ok {
-		return err
-	}
-	marketReserve(o, j, j.assignment(provider), -1)
-	return nil
 }
 
 // MarketClass is a hardware class's market record: its index, its

@@ -92,60 +92,19 @@ func preemptSpot(o *Overlay, j *Job, busy []sched.Pick, need int, p Params, info
 // the owner's balance to cover a whole run again. An owner who cannot pay
 // that gets the job failed and the rest refunded.
 func requeuePreempted(o *Overlay, j *Job, p Params, info BlockInfo) ([]Event, error) {
-	now := info.Time.Unix()
 	old := j.Deadline
-	all := make([]address.Address, len(j.Assignments))
-	for i, a := range j.Assignments {
-		all[i] = a.Provider
-	}
-	kept, err := keepCheckpointed(o, j, all, p)
+	all, kept, have, need, err := settleWhole(o, j, p, info.Time.Unix())
 	if err != nil {
 		return nil, err
 	}
-	for i := range j.Assignments {
-		a := &j.Assignments[i]
-		switch {
-		case a.StartedAt == 0:
-			err = chargeHold(o, j, a, p, now)
-		case !kept:
-			err = payForTime(o, j, a, min(uint64(max(now-a.StartedAt, 0)), j.RunBudget()), p)
-		}
-		// With a checkpoint kept, keepCheckpointed paid the seconds it
-		// covers; what ran after it is lost, and the owner, who runs it
-		// again, pays for it once (docs/jobspec.md, checkpoint).
-		if err != nil {
-			return nil, err
-		}
+	if need > 0 {
+		j.State = JobFailed
+		j.setWait(Wait{Code: WaitPreemptUnfunded, Providers: all, Amount: have, Needed: need})
+		return finishJob(o, j, info)
 	}
-	for _, a := range j.Assignments {
-		if err := releaseProvider(o, a.Provider, j.ID, a.holdsSlot()); err != nil {
-			return nil, err
-		}
-	}
-	gone := joinAddrs(all)
-	if want := JobEscrow(&j.Spec, p); j.Escrow < want {
-		owner, err := GetAccount(o, j.Owner)
-		if err != nil {
-			return nil, err
-		}
-		top := want - j.Escrow
-		if owner.Balance < top {
-			j.State = JobFailed
-			j.setWait(Wait{Code: WaitPreemptUnfunded, Providers: all, Amount: owner.Balance, Needed: top})
-			return finishJob(o, j, info)
-		}
-		owner.Balance -= top
-		setAccount(o, &owner)
-		j.Escrow += top
-		setUint(o, keyEscrow, Escrowed(o)+top)
-	}
-	j.Assignments = []Assignment{}
-	j.State = JobQueued
-	j.Attempts -= min(j.Attempts, 1) // a preempted placement is not a failed attempt
 	j.Preempted++
-	j.setWait(resumeWait(Wait{Code: WaitPreemptRequeued, Providers: all}, j, kept))
-	j.Deadline = 0
-	enqueueJob(o, j)
-	setJob(o, j, old)
-	return []Event{jobEvent("job_requeued", j, Attr{"providers", gone}, Attr{"why", "preempted"})}, nil
+	if err := requeueWhole(o, j, old, resumeWait(Wait{Code: WaitPreemptRequeued, Providers: all}, j, kept)); err != nil {
+		return nil, err
+	}
+	return []Event{jobEvent("job_requeued", j, Attr{"providers", joinAddrs(all)}, Attr{"why", "preempted"})}, nil
 }

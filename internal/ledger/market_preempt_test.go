@@ -29,8 +29,10 @@ func TestSpotPreemptedResumesFromCheckpoint(t *testing.T) {
 	must(t, []ledger.TxResult{send(t, c, prov1, ckptMsg(1, 2, 101, 2))})
 	c.Advance(time.Duration(p.PreemptGraceSeconds) * time.Second)
 	c.ApplyBlock(t)
+	// Requeued, it is placed again at once beside the priority job's
+	// ungranted placement (slots.go).
 	spot := job(t, c, 1)
-	if spot.State != ledger.JobQueued || spot.Preempted != 1 || spot.ResumeSeq != 2 || spot.Progress != 101 {
+	if spot.State != ledger.JobAssigned || spot.Preempted != 1 || spot.ResumeSeq != 2 || spot.Progress != 101 {
 		t.Fatalf("spot job after the grace: %s preempted %d resume_seq %d progress %d (%s)", spot.State, spot.Preempted, spot.ResumeSeq, spot.Progress, spot.Reason)
 	}
 	want := 2 * 36_000 * uint64(101) / 3600 // spot at the floor pays the ask
@@ -39,5 +41,32 @@ func TestSpotPreemptedResumesFromCheckpoint(t *testing.T) {
 	}
 	if spot.Cost != want || spot.Escrow != ledger.JobEscrow(&spot.Spec, p) {
 		t.Fatalf("spot job cost %d (want %d), escrow %d (want a whole run's %d)", spot.Cost, want, spot.Escrow, ledger.JobEscrow(&spot.Spec, p))
+	}
+}
+
+// TestPreemptedJobWhoseOwnerCannotRefillEnds: a preempted spot job whose
+// owner cannot top its escrow up to a whole run again ends
+// (preempt_unfunded), its provider paid for the seconds it ran. Its
+// replica is released once: before, the requeue released it and then
+// finishing the job released it again, and the market's reserved units
+// went out of step with the records (the invariants caught it).
+func TestPreemptedJobWhoseOwnerCannotRefillEnds(t *testing.T) {
+	c := marketChain(t, 2, nil)
+	must(t, []ledger.TxResult{submit(t, c, cpuJob("spot", 2, 1_000_000, ledger.TierSpot))})
+	grantStart(t, c, 1)
+	must(t, []ledger.TxResult{submit(t, c, cpuJob("other", 1, 1_000_000, ""))})
+	grantStart(t, c, 2)
+	c.Advance(100 * time.Second)
+	must(t, []ledger.TxResult{send(t, c, consumer, &ledger.MsgSubmitJob{Spec: cpuJob("prio", 2, 1_000_000, ledger.TierPriority), ConsumerKey: lt.AgeKey("consumer")})})
+	must(t, []ledger.TxResult{send(t, c, consumer, &ledger.MsgSend{To: prov2.Addr, Amount: ledger.Amount(c.Balance(t, consumer.Addr))})})
+	p, _ := ledger.GetParams(c.KV)
+	c.Advance(time.Duration(p.PreemptGraceSeconds) * time.Second)
+	c.ApplyBlock(t) // the invariants hold after it
+	spot := job(t, c, 1)
+	if spot.State != ledger.JobFailed || spot.Wait == nil || spot.Wait.Code != ledger.WaitPreemptUnfunded || spot.Cost == 0 || spot.Escrow != 0 {
+		t.Fatalf("preempted job of a broke owner: %s %+v cost %d escrow %d", spot.State, spot.Wait, spot.Cost, spot.Escrow)
+	}
+	if pr := provider(t, c, prov1); pr.Jobs != 1 || pr.Tentative != 1 {
+		t.Fatalf("provider counts %d granted, %d ungranted; want the other job's and the priority job's placements", pr.Jobs, pr.Tentative)
 	}
 }

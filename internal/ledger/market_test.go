@@ -163,16 +163,29 @@ func TestTierPrices(t *testing.T) {
 func ptr[T any](v T) *T { return &v }
 
 // TestPriorityPlacedFirst: with one slot, the priority job submitted after
-// an on-demand one gets it first.
+// an on-demand one gets it first. (Both are placed when it frees, the
+// on-demand job beside the priority job's ungranted placement; the
+// priority job's grant bumps it, and it waits for the next slot.)
 func TestPriorityPlacedFirst(t *testing.T) {
 	c := marketChain(t, 1, nil)
 	must(t, []ledger.TxResult{submit(t, c, cpuJob("busy", 1, 1_000_000, ""))})
 	grantStart(t, c, 1)
 	must(t, []ledger.TxResult{submit(t, c, cpuJob("od", 1, 1_000_000, ""))})
 	must(t, []ledger.TxResult{submit(t, c, cpuJob("prio", 1, 1_000_000, ledger.TierPriority))})
+	if od, prio := job(t, c, 2), job(t, c, 3); prio.State != ledger.JobQueued || od.State != ledger.JobQueued {
+		t.Fatalf("on-demand %s, priority %s; want both queued behind the granted job", od.State, prio.State)
+	}
 	must(t, []ledger.TxResult{send(t, c, consumer, &ledger.MsgCancelJob{JobID: 1})})
-	if od, prio := job(t, c, 2), job(t, c, 3); prio.State != ledger.JobAssigned || od.State != ledger.JobQueued {
-		t.Fatalf("on-demand %s, priority %s; want the priority job placed", od.State, prio.State)
+	prio := job(t, c, 3)
+	if prio.State != ledger.JobAssigned {
+		t.Fatalf("priority %s; want it placed", prio.State)
+	}
+	if od := job(t, c, 2); od.State == ledger.JobAssigned && od.Assignments[0].AssignedAt != prio.Assignments[0].AssignedAt {
+		t.Fatalf("on-demand placed at %d, the priority job at %d", od.Assignments[0].AssignedAt, prio.Assignments[0].AssignedAt)
+	}
+	grantStart(t, c, 3)
+	if od := job(t, c, 2); od.State != ledger.JobQueued || len(od.Assignments) != 0 || od.Attempts != 0 {
+		t.Fatalf("on-demand after the priority job's grant: %s, %d assignments, %d attempts; want bumped back to the queue", od.State, len(od.Assignments), od.Attempts)
 	}
 }
 
@@ -205,9 +218,12 @@ func TestSpotPreemptedAndRequeued(t *testing.T) {
 	}
 	c.Advance(time.Duration(p.PreemptGraceSeconds) * time.Second)
 	c.ApplyBlock(t)
+	// Requeued, the spot job is placed again at once beside the priority
+	// job's ungranted placement (slots.go): that placement is the one
+	// that counts, not a failed attempt.
 	spot, prio := job(t, c, 1), job(t, c, 2)
-	if spot.State != ledger.JobQueued || spot.Preempted != 1 || spot.Attempts != 0 || len(spot.Assignments) != 0 {
-		t.Fatalf("spot job after the grace: %s preempted %d attempts %d (%s)", spot.State, spot.Preempted, spot.Attempts, spot.Reason)
+	if spot.Preempted != 1 || spot.Attempts != 1 || len(spot.Assignments) != 1 || spot.Assignments[0].KeyGrant != nil {
+		t.Fatalf("spot job after the grace: %s preempted %d attempts %d %+v (%s)", spot.State, spot.Preempted, spot.Attempts, spot.Assignments, spot.Reason)
 	}
 	if prio.State != ledger.JobAssigned || prio.Assignments[0].Provider != prov1.Addr {
 		t.Fatalf("priority job after the grace: %s (%s)", prio.State, prio.Reason)
@@ -220,6 +236,17 @@ func TestSpotPreemptedAndRequeued(t *testing.T) {
 	}
 	if spot.Escrow != ledger.JobEscrow(&spot.Spec, p) {
 		t.Fatalf("requeued escrow %d, want a whole run's %d", spot.Escrow, ledger.JobEscrow(&spot.Spec, p))
+	}
+	// The priority job's grant takes the slot and bumps the spot job's
+	// placement: it pays for the second it held, tops its escrow up to a
+	// whole run again, and waits in the queue.
+	grantStart(t, c, 2)
+	spot = job(t, c, 1)
+	if spot.State != ledger.JobQueued || spot.Attempts != 0 || len(spot.Assignments) != 0 {
+		t.Fatalf("spot job after the priority job's grant: %s attempts %d %+v", spot.State, spot.Attempts, spot.Assignments)
+	}
+	if spot.Escrow != ledger.JobEscrow(&spot.Spec, p) {
+		t.Fatalf("bumped escrow %d, want a whole run's %d", spot.Escrow, ledger.JobEscrow(&spot.Spec, p))
 	}
 	// When the priority job is done, the spot job runs again.
 	must(t, []ledger.TxResult{send(t, c, consumer, &ledger.MsgCancelJob{JobID: 2})})

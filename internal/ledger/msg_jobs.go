@@ -176,10 +176,20 @@ func execGrantKey(o *Overlay, from address.Address, m *MsgGrantKey, p Params, in
 		return nil, fmt.Errorf("job %d is %s and waits for no key: %w", j.ID, j.State, ErrJobState)
 	}
 	for _, g := range m.Grants {
-		a := j.assignment(g.Provider)
-		if a == nil {
+		if j.assignment(g.Provider) == nil {
 			return nil, fmt.Errorf("%s is not assigned to job %d: %w", g.Provider, j.ID, ErrNotJobParty)
 		}
+	}
+	var events []Event
+	for _, g := range m.Grants {
+		a := j.assignment(g.Provider)
+		// The first placement granted takes the slot for real, bumping
+		// ungranted ones the provider can no longer carry (slots.go).
+		evs, err := grantSlot(o, j, a, p, info)
+		if err != nil {
+			return nil, err
+		}
+		events = append(events, evs...)
 		a.KeyGrant = slices.Clone(g.WrappedKey)
 		a.HandedBy = nil // the owner's grant, not a handover anyone can dispute
 	}
@@ -192,7 +202,7 @@ func execGrantKey(o *Overlay, from address.Address, m *MsgGrantKey, p Params, in
 		j.Deadline = info.Time.Unix() + int64(p.JobStartTimeout)
 	}
 	setJob(o, j, old)
-	return []Event{jobEvent("job_key_granted", j)}, nil
+	return append([]Event{jobEvent("job_key_granted", j)}, events...), nil
 }
 
 // jobParty returns job id, which must be running, and from's assignment
@@ -279,7 +289,7 @@ func execCommitResult(o *Overlay, from address.Address, m *MsgCommitResult, p Pa
 	}
 	// Its run is over: the slot is free for other jobs.
 	marketReserve(o, j, a, -1)
-	if err := releaseSlot(o, from); err != nil {
+	if err := releaseSlot(o, from, grantedSlot); err != nil {
 		return nil, err
 	}
 	old := j.Deadline

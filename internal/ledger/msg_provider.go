@@ -206,6 +206,12 @@ func execUpdateProvider(o *Overlay, from address.Address, m *MsgUpdateProvider, 
 	setProvider(o, p)
 	events := []Event{{Type: "provider_updated", Attrs: []Attr{{"provider", from.String()}}}}
 	evs, err := reassignOtherEngine(o, from, p.WasmEngine, params, info)
+	if err != nil {
+		return nil, err
+	}
+	events = append(events, evs...)
+	// Fewer slots carry fewer ungranted placements (slots.go).
+	evs, err = bumpExcess(o, from, 0, params, info)
 	return append(events, evs...), err
 }
 

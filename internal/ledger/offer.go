@@ -155,7 +155,9 @@ func (st *indexState) Offers(class string, from, to uint64, fn func(*sched.Offer
 	return err
 }
 
-const offerVersion = 1
+// offerVersion 2: the entry holds the provider's ungranted placements
+// (Tentative) after its slots.
+const offerVersion = 2
 
 // offerNetwork in an entry's flags (the byte after its version): the
 // provider allows network access. The flags' low bits are the executors
@@ -229,7 +231,7 @@ func encodeOffer(p *Provider, class string) []byte {
 	}
 	b = binary.AppendUvarint(b, uint64(len(p.Region)))
 	b = append(b, p.Region...)
-	for _, v := range []uint64{p.Jobs, p.MaxJobs, p.Reputation, p.EffectiveGOPS()} {
+	for _, v := range []uint64{p.Jobs, p.MaxJobs, p.Tentative, p.Reputation, p.EffectiveGOPS()} {
 		b = binary.AppendUvarint(b, v)
 	}
 	var n uint64
@@ -289,7 +291,7 @@ func decodeOffer(cp, key, value []byte, o *sched.Offer) error {
 	}
 	o.Region, rest = rest[:regionLen], rest[regionLen:]
 	var n uint64
-	if !next(&o.Jobs) || !next(&o.MaxJobs) || !next(&o.Reputation) || !next(&o.Int8GOPS) || !next(&n) || n > maxOfferGPUs {
+	if !next(&o.Jobs) || !next(&o.MaxJobs) || !next(&o.Tentative) || !next(&o.Reputation) || !next(&o.Int8GOPS) || !next(&n) || n > maxOfferGPUs {
 		return bad("state")
 	}
 	o.ClassGPUs = o.ClassGPUs[:0]

@@ -26,7 +26,7 @@ func TestOfferRoundTrip(t *testing.T) {
 			Executors: []string{"wasm", "oci"},
 			MaxJobs:   4,
 		},
-		Stake: 7_000_000, Online: true, Reputation: 812_345, Jobs: 3,
+		Stake: 7_000_000, Online: true, Reputation: 812_345, Jobs: 1, Tentative: 5,
 	}
 	cp := classPrefix("H100_80GB")
 	key := providerIndexKey("H100_80GB", 2_500_000, p.Address)
@@ -35,7 +35,7 @@ func TestOfferRoundTrip(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := sched.Offer{Provider: p.Address, Ask: 2_500_000, Executors: 3, Stake: 7_000_000, GPUs: 3, CPUCores: 64,
-		RAM: 512 << 30, Disk: 2 << 40, Region: []byte("eu"), Jobs: 3, MaxJobs: 4, Reputation: 812_345, Int8GOPS: 1_600_000,
+		RAM: 512 << 30, Disk: 2 << 40, Region: []byte("eu"), Jobs: 1, MaxJobs: 4, Tentative: 5, Reputation: 812_345, Int8GOPS: 1_600_000,
 		ClassGPUs: []sched.GPU{{VRAM: 80 << 30, ComputeCap: 9000}, {VRAM: 80 << 30, ComputeCap: 0}}}
 	if string(o.Region) != string(want.Region) || len(o.ClassGPUs) != 2 || o.ClassGPUs[0] != want.ClassGPUs[0] || o.ClassGPUs[1] != want.ClassGPUs[1] {
 		t.Fatalf("decoded %+v, want %+v", o, want)

@@ -97,7 +97,11 @@ type Provider struct {
 	MissedInARow     uint64             `json:"missed_in_a_row"`
 	Challenge        *LivenessChallenge `json:"challenge,omitempty"`
 	Earned           uint64             `json:"earned"` // usync paid for jobs
-	Jobs             uint64             `json:"jobs"`   // jobs assigned and not finished
+	// Jobs counts the slots taken for real: by job placements whose key
+	// was granted (to its owner's grant or a handover) and that have not
+	// reported, and by service replicas. It never exceeds MaxJobs but
+	// when the provider lowered MaxJobs below it.
+	Jobs uint64 `json:"jobs"`
 	// Verification record (verification.go): results a replica confirmed,
 	// results outvoted, commitments never opened, and per class.
 	Validated  uint64        `json:"validated"`
@@ -110,6 +114,10 @@ type Provider struct {
 	// Hardware challenges (hwchallenge.go): the open one, and the record.
 	HWChallenge *HardwareChallenge `json:"hw_challenge,omitempty"`
 	Challenges  ChallengeRecord    `json:"challenges"`
+	// Tentative counts the job placements on it whose key is not granted
+	// yet: each holds a slot only tentatively, and the first granted
+	// takes it (docs/ledger.md, Slots; sched.TentativePerSlot).
+	Tentative uint64 `json:"tentative,omitempty" rec:"since=7"`
 }
 
 // Uptime returns the fraction of liveness challenges answered, in parts

@@ -286,6 +286,9 @@ func (x *Provider) encodeRec(e *encoder) {
 		(*x.HWChallenge).encodeRec(e)
 	}
 	x.Challenges.encodeRec(e)
+	if e.version >= 7 {
+		e.uvarint(x.Tentative)
+	}
 }
 
 func (x *Provider) decodeRec(d *decoder) {
@@ -329,6 +332,9 @@ func (x *Provider) decodeRec(d *decoder) {
 		x.HWChallenge = v0
 	}
 	x.Challenges.decodeRec(d)
+	if d.version >= 7 {
+		x.Tentative = d.uvarint("tentative")
+	}
 }
 
 func (x *Provider) recVersion() byte {
@@ -341,6 +347,9 @@ func (x *Provider) recVersion() byte {
 		v = max(v, x.HWChallenge.recVersion())
 	}
 	v = max(v, x.Challenges.recVersion())
+	if x.Tentative != 0 {
+		v = max(v, 7)
+	}
 	return v
 }
 

@@ -333,9 +333,6 @@ func place(o *Overlay, j *Job, p Params, info BlockInfo) ([]Event, error) {
 		if err != nil {
 			return nil, err
 		}
-		before := *pr
-		pr.Jobs++
-		setProviderFrom(o, &before, pr)
 		regular := 0
 		for _, a := range j.Assignments {
 			if !a.Extra {
@@ -349,8 +346,9 @@ func place(o *Overlay, j *Job, p Params, info BlockInfo) ([]Event, error) {
 			a.WasmEngine = pr.WasmEngine
 		}
 		j.Assignments = append(j.Assignments, a)
-		marketReserve(o, j, &a, +1)
-		o.Set(jobProvKey(c.Provider, j.ID), []byte{1})
+		// Until its key is granted, it holds the slot tentatively
+		// (slots.go).
+		holdTentative(o, j, &a, pr)
 		names = append(names, c.Provider.String())
 	}
 	j.Attempts++

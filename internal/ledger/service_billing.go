@@ -173,7 +173,7 @@ func endReplica(o *Overlay, s *Service, i int, now int64, why ReplicaEnd, exclud
 	r := s.Replicas[i]
 	setMarker(o, serviceProvKey(r.Provider, s.ID), false)
 	serviceMarketReserve(o, s, &r, -1)
-	if err := releaseSlot(o, r.Provider); err != nil {
+	if err := releaseSlot(o, r.Provider, grantedSlot); err != nil {
 		return Event{}, err
 	}
 	s.Replicas = slices.Delete(s.Replicas, i, i+1)

@@ -87,6 +87,13 @@ func placeService(o *Overlay, s *Service, p Params, info BlockInfo) ([]Event, er
 		s.Placements++
 		events = append(events, serviceEvent("service_replica_placed", s, Attr{"provider", c.Provider.String()},
 			Attr{"price_per_hour", strconv.FormatUint(c.Price, 10)}, Attr{"class", c.Class}))
+		// A replica has no key to grant: it takes its slot for real at
+		// once, as a grant does (slots.go).
+		bumped, err := bumpExcess(o, c.Provider, 0, p, info)
+		if err != nil {
+			return nil, err
+		}
+		events = append(events, bumped...)
 	}
 	var wait *Wait
 	code := ""

@@ -3,8 +3,6 @@ package ledger
 import (
 	"fmt"
 	"strconv"
-
-	"github.com/gpunet/gpunet/internal/address"
 )
 
 // Settlement: a job's escrow, what each of its providers is paid and from
@@ -25,6 +23,28 @@ func JobEscrow(s *JobSpec, p Params) uint64 {
 // the slot it held until the grant deadline (holdCharge).
 func chargeableSeconds(s *JobSpec, p Params) uint64 {
 	return max(s.TimeoutSeconds, p.JobGrantTimeout)
+}
+
+// escrowNeeded is what unfinished job j may still be charged, which its
+// escrow must cover: the planned replicas at their agreed price (at the
+// job's ceiling for those not placed) for their chargeable seconds (the
+// timeout, or the slot held to the grant deadline), less the progress a
+// resumed job has paid for (RunBudget), fee included.
+func escrowNeeded(j *Job, p Params) uint64 {
+	secs := chargeableSeconds(&j.Spec, p) - min(j.Progress, chargeableSeconds(&j.Spec, p)-1)
+	// Each charge carries the protocol fee, as payments charge it.
+	withFee := func(c uint64) uint64 { return c + protocolFee(c, p) }
+	var most, regular uint64
+	for _, a := range j.Assignments {
+		if !a.Extra {
+			regular++
+			most += withFee(mulDiv(a.PricePerHour, secs, 3600))
+		}
+	}
+	if planned := j.Spec.PlannedReplicas(); regular < planned {
+		most += withFee(mulDiv(j.Spec.MaxPricePerHour, secs, 3600)) * (planned - regular)
+	}
+	return most
 }
 
 // holdSeconds is how long a's slot has been held for a job that did not
@@ -113,38 +133,12 @@ func finishJob(o *Overlay, j *Job, info BlockInfo) ([]Event, error) {
 	j.Escrow = 0
 	j.FinishedAt = info.Time.Unix()
 	j.Deadline = 0
-	for _, a := range j.Assignments {
-		if err := releaseProvider(o, a.Provider, j.ID, a.holdsSlot()); err != nil {
+	for i := range j.Assignments {
+		if err := releaseAssignment(o, j, &j.Assignments[i]); err != nil {
 			return nil, err
 		}
 	}
 	dequeueJob(o, j.ID)
 	setJob(o, j, old)
 	return []Event{jobEvent("job_"+j.State, j, Attr{"cost", strconv.FormatUint(j.Cost, 10)}, Attr{"refund", strconv.FormatUint(j.Refund, 10)})}, nil
-}
-
-// releaseProvider ends a provider's part in a job, and frees its slot (and
-// what it reserved in the market, marketRelease) if the assignment still
-// held one.
-func releaseProvider(o *Overlay, provider address.Address, id uint64, slot bool) error {
-	o.Delete(jobProvKey(provider, id))
-	if !slot {
-		return nil
-	}
-	if err := marketRelease(o, provider, id); err != nil {
-		return err
-	}
-	return releaseSlot(o, provider)
-}
-
-func releaseSlot(o *Overlay, provider address.Address) error {
-	p, ok, err := GetProvider(o, provider)
-	if err != nil || !ok {
-		return err
-	}
-	if p.Jobs > 0 {
-		p.Jobs--
-	}
-	setProvider(o, p)
-	return nil
 }

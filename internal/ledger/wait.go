@@ -183,6 +183,10 @@ const (
 	// WaitPreemptUnfunded: preempted by a higher tier on Providers, and
 	// the owner has Amount of the Needed another run needs in escrow.
 	WaitPreemptUnfunded = "preempt_unfunded"
+	// WaitBumpUnfunded: its ungranted placement on Providers was bumped
+	// (CauseBumped), and the owner has Amount of the Needed another run
+	// needs in escrow.
+	WaitBumpUnfunded = "bump_unfunded"
 	// WaitBadHandover: Providers[0] handed the new replica a key that is
 	// not the job's, and was slashed Amount.
 	WaitBadHandover = "bad_handover"
@@ -233,6 +237,9 @@ const (
 	CauseOffline       = "offline"        // went offline
 	CauseReleased      = "released"       // handed the job back; Text is its reason
 	CauseEngineChanged = "engine_changed" // now runs another wasm engine than Text
+	// CauseBumped: its placement there was not granted yet when another
+	// placement's grant took the provider's slot (slots.go).
+	CauseBumped = "bumped"
 )
 
 // Drop codes (Job.Dropped.Code): why a drawn audit or escalation replica
@@ -246,6 +253,10 @@ const (
 	// DropNoKey: neither the owner nor a committed replica gave it the
 	// key in time.
 	DropNoKey = "no_key"
+	// DropBumpUnfunded: its placement on Providers was bumped
+	// (CauseBumped), and the owner has Amount of the Needed its escrow
+	// must hold for another.
+	DropBumpUnfunded = "bump_unfunded"
 )
 
 // Service wait codes (Service.Wait.Code); also WaitUnplaced.
