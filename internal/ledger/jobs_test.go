@@ -279,6 +279,42 @@ func TestEachQueuedJobPlacedOnce(t *testing.T) {
 	}
 }
 
+// TestLongQueueWalkedInTurns: with more jobs waiting than
+// max_placements_per_block, half the budget goes to the oldest jobs every
+// block and the other half walks the rest in turns: jobs behind old ones
+// nobody can place are all reached, each placed once.
+func TestLongQueueWalkedInTurns(t *testing.T) {
+	g := lt.Genesis(100_000_000_000, "consumer", "prov1", "prov2")
+	g.Params.LivenessRatePPM = 0
+	g.Params.MaxPlacementsPerBlock = 4
+	c := lt.NewChain(t, g)
+	for _, k := range []lt.Key{prov1, prov2} {
+		must(t, []ledger.TxResult{send(t, c, k, &ledger.MsgRegisterProvider{ProviderInfo: lt.ProviderInfo("", 0, 36_000)})})
+		must(t, []ledger.TxResult{send(t, c, k, &ledger.MsgStake{Amount: 10_000_000})})
+	}
+	seq := seqOf(t, c, consumer)
+	var txs [][]byte
+	for i := range 15 {
+		s := lt.WasmJob("many", 100_000, 60)
+		if i < 3 { // nobody offers it: these stay at the head of the queue
+			s.GPUCount, s.GPUModels = 1, []string{"H100_SXM"}
+		}
+		txs = append(txs, consumer.Tx(lt.ChainID, seq+uint64(i), 0, &ledger.MsgSubmitJob{Spec: s, ConsumerKey: lt.AgeKey("consumer")}))
+	}
+	must(t, c.ApplyBlock(t, txs...))
+	// Two of the budget of four walk the rest in turns: the twelve jobs
+	// behind the head are placed within seven blocks.
+	for range 6 {
+		c.ApplyBlock(t)
+	}
+	for id := uint64(1); id <= 15; id++ {
+		j := job(t, c, id)
+		if want := id > 3; (j.State == ledger.JobAssigned) != want || j.Attempts > 1 {
+			t.Errorf("job %d: %s, %d attempts; want placed %v, once", id, j.State, j.Attempts, want)
+		}
+	}
+}
+
 // TestNetworkJobsGoToProvidersThatAllowIt: an oci job asking for network
 // access is placed only on a provider that allows it, and says why it waits
 // otherwise; a provider cannot allow network without offering oci.

@@ -60,26 +60,41 @@ func scheduleJobs(o *Overlay, p Params, info BlockInfo) ([]Event, error) {
 	// frees (an owner's grant window lapsed, say) goes to the job that has
 	// waited longest, never to one submitted after it: a squatter cannot
 	// take back the slots its ungranted jobs held with fresh jobs
-	// (TestSquattersCannotKeepAnHonestJobWaiting). Only a queue longer than
-	// the budget is walked from the cursor, in turns, so that every job
-	// is looked at.
-	cursor := getUint(o, keyQueueCursor)
-	if n <= budget {
-		cursor = 0
-	}
-	collect := func(start, end []byte) {
+	// (TestSquattersCannotKeepAnHonestJobWaiting). When more jobs wait
+	// than the budget, half of what is left of it still goes to the
+	// oldest jobs, every block, and the other half walks the rest of the
+	// queue from the cursor, in turns, so that every job is looked at and
+	// none among the oldest waits for its turn behind younger ones (before,
+	// the whole budget walked from the cursor, and a squatter's jobs
+	// submitted after an honest job took the slots that freed while the
+	// cursor was past it).
+	collect := func(start, end []byte, limit uint64) {
+		if uint64(len(queued)) >= limit {
+			return
+		}
 		o.Iterate(start, end, func(k, _ []byte) bool {
 			queued = append(queued, binary.BigEndian.Uint64(k[len(prefixJobQueue):]))
-			return uint64(len(queued)) < budget
+			return uint64(len(queued)) < limit
 		})
 	}
-	if uint64(len(queued)) < budget {
-		collect(jobQueueKey(cursor), prefixEnd(prefixJobQueue))
-	}
-	// Wrap around only if jobs wait before the cursor: the range behind
-	// it is mostly the tombstones of jobs placed long ago.
-	if uint64(len(queued)) < min(budget, n) && cursor > 0 {
-		collect(prefixJobQueue, jobQueueKey(cursor))
+	walked := len(queued)
+	if n <= budget {
+		collect(prefixJobQueue, prefixEnd(prefixJobQueue), budget)
+	} else if rest := budget - min(uint64(len(queued)), budget); rest > 0 {
+		collect(prefixJobQueue, prefixEnd(prefixJobQueue), uint64(len(queued))+(rest+1)/2)
+		var headEnd uint64 // the head's jobs are those below it
+		if len(queued) > verifying {
+			headEnd = queued[len(queued)-1] + 1
+		}
+		walked = len(queued)
+		cursor := max(getUint(o, keyQueueCursor), headEnd)
+		collect(jobQueueKey(cursor), prefixEnd(prefixJobQueue), budget)
+		// Wrap around only if jobs wait between the head and the cursor:
+		// the range behind it is mostly the tombstones of jobs placed
+		// long ago.
+		if cursor > headEnd {
+			collect(jobQueueKey(headEnd), jobQueueKey(cursor), budget)
+		}
 	}
 	jobs := make([]*Job, 0, len(queued))
 	for _, id := range queued {
@@ -97,7 +112,7 @@ func scheduleJobs(o *Overlay, p Params, info BlockInfo) ([]Event, error) {
 		}
 		events = append(events, evs...)
 	}
-	if len(queued) > verifying {
+	if len(queued) > walked {
 		setUint(o, keyQueueCursor, queued[len(queued)-1]+1)
 	}
 	return events, nil

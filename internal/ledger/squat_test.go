@@ -172,6 +172,7 @@ func TestSquattersCannotKeepAnHonestJobWaiting(t *testing.T) {
 		{"twice the slots ahead, topped up after", 0, 2, 16, few},
 		{"every slot held, 64 queued after, budget 10", 10, 1, 64, few},
 		{"every tentative position held ahead", 0, k, 0, grant + few},
+		{"every tentative position held, 64 queued after, budget 10", 10, k, 64, grant + few},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			w := newSquatWorld(t, tc.budget)
