@@ -418,8 +418,12 @@ func printProvider(w io.Writer, p *apiwire.ProviderBody) {
 // scheduler use).
 func printHardware(w io.Writer, r *ledger.Provider) {
 	ch := r.Challenges
-	fmt.Fprintf(w, "hardware:    challenges %d passed, %d late (measured), %d missed, %d failed (slashed); effective %s\n",
-		ch.Passed, ch.Late, ch.Missed, ch.Failed, formatTOPS(r.EffectiveGOPS()))
+	busy := ""
+	if ch.Busy > 0 {
+		busy = fmt.Sprintf(", %d busy (a GPU job held the GPU: not a miss)", ch.Busy)
+	}
+	fmt.Fprintf(w, "hardware:    challenges %d passed, %d late (measured), %d missed, %d failed (slashed)%s; effective %s\n",
+		ch.Passed, ch.Late, ch.Missed, ch.Failed, busy, formatTOPS(r.EffectiveGOPS()))
 	if ch.MissesInARow > 0 {
 		fmt.Fprintf(w, "             %d missed in a row: is the agent running? (a run of params.hw_miss_limit is slashed)\n", ch.MissesInARow)
 	}
@@ -472,6 +476,9 @@ func deviceStanding(r *ledger.Provider, d uint64) string {
 		st = fmt.Sprintf("claims %s, proven %s", formatTOPS(claim), formatTOPS(claim))
 	default:
 		st = fmt.Sprintf("claims %s, proven only %s", formatTOPS(claim), formatTOPS(ruling.ProvenGOPS))
+	}
+	if ruling.Busy > 0 {
+		st += fmt.Sprintf(" (%d busy in a row: rechecked when its GPU work ends)", ruling.Busy)
 	}
 	return fmt.Sprintf("%s; counts %s", st, formatTOPS(r.DeviceGOPS(d)))
 }

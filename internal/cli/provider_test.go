@@ -109,3 +109,27 @@ func TestProviderRegion(t *testing.T) {
 		t.Errorf("--region us-east: %q, %v", got, err)
 	}
 }
+
+// TestHardwareShowsBusyGPU: busy rulings (a GPU challenge its provider's
+// GPU work left no room for) are counted apart from misses, and the GPU's
+// line says why it is checked again.
+func TestHardwareShowsBusyGPU(t *testing.T) {
+	rec := &ledger.Provider{}
+	rec.Inventory.CPUCores = 8
+	rec.Inventory.GPUs = []ledger.GPUSpec{{Class: "T4", UUID: "GPU-cccc", Int8GOPS: 130_000}}
+	rec.Challenges = ledger.ChallengeRecord{Passed: 1, Busy: 2,
+		GPUs: []ledger.DeviceProof{{Proven: true, ProvenGOPS: 130_000, Recheck: true, Busy: 2}}}
+	var b strings.Builder
+	printHardware(&b, rec)
+	for _, want := range []string{
+		"hardware:    challenges 1 passed, 0 late (measured), 0 missed, 0 failed (slashed), 2 busy (a GPU job held the GPU: not a miss); effective 130 TOPS\n",
+		"  gpus[0] T4 GPU-cccc  claims 130 TOPS, proven 130 TOPS (2 busy in a row: rechecked when its GPU work ends); counts 130 TOPS\n",
+	} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("output lacks %q:\n%s", want, b.String())
+		}
+	}
+	if strings.Contains(b.String(), "missed in a row") {
+		t.Errorf("busy rulings shown as misses:\n%s", b.String())
+	}
+}

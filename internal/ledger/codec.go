@@ -218,6 +218,8 @@ func CheckStateVersion(kv KV) error {
 //   - 7: ungranted placements hold their slot only tentatively (issue 27):
 //     Provider.Tentative counts them, and Provider.Jobs only the slots
 //     taken for real.
+//     Also in 7: GPU challenges ruled busy, missed while the provider ran
+//     GPU work (issue 26): ChallengeRecord.Busy, DeviceProof.Busy.
 const (
 	recordVersionBase = 2
 	recordVersion     = 7 // the newest this node reads and writes

@@ -41,6 +41,14 @@ import (
 //     challenge proves some, it is checked again soon; params.hw_miss_limit
 //     misses in a row are slashed.
 //   - failed: a wrong opening (slashed at once), or the repeats above.
+//   - busy: no commit in the late window on a GPU while its provider ran
+//     GPU work (a started job that asked for GPUs and has not committed,
+//     or a replica of a service that asked for GPUs): the work's memory
+//     may leave the prover none for longer than the window. Not a miss:
+//     nothing is slashed or lost, but a claim no challenge has proven no
+//     longer counts, nor does the device after params.hw_miss_limit busy
+//     rulings in a row; the device is checked again as soon as the work
+//     ends, and at least once per gap while it lasts (busyChallenge).
 //
 // A ruling is about one device: it leaves the provider's other devices as
 // they were. A provider is challenged at most once per the drawn device's
@@ -130,6 +138,10 @@ type ChallengeRecord struct {
 	// device: data, which internal/jobtext renders (a sentence in a record
 	// would make a reworded message a fork).
 	LastFail *ChallengeFailure `json:"last_fail,omitempty" rec:"since=6"`
+	// Busy counts the GPU challenges ruled busy (busyChallenge): no commit
+	// while the provider ran GPU work. They are not Missed, and do not
+	// count in MissesInARow or the pass rate.
+	Busy uint64 `json:"busy,omitempty" rec:"since=7"`
 }
 
 // Codes of a ChallengeFailure.
@@ -196,9 +208,13 @@ type DeviceProof struct {
 	// Strikes is the current run of late rulings that showed less than
 	// 1/params.hw_overclaim_factor of the claim; two are slashed.
 	Strikes uint64 `json:"strikes,omitempty" rec:"since=5"`
-	// Recheck says the latest ruling was late or missed: the device is
-	// challenged again after params.hw_recheck_permille of its gap.
+	// Recheck says the latest ruling was late, missed or busy: the device
+	// is challenged again after params.hw_recheck_permille of its gap.
 	Recheck bool `json:"recheck,omitempty" rec:"since=5"`
+	// Busy is the current run of busy rulings on the device (a GPU):
+	// while its provider runs GPU work it waits its whole gap, not the
+	// recheck's share of it, and the params.hw_miss_limit-th counts it 0.
+	Busy uint64 `json:"busy,omitempty" rec:"since=7"`
 }
 
 // Devices is the number of devices a hardware challenge can be for: the
@@ -318,22 +334,39 @@ func (p *Provider) challenged(d uint64, slot int64) {
 // again soon, so a busy moment does not stand for long. Of those, the ones
 // no challenge has ruled on yet (a new provider's, a re-declared GPU's)
 // come alone, so that a claim does not count unproven for long.
-func (p *Provider) challengeable(now int64, params Params) ([]uint64, error) {
+//
+// A GPU whose latest ruling was busy waits its whole gap while runsGPUWork
+// reports that the provider still runs GPU work, and only the recheck's
+// share once the work has ended: it is checked again soon after the work
+// ends, and at least once per gap while it lasts. runsGPUWork is called
+// only for such a device.
+func (p *Provider) challengeable(now int64, params Params, runsGPUWork func() (bool, error)) ([]uint64, error) {
 	var ready, unproven []uint64
 	for _, d := range p.claimedDevices() {
 		plan, err := challenge.NewPlan(p.DeviceClaim(d), params.HWParams())
 		if err != nil {
 			return nil, fmt.Errorf("challenge plan for %s device %d: %w: %w", p.Address, d, err, ErrInternal)
 		}
+		r := p.DeviceRuling(d)
 		gap := plan.MinGapMillis
-		if p.DeviceRuling(d).Recheck {
+		if r.Recheck {
 			gap = mulDiv(gap, params.HWRecheckPermille, 1000)
 		}
-		if last := p.deviceLastAt(d); last != 0 && now-last < int64(gap) {
+		last := p.deviceLastAt(d)
+		if last != 0 && now-last < int64(gap) {
 			continue
 		}
+		if r.Busy > 0 && last != 0 && now-last < int64(plan.MinGapMillis) {
+			busy, err := runsGPUWork()
+			if err != nil {
+				return nil, err
+			}
+			if busy {
+				continue
+			}
+		}
 		ready = append(ready, d)
-		if !p.DeviceRuling(d).Proven {
+		if !r.Proven {
 			unproven = append(unproven, d)
 		}
 	}
@@ -370,8 +403,8 @@ func sameGPU(old []GPUSpec, j int, g GPUSpec) (int, bool) {
 //   - otherwise, for a provider that has never failed a hardware challenge
 //     and has none open, the device has no ruling: it counts at its claim
 //     until a challenge rules, as at registration;
-//   - a provider that has failed one, been late or missed one, or has one
-//     open, gets no new faith: a
+//   - a provider that has failed one, been late, missed or busy on one,
+//     or has one open, gets no new faith: a
 //     changed device is capped at what it counted before (a failed figure
 //     stays until a challenge on the device passes) and a new device, or
 //     one whose identity changed, starts at 0 until a challenge proves it.
@@ -379,7 +412,7 @@ func sameGPU(old []GPUSpec, j int, g GPUSpec) (int, bool) {
 //     UUID) cannot lift a failed or pending ruling.
 func (p *Provider) redeclare(ni ProviderInfo) {
 	c := &p.Challenges
-	strict := c.Failed > 0 || c.Late > 0 || c.Missed > 0 || p.HWChallenge != nil
+	strict := c.Failed > 0 || c.Late > 0 || c.Missed > 0 || c.Busy > 0 || p.HWChallenge != nil
 	carry := func(oldD uint64, matched bool, claim uint64) DeviceProof {
 		switch {
 		case matched && claim == p.DeviceClaim(oldD):
@@ -535,7 +568,10 @@ func issueHardwareChallenges(o *Overlay, info BlockInfo, p Params) ([]Event, err
 		if pr.HWChallenge != nil {
 			continue
 		}
-		devices, err := pr.challengeable(now, p)
+		devices, err := pr.challengeable(now, p, func() (bool, error) {
+			w, err := runningGPUWork(o, a) // only for a GPU ruled busy within its gap: rare
+			return w.any(), err
+		})
 		if err != nil {
 			return nil, err
 		}
@@ -749,6 +785,15 @@ func lateChallenge(o *Overlay, pr *Provider, shownGOPS, elapsedMillis uint64, p 
 // The params.hw_miss_limit-th miss in a row is slashed.
 func missChallenge(o *Overlay, pr *Provider, cause string, p Params, info BlockInfo) ([]Event, error) {
 	c := pr.HWChallenge
+	if c.Device > 0 && cause == ChallengeCauseNoCommit {
+		w, err := runningGPUWork(o, pr.Address)
+		if err != nil {
+			return nil, err
+		}
+		if w.any() {
+			return busyChallenge(o, pr, w, p, info.Time.UnixMilli()), nil
+		}
+	}
 	pr.Challenges.Missed++
 	pr.Challenges.MissesInARow++
 	if d, ok := pr.challengedDevice(c); ok {
@@ -766,6 +811,85 @@ func missChallenge(o *Overlay, pr *Provider, cause string, p Params, info BlockI
 		Attr{"cause", cause},
 		Attr{"misses_in_a_row", strconv.FormatUint(pr.Challenges.MissesInARow, 10)},
 	)}}, nil
+}
+
+// gpuWork is the work a provider runs on its GPUs, as the ledger knows
+// it (runningGPUWork).
+type gpuWork struct {
+	Jobs, Replicas uint64
+}
+
+func (w gpuWork) any() bool { return w.Jobs+w.Replicas > 0 }
+
+// runningGPUWork counts what provider a runs on its GPUs now: the job
+// assignments it started that asked for GPUs and have not committed (they
+// hold a slot: holdsSlot), and its replicas of services that asked for
+// GPUs. The ledger does not know which of its GPUs each uses.
+func runningGPUWork(kv KV, a address.Address) (gpuWork, error) {
+	var w gpuWork
+	for _, id := range ActiveJobsOf(kv, a) {
+		j, err := mustJob(kv, id)
+		if err != nil {
+			return w, err
+		}
+		if as := j.assignment(a); j.Spec.GPUCount > 0 && as != nil && as.StartedAt != 0 && as.holdsSlot() {
+			w.Jobs++
+		}
+	}
+	for _, id := range ServicesOfProvider(kv, a) {
+		s, err := mustService(kv, id)
+		if err != nil {
+			return w, err
+		}
+		if s.Spec.GPUCount > 0 && s.replica(a) >= 0 {
+			w.Replicas++
+		}
+	}
+	return w, nil
+}
+
+// busyChallenge rules on a GPU challenge with no commit in the late window
+// while its provider ran GPU work (w): a job's framework may hold nearly
+// all of the GPU's memory, which leaves the prover too little for B and a
+// block of rows, for longer than the window (a proof that fits beside the
+// job is late instead, and measures the device). Not a miss: reputation,
+// the run of misses and the pass rate are as they were, and nothing is
+// slashed. The device keeps what a challenge proved, but a claim no
+// challenge has proven counts 0 (being busy cannot keep a claim standing),
+// and so does the device at the params.hw_miss_limit-th busy ruling in a
+// row (being busy cannot keep an old proof standing for ever). Its gap
+// counts from now, the ruling, not from the challenge (whose proof never
+// ran): it is checked again after the recheck's share of its gap once
+// the work has ended, and after its whole gap while the work lasts
+// (challengeable).
+//
+// Being busy takes GPU work placed by the scheduler, which its owner pays
+// for (a provider that submits its own job pays at least the protocol fee
+// on it, and the job may well go to another provider), and it gains
+// nothing that a proof did not show.
+func busyChallenge(o *Overlay, pr *Provider, w gpuWork, p Params, now int64) []Event {
+	c := pr.HWChallenge
+	pr.Challenges.Busy++
+	busy := uint64(0)
+	if d, ok := pr.challengedDevice(c); ok && d > 0 {
+		r := pr.DeviceRuling(d)
+		r.Busy++
+		r.Recheck = true
+		if !r.Proven || r.Busy >= p.HWMissLimit {
+			r.Proven, r.ProvenGOPS = true, 0
+		}
+		pr.setDeviceProof(d, r)
+		pr.gpuRecords()[d-1].LastAt = now
+		busy = r.Busy
+	}
+	endChallenge(o, pr)
+	attrs := append([]Attr{{"provider", pr.Address.String()}}, c.deviceAttrs()...)
+	return []Event{{Type: "hw_challenge_busy", Attrs: append(attrs,
+		Attr{"cause", ChallengeCauseNoCommit},
+		Attr{"gpu_jobs", strconv.FormatUint(w.Jobs, 10)},
+		Attr{"gpu_replicas", strconv.FormatUint(w.Replicas, 10)},
+		Attr{"busy_in_a_row", strconv.FormatUint(busy, 10)},
+	)}}
 }
 
 // failChallenge slashes a provider for a failed hardware challenge (a

@@ -35,7 +35,7 @@ func TestRecheckGap(t *testing.T) {
 			now  int64
 			want bool
 		}{{at + c.waitFor - 1, false}, {at + c.waitFor, true}} {
-			got, err := p.challengeable(tc.now, params)
+			got, err := p.challengeable(tc.now, params, noGPUWork)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -67,7 +67,7 @@ func TestRecheckKeepsTheHourlyLoad(t *testing.T) {
 	const start, step = 1_000_000, 1_000 // a block a second
 	n := 0
 	for now := int64(start); now < start+10*3_600_000; now += step {
-		got, err := p.challengeable(now, params)
+		got, err := p.challengeable(now, params, noGPUWork)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -85,3 +85,6 @@ func TestRecheckKeepsTheHourlyLoad(t *testing.T) {
 		t.Fatalf("%d challenges in 10 hours, want one a gap (%d) give or take the ends", n, gaps)
 	}
 }
+
+// noGPUWork is challengeable's view of a provider that runs no GPU work.
+func noGPUWork() (bool, error) { return false, nil }

@@ -925,6 +925,9 @@ func (x *ChallengeRecord) encodeRec(e *encoder) {
 			(*x.LastFail).encodeRec(e)
 		}
 	}
+	if e.version >= 7 {
+		e.uvarint(x.Busy)
+	}
 }
 
 func (x *ChallengeRecord) decodeRec(d *decoder) {
@@ -963,6 +966,9 @@ func (x *ChallengeRecord) decodeRec(d *decoder) {
 			x.LastFail = v0
 		}
 	}
+	if d.version >= 7 {
+		x.Busy = d.uvarint("busy")
+	}
 }
 
 func (x *ChallengeRecord) recVersion() byte {
@@ -987,6 +993,9 @@ func (x *ChallengeRecord) recVersion() byte {
 	}
 	if x.LastFail != nil {
 		v = max(v, 6)
+	}
+	if x.Busy != 0 {
+		v = max(v, 7)
 	}
 	return v
 }
@@ -1177,6 +1186,9 @@ func (x *DeviceProof) encodeRec(e *encoder) {
 	if e.version >= 5 {
 		e.bool(x.Recheck)
 	}
+	if e.version >= 7 {
+		e.uvarint(x.Busy)
+	}
 }
 
 func (x *DeviceProof) decodeRec(d *decoder) {
@@ -1189,6 +1201,9 @@ func (x *DeviceProof) decodeRec(d *decoder) {
 	if d.version >= 5 {
 		x.Recheck = d.bool("recheck")
 	}
+	if d.version >= 7 {
+		x.Busy = d.uvarint("busy")
+	}
 }
 
 func (x *DeviceProof) recVersion() byte {
@@ -1198,6 +1213,9 @@ func (x *DeviceProof) recVersion() byte {
 	}
 	if x.Recheck {
 		v = max(v, 5)
+	}
+	if x.Busy != 0 {
+		v = max(v, 7)
 	}
 	return v
 }

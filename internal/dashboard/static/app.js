@@ -181,13 +181,14 @@
     'evict_replica'];
   const BLOCK_EVENTS = ['job_replica_slashed', 'hw_challenge_failed', 'job_submitted', 'job_assigned', 'job_audit', 'job_escalated',
     'job_succeeded', 'job_failed', 'job_cancelled', 'liveness_missed', 'provider_registered', 'provider_status', 'hw_challenge',
-    'hw_challenge_late', 'hw_challenge_missed', 'service_deployed', 'service_replica_ended', 'service_budget_low', 'service_stopped'];
+    'hw_challenge_late', 'hw_challenge_missed', 'hw_challenge_busy', 'service_deployed', 'service_replica_ended', 'service_budget_low', 'service_stopped'];
 
   // hwSummary says how hardware challenges ruled on a provider: only
   // failed ones were slashed; a late proof measured the device.
   function hwSummary(c) {
     return (c.passed || 0) + ' challenge(s) passed, ' + (c.late || 0) + ' late (measured, not slashed), ' +
-      (c.missed || 0) + ' missed' + (c.misses_in_a_row ? ' (' + c.misses_in_a_row + ' in a row)' : '') + ', ' + (c.failed || 0) + ' failed (slashed)';
+      (c.missed || 0) + ' missed' + (c.misses_in_a_row ? ' (' + c.misses_in_a_row + ' in a row)' : '') + ', ' + (c.failed || 0) + ' failed (slashed)' +
+      (c.busy ? ', ' + c.busy + ' busy (a GPU job held the GPU: not a miss)' : '');
   }
 
   // ---------------------------------------------------------------- charts

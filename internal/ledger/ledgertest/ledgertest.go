@@ -56,8 +56,10 @@ type Chain struct {
 	Hash   []byte
 	// Offset is added to every later block's time (see Advance).
 	Offset time.Duration
-	// Updates are the validator set changes of the last block.
+	// Updates are the validator set changes of the last block, Events its
+	// own events (its txs' are in their results).
 	Updates []ledger.ValidatorUpdate
+	Events  []ledger.Event
 }
 
 // Advance moves the chain's clock forward: later blocks are d later.
@@ -153,7 +155,7 @@ func (c *Chain) ApplyBlockWith(tb testing.TB, votes []ledger.VoteInfo, evidence 
 	if err != nil {
 		tb.Fatalf("block %d: %v", c.Height, err)
 	}
-	c.Updates = b.ValidatorUpdates()
+	c.Updates, c.Events = b.ValidatorUpdates(), b.Events()
 	c.KV.Apply(changes)
 	c.Hash = hash
 	c.checkInvariants(tb)
