@@ -24,6 +24,7 @@ type hwState struct {
 	cm       prove.Commitment
 	opened   bool
 	skipped  bool
+	failures int                // commits of this challenge that failed (each is tried again)
 	cancel   context.CancelFunc // stops the computation in flight
 	inflight sync.WaitGroup
 }
@@ -67,7 +68,7 @@ func (a *Agent) answerHardwareChallenge(ctx context.Context, r *ledger.Provider)
 		if c == nil || h.busy {
 			return
 		}
-		h.seed, h.cm, h.opened, h.skipped = c.Seed, nil, false, false
+		h.seed, h.cm, h.opened, h.skipped, h.failures = c.Seed, nil, false, false, 0
 	}
 	if f := a.o.Faults; f != nil && f.SkipChallenges {
 		if !h.skipped {
@@ -108,7 +109,15 @@ func (a *Agent) answerHardwareChallenge(ctx context.Context, r *ledger.Provider)
 			defer h.mu.Unlock()
 			h.busy = false
 			if err != nil {
-				log.Error("hardware challenge: commit failed", "err", err)
+				// Tried again at the next refresh while the late window
+				// lasts: a GPU job may hold the memory the proof needs for
+				// a while (if a GPU job is still running when the window
+				// closes, the ledger rules the challenge busy, not missed).
+				if h.failures++; h.failures == 1 {
+					log.Error("hardware challenge: commit failed; trying again while the late window lasts", "err", err)
+				} else {
+					log.Debug("hardware challenge: commit failed again", "err", err, "tries", h.failures)
+				}
 				if cm != nil {
 					cm.Close()
 				}
