@@ -39,6 +39,10 @@ func (e *Executor) Pause(ctx context.Context) (resume func() error, paused int, 
 // the pause set.
 const startWait = 3 * time.Second
 
+// freezeTries is how often freezing a container is tried when the kernel
+// does not freeze it in time (runc's "unable to freeze").
+const freezeTries = 5
+
 // joinPause adds container id to the executor's pause set, once no pause is
 // in progress (a container never starts paused). ended must become true
 // once the container's runc run has returned.
@@ -48,13 +52,20 @@ func (e *Executor) joinPause(ctx context.Context, id string, ended *atomic.Bool)
 		if !e.caps.Enforce.Cgroups || !e.caps.cg.has("freezer") {
 			return fmt.Errorf("%w: %s", errNoFreezer, e.caps.Pause)
 		}
-		for {
+		for tries := 1; ; tries++ {
 			_, err := e.rt.output(context.Background(), "pause", id)
 			switch {
 			case err == nil:
 				return nil
 			case ended.Load():
 				return sandbox.ErrNotRunning
+			case strings.Contains(err.Error(), "unable to freeze") && tries < freezeTries:
+				// The kernel did not freeze the cgroup in the time runc
+				// gives it (a process of the container waiting on the
+				// disk cannot be frozen until its wait ends; runc then
+				// thaws the cgroup and gives up): try again.
+				time.Sleep(50 * time.Millisecond)
+				continue
 			case strings.Contains(err.Error(), "does not exist") && time.Since(joined) < startWait:
 				// runc run is still creating it.
 				time.Sleep(20 * time.Millisecond)
