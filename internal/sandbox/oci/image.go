@@ -93,7 +93,11 @@ func (t policyTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 type RegistryOptions struct {
 	// Keychain finds credentials for a registry; nil means Docker's
 	// config ($DOCKER_CONFIG/config.json or ~/.docker/config.json, with
-	// its credential helpers), anonymous where it has none.
+	// its credential helpers), anonymous where it has none — except with
+	// Egress set (a stranger's image reference, pulled by a provider):
+	// then nil means anonymous, so that a job cannot name its operator's
+	// private image and read it out through its outputs on the operator's
+	// credentials.
 	Keychain authn.Keychain
 	// Egress, when set, checks every connection to a registry on the
 	// address dialled, after name resolution: redirects, token servers
@@ -126,7 +130,10 @@ func (o RegistryOptions) transport() http.RoundTripper {
 
 func (o RegistryOptions) remote(ctx context.Context, rt http.RoundTripper) []remote.Option {
 	kc := o.Keychain
-	if kc == nil {
+	switch {
+	case kc == nil && o.Egress != nil:
+		kc = authn.NewMultiKeychain() // anonymous everywhere
+	case kc == nil:
 		kc = authn.DefaultKeychain
 	}
 	return []remote.Option{

@@ -5,8 +5,10 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"github.com/gpunet/gpunet/internal/egress"
 	"io"
 	"net/http"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -288,6 +290,13 @@ func TestRegistryAuth(t *testing.T) {
 	os.WriteFile(filepath.Join(cfg, "config.json"), []byte(`{"auths":{"`+reg+`":{"auth":"`+auth+`"}}}`), 0o600)
 	if _, _, err := newStore(t, oci.RegistryOptions{}).Get(t.Context(), ref); err != nil {
 		t.Fatalf("pull with credentials in $DOCKER_CONFIG: %v", err)
+	}
+	// A provider pulls a stranger's image (Egress set): never on its
+	// operator's credentials, or a job could name the operator's private
+	// image and read it out through its outputs.
+	policy := &egress.Policy{AllowEndpoints: []netip.AddrPort{netip.MustParseAddrPort(reg)}}
+	if _, _, err := newStore(t, oci.RegistryOptions{Egress: policy}).Get(t.Context(), ref); !errors.As(err, &pe) || pe.Cause != oci.PullUnauthorized {
+		t.Fatalf("a provider's pull of a private image with its operator's credentials in $DOCKER_CONFIG: %v, want %q", err, oci.PullUnauthorized)
 	}
 }
 
