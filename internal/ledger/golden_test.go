@@ -34,7 +34,10 @@ import (
 //     granted, so its provider's record counts it in Tentative, not Jobs.
 //     (The chain without job 5 keeps its hash: its end state holds no
 //     ungranted placement.)
-const goldenLifecycle = "838201d3bce7fd150a333fb64cff713cb05aeef262dc2a39098b35fbb43b52b1"
+//   - GPU challenges ruled busy (issue 26) share record version 7: a
+//     provider's ChallengeRecord and DeviceProofs carry Busy, so every
+//     provider record of version 7 encodes it (zero here).
+const goldenLifecycle = "d5a6ac5b682a916a93a127f27b9b38fecdd92594a867d34a27bd520f7119f821"
 
 // lifecycleChain runs jobs through every step the ledger has: a spot job
 // placed, granted, started, committed, audited by a second provider,

@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -175,24 +176,35 @@ func (b *builder) tx(k *market.Key, msg ledger.Msg) []byte {
 // apply runs txs as the next block and returns the events of its txs and
 // of the block.
 func (b *builder) apply(txs [][]byte) ([]ledger.Event, error) {
+	evs, _, err := b.applyTolerating(txs, nil)
+	return evs, err
+}
+
+// applyTolerating is apply where a tx for which mayFail reports true may
+// fail: its index is returned among the failed.
+func (b *builder) applyTolerating(txs [][]byte, mayFail func(i int) bool) ([]ledger.Event, map[int]bool, error) {
 	b.height++
 	seed := sha256.Sum256(binary.BigEndian.AppendUint64([]byte("gpunet-bench/api/"), uint64(b.height)))
 	// Blocks 10 ms apart, ending before the live chain's genesis time.
 	blk := b.l.BeginBlock(b.kv, ledger.BlockInfo{Height: b.height, Time: b.base.Add(time.Duration(b.height) * 10 * time.Millisecond), Seed: seed})
 	var evs []ledger.Event
+	failed := map[int]bool{}
 	for i, tx := range txs {
 		r := blk.DeliverTx(tx)
 		if r.Err != nil {
-			return nil, fmt.Errorf("block %d tx %d: %w", b.height, i, r.Err)
+			if mayFail == nil || !mayFail(i) {
+				return nil, nil, fmt.Errorf("block %d tx %d: %w", b.height, i, r.Err)
+			}
+			failed[i] = true
 		}
 		evs = append(evs, r.Events...)
 	}
 	changes, _, err := blk.End()
 	if err != nil {
-		return nil, fmt.Errorf("block %d: %w", b.height, err)
+		return nil, nil, fmt.Errorf("block %d: %w", b.height, err)
 	}
 	b.txs += len(txs)
-	return append(evs, blk.Events()...), b.kv.Apply(changes)
+	return append(evs, blk.Events()...), failed, b.kv.Apply(changes)
 }
 
 func attr(e ledger.Event, key string) string {
@@ -221,6 +233,9 @@ type lives struct {
 	// result is committed.
 	grants, starts, commits []placedJob
 	finished, running       int
+	// grantTx is the job of each grant tx of the block being built, by
+	// the tx's index.
+	grantTx map[int]uint64
 }
 
 // runLives submits specs, round after round, and takes each placed job
@@ -233,9 +248,21 @@ func (b *builder) runLives(ctx context.Context, specs []ledger.JobSpec, finish i
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		evs, err := b.apply(b.stepTxs(lv))
+		// A grant can find its job bumped back to the queue by an
+		// earlier grant in the block (an ungranted placement holds its
+		// slot only tentatively): that job is placed again later, and
+		// is not started now.
+		txs := b.stepTxs(lv)
+		evs, failed, err := b.applyTolerating(txs, func(i int) bool { _, ok := lv.grantTx[i]; return ok })
 		if err != nil {
 			return err
+		}
+		if len(failed) > 0 {
+			bumped := map[uint64]bool{}
+			for i := range failed {
+				bumped[lv.grantTx[i]] = true
+			}
+			lv.starts = slices.DeleteFunc(lv.starts, func(p placedJob) bool { return bumped[p.id] })
 		}
 		unplaced, err := b.placements(lv, evs)
 		if err != nil {
@@ -288,7 +315,9 @@ func (b *builder) stepTxs(lv *lives) [][]byte {
 		}
 	}
 	lv.starts = lv.starts[:0]
+	lv.grantTx = map[int]uint64{}
 	for _, p := range lv.grants {
+		lv.grantTx[len(txs)] = p.id
 		var gs []ledger.Grant
 		for _, pk := range p.provs {
 			gs = append(gs, ledger.Grant{Provider: pk.Addr, WrappedKey: []byte("wrapped job key")})
