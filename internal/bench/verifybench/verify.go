@@ -116,17 +116,21 @@ func (o *Options) Validate() error {
 
 // Result is what a simulation measured.
 type Result struct {
-	Date         time.Time `json:"date"`
-	Providers    int       `json:"providers"`
-	Jobs         int       `json:"jobs"`
-	Finished     int       `json:"finished"`
-	Cheaters     int       `json:"cheaters"`
-	CheatRate    float64   `json:"cheat_rate"`
-	Blocks       int       `json:"blocks"`
-	Txs          int       `json:"txs"`
-	TxsFailed    int       `json:"txs_failed"`
-	ElapsedS     float64   `json:"elapsed_s"`
-	SpotFloorPPM uint64    `json:"spot_floor_ppm"`
+	Date      time.Time `json:"date"`
+	Providers int       `json:"providers"`
+	Jobs      int       `json:"jobs"`
+	Finished  int       `json:"finished"`
+	Cheaters  int       `json:"cheaters"`
+	CheatRate float64   `json:"cheat_rate"`
+	Blocks    int       `json:"blocks"`
+	Txs       int       `json:"txs"`
+	TxsFailed int       `json:"txs_failed"`
+	// GrantsBumped counts key grants that found their job bumped back to
+	// its queue by an earlier grant (its placement held its slot only
+	// tentatively); not failures of the protocol.
+	GrantsBumped int     `json:"grants_bumped"`
+	ElapsedS     float64 `json:"elapsed_s"`
+	SpotFloorPPM uint64  `json:"spot_floor_ppm"`
 
 	// Compute, in replicas (each meters the same time).
 	RegularReplicas uint64  `json:"regular_replicas"`
