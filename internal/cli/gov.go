@@ -95,7 +95,7 @@ func govProposeCmd(e *env) *cobra.Command {
 					return usageError{fmt.Errorf("%q: want KEY=VALUE with VALUE a non-negative integer, e.g. min_fee=500", a)}
 				}
 				if _, known := ledger.LookupParam(k); !known {
-					return usageError{fmt.Errorf("%q: no parameter %q (see `gpunet query params`)", a, k)}
+					return usageError{fmt.Errorf("%q: no parameter %q (see `%s`)", a, k, hint("query params"))}
 				}
 				changes = append(changes, ledger.ParamChange{Key: k, Value: n})
 			}
@@ -241,7 +241,7 @@ type proposeResult struct {
 func proposalID(s string) (uint64, error) {
 	id, err := strconv.ParseUint(s, 10, 64)
 	if err != nil || id == 0 {
-		return 0, usageError{fmt.Errorf("proposal id %q: want a positive integer (see `gpunet gov list`)", s)}
+		return 0, usageError{fmt.Errorf("proposal id %q: want a positive integer (see `%s`)", s, hint("gov list"))}
 	}
 	return id, nil
 }

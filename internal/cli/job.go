@@ -100,7 +100,7 @@ func (e *env) signer(from string) (string, error) {
 	}
 	switch len(ks) {
 	case 0:
-		return "", usageError{fmt.Errorf("no keys in %s: create one with `gpunet keys add NAME`, then pass --from NAME", kr.Dir())}
+		return "", usageError{fmt.Errorf("no keys in %s: create one with `%s`, then pass --from NAME", kr.Dir(), hint("keys add NAME"))}
 	case 1:
 		return ks[0].Name, nil
 	}

@@ -44,7 +44,7 @@ func jobCancelCmd(e *env) *cobra.Command {
 			}
 			r := cancelResult{Job: j, Charged: j.Cost + j.Fee}
 			if jc.SavedLog(id) != nil {
-				r.LogKept = fmt.Sprintf("gpunet job logs %d", id)
+				r.LogKept = hint(fmt.Sprintf("job logs %d", id))
 			}
 			names := e.names()
 			return e.print(r, func(w io.Writer) {

@@ -86,7 +86,7 @@ a devnet stores its own test keys), protected only by file permissions.`,
 			}
 			return e.print(out, func(w io.Writer) {
 				if len(ks) == 0 {
-					fmt.Fprintf(w, "No keys in %s; create one with `gpunet keys add NAME`.\n", kr.Dir())
+					fmt.Fprintf(w, "No keys in %s; create one with `%s`.\n", kr.Dir(), hint("keys add NAME"))
 					return
 				}
 				tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)

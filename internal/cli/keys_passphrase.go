@@ -81,7 +81,7 @@ func (e *env) readPassphrase(name string, create bool) ([]byte, error) {
 	if err != nil {
 		how := fmt.Sprintf("give it with --keyring-passphrase-file FILE or $%s (under systemd: LoadCredential=%s:FILE)", keys.PassphraseEnv, PassphraseCredential)
 		if create {
-			how += ", or create an unencrypted key with `gpunet keys add --unencrypted`"
+			how += ", or create an unencrypted key with `" + hint("keys add --unencrypted") + "`"
 		}
 		return nil, fmt.Errorf("%w for key %q and no terminal to ask on: %s", keys.ErrNoPassphrase, name, how)
 	}
@@ -94,7 +94,7 @@ func (e *env) readPassphrase(name string, create bool) ([]byte, error) {
 		return nil, err
 	}
 	if len(p) == 0 {
-		return nil, errors.New("the passphrase is empty; to store the key unencrypted, use `gpunet keys add --unencrypted`")
+		return nil, errors.New("the passphrase is empty; to store the key unencrypted, use `" + hint("keys add --unencrypted") + "`")
 	}
 	again, err := promptHidden(tty, "Repeat it: ")
 	if err != nil {

@@ -188,7 +188,7 @@ other hosts at their 10.77.0.X addresses through the testnet's delay.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			b, err := os.ReadFile(filepath.Join(dir, testnetFile))
 			if errors.Is(err, os.ErrNotExist) {
-				return fmt.Errorf("no testnet runs in --dir %s (start one with `gpunet testnet up --dir %s`)", dir, dir)
+				return fmt.Errorf("no testnet runs in --dir %s (start one with `%s`)", dir, hint("testnet up --dir "+dir))
 			}
 			if err != nil {
 				return err

@@ -55,11 +55,11 @@ func stakeFixOf(ctx context.Context, cl *chainclient.Client, p *apiwire.Provider
 		if key == "" {
 			key = "PROVIDER_KEY"
 		}
-		f.Command = fmt.Sprintf("gpunet stake add %dusync --from %s", f.Missing, key)
+		f.Command = hint(fmt.Sprintf("stake add %dusync --from %s", f.Missing, key))
 	} else {
 		// The agent stakes what reaches its balance by itself.
 		f.Fund = f.Missing - f.Balance
-		f.Command = fmt.Sprintf("gpunet tx send %s %dusync --from FUNDED_KEY", f.Provider, f.Fund)
+		f.Command = hint(fmt.Sprintf("tx send %s %dusync --from FUNDED_KEY", f.Provider, f.Fund))
 	}
 	return f, nil
 }

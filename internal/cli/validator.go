@@ -267,7 +267,7 @@ func queryValidatorsCmd(e *env) *cobra.Command {
 
 func printValidators(w io.Writer, list *apiwire.ValidatorList, names keyNames) {
 	if !list.Managed {
-		fmt.Fprintln(w, "this chain's validator set is fixed at genesis (see `gpunet status`)")
+		fmt.Fprintf(w, "this chain's validator set is fixed at genesis (see `%s`)\n", hint("status"))
 		return
 	}
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
