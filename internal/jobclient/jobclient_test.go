@@ -389,10 +389,34 @@ func TestCheck(t *testing.T) {
 		}
 	}
 
-	// p1 takes 4 jobs at once: a fifth waits for it, on purpose.
+	// p1 takes 4 jobs at once: a fifth waits for it, on purpose. The 4
+	// are granted, so that they hold its slots for real (an ungranted
+	// placement holds one only tentatively).
+	var ids []uint64
 	for range 4 {
-		if _, err := w.jc.Submit(t.Context(), w.spec(t, "2", "none", "")); err != nil {
+		id, err := w.jc.Submit(t.Context(), w.spec(t, "2", "none", ""))
+		if err != nil {
 			t.Fatal(err)
+		}
+		ids = append(ids, id)
+	}
+	for _, id := range ids {
+		for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+			j, err := w.cl.Job(t.Context(), id)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(j.Assignments) > 0 && j.Assignments[0].KeyGrant != nil {
+				break
+			}
+			if len(j.Assignments) > 0 {
+				if _, err := w.jc.GrantIfNeeded(t.Context(), j); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("job %d not placed and granted in 30 s: %+v", id, j)
+			}
 		}
 	}
 	s := w.spec(t, "2", "none", "")

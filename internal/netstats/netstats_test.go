@@ -153,6 +153,16 @@ func TestFollowsJobsAndProviders(t *testing.T) {
 	waitHeight(t, s, uint64(c.block(c.tx(gpuProv, &ledger.MsgRegisterProvider{ProviderInfo: gpuInfo}), c.tx(gpuProv, &ledger.MsgStake{Amount: 200_000_000})).Height))
 	b := c.block(c.tx(consumer, &ledger.MsgSubmitJob{Spec: lt.WasmJob("a", 1_000_000, 60), ConsumerKey: lt.AgeKey("consumer")}))
 	waitHeight(t, s, uint64(b.Height))
+	// Granted, the job holds its slot for real (an ungranted placement
+	// holds one only tentatively, and is not a busy slot).
+	c.mu.Lock()
+	j, ok, err := ledger.GetJob(c.kv, 1)
+	c.mu.Unlock()
+	if err != nil || !ok || len(j.Assignments) != 1 {
+		t.Fatalf("job 1: %+v, %v, %v: want it placed", j, ok, err)
+	}
+	b = c.block(c.tx(consumer, &ledger.MsgGrantKey{JobID: 1, Grants: []ledger.Grant{{Provider: j.Assignments[0].Provider, WrappedKey: []byte("k")}}}))
+	waitHeight(t, s, uint64(b.Height))
 
 	ov := s.Overview()
 	if ov.Providers != 2 || ov.Online != 2 || ov.Jobs[ledger.JobAssigned] != 1 || ov.Jobs[ledger.JobQueued] != 0 {
@@ -168,14 +178,12 @@ func TestFollowsJobsAndProviders(t *testing.T) {
 		t.Errorf("latest sample: %+v", ov.Latest)
 	}
 
-	// The job runs to the end, one block per step.
-	j, _, _ := ledger.GetJob(c.kv, 1)
+	// The job runs to the end, one block per step (granted above).
 	p := j.Assignments[0].Provider
 	prov := map[bool]lt.Key{true: cpuProv, false: gpuProv}[p == cpuProv.Addr]
 	// (A node's blocks are spaced by its block time; here each waits for
 	// the stats to take the last, or they would read later states.)
 	step := func(tx []byte) { waitHeight(t, s, uint64(c.block(tx).Height)) }
-	step(c.tx(consumer, &ledger.MsgGrantKey{JobID: 1, Grants: []ledger.Grant{{Provider: p, WrappedKey: []byte("k")}}}))
 	step(c.tx(prov, &ledger.MsgStartJob{JobID: 1}))
 	last := c.block(c.tx(prov, &ledger.MsgCommitResult{JobID: 1, MeteredSeconds: 3, Result: &ledger.JobResult{ManifestHash: ledger.Hash{1}, OutputBlob: "sha256:" + strings.Repeat("ab", 32), MeteredSeconds: 3}}))
 	waitHeight(t, s, uint64(last.Height))
