@@ -519,7 +519,7 @@ func checkJobIndexes(kv KV, jobs map[uint64]*Job) error {
 		return true
 	})
 	entries, tentative := 0, 0
-	kv.Iterate(prefixJobTentative, prefixEnd(prefixJobTentative), func(k, _ []byte) bool {
+	kv.Iterate(prefixJobTentative, prefixEnd(prefixJobTentative), func(k, v []byte) bool {
 		entries++
 		if len(k) != len(prefixJobTentative)+address.Len+16 {
 			return bad("ungranted placement entry %x is malformed", k)
@@ -532,6 +532,9 @@ func checkJobIndexes(kv KV, jobs map[uint64]*Job) error {
 		}
 		if as == nil || as.slot() != tentativeSlot || !bytes.Equal(k, tentativeKey(a, as.AssignedAt, j.ID)) {
 			return bad("ungranted placement entry %x names no ungranted assignment of job %d to %s placed then", k, tentativeIDAt(k), a)
+		}
+		if !bytes.Equal(v, tentativeValue(j)) {
+			return bad("ungranted placement entry %x holds %x, not job %d's tier %q", k, v, j.ID, j.Spec.TierName())
 		}
 		return true
 	})

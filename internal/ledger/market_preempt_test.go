@@ -29,12 +29,24 @@ func TestSpotPreemptedResumesFromCheckpoint(t *testing.T) {
 	must(t, []ledger.TxResult{send(t, c, prov1, ckptMsg(1, 2, 101, 2))})
 	c.Advance(time.Duration(p.PreemptGraceSeconds) * time.Second)
 	c.ApplyBlock(t)
-	// Requeued, it is placed again at once beside the priority job's
-	// ungranted placement (slots.go).
+	// Requeued, it waits: the slot its preemption freed is the priority
+	// job's, whose placement waits there for its key; a spot placement
+	// beside it, granted first, would take the slot and bump the priority
+	// job, which would then preempt it again (offer.go,
+	// yieldsToHigherTier).
 	spot := job(t, c, 1)
-	if spot.State != ledger.JobAssigned || spot.Preempted != 1 || spot.ResumeSeq != 2 || spot.Progress != 101 {
+	if spot.State != ledger.JobQueued || spot.Preempted != 1 || spot.ResumeSeq != 2 || spot.Progress != 101 {
 		t.Fatalf("spot job after the grace: %s preempted %d resume_seq %d progress %d (%s)", spot.State, spot.Preempted, spot.ResumeSeq, spot.Progress, spot.Reason)
 	}
+	if prio := job(t, c, 2); prio.State != ledger.JobAssigned || len(prio.Assignments) != 1 || prio.Assignments[0].Provider != prov1.Addr {
+		t.Fatalf("priority job after the grace: %s %+v, want placed on the freed slot", prio.State, prio.Assignments)
+	}
+	grantStart(t, c, 2)
+	c.ApplyBlock(t)
+	if spot := job(t, c, 1); spot.State != ledger.JobQueued || spot.Preempted != 1 {
+		t.Fatalf("spot job once the priority job runs: %s preempted %d (%s)", spot.State, spot.Preempted, spot.Reason)
+	}
+	spot = job(t, c, 1)
 	want := 2 * 36_000 * uint64(101) / 3600 // spot at the floor pays the ask
 	if got := provider(t, c, prov1).Earned - earned; got != want {
 		t.Fatalf("provider paid %d, want %d: the 101 s its checkpoint covers, once", got, want)

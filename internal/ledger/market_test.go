@@ -218,11 +218,12 @@ func TestSpotPreemptedAndRequeued(t *testing.T) {
 	}
 	c.Advance(time.Duration(p.PreemptGraceSeconds) * time.Second)
 	c.ApplyBlock(t)
-	// Requeued, the spot job is placed again at once beside the priority
-	// job's ungranted placement (slots.go): that placement is the one
-	// that counts, not a failed attempt.
+	// Requeued, the spot job waits (its attempt not counted): the freed
+	// slot is the priority job's, whose placement waits there for its
+	// key, and is not offered to a lower tier meanwhile (offer.go,
+	// yieldsToHigherTier).
 	spot, prio := job(t, c, 1), job(t, c, 2)
-	if spot.Preempted != 1 || spot.Attempts != 1 || len(spot.Assignments) != 1 || spot.Assignments[0].KeyGrant != nil {
+	if spot.State != ledger.JobQueued || spot.Preempted != 1 || spot.Attempts != 0 || len(spot.Assignments) != 0 {
 		t.Fatalf("spot job after the grace: %s preempted %d attempts %d %+v (%s)", spot.State, spot.Preempted, spot.Attempts, spot.Assignments, spot.Reason)
 	}
 	if prio.State != ledger.JobAssigned || prio.Assignments[0].Provider != prov1.Addr {
@@ -237,16 +238,14 @@ func TestSpotPreemptedAndRequeued(t *testing.T) {
 	if spot.Escrow != ledger.JobEscrow(&spot.Spec, p) {
 		t.Fatalf("requeued escrow %d, want a whole run's %d", spot.Escrow, ledger.JobEscrow(&spot.Spec, p))
 	}
-	// The priority job's grant takes the slot and bumps the spot job's
-	// placement: it pays for the second it held, tops its escrow up to a
-	// whole run again, and waits in the queue.
+	// The priority job's grant takes the slot; the spot job waits on.
 	grantStart(t, c, 2)
 	spot = job(t, c, 1)
 	if spot.State != ledger.JobQueued || spot.Attempts != 0 || len(spot.Assignments) != 0 {
 		t.Fatalf("spot job after the priority job's grant: %s attempts %d %+v", spot.State, spot.Attempts, spot.Assignments)
 	}
 	if spot.Escrow != ledger.JobEscrow(&spot.Spec, p) {
-		t.Fatalf("bumped escrow %d, want a whole run's %d", spot.Escrow, ledger.JobEscrow(&spot.Spec, p))
+		t.Fatalf("waiting escrow %d, want a whole run's %d", spot.Escrow, ledger.JobEscrow(&spot.Spec, p))
 	}
 	// When the priority job is done, the spot job runs again.
 	must(t, []ledger.TxResult{send(t, c, consumer, &ledger.MsgCancelJob{JobID: 2})})

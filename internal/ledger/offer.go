@@ -100,6 +100,39 @@ type indexState struct {
 	kv KV
 	p  Params
 	of sched.Offer // what Offers decodes into, its slices reused
+	// below, when set, is the tier rank of the job being placed: an offer
+	// whose provider holds an ungranted placement of a higher tier shows
+	// no free position to it (yieldsToHigherTier).
+	below    int
+	hasBelow bool
+}
+
+// forTier returns st for placing a job of tier: the slots a higher tier's
+// ungranted placement waits on are not offered to it.
+func (st *indexState) forTier(tier string) *indexState {
+	st.below, st.hasBelow = tierRank(tier), true
+	return st
+}
+
+// yieldsToHigherTier reports whether provider holds an ungranted
+// placement of a job of a higher tier than st's. A slot that a higher
+// tier's placement waits on is not offered to a lower one: granted first,
+// the lower would take it and bump the higher (slots.go), which would then
+// preempt it again (a priority job placed in the slot its preemption
+// freed, and the spot job it preempted placed beside it).
+func (st *indexState) yieldsToHigherTier(provider address.Address) (bool, error) {
+	pre := tentativePrefix(provider)
+	higher := false
+	var err error
+	st.kv.Iterate(pre, prefixEnd(pre), func(k, v []byte) bool {
+		if len(v) != 1 || v[0] == 0 {
+			err = fmt.Errorf("ungranted placement entry %x holds %x, not a tier: %w", k, v, ErrInternal)
+			return false
+		}
+		higher = int(v[0])-1 > st.below
+		return !higher
+	})
+	return higher, err
 }
 
 func newIndexState(kv KV, p Params) *indexState { return &indexState{kv: kv, p: p} }
@@ -149,6 +182,15 @@ func (st *indexState) Offers(class string, from, to uint64, fn func(*sched.Offer
 	st.kv.Iterate(start, end, func(k, v []byte) bool {
 		if err = decodeOffer(cp, k, v, &st.of); err != nil {
 			return false
+		}
+		if st.hasBelow && st.of.Tentative > 0 && st.below < tierRank(TierPriority) {
+			var yields bool
+			if yields, err = st.yieldsToHigherTier(st.of.Provider); err != nil {
+				return false
+			}
+			if yields {
+				st.of.Tentative = max(st.of.Tentative, sched.Positions(st.of.Jobs, st.of.MaxJobs))
+			}
 		}
 		return fn(&st.of)
 	})

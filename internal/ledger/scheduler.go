@@ -318,7 +318,7 @@ func place(o *Overlay, j *Job, p Params, info BlockInfo) ([]Event, error) {
 	for _, a := range j.Assignments {
 		r.Have = append(r.Have, a.Provider)
 	}
-	plan, err := sched.Place(newIndexState(o, p), &r)
+	plan, err := sched.Place(newIndexState(o, p).forTier(j.Spec.TierName()), &r)
 	if err != nil {
 		return nil, err
 	}

@@ -61,6 +61,10 @@ func tentativeKey(provider address.Address, assignedAt int64, id uint64) []byte 
 	return u64(u64(tentativePrefix(provider), uint64(max(assignedAt, 0))), ^id)
 }
 
+// tentativeValue is a jobtent/ entry's value: the job's tier rank + 1,
+// which the planner reads without the job's record (yieldsToHigherTier).
+func tentativeValue(j *Job) []byte { return []byte{byte(tierRank(j.Spec.TierName()) + 1)} }
+
 // tentativeIDAt is the job id of a jobtent/ key.
 func tentativeIDAt(k []byte) uint64 { return ^binary.BigEndian.Uint64(k[len(k)-8:]) }
 
@@ -73,7 +77,7 @@ func holdTentative(o *Overlay, j *Job, a *Assignment, pr *Provider) {
 	setProviderFrom(o, &before, pr)
 	marketReserve(o, j, a, +1)
 	o.Set(jobProvKey(a.Provider, j.ID), []byte{1})
-	o.Set(tentativeKey(a.Provider, a.AssignedAt, j.ID), []byte{1})
+	o.Set(tentativeKey(a.Provider, a.AssignedAt, j.ID), tentativeValue(j))
 }
 
 // grantSlot makes the slot a holds for real: its key has just been

@@ -795,6 +795,13 @@ func checkServicesShown(t *testing.T, ctx context.Context, eval evalFunc, poll p
 		t.Fatal(err)
 	}
 
+	// Paid for its ready seconds (its provider's heartbeat landed) before
+	// it is stopped, so that the stopped service has a cost to show.
+	waitUntil(t, 30*time.Second, "the replica paid for its ready seconds", func() bool {
+		var s ledger.Service
+		gpunetJSON(t, &s, "service", "status", id, "--home", home)
+		return len(s.Replicas) == 1 && s.Replicas[0].Paid > 0
+	})
 	gpunetJSON(t, &map[string]any{}, "service", "stop", id, "--from", "alice", "--home", home)
 	err = chromedp.Do(ctx,
 		poll("the service stopped", `(document.getElementById('service-state')||{}).textContent === 'stopped'`, 30*time.Second),
