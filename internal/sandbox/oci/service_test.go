@@ -78,8 +78,13 @@ func TestServiceDial(t *testing.T) {
 	} else if !errors.Is(err, syscall.ECONNREFUSED) {
 		t.Errorf("Dial of a closed port: %v, want connection refused", err)
 	}
-	if !strings.Contains(logs.String(), "serving on 127.0.0.1:18080") {
-		t.Errorf("logs lack the service's output:\n%s", logs.String())
+	// Its output reaches the log as the container's stdout is copied: it
+	// may arrive after the first answer.
+	for deadline := time.Now().Add(5 * time.Second); !strings.Contains(logs.String(), "serving on 127.0.0.1:18080"); time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Errorf("logs lack the service's output:\n%s", logs.String())
+			break
+		}
 	}
 	select {
 	case <-h.Done():
