@@ -2,7 +2,6 @@ package provider_test
 
 import (
 	"bytes"
-	"context"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -149,26 +148,6 @@ func runImageAgent(t *testing.T, sbs map[string]sandbox.Executor, image string) 
 		Metrics: provider.NewMetrics(prometheus.NewRegistry()),
 		Relay:   func(dial provider.ReplicaDialer) provider.RelayLink { return &fakeLink{dial: dial} },
 	})
-	stopClock := make(chan struct{})
-	go func() {
-		for {
-			select {
-			case <-stopClock:
-				return
-			case <-time.After(2 * time.Millisecond):
-				clk.Advance(100 * time.Millisecond)
-			}
-		}
-	}()
-	ctx, cancel := context.WithCancel(t.Context())
-	done := make(chan error, 1)
-	go func() { done <- a.Run(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("Run: %v", err)
-		}
-		close(stopClock)
-	})
+	runFastClock(t, clk, a)
 	return chain, owner
 }

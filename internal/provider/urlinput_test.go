@@ -107,27 +107,7 @@ func runURLAgent(t *testing.T, allow []netip.Prefix, mkJobs func(me *keys.Key) [
 	})
 	// The clock runs at about 50 times real time: releaseAfter (90 s)
 	// passes in about 2 s.
-	stopClock := make(chan struct{})
-	go func() {
-		for {
-			select {
-			case <-stopClock:
-				return
-			case <-time.After(2 * time.Millisecond):
-				clk.Advance(100 * time.Millisecond)
-			}
-		}
-	}()
-	ctx, cancel := context.WithCancel(t.Context())
-	done := make(chan error, 1)
-	go func() { done <- a.Run(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("Run: %v", err)
-		}
-		close(stopClock)
-	})
+	runFastClock(t, clk, a)
 	return chain, func(job uint64) (string, bool) {
 		mu.Lock()
 		defer mu.Unlock()
@@ -215,4 +195,30 @@ func TestAgentURLInputsStayOffItsNetwork(t *testing.T) {
 	if _, ok := released(chain)[4]; ok {
 		t.Error("job 4, fetched, was handed back")
 	}
+}
+
+// runFastClock runs agent a until the test ends, its clock clk advanced
+// 100 ms every 2 ms of real time (about 50 times real time).
+func runFastClock(t *testing.T, clk *clocktest.Fake, a *provider.Agent) {
+	stopClock := make(chan struct{})
+	go func() {
+		for {
+			select {
+			case <-stopClock:
+				return
+			case <-time.After(2 * time.Millisecond):
+				clk.Advance(100 * time.Millisecond)
+			}
+		}
+	}()
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() { done <- a.Run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("Run: %v", err)
+		}
+		close(stopClock)
+	})
 }
