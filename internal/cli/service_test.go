@@ -23,6 +23,7 @@ import (
 	"github.com/gpunet/gpunet/internal/ledger"
 	lt "github.com/gpunet/gpunet/internal/ledger/ledgertest"
 	"github.com/gpunet/gpunet/internal/seal"
+	"github.com/gpunet/gpunet/internal/validator"
 )
 
 const serviceYAML = `name: tinylm
@@ -297,12 +298,10 @@ func TestServiceConnect(t *testing.T) {
 	home := t.TempDir()
 	os.MkdirAll(filepath.Join(home, "services"), 0o700)
 	os.WriteFile(filepath.Join(home, "services", "3.key"), []byte(key+"\n"), 0o600)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	addr, err := validator.FreeAddr()
 	if err != nil {
 		t.Fatal(err)
 	}
-	addr := ln.Addr().String()
-	ln.Close()
 
 	ctx, cancel := context.WithCancel(t.Context())
 	var out, errOut syncBuffer

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"log/slog"
 	"mime/multipart"
 	"net/http"
 	"os"
@@ -18,6 +19,7 @@ import (
 	"time"
 
 	"github.com/gpunet/gpunet/internal/apiwire"
+	"github.com/gpunet/gpunet/internal/bintest"
 	"github.com/gpunet/gpunet/internal/chainclient"
 	"github.com/gpunet/gpunet/internal/daemon"
 	"github.com/gpunet/gpunet/internal/dashboard"
@@ -45,12 +47,17 @@ func startDevnet(t *testing.T, providers int, token string) (*daemon.Daemon, str
 	if err := validator.SaveConfig(home, c); err != nil {
 		t.Fatal(err)
 	}
-	d, err := daemon.Start(t.Context(), home, daemon.Options{APIAddr: "127.0.0.1:0", CheckInvariants: true})
+	// The node's and the providers' logs, shown with their goroutines when
+	// a test fails (a job once stayed "key granted; waiting for the
+	// provider to start" for a minute in a CI run, with nothing to show why).
+	logs := &bintest.Tail{Max: 256 << 10}
+	logger := slog.New(slog.NewTextHandler(logs, nil))
+	d, err := daemon.Start(t.Context(), home, daemon.Options{APIAddr: "127.0.0.1:0", CheckInvariants: true, Logger: logger})
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx, stop := context.WithCancel(context.Background())
-	ps, err := devnet.RunProviders(ctx, home, d.APIURL, devnet.ProviderOptions{N: providers, Poll: 25 * time.Millisecond})
+	ps, err := devnet.RunProviders(ctx, home, d.APIURL, devnet.ProviderOptions{N: providers, Poll: 25 * time.Millisecond, Logger: logger})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -58,6 +65,12 @@ func startDevnet(t *testing.T, providers int, token string) (*daemon.Daemon, str
 		stop()
 		ps.Wait()
 		d.Stop()
+	})
+	t.Cleanup(func() { // runs first, while everything still runs
+		if t.Failed() {
+			t.Logf("goroutines in gpunet code:\n%s", bintest.InProcessStacks(128<<10))
+			t.Logf("the node's and providers' log (its end):\n%s", logs)
+		}
 	})
 	if err := ps.WaitReady(t.Context(), 30*time.Second); err != nil {
 		t.Fatal(err)
@@ -266,7 +279,8 @@ func TestSubmitFromDashboard(t *testing.T) {
 			break
 		}
 		if j.Done() || time.Now().After(deadline) {
-			t.Fatalf("job %d: %s (%s)", j.ID, j.State, j.Reason)
+			asg, _ := json.Marshal(j.Assignments)
+			t.Fatalf("job %d: %s (%s); assignments %s", j.ID, j.State, j.Reason, asg)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}

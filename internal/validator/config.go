@@ -252,12 +252,6 @@ func SaveConfig(home string, c *Config) error {
 	return os.Rename(tmp, path)
 }
 
-// FreeAddr returns a loopback host:port that was free a moment ago.
-func FreeAddr() (string, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", err
-	}
-	defer l.Close()
-	return l.Addr().String(), nil
-}
+// FreeAddr returns a loopback host:port that was free a moment ago (see
+// FreeAddrOn).
+func FreeAddr() (string, error) { return FreeAddrOn("127.0.0.1") }

@@ -3,9 +3,11 @@ package validator
 import (
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"net"
 	"net/netip"
 	"net/url"
+	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -339,7 +341,23 @@ func validHostName(s string) bool {
 
 // FreeAddrOn returns host:port on host with a port that was free a moment
 // ago; the error says when host is no address of this machine.
+//
+// The port is written into a config and bound later, by another process
+// perhaps: one the kernel hands out for outgoing connections (its ephemeral
+// range) can be taken in between by any connect() on the machine, and was
+// (a CI run: "listen tcp 127.0.0.1:37323: bind: address already in use").
+// So the port is drawn at random from below that range, where only a
+// listener asking for it by number can take it, and checked by listening;
+// where the system leaves no such range, the kernel picks.
 func FreeAddrOn(host string) (string, error) {
+	lo, hi := staticPortRange()
+	for try := 0; try < 64 && hi > lo; try++ {
+		addr := net.JoinHostPort(host, strconv.Itoa(lo+rand.IntN(hi-lo)))
+		if l, err := net.Listen("tcp", addr); err == nil {
+			l.Close()
+			return addr, nil
+		}
+	}
 	l, err := net.Listen("tcp", net.JoinHostPort(host, "0"))
 	if err != nil {
 		return "", fmt.Errorf("cannot listen on %s (%w): is it an address of this machine?", host, err)
@@ -347,6 +365,21 @@ func FreeAddrOn(host string) (string, error) {
 	defer l.Close()
 	_, port, _ := net.SplitHostPort(l.Addr().String())
 	return net.JoinHostPort(host, port), nil
+}
+
+// staticPortRange is [lo, hi): ports above the well-known and registered
+// services most machines run (below 20000) and below the kernel's
+// ephemeral range (net.ipv4.ip_local_port_range, 32768 by default).
+func staticPortRange() (lo, hi int) {
+	lo, hi = 20000, 32768
+	if b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range"); err == nil {
+		if f := strings.Fields(string(b)); len(f) == 2 {
+			if n, err := strconv.Atoi(f[0]); err == nil && n < hi {
+				hi = n
+			}
+		}
+	}
+	return lo, hi
 }
 
 // dialable is a listen address as a process on the same machine dials it:

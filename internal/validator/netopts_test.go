@@ -1,7 +1,11 @@
 package validator
 
 import (
+	"fmt"
+	"net"
+	"os"
 	"reflect"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -227,5 +231,37 @@ func TestValidateNetKeys(t *testing.T) {
 		if err := c.Validate(); err == nil || !strings.HasPrefix(err.Error(), tc.want) {
 			t.Errorf("Validate %+v: %v, want an error naming %s", c, err, tc.want)
 		}
+	}
+}
+
+// TestFreeAddrIsOutsideTheEphemeralRange: a port chosen for a config and
+// bound later must not be one the kernel hands to outgoing connections,
+// or any connect() on the machine can take it first (a CI run: "bind:
+// address already in use" on a port FreeAddr had just returned).
+func TestFreeAddrIsOutsideTheEphemeralRange(t *testing.T) {
+	b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range")
+	if err != nil {
+		t.Skip("no /proc/sys/net/ipv4/ip_local_port_range on this system")
+	}
+	var ephemeral int
+	fmt.Sscan(string(b), &ephemeral)
+	if ephemeral <= 20000 {
+		t.Skipf("the ephemeral range starts at %d: no static range below it", ephemeral)
+	}
+	seen := map[string]bool{}
+	for range 50 {
+		addr, err := FreeAddr()
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, p, _ := net.SplitHostPort(addr)
+		port, _ := strconv.Atoi(p)
+		if port < 20000 || port >= ephemeral {
+			t.Fatalf("FreeAddr gave %s: want a port in [20000, %d)", addr, ephemeral)
+		}
+		seen[addr] = true
+	}
+	if len(seen) < 40 {
+		t.Errorf("50 calls gave only %d distinct addresses: the draw is not random", len(seen))
 	}
 }

@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -20,6 +19,7 @@ import (
 	"github.com/gpunet/gpunet/internal/ledger"
 	"github.com/gpunet/gpunet/internal/sandbox/oci"
 	"github.com/gpunet/gpunet/internal/sandbox/oci/ocitest"
+	"github.com/gpunet/gpunet/internal/validator"
 	openaiclient "github.com/gpunet/gpunet/test/openai"
 )
 
@@ -484,12 +484,10 @@ public: true
 // replica (how an owner runs TLS end to end).
 func checkServiceTunnel(t *testing.T, n *serviceNet, d deployed) {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	addr, err := validator.FreeAddr()
 	if err != nil {
 		t.Fatal(err)
 	}
-	addr := l.Addr().String()
-	l.Close()
 	p := startProc(t, "service connect", "service", "connect", fmt.Sprint(d.ID), "--port", "8000", "--listen", addr, "--home", n.keyHome, "--node", n.node0)
 	defer p.kill()
 	waitUntil(t, 30*time.Second, "service connect answering on "+addr, func() bool {
