@@ -18,6 +18,7 @@ import (
 func OfferOf(p *ledger.Provider) offers.Offer {
 	o := offers.Offer{
 		Address:    p.Address.String(),
+		Label:      p.Label,
 		Stake:      p.Stake,
 		Online:     p.Online,
 		GPU:        ledger.CPUClass,

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -73,16 +74,23 @@ func fieldsHelp() string {
 
 // printOffers writes offers as a table; online adds the ONLINE column
 // (offers --all, query providers: lists with providers that cannot take
-// jobs now). Providers the keyring knows are named. A price is per unit
-// and hour, and the cell says which unit: per GPU, or per core for a
-// CPU-only provider (offers.Offer.Price).
+// jobs now). Providers the keyring knows are named. When a provider in
+// the list set a label, a LABEL column beside PROVIDER shows each in
+// quotes (labelCell): the provider's own words, which any provider may
+// copy, so the address stays beside it. A price is per unit and hour,
+// and the cell says which unit: per GPU, or per core for a CPU-only
+// provider (offers.Offer.Price).
 func printOffers(w io.Writer, list []offers.Offer, online bool, names keyNames) {
 	if len(list) == 0 {
 		fmt.Fprintln(w, "No offers match.")
 		return
 	}
+	labels := slices.ContainsFunc(list, func(o offers.Offer) bool { return o.Label != "" })
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	head := "PROVIDER\t"
+	if labels {
+		head += "LABEL\t"
+	}
 	if online {
 		head += "ONLINE\t"
 	}
@@ -93,6 +101,9 @@ func printOffers(w io.Writer, list []offers.Offer, online bool, names keyNames) 
 			who = names.name(a)
 		}
 		fmt.Fprintf(tw, "%s\t", who)
+		if labels {
+			fmt.Fprintf(tw, "%s\t", labelCell(o.Label))
+		}
 		if online {
 			fmt.Fprintf(tw, "%s\t", yesNo(o.Online))
 		}
@@ -105,6 +116,17 @@ func printOffers(w io.Writer, list []offers.Offer, online bool, names keyNames) 
 			o.Validated, o.Invalid, 100*o.ChallengePass, strings.Join(o.Executor, ","), formatSync(o.Stake))
 	}
 	tw.Flush()
+}
+
+// labelCell writes a provider's label for a table or a line: quoted, as
+// the provider's own words (strconv.Quote: anything unprintable, which
+// the ledger refuses in a label, would show escaped, never raw), or "-"
+// for none.
+func labelCell(label string) string {
+	if label == "" {
+		return "-"
+	}
+	return strconv.Quote(label)
 }
 
 // sig writes x with three significant digits: 0.0123, 1.23, 45.6, 789,

@@ -93,6 +93,10 @@ type providerFlags struct {
 	allowFetch          []string
 	metricsAddr         string
 	checkpointGrace     time.Duration
+	// label is --label; labelSet that it was given (--label "" removes
+	// the label, no --label keeps the registered one).
+	label    string
+	labelSet bool
 }
 
 func providerStartCmd(e *env) *cobra.Command {
@@ -105,7 +109,9 @@ func providerStartCmd(e *env) *cobra.Command {
 It detects the machine (NVIDIA GPUs through NVML; without them it runs as a
 CPU-only provider), measures int8 GEMM throughput and memory bandwidth,
 registers (or updates) the provider KEY on the ledger in --region (required
-the first time; later starts keep the region it registered with), keeps --stake bonded
+the first time; later starts keep the region it registered with), with
+--label as the name it shows beside its address (optional; later starts
+keep it; --label "" removes it), keeps --stake bonded
 (default: the ledger's minimum for this hardware), answers liveness
 challenges, and on Ctrl-C marks the provider offline.
 
@@ -129,12 +135,16 @@ from NET too (e.g. a data mirror or a registry on 10.0.0.0/8, or
 127.0.0.1 for a registry on this machine); any job's owner can then learn
 whether a URL or an image in NET serves the content they pin.`,
 		Args: exactArgs(),
-		RunE: func(cmd *cobra.Command, _ []string) error { return e.runProvider(cmd.Context(), &pf) },
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			pf.labelSet = cmd.Flags().Changed("label")
+			return e.runProvider(cmd.Context(), &pf)
+		},
 	}
 	f := start.Flags()
 	f.StringVar(&pf.from, "from", "", "key of the provider (its identity on the ledger; required)")
 	f.StringVar(&pf.stake, "stake", "", "stake to keep bonded, e.g. 200sync (default: the ledger's minimum)")
 	f.StringVar(&pf.region, "region", "", "region of this machine, e.g. eu, us-east (required for a new provider; default: the region it registered with)")
+	f.StringVar(&pf.label, "label", "", `a name shown beside this provider's address, e.g. "Acme GPUs #2": up to 40 bytes of letters, digits, spaces and -_.,'()&/#+; anyone may use any label, so the address stays what identifies it (default: the label it registered with; "" removes it)`)
 	f.StringArrayVar(&pf.prices, "price", nil, "asks per unit-hour: AMOUNT or CLASS=AMOUNT[,…]")
 	f.StringSliceVar(&pf.executors, "executors", nil, "sandboxes offered (default: wasm, plus oci when runc is installed)")
 	f.Uint64Var(&pf.maxJobs, "max-jobs", 4, "jobs run at once")
@@ -191,6 +201,11 @@ func (e *env) runProvider(ctx context.Context, pf *providerFlags) error {
 	if pf.faultWrong < 0 || pf.faultWrong > 1 {
 		return usageError{fmt.Errorf("--fault-wrong-outputs %g: want a fraction from 0 to 1", pf.faultWrong)}
 	}
+	if pf.labelSet {
+		if why := ledger.LabelProblem(pf.label); why != "" {
+			return usageError{fmt.Errorf("--label %q: %s", pf.label, why)}
+		}
+	}
 	if pf.faultOverclaim < 0 {
 		return usageError{fmt.Errorf("--fault-overclaim %g: want a factor ≥ 1", pf.faultOverclaim)}
 	}
@@ -201,6 +216,9 @@ func (e *env) runProvider(ctx context.Context, pf *providerFlags) error {
 	// Last of the checks, as it asks the node: the flags are checked
 	// first.
 	if o.Region, err = e.providerRegion(ctx, cl, key.Address, key.Name, pf.region); err != nil {
+		return err
+	}
+	if o.Label, err = e.providerLabel(ctx, cl, key.Address, key.Name, pf.label, pf.labelSet); err != nil {
 		return err
 	}
 	sb, err := provider.OpenSandboxes(ctx, e.home, provider.SandboxOptions{Logger: logger, AllowNetwork: pf.allowNet, AllowFetchNetworks: o.AllowFetchNetworks})
@@ -267,6 +285,28 @@ func (e *env) providerRegion(ctx context.Context, cl *chainclient.Client, who ad
 		return "", usageError{fmt.Errorf("--region is required for a new provider: say where this machine is, e.g. --region eu or --region us-east%s", used)}
 	}
 	return "", fmt.Errorf("no --region, and %s's registration (whose region it would keep) could not be read: %w; pass --region", name, err)
+}
+
+// providerLabel is the label provider start declares for name (address
+// who): flag when --label was given (set; "" removes the label), else the
+// label it registered with, "" for a new provider. A registration that
+// cannot be read is an error, not "no label": the agent would then
+// declare none and remove the label it has.
+func (e *env) providerLabel(ctx context.Context, cl *chainclient.Client, who address.Address, name, flag string, set bool) (string, error) {
+	if set {
+		return flag, nil
+	}
+	p, err := cl.Provider(ctx, who)
+	switch {
+	case chainclient.IsNotFound(err):
+		return "", nil
+	case err != nil:
+		return "", fmt.Errorf("no --label, and %s's registration (whose label it would keep) could not be read: %w; pass --label (\"\" for none)", name, err)
+	case p.Record != nil && p.Record.Label != "":
+		fmt.Fprintf(e.stderr, "label: %s, as %s registered it (--label changes it, --label \"\" removes it)\n", labelCell(p.Record.Label), name)
+		return p.Record.Label, nil
+	}
+	return "", nil
 }
 
 func providerStatusCmd(e *env) *cobra.Command {
@@ -383,6 +423,9 @@ func providerPrices(all uint64, byClass map[string]uint64) map[string]uint64 {
 // printProvider writes a provider's ledger record for people.
 func printProvider(w io.Writer, p *apiwire.ProviderBody) {
 	r := p.Record
+	if r.Label != "" {
+		fmt.Fprintf(w, "label:       %s (set by the provider; any provider may use any label: the address is who it is)\n", labelCell(r.Label))
+	}
 	fmt.Fprintf(w, "registered:  at height %d (updated %d), region %s, executors %s\n", r.RegisteredHeight, r.UpdatedHeight, r.Region, strings.Join(r.Executors, ","))
 	gpus, unit := fmt.Sprintf("%d× %s (%s each)", p.Count, p.GPU, formatGiB(p.VRAM)), "GPU"
 	if p.Count == 0 {

@@ -12,6 +12,7 @@ import (
 	"github.com/gpunet/gpunet/internal/address"
 	"github.com/gpunet/gpunet/internal/apiwire"
 	"github.com/gpunet/gpunet/internal/ledger"
+	lt "github.com/gpunet/gpunet/internal/ledger/ledgertest"
 )
 
 // TestQueryProviderShowsEachDevice: `gpunet query provider` prints one line
@@ -107,6 +108,56 @@ func TestProviderRegion(t *testing.T) {
 	}
 	if got, err := e.providerRegion(t.Context(), cl, s.prov.Addr, "p1", "us-east"); err != nil || got != "us-east" {
 		t.Errorf("--region us-east: %q, %v", got, err)
+	}
+}
+
+// TestProviderLabel: provider start declares --label (issue 33), and
+// without it keeps the label the provider registered with, saying so, as
+// it keeps the region; --label "" removes it; a label the ledger would
+// refuse is refused before anything is sent.
+func TestProviderLabel(t *testing.T) {
+	s := newStory(t)
+	for _, bad := range []string{"Acme\u202e", "Acme  GPUs", strings.Repeat("x", 41), "<b>x</b>"} {
+		r := s.run("provider", "start", "--from", "bob", "--region", "eu", "--label", bad)
+		if r.code != ExitUsage || !strings.Contains(r.stderr, "--label ") {
+			t.Errorf("--label %q: exit %d, %q; want a usage error naming --label", bad, r.code, r.stderr)
+		}
+	}
+	var stderr bytes.Buffer
+	e := &env{stderr: &stderr, stdout: io.Discard, home: s.home, node: s.url}
+	cl, err := e.client()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Not registered, or registered without one: no label.
+	if got, err := e.providerLabel(t.Context(), cl, s.bob.Address, "bob", "", false); err != nil || got != "" {
+		t.Errorf("a new provider without --label: %q, %v", got, err)
+	}
+	if got, err := e.providerLabel(t.Context(), cl, s.prov.Addr, "p1", "", false); err != nil || got != "" || stderr.Len() != 0 {
+		t.Errorf("an unlabelled provider without --label: %q, %v, said %q", got, err, stderr.String())
+	}
+	pi := lt.ProviderInfo("", 0, 3_600_000)
+	pi.EncryptionKey = s.provID.Recipient().String()
+	pi.Label = "Acme GPUs #2"
+	s.chain.Send(s.prov, &ledger.MsgUpdateProvider{ProviderInfo: pi})
+	got, err := e.providerLabel(t.Context(), cl, s.prov.Addr, "p1", "", false)
+	if err != nil || got != "Acme GPUs #2" || !strings.Contains(stderr.String(), `label: "Acme GPUs #2", as p1 registered it`) {
+		t.Errorf("a labelled provider without --label: %q, %v, said %q; want its registered label", got, err, stderr.String())
+	}
+	if got, err := e.providerLabel(t.Context(), cl, s.prov.Addr, "p1", "Acme GPUs #3", true); err != nil || got != "Acme GPUs #3" {
+		t.Errorf("--label: %q, %v", got, err)
+	}
+	if got, err := e.providerLabel(t.Context(), cl, s.prov.Addr, "p1", "", true); err != nil || got != "" {
+		t.Errorf(`--label "": %q, %v; want the label removed`, got, err)
+	}
+	// A registration that cannot be read is not taken for "no label".
+	down := &env{stderr: io.Discard, stdout: io.Discard, home: s.home, node: "http://127.0.0.1:1"}
+	dcl, err := down.client()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := down.providerLabel(t.Context(), dcl, s.prov.Addr, "p1", "", false); err == nil || !strings.Contains(err.Error(), "pass --label") {
+		t.Errorf("node unreachable, no --label: %v; want an error", err)
 	}
 }
 

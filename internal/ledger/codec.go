@@ -220,9 +220,10 @@ func CheckStateVersion(kv KV) error {
 //     taken for real.
 //     Also in 7: GPU challenges ruled busy, missed while the provider ran
 //     GPU work (issue 26): ChallengeRecord.Busy, DeviceProof.Busy.
+//   - 8: the label a provider gives itself (ProviderInfo.Label, issue 33).
 const (
 	recordVersionBase = 2
-	recordVersion     = 7 // the newest this node reads and writes
+	recordVersion     = 8 // the newest this node reads and writes
 )
 
 // record is a stored record type: a struct the generator gave a codec.

@@ -18,6 +18,13 @@ func FuzzDecodeTx(f *testing.F) {
 	// one, as before it (it still decodes; ValidateBasic refuses it).
 	f.Add(alice.Tx(lt.ChainID, 0, 0, lt.CreateValidator(alice, "node", 10)))
 	f.Add(alice.Tx(lt.ChainID, 0, 0, &ledger.MsgCreateValidator{PubKey: lt.ConsKey("node"), Stake: 10, Moniker: "m"}))
+	// A registration with a provider label (issue 33), one the ledger
+	// takes and one it refuses (a bidi override in it).
+	labelled := lt.ProviderInfo("RTX_4090", 1, 500_000)
+	labelled.Label = "Acme GPUs #2"
+	f.Add(alice.Tx(lt.ChainID, 0, 0, &ledger.MsgRegisterProvider{ProviderInfo: labelled}))
+	labelled.Label = "Acme\u202e2#"
+	f.Add(alice.Tx(lt.ChainID, 0, 0, &ledger.MsgUpdateProvider{ProviderInfo: labelled}))
 	// Each service message (issue 16), so that the fuzzer starts from
 	// their shapes.
 	for typ, body := range map[ledger.MsgType]string{

@@ -108,6 +108,9 @@ func (pi *ProviderInfo) Validate() error {
 	if !ValidRegion(pi.Region) {
 		return invalid("region %q: want 1-32 lower-case letters, digits and -, e.g. eu or us-east", pi.Region)
 	}
+	if err := CheckLabel(pi.Label); err != nil {
+		return err
+	}
 	if len(pi.Executors) == 0 {
 		return invalid("executors is empty; want some of %v", knownExecutors)
 	}

@@ -80,6 +80,11 @@ type ProviderInfo struct {
 	// EncryptionKey is the provider's age X25519 recipient ("age1…"); job
 	// keys are wrapped to it.
 	EncryptionKey string `json:"encryption_key"`
+	// Label is a name the provider gives itself, shown beside its address
+	// ("Acme GPUs #2"); empty: none. It is self-declared and not unique:
+	// two providers may pick the same one, so wherever it is shown the
+	// address is shown with it (ValidLabel says what it may hold).
+	Label string `json:"label,omitempty" rec:"since=8"`
 }
 
 // Provider is a registered provider's state.

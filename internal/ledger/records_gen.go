@@ -704,6 +704,9 @@ func (x *ProviderInfo) encodeRec(e *encoder) {
 	e.uvarint(x.MaxJobs)
 	e.bool(x.Network)
 	e.string(x.EncryptionKey)
+	if e.version >= 8 {
+		e.string(x.Label)
+	}
 }
 
 func (x *ProviderInfo) decodeRec(d *decoder) {
@@ -728,12 +731,18 @@ func (x *ProviderInfo) decodeRec(d *decoder) {
 	x.MaxJobs = d.uvarint("max_jobs")
 	x.Network = d.bool("network")
 	x.EncryptionKey = d.string("encryption_key")
+	if d.version >= 8 {
+		x.Label = d.string("label")
+	}
 }
 
 func (x *ProviderInfo) recVersion() byte {
 	v := byte(recordVersionBase)
 	if x.WasmEngine != "" {
 		v = max(v, 3)
+	}
+	if x.Label != "" {
+		v = max(v, 8)
 	}
 	return v
 }

@@ -188,6 +188,31 @@ func TestRecordVersionIsTheLeastThatHoldsIt(t *testing.T) {
 	}
 }
 
+// TestLabelIsRecordVersion8: a provider's label (issue 33) is written
+// at record version 8, and read back; a provider without one keeps the
+// version (and bytes) it had before labels, even with version 7 fields
+// set; a version 8 record with an empty label is not canonical.
+func TestLabelIsRecordVersion8(t *testing.T) {
+	p := &Provider{ProviderInfo: ProviderInfo{Executors: []string{"oci"}, Label: "Acme GPUs #2"}, Stake: 5}
+	b := encodeRecord(p)
+	if b[0] != 8 {
+		t.Fatalf("labelled provider written at version %d, want 8", b[0])
+	}
+	var got Provider
+	if err := decodeRecord(b, &got); err != nil || !reflect.DeepEqual(&got, p) {
+		t.Fatalf("round trip: %v %+v", err, got)
+	}
+	tentative := &Provider{ProviderInfo: ProviderInfo{Executors: []string{"oci"}}, Tentative: 3}
+	if b := encodeRecord(tentative); b[0] != 7 {
+		t.Fatalf("unlabelled provider with version 7 fields written at version %d", b[0])
+	}
+	p.Label = "x"
+	b = bytes.Replace(encodeRecord(p), []byte{1, 'x'}, []byte{0}, 1) // the label "x" → ""
+	if err := decodeRecord(b, &Provider{}); err == nil || !strings.Contains(err.Error(), "not canonical") {
+		t.Fatalf("version 8 holding no label: %v", err)
+	}
+}
+
 // FuzzRecords: any bytes either fail to decode or decode to a record that
 // encodes back to exactly those bytes (the encoding is canonical), for
 // both record types; never a panic.

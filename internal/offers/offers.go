@@ -17,7 +17,12 @@ package offers
 // stable interface (DESIGN.md §7): `gpunet offers --output json` and
 // `gpunet query providers --output json` print arrays of it.
 type Offer struct {
-	Address    string   `json:"address"`     // provider account, bech32 "gpu1…"
+	Address string `json:"address"` // provider account, bech32 "gpu1…"
+	// Label is the name the provider gives itself ("Acme GPUs #2"),
+	// empty when it set none. It is self-declared and not unique (any
+	// provider may take any label): show it beside Address, never
+	// instead of it.
+	Label      string   `json:"label,omitempty"`
 	Stake      uint64   `json:"stake"`       // usync bonded
 	Online     bool     `json:"online"`      // reachable now
 	GPU        string   `json:"gpu"`         // hardware class, e.g. "H100_80GB", "RTX_4090"; "cpu" for a CPU-only provider

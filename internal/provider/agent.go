@@ -55,6 +55,9 @@ type Options struct {
 	Chain Chain
 	// Region is where the machine is, e.g. "eu" or "us-east".
 	Region string
+	// Label is the name the provider shows beside its address
+	// (ledger.ProviderInfo.Label); "" for none.
+	Label string
 	// Prices are asks in usync per unit-hour by hardware class ("cpu" for
 	// CPU cores); classes not listed get DefaultGPUPrice / DefaultCPUPrice.
 	Prices map[string]uint64
@@ -403,6 +406,7 @@ func Declaration(inv *hwinfo.Inventory, fig *hwinfo.Figures, gpuFigs map[string]
 		},
 		Measured:      ledger.Measured{Int8GOPS: gops(fig.Int8TOPS), BandwidthMBs: uint64(fig.MemBandwidthGBs * 1000), Device: truncate(fig.Device)},
 		Region:        o.Region,
+		Label:         o.Label,
 		Executors:     o.Executors,
 		MaxJobs:       o.MaxJobs,
 		EncryptionKey: o.Key.Recipient(),

@@ -99,11 +99,36 @@
   function short(a) { return a && a.length > 16 ? a.slice(0, 10) + '…' + a.slice(-6) : (a || ''); }
   // addrLink links an account (or a provider's page): by its name where
   // the page knows one (labels), else by its short address; the full
-  // address is the link's title.
+  // address is the link's title. A provider's link is followed by the
+  // label it set on the ledger, if the page knows it (provLabels), in
+  // quotes: beside the address, never instead of it.
   function addrLink(a, provider) {
     if (!a) return '–';
     const name = labels.name(a);
-    return h('a', {href: (provider ? '#/provider/' : '#/account/') + a, class: name ? 'named' : 'mono', title: a, 'data-address': a}, name || short(a));
+    const link = h('a', {href: (provider ? '#/provider/' : '#/account/') + a, class: name ? 'named' : 'mono', title: a, 'data-address': a}, name || short(a));
+    return provider ? h('span', {class: 'who', 'data-who': a}, link, provLabel(a)) : link;
+  }
+
+  // Labels providers set on the ledger (ProviderInfo.label), by address,
+  // as the provider lists the pages load carry them (and the first page
+  // of providers, loaded once at start): never a request per address.
+  // A label is the provider's own claim, and any provider may take any:
+  // it is drawn as text, in quotes, always beside the address.
+  const provLabels = {};
+  function provLabel(a) {
+    const l = provLabels[a];
+    return l ? h('bdi', {class: 'plabel', title: T.LABEL_TITLE}, T.labelText(l)) : null;
+  }
+  // learnLabels records the labels of list ({address, label}…) and
+  // redraws the labels of the provider links on the page.
+  function learnLabels(list) {
+    T.providerLabels(provLabels, list);
+    for (const w of app.querySelectorAll('span.who[data-who]')) {
+      const old = w.querySelector(':scope > .plabel');
+      if (old) old.remove();
+      const l = provLabel(w.getAttribute('data-who'));
+      if (l) w.append(l);
+    }
   }
   function jobLink(id) { return h('a', {href: '#/job/' + id}, '#' + id); }
   function stateBadge(st) { return h('span', {class: 'state ' + st}, st); }
@@ -140,8 +165,9 @@
     headers() { return {Authorization: 'Bearer ' + this.get()}; },
   };
 
-  // Names for addresses. The ledger keeps none (a provider registers no
-  // name), so the page uses what it has: the names of the node's keyring
+  // Names for addresses. The ledger keeps none (a provider's label, which
+  // it sets itself, is shown beside its address: provLabels), so the
+  // page uses what it has: the names of the node's keyring
   // (with its API token: a devnet's alice, bob, provider-N) and the
   // labels given in this browser on an account's page (localStorage),
   // which win. mine is the account this browser calls its own (the
@@ -514,7 +540,7 @@
     replace(app, h('h1', {}, 'Providers'),
       h('div', {class: 'toolbar'}, input, h('button', {class: 'primary', id: 'offer-apply', onclick: apply}, 'Filter'),
         h('label', {}, allBox, ' include offline and under-staked'),
-        h('span', {class: 'muted'}, 'Fields: gpu count vram cpu ram disk price region reputation uptime tops executor stake online jobs; ops < <= = != >= > in notin')),
+        h('span', {class: 'muted'}, 'Fields: gpu count vram cpu ram disk price region label reputation uptime tops executor stake online jobs; ops < <= = != >= > in notin')),
       err, summary, body, pager);
 
     function header() {
@@ -538,6 +564,7 @@
     const load = async () => {
       try {
         const page = await api('/v1/offers' + qs({q, sort, all: all ? 'true' : '', limit: 50, cursor}));
+        learnLabels(page.offers);
         replace(err);
         replace(summary, page.total + ' provider(s) match' + (q ? ' “' + q + '”' : '') + ' at height ' + page.height);
         replace(body, h('table', {id: 'providers-table'}, h('thead', {}, header()), h('tbody', {}, page.offers.map(row))));
@@ -570,7 +597,7 @@
       const toggle = h('input', {type: 'checkbox', id: 'history-liveness', checked: showRoutine});
       toggle.addEventListener('change', () => { showRoutine = toggle.checked; draw(); });
       replace(root,
-        h('h1', {}, 'Provider ', h('span', {class: 'mono'}, addr)),
+        h('h1', {}, 'Provider ', h('span', {class: 'mono'}, addr), provLabel(addr)),
         r.slashed ? h('p', {class: 'error', id: 'provider-slashed'}, 'Slashed ' + fmtSync(r.slashed) + ' in all · ' + r.invalid + ' result(s) outvoted, ' + r.unrevealed + ' not revealed, ' + ((r.challenges || {}).failed || 0) + ' hardware challenge(s) failed') : null,
         h('div', {class: 'grid2'},
           h('div', {class: 'panel'}, h('h2', {}, 'Offer'), h('dl', {class: 'kv'},
@@ -578,6 +605,7 @@
             h('dt', {}, 'Hardware'), h('dd', {}, gpus.length ? gpus.length + ' × ' + p.gpu + ' (' + fmtNum(p.vram, 0) + ' GiB), ' : 'CPU only, ', inv.cpu_cores + ' cores ' + inv.cpu_model + ', ' + fmtBytes(inv.ram) + ' RAM, ' + fmtBytes(inv.disk) + ' disk'),
             h('dt', {}, 'Measured'), h('dd', {}, fmtNum(r.measured.int8_gops / 1000, 3) + ' int8 TOPS, ' + fmtNum(r.measured.bandwidth_mbs / 1000, 1) + ' GB/s memory (' + r.measured.device + ')'),
             h('dt', {}, 'Region'), h('dd', {}, r.region),
+            h('dt', {}, 'Label'), h('dd', {id: 'provider-label'}, r.label ? [h('bdi', {}, T.labelText(r.label)), h('span', {class: 'muted'}, ' set by the provider itself; any provider may use any label: the address is what identifies it')] : h('span', {class: 'muted'}, 'none set')),
             h('dt', {}, 'Executors'), h('dd', {}, (r.executors || []).join(', ')),
             h('dt', {}, 'Asks'), h('dd', {}, (r.asks || []).map(a => a.class + ' ' + fmtSync(a.price_per_hour) + '/unit·h').join('; ')),
             h('dt', {}, 'Jobs'), h('dd', {}, r.jobs + ' running of ' + r.max_jobs))),
@@ -613,6 +641,7 @@
           api('/v1/providers/' + addr), api('/v1/providers/' + addr + '/jobs?limit=100'), api('/v1/providers/' + addr + '/history' + qs({limit: 200, cursor})),
           api('/v1/providers/' + addr + '/services'),
         ]);
+        T.providerLabels(provLabels, [{address: addr, label: last[0].record.label}]);
         draw();
       } catch (e) { replace(root, h('h1', {}, 'Provider'), errorBox(e)); }
     };
@@ -1283,4 +1312,7 @@ verification: spot
   connect();
   route();
   labels.load(); // names appear as the pages redraw
+  // The providers' labels, for the pages that show providers but load no
+  // list of them (a job's replicas): the first page, once.
+  api('/v1/providers' + qs({limit: 1000})).then(p => learnLabels(p.providers)).catch(() => { /* no labels: the addresses stand alone */ });
 })();

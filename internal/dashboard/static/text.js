@@ -113,5 +113,25 @@
     return m;
   };
 
+  // labelText writes a provider's label (the ledger's ProviderInfo.label,
+  // which the provider sets itself) as the page shows it beside the
+  // provider's address: in quotes, its own words; '' for none. Any
+  // provider may take any label, another's too, so the page never shows
+  // a label without the address, and draws it as text (app.js's h()),
+  // never as HTML.
+  T.labelText = label => label ? '\u201c' + label + '\u201d' : '';
+  T.LABEL_TITLE = 'label set by the provider itself: any provider may use any label, the address is what identifies it';
+
+  // providerLabels records in m ({address: label}) the labels of a list
+  // of providers (offers, or {address, label} of a provider's record): a
+  // provider listed without one has none. It returns m.
+  T.providerLabels = (m, list) => {
+    for (const o of list || []) {
+      if (!o || !o.address) continue;
+      if (o.label) m[o.address] = o.label; else delete m[o.address];
+    }
+    return m;
+  };
+
   root.gpunetText = T;
 })(typeof window !== 'undefined' ? window : globalThis);
