@@ -93,6 +93,7 @@ func RunIO(ctx context.Context, args []string, stdin io.Reader, stdout, stderr i
 		keysCmd(e), txCmd(e), queryCmd(e), benchCmd(e),
 		providerCmd(e), offersCmd(e), stakeCmd(e), quoteCmd(e), jobCmd(e), imageCmd(e),
 		sandboxExecCmd(e), validatorCmd(e), testnetCmd(e), govCmd(e), storageCmd(e), serviceCmd(e),
+		attestCmd(e),
 	)
 	strictGroups(root)
 	err := root.ExecuteContext(ctx)
