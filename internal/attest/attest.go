@@ -65,13 +65,13 @@ func ParseKind(s string) (Kind, error) {
 // *-Issuer-Chain headers, URL-encoded as sent or as plain PEM).
 const (
 	// Intel PCS (TDX).
-	TDXTCBInfo           = "tcb_info.json"                // GET /tdx/certification/v4/tcb?fmspc=…
-	TDXTCBInfoChain      = "tcb_info_issuer_chain.pem"    // its TCB-Info-Issuer-Chain header
-	TDXQEIdentity        = "qe_identity.json"             // GET /tdx/certification/v4/qe/identity
-	TDXQEIdentityChain   = "qe_identity_issuer_chain.pem" // its SGX-Enclave-Identity-Issuer-Chain header
-	TDXPCKCRL            = "pck_crl.der"                  // GET /sgx/certification/v4/pckcrl?ca=platform|processor&encoding=der
-	TDXPCKCRLChain       = "pck_crl_issuer_chain.pem"     // its SGX-PCK-CRL-Issuer-Chain header
-	TDXRootCACRL         = "root_ca_crl.der"              // the Intel SGX Root CA's CRL distribution point
+	TDXTCBInfo         = "tcb_info.json"                // GET /tdx/certification/v4/tcb?fmspc=…
+	TDXTCBInfoChain    = "tcb_info_issuer_chain.pem"    // its TCB-Info-Issuer-Chain header
+	TDXQEIdentity      = "qe_identity.json"             // GET /tdx/certification/v4/qe/identity
+	TDXQEIdentityChain = "qe_identity_issuer_chain.pem" // its SGX-Enclave-Identity-Issuer-Chain header
+	TDXPCKCRL          = "pck_crl.der"                  // GET /sgx/certification/v4/pckcrl?ca=platform|processor&encoding=der
+	TDXPCKCRLChain     = "pck_crl_issuer_chain.pem"     // its SGX-PCK-CRL-Issuer-Chain header
+	TDXRootCACRL       = "root_ca_crl.der"              // the Intel SGX Root CA's CRL distribution point
 	// AMD KDS (SEV-SNP).
 	SNPVCEK      = "vcek.der"       // GET /vcek/v1/{product}/{hwid}?blSPL=…&teeSPL=…&snpSPL=…&ucodeSPL=…
 	SNPCertChain = "cert_chain.pem" // GET /vcek/v1/{product}/cert_chain: ASK then ARK

@@ -280,7 +280,7 @@ func (p *tdxPKI) roots() [][]byte { return [][]byte{pemOf(p.root)} }
 // keys ship with the library), with a VCEK for the recorded report's chip
 // and TCB.
 type testSNP struct {
-	signer *stest.AmdSigner
+	signer   *stest.AmdSigner
 	recorded []byte // the recorded report
 }
 

@@ -1,0 +1,71 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+)
+
+const attestData = "../attest/testdata/"
+
+func runAttest(t *testing.T, args ...string) (int, string, string) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	code := Run(context.Background(), append([]string{"attest", "verify"}, args...), &out, &errb)
+	return code, out.String(), errb.String()
+}
+
+func TestAttestVerifyCLI(t *testing.T) {
+	snp := []string{attestData + "snp/report.bin", "--collateral", attestData + "snp", "--at", "2024-01-01T00:00:00Z", "--allow-missing-crl"}
+
+	// The recorded, AMD-signed report verifies (its guest is debuggable).
+	code, out, errs := runAttest(t, append(snp, "--allow-debug")...)
+	if code != ExitOK {
+		t.Fatalf("exit %d: %s%s", code, out, errs)
+	}
+	for _, w := range []string{"verified: AMD SEV-SNP", "platform:      AMD Milan (Milan-B0)", "MEASUREMENT b07af9620f3b839b", "binding:       not checked", "valid until:   2029-09-24T00:55:28Z", "revocation:    NOT checked"} {
+		if !strings.Contains(out, w) {
+			t.Errorf("output lacks %q:\n%s", w, out)
+		}
+	}
+
+	// Not verified: exit 1 and the reason.
+	code, _, errs = runAttest(t, snp...)
+	if code != ExitError || !strings.Contains(errs, "not verified: policy: the guest policy (0xb0000) allows debugging") {
+		t.Errorf("debuggable guest: exit %d, %s", code, errs)
+	}
+	code, _, errs = runAttest(t, append(snp, "--allow-debug", "--nonce", "0102030405", "--key", "age1key")...)
+	if code != ExitError || !strings.Contains(errs, "not verified: binding: report data 0102030405") {
+		t.Errorf("wrong nonce: exit %d, %s", code, errs)
+	}
+	code, _, errs = runAttest(t, append(snp, "--allow-debug", "--min-snp-tcb", "2,0,5,69")...)
+	if code != ExitError || !strings.Contains(errs, "tcb: stale TCB: the report's microcode SPL is 68, the minimum is 69") {
+		t.Errorf("stale TCB: exit %d, %s", code, errs)
+	}
+
+	// -o json: the result on stdout, verified or not.
+	code, out, _ = runAttest(t, append(snp, "--allow-debug", "-o", "json")...)
+	var res attestResult
+	if err := json.Unmarshal([]byte(out), &res); err != nil || code != ExitOK || !res.Verified || res.Claims.TEE != "SEV-SNP" {
+		t.Errorf("json: exit %d, %+v, %v\n%s", code, res, err, out)
+	}
+	code, out, _ = runAttest(t, attestData+"tdx/quote.dat", "--collateral", attestData+"tdx", "--at", "2023-07-01T00:00:00Z", "-o", "json")
+	res = attestResult{}
+	if err := json.Unmarshal([]byte(out), &res); err != nil || code != ExitError || res.Verified || res.Reason != "tcb" || res.Kind != "tdx" {
+		t.Errorf("tdx json: exit %d, %+v, %v\n%s", code, res, err, out)
+	}
+	code, _, errs = runAttest(t, attestData+"tdx/quote.dat", "--at", "2023-07-01T00:00:00Z")
+	if code != ExitError || !strings.Contains(errs, "collateral: missing tcb_info.json") {
+		t.Errorf("no collateral: exit %d, %s", code, errs)
+	}
+
+	// Usage errors: exit 2.
+	if code, _, _ := runAttest(t, append(snp, "--at", "yesterday")...); code != ExitUsage {
+		t.Errorf("bad --at: exit %d", code)
+	}
+	if code, _, _ := runAttest(t, append(snp, "--key", "k")...); code != ExitUsage {
+		t.Errorf("--key without --nonce: exit %d", code)
+	}
+}
