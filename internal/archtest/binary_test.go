@@ -40,14 +40,14 @@ var testCodeImporters = map[string]string{
 // testHelper reports whether p is one of our test helpers: a package of
 // this module with a path segment ending in "test" (ocitest, ledgertest,
 // archtest, test/e2e). internal/testnet, which `gpunet testnet` runs, is
-// not one.
+// not one, nor internal/attest (`gpunet attest`), whose name is a word.
 func testHelper(p string) bool {
 	rest, ok := strings.CutPrefix(p, module)
 	if !ok {
 		return false
 	}
 	for seg := range strings.SplitSeq(rest, "/") {
-		if strings.HasSuffix(seg, "test") {
+		if strings.HasSuffix(seg, "test") && seg != "attest" {
 			return true
 		}
 	}

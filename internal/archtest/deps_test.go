@@ -76,7 +76,7 @@ var depRules = []depRule{
 	{
 		pkgs: []string{
 			"internal/challenge/prove", "internal/jobspec", "internal/offers", "internal/seal", "internal/keys",
-			"internal/sandbox/...", "internal/hwinfo", "internal/gpu/...",
+			"internal/sandbox/...", "internal/hwinfo", "internal/gpu/...", "internal/attest",
 		},
 		banned: engines,
 	},
