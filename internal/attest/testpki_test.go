@@ -173,9 +173,11 @@ func (p *tdxPKI) quote(reportData [64]byte) []byte {
 	q := proto.Clone(p.template).(*tpb.QuoteV4)
 	q.TdQuoteBody.ReportData = reportData[:]
 	ak := mustKey()
-	akBytes := make([]byte, 64)
-	ak.PublicKey.X.FillBytes(akBytes[:32])
-	ak.PublicKey.Y.FillBytes(akBytes[32:])
+	pub, err := ak.PublicKey.Bytes() // 0x04 || X || Y
+	if err != nil {
+		panic(err)
+	}
+	akBytes := pub[1:]
 	q.SignedData.EcdsaAttestationKey = akBytes
 	qe := q.SignedData.CertificationData.QeReportCertificationData
 	h := sha256.Sum256(append(append([]byte{}, akBytes...), qe.QeAuthData.Data...))
