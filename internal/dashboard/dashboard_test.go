@@ -18,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gpunet/gpunet/internal/address"
 	"github.com/gpunet/gpunet/internal/apiwire"
 	"github.com/gpunet/gpunet/internal/bintest"
 	"github.com/gpunet/gpunet/internal/chainclient"
@@ -69,6 +70,7 @@ func startDevnet(t *testing.T, providers int, token string) (*daemon.Daemon, str
 	t.Cleanup(func() { // runs first, while everything still runs
 		if t.Failed() {
 			t.Logf("goroutines in gpunet code:\n%s", bintest.InProcessStacks(128<<10))
+			logMempool(t, d)
 			t.Logf("the node's and providers' log (its end):\n%s", logs)
 		}
 	})
@@ -76,6 +78,54 @@ func startDevnet(t *testing.T, providers int, token string) (*daemon.Daemon, str
 		t.Fatal(err)
 	}
 	return d, home
+}
+
+// logMempool shows what waits in the node's mempool, with each sender's
+// next sequence on the chain: a tx no block takes shows there.
+func logMempool(t *testing.T, d *daemon.Daemon) {
+	cl := chainclient.New(d.APIURL)
+	txs := d.Node.MempoolTxs(50)
+	t.Logf("mempool: %d txs at height %d", d.Node.Mempool(), d.Node.Height())
+	for _, raw := range txs {
+		tx, err := ledger.DecodeTx(raw)
+		if err != nil {
+			t.Logf("  undecodable tx: %v", err)
+			continue
+		}
+		next := "?"
+		if a, err := cl.Account(context.Background(), tx.Sender()); err == nil {
+			next = fmt.Sprint(a.NextSequence)
+		}
+		t.Logf("  %s seq %d (chain's next %s): %T", tx.Sender(), tx.Sequence, next, tx.Msg)
+	}
+}
+
+// logSenderTxs shows the last txs of sender in the node's blocks.
+func logSenderTxs(t *testing.T, d *daemon.Daemon, sender string) {
+	var lines []string
+	for h := int64(1); h <= d.Node.Height(); h++ {
+		b, err := d.Node.Block(context.Background(), h)
+		if err != nil || b == nil {
+			continue
+		}
+		for _, tx := range b.Txs {
+			if tx.Sender == sender {
+				lines = append(lines, fmt.Sprintf("  height %d seq %d %s code %d %s", h, tx.Sequence, tx.Type, tx.Code, tx.Log))
+			}
+		}
+	}
+	if a, err := address.Parse(sender); err == nil {
+		if l, err := chainclient.New(d.APIURL).ProviderJobs(context.Background(), a); err == nil {
+			for _, j := range l.Jobs {
+				asg, _ := json.Marshal(j.Assignments)
+				t.Logf("provider %s lists job %d (%s, revealing %v): %s", sender, j.ID, j.State, j.Revealing, asg)
+			}
+			t.Logf("provider %s lists %d jobs at height %d", sender, len(l.Jobs), l.Height)
+		} else {
+			t.Logf("provider %s: its jobs: %v", sender, err)
+		}
+	}
+	t.Logf("txs of %s in blocks 1-%d (the last 20 of %d):\n%s", sender, d.Node.Height(), len(lines), strings.Join(lines[max(0, len(lines)-20):], "\n"))
 }
 
 func TestServesThePageWithNoOutsideResources(t *testing.T) {
@@ -280,6 +330,9 @@ func TestSubmitFromDashboard(t *testing.T) {
 		}
 		if j.Done() || time.Now().After(deadline) {
 			asg, _ := json.Marshal(j.Assignments)
+			for _, a := range j.Assignments {
+				logSenderTxs(t, d, a.Provider.String())
+			}
 			t.Fatalf("job %d: %s (%s); assignments %s", j.ID, j.State, j.Reason, asg)
 		}
 		time.Sleep(50 * time.Millisecond)

@@ -461,7 +461,8 @@ func supplyAddsUp(s *invariantState) error {
 //   - jobdue/: an unfinished job with a deadline has its entry at that
 //     deadline; other entries belong to finished jobs (expireJobs drops them);
 //   - jobprov/: an entry names a job with an assignment to that provider, or
-//     a finished job (reassignJobsOf drops those);
+//     a finished job (reassignJobsOf drops those); every assignment of an
+//     unfinished job has its entry;
 //   - jobtent/: exactly the assignments of unfinished jobs whose key is not
 //     granted yet, each under its provider and placement time (slots.go).
 func checkJobIndexes(kv KV, jobs map[uint64]*Job) error {
@@ -518,6 +519,18 @@ func checkJobIndexes(kv KV, jobs map[uint64]*Job) error {
 		}
 		return true
 	})
+	// And the other way: a provider finds every unfinished job assigned to
+	// it in the index (ActiveJobsOf), or it never runs it.
+	for _, j := range jobs {
+		if j.Done() {
+			continue
+		}
+		for _, a := range j.Assignments {
+			if kv.Get(jobProvKey(a.Provider, j.ID)) == nil {
+				return fmt.Errorf("invariant: job %d is assigned to %s, but the provider index does not list it: %w", j.ID, a.Provider, ErrInternal)
+			}
+		}
+	}
 	entries, tentative := 0, 0
 	kv.Iterate(prefixJobTentative, prefixEnd(prefixJobTentative), func(k, v []byte) bool {
 		entries++

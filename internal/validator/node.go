@@ -341,6 +341,16 @@ func (n *Node) WaitTx(ctx context.Context, hash []byte) (*apiwire.TxResult, erro
 // Mempool returns the number of txs waiting in the mempool.
 func (n *Node) Mempool() int { return n.cmt.Mempool().Size() }
 
+// MempoolTxs returns up to max of the txs waiting in the mempool, in the
+// order a proposer would take them (for diagnostics: what waits and why).
+func (n *Node) MempoolTxs(max int) [][]byte {
+	var out [][]byte
+	for _, tx := range n.cmt.Mempool().ReapMaxTxs(max) {
+		out = append(out, tx)
+	}
+	return out
+}
+
 // Height returns the height of the latest block in the block store.
 func (n *Node) Height() int64 { return n.cmt.BlockStore().Height() }
 
