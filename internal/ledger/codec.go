@@ -221,6 +221,8 @@ func CheckStateVersion(kv KV) error {
 //     Also in 7: GPU challenges ruled busy, missed while the provider ran
 //     GPU work (issue 26): ChallengeRecord.Busy, DeviceProof.Busy.
 //   - 8: the label a provider gives itself (ProviderInfo.Label, issue 33).
+//     Also in 8: delegation (issue 32): Provider.Delegated, the stake delegators
+//     bonded to it.
 const (
 	recordVersionBase = 2
 	recordVersion     = 8 // the newest this node reads and writes

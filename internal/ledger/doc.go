@@ -88,6 +88,12 @@
 //   - market.go: the price index per hardware class and the tiers;
 //     market_preempt.go: spot jobs preempted by higher tiers.
 //   - rewards.go: each epoch's emission and who gets it (MsgClaimRewards).
+//   - delegation.go, msg_delegation.go, delegation_slash.go,
+//     delegation_rewards.go, delegation_invariants.go, gov_delegated.go:
+//     token holders' delegations to validators and providers (MsgDelegate,
+//     MsgUndelegate, MsgRedelegate, MsgSetCommission): pools and shares,
+//     unbonding and redelegation entries and their queues, slashes, lazy
+//     rewards, delegators' votes.
 //   - query.go: read-only pages for the API.
 //   - hash.go: [Hash]; arith.go: parts per million and mulDiv.
 //

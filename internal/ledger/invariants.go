@@ -44,6 +44,8 @@ var invariants = []func(s *invariantState) error{
 	minDepositWithinBounds,
 	votingWeightsMatchRecords,
 	runningTalliesMatchVotes,
+	delegationsAddUp,
+	delegationEntriesAddUp,
 	supplyAddsUp,
 	marketCountsMatchRecords,
 	rewardsAddUp,
@@ -406,7 +408,8 @@ func supplyAddsUp(s *invariantState) error {
 		}
 		return add(a.Balance, "account "+addr.String())
 	})
-	if err != nil || !add(Treasury(s.kv), "treasury") || !add(RewardPool(s.kv), "reward pool") {
+	if err != nil || !add(Treasury(s.kv), "treasury") || !add(RewardPool(s.kv), "reward pool") ||
+		!add(DelegatedTotal(s.kv), "delegated stake") || !add(DelegationUnbonding(s.kv), "delegations unbonding") || !add(DelegationRewards(s.kv), "delegation rewards") {
 		return err
 	}
 	for _, p := range s.providers {
@@ -585,7 +588,8 @@ func checkJobIndexes(kv KV, jobs map[uint64]*Job) error {
 
 // validatorIndexesMatchRecords: each validator has its operator entry,
 // every operator entry names its validator, the power index holds exactly
-// the validators that are neither jailed nor tombstoned, at their bond,
+// the validators that are neither jailed nor tombstoned, at their bond
+// plus delegations,
 // and each validator's missed count is its missed-block slots.
 func validatorIndexesMatchRecords(s *invariantState) error {
 	byAddr := map[ConsAddress]*Validator{}
@@ -598,8 +602,11 @@ func validatorIndexesMatchRecords(s *invariantState) error {
 		}
 		if v.eligible() {
 			eligible++
-			if s.kv.Get(valPowerKey(v.Bond, c)) == nil {
-				return fmt.Errorf("invariant: validator %s (bond %d) is missing from the power index: %w", c, v.Bond, ErrInternal)
+			switch got := s.kv.Get(valPowerKey(v.Total(), c)); {
+			case got == nil:
+				return fmt.Errorf("invariant: validator %s (bond %d) is missing from the power index (delegated %d): %w", c, v.Bond, v.Delegated, ErrInternal)
+			case !bytes.Equal(got, valPowerValue(v)):
+				return fmt.Errorf("invariant: validator %s (bond %d, delegated %d) has power index value %x: %w", c, v.Bond, v.Delegated, got, ErrInternal)
 			}
 		}
 		p := append(slices.Clone(prefixValMissed), c[:]...)

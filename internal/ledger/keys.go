@@ -185,6 +185,32 @@ var (
 	keyRewardEpoch   = []byte("rwd/epoch")
 	prefixRewardWork = []byte("rwd/w/")
 	prefixRewardRate = []byte("rwd/r/")
+
+	// Delegation (delegation.go). <target> is a kind byte (1 validator,
+	// by its operator; 2 provider) and the 20-byte address. The pools
+	// dpool/<target> → record; delegations dlg/<delegator><target> →
+	// record and their index by target dlgt/<target><delegator>;
+	// unbonding delegations dub/<delegator><target> → record (its
+	// entries), by target dubt/<target><delegator>, and the queue of
+	// their completions dubq/<completion height><delegator><target>;
+	// redelegations drd/<delegator><src><dst> → record, by source
+	// drds/<src><delegator><dst>, and their queue
+	// drdq/<completion height><delegator><src><dst>. Totals:
+	// chain/delbonded (the pools' tokens), chain/delunbonding (the
+	// unbonding entries' balances), chain/delrewards (the rewards the
+	// pools hold for their delegators). All hashed.
+	prefixDelPool       = []byte("dpool/")
+	prefixDelegation    = []byte("dlg/")
+	prefixDelByTarget   = []byte("dlgt/")
+	prefixDelUnbond     = []byte("dub/")
+	prefixDelUnbondT    = []byte("dubt/")
+	prefixDelUnbondQ    = []byte("dubq/")
+	prefixRedelegation  = []byte("drd/")
+	prefixRedelBySource = []byte("drds/")
+	prefixRedelQueue    = []byte("drdq/")
+	keyDelBonded        = []byte("chain/delbonded")
+	keyDelUnbonding     = []byte("chain/delunbonding")
+	keyDelRewards       = []byte("chain/delrewards")
 )
 
 // getUint reads an 8-byte counter; a missing key reads 0.

@@ -109,6 +109,13 @@ func (b *Block) begin() ([]Event, error) {
 		return nil, err
 	}
 	evs = append(evs, more...)
+	// After the evidence: stake that completes unbonding in this block is
+	// still slashed for a fault this block's evidence proves.
+	more, err = matureDelegations(b.state, h)
+	if err != nil {
+		return nil, err
+	}
+	evs = append(evs, more...)
 	more, err = expireChallenges(b.state, h, b.params, b.info)
 	if err != nil {
 		return nil, err

@@ -268,7 +268,7 @@ func encodeOffer(p *Provider, class string) []byte {
 	if engine != 0 {
 		b = binary.BigEndian.AppendUint64(b, engine)
 	}
-	for _, v := range []uint64{p.Stake, uint64(len(inv.GPUs)), inv.CPUCores, inv.RAM, inv.Disk} {
+	for _, v := range []uint64{p.Backing(), uint64(len(inv.GPUs)), inv.CPUCores, inv.RAM, inv.Disk} {
 		b = binary.AppendUvarint(b, v)
 	}
 	b = binary.AppendUvarint(b, uint64(len(p.Region)))

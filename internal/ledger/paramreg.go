@@ -124,6 +124,10 @@ var paramRegistry = []ParamSpec{
 	{Name: "service_budget_warning", ptr: func(p *Params) *uint64 { return &p.ServiceBudgetWarning }, Kind: "seconds", Min: 1, Max: 30 * 86_400, MaxStep: 600, MaxStepPPM: ppm, Desc: "how long before a service's budget runs out its owner is warned"},
 	{Name: "service_max_failures", ptr: func(p *Params) *uint64 { return &p.ServiceMaxFailures }, Kind: "count", Min: 1, Max: 1_000, MaxStep: 2, MaxStepPPM: ppm, Desc: "replicas given back or never ready, with none stable, after which a service fails"},
 	{Name: "service_stable_seconds", ptr: func(p *Params) *uint64 { return &p.ServiceStableSeconds }, Kind: "seconds", Min: 1, Max: 86_400, MaxStep: 60, MaxStepPPM: ppm, Desc: "how long a replica must stay ready for a service's failure count to start over"},
+	{Name: "delegation_min", ptr: func(p *Params) *uint64 { return &p.DelegationMin }, Kind: "usync", Min: 1, Max: 1e15, MaxStep: 1_000_000, MaxStepPPM: 500_000, Desc: "least amount of a delegation"},
+	{Name: "commission_max_ppm", ptr: func(p *Params) *uint64 { return &p.CommissionMaxPPM }, Kind: "ppm", Min: 1, Max: ppm, MaxStep: 100_000, Desc: "highest commission a validator or provider may take of its delegators' rewards"},
+	{Name: "commission_max_change_ppm", ptr: func(p *Params) *uint64 { return &p.CommissionMaxChangePPM }, Kind: "ppm", Min: 1, Max: ppm, MaxStep: 10_000, MaxStepPPM: ppm, Desc: "most a commission moves in one change, at most one change a day"},
+	{Name: "delegation_max_entries", ptr: func(p *Params) *uint64 { return &p.DelegationMaxEntries }, Kind: "count", Min: 1, Max: 100, MaxStep: 2, MaxStepPPM: ppm, Desc: "most unbonding entries per delegator and target, and redelegation entries per pair of targets"},
 }
 
 // ParamRegistry returns every parameter's spec, in the order of Params'

@@ -194,6 +194,18 @@ type Params struct {
 	ServiceBudgetWarning     uint64 `json:"service_budget_warning,omitempty"`
 	ServiceMaxFailures       uint64 `json:"service_max_failures,omitempty"`
 	ServiceStableSeconds     uint64 `json:"service_stable_seconds,omitempty"`
+
+	// Delegation (delegation.go, docs/ledger.md "Delegation"). A
+	// delegation is at least DelegationMin; a validator's or provider's
+	// commission at most CommissionMaxPPM, moved by at most
+	// CommissionMaxChangePPM a day; a delegator has at most
+	// DelegationMaxEntries unbonding entries per target and redelegation
+	// entries per pair of targets. Stored only when they differ from
+	// their defaults, like the service parameters.
+	DelegationMin          uint64 `json:"delegation_min,omitempty"`
+	CommissionMaxPPM       uint64 `json:"commission_max_ppm,omitempty"`
+	CommissionMaxChangePPM uint64 `json:"commission_max_change_ppm,omitempty"`
+	DelegationMaxEntries   uint64 `json:"delegation_max_entries,omitempty"`
 }
 
 // DefaultParams returns the parameters a new chain starts with.
@@ -284,6 +296,11 @@ func DefaultParams() Params {
 		ServiceBudgetWarning:     defaultLaterParams.ServiceBudgetWarning,
 		ServiceMaxFailures:       defaultLaterParams.ServiceMaxFailures,
 		ServiceStableSeconds:     defaultLaterParams.ServiceStableSeconds,
+
+		DelegationMin:          defaultLaterParams.DelegationMin,
+		CommissionMaxPPM:       defaultLaterParams.CommissionMaxPPM,
+		CommissionMaxChangePPM: defaultLaterParams.CommissionMaxChangePPM,
+		DelegationMaxEntries:   defaultLaterParams.DelegationMaxEntries,
 	}
 }
 
@@ -303,6 +320,11 @@ var defaultLaterParams = Params{
 	HWOverclaimFactor: 100, // beyond what 10× the cores of outside load makes an honest CPU show (BENCHMARKS.md)
 	HWMissLimit:       3,   // three missed challenges in a row
 	HWRecheckPermille: 250, // a slow device is checked again after a quarter of its gap
+
+	DelegationMin:          1_000_000, // 1 SYNC
+	CommissionMaxPPM:       500_000,   // half of what the delegators earn
+	CommissionMaxChangePPM: 10_000,    // one point a day, as the Cosmos SDK's usual max_change_rate
+	DelegationMaxEntries:   7,         // the Cosmos SDK's max_entries
 }
 
 // laterParamFields are the parameters added after chains stored their
@@ -319,6 +341,10 @@ func laterParamFields(p *Params) [][2]*uint64 {
 		{&p.HWOverclaimFactor, &d.HWOverclaimFactor},
 		{&p.HWMissLimit, &d.HWMissLimit},
 		{&p.HWRecheckPermille, &d.HWRecheckPermille},
+		{&p.DelegationMin, &d.DelegationMin},
+		{&p.CommissionMaxPPM, &d.CommissionMaxPPM},
+		{&p.CommissionMaxChangePPM, &d.CommissionMaxChangePPM},
+		{&p.DelegationMaxEntries, &d.DelegationMaxEntries},
 	}
 }
 

@@ -123,6 +123,10 @@ type Provider struct {
 	// yet: each holds a slot only tentatively, and the first granted
 	// takes it (docs/ledger.md, Slots; sched.TentativePerSlot).
 	Tentative uint64 `json:"tentative,omitempty" rec:"since=7"`
+	// Delegated is the stake delegators bonded to it (its delegation
+	// pool's tokens, delegation.go): it backs the stake it needs to be
+	// schedulable, beside its own.
+	Delegated uint64 `json:"delegated,omitempty" rec:"since=8"`
 }
 
 // Uptime returns the fraction of liveness challenges answered, in parts
@@ -135,6 +139,10 @@ func (p *Provider) Uptime() uint64 {
 	return p.Answered * ppm / total
 }
 
+// Backing is the stake that counts toward p's requirement: its own and
+// what delegators bonded to it.
+func (p *Provider) Backing() uint64 { return p.Stake + p.Delegated }
+
 // RequiredStake is the minimum stake that makes p schedulable.
 func (p *Provider) RequiredStake(params Params) uint64 {
 	if n := uint64(len(p.Inventory.GPUs)); n > 0 {
@@ -146,7 +154,7 @@ func (p *Provider) RequiredStake(params Params) uint64 {
 // Schedulable reports whether jobs may be placed on p: online and staked at
 // least the minimum.
 func (p *Provider) Schedulable(params Params) bool {
-	return p.Online && p.Stake >= p.RequiredStake(params)
+	return p.Online && p.Backing() >= p.RequiredStake(params)
 }
 
 func providerKey(a address.Address) []byte { return append(slices.Clone(prefixProvider), a[:]...) }

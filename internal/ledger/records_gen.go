@@ -289,6 +289,9 @@ func (x *Provider) encodeRec(e *encoder) {
 	if e.version >= 7 {
 		e.uvarint(x.Tentative)
 	}
+	if e.version >= 8 {
+		e.uvarint(x.Delegated)
+	}
 }
 
 func (x *Provider) decodeRec(d *decoder) {
@@ -335,6 +338,9 @@ func (x *Provider) decodeRec(d *decoder) {
 	if d.version >= 7 {
 		x.Tentative = d.uvarint("tentative")
 	}
+	if d.version >= 8 {
+		x.Delegated = d.uvarint("delegated")
+	}
 }
 
 func (x *Provider) recVersion() byte {
@@ -350,6 +356,91 @@ func (x *Provider) recVersion() byte {
 	if x.Tentative != 0 {
 		v = max(v, 7)
 	}
+	if x.Delegated != 0 {
+		v = max(v, 8)
+	}
+	return v
+}
+
+func (x *DelegationPool) encodeRec(e *encoder) {
+	e.uvarint(x.Tokens)
+	e.uvarint(x.Shares)
+	e.uvarint(x.CommissionPPM)
+	e.int64(x.CommissionSetAt)
+	e.bytes(x.RewardPerShare)
+	e.uvarint(x.Rewards)
+	e.uvarint(x.Slashed)
+}
+
+func (x *DelegationPool) decodeRec(d *decoder) {
+	x.Tokens = d.uvarint("tokens")
+	x.Shares = d.uvarint("shares")
+	x.CommissionPPM = d.uvarint("commission_ppm")
+	x.CommissionSetAt = d.int64("commission_set_at")
+	x.RewardPerShare = d.byteSlice("reward_per_share")
+	x.Rewards = d.uvarint("rewards")
+	x.Slashed = d.uvarint("slashed")
+}
+
+func (x *DelegationPool) recVersion() byte {
+	v := byte(recordVersionBase)
+	return v
+}
+
+func (x *Delegation) encodeRec(e *encoder) {
+	e.uvarint(x.Shares)
+	e.bytes(x.RewardStart)
+}
+
+func (x *Delegation) decodeRec(d *decoder) {
+	x.Shares = d.uvarint("shares")
+	x.RewardStart = d.byteSlice("reward_start")
+}
+
+func (x *Delegation) recVersion() byte {
+	v := byte(recordVersionBase)
+	return v
+}
+
+func (x *UnbondingDelegation) encodeRec(e *encoder) {
+	e.uvarint(uint64(len(x.Entries)))
+	for i0 := range x.Entries {
+		x.Entries[i0].encodeRec(e)
+	}
+}
+
+func (x *UnbondingDelegation) decodeRec(d *decoder) {
+	if n := d.count("entries"); n > 0 {
+		x.Entries = make([]UnbondingDelegationEntry, n)
+		for i0 := range x.Entries {
+			x.Entries[i0].decodeRec(d)
+		}
+	}
+}
+
+func (x *UnbondingDelegation) recVersion() byte {
+	v := byte(recordVersionBase)
+	return v
+}
+
+func (x *Redelegation) encodeRec(e *encoder) {
+	e.uvarint(uint64(len(x.Entries)))
+	for i0 := range x.Entries {
+		x.Entries[i0].encodeRec(e)
+	}
+}
+
+func (x *Redelegation) decodeRec(d *decoder) {
+	if n := d.count("entries"); n > 0 {
+		x.Entries = make([]RedelegationEntry, n)
+		for i0 := range x.Entries {
+			x.Entries[i0].decodeRec(d)
+		}
+	}
+}
+
+func (x *Redelegation) recVersion() byte {
+	v := byte(recordVersionBase)
 	return v
 }
 
@@ -1007,6 +1098,34 @@ func (x *ChallengeRecord) recVersion() byte {
 		v = max(v, 7)
 	}
 	return v
+}
+
+func (x *UnbondingDelegationEntry) encodeRec(e *encoder) {
+	e.uvarint(x.CreationHeight)
+	e.uvarint(x.CompletionHeight)
+	e.uvarint(x.Initial)
+	e.uvarint(x.Balance)
+}
+
+func (x *UnbondingDelegationEntry) decodeRec(d *decoder) {
+	x.CreationHeight = d.uvarint("creation_height")
+	x.CompletionHeight = d.uvarint("completion_height")
+	x.Initial = d.uvarint("initial")
+	x.Balance = d.uvarint("balance")
+}
+
+func (x *RedelegationEntry) encodeRec(e *encoder) {
+	e.uvarint(x.CreationHeight)
+	e.uvarint(x.CompletionHeight)
+	e.uvarint(x.Initial)
+	e.uvarint(x.Shares)
+}
+
+func (x *RedelegationEntry) decodeRec(d *decoder) {
+	x.CreationHeight = d.uvarint("creation_height")
+	x.CompletionHeight = d.uvarint("completion_height")
+	x.Initial = d.uvarint("initial")
+	x.Shares = d.uvarint("shares")
 }
 
 func (x *URLInput) encodeRec(e *encoder) {

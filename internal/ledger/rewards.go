@@ -48,14 +48,23 @@ func (*MsgClaimRewards) ValidateBasic() error { return nil }
 func execClaimRewards(o *Overlay, from address.Address, _ *MsgClaimRewards, _ Params, _ BlockInfo) ([]Event, error) {
 	w := getRewardWork(o, from)
 	ep := GetEpoch(o)
-	if w.Work == 0 || w.Epoch >= ep.Number {
-		return nil, fmt.Errorf("%s has no rewards to claim (work of epoch %d, the open epoch is %d): %w", from, w.Epoch, ep.Number, ErrInvalidMsg)
+	var amt uint64
+	hasWork := w.Work > 0 && w.Epoch < ep.Number
+	if hasWork {
+		var err error
+		if amt, err = settleRewardWork(o, from, &w, false); err != nil {
+			return nil, err
+		}
 	}
-	amt, err := settleRewardWork(o, from, &w, false)
+	// And its delegations' rewards (delegation_rewards.go).
+	delegated, err := claimDelegationRewards(o, from)
 	if err != nil {
 		return nil, err
 	}
-	return []Event{{Type: "rewards_claimed", Attrs: []Attr{{"provider", from.String()}, {"amount", strconv.FormatUint(amt, 10)}}}}, nil
+	if !hasWork && delegated == 0 {
+		return nil, fmt.Errorf("%s has no rewards to claim (work of epoch %d, the open epoch is %d; no delegation rewards): %w", from, w.Epoch, ep.Number, ErrInvalidMsg)
+	}
+	return []Event{{Type: "rewards_claimed", Attrs: []Attr{{"provider", from.String()}, {"amount", strconv.FormatUint(amt, 10)}, {"delegations", strconv.FormatUint(delegated, 10)}}}}, nil
 }
 
 // RewardPool is the minted usync not yet paid to providers.
@@ -193,11 +202,20 @@ func settleRewardWork(o *Overlay, a address.Address, w *RewardWork, forfeit bool
 		if forfeit {
 			setUint(o, keyTreasury, Treasury(o)+amt)
 		} else if amt > 0 {
+			own := amt
+			if p, ok, err := GetProvider(o, a); err != nil {
+				return 0, err
+			} else if ok {
+				// Its delegators' part, after its commission.
+				if own, err = distributeToTarget(o, Target{TargetProvider, a}, p.Stake, amt); err != nil {
+					return 0, err
+				}
+			}
 			acct, err := GetAccount(o, a)
 			if err != nil {
 				return 0, err
 			}
-			acct.Balance += amt
+			acct.Balance += own
 			setAccount(o, &acct)
 			w.Rewarded += amt
 		}

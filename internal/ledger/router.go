@@ -65,6 +65,14 @@ func execute(o *Overlay, tx *Tx, params Params, info BlockInfo) ([]Event, error)
 		return execVote(o, from, m)
 	case *MsgClaimRewards:
 		return execClaimRewards(o, from, m, params, info)
+	case *MsgDelegate:
+		return execDelegate(o, from, m, params)
+	case *MsgUndelegate:
+		return execUndelegate(o, from, m, params, info)
+	case *MsgRedelegate:
+		return execRedelegate(o, from, m, params, info)
+	case *MsgSetCommission:
+		return execSetCommission(o, from, m, params, info)
 	case *MsgDeployService:
 		return execDeployService(o, from, m, params, info)
 	case *MsgTopUpService:

@@ -176,7 +176,7 @@ func slashFor(o *Overlay, addr, beneficiary address.Address, p Params, info Bloc
 		total += u.Amount
 	}
 	amt := mulDiv(total, p.SlashBps, 10_000)
-	if amt == 0 {
+	if amt == 0 && pr.Delegated == 0 {
 		return 0, nil
 	}
 	left := amt
@@ -202,6 +202,16 @@ func slashFor(o *Overlay, addr, beneficiary address.Address, p Params, info Bloc
 	if err := forfeitRewards(o, addr); err != nil {
 		return 0, err
 	}
+	// Its delegators, at the same rate. The ledger does not know when a
+	// provider's fault was done (a verdict comes after the job), so, as
+	// for its own unbonding stake, every delegation entry still in its
+	// period is slashable (infraction height 1).
+	tokens, fromDelegations, err := slashPool(o, Target{TargetProvider, addr}, p.SlashBps*100, 1)
+	if err != nil {
+		return 0, err
+	}
+	pr.Delegated = tokens
+	setUint(o, keyTreasury, Treasury(o)+fromDelegations)
 	ev.Height, ev.Amount = uint64(info.Height), amt
 	pr.SlashEvents = append(pr.SlashEvents, ev)
 	if len(pr.SlashEvents) > maxSlashEvents {

@@ -54,6 +54,10 @@ const (
 	MsgTypeDeposit            MsgType = 36
 	MsgTypeVote               MsgType = 37
 	MsgTypeClaimRewards       MsgType = 45
+	MsgTypeDelegate           MsgType = 60
+	MsgTypeUndelegate         MsgType = 61
+	MsgTypeRedelegate         MsgType = 62
+	MsgTypeSetCommission      MsgType = 63
 )
 
 var msgNames = map[MsgType]string{
@@ -85,6 +89,10 @@ var msgNames = map[MsgType]string{
 	MsgTypeDeposit:            "deposit",
 	MsgTypeVote:               "vote",
 	MsgTypeClaimRewards:       "claim_rewards",
+	MsgTypeDelegate:           "delegate",
+	MsgTypeUndelegate:         "undelegate",
+	MsgTypeRedelegate:         "redelegate",
+	MsgTypeSetCommission:      "set_commission",
 	MsgTypeDeployService:      "deploy_service",
 	MsgTypeTopUpService:       "top_up_service",
 	MsgTypeScaleService:       "scale_service",
@@ -172,6 +180,14 @@ func newMsg(t MsgType) Msg {
 		return &MsgVote{}
 	case MsgTypeClaimRewards:
 		return &MsgClaimRewards{}
+	case MsgTypeDelegate:
+		return &MsgDelegate{}
+	case MsgTypeUndelegate:
+		return &MsgUndelegate{}
+	case MsgTypeRedelegate:
+		return &MsgRedelegate{}
+	case MsgTypeSetCommission:
+		return &MsgSetCommission{}
 	case MsgTypeDeployService:
 		return &MsgDeployService{}
 	case MsgTypeTopUpService:

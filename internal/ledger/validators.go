@@ -82,7 +82,13 @@ type Validator struct {
 	// Slashed is what it lost to slashes in all, in usync.
 	Slashed       uint64 `json:"slashed"`
 	CreatedHeight uint64 `json:"created_height"`
+	// Delegated is the stake delegators bonded to it (its delegation
+	// pool's tokens, delegation.go). Its power is Bond + Delegated.
+	Delegated uint64 `json:"delegated"`
 }
+
+// Total is the stake behind v's power: its bond and its delegations.
+func (v *Validator) Total() uint64 { return v.Bond + v.Delegated }
 
 // ConsAddress returns v's consensus address.
 func (v *Validator) ConsAddress() ConsAddress { return ConsAddressOf(v.PubKey) }
@@ -92,12 +98,22 @@ func (v *Validator) eligible() bool { return !v.Jailed && !v.Tombstoned }
 
 const maxMonikerLen = 64
 
-// The record's encoding: a version byte (1), then the fields in order.
-const validatorRecordVersion = 1
+// The record's encoding: a version byte (1), then the fields in order;
+// version 2 adds Delegated, and is written only for a validator with
+// delegations, so that a record without keeps its bytes (and the app
+// hash its state had before delegation).
+const (
+	validatorRecordVersion          = 1
+	validatorRecordVersionDelegated = 2
+)
 
 func (v *Validator) encode() []byte {
 	e := encoder{buf: make([]byte, 0, 96+len(v.Moniker))}
-	e.raw([]byte{validatorRecordVersion})
+	ver := byte(validatorRecordVersion)
+	if v.Delegated > 0 {
+		ver = validatorRecordVersionDelegated
+	}
+	e.raw([]byte{ver})
 	e.raw(v.Operator[:])
 	e.bytes(v.PubKey)
 	e.string(v.Moniker)
@@ -108,12 +124,15 @@ func (v *Validator) encode() []byte {
 	e.uvarint(v.Missed)
 	e.uvarint(v.Slashed)
 	e.uvarint(v.CreatedHeight)
+	if ver == validatorRecordVersionDelegated {
+		e.uvarint(v.Delegated)
+	}
 	return e.buf
 }
 
 func decodeValidator(b []byte) (*Validator, error) {
-	if len(b) == 0 || b[0] != validatorRecordVersion {
-		return nil, fmt.Errorf("validator record version is not %d: %w", validatorRecordVersion, ErrInternal)
+	if len(b) == 0 || (b[0] != validatorRecordVersion && b[0] != validatorRecordVersionDelegated) {
+		return nil, fmt.Errorf("validator record version is not %d or %d: %w", validatorRecordVersion, validatorRecordVersionDelegated, ErrInternal)
 	}
 	d := decoder{buf: b, off: 1}
 	v := &Validator{}
@@ -127,6 +146,11 @@ func decodeValidator(b []byte) (*Validator, error) {
 	v.Missed = d.uvarint("missed")
 	v.Slashed = d.uvarint("slashed")
 	v.CreatedHeight = d.uvarint("created_height")
+	if b[0] == validatorRecordVersionDelegated {
+		if v.Delegated = d.uvarint("delegated"); v.Delegated == 0 && d.err == nil {
+			return nil, fmt.Errorf("validator record: version %d without delegations is not canonical: %w", b[0], ErrInternal)
+		}
+	}
 	if err := d.done(); err != nil {
 		return nil, fmt.Errorf("validator record: %w: %w", err, ErrInternal)
 	}
@@ -142,10 +166,21 @@ func valOperatorKey(a address.Address) []byte {
 	return append(slices.Clone(prefixValOperator), a[:]...)
 }
 
-// valPowerKey orders eligible validators by bond, largest first, then by
-// consensus address.
-func valPowerKey(bond uint64, c ConsAddress) []byte {
-	return append(u64(slices.Clone(prefixValPower), ^bond), c[:]...)
+// valPowerKey orders eligible validators by their stake (bond and
+// delegations), largest first, then by consensus address.
+func valPowerKey(total uint64, c ConsAddress) []byte {
+	return append(u64(slices.Clone(prefixValPower), ^total), c[:]...)
+}
+
+// valPowerValue is a power index entry's value: the marker 1 when the key's
+// stake is the bond alone, else the bond (8 bytes), which the set's
+// minimum is checked against (delegations do not make up for a bond
+// below params.min_validator_stake).
+func valPowerValue(v *Validator) []byte {
+	if v.Delegated == 0 {
+		return []byte{1}
+	}
+	return u64(nil, v.Bond)
 }
 
 func valSetKey(c ConsAddress) []byte { return append(slices.Clone(prefixValSet), c[:]...) }
@@ -197,10 +232,10 @@ func ValidatorOf(kv KV, operator address.Address) (ConsAddress, bool) {
 func setValidator(o *Overlay, old, v *Validator) {
 	c := v.ConsAddress()
 	if old != nil && old.eligible() {
-		o.Delete(valPowerKey(old.Bond, c))
+		o.Delete(valPowerKey(old.Total(), c))
 	}
 	if v.eligible() {
-		o.Set(valPowerKey(v.Bond, c), []byte{1})
+		o.Set(valPowerKey(v.Total(), c), valPowerValue(v))
 	}
 	o.Set(validatorKey(c), v.encode())
 	if old == nil || old.Bond != v.Bond || old.Tombstoned != v.Tombstoned {
@@ -301,8 +336,8 @@ func Validators(kv KV) ([]ValidatorInfo, error) {
 		switch {
 		case a.Power != b.Power:
 			return cmpDesc(a.Power, b.Power)
-		case a.Bond != b.Bond:
-			return cmpDesc(a.Bond, b.Bond)
+		case a.Total() != b.Total():
+			return cmpDesc(a.Total(), b.Total())
 		}
 		return bytes.Compare(a.Address[:], b.Address[:])
 	})

@@ -102,7 +102,9 @@ func countVote(o *Overlay, p Params, info BlockInfo, vote VoteInfo) ([]Event, er
 		setValidator(o, &old, v)
 		return nil, nil
 	}
-	amt, err := slashValidator(o, v, p.DowntimeSlashPPM, 0)
+	// Delegations: the pool, and entries made since the block whose
+	// votes showed the downtime (height − 2, as the Cosmos SDK counts).
+	amt, err := slashValidator(o, v, p.DowntimeSlashPPM, 0, max(uint64(info.Height), 3)-2)
 	if err != nil {
 		return nil, err
 	}
@@ -155,7 +157,7 @@ func handleMisbehavior(o *Overlay, p Params, info BlockInfo, m Misbehavior) ([]E
 		return ignored("already tombstoned"), nil
 	}
 	old := *v
-	amt, err := slashValidator(o, v, p.DoubleSignSlashPPM, uint64(m.Height))
+	amt, err := slashValidator(o, v, p.DoubleSignSlashPPM, uint64(m.Height), uint64(m.Height))
 	if err != nil {
 		return nil, err
 	}
@@ -171,8 +173,10 @@ func handleMisbehavior(o *Overlay, p Params, info BlockInfo, m Misbehavior) ([]E
 // slashValidator takes ppm of v's bond and, when since > 0, of its
 // unbonding entries that started at or after height since (the stake that
 // was bonded at the offence: "follow the stake"), and pays it to the
-// treasury. It updates v (the caller writes it) and returns the amount.
-func slashValidator(o *Overlay, v *Validator, rate uint64, since uint64) (uint64, error) {
+// treasury; and slashes its delegators for an infraction at height
+// delSince (delegation_slash.go). It updates v (the caller writes it) and
+// returns the amount taken from the operator's stake.
+func slashValidator(o *Overlay, v *Validator, rate uint64, since, delSince uint64) (uint64, error) {
 	fromBond := mulDiv(v.Bond, rate, ppm)
 	v.Bond -= fromBond
 	setUint(o, keyValBonded, ValidatorBonded(o)-fromBond)
@@ -191,7 +195,12 @@ func slashValidator(o *Overlay, v *Validator, rate uint64, since uint64) (uint64
 		}
 	}
 	v.Slashed += total
-	setUint(o, keyTreasury, Treasury(o)+total)
+	tokens, fromDelegations, err := slashPool(o, Target{TargetValidator, v.Operator}, rate, delSince)
+	if err != nil {
+		return 0, err
+	}
+	v.Delegated = tokens
+	setUint(o, keyTreasury, Treasury(o)+total+fromDelegations)
 	return total, nil
 }
 
@@ -300,11 +309,15 @@ func payFeeShare(o *Overlay, p Params, fees uint64) ([]Event, error) {
 		if amt == 0 {
 			continue
 		}
+		own, err := distributeToTarget(o, Target{TargetValidator, pe.v.Operator}, pe.v.Bond, amt)
+		if err != nil {
+			return nil, err
+		}
 		acct, err := GetAccount(o, pe.v.Operator)
 		if err != nil {
 			return nil, err
 		}
-		acct.Balance += amt
+		acct.Balance += own
 		setAccount(o, &acct)
 		paid += amt
 	}
@@ -313,19 +326,23 @@ func payFeeShare(o *Overlay, p Params, fees uint64) ([]Event, error) {
 }
 
 // desiredSet returns the set the bonds call for: the first
-// params.max_validators eligible validators by bond (largest first, then
-// by consensus address) whose bond is at least params.min_validator_stake,
-// with power bond / params.power_unit.
+// params.max_validators eligible validators by stake, bond plus
+// delegations (largest first, then by consensus address), whose own bond
+// is at least params.min_validator_stake, with power stake /
+// params.power_unit.
 func desiredSet(kv KV, p Params) []ValidatorPower {
 	var out []ValidatorPower
-	kv.Iterate(prefixValPower, prefixEnd(prefixValPower), func(k, _ []byte) bool {
-		bond := ^binary.BigEndian.Uint64(k[len(prefixValPower):])
-		if bond < p.MinValidatorStake || uint64(len(out)) >= p.MaxValidators {
+	kv.Iterate(prefixValPower, prefixEnd(prefixValPower), func(k, v []byte) bool {
+		total := ^binary.BigEndian.Uint64(k[len(prefixValPower):])
+		if total < p.MinValidatorStake || uint64(len(out)) >= p.MaxValidators {
 			return false
+		}
+		if len(v) == 8 && binary.BigEndian.Uint64(v) < p.MinValidatorStake {
+			return true // delegations do not make up for the operator's own bond
 		}
 		var vp ValidatorPower
 		copy(vp.Address[:], k[len(prefixValPower)+8:])
-		vp.Power = bond / p.PowerUnit
+		vp.Power = total / p.PowerUnit
 		out = append(out, vp)
 		return true
 	})

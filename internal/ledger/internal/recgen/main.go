@@ -37,7 +37,8 @@ import (
 
 // Roots are the records stored with this codec; every struct they reach
 // gets a pair of methods.
-var Roots = []any{ledger.Job{}, ledger.Provider{}}
+var Roots = []any{ledger.Job{}, ledger.Provider{},
+	ledger.DelegationPool{}, ledger.Delegation{}, ledger.UnbondingDelegation{}, ledger.Redelegation{}}
 
 func main() {
 	out := flag.String("o", "records_gen.go", "output file")
