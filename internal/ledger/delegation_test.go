@@ -250,3 +250,37 @@ func TestProviderDelegationBacksStake(t *testing.T) {
 		t.Fatalf("with delegations: delegated %d, schedulable %v", pr.Delegated, pr.Schedulable(g.Params))
 	}
 }
+
+// TestDelegatorsVote: delegated stake votes as its delegator voted, or,
+// where the delegator did not vote, as its validator did; a delegator's
+// vote decides a proposal its validator's vote would have passed, and a
+// delegation that shrinks in the voting period moves its vote with it.
+func TestDelegatorsVote(t *testing.T) {
+	g := govGenesis()
+	c := newGovChain(t, g)
+	c.mustDo(t, "bob", &ledger.MsgDelegate{Kind: ledger.TargetValidator, Target: lt.NewKey("v1").Addr, Amount: 300 * sync})
+	c.mustDo(t, "alice", &ledger.MsgDelegate{Kind: ledger.TargetValidator, Target: lt.NewKey("v2").Addr, Amount: 200 * sync})
+	for _, withBob := range []bool{false, true} {
+		id := uint64(1)
+		if withBob {
+			id = 2
+		}
+		c.mustDo(t, "alice", &ledger.MsgSubmitProposal{Kind: ledger.ProposalText, Title: "a text", Body: "why", Deposit: 10 * sync})
+		c.mustDo(t, "v1", vote(id, ledger.VoteYes))
+		c.mustDo(t, "v2", vote(id, ledger.VoteNo))
+		wantYes, wantNo := uint64(400*sync), uint64(300*sync) // bob's 300 with v1, alice's 200 with v2
+		if withBob {
+			c.mustDo(t, "bob", vote(id, ledger.VoteNo))
+			c.mustDo(t, "bob", &ledger.MsgUndelegate{Kind: ledger.TargetValidator, Target: lt.NewKey("v1").Addr, Amount: 50 * sync})
+			wantYes, wantNo = 100*sync, 550*sync
+		}
+		c.until(t, int64(c.proposal(t, id).VotingEnd)+1)
+		p := c.proposal(t, id)
+		if p.Tally == nil || p.Tally.Yes != wantYes || p.Tally.No != wantNo {
+			t.Fatalf("bob votes %v: tally %+v, want yes %d no %d", withBob, p.Tally, wantYes, wantNo)
+		}
+		if want := map[bool]string{false: ledger.ProposalPassed, true: ledger.ProposalRejected}[withBob]; p.Status != want {
+			t.Fatalf("bob votes %v: %s, want %s", withBob, p.Status, want)
+		}
+	}
+}

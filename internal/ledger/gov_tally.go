@@ -34,7 +34,7 @@ import (
 
 // BondedStake is all the stake that votes: validator bonds and provider
 // stake.
-func BondedStake(kv KV) uint64 { return ValidatorBonded(kv) + Staked(kv) }
+func BondedStake(kv KV) uint64 { return ValidatorBonded(kv) + Staked(kv) + DelegatedTotal(kv) }
 
 // VotingWeight is a's voting weight now: its validator's bond (unless
 // tombstoned) plus its provider stake.
@@ -63,7 +63,11 @@ func VotingWeight(kv KV, a address.Address) (uint64, error) {
 // running tally (gov_running.go), one read whatever the number of voters.
 func TallyVotes(kv KV, id uint64) (Tally, error) {
 	r := runningTally(kv, id)
-	return Tally{Yes: r[0], No: r[1], Abstain: r[2], Veto: r[3], Bonded: BondedStake(kv)}, nil
+	d, err := delegatedTally(kv, id) // gov_delegated.go
+	if err != nil {
+		return Tally{}, err
+	}
+	return Tally{Yes: r[0] + d[0], No: r[1] + d[1], Abstain: r[2] + d[2], Veto: r[3] + d[3], Bonded: BondedStake(kv)}, nil
 }
 
 // mulGreater reports whether a×b > c×d, in 128 bits.
@@ -139,6 +143,7 @@ func decideProposal(o *Overlay, id uint64, p Params, h uint64) ([]Event, Params,
 		}
 		prop.Tally = &t
 		setRunningTally(o, id, [4]uint64{}) // decided: the tally is kept in the record
+		clearDelegatedVotes(o, id)
 		status, why := TallyResult(t, p)
 		prop.Status, prop.Wait = status, &why
 		burnDeposits = prop.Status == ProposalVetoed

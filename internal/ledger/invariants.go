@@ -44,6 +44,7 @@ var invariants = []func(s *invariantState) error{
 	minDepositWithinBounds,
 	votingWeightsMatchRecords,
 	runningTalliesMatchVotes,
+	delegatedVotesMatchDelegations,
 	delegationsAddUp,
 	delegationEntriesAddUp,
 	supplyAddsUp,

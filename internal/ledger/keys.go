@@ -30,7 +30,7 @@ import (
 const metaPrefix = "\x00"
 
 var unhashedPrefixes = [][]byte{[]byte(metaPrefix), prefixProviderIndex, prefixClassCount,
-	prefixJobOwner, prefixJobProv, prefixJobDue, prefixJobQueue, prefixVerifyQ, prefixGovWeight, prefixGovRunning, prefixPriorityQ, prefixJobTentative, prefixMarketLive,
+	prefixJobOwner, prefixJobProv, prefixJobDue, prefixJobQueue, prefixVerifyQ, prefixGovWeight, prefixGovRunning, prefixGovDelegated, prefixPriorityQ, prefixJobTentative, prefixMarketLive,
 	prefixServiceOwner, prefixServiceProv, prefixServiceDue, prefixServiceQueue, prefixServiceModel, prefixServiceActive}
 
 // Hashed reports whether the app hash covers key.
@@ -135,6 +135,10 @@ var (
 	// govt/<id> → a voting proposal's running tally (gov_running.go):
 	// derived from the votes and the weights, not hashed.
 	prefixGovRunning = []byte("govt/")
+	// govds/<id><target> → the shares of the target's pool whose
+	// delegators voted each option (gov_delegated.go): derived from the
+	// votes and the delegations, not hashed.
+	prefixGovDelegated = []byte("govds/")
 
 	// Liveness challenges (liveness.go): livedl/<deadline><address>.
 	prefixLivenessDeadline = []byte("livedl/")

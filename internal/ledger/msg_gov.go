@@ -179,8 +179,8 @@ func execVote(o *Overlay, from address.Address, m *MsgVote) ([]Event, error) {
 		return nil, invalid("proposal %d is %s: votes are taken only in its voting period", prop.ID, prop.Status)
 	}
 	w := weightOf(o, from)
-	if w == 0 {
-		return nil, fmt.Errorf("%s has no bonded stake (a validator bond or provider stake), so its vote would weigh nothing: %w", from, ErrInsufficientStake)
+	if w == 0 && !hasDelegations(o, from) {
+		return nil, fmt.Errorf("%s has no bonded stake (a validator bond, provider stake or delegation), so its vote would weigh nothing: %w", from, ErrInsufficientStake)
 	}
 	k := govVoteKey(prop.ID, from)
 	before := -1 // the option voted before, if any
@@ -194,6 +194,9 @@ func execVote(o *Overlay, from address.Address, m *MsgVote) ([]Event, error) {
 	opt := slices.Index(voteOptions, m.Option)
 	o.Set(k, []byte{byte(opt)})
 	moveVote(o, prop.ID, before, opt, w)
+	if err := moveDelegatedVote(o, prop.ID, from, before, opt); err != nil {
+		return nil, err
+	}
 	return []Event{{Type: "proposal_vote", Attrs: []Attr{{"proposal", strconv.FormatUint(prop.ID, 10)}, {"voter", from.String()},
 		{"option", m.Option}, {"weight", strconv.FormatUint(w, 10)}}}}, nil
 }
