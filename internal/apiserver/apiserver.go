@@ -105,7 +105,7 @@ func New(chain Chain, o Options) *Server {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
 	s := &Server{chain: chain, log: o.Logger, opts: o, mux: http.NewServeMux(), svcLogs: logRelay{kind: serviceLogs}}
-	for _, rt := range slices.Concat(s.apiRoutes(), s.govRoutes(), s.serviceRoutes()) {
+	for _, rt := range slices.Concat(s.apiRoutes(), s.govRoutes(), s.delegationRoutes(), s.serviceRoutes()) {
 		s.add(rt)
 	}
 	s.mux.Handle("/", s.unrouted(s.notFound))

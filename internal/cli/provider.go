@@ -69,14 +69,33 @@ func providerClaimCmd(e *env) *cobra.Command {
 	var from string
 	c := &cobra.Command{
 		Use:   "claim-rewards [--from KEY]",
-		Short: "Pay KEY's share of the ended epochs' rewards into its balance",
+		Short: "Pay KEY's rewards into its balance: its share of the ended epochs' rewards for work, and its delegations' rewards",
 		Args:  exactArgs(),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return e.sendMsg(cmd, from, 0, &ledger.MsgClaimRewards{})
+			res, key, err := e.signAndSend(cmd, from, 0, &ledger.MsgClaimRewards{})
+			if err != nil {
+				return err
+			}
+			out := claimResult{TxResult: res}
+			out.Work = eventUint(res.Events, "rewards_claimed", "amount")
+			out.Delegations = eventUint(res.Events, "rewards_claimed", "delegations")
+			who := e.names().addr(key.Address)
+			return e.print(out, func(w io.Writer) {
+				fmt.Fprintf(w, "%s claimed %s: %s for work, %s from delegations\n", who, formatAmount(out.Work+out.Delegations), formatAmount(out.Work), formatAmount(out.Delegations))
+				printTxResult(w, res)
+			})
 		},
 	}
-	c.Flags().StringVar(&from, "from", "", "the provider's key (default: the only key in the keyring)")
+	c.Flags().StringVar(&from, "from", "", "the provider's or delegator's key (default: the only key in the keyring)")
 	return c
+}
+
+// claimResult is claim-rewards' JSON: the tx's result and what it paid,
+// for work (as a provider) and from delegations (usync).
+type claimResult struct {
+	*apiwire.TxResult
+	Work        uint64 `json:"work"`
+	Delegations uint64 `json:"delegations"`
 }
 
 // providerFlags are provider start's flags.
@@ -434,6 +453,9 @@ func printProvider(w io.Writer, p *apiwire.ProviderBody) {
 	fmt.Fprintf(w, "offer:       %s, %d cores, %s RAM, %s disk, %s int8 TOPS, %s SYNC/h per %s\n", gpus, p.CPU, formatGiB(p.RAM), formatGiB(p.Disk), sig(p.TOPS), sig(p.Price), unit)
 	fmt.Fprintf(w, "online:      %v (schedulable %v)\n", r.Online, p.Schedulable)
 	fmt.Fprintf(w, "stake:       %s (minimum %s)\n", formatAmount(r.Stake), formatAmount(p.RequiredStake))
+	if r.Delegated > 0 {
+		fmt.Fprintf(w, "delegated:   %s (backs the minimum with the stake)\n", formatAmount(r.Delegated))
+	}
 	for _, u := range p.Unbonding {
 		fmt.Fprintf(w, "unbonding:   %s until height %d\n", formatAmount(u.Amount), u.CompletionHeight)
 	}

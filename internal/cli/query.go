@@ -116,7 +116,7 @@ func queryCmd(e *env) *cobra.Command {
 			})
 		},
 	})
-	c.AddCommand(queryValidatorsCmd(e))
+	c.AddCommand(queryValidatorsCmd(e), queryValidatorCmd(e), queryDelegationsCmd(e))
 	c.AddCommand(queryParamsCmd(e))
 	return c
 }

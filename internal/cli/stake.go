@@ -9,7 +9,12 @@ import (
 func stakeCmd(e *env) *cobra.Command {
 	c := &cobra.Command{
 		Use:   "stake",
-		Short: "Bond or unbond a provider's stake (the agent keeps the minimum bonded by itself)",
+		Short: "Bond or unbond a provider's stake; delegate to validators and providers",
+		Long: `add and unbond move a provider's own stake (the agent keeps the minimum
+bonded by itself). delegate, undelegate and redelegate let any holder bond
+stake to a validator or a provider: it earns a share of the target's rewards,
+votes in governance and is slashed with the target. commission sets what a
+validator's operator or a provider takes of its delegators' rewards.`,
 	}
 	var from string
 	add := &cobra.Command{
@@ -40,5 +45,6 @@ func stakeCmd(e *env) *cobra.Command {
 		sub.Flags().StringVar(&from, "from", "", "the provider's key (default: the only key in the keyring)")
 		c.AddCommand(sub)
 	}
+	c.AddCommand(stakeDelegateCmds(e)...)
 	return c
 }

@@ -38,7 +38,10 @@ type story struct {
 	blobs  *blob.Client
 }
 
-func newStory(t *testing.T) *story {
+func newStory(t *testing.T) *story { t.Helper(); return newStoryWith(t, nil) }
+
+// newStoryWith is newStory with a genesis that edit changes first.
+func newStoryWith(t *testing.T, edit func(*ledger.Genesis)) *story {
 	t.Helper()
 	s := &story{t: t, home: t.TempDir(), prov: lt.NewKey("p1")}
 	kr, err := keys.Open(filepath.Join(s.home, "keyring"))
@@ -59,6 +62,9 @@ func newStory(t *testing.T) *story {
 	g.Accounts = append(g.Accounts,
 		ledger.GenesisAccount{Address: s.alice.Address, Balance: 100_000_000_000},
 		ledger.GenesisAccount{Address: s.bob.Address, Balance: 100_000_000_000})
+	if edit != nil {
+		edit(&g)
+	}
 	s.chain = apiservertest.NewChain(t, g)
 	pi := lt.ProviderInfo("", 0, 3_600_000) // 3.6 SYNC/h: 1000 usync a second
 	pi.EncryptionKey = s.provID.Recipient().String()
@@ -378,6 +384,7 @@ func TestEveryJSONIsJSON(t *testing.T) {
 		{"offers"}, {"offers", "--all", "--sort", "price-"}, {"quote", spec},
 		{"tx", "send", "bob", "1usync", "--from", "alice"}, {"tx", "send", "bob", "1000000000sync", "--from", "alice"},
 		{"job", "submit", spec, "--from", "alice"}, {"job", "status", "1"}, {"job", "list"}, {"job", "list", "--state", "running"},
+		{"query", "delegations", "alice"}, {"query", "validator", "alice"}, {"stake", "delegate", "bob", "1sync", "--from", "alice"},
 		{"job", "logs", "1", "--follow=false"}, {"job", "cancel", "1"}, {"job", "logs", "1"}, {"job", "wait", "1"}, {"job", "get", "1"},
 	} {
 		r := s.run(append(args, "-o", "json")...)
