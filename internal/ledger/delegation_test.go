@@ -369,3 +369,60 @@ func TestDelegationProperty(t *testing.T) {
 		}
 	}
 }
+
+// TestProviderSlashShrinksDelegations: a provider outvoted on a job is
+// slashed params.slash_bps of its stake, and its delegators as much of
+// their delegations and of their unbonding entries from it (every entry
+// still in its period: a provider's fault has no known height); what the
+// delegators lose goes to the treasury, and the provider's delegated
+// stake follows its pool.
+func TestProviderSlashShrinksDelegations(t *testing.T) {
+	c := verifyChain(t, 3, nil)
+	target := ledger.Target{Kind: ledger.TargetProvider, Address: prov1.Addr}
+	must(t, []ledger.TxResult{send(t, c, consumer, &ledger.MsgDelegate{Kind: target.Kind, Target: target.Address, Amount: 6_000_000})})
+	must(t, []ledger.TxResult{send(t, c, consumer, &ledger.MsgUndelegate{Kind: target.Kind, Target: target.Address, Amount: 1_000_000})})
+	must(t, []ledger.TxResult{submit(t, c, spotJob("cheat"))})
+	cheater := runReplicas(t, c, 1, 100, map[address.Address]bool{prov1.Addr: true})[0]
+	if cheater.Addr != prov1.Addr {
+		t.Fatalf("the cheapest provider should be the primary, got %s", cheater.Addr)
+	}
+	auditor := runReplicas(t, c, 1, 100, nil)[0]
+	must(t, []ledger.TxResult{reveal(t, c, 1, cheater, true)})
+	must(t, []ledger.TxResult{reveal(t, c, 1, auditor, false)})
+	treasury := ledger.Treasury(c.KV)
+	third := runReplicas(t, c, 1, 100, nil)[0]
+	must(t, []ledger.TxResult{reveal(t, c, 1, third, false)})
+	if p := provider(t, c, cheater); p.Slashed == 0 {
+		t.Fatalf("the cheater was not slashed: %+v", p)
+	}
+
+	rate := ledger.DefaultParams().SlashBps // of 10,000
+	wantDelegated := 5_000_000 - 5_000_000*rate/10_000
+	wantUnbonding := 1_000_000 - 1_000_000*rate/10_000
+	st, err := ledger.DelegationsOf(c.KV, consumer.Addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(st.Delegations) != 1 || st.Delegations[0].Amount != wantDelegated {
+		t.Errorf("the delegation after the slash: %+v; want %d usync", st.Delegations, wantDelegated)
+	}
+	if len(st.Unbonding) != 1 || len(st.Unbonding[0].Entries) != 1 || st.Unbonding[0].Entries[0].Balance != wantUnbonding {
+		t.Errorf("the unbonding entry after the slash: %+v; want %d usync", st.Unbonding, wantUnbonding)
+	}
+	if p := provider(t, c, cheater); p.Delegated != wantDelegated {
+		t.Errorf("the provider's delegated stake %d, want %d", p.Delegated, wantDelegated)
+	}
+	pool, err := ledger.GetDelegationPool(c.KV, target)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lost := 6_000_000 - wantDelegated - wantUnbonding
+	if pool.Tokens != wantDelegated || pool.Slashed != lost {
+		t.Errorf("pool %+v; want tokens %d, slashed %d", pool, wantDelegated, lost)
+	}
+	// The treasury gains the delegators' loss besides its share of the
+	// provider's own slash.
+	if got := ledger.Treasury(c.KV) - treasury; got < lost {
+		t.Errorf("the treasury gained %d, less than the delegators lost (%d)", got, lost)
+	}
+}
