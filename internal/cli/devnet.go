@@ -310,6 +310,11 @@ func (e *env) printDevnet(n *devnet.Net, c *validator.Config, created bool, rese
 		}
 		ks = append(ks, devKey{name, k.Address.String()})
 	}
+	// The validator's operator (a devnet made before it had one has none).
+	var operator *devKey
+	if k, err := kr.Lookup(devnet.OperatorKey); err == nil {
+		operator = &devKey{k.Name, k.Address.String()}
+	}
 	api := n.Daemon.APIURL
 	if e.output == "json" {
 		ps := []devKey{}
@@ -320,6 +325,9 @@ func (e *env) printDevnet(n *devnet.Net, c *validator.Config, created bool, rese
 		out := map[string]any{"chain_id": c.ChainID, "api": api, "dashboard": api + "/", "api_token": c.APIToken, "home": e.home, "created": created, "keys": ks, "providers": ps}
 		if reset != nil {
 			out["reset"] = reset
+		}
+		if operator != nil {
+			out["validator_operator"] = operator
 		}
 		if examples.container != nil {
 			out["container_example"] = examples.container
@@ -336,6 +344,9 @@ func (e *env) printDevnet(n *devnet.Net, c *validator.Config, created bool, rese
 	fmt.Fprintf(e.stdout, "gpunet devnet %s: chain %s, home %s\n  api:        %s\n  dashboard:  %s/  (to submit jobs from it, the API token: %s)\n  funded keys:\n", verb, c.ChainID, e.home, api, api, c.APIToken)
 	for _, k := range ks {
 		fmt.Fprintf(e.stdout, "    %-6s %s\n", k.Name, k.Address)
+	}
+	if operator != nil {
+		fmt.Fprintf(e.stdout, "  validator operated by key %s %s (delegate to it: %s)\n", operator.Name, operator.Address, hint("stake delegate operator 100sync --from alice"))
 	}
 	if len(n.Providers.Agents) > 0 {
 		fmt.Fprintf(e.stdout, "  providers:\n")

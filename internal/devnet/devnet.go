@@ -1,8 +1,9 @@
 // Package devnet sets up a local development network in a home: a single
-// validator, funded dev keys (alice, bob) in the home's keyring, and a
-// genesis that gives them tokens.
+// validator, bonded in the ledger by the key "operator" (OperatorKey), funded
+// dev keys (alice, bob) in the home's keyring, and a genesis that gives them
+// tokens.
 //
-// The devnet's own keys (alice, bob, its providers) are stored UNENCRYPTED,
+// The devnet's own keys (alice, bob, operator, its providers) are stored UNENCRYPTED,
 // so that a devnet starts and is used without a passphrase: they are test
 // keys of a throwaway local chain. Keys added with `gpunet keys add` are
 // encrypted as anywhere else.
@@ -17,6 +18,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/gpunet/gpunet/internal/address"
 	"github.com/gpunet/gpunet/internal/keys"
 	"github.com/gpunet/gpunet/internal/ledger"
 	"github.com/gpunet/gpunet/internal/validator"
@@ -27,6 +29,13 @@ const ChainID = "gpunet-devnet"
 
 // DevKeys are the funded dev keys.
 var DevKeys = []string{"alice", "bob"}
+
+// OperatorKey is the name of the key that operates the devnet's validator:
+// its genesis bond (validator.DefaultValidatorStake) and balance
+// (validator.DefaultOperatorBalance) are the ledger's, as on a network
+// `gpunet init` writes, so that the set is the ledger's (query validators
+// lists it) and holders delegate to it and vote.
+const OperatorKey = "operator"
 
 // DevBalance is what each dev key starts with: 1,000,000 SYNC.
 const DevBalance = 1_000_000 * 1_000_000
@@ -138,7 +147,19 @@ func Setup(home string, o Options) (created bool, err error) {
 	if bt == 0 {
 		bt = time.Second
 	}
-	if _, err := validator.Init(home, validator.InitOptions{ChainID: ChainID, Validators: 1, Genesis: g, BlockTime: bt, Devnet: true}); err != nil {
+	operator := func(string) (address.Address, error) {
+		k, err := kr.Lookup(OperatorKey)
+		if errors.Is(err, keys.ErrNotFound) {
+			k, err = kr.AddUnencrypted(OperatorKey) // a test key: see the package doc
+		}
+		if err != nil {
+			return address.Address{}, err
+		}
+		return k.Address, nil
+	}
+	o2 := validator.InitOptions{ChainID: ChainID, Validators: 1, Genesis: g, BlockTime: bt, Devnet: true,
+		ValidatorStake: validator.DefaultValidatorStake, OperatorBalance: validator.DefaultOperatorBalance, OperatorKey: operator}
+	if _, err := validator.Init(home, o2); err != nil {
 		return false, err
 	}
 	c, err = validator.LoadConfig(home)

@@ -101,7 +101,7 @@ func TestResetKeepsUserKeys(t *testing.T) {
 			t.Errorf("the plan does not delete %s: %v", want, deleted)
 		}
 	}
-	if !slices.Equal(p.DevKeys, []string{"alice", "bob", "provider-1"}) || !slices.Equal(p.KeptKeys, []string{"carol"}) || len(p.Kept) != 1 || p.Kept[0].Path != "provider/oci" {
+	if !slices.Equal(p.DevKeys, []string{"alice", "bob", "operator", "provider-1"}) || !slices.Equal(p.KeptKeys, []string{"carol"}) || len(p.Kept) != 1 || p.Kept[0].Path != "provider/oci" {
 		t.Errorf("plan: dev keys %v, kept keys %v, kept %v", p.DevKeys, p.KeptKeys, p.Kept)
 	}
 

@@ -21,7 +21,7 @@ type ResetPlan struct {
 	// Delete are the paths (relative to Home) that the reset removes,
 	// each with what it is.
 	Delete []PlannedPath `json:"delete"`
-	// DevKeys are the devnet's own keys it deletes (alice, bob,
+	// DevKeys are the devnet's own keys it deletes (alice, bob, operator,
 	// provider-N): a new chain funds new ones.
 	DevKeys []string `json:"dev_keys"`
 	// KeptKeys are the other keys of the keyring, which it keeps.
@@ -42,9 +42,10 @@ type PlannedPath struct {
 var devKeyName = regexp.MustCompile(`^provider-[0-9]+$`)
 
 // IsDevKey reports whether name is one of the devnet's own keys (alice,
-// bob, provider-N), which it makes unencrypted and a reset replaces.
+// bob, operator, provider-N), which it makes unencrypted and a reset
+// replaces.
 func IsDevKey(name string) bool {
-	return slices.Contains(DevKeys, name) || devKeyName.MatchString(name)
+	return slices.Contains(DevKeys, name) || name == OperatorKey || devKeyName.MatchString(name)
 }
 
 // homeParts are the paths a reset deletes, in order, and what each holds.
