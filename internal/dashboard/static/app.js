@@ -204,7 +204,7 @@
     'request_key_handover', 'hand_over_key', 'dispute_key_handover', 'create_validator', 'unjail', 'validator_bond', 'validator_unbond',
     'release_job', 'commit_checkpoint', 'submit_proposal', 'deposit', 'vote', 'claim_rewards',
     'deploy_service', 'top_up_service', 'scale_service', 'stop_service', 'set_service_access', 'service_heartbeat', 'release_replica',
-    'evict_replica'];
+    'evict_replica', 'delegate', 'undelegate', 'redelegate', 'set_commission'];
   const BLOCK_EVENTS = ['job_replica_slashed', 'hw_challenge_failed', 'job_submitted', 'job_assigned', 'job_audit', 'job_escalated',
     'job_succeeded', 'job_failed', 'job_cancelled', 'liveness_missed', 'provider_registered', 'provider_status', 'hw_challenge',
     'hw_challenge_late', 'hw_challenge_missed', 'hw_challenge_busy', 'service_deployed', 'service_replica_ended', 'service_budget_low', 'service_stopped'];
@@ -325,11 +325,12 @@
     const pages = {
       '': overviewPage, providers: providersPage, provider: providerPage, jobs: jobsPage, job: jobPage, services: servicesPage, service: servicePage,
       ledger: ledgerPage, block: blockPage, tx: txPage, account: accountPage, me: mePage, submit: submitPage, market: marketPage,
+      validators: validatorsPage, validator: validatorPage,
     };
     const fn = pages[parts[0] || ''];
     for (const a of document.querySelectorAll('header nav a')) {
       const nav = a.getAttribute('data-nav');
-      a.classList.toggle('active', nav === (parts[0] || 'overview') || (nav === 'providers' && parts[0] === 'provider') || (nav === 'jobs' && parts[0] === 'job') || (nav === 'services' && parts[0] === 'service') || (nav === 'ledger' && ['block', 'tx'].includes(parts[0])) || (nav === 'me' && parts[0] === 'account'));
+      a.classList.toggle('active', nav === (parts[0] || 'overview') || (nav === 'providers' && parts[0] === 'provider') || (nav === 'validators' && parts[0] === 'validator') || (nav === 'jobs' && parts[0] === 'job') || (nav === 'services' && parts[0] === 'service') || (nav === 'ledger' && ['block', 'tx'].includes(parts[0])) || (nav === 'me' && parts[0] === 'account'));
     }
     page = null;
     if (!fn) { replace(app, h('h1', {}, 'Not found'), h('p', {}, 'No page ' + hash + '.')); return; }
@@ -589,7 +590,7 @@
     replace(app, root);
     let last = null;
     const draw = () => {
-      const [p, jobs, hist, svcs] = last;
+      const [p, jobs, hist, svcs, dl] = last;
       const r = p.record;
       const inv = r.inventory;
       const gpus = (inv.gpus || []);
@@ -611,6 +612,7 @@
             h('dt', {}, 'Jobs'), h('dd', {}, r.jobs + ' running of ' + r.max_jobs))),
           h('div', {class: 'panel'}, h('h2', {}, 'Stake and reputation'), h('dl', {class: 'kv'},
             h('dt', {}, 'Stake'), h('dd', {}, fmtSync(r.stake) + ' (required ' + fmtSync(p.required_stake) + ')'),
+            h('dt', {}, 'Delegated'), h('dd', {id: 'provider-delegated'}, fmtSync(r.delegated || 0) + ' by ' + dl.delegations.length + ' delegator(s), commission ' + fmtPPM(dl.pool.commission_ppm) + (dl.pool.slashed ? ', ' + fmtSync(dl.pool.slashed) + ' slashed' : '')),
             h('dt', {}, 'Unbonding'), h('dd', {}, p.unbonding.length ? p.unbonding.map(u => fmtSync(u.amount) + ' at block ' + u.completion_height).join('; ') : 'none'),
             h('dt', {}, 'Earned'), h('dd', {}, fmtSync(r.earned)),
             h('dt', {}, 'Reputation'), h('dd', {}, fmtNum(r.reputation / 1e6, 3)),
@@ -620,6 +622,7 @@
             h('dt', {}, 'Open challenge'), h('dd', {}, p.challenge ? 'issued at block ' + p.challenge.height + ', due by ' + p.challenge.deadline : 'none'),
             h('dt', {}, 'Registered'), h('dd', {}, 'block ' + r.registered_height + ', updated at ' + r.updated_height),
             h('dt', {}, 'Account'), h('dd', {}, addrLink(addr))))),
+        h('div', {class: 'panel'}, h('h2', {}, 'Delegations'), delegatorsTable(dl.delegations, 'provider-delegations')),
         h('div', {class: 'panel'}, h('h2', {}, 'Slashes'), slashes.length ? h('table', {id: 'provider-slashes'},
           h('thead', {}, h('tr', {}, h('th', {}, 'Block'), h('th', {class: 'num'}, 'Amount'), h('th', {}, 'Why'))),
           h('tbody', {}, slashes.map(e => h('tr', {class: 'slashed'}, h('td', {}, h('a', {href: '#/block/' + e.height}, e.height)),
@@ -639,7 +642,7 @@
       try {
         last = await Promise.all([
           api('/v1/providers/' + addr), api('/v1/providers/' + addr + '/jobs?limit=100'), api('/v1/providers/' + addr + '/history' + qs({limit: 200, cursor})),
-          api('/v1/providers/' + addr + '/services'),
+          api('/v1/providers/' + addr + '/services'), api('/v1/providers/' + addr + '/delegations'),
         ]);
         T.providerLabels(provLabels, [{address: addr, label: last[0].record.label}]);
         draw();
@@ -647,6 +650,82 @@
     };
     load();
     return {onBlock: cursor ? null : refresher(load, 2000)};
+  }
+
+  // fmtPPM writes parts per million as a percentage.
+  function fmtPPM(v) { return fmtNum((v || 0) / 1e4, 4) + '%'; }
+
+  // targetLink links a delegation's target: a validator (by its
+  // operator) or a provider.
+  function targetLink(t) {
+    if (t.kind === 'validator') return ['validator ', h('a', {href: '#/validator/' + t.address, class: labels.name(t.address) ? 'named' : 'mono', title: t.address}, labels.name(t.address) || short(t.address))];
+    return ['provider ', addrLink(t.address, true)];
+  }
+
+  // delegationsPanel is an account's delegations, unbonding entries and
+  // redelegations (GET /v1/accounts/{addr}/delegations).
+  function delegationsPanel(dl) {
+    const unb = [], red = [];
+    for (const u of dl.unbonding) for (const e of u.entries) unb.push([u.target, e]);
+    for (const r of dl.redelegations) for (const e of r.entries) red.push([r, e]);
+    if (!dl.delegations.length && !unb.length && !red.length) return h('div', {class: 'panel', id: 'account-delegations'}, h('h2', {}, 'Delegations'), h('p', {class: 'muted'}, 'None: gpunet stake delegate TARGET AMOUNT --from KEY delegates to a validator or a provider.'));
+    return h('div', {class: 'panel', id: 'account-delegations'}, h('h2', {}, 'Delegations'),
+      dl.delegations.length ? h('table', {}, h('thead', {}, h('tr', {}, h('th', {}, 'To'), h('th', {class: 'num'}, 'Amount'), h('th', {class: 'num'}, 'Pending rewards'))),
+        h('tbody', {}, dl.delegations.map(d => h('tr', {}, h('td', {}, targetLink(d.target)), h('td', {class: 'num'}, fmtSync(d.amount)), h('td', {class: 'num'}, fmtSync(d.pending_rewards)))))) : null,
+      unb.length ? h('table', {}, h('thead', {}, h('tr', {}, h('th', {}, 'Unbonding from'), h('th', {class: 'num'}, 'Balance'), h('th', {class: 'num'}, 'Back at block'))),
+        h('tbody', {}, unb.map(([t, e]) => h('tr', {}, h('td', {}, targetLink(t)), h('td', {class: 'num'}, fmtSync(e.balance)), h('td', {class: 'num'}, e.completion_height))))) : null,
+      red.length ? h('table', {}, h('thead', {}, h('tr', {}, h('th', {}, 'Redelegated from'), h('th', {}, 'To'), h('th', {class: 'num'}, 'Initial'), h('th', {class: 'num'}, 'Slashable for the source until block'))),
+        h('tbody', {}, red.map(([r, e]) => h('tr', {}, h('td', {}, targetLink(r.source)), h('td', {}, targetLink(r.destination)), h('td', {class: 'num'}, fmtSync(e.initial)), h('td', {class: 'num'}, e.completion_height))))) : null);
+  }
+
+  // delegatorsTable is a target's delegations.
+  function delegatorsTable(ds, id) {
+    if (!ds.length) return h('p', {class: 'muted', id}, 'No delegations.');
+    return h('table', {id}, h('thead', {}, h('tr', {}, h('th', {}, 'Delegator'), h('th', {class: 'num'}, 'Amount'), h('th', {class: 'num'}, 'Shares'))),
+      h('tbody', {}, ds.map(d => h('tr', {}, h('td', {}, addrLink(d.delegator)), h('td', {class: 'num'}, fmtSync(d.amount)), h('td', {class: 'num'}, fmtNum(d.shares, 0))))));
+  }
+
+  function validatorsPage() {
+    const root = h('div');
+    replace(app, root);
+    const load = async () => {
+      try {
+        const l = await api('/v1/validators');
+        replace(root, h('h1', {}, 'Validators'),
+          !l.managed ? h('p', {class: 'muted'}, 'This chain\'s validator set is fixed at genesis.') :
+          h('div', {class: 'panel'}, h('table', {id: 'validators'},
+            h('thead', {}, h('tr', {}, h('th', {}, 'Validator'), h('th', {}, 'Operator'), h('th', {}, 'Status'), h('th', {class: 'num'}, 'Power'), h('th', {class: 'num'}, 'Bond'), h('th', {class: 'num'}, 'Delegated'), h('th', {class: 'num'}, 'Missed'))),
+            h('tbody', {}, l.validators.map(v => h('tr', {class: v.jailed ? 'slashed' : ''}, h('td', {}, h('a', {href: '#/validator/' + v.operator}, (v.moniker || '').trim() || short(v.address))),
+              h('td', {}, addrLink(v.operator)), h('td', {}, v.status), h('td', {class: 'num'}, fmtNum(v.power, 0)), h('td', {class: 'num'}, fmtSync(v.bond)),
+              h('td', {class: 'num'}, fmtSync(v.delegated || 0)), h('td', {class: 'num'}, v.missed + '/' + l.window))))),
+            h('p', {class: 'muted'}, 'Total power ' + fmtNum(l.total_power, 0) + ' at block ' + l.height + '. Delegate with gpunet stake delegate OPERATOR AMOUNT --from KEY.')));
+      } catch (e) { replace(root, h('h1', {}, 'Validators'), errorBox(e)); }
+    };
+    load();
+    return {onBlock: refresher(load, 2000)};
+  }
+
+  function validatorPage([addr]) {
+    const root = h('div');
+    replace(app, root);
+    const load = async () => {
+      try {
+        const v = await api('/v1/validators/' + addr);
+        replace(root, h('h1', {}, 'Validator ', h('span', {}, (v.moniker || '').trim()), ' ', h('span', {class: 'mono muted'}, v.address)),
+          h('div', {class: 'panel'}, h('dl', {class: 'kv', id: 'validator-info'},
+            h('dt', {}, 'Operator'), h('dd', {}, addrLink(v.operator)),
+            h('dt', {}, 'Status'), h('dd', {}, v.status + (v.jailed && !v.tombstoned ? ' until block ' + v.jailed_until : '')),
+            h('dt', {}, 'Power'), h('dd', {}, fmtNum(v.power, 0)),
+            h('dt', {}, 'Bond'), h('dd', {}, fmtSync(v.bond)),
+            h('dt', {}, 'Delegated'), h('dd', {id: 'validator-delegated'}, fmtSync(v.delegated || 0) + ' by ' + v.delegations.length + ' delegator(s)'),
+            h('dt', {}, 'Commission'), h('dd', {}, fmtPPM(v.pool.commission_ppm)),
+            h('dt', {}, 'Missed'), h('dd', {}, fmtNum(v.missed, 0) + ' block(s) in the downtime window'),
+            h('dt', {}, 'Slashed'), h('dd', {}, fmtSync(v.slashed) + ' of the bond, ' + fmtSync(v.pool.slashed) + ' of its delegations'))),
+          h('div', {class: 'panel'}, h('h2', {}, 'Delegations'), delegatorsTable(v.delegations, 'validator-delegations')));
+      } catch (e) { replace(root, h('h1', {}, 'Validator'), errorBox(e)); }
+    };
+    load();
+    return {onBlock: refresher(load, 2000)};
   }
 
   // historyTable is a provider's events, newest first. Unless showRoutine,
@@ -1194,7 +1273,7 @@
     const load = async () => {
       drawHead();
       try {
-        const [a, jobs, svcs, all] = await Promise.all([api('/v1/accounts/' + addr), api('/v1/jobs' + qs({owner: addr, limit: 20, cursor})), api('/v1/services' + qs({owner: addr, limit: 20})), spend()]);
+        const [a, jobs, svcs, all, dl] = await Promise.all([api('/v1/accounts/' + addr), api('/v1/jobs' + qs({owner: addr, limit: 20, cursor})), api('/v1/services' + qs({owner: addr, limit: 20})), spend(), api('/v1/accounts/' + addr + '/delegations')]);
         const sp = all.sp;
         const partial = all.more ? ' (its latest ' + sp.jobs + ' jobs and ' + sp.services + ' services)' : '';
         drawHead();
@@ -1205,7 +1284,9 @@
             card('In escrow', fmtSync(sp.escrow), fmtSync(sp.refunded) + ' refunded so far', 'account-escrow'),
             card('Stake', fmtSync(a.stake), a.unbonding ? fmtSync(a.unbonding) + ' unbonding' : null),
             card('Earned as a provider', fmtSync(a.earned)),
+            card('Delegated', fmtSync(dl.delegated), (dl.unbonding_total ? fmtSync(dl.unbonding_total) + ' unbonding, ' : '') + fmtSync(dl.pending_rewards) + ' rewards pending', 'account-delegated'),
             card('Txs sent', fmtNum(a.sequence, 0), 'next sequence ' + a.next_sequence)),
+          delegationsPanel(dl),
           a.provider ? h('p', {}, 'This account is a provider: ', h('a', {href: '#/provider/' + addr}, 'its provider page'), '.') : null,
           h('div', {class: 'panel', id: 'account-jobs'}, h('h2', {}, 'Jobs'), jobsTable(jobs.jobs),
             h('div', {class: 'pager'}, jobs.next_cursor ? h('button', {onclick: () => go('#/account/' + addr + qs({cursor: jobs.next_cursor}))}, 'older →') : null)),
