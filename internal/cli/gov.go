@@ -21,8 +21,10 @@ func govCmd(e *env) *cobra.Command {
 		Use:   "gov",
 		Short: "On-chain governance: propose parameter changes, treasury spends and texts; deposit; vote",
 		Long: `A proposal gathers its minimum deposit in its deposit period, then is open to
-votes (yes, no, abstain, veto) weighted by bonded stake (validator bond plus
-provider stake) for its voting period. It passes with a quorum of the bonded
+votes (yes, no, abstain, veto) weighted by bonded stake (validator bond,
+provider stake, and stake delegated to them: a delegation votes as its
+delegator votes, else as its validator or provider votes) for its voting
+period. It passes with a quorum of the bonded
 stake and more yes than the threshold of yes, no and veto; too much veto, or a
 deposit period that ends first, burns its deposits; otherwise they come back.
 A passed parameter change applies from the block after the voting period.
