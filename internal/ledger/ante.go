@@ -106,7 +106,7 @@ func (c *TxChecker) check(raw []byte, keepFailed bool) TxResult {
 		return TxResult{Err: err}
 	}
 	msgState := NewOverlay(anteState)
-	events, err := execute(msgState, tx, c.params, BlockInfo{Height: int64(Height(state)) + 1})
+	events, err := c.l.execute(msgState, tx, c.params, BlockInfo{Height: int64(Height(state)) + 1})
 	if err != nil {
 		if !keepFailed {
 			return TxResult{Err: err}

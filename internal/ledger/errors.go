@@ -43,6 +43,9 @@ var (
 	ErrUnknownService    = &Error{22, "unknown service"}
 	ErrNotServiceParty   = &Error{23, "not a party to the service"}
 	ErrServiceState      = &Error{24, "service is not in the right state"}
+	// ErrAttestation: TEE evidence refused, or a trust: tee key granted
+	// to a provider without valid attestation (tee.go).
+	ErrAttestation = &Error{30, "attestation refused"}
 )
 
 // AllErrors lists every error class in code order.
@@ -53,6 +56,7 @@ var AllErrors = []*Error{
 	ErrUnknownProvider, ErrAlreadyRegistered, ErrInsufficientStake, ErrNoChallenge,
 	ErrUnknownJob, ErrNotJobParty, ErrJobState, ErrGPUTaken,
 	ErrUnknownService, ErrNotServiceParty, ErrServiceState,
+	ErrAttestation,
 }
 
 // CodeOf returns the stable code of err's class, 0 for nil, and

@@ -1,6 +1,7 @@
 package ledger
 
 import (
+	"encoding/json"
 	"fmt"
 
 	"github.com/gpunet/gpunet/internal/address"
@@ -21,6 +22,9 @@ type Genesis struct {
 	// supply, not taken from the operators' balances. A genesis that
 	// lists none keeps CometBFT's genesis validators as a fixed set.
 	Validators []GenesisValidator `json:"validators,omitempty"`
+	// AttestRoots are the SHA-256 (hex) of the DER root certificates TEE
+	// evidence may chain to (tee.go); none: DefaultAttestRoots.
+	AttestRoots []string `json:"attest_roots,omitempty"`
 }
 
 // GenesisAccount is an initial allocation.
@@ -40,6 +44,9 @@ func (l *Ledger) InitGenesis(base KV, chainID string, g Genesis) ([]Change, []by
 	if err := g.Params.Validate(); err != nil {
 		return nil, nil, fmt.Errorf("%w: %w", err, ErrInvalidGenesis)
 	}
+	if err := checkAttestRoots(g.AttestRoots); err != nil {
+		return nil, nil, fmt.Errorf("%w: %w", err, ErrInvalidGenesis)
+	}
 	if base.Get(keyChainID) != nil {
 		return nil, nil, fmt.Errorf("state already initialised: %w", ErrInvalidGenesis)
 	}
@@ -48,6 +55,10 @@ func (l *Ledger) InitGenesis(base KV, chainID string, g Genesis) ([]Change, []by
 	setUint(o, keyStateVersion, StateVersion)
 	pb, _ := encodeParams(g.Params)
 	o.Set(keyParams, pb)
+	if len(g.AttestRoots) > 0 {
+		rb, _ := json.Marshal(g.AttestRoots)
+		o.Set(keyAttestRoots, rb)
+	}
 	var supply uint64
 	seen := make(map[address.Address]bool)
 	for i, ga := range g.Accounts {

@@ -62,8 +62,11 @@ var (
 	keyHeight       = []byte("chain/height")
 	keyChainID      = []byte("chain/id")
 	keyParams       = []byte("chain/params")
-	keySupply       = []byte("chain/supply")
-	keyTreasury     = []byte("chain/treasury")
+	// keyAttestRoots: the SHA-256 of the TEE roots of trust, as JSON, when
+	// the genesis set them (tee.go; absent: DefaultAttestRoots).
+	keyAttestRoots = []byte("tee/roots")
+	keySupply      = []byte("chain/supply")
+	keyTreasury    = []byte("chain/treasury")
 
 	// Accounts (accounts.go): acct/<address>.
 	prefixAccount = []byte("acct/")

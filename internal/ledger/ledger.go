@@ -14,6 +14,9 @@ type Verifier func(pub ed25519.PublicKey, msg, sig []byte) bool
 // Ledger applies txs and blocks. Its zero value verifies with ed25519.Verify.
 type Ledger struct {
 	Verify Verifier
+	// Attest verifies TEE evidence (tee.go): a node sets attest.Verify
+	// through abciapp. Without one, MsgAttest is refused.
+	Attest AttestVerifier
 }
 
 func (l *Ledger) verify(pub ed25519.PublicKey, msg, sig []byte) bool {
@@ -148,7 +151,7 @@ func (b *Block) DeliverTx(raw []byte) TxResult {
 	}
 	ante.Flush(b.state)
 	msgState := NewOverlay(b.state)
-	events, err := execute(msgState, tx, b.params, b.info)
+	events, err := b.l.execute(msgState, tx, b.params, b.info)
 	if err != nil {
 		return TxResult{Err: err}
 	}

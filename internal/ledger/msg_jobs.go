@@ -179,6 +179,9 @@ func execGrantKey(o *Overlay, from address.Address, m *MsgGrantKey, p Params, in
 		if j.assignment(g.Provider) == nil {
 			return nil, fmt.Errorf("%s is not assigned to job %d: %w", g.Provider, j.ID, ErrNotJobParty)
 		}
+		if err := checkTEEGrant(o, j, g.Provider, info); err != nil {
+			return nil, err
+		}
 	}
 	var events []Event
 	for _, g := range m.Grants {

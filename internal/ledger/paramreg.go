@@ -128,6 +128,10 @@ var paramRegistry = []ParamSpec{
 	{Name: "commission_max_ppm", ptr: func(p *Params) *uint64 { return &p.CommissionMaxPPM }, Kind: "ppm", Min: 1, Max: ppm, MaxStep: 100_000, Desc: "highest commission a validator or provider may take of its delegators' rewards"},
 	{Name: "commission_max_change_ppm", ptr: func(p *Params) *uint64 { return &p.CommissionMaxChangePPM }, Kind: "ppm", Min: 1, Max: ppm, MaxStep: 10_000, MaxStepPPM: ppm, Desc: "most a commission moves in one change, at most one change a day"},
 	{Name: "delegation_max_entries", ptr: func(p *Params) *uint64 { return &p.DelegationMaxEntries }, Kind: "count", Min: 1, Max: 100, MaxStep: 2, MaxStepPPM: ppm, Desc: "most unbonding entries per delegator and target, and redelegation entries per pair of targets"},
+	{Name: "attest_nonce_blocks", ptr: func(p *Params) *uint64 { return &p.AttestNonceBlocks }, Kind: "blocks", Min: 1, Max: 10_000, MaxStep: 10, MaxStepPPM: ppm, Desc: "blocks an attestation nonce stays valid for evidence over it"},
+	{Name: "attest_max_validity", ptr: func(p *Params) *uint64 { return &p.AttestMaxValidity }, Kind: "seconds", Min: 600, Max: 90 * 86_400, MaxStep: 3_600, MaxStepPPM: ppm, Desc: "longest a provider's accepted TEE evidence counts"},
+	{Name: "attest_tdx_min_tcb_eval", ptr: func(p *Params) *uint64 { return &p.AttestTDXMinTCBEval }, Kind: "count", Min: 1, Max: 1_000_000, MaxStep: 100, MaxStepPPM: ppm, Desc: "least Intel TCB evaluation data number of a TDX quote's collateral"},
+	{Name: "attest_snp_min_tcb", ptr: func(p *Params) *uint64 { return &p.AttestSNPMinTCB }, Kind: "count", Min: 1, Max: 1<<64 - 1, MaxStep: 1<<64 - 1, Desc: "least reported TCB of an SEV-SNP report (AMD TCB_VERSION: SPLs in bytes 0, 1, 6, 7)"},
 }
 
 // ParamRegistry returns every parameter's spec, in the order of Params'

@@ -206,6 +206,18 @@ type Params struct {
 	CommissionMaxPPM       uint64 `json:"commission_max_ppm,omitempty"`
 	CommissionMaxChangePPM uint64 `json:"commission_max_change_ppm,omitempty"`
 	DelegationMaxEntries   uint64 `json:"delegation_max_entries,omitempty"`
+	// TEE attestation (tee.go). Evidence must bind a nonce recorded at
+	// most AttestNonceBlocks blocks before; it counts until its
+	// collateral's earliest expiry, at most AttestMaxValidity seconds.
+	// AttestTDXMinTCBEval is the least Intel TCB evaluation data number a
+	// TDX quote's collateral must carry; AttestSNPMinTCB the least
+	// reported TCB of an SEV-SNP report, in AMD's TCB_VERSION layout
+	// (bootloader, TEE, SNP and microcode SPLs in bytes 0, 1, 6 and 7),
+	// each SPL compared on its own. Stored only when not the default.
+	AttestNonceBlocks   uint64 `json:"attest_nonce_blocks,omitempty"`
+	AttestMaxValidity   uint64 `json:"attest_max_validity,omitempty"`
+	AttestTDXMinTCBEval uint64 `json:"attest_tdx_min_tcb_eval,omitempty"`
+	AttestSNPMinTCB     uint64 `json:"attest_snp_min_tcb,omitempty"`
 }
 
 // DefaultParams returns the parameters a new chain starts with.
@@ -301,6 +313,10 @@ func DefaultParams() Params {
 		CommissionMaxPPM:       defaultLaterParams.CommissionMaxPPM,
 		CommissionMaxChangePPM: defaultLaterParams.CommissionMaxChangePPM,
 		DelegationMaxEntries:   defaultLaterParams.DelegationMaxEntries,
+		AttestNonceBlocks:   defaultLaterParams.AttestNonceBlocks,
+		AttestMaxValidity:   defaultLaterParams.AttestMaxValidity,
+		AttestTDXMinTCBEval: defaultLaterParams.AttestTDXMinTCBEval,
+		AttestSNPMinTCB:     defaultLaterParams.AttestSNPMinTCB,
 	}
 }
 
@@ -325,6 +341,12 @@ var defaultLaterParams = Params{
 	CommissionMaxPPM:       500_000,   // half of what the delegators earn
 	CommissionMaxChangePPM: 10_000,    // one point a day, as the Cosmos SDK's usual max_change_rate
 	DelegationMaxEntries:   7,         // the Cosmos SDK's max_entries
+	AttestNonceBlocks: 50,         // five minutes of 6 s blocks to produce and send evidence
+	AttestMaxValidity: 7 * 86_400, // a week: the agent renews well before
+	// The least minimums (a stored 0 reads as the default): governance
+	// raises them as vendors publish TCB recoveries.
+	AttestTDXMinTCBEval: 1,
+	AttestSNPMinTCB:     1, // bootloader SPL 1
 }
 
 // laterParamFields are the parameters added after chains stored their
@@ -345,6 +367,10 @@ func laterParamFields(p *Params) [][2]*uint64 {
 		{&p.CommissionMaxPPM, &d.CommissionMaxPPM},
 		{&p.CommissionMaxChangePPM, &d.CommissionMaxChangePPM},
 		{&p.DelegationMaxEntries, &d.DelegationMaxEntries},
+		{&p.AttestNonceBlocks, &d.AttestNonceBlocks},
+		{&p.AttestMaxValidity, &d.AttestMaxValidity},
+		{&p.AttestTDXMinTCBEval, &d.AttestTDXMinTCBEval},
+		{&p.AttestSNPMinTCB, &d.AttestSNPMinTCB},
 	}
 }
 

@@ -127,6 +127,9 @@ type Provider struct {
 	// pool's tokens, delegation.go): it backs the stake it needs to be
 	// schedulable, beside its own.
 	Delegated uint64 `json:"delegated,omitempty" rec:"since=8"`
+	// TEE is its attestation (tee.go): a pending nonce, and what its last
+	// accepted TEE evidence proved; nil before it asks for a nonce.
+	TEE *Attestation `json:"tee,omitempty" rec:"since=8"`
 }
 
 // Uptime returns the fraction of liveness challenges answered, in parts

@@ -239,11 +239,20 @@ func (x *Job) recVersion() byte {
 	if x.Wait != nil {
 		v = max(v, 6)
 	}
+	if x.Wait != nil {
+		v = max(v, x.Wait.recVersion())
+	}
 	if x.Dropped != nil {
 		v = max(v, 6)
 	}
+	if x.Dropped != nil {
+		v = max(v, x.Dropped.recVersion())
+	}
 	if x.CheckpointWait != nil {
 		v = max(v, 6)
+	}
+	if x.CheckpointWait != nil {
+		v = max(v, x.CheckpointWait.recVersion())
 	}
 	if x.ReleasedBy != nil {
 		v = max(v, 6)
@@ -291,6 +300,12 @@ func (x *Provider) encodeRec(e *encoder) {
 	}
 	if e.version >= 8 {
 		e.uvarint(x.Delegated)
+	}
+	if e.version >= 8 {
+		e.bool(x.TEE != nil)
+		if x.TEE != nil {
+			(*x.TEE).encodeRec(e)
+		}
 	}
 }
 
@@ -341,6 +356,13 @@ func (x *Provider) decodeRec(d *decoder) {
 	if d.version >= 8 {
 		x.Delegated = d.uvarint("delegated")
 	}
+	if d.version >= 8 {
+		if d.bool("tee") {
+			v0 := new(Attestation)
+			(*v0).decodeRec(d)
+			x.TEE = v0
+		}
+	}
 }
 
 func (x *Provider) recVersion() byte {
@@ -357,6 +379,9 @@ func (x *Provider) recVersion() byte {
 		v = max(v, 7)
 	}
 	if x.Delegated != 0 {
+		v = max(v, 8)
+	}
+	if x.TEE != nil {
 		v = max(v, 8)
 	}
 	return v
@@ -502,6 +527,15 @@ func (x *JobSpec) encodeRec(e *encoder) {
 	if e.version >= 4 {
 		e.string(x.Tier)
 	}
+	if e.version >= 8 {
+		e.string(x.Trust)
+	}
+	if e.version >= 8 {
+		e.uvarint(uint64(len(x.TEEMeasurements)))
+		for i0 := range x.TEEMeasurements {
+			e.string(x.TEEMeasurements[i0])
+		}
+	}
 }
 
 func (x *JobSpec) decodeRec(d *decoder) {
@@ -582,6 +616,17 @@ func (x *JobSpec) decodeRec(d *decoder) {
 	if d.version >= 4 {
 		x.Tier = d.string("tier")
 	}
+	if d.version >= 8 {
+		x.Trust = d.string("trust")
+	}
+	if d.version >= 8 {
+		if n := d.count("tee_measurements"); n > 0 {
+			x.TEEMeasurements = make([]string, n)
+			for i0 := range x.TEEMeasurements {
+				x.TEEMeasurements[i0] = d.string("tee_measurements")
+			}
+		}
+	}
 }
 
 func (x *JobSpec) recVersion() byte {
@@ -594,6 +639,12 @@ func (x *JobSpec) recVersion() byte {
 	}
 	if x.Tier != "" {
 		v = max(v, 4)
+	}
+	if x.Trust != "" {
+		v = max(v, 8)
+	}
+	if len(x.TEEMeasurements) > 0 {
+		v = max(v, 8)
 	}
 	return v
 }
@@ -775,6 +826,14 @@ func (x *Wait) decodeRec(d *decoder) {
 		(*v0).decodeRec(d)
 		x.Miss = v0
 	}
+}
+
+func (x *Wait) recVersion() byte {
+	v := byte(recordVersionBase)
+	if x.Miss != nil {
+		v = max(v, x.Miss.recVersion())
+	}
+	return v
 }
 
 func (x *ProviderInfo) encodeRec(e *encoder) {
@@ -1100,6 +1159,35 @@ func (x *ChallengeRecord) recVersion() byte {
 	return v
 }
 
+func (x *Attestation) encodeRec(e *encoder) {
+	e.bool(x.Nonce != nil)
+	if x.Nonce != nil {
+		e.raw((*x.Nonce)[:])
+	}
+	e.uvarint(x.NonceHeight)
+	e.string(x.Kind)
+	e.string(x.Measurement)
+	e.string(x.TCBStatus)
+	e.string(x.Key)
+	e.uvarint(x.Height)
+	e.int64(x.Expiry)
+}
+
+func (x *Attestation) decodeRec(d *decoder) {
+	if d.bool("nonce") {
+		v0 := new(Hash)
+		copy((*v0)[:], d.raw("nonce", 32))
+		x.Nonce = v0
+	}
+	x.NonceHeight = d.uvarint("nonce_height")
+	x.Kind = d.string("kind")
+	x.Measurement = d.string("measurement")
+	x.TCBStatus = d.string("tcb_status")
+	x.Key = d.string("key")
+	x.Height = d.uvarint("height")
+	x.Expiry = d.int64("expiry")
+}
+
 func (x *UnbondingDelegationEntry) encodeRec(e *encoder) {
 	e.uvarint(x.CreationHeight)
 	e.uvarint(x.CompletionHeight)
@@ -1200,6 +1288,9 @@ func (x *PlacementMiss) encodeRec(e *encoder) {
 	e.uvarint(x.Disk)
 	e.uvarint(x.Region)
 	e.uvarint(x.Network)
+	if e.version >= 8 {
+		e.uvarint(x.TEE)
+	}
 	e.uvarint(x.Stake)
 	e.uvarint(x.CheapestAbove)
 	e.uvarint(x.Classes)
@@ -1231,6 +1322,9 @@ func (x *PlacementMiss) decodeRec(d *decoder) {
 	x.Disk = d.uvarint("disk")
 	x.Region = d.uvarint("region")
 	x.Network = d.uvarint("network")
+	if d.version >= 8 {
+		x.TEE = d.uvarint("tee")
+	}
 	x.Stake = d.uvarint("stake")
 	x.CheapestAbove = d.uvarint("cheapest_above")
 	x.Classes = d.uvarint("classes")
@@ -1248,6 +1342,14 @@ func (x *PlacementMiss) decodeRec(d *decoder) {
 	x.PreemptWait = d.int64("preempt_wait")
 	x.Preempting = d.uvarint("preempting")
 	x.PreemptAt = d.int64("preempt_at")
+}
+
+func (x *PlacementMiss) recVersion() byte {
+	v := byte(recordVersionBase)
+	if x.TEE != 0 {
+		v = max(v, 8)
+	}
+	return v
 }
 
 func (x *Inventory) encodeRec(e *encoder) {

@@ -6,7 +6,7 @@ import "fmt"
 // area's file (doc.go lists them).
 
 // execute applies a tx's message. Handlers live beside their state area.
-func execute(o *Overlay, tx *Tx, params Params, info BlockInfo) ([]Event, error) {
+func (l *Ledger) execute(o *Overlay, tx *Tx, params Params, info BlockInfo) ([]Event, error) {
 	from := tx.Sender()
 	switch m := tx.Msg.(type) {
 	case *MsgSend:
@@ -89,6 +89,10 @@ func execute(o *Overlay, tx *Tx, params Params, info BlockInfo) ([]Event, error)
 		return execReleaseReplica(o, from, m, params, info)
 	case *MsgEvictReplica:
 		return execEvictReplica(o, from, m, params, info)
+	case *MsgRequestAttestation:
+		return execRequestAttestation(o, from, info)
+	case *MsgAttest:
+		return l.execAttest(o, from, m, params, info)
 	}
 	return nil, fmt.Errorf("no handler for %s: %w", tx.Msg.Type(), ErrUnknownMsgType)
 }

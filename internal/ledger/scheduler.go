@@ -3,6 +3,7 @@ package ledger
 import (
 	"encoding/binary"
 	"strings"
+	"time"
 
 	"github.com/gpunet/gpunet/internal/address"
 	"github.com/gpunet/gpunet/internal/ledger/sched"
@@ -154,7 +155,7 @@ func placementMiss(m *sched.Miss, pinned string) PlacementMiss {
 		Seen: uint64(m.Seen), Busy: uint64(m.Busy), Executor: uint64(m.Executor),
 		GPUs: uint64(m.GPUs), VRAM: uint64(m.VRAM), ComputeCap: uint64(m.ComputeCap),
 		CPU: uint64(m.CPU), RAM: uint64(m.RAM), Disk: uint64(m.Disk),
-		Region: uint64(m.Region), Network: uint64(m.Network), Stake: uint64(m.Stake),
+		Region: uint64(m.Region), Network: uint64(m.Network), Stake: uint64(m.Stake), TEE: uint64(m.TEE),
 		CheapestAbove: m.CheapestAbove, Classes: uint64(m.Classes),
 		OtherEngine: uint64(m.OtherEngine), NoEngine: uint64(m.NoEngine), Pinned: pinned,
 		Fitting: uint64(m.Fitting), Engines: uint64(m.Engines),
@@ -242,7 +243,12 @@ type QuoteOffer struct {
 }
 
 // QuoteJob answers what submitting s now would give.
-func QuoteJob(kv KV, s *JobSpec) (*Quote, error) {
+func QuoteJob(kv KV, s *JobSpec) (*Quote, error) { return QuoteJobAt(kv, s, time.Time{}) }
+
+// QuoteJobAt is QuoteJob at time now, against which a trust: tee job's
+// providers' attestations must be unexpired (the zero time: any accepted
+// attestation counts).
+func QuoteJobAt(kv KV, s *JobSpec, now time.Time) (*Quote, error) {
 	if err := s.Validate(); err != nil {
 		return nil, err
 	}
@@ -256,6 +262,11 @@ func QuoteJob(kv KV, s *JobSpec) (*Quote, error) {
 	}
 	r := jobRequest(s, p, sched.QuotePerClass, eng)
 	r.Need = r.Planned
+	var at int64
+	if !now.IsZero() {
+		at = now.Unix()
+	}
+	r.Admit = teeAdmits(kv, s, at)
 	plan, err := sched.Place(newIndexState(kv, p), &r)
 	if err != nil {
 		return nil, err
@@ -315,6 +326,7 @@ func place(o *Overlay, j *Job, p Params, info BlockInfo) ([]Event, error) {
 	eng, pinned := engineNeedOf(j)
 	r := jobRequest(&j.Spec, p, sched.PlacePerClass, eng)
 	r.Need = need
+	r.Admit = teeAdmits(o, &j.Spec, info.Time.Unix())
 	for _, a := range j.Assignments {
 		r.Have = append(r.Have, a.Provider)
 	}

@@ -54,6 +54,12 @@ type JobSpec struct {
 	// (market.go): TierSpot, TierOnDemand or TierPriority; "" is
 	// on-demand.
 	Tier string `json:"tier,omitempty" rec:"since=4"`
+	// Trust is TrustTEE for a job placed only on providers with valid
+	// TEE attestation, whose key is granted only to the attested key
+	// (tee.go); "" for none. TEEMeasurements, when set, pin the guest's
+	// launch measurement (lower-case hex) to one of them.
+	Trust           string   `json:"trust,omitempty" rec:"since=8"`
+	TEEMeasurements []string `json:"tee_measurements,omitempty" rec:"since=8"`
 }
 
 // Executors a job may name (JobSpec.Executor).
@@ -150,6 +156,9 @@ func (s *JobSpec) Validate() error {
 		return invalid("name %q: want 1-64 of a-z 0-9 . _ -, starting with a letter or digit", s.Name)
 	}
 	if err := s.validateProgram(); err != nil {
+		return err
+	}
+	if err := s.checkTrust(); err != nil {
 		return err
 	}
 	if len(s.Inputs) > MaxJobItems || len(s.Outputs) > MaxJobItems {

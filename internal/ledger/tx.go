@@ -93,6 +93,8 @@ var msgNames = map[MsgType]string{
 	MsgTypeUndelegate:         "undelegate",
 	MsgTypeRedelegate:         "redelegate",
 	MsgTypeSetCommission:      "set_commission",
+	MsgTypeRequestAttestation: "request_attestation",
+	MsgTypeAttest:             "attest",
 	MsgTypeDeployService:      "deploy_service",
 	MsgTypeTopUpService:       "top_up_service",
 	MsgTypeScaleService:       "scale_service",
@@ -204,6 +206,10 @@ func newMsg(t MsgType) Msg {
 		return &MsgReleaseReplica{}
 	case MsgTypeEvictReplica:
 		return &MsgEvictReplica{}
+	case MsgTypeRequestAttestation:
+		return &MsgRequestAttestation{}
+	case MsgTypeAttest:
+		return &MsgAttest{}
 	}
 	return nil
 }

@@ -80,7 +80,10 @@ type PlacementMiss struct {
 	Disk       uint64 `json:"disk,omitempty"`
 	Region     uint64 `json:"region,omitempty"`
 	Network    uint64 `json:"network,omitempty"`
-	Stake      uint64 `json:"stake,omitempty"`
+	// TEE counts providers without valid attestation for a trust: tee
+	// job (tee.go).
+	TEE   uint64 `json:"tee,omitempty" rec:"since=8"`
+	Stake uint64 `json:"stake,omitempty"`
 	// CheapestAbove is the cheapest ask above the job's max price in its
 	// classes (usync per hour for the job; 0: none); Classes the classes
 	// that have offers.

@@ -18,8 +18,12 @@ type Miss struct {
 	// every position on the free ones held by ungranted placements,
 	// Offer.free), the wasm engine (NoEngine, OtherEngine).
 	Executor, Stake, CPU, RAM, Disk, Region, Network int
-	GPUs, VRAM, ComputeCap                           int
-	Busy                                             int
+	// TEE counts the offers Request.Admit turned away: providers without
+	// valid TEE attestation (or of another measurement) for a trust: tee
+	// job.
+	TEE                    int
+	GPUs, VRAM, ComputeCap int
+	Busy                   int
 	// NoEngine counts, for a job whose replicas share a wasm engine, the
 	// offers that fit but declare none; OtherEngine those that fit but run
 	// another than the pinned one.

@@ -46,6 +46,10 @@ type Request struct {
 	RegionRequired bool
 	// Network: the job needs network access.
 	Network bool
+	// Admit, when set, is a constraint the ledger checks itself: a
+	// provider it returns false for is turned away (Miss.TEE; a trust:
+	// tee job admits attested providers only). It only reads.
+	Admit func(address.Address) bool
 	// Executor is the bit of the executor the job runs on (Offer.Executors).
 	Executor uint8
 	// An offer's provider needs MinStakePerGPU for each of its GPUs, or
@@ -325,6 +329,8 @@ func (n *needs) fits(of *Offer, m *Miss) bool {
 		m.Region++
 	case r.Network && !of.Network:
 		m.Network++
+	case r.Admit != nil && !r.Admit(of.Provider):
+		m.TEE++
 	case r.GPUCount > 0 && !n.gpusFit(of.ClassGPUs, m):
 	case !of.free():
 		m.Busy++
