@@ -313,10 +313,10 @@ func DefaultParams() Params {
 		CommissionMaxPPM:       defaultLaterParams.CommissionMaxPPM,
 		CommissionMaxChangePPM: defaultLaterParams.CommissionMaxChangePPM,
 		DelegationMaxEntries:   defaultLaterParams.DelegationMaxEntries,
-		AttestNonceBlocks:   defaultLaterParams.AttestNonceBlocks,
-		AttestMaxValidity:   defaultLaterParams.AttestMaxValidity,
-		AttestTDXMinTCBEval: defaultLaterParams.AttestTDXMinTCBEval,
-		AttestSNPMinTCB:     defaultLaterParams.AttestSNPMinTCB,
+		AttestNonceBlocks:      defaultLaterParams.AttestNonceBlocks,
+		AttestMaxValidity:      defaultLaterParams.AttestMaxValidity,
+		AttestTDXMinTCBEval:    defaultLaterParams.AttestTDXMinTCBEval,
+		AttestSNPMinTCB:        defaultLaterParams.AttestSNPMinTCB,
 	}
 }
 
@@ -337,12 +337,12 @@ var defaultLaterParams = Params{
 	HWMissLimit:       3,   // three missed challenges in a row
 	HWRecheckPermille: 250, // a slow device is checked again after a quarter of its gap
 
-	DelegationMin:          1_000_000, // 1 SYNC
-	CommissionMaxPPM:       500_000,   // half of what the delegators earn
-	CommissionMaxChangePPM: 10_000,    // one point a day, as the Cosmos SDK's usual max_change_rate
-	DelegationMaxEntries:   7,         // the Cosmos SDK's max_entries
-	AttestNonceBlocks: 50,         // five minutes of 6 s blocks to produce and send evidence
-	AttestMaxValidity: 7 * 86_400, // a week: the agent renews well before
+	DelegationMin:          1_000_000,  // 1 SYNC
+	CommissionMaxPPM:       500_000,    // half of what the delegators earn
+	CommissionMaxChangePPM: 10_000,     // one point a day, as the Cosmos SDK's usual max_change_rate
+	DelegationMaxEntries:   7,          // the Cosmos SDK's max_entries
+	AttestNonceBlocks:      50,         // five minutes of 6 s blocks to produce and send evidence
+	AttestMaxValidity:      7 * 86_400, // a week: the agent renews well before
 	// The least minimums (a stored 0 reads as the default): governance
 	// raises them as vendors publish TCB recoveries.
 	AttestTDXMinTCBEval: 1,
