@@ -25,6 +25,15 @@ func FuzzDecodeTx(f *testing.F) {
 	f.Add(alice.Tx(lt.ChainID, 0, 0, &ledger.MsgRegisterProvider{ProviderInfo: labelled}))
 	labelled.Label = "Acme\u202e2#"
 	f.Add(alice.Tx(lt.ChainID, 0, 0, &ledger.MsgUpdateProvider{ProviderInfo: labelled}))
+	// The TEE messages (issue 31): a nonce request, evidence with
+	// collateral and a root, and a trust: tee job with a pinned
+	// measurement.
+	f.Add(alice.Tx(lt.ChainID, 0, 0, &ledger.MsgRequestAttestation{}))
+	f.Add(alice.Tx(lt.ChainID, 0, 0, &ledger.MsgAttest{Kind: "sev-snp", Evidence: make([]byte, 1184),
+		Collateral: []ledger.AttestBlob{{Name: "cert_chain.pem", Data: []byte("-----BEGIN")}, {Name: "vcek.der", Data: []byte{0x30}}}, Roots: [][]byte{{0x30, 0x82}}}))
+	teeSpec := lt.WasmJob("tee", 1000, 60)
+	teeSpec.Trust, teeSpec.TEEMeasurements = ledger.TrustTEE, []string{hex64}
+	f.Add(alice.Tx(lt.ChainID, 0, 0, &ledger.MsgSubmitJob{Spec: teeSpec, ConsumerKey: "age1x"}))
 	// Each service message (issue 16), so that the fuzzer starts from
 	// their shapes.
 	for typ, body := range map[ledger.MsgType]string{

@@ -158,7 +158,8 @@ type MsgAttest struct {
 	Evidence []byte `json:"evidence"`
 	// Collateral is in strictly increasing name order.
 	Collateral []AttestBlob `json:"collateral"`
-	// Roots are DER certificates; each one's SHA-256 must be trusted.
+	// Roots are DER certificates; those whose SHA-256 the chain trusts
+	// are passed to the verifier, the others left out.
 	Roots [][]byte `json:"roots"`
 }
 
@@ -255,12 +256,15 @@ func (l *Ledger) execAttest(o *Overlay, from address.Address, m *MsgAttest, para
 	}
 	trusted := GetAttestRoots(o)
 	roots := make([][]byte, 0, len(m.Roots))
-	for i, r := range m.Roots {
-		sum := sha256.Sum256(r)
-		if !slices.Contains(trusted, hex.EncodeToString(sum[:])) {
-			return nil, fmt.Errorf("roots[%d] (sha256 %x) is not a root of trust of this chain (attest_roots): %w", i, sum, ErrAttestation)
+	for _, r := range m.Roots {
+		// Roots the chain does not trust are left out: evidence that
+		// chains only to them fails the verifier's chain check.
+		if sum := sha256.Sum256(r); slices.Contains(trusted, hex.EncodeToString(sum[:])) {
+			roots = append(roots, r)
 		}
-		roots = append(roots, r)
+	}
+	if len(roots) == 0 {
+		return nil, fmt.Errorf("none of the %d roots is a root of trust of this chain (attest_roots: the SHA-256 of the roots' DER): %w", len(m.Roots), ErrAttestation)
 	}
 	if info.Time.IsZero() {
 		// CheckTx: without the block's time the evidence cannot be
