@@ -120,6 +120,9 @@ type Options struct {
 	// may take when the agent stops or is asked to stop the job
 	// (checkpoint.go); 0 is DefaultCheckpointGrace.
 	CheckpointGrace time.Duration
+	// TEE, with a Producer, keeps the provider's TEE attestation valid on
+	// the chain (attest.go).
+	TEE TEEOptions
 }
 
 // Faults are deliberate misbehaviours (`gpunet provider start
@@ -179,8 +182,12 @@ type Status struct {
 	LastError  string                    `json:"last_error,omitempty"`
 	// Sandboxes are notes on the executors: what the container executor
 	// enforces here and its fallbacks, or why it is not offered.
-	Sandboxes []string  `json:"sandboxes,omitempty"`
-	UpdatedAt time.Time `json:"updated_at"`
+	Sandboxes []string `json:"sandboxes,omitempty"`
+	// AttestedUntil is when the TEE attestation the chain last accepted
+	// expires (zero: none); AttestError why the last try failed.
+	AttestedUntil time.Time `json:"attested_until,omitzero"`
+	AttestError   string    `json:"attest_error,omitempty"`
+	UpdatedAt     time.Time `json:"updated_at"`
 }
 
 // Key returns the provider's address as recorded in the status.
@@ -280,7 +287,15 @@ func (a *Agent) Run(ctx context.Context) error {
 	if err := a.prepare(ctx); err != nil {
 		return err
 	}
+	attestDone := make(chan struct{})
+	attestCtx, stopAttest := context.WithCancel(ctx)
+	go func() {
+		defer close(attestDone)
+		a.attestLoop(attestCtx)
+	}()
 	defer func() {
+		stopAttest()
+		<-attestDone
 		a.hw.cancelInflight()
 		a.hw.inflight.Wait() // a proof in flight uses the GPUs
 		a.closeGPUs()

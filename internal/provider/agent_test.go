@@ -59,6 +59,16 @@ func startNetwork(t *testing.T, names ...string) *network {
 
 func startNetworkWith(t *testing.T, tune func(*ledger.Params), names ...string) *network {
 	t.Helper()
+	return startNetworkGenesis(t, func(g *ledger.Genesis) {
+		if tune != nil {
+			tune(&g.Params)
+		}
+	}, names...)
+}
+
+// startNetworkGenesis is startNetwork with edit applied to the genesis.
+func startNetworkGenesis(t *testing.T, edit func(*ledger.Genesis), names ...string) *network {
+	t.Helper()
 	n := &network{home: t.TempDir()}
 	var err error
 	if n.kr, err = keys.Open(filepath.Join(n.home, "keyring")); err != nil {
@@ -69,8 +79,8 @@ func startNetworkWith(t *testing.T, tune func(*ledger.Params), names ...string) 
 	g.Params.LivenessMaxMissed = 3
 	g.Params.HWRatePPM = 0
 	g.Params.MinFee = 0 // the tests check balances to the usync; chainclient's fee floor has its own test
-	if tune != nil {
-		tune(&g.Params)
+	if edit != nil {
+		edit(&g)
 	}
 	for _, name := range names {
 		k, err := n.kr.Add(name)

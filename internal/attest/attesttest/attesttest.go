@@ -401,8 +401,15 @@ func (s *SNP) Roots() [][]byte { return [][]byte{pemOf(s.signer.Ark)} }
 // evidence a TEE of its kind would give, with all its collateral.
 type Producer struct {
 	K     attest.Kind // attest.KindTDX or attest.KindSEVSNP
-	Calls int         // how many times Produce ran
 	mu    sync.Mutex
+	calls int
+}
+
+// Calls returns how many times Produce ran.
+func (p *Producer) Calls() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.calls
 }
 
 // Kind implements attest.Producer.
@@ -411,7 +418,7 @@ func (p *Producer) Kind() attest.Kind { return p.K }
 // Produce implements attest.Producer.
 func (p *Producer) Produce(reportData [64]byte) (attest.Evidence, error) {
 	p.mu.Lock()
-	p.Calls++
+	p.calls++
 	p.mu.Unlock()
 	switch p.K {
 	case attest.KindTDX:
