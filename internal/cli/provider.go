@@ -19,6 +19,7 @@ import (
 
 	"github.com/gpunet/gpunet/internal/address"
 	"github.com/gpunet/gpunet/internal/apiwire"
+	"github.com/gpunet/gpunet/internal/attest"
 	"github.com/gpunet/gpunet/internal/chainclient"
 	"github.com/gpunet/gpunet/internal/devnet"
 	"github.com/gpunet/gpunet/internal/egress"
@@ -116,6 +117,9 @@ type providerFlags struct {
 	// the label, no --label keeps the registered one).
 	label    string
 	labelSet bool
+	// tee is --tee (tdx or sev-snp: attest with that TEE), teeCollateral
+	// --tee-collateral.
+	tee, teeCollateral string
 }
 
 func providerStartCmd(e *env) *cobra.Command {
@@ -152,7 +156,14 @@ redirects included; a proxy from the environment (HTTPS_PROXY) is used
 only when its address is allowed. --allow-fetch-network NET lets them come
 from NET too (e.g. a data mirror or a registry on 10.0.0.0/8, or
 127.0.0.1 for a registry on this machine); any job's owner can then learn
-whether a URL or an image in NET serves the content they pin.`,
+whether a URL or an image in NET serves the content they pin.
+
+--tee tdx|sev-snp, inside a confidential guest of that kind, keeps the
+provider attested on the chain so that trust: tee jobs are placed on it:
+the agent asks the chain for a nonce, has the TEE make evidence that binds
+the nonce and the provider's encryption key, adds the vendor collateral in
+--tee-collateral DIR (files named as for gpunet attest verify --collateral)
+and sends it, and renews it a day before it expires (docs/confidential.md).`,
 		Args: exactArgs(),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			pf.labelSet = cmd.Flags().Changed("label")
@@ -176,6 +187,8 @@ whether a URL or an image in NET serves the content they pin.`,
 	f.Float64Var(&pf.faultOverclaim, "fault-overclaim", 0, "FAULT INJECTION for tests and demos: declare this many times the measured int8 throughput")
 	f.StringVar(&pf.metricsAddr, "metrics", "", "serve Prometheus metrics at http://ADDR/metrics (host:port; default: off)")
 	f.DurationVar(&pf.checkpointGrace, "checkpoint-grace", provider.DefaultCheckpointGrace, "when the agent stops (Ctrl-C), how long each running job that checkpoints has to take its last checkpoint")
+	f.StringVar(&pf.tee, "tee", "", "attest this machine's TEE to the chain: tdx or sev-snp (run inside such a confidential guest; default: off)")
+	f.StringVar(&pf.teeCollateral, "tee-collateral", "", "with --tee, the directory of vendor collateral (tcb_info.json, qe_identity.json, … or vcek.der, cert_chain.pem, crl.der)")
 	start.MarkFlagRequired("from")
 	return start
 }
@@ -210,6 +223,9 @@ func (e *env) runProvider(ctx context.Context, pf *providerFlags) error {
 		Key: key, Stake: stakeAmt, MaxJobs: pf.maxJobs,
 		Executors: pf.executors, BenchBudget: pf.bench, AllowNetwork: pf.allowNet, Logger: logger,
 		Prices: providerPrices(all, byClass), CheckpointGrace: pf.checkpointGrace,
+	}
+	if o.TEE, err = teeOptions(pf.tee, pf.teeCollateral); err != nil {
+		return err
 	}
 	if o.AllowFetchNetworks, err = egress.ParseNetworks(pf.allowFetch); err != nil {
 		return usageError{fmt.Errorf("--allow-fetch-network %w", err)}
@@ -562,4 +578,34 @@ func orNone(s, none string) string {
 // audited, with the default parameters.
 func auditRate(consecutive uint64) string {
 	return fmt.Sprintf("%.1f%%", float64(ledger.AuditRatePPM(consecutive, ledger.DefaultParams()))/1e4)
+}
+
+// teeOptions are the agent's attestation options from --tee and
+// --tee-collateral.
+func teeOptions(kind, dir string) (provider.TEEOptions, error) {
+	if kind == "" {
+		if dir != "" {
+			return provider.TEEOptions{}, usageError{fmt.Errorf("--tee-collateral needs --tee tdx or --tee sev-snp")}
+		}
+		return provider.TEEOptions{}, nil
+	}
+	k, err := attest.ParseKind(kind)
+	if err != nil {
+		return provider.TEEOptions{}, usageError{fmt.Errorf("--tee: %v", err)}
+	}
+	o := provider.TEEOptions{CollateralDir: dir}
+	switch k {
+	case attest.KindTDX:
+		o.Producer = attest.TDXProducer{}
+	case attest.KindSEVSNP:
+		o.Producer = attest.SNPProducer{}
+	default:
+		return provider.TEEOptions{}, usageError{fmt.Errorf("--tee %s: the chain verifies tdx and sev-snp evidence only (docs/confidential.md)", k)}
+	}
+	if dir != "" {
+		if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
+			return provider.TEEOptions{}, usageError{fmt.Errorf("--tee-collateral %s: not a directory", dir)}
+		}
+	}
+	return o, nil
 }

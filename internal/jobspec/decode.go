@@ -621,7 +621,7 @@ func (d *decoder) price(field string, n ast.Node) Price {
 
 // Fields of each mapping, in the order the docs list them.
 var (
-	specFields       = []string{"name", "executor", "module", "image", "command", "args", "env", "inputs", "outputs", "resources", "max_price", "timeout", "verification", "region", "region_required", "tier", "deterministic", "checkpoint", "network", "kind"}
+	specFields       = []string{"name", "executor", "module", "image", "command", "args", "env", "inputs", "outputs", "resources", "max_price", "timeout", "verification", "region", "region_required", "tier", "deterministic", "checkpoint", "network", "trust", "tee_measurements", "kind"}
 	inputFields      = []string{"path", "from", "sha256", "size"}
 	resourcesFields  = []string{"cpu", "memory", "disk", "gpu"}
 	gpuFields        = []string{"count", "models", "min_vram", "min_compute_cap"}
@@ -776,6 +776,10 @@ func (d *decoder) spec(n ast.Node) *Spec {
 			s.Checkpoint = d.checkpoint(f, e.value)
 		case "network":
 			s.Network, _ = d.boolean(f, e.value)
+		case "trust":
+			s.Trust = d.str(f, e.value, "trust: tee")
+		case "tee_measurements":
+			s.TEEMeasurements = d.stringList(f, e.value, "tee_measurements: [<96 hex digits>]")
 		default:
 			delete(d.pos, f)
 			d.unknown("", e, fields)

@@ -56,6 +56,11 @@ type Spec struct {
 	Deterministic  *bool             `yaml:"deterministic" json:"deterministic"`                         // nil: true for wasm, false for oci
 	Checkpoint     *Checkpoint       `yaml:"checkpoint,omitempty" json:"checkpoint,omitempty"`           // where the job keeps its state, resumed from on another provider
 	Network        bool              `yaml:"network,omitempty" json:"network,omitempty"`                 // oci: the job needs network access (only providers that allow it)
+	// Trust is TrustTEE for a job that runs only on providers whose TEE
+	// attestation the chain verified, and whose key goes only to the
+	// attested key; TEEMeasurements pin their launch measurement (hex).
+	Trust           string   `yaml:"trust,omitempty" json:"trust,omitempty"`
+	TEEMeasurements []string `yaml:"tee_measurements,omitempty" json:"tee_measurements,omitempty"`
 
 	// A service's own fields (kind: service; service.go). MaxPrice is
 	// then per replica.
@@ -139,6 +144,9 @@ const (
 	VerifySpot = ledger.VerifySpot // replicated at random, at an adaptive rate
 	VerifyFull = ledger.VerifyFull // always at least two replicas; needs a deterministic job
 )
+
+// TrustTEE is Spec.Trust for jobs placed only on attested providers.
+const TrustTEE = ledger.TrustTEE
 
 // Values of Spec.Tier.
 const (
@@ -268,6 +276,7 @@ func (s *Spec) LedgerSpec(module string) ledger.JobSpec {
 		Verification: s.Verification, Deterministic: s.IsDeterministic(),
 		Region: s.Region, RegionRequired: s.RegionRequired, Network: s.Network,
 	}
+	ls.Trust, ls.TEEMeasurements = s.Trust, s.TEEMeasurements
 	if s.Tier != TierOnDemand {
 		// On-demand is the ledger's default (""): a spec that does not
 		// name another tier submits what it did before tiers existed.

@@ -487,3 +487,27 @@ func TestErrorsAreCapped(t *testing.T) {
 		t.Errorf("got %d errors, the last %v; want %d and a count of 10 more", len(es), es[len(es)-1], maxErrors+1)
 	}
 }
+
+// TestTrustTEE: trust: tee and tee_measurements reach the ledger's spec;
+// a wrong trust, measurements without trust: tee and measurements that
+// are not lower-case hex are refused naming the field.
+func TestTrustTEE(t *testing.T) {
+	base := "name: t\nexecutor: wasm\nmodule: ./m.wasm\noutputs: [/out]\ntimeout: 1m\nmax_price: 1sync\n"
+	m := strings.Repeat("ab", 48)
+	s, err := Parse([]byte(base+"trust: tee\ntee_measurements: ["+m+"]\n"), t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ls := s.LedgerSpec(PlaceholderModule); ls.Trust != "tee" || len(ls.TEEMeasurements) != 1 || ls.TEEMeasurements[0] != m {
+		t.Fatalf("ledger spec trust %q measurements %q", ls.Trust, ls.TEEMeasurements)
+	}
+	for _, c := range []struct{ yaml, want string }{
+		{"trust: sgx\n", "trust"},
+		{"tee_measurements: [" + m + "]\n", "needs trust: tee"},
+		{"trust: tee\ntee_measurements: [XYZ]\n", "lower-case hex"},
+	} {
+		if _, err := Parse([]byte(base+c.yaml), t.TempDir()); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%q: %v, want an error saying %q", c.yaml, err, c.want)
+		}
+	}
+}
