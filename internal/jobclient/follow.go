@@ -47,7 +47,17 @@ func (c *Client) GrantIfNeeded(ctx context.Context, j *ledger.Job) (bool, error)
 		if err != nil {
 			return false, fmt.Errorf("provider %s: %w", a.Provider, err)
 		}
-		wrapped, err := seal.WrapKey(key, p.Record.EncryptionKey)
+		recipient := p.Record.EncryptionKey
+		if j.Spec.Trust == ledger.TrustTEE {
+			// Keys only to attested code: a provider whose attestation
+			// is missing, expired or over another key gets no grant (the
+			// ledger refuses one too); the job's grant timeout moves it.
+			if !p.Record.AttestedAt(time.Now().Unix()) {
+				continue
+			}
+			recipient = p.Record.TEE.Key
+		}
+		wrapped, err := seal.WrapKey(key, recipient)
 		if err != nil {
 			return false, fmt.Errorf("wrap the job key to %s: %w", a.Provider, err)
 		}
