@@ -238,6 +238,9 @@ func execHandOverKey(o *Overlay, from address.Address, m *MsgHandOverKey, p Para
 	if !to.waitsForHandover() {
 		return nil, fmt.Errorf("%s does not wait for a handover of job %d's key: %w", m.Provider, j.ID, ErrJobState)
 	}
+	if err := checkTEEGrant(o, j, m.Provider, info); err != nil {
+		return nil, err // a trust: tee job's key goes to attested providers only
+	}
 	// A handover grants as the owner's grant does: the slot is taken for
 	// real (slots.go).
 	bumped, err := grantSlot(o, j, to, p, info)
