@@ -254,11 +254,7 @@ func rangeInIndex(start, end []byte) bool {
 	return false
 }
 
-func prefixEnd(p []byte) []byte {
-	end := bytes.Clone(p)
-	end[len(end)-1]++
-	return end
-}
+func prefixEnd(p []byte) []byte { return ledger.PrefixEnd(p) }
 
 // layered is a committed base with a change set on top that is not yet
 // written (genesis, between InitChain and the first Commit).

@@ -125,6 +125,11 @@ func logSenderTxs(t *testing.T, d *daemon.Daemon, sender string) {
 			t.Logf("provider %s: its jobs: %v", sender, err)
 		}
 	}
+	if a, err := address.Parse(sender); err == nil {
+		kv, release := d.Node.View()
+		t.Logf("the node's view at height %d: %s's active jobs %v; invariants: %v", ledger.Height(kv), sender, ledger.ActiveJobsOf(kv, a), ledger.CheckInvariants(kv))
+		release()
+	}
 	t.Logf("txs of %s in blocks 1-%d (the last 20 of %d):\n%s", sender, d.Node.Height(), len(lines), strings.Join(lines[max(0, len(lines)-20):], "\n"))
 }
 

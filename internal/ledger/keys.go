@@ -238,10 +238,25 @@ func setUint(o *Overlay, key []byte, v uint64) {
 func u64(b []byte, v uint64) []byte { return binary.BigEndian.AppendUint64(b, v) }
 
 // prefixEnd is the first key after every key that starts with p.
-func prefixEnd(p []byte) []byte {
+func prefixEnd(p []byte) []byte { return PrefixEnd(p) }
+
+// PrefixEnd is the end of the key range that holds exactly the keys
+// starting with p: p with its last byte below 0xFF incremented and what
+// follows that byte cut; nil (no upper bound) when every byte is 0xFF.
+// Incrementing the last byte alone wraps 0xFF to 0x00 and gives an end
+// below the start: an empty range. Keys end with 20-byte addresses, 1 in
+// 256 of which end with 0xFF: such a provider's job index read empty, so
+// it never ran the jobs assigned to it (a CI run's job "key granted;
+// waiting for the provider to start").
+func PrefixEnd(p []byte) []byte {
 	end := slices.Clone(p)
-	end[len(end)-1]++
-	return end
+	for i := len(end) - 1; i >= 0; i-- {
+		if end[i] < 0xFF {
+			end[i]++
+			return end[:i+1]
+		}
+	}
+	return nil
 }
 
 // Services (service.go): svc/<id> → record (JSON), svcs/next the last id;
