@@ -8,9 +8,11 @@ import (
 	"net/netip"
 	"net/url"
 	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/gpunet/gpunet/internal/ledger"
 )
@@ -352,7 +354,11 @@ func validHostName(s string) bool {
 func FreeAddrOn(host string) (string, error) {
 	lo, hi := staticPortRange()
 	for try := 0; try < 64 && hi > lo; try++ {
-		addr := net.JoinHostPort(host, strconv.Itoa(lo+rand.IntN(hi-lo)))
+		port := lo + rand.IntN(hi-lo)
+		addr := net.JoinHostPort(host, strconv.Itoa(port))
+		if !reservePort(port) {
+			continue
+		}
 		if l, err := net.Listen("tcp", addr); err == nil {
 			l.Close()
 			return addr, nil
@@ -366,6 +372,39 @@ func FreeAddrOn(host string) (string, error) {
 	_, port, _ := net.SplitHostPort(l.Addr().String())
 	return net.JoinHostPort(host, port), nil
 }
+
+// reservePort claims port for a while among the processes of this
+// machine that choose ports here: two processes (tests run packages in
+// parallel) that draw the same free port before either binds it would
+// both write it into a config. A claim is a file in the temporary
+// directory, created exclusively; it lapses after portClaimTTL, by when
+// whoever claimed the port has bound it or given it up. false: another
+// process claimed it lately.
+func reservePort(port int) bool {
+	dir := filepath.Join(os.TempDir(), "gpunet-ports")
+	if err := os.MkdirAll(dir, 0o777); err != nil {
+		return true // no claims here: the listen check alone
+	}
+	path := filepath.Join(dir, strconv.Itoa(port))
+	for range 2 {
+		f, err := os.OpenFile(path, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o666)
+		if err == nil {
+			f.Close()
+			return true
+		}
+		if !os.IsExist(err) {
+			return true // claims cannot be written here: the listen check alone
+		}
+		if st, err := os.Stat(path); err == nil && time.Since(st.ModTime()) < portClaimTTL {
+			return false // claimed lately by another process
+		}
+		os.Remove(path) // a lapsed claim (or one just removed): claim it anew
+	}
+	return false
+}
+
+// portClaimTTL is how long a port claim holds (reservePort).
+const portClaimTTL = 2 * time.Minute
 
 // staticPortRange is [lo, hi): ports above the well-known and registered
 // services most machines run (below 20000) and below the kernel's

@@ -265,3 +265,23 @@ func TestFreeAddrIsOutsideTheEphemeralRange(t *testing.T) {
 		t.Errorf("50 calls gave only %d distinct addresses: the draw is not random", len(seen))
 	}
 }
+
+// TestFreeAddrClaimsItsPort: two processes drawing ports at once must not
+// both get one that neither has bound yet: a port FreeAddr returned is
+// claimed for a while, and not returned again meanwhile (a CI run: two
+// test processes' nodes on one port, "bind: address already in use").
+func TestFreeAddrClaimsItsPort(t *testing.T) {
+	lo, hi := staticPortRange()
+	if hi <= lo {
+		t.Skip("no static port range on this system")
+	}
+	addr, err := FreeAddr()
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, p, _ := net.SplitHostPort(addr)
+	port, _ := strconv.Atoi(p)
+	if reservePort(port) {
+		t.Fatalf("port %d, just returned by FreeAddr, could be claimed again", port)
+	}
+}
