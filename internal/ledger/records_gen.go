@@ -536,6 +536,12 @@ func (x *JobSpec) encodeRec(e *encoder) {
 			e.string(x.TEEMeasurements[i0])
 		}
 	}
+	if e.version >= 8 {
+		e.bool(x.Compare != nil)
+		if x.Compare != nil {
+			(*x.Compare).encodeRec(e)
+		}
+	}
 }
 
 func (x *JobSpec) decodeRec(d *decoder) {
@@ -627,6 +633,13 @@ func (x *JobSpec) decodeRec(d *decoder) {
 			}
 		}
 	}
+	if d.version >= 8 {
+		if d.bool("compare") {
+			v0 := new(CompareSpec)
+			(*v0).decodeRec(d)
+			x.Compare = v0
+		}
+	}
 }
 
 func (x *JobSpec) recVersion() byte {
@@ -644,6 +657,9 @@ func (x *JobSpec) recVersion() byte {
 		v = max(v, 8)
 	}
 	if len(x.TEEMeasurements) > 0 {
+		v = max(v, 8)
+	}
+	if x.Compare != nil {
 		v = max(v, 8)
 	}
 	return v
@@ -1238,6 +1254,16 @@ func (x *CheckpointSpec) encodeRec(e *encoder) {
 func (x *CheckpointSpec) decodeRec(d *decoder) {
 	x.Path = d.string("path")
 	x.IntervalSeconds = d.uvarint("interval_seconds")
+}
+
+func (x *CompareSpec) encodeRec(e *encoder) {
+	e.uvarint(x.RTolE18)
+	e.uvarint(x.ATolE18)
+}
+
+func (x *CompareSpec) decodeRec(d *decoder) {
+	x.RTolE18 = d.uvarint("rtol_e18")
+	x.ATolE18 = d.uvarint("atol_e18")
 }
 
 func (x *JobResult) encodeRec(e *encoder) {

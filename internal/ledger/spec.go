@@ -1,6 +1,7 @@
 package ledger
 
 import (
+	"errors"
 	"fmt"
 	"regexp"
 	"strings"
@@ -60,6 +61,39 @@ type JobSpec struct {
 	// launch measurement (lower-case hex) to one of them.
 	Trust           string   `json:"trust,omitempty" rec:"since=8"`
 	TEEMeasurements []string `json:"tee_measurements,omitempty" rec:"since=8"`
+	// Compare, when set, says how replicas' outputs are judged the same
+	// when their bytes differ (docs/ledger.md, "Outputs judged within a
+	// tolerance"); nil is byte for byte.
+	Compare *CompareSpec `json:"compare,omitempty" rec:"since=8"`
+}
+
+// CompareSpec is a job's rule for judging replicas' outputs the same:
+// numbers within |a-b| <= atol + rtol*max(|a|,|b|) (internal/compare).
+// The tolerances are integers in parts per 10^18, so that no float enters
+// the state: 1e-5 is 10^13, 1 is 10^18.
+type CompareSpec struct {
+	RTolE18 uint64 `json:"rtol_e18"`
+	ATolE18 uint64 `json:"atol_e18"`
+}
+
+// MaxToleranceE18 is a tolerance of 1, the most a spec may ask for.
+const MaxToleranceE18 = 1_000_000_000_000_000_000
+
+// ErrCompareNotSettled: the ledger checks a compare spec but does not take
+// it yet. Judging such a job by its hash, as today, would slash honest
+// replicas whose floats differ in the low bits.
+var ErrCompareNotSettled = errors.New("compare: outputs judged within a tolerance are not settled by this ledger yet; leave compare out to judge outputs byte for byte")
+
+func (c *CompareSpec) validate(s *JobSpec) error {
+	switch {
+	case c.RTolE18 > MaxToleranceE18:
+		return invalid("compare.rtol_e18 %d is more than 10^18 (a tolerance of 1)", c.RTolE18)
+	case c.ATolE18 > MaxToleranceE18:
+		return invalid("compare.atol_e18 %d is more than 10^18 (a tolerance of 1)", c.ATolE18)
+	case !s.Checked():
+		return invalid("compare judges replicas' outputs, so the job must be checked: deterministic, verification spot or full")
+	}
+	return fmt.Errorf("%w: %w", ErrInvalidMsg, ErrCompareNotSettled)
 }
 
 // Executors a job may name (JobSpec.Executor).
@@ -200,6 +234,11 @@ func (s *JobSpec) Validate() error {
 	}
 	if s.Checkpoint != nil {
 		if err := s.Checkpoint.validate(); err != nil {
+			return err
+		}
+	}
+	if s.Compare != nil {
+		if err := s.Compare.validate(s); err != nil {
 			return err
 		}
 	}
