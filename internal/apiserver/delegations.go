@@ -1,6 +1,8 @@
 package apiserver
 
 import (
+	"encoding/hex"
+	"errors"
 	"fmt"
 	"net/http"
 	"strings"
@@ -19,14 +21,14 @@ func (s *Server) delegationRoutes() []Route {
 	return []Route{
 		{Method: "GET", Path: "/v1/accounts/{addr}/delegations", ID: "getDelegations", Tag: "accounts",
 			Summary:    "What an account has delegated to validators and providers (each delegation's worth now and its pending rewards), its unbonding entries and its redelegations",
-			PathParams: addrParam, Resp: sampleDelegator(), Errors: []int{400}, Handler: h(s.delegations)},
+			PathParams: addrParam, List: true, Resp: sampleDelegator(), Errors: []int{400}, Handler: h(s.delegations)},
 		{Method: "GET", Path: "/v1/validators/{addr}", ID: "getValidator", Tag: "chain",
 			Summary:    "One validator, by its operator's address (gpu1…) or its consensus address (40 hex digits): bond, delegated stake, power, status, commission, its delegation pool and delegations",
 			PathParams: map[string]string{"addr": "the operator's address (bech32, gpu1…) or the validator's consensus address (40 hex digits)"},
-			Resp:       apiwire.ValidatorBody{Delegations: []ledger.DelegationInfo{{}}}, Errors: []int{400, 404}, Handler: h(s.validator)},
+			List:       true, Resp: apiwire.ValidatorBody{Delegations: []ledger.DelegationInfo{{}}}, Errors: []int{400, 404}, Handler: h(s.validator)},
 		{Method: "GET", Path: "/v1/providers/{addr}/delegations", ID: "getProviderDelegations", Tag: "providers",
 			Summary:    "A provider's delegation pool (delegated tokens backing its stake requirement, shares, commission, what its delegators lost to slashes) and its delegations",
-			PathParams: addrParam, Resp: apiwire.TargetDelegationsBody{TargetDelegations: ledger.TargetDelegations{Delegations: []ledger.DelegationInfo{{}}}}, Errors: []int{400, 404}, Handler: h(s.providerDelegations)},
+			PathParams: addrParam, List: true, Resp: apiwire.TargetDelegationsBody{TargetDelegations: ledger.TargetDelegations{Delegations: []ledger.DelegationInfo{{}}}}, Errors: []int{400, 404}, Handler: h(s.providerDelegations)},
 	}
 }
 
@@ -39,27 +41,48 @@ func sampleDelegator() apiwire.DelegatorBody {
 	}
 }
 
+// delegations serves GET /v1/accounts/{addr}/delegations: a page of the
+// delegations, then the unbonding entries, then the redelegations (limit
+// counts items of the three), and the totals over all of them. The
+// cursor is the hex of the page's last ledger key.
 func (s *Server) delegations(w http.ResponseWriter, r *http.Request) {
 	a, ok := parseAddr(w, r)
 	if !ok {
 		return
 	}
+	limit, ok := pageLimit(w, r)
+	if !ok {
+		return
+	}
+	var after []byte
+	if c := r.URL.Query().Get("cursor"); c != "" {
+		b, err := hex.DecodeString(c)
+		if err != nil || len(b) == 0 {
+			writeError(w, http.StatusBadRequest, 0, fmt.Sprintf("cursor %q: not a cursor of this list (pass back next_cursor as given)", c))
+			return
+		}
+		after = b
+	}
 	kv, release := s.chain.View()
 	defer release()
-	st, err := ledger.DelegationsOf(kv, a)
+	st, next, err := ledger.DelegationsOf(kv, a, after, limit)
+	if err != nil {
+		if errors.Is(err, ledger.ErrInvalidMsg) {
+			writeError(w, http.StatusBadRequest, 0, fmt.Sprintf("cursor %q: not a cursor of %s's delegations (pass back next_cursor as given)", r.URL.Query().Get("cursor"), a))
+			return
+		}
+		writeLedgerError(w, err)
+		return
+	}
+	tot, err := ledger.DelegationTotalsOf(kv, a)
 	if err != nil {
 		writeLedgerError(w, err)
 		return
 	}
-	out := apiwire.DelegatorBody{Delegator: a, Delegations: st.Delegations, Unbonding: st.Unbonding, Redelegations: st.Redelegations, Height: ledger.Height(kv)}
-	for _, d := range out.Delegations {
-		out.Delegated += d.Amount
-		out.PendingRewards += d.PendingRewards
-	}
-	for _, u := range out.Unbonding {
-		for _, e := range u.Entries {
-			out.UnbondingTotal += e.Balance
-		}
+	out := apiwire.DelegatorBody{Delegator: a, Delegations: st.Delegations, Unbonding: st.Unbonding, Redelegations: st.Redelegations,
+		Delegated: tot.Delegated, UnbondingTotal: tot.UnbondingTotal, PendingRewards: tot.PendingRewards, Height: ledger.Height(kv)}
+	if next != nil {
+		out.NextCursor = hex.EncodeToString(next)
 	}
 	if out.Delegations == nil {
 		out.Delegations = []ledger.DelegationInfo{}
@@ -71,6 +94,41 @@ func (s *Server) delegations(w http.ResponseWriter, r *http.Request) {
 		out.Redelegations = []ledger.RedelegationInfo{}
 	}
 	writeJSON(w, http.StatusOK, out)
+}
+
+// targetPageParams reads a target's page: ?limit= and ?cursor= (the
+// last delegator of the previous page); on failure it has written the
+// error.
+func targetPageParams(w http.ResponseWriter, r *http.Request) (limit int, after *address.Address, ok bool) {
+	if limit, ok = pageLimit(w, r); !ok {
+		return 0, nil, false
+	}
+	if c := r.URL.Query().Get("cursor"); c != "" {
+		a, err := address.Parse(c)
+		if err != nil {
+			writeError(w, http.StatusBadRequest, 0, fmt.Sprintf("cursor %q: not a cursor of this list (pass back next_cursor as given)", c))
+			return 0, nil, false
+		}
+		after = &a
+	}
+	return limit, after, true
+}
+
+// targetPage reads t's pool and page of delegations; on failure it has
+// written the error.
+func targetPage(w http.ResponseWriter, kv ledger.KV, t ledger.Target, after *address.Address, limit int) (*ledger.TargetDelegations, string, bool) {
+	td, next, err := ledger.DelegationsTo(kv, t, after, limit)
+	if err != nil {
+		writeLedgerError(w, err)
+		return nil, "", false
+	}
+	if td.Delegations == nil {
+		td.Delegations = []ledger.DelegationInfo{}
+	}
+	if next == nil {
+		return td, "", true
+	}
+	return td, next.String(), true
 }
 
 // validator answers GET /v1/validators/{addr}: addr is the operator's
@@ -91,6 +149,10 @@ func (s *Server) validator(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, ledger.ErrInvalidAddress.Code, fmt.Sprintf("%q is neither an operator's address (%s1…) nor a consensus address (40 hex digits)", given, address.HRP))
 		return
 	}
+	limit, after, ok := targetPageParams(w, r)
+	if !ok {
+		return
+	}
 	kv, release := s.chain.View()
 	defer release()
 	vs, err := ledger.Validators(kv)
@@ -102,15 +164,11 @@ func (s *Server) validator(w http.ResponseWriter, r *http.Request) {
 		if byOperator && v.Operator != op || !byOperator && v.Address != cons {
 			continue
 		}
-		td, err := ledger.DelegationsTo(kv, ledger.Target{Kind: ledger.TargetValidator, Address: v.Operator})
-		if err != nil {
-			writeLedgerError(w, err)
+		td, next, ok := targetPage(w, kv, ledger.Target{Kind: ledger.TargetValidator, Address: v.Operator}, after, limit)
+		if !ok {
 			return
 		}
-		out := apiwire.ValidatorBody{ValidatorInfo: v, Total: v.Total(), Pool: td.Pool, Delegations: td.Delegations, Height: ledger.Height(kv)}
-		if out.Delegations == nil {
-			out.Delegations = []ledger.DelegationInfo{}
-		}
+		out := apiwire.ValidatorBody{ValidatorInfo: v, Total: v.Total(), Pool: td.Pool, Delegations: td.Delegations, NextCursor: next, Height: ledger.Height(kv)}
 		writeJSON(w, http.StatusOK, out)
 		return
 	}
@@ -126,6 +184,10 @@ func (s *Server) providerDelegations(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
+	limit, after, ok := targetPageParams(w, r)
+	if !ok {
+		return
+	}
 	kv, release := s.chain.View()
 	defer release()
 	if _, found, err := ledger.GetProvider(kv, a); err != nil {
@@ -135,13 +197,9 @@ func (s *Server) providerDelegations(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, ledger.ErrUnknownProvider.Code, a.String()+" is not a registered provider")
 		return
 	}
-	td, err := ledger.DelegationsTo(kv, ledger.Target{Kind: ledger.TargetProvider, Address: a})
-	if err != nil {
-		writeLedgerError(w, err)
+	td, next, ok := targetPage(w, kv, ledger.Target{Kind: ledger.TargetProvider, Address: a}, after, limit)
+	if !ok {
 		return
 	}
-	if td.Delegations == nil {
-		td.Delegations = []ledger.DelegationInfo{}
-	}
-	writeJSON(w, http.StatusOK, apiwire.TargetDelegationsBody{TargetDelegations: *td, Height: ledger.Height(kv)})
+	writeJSON(w, http.StatusOK, apiwire.TargetDelegationsBody{TargetDelegations: *td, NextCursor: next, Height: ledger.Height(kv)})
 }

@@ -509,67 +509,166 @@ func delegationInfo(kv KV, d address.Address, t Target, x *Delegation) (Delegati
 	return DelegationInfo{Delegator: d, Target: t, Shares: x.Shares, Amount: p.tokensFor(x.Shares), PendingRewards: p.pendingReward(x)}, nil
 }
 
-// DelegationsOf returns what delegator d has delegated, is unbonding and
-// has redelegated, in target order.
-func DelegationsOf(kv KV, d address.Address) (*DelegatorState, error) {
-	out := &DelegatorState{}
+// DelegatorTotals is what a delegator holds over all its delegations.
+type DelegatorTotals struct {
+	Delegated      uint64 `json:"delegated"`
+	UnbondingTotal uint64 `json:"unbonding_total"`
+	PendingRewards uint64 `json:"pending_rewards"`
+}
+
+// delegatorLists are a delegator's three lists in the order a page walks
+// them: delegations, unbonding entries, redelegations.
+func delegatorLists(d address.Address) [3][]byte {
+	return [3][]byte{
+		append(slices.Clone(prefixDelegation), d[:]...),
+		append(slices.Clone(prefixDelUnbond), d[:]...),
+		append(slices.Clone(prefixRedelegation), d[:]...),
+	}
+}
+
+// DelegationsOf returns a page of what delegator d has delegated, is
+// unbonding and has redelegated: at most limit items (a delegation, a
+// target's unbonding entries, a source and destination's redelegation
+// entries) of the three lists walked in that order, each in target order,
+// from after the position after (nil: from the start). next is the
+// position to pass back for the next page, nil on the last. It reads the
+// items of the page and one more, whatever d holds; a position that is
+// not one of d's (another delegator's, or garbage) is ErrInvalidMsg.
+func DelegationsOf(kv KV, d address.Address, after []byte, limit int) (out *DelegatorState, next []byte, err error) {
+	if limit < 1 {
+		return nil, nil, invalid("page limit %d: want at least 1", limit)
+	}
+	lists := delegatorLists(d)
+	first := 0
+	if after != nil {
+		first = -1
+		for i, pre := range lists {
+			if len(after) > len(pre) && string(after[:len(pre)]) == string(pre) {
+				first = i
+			}
+		}
+		if first < 0 {
+			return nil, nil, invalid("page position %x is not one of %s's delegations", after, d)
+		}
+	}
+	out = &DelegatorState{}
+	n := 0
+	var last []byte
+	for i := first; i < len(lists) && next == nil && err == nil; i++ {
+		pre := lists[i]
+		start := pre
+		if i == first && after != nil {
+			start = append(slices.Clone(after), 0) // the next key after it
+		}
+		kv.Iterate(start, prefixEnd(pre), func(k, b []byte) bool {
+			if n == limit {
+				next = last
+				return false
+			}
+			rest := k[len(pre):]
+			switch i {
+			case 0:
+				x := &Delegation{}
+				if err = decodeRecord(b, x); err != nil {
+					return false
+				}
+				var di DelegationInfo
+				di, err = delegationInfo(kv, d, targetFrom(rest), x)
+				out.Delegations = append(out.Delegations, di)
+			case 1:
+				u := &UnbondingDelegation{}
+				if err = decodeRecord(b, u); err != nil {
+					return false
+				}
+				out.Unbonding = append(out.Unbonding, UnbondingDelegationInfo{Delegator: d, Target: targetFrom(rest), Entries: u.Entries})
+			case 2:
+				r := &Redelegation{}
+				if err = decodeRecord(b, r); err != nil {
+					return false
+				}
+				out.Redelegations = append(out.Redelegations, RedelegationInfo{Delegator: d, Source: targetFrom(rest), Destination: targetFrom(rest[targetLen:]), Entries: r.Entries})
+			}
+			n++
+			last = slices.Clone(k)
+			return err == nil
+		})
+	}
+	if err != nil {
+		return nil, nil, fmt.Errorf("delegations of %s: %w: %w", d, err, ErrInternal)
+	}
+	return out, next, nil
+}
+
+// DelegationTotalsOf sums what d has delegated, is unbonding and has
+// pending over all its delegations and unbonding entries. It walks them
+// one at a time, holding none: d has one of each per target at most.
+func DelegationTotalsOf(kv KV, d address.Address) (DelegatorTotals, error) {
+	var t DelegatorTotals
 	var err error
-	pre := append(slices.Clone(prefixDelegation), d[:]...)
-	kv.Iterate(pre, prefixEnd(pre), func(k, b []byte) bool {
+	lists := delegatorLists(d)
+	kv.Iterate(lists[0], prefixEnd(lists[0]), func(k, b []byte) bool {
 		x := &Delegation{}
 		if err = decodeRecord(b, x); err != nil {
 			return false
 		}
-		var di DelegationInfo
-		di, err = delegationInfo(kv, d, targetFrom(k[len(pre):]), x)
-		out.Delegations = append(out.Delegations, di)
-		return err == nil
+		var p *DelegationPool
+		if p, err = GetDelegationPool(kv, targetFrom(k[len(lists[0]):])); err != nil {
+			return false
+		}
+		t.Delegated += p.tokensFor(x.Shares)
+		t.PendingRewards += p.pendingReward(x)
+		return true
 	})
 	if err != nil {
-		return nil, err
+		return t, err
 	}
-	pre = append(slices.Clone(prefixDelUnbond), d[:]...)
-	kv.Iterate(pre, prefixEnd(pre), func(k, b []byte) bool {
+	kv.Iterate(lists[1], prefixEnd(lists[1]), func(_, b []byte) bool {
 		u := &UnbondingDelegation{}
 		if err = decodeRecord(b, u); err != nil {
 			return false
 		}
-		out.Unbonding = append(out.Unbonding, UnbondingDelegationInfo{Delegator: d, Target: targetFrom(k[len(pre):]), Entries: u.Entries})
-		return true
-	})
-	if err != nil {
-		return nil, err
-	}
-	pre = append(slices.Clone(prefixRedelegation), d[:]...)
-	kv.Iterate(pre, prefixEnd(pre), func(k, b []byte) bool {
-		r := &Redelegation{}
-		if err = decodeRecord(b, r); err != nil {
-			return false
+		for _, e := range u.Entries {
+			t.UnbondingTotal += e.Balance
 		}
-		rest := k[len(pre):]
-		out.Redelegations = append(out.Redelegations, RedelegationInfo{Delegator: d, Source: targetFrom(rest), Destination: targetFrom(rest[targetLen:]), Entries: r.Entries})
 		return true
 	})
-	return out, err
+	return t, err
 }
 
-// TargetDelegations is a target's pool and its delegations, for queries.
+// TargetDelegations is a target's pool and a page of its delegations, for
+// queries.
 type TargetDelegations struct {
 	Target      Target           `json:"target"`
 	Pool        DelegationPool   `json:"pool"`
 	Delegations []DelegationInfo `json:"delegations"`
 }
 
-// DelegationsTo returns t's pool and its delegations, in delegator order.
-func DelegationsTo(kv KV, t Target) (*TargetDelegations, error) {
+// DelegationsTo returns t's pool and at most limit of its delegations, in
+// delegator order, by the delegators after after (nil: from the first);
+// next is the delegator to pass back as after for the next page, nil on
+// the last. It reads the page and one more index key, however many
+// delegate to t.
+func DelegationsTo(kv KV, t Target, after *address.Address, limit int) (out *TargetDelegations, next *address.Address, err error) {
+	if limit < 1 {
+		return nil, nil, invalid("page limit %d: want at least 1", limit)
+	}
 	p, err := GetDelegationPool(kv, t)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	out := &TargetDelegations{Target: t, Pool: *p}
+	out = &TargetDelegations{Target: t, Pool: *p}
 	pre := append(slices.Clone(prefixDelByTarget), t.bytes()...)
+	start := pre
+	if after != nil {
+		start = append(delByTargetKey(t, *after), 0)
+	}
 	var ds []address.Address
-	kv.Iterate(pre, prefixEnd(pre), func(k, _ []byte) bool {
+	more := false
+	kv.Iterate(start, prefixEnd(pre), func(k, _ []byte) bool {
+		if len(ds) == limit {
+			more = true
+			return false
+		}
 		var d address.Address
 		copy(d[:], k[len(pre):])
 		ds = append(ds, d)
@@ -578,14 +677,17 @@ func DelegationsTo(kv KV, t Target) (*TargetDelegations, error) {
 	for _, d := range ds {
 		x, ok, err := GetDelegation(kv, d, t)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		if !ok {
-			return nil, fmt.Errorf("delegation of %s to %s is indexed but has no record: %w", d, t, ErrInternal)
+			return nil, nil, fmt.Errorf("delegation of %s to %s is indexed but has no record: %w", d, t, ErrInternal)
 		}
 		out.Delegations = append(out.Delegations, DelegationInfo{Delegator: d, Target: t, Shares: x.Shares, Amount: p.tokensFor(x.Shares), PendingRewards: p.pendingReward(x)})
 	}
-	return out, nil
+	if more {
+		next = &ds[len(ds)-1]
+	}
+	return out, next, nil
 }
 
 func fmtU(v uint64) string { return strconv.FormatUint(v, 10) }

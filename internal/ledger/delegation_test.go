@@ -34,7 +34,7 @@ func redelegateTx(k lt.Key, seq uint64, from, to string, amt uint64) []byte {
 // worth is what k's delegation to validator name is worth.
 func worth(t *testing.T, c *lt.Chain, k lt.Key, name string) uint64 {
 	t.Helper()
-	st, err := ledger.DelegationsOf(c.KV, k.Addr)
+	st, _, err := ledger.DelegationsOf(c.KV, k.Addr, nil, 1000)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -154,7 +154,7 @@ func TestDelegationsSlashed(t *testing.T) {
 	if w := worth(t, c, bob, "v2"); w != 10*sync {
 		t.Errorf("bob's delegation to v2 (not redelegated) worth %d, want 10 SYNC", w)
 	}
-	st, err := ledger.DelegationsOf(c.KV, alice.Addr)
+	st, _, err := ledger.DelegationsOf(c.KV, alice.Addr, nil, 1000)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -399,7 +399,7 @@ func TestProviderSlashShrinksDelegations(t *testing.T) {
 	rate := ledger.DefaultParams().SlashBps // of 10,000
 	wantDelegated := 5_000_000 - 5_000_000*rate/10_000
 	wantUnbonding := 1_000_000 - 1_000_000*rate/10_000
-	st, err := ledger.DelegationsOf(c.KV, consumer.Addr)
+	st, _, err := ledger.DelegationsOf(c.KV, consumer.Addr, nil, 1000)
 	if err != nil {
 		t.Fatal(err)
 	}

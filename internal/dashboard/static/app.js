@@ -612,7 +612,7 @@
             h('dt', {}, 'Jobs'), h('dd', {}, r.jobs + ' running of ' + r.max_jobs))),
           h('div', {class: 'panel'}, h('h2', {}, 'Stake and reputation'), h('dl', {class: 'kv'},
             h('dt', {}, 'Stake'), h('dd', {}, fmtSync(r.stake) + ' (required ' + fmtSync(p.required_stake) + ')'),
-            h('dt', {}, 'Delegated'), h('dd', {id: 'provider-delegated'}, fmtSync(r.delegated || 0) + ' by ' + dl.delegations.length + ' delegator(s), commission ' + fmtPPM(dl.pool.commission_ppm) + (dl.pool.slashed ? ', ' + fmtSync(dl.pool.slashed) + ' slashed' : '')),
+            h('dt', {}, 'Delegated'), h('dd', {id: 'provider-delegated'}, fmtSync(r.delegated || 0) + ' by ' + countOf(dl) + ' delegator(s), commission ' + fmtPPM(dl.pool.commission_ppm) + (dl.pool.slashed ? ', ' + fmtSync(dl.pool.slashed) + ' slashed' : '')),
             h('dt', {}, 'Unbonding'), h('dd', {}, p.unbonding.length ? p.unbonding.map(u => fmtSync(u.amount) + ' at block ' + u.completion_height).join('; ') : 'none'),
             h('dt', {}, 'Earned'), h('dd', {}, fmtSync(r.earned)),
             h('dt', {}, 'Reputation'), h('dd', {}, fmtNum(r.reputation / 1e6, 3)),
@@ -622,7 +622,7 @@
             h('dt', {}, 'Open challenge'), h('dd', {}, p.challenge ? 'issued at block ' + p.challenge.height + ', due by ' + p.challenge.deadline : 'none'),
             h('dt', {}, 'Registered'), h('dd', {}, 'block ' + r.registered_height + ', updated at ' + r.updated_height),
             h('dt', {}, 'Account'), h('dd', {}, addrLink(addr))))),
-        h('div', {class: 'panel'}, h('h2', {}, 'Delegations'), delegatorsTable(dl.delegations, 'provider-delegations')),
+        h('div', {class: 'panel'}, h('h2', {}, 'Delegations'), delegatorsTable(dl, 'provider-delegations', 'GET /v1/providers/' + addr + '/delegations?cursor=…')),
         h('div', {class: 'panel'}, h('h2', {}, 'Slashes'), slashes.length ? h('table', {id: 'provider-slashes'},
           h('thead', {}, h('tr', {}, h('th', {}, 'Block'), h('th', {class: 'num'}, 'Amount'), h('th', {}, 'Why'))),
           h('tbody', {}, slashes.map(e => h('tr', {class: 'slashed'}, h('td', {}, h('a', {href: '#/block/' + e.height}, e.height)),
@@ -675,14 +675,25 @@
       unb.length ? h('table', {}, h('thead', {}, h('tr', {}, h('th', {}, 'Unbonding from'), h('th', {class: 'num'}, 'Balance'), h('th', {class: 'num'}, 'Back at block'))),
         h('tbody', {}, unb.map(([t, e]) => h('tr', {}, h('td', {}, targetLink(t)), h('td', {class: 'num'}, fmtSync(e.balance)), h('td', {class: 'num'}, e.completion_height))))) : null,
       red.length ? h('table', {}, h('thead', {}, h('tr', {}, h('th', {}, 'Redelegated from'), h('th', {}, 'To'), h('th', {class: 'num'}, 'Initial'), h('th', {class: 'num'}, 'Slashable for the source until block'))),
-        h('tbody', {}, red.map(([r, e]) => h('tr', {}, h('td', {}, targetLink(r.source)), h('td', {}, targetLink(r.destination)), h('td', {class: 'num'}, fmtSync(e.initial)), h('td', {class: 'num'}, e.completion_height))))) : null);
+        h('tbody', {}, red.map(([r, e]) => h('tr', {}, h('td', {}, targetLink(r.source)), h('td', {}, targetLink(r.destination)), h('td', {class: 'num'}, fmtSync(e.initial)), h('td', {class: 'num'}, e.completion_height))))) : null,
+      dl.next_cursor ? h('p', {class: 'muted'}, 'The first page; gpunet query delegations ' + dl.delegator + ' lists them all (the totals above cover all).') : null);
   }
 
-  // delegatorsTable is a target's delegations.
-  function delegatorsTable(ds, id) {
+  // countOf is the number of delegators on a target's first page of
+  // delegations, with a + when more pages follow (the page is what the
+  // API answers at once, never every delegation).
+  function countOf(page) {
+    return page.delegations.length + (page.next_cursor ? '+' : '');
+  }
+
+  // delegatorsTable is a target's first page of delegations, and where to
+  // see the rest when there are more.
+  function delegatorsTable(page, id, all) {
+    const ds = page.delegations;
     if (!ds.length) return h('p', {class: 'muted', id}, 'No delegations.');
-    return h('table', {id}, h('thead', {}, h('tr', {}, h('th', {}, 'Delegator'), h('th', {class: 'num'}, 'Amount'), h('th', {class: 'num'}, 'Shares'))),
-      h('tbody', {}, ds.map(d => h('tr', {}, h('td', {}, addrLink(d.delegator)), h('td', {class: 'num'}, fmtSync(d.amount)), h('td', {class: 'num'}, fmtNum(d.shares, 0))))));
+    return h('div', {id}, h('table', {}, h('thead', {}, h('tr', {}, h('th', {}, 'Delegator'), h('th', {class: 'num'}, 'Amount'), h('th', {class: 'num'}, 'Shares'))),
+      h('tbody', {}, ds.map(d => h('tr', {}, h('td', {}, addrLink(d.delegator)), h('td', {class: 'num'}, fmtSync(d.amount)), h('td', {class: 'num'}, fmtNum(d.shares, 0)))))),
+      page.next_cursor ? h('p', {class: 'muted'}, 'The first ' + ds.length + ' delegations; ' + all + ' pages through them all.') : null);
   }
 
   function validatorsPage() {
@@ -717,11 +728,11 @@
             h('dt', {}, 'Status'), h('dd', {}, v.status + (v.jailed && !v.tombstoned ? ' until block ' + v.jailed_until : '')),
             h('dt', {}, 'Power'), h('dd', {}, fmtNum(v.power, 0)),
             h('dt', {}, 'Bond'), h('dd', {}, fmtSync(v.bond)),
-            h('dt', {}, 'Delegated'), h('dd', {id: 'validator-delegated'}, fmtSync(v.delegated || 0) + ' by ' + v.delegations.length + ' delegator(s)'),
+            h('dt', {}, 'Delegated'), h('dd', {id: 'validator-delegated'}, fmtSync(v.delegated || 0) + ' by ' + countOf(v) + ' delegator(s)'),
             h('dt', {}, 'Commission'), h('dd', {}, fmtPPM(v.pool.commission_ppm)),
             h('dt', {}, 'Missed'), h('dd', {}, fmtNum(v.missed, 0) + ' block(s) in the downtime window'),
             h('dt', {}, 'Slashed'), h('dd', {}, fmtSync(v.slashed) + ' of the bond, ' + fmtSync(v.pool.slashed) + ' of its delegations'))),
-          h('div', {class: 'panel'}, h('h2', {}, 'Delegations'), delegatorsTable(v.delegations, 'validator-delegations')));
+          h('div', {class: 'panel'}, h('h2', {}, 'Delegations'), delegatorsTable(v, 'validator-delegations', 'gpunet query validator ' + v.operator)));
       } catch (e) { replace(root, h('h1', {}, 'Validator'), errorBox(e)); }
     };
     load();
