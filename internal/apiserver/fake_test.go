@@ -37,10 +37,16 @@ var (
 // newFakeChain returns a chain with five staked providers (p1…p5, the
 // last offline) and jobs submitted by the consumer: jobs 1-3 placed (job
 // 2 then cancelled), job 4 too big for anyone (queued).
-func newFakeChain(t testing.TB) *fakeChain {
+func newFakeChain(t testing.TB) *fakeChain { t.Helper(); return newFakeChainWith(t, nil) }
+
+// newFakeChainWith is newFakeChain with edit applied to its genesis.
+func newFakeChainWith(t testing.TB, edit func(*ledger.Genesis)) *fakeChain {
 	t.Helper()
 	g := lt.Genesis(100_000_000_000, "consumer", "p1", "p2", "p3", "p4", "p5")
 	g.Params.LivenessRatePPM = 0
+	if edit != nil {
+		edit(&g)
+	}
 	f := &fakeChain{t: t, c: lt.NewChain(t, g), seq: map[address.Address]uint64{}, txs: map[string]*apiwire.TxResult{}}
 	for i, k := range providerKeys {
 		pi := lt.ProviderInfo("", 0, uint64(36_000*(i+1)))

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/gpunet/gpunet/internal/address"
 	"github.com/gpunet/gpunet/internal/apiwire"
@@ -200,9 +201,20 @@ func (s *Server) quote(w http.ResponseWriter, r *http.Request) {
 	if !decodeStrict(w, r, "spec", &spec) {
 		return
 	}
-	kv, release := s.chain.View()
+	// A trust: tee job counts the providers attested at the block time
+	// of the state quoted (the time placement would be checked nearest),
+	// never the wall clock.
+	kv, release, now, err := s.viewAt(r.Context())
+	if err != nil {
+		writeError(w, http.StatusServiceUnavailable, 0, err.Error())
+		return
+	}
 	defer release()
-	q, err := ledger.QuoteJob(kv, &spec)
+	var at time.Time
+	if now != 0 {
+		at = time.Unix(now, 0)
+	}
+	q, err := ledger.QuoteJobAt(kv, &spec, at)
 	if err != nil {
 		writeError(w, http.StatusBadRequest, ledger.CodeOf(err), err.Error())
 		return

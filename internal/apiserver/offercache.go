@@ -49,6 +49,10 @@ type sortedEntry struct {
 type resultKey struct {
 	q, sort string
 	all     bool
+	// teeAt is the block time a query on tee was answered at (0 for
+	// other queries): an attestation that expires changes the answer
+	// without changing the snapshot.
+	teeAt int64
 }
 
 type resultEntry struct {
@@ -261,8 +265,12 @@ func matchOffers(ctx context.Context, sorted []*apiwire.ProviderOffer, keep func
 // from its answer for an earlier snapshot, as sorted lists are (a block
 // that changed a few providers costs a few binary searches, not a pass
 // over every provider); else from snap sorted by keys.
-func (s *Server) queryOffers(ctx context.Context, snap *offerSnap, q *offers.Query, keys []offers.SortKey, all bool) []*apiwire.ProviderOffer {
+func (s *Server) queryOffers(ctx context.Context, snap *offerSnap, q *offers.Query, keys []offers.SortKey, all bool, now int64) []*apiwire.ProviderOffer {
 	k := resultKey{q: q.String(), all: all}
+	teeQuery := q.Uses("tee")
+	if teeQuery {
+		k.teeAt = now
+	}
 	for _, sk := range keys {
 		k.sort += sk.String() + ","
 	}
@@ -278,7 +286,17 @@ func (s *Server) queryOffers(ctx context.Context, snap *offerSnap, q *offers.Que
 		prev = *e
 	}
 	c.rmu.Unlock()
-	keep := func(po *apiwire.ProviderOffer) bool { return (all || po.Schedulable) && q.Match(&po.Offer) }
+	keep := func(po *apiwire.ProviderOffer) bool {
+		if !all && !po.Schedulable {
+			return false
+		}
+		if teeQuery && po.TEE != "" {
+			o := po.Offer
+			teeAt(&o, now)
+			return q.Match(&o)
+		}
+		return q.Match(&po.Offer)
+	}
 	matched, ok := resort(prev.src, prev.matched, snap.all, offerComparer(keys), keep)
 	if !ok {
 		matched = matchOffers(ctx, c.sortedBy(snap, keys), keep)

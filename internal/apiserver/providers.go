@@ -1,6 +1,7 @@
 package apiserver
 
 import (
+	"context"
 	"fmt"
 	"math"
 	"net/http"
@@ -12,6 +13,54 @@ import (
 	"github.com/gpunet/gpunet/internal/ledger"
 	"github.com/gpunet/gpunet/internal/offers"
 )
+
+// teeAt clears o's TEE when its attestation has expired at unix time now
+// (the block time of the answer's height; 0 when unknown).
+func teeAt(o *offers.Offer, now int64) {
+	if o.TEE != "" && now > 0 && now >= o.TEEExpiry {
+		o.TEE = ""
+	}
+}
+
+// blockTime returns the header time of committed block height in unix
+// seconds: the time as of which state at that height is answered (never
+// the wall clock, which the chain's validity checks do not use). 0 for
+// height 0.
+func (s *Server) blockTime(ctx context.Context, height uint64) (int64, error) {
+	if height == 0 {
+		return 0, nil
+	}
+	hs, err := s.chain.Blocks(ctx, int64(height), 1)
+	if err != nil {
+		return 0, err
+	}
+	if len(hs) != 1 || hs[0].Height != int64(height) {
+		return 0, fmt.Errorf("the header of block %d is not available", height)
+	}
+	return hs[0].Time.Unix(), nil
+}
+
+// viewAt returns a view of the committed state, as Chain.View, and the
+// header time of the block that committed it (blockTime). The time is
+// read outside a view (a chain may hold a lock while one is open), so a
+// block committed between the two is read again.
+func (s *Server) viewAt(ctx context.Context) (ledger.KV, func(), int64, error) {
+	for range 3 {
+		kv, release := s.chain.View()
+		h := ledger.Height(kv)
+		release()
+		now, err := s.blockTime(ctx, h)
+		if err != nil {
+			return nil, nil, 0, err
+		}
+		kv, release = s.chain.View()
+		if ledger.Height(kv) == h {
+			return kv, release, now, nil
+		}
+		release()
+	}
+	return nil, nil, 0, fmt.Errorf("the chain committed blocks faster than their time could be read; try again")
+}
 
 // OfferOf summarises a provider as an offer. A provider with GPUs of
 // several classes is shown by its most numerous class.
@@ -39,6 +88,11 @@ func OfferOf(p *ledger.Provider) offers.Offer {
 		Invalid:       p.Invalid,
 		ChallengePass: float64(p.ChallengePassRatePPM()) / 1e6,
 		Slashed:       p.Slashed,
+	}
+	if a := p.TEE; a != nil && a.Kind != "" && a.Key == p.EncryptionKey {
+		// Expiry is checked against the answer's block time (teeAt): the
+		// entries are kept from one height to the next.
+		o.TEE, o.TEEExpiry = a.Kind, a.Expiry
 	}
 	counts := map[string]int{}
 	for _, g := range p.Inventory.GPUs {
@@ -79,7 +133,11 @@ func (s *Server) providers(w http.ResponseWriter, r *http.Request) {
 		}
 		after = &a
 	}
-	kv, release := s.chain.View()
+	kv, release, now, err := s.viewAt(r.Context())
+	if err != nil {
+		writeError(w, http.StatusServiceUnavailable, 0, err.Error())
+		return
+	}
 	defer release()
 	params, err := ledger.GetParams(kv)
 	if err != nil {
@@ -99,6 +157,9 @@ func (s *Server) providers(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		writeLedgerError(w, err)
 		return
+	}
+	for i := range out.Providers {
+		teeAt(&out.Providers[i].Offer, now)
 	}
 	if more {
 		out.NextCursor = out.Providers[len(out.Providers)-1].Address
@@ -144,7 +205,16 @@ func (s *Server) offersList(w http.ResponseWriter, r *http.Request) {
 	if timedOut(w, r) {
 		return
 	}
-	matched := s.queryOffers(r.Context(), snap, q, keys, all)
+	// A tee term depends on the block time (an attestation expires);
+	// the time is read only when the answer needs it.
+	var now int64
+	if q.Uses("tee") {
+		if now, err = s.blockTime(r.Context(), snap.height); err != nil {
+			writeError(w, http.StatusServiceUnavailable, 0, err.Error())
+			return
+		}
+	}
+	matched := s.queryOffers(r.Context(), snap, q, keys, all, now)
 	if timedOut(w, r) {
 		return
 	}
@@ -153,6 +223,15 @@ func (s *Server) offersList(w http.ResponseWriter, r *http.Request) {
 		end := min(uint64(len(matched)), offset+uint64(limit))
 		for _, po := range matched[offset:end] {
 			out.Offers = append(out.Offers, *po)
+		}
+		if now == 0 && slices.ContainsFunc(out.Offers, func(po apiwire.ProviderOffer) bool { return po.TEE != "" }) {
+			if now, err = s.blockTime(r.Context(), snap.height); err != nil {
+				writeError(w, http.StatusServiceUnavailable, 0, err.Error())
+				return
+			}
+		}
+		for i := range out.Offers {
+			teeAt(&out.Offers[i].Offer, now)
 		}
 		if end < uint64(len(matched)) {
 			out.NextCursor = strconv.FormatUint(end, 10)
@@ -167,7 +246,11 @@ func (s *Server) provider(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	kv, release := s.chain.View()
+	kv, release, now, err := s.viewAt(r.Context())
+	if err != nil {
+		writeError(w, http.StatusServiceUnavailable, 0, err.Error())
+		return
+	}
 	defer release()
 	p, found, err := ledger.GetProvider(kv, a)
 	if err != nil {
@@ -185,6 +268,7 @@ func (s *Server) provider(w http.ResponseWriter, r *http.Request) {
 	}
 	body := apiwire.ProviderBody{
 		Offer:         OfferOf(p),
+		Attestation:   apiwire.AttestationOf(p, now),
 		Schedulable:   p.Schedulable(params),
 		RequiredStake: p.RequiredStake(params),
 		Record:        p,
@@ -192,6 +276,7 @@ func (s *Server) provider(w http.ResponseWriter, r *http.Request) {
 		Challenge:     p.Challenge,
 		Height:        ledger.Height(kv),
 	}
+	teeAt(&body.Offer, now)
 	if body.Unbonding == nil {
 		body.Unbonding = []ledger.Unbonding{}
 	}

@@ -14,7 +14,55 @@ type ProviderBody struct {
 	Record        *ledger.Provider          `json:"record"`
 	Unbonding     []ledger.Unbonding        `json:"unbonding"`
 	Challenge     *ledger.LivenessChallenge `json:"challenge,omitempty"`
-	Height        uint64                    `json:"height"`
+	// Attestation is its TEE attestation as of Height's block time.
+	Attestation ProviderAttestation `json:"attestation"`
+	Height      uint64              `json:"height"`
+}
+
+// The states of a provider's TEE attestation (ProviderAttestation.State).
+const (
+	// AttestNone: no TEE evidence accepted (perhaps a nonce pending).
+	AttestNone = "none"
+	// AttestValid: accepted, unexpired, over the key it declares now:
+	// trust: tee jobs may be placed on it and granted their key.
+	AttestValid = "attested"
+	// AttestExpired: accepted evidence whose expiry has passed.
+	AttestExpired = "expired"
+	// AttestKeyChanged: accepted evidence over a key the provider no
+	// longer declares.
+	AttestKeyChanged = "key_changed"
+)
+
+// ProviderAttestation is what a provider's TEE evidence proved, as of a
+// block time (AsOf): its State, and, unless none, the evidence's kind,
+// launch measurement, TCB status, the key it bound, the height it was
+// accepted at and its expiry (unix seconds).
+type ProviderAttestation struct {
+	State       string `json:"state"`
+	Kind        string `json:"kind,omitempty"`
+	Measurement string `json:"measurement,omitempty"`
+	TCBStatus   string `json:"tcb_status,omitempty"`
+	Key         string `json:"key,omitempty"`
+	Height      uint64 `json:"height,omitempty"`
+	Expiry      int64  `json:"expiry,omitempty"`
+	AsOf        int64  `json:"as_of"`
+}
+
+// AttestationOf is p's attestation at unix time now.
+func AttestationOf(p *ledger.Provider, now int64) ProviderAttestation {
+	a := p.TEE
+	if a == nil || a.Kind == "" {
+		return ProviderAttestation{State: AttestNone, AsOf: now}
+	}
+	out := ProviderAttestation{State: AttestValid, Kind: a.Kind, Measurement: a.Measurement, TCBStatus: a.TCBStatus,
+		Key: a.Key, Height: a.Height, Expiry: a.Expiry, AsOf: now}
+	switch {
+	case now >= a.Expiry:
+		out.State = AttestExpired
+	case a.Key != p.EncryptionKey:
+		out.State = AttestKeyChanged
+	}
+	return out
 }
 
 // ProviderOffer is a provider in a list: its offer and what it earned.

@@ -22,14 +22,15 @@ func offersCmd(e *env) *cobra.Command {
 	)
 	c := &cobra.Command{
 		Use:   "offers [QUERY]",
-		Short: "Search provider hardware, e.g. 'gpu=RTX_4090 count>=2 vram>=24 price<0.5 region=eu' --sort price-",
+		Short: "Search provider hardware, e.g. 'gpu=RTX_4090 count>=2 vram>=24 price<0.5 region=eu tee=any' --sort price-",
 		Long: `Search the providers that can take jobs now (online, staked).
 
 QUERY is space-separated 'field op value' terms, all of which must hold.
 Operators: < <= = != >= > in notin (lists: [a,b] or a,b).
 --sort sorts by fields, '-' after a field for descending: --sort price
 --sort tops-,price. --all also lists providers that cannot take jobs now,
-with an ONLINE column.
+with an ONLINE column. tee=tdx, tee=sev-snp or tee=any keeps providers
+with a valid TEE attestation (the TEE column), tee=none those without.
 
 Fields:
 ` + fieldsHelp(),
@@ -94,7 +95,7 @@ func printOffers(w io.Writer, list []offers.Offer, online bool, names keyNames) 
 	if online {
 		head += "ONLINE\t"
 	}
-	fmt.Fprintln(tw, head+"GPU\tN\tVRAM\tCPU\tRAM\tTOPS\tPRICE\tREGION\tREP\tUPTIME\tOK/BAD\tCHALLENGES\tEXECUTORS\tSTAKE")
+	fmt.Fprintln(tw, head+"GPU\tN\tVRAM\tCPU\tRAM\tTOPS\tPRICE\tREGION\tTEE\tREP\tUPTIME\tOK/BAD\tCHALLENGES\tEXECUTORS\tSTAKE")
 	for _, o := range list {
 		who := o.Address
 		if a, err := address.Parse(o.Address); err == nil && names.name(a) != "" {
@@ -111,8 +112,8 @@ func printOffers(w io.Writer, list []offers.Offer, online bool, names keyNames) 
 		if o.Count == 0 {
 			gpu, n, vram, unit = "none (cpu)", "-", "-", "core"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\t%s SYNC/"+unit+"/h\t%s\t%.2f\t%.0f%%\t%d/%d\t%.0f%%\t%s\t%s\n",
-			gpu, n, vram, o.CPU, formatGiB(o.RAM), sig(o.TOPS), sig(o.Price), o.Region, o.Reputation, 100*o.Uptime,
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\t%s SYNC/"+unit+"/h\t%s\t%s\t%.2f\t%.0f%%\t%d/%d\t%.0f%%\t%s\t%s\n",
+			gpu, n, vram, o.CPU, formatGiB(o.RAM), sig(o.TOPS), sig(o.Price), o.Region, orNone(o.TEE, "-"), o.Reputation, 100*o.Uptime,
 			o.Validated, o.Invalid, 100*o.ChallengePass, strings.Join(o.Executor, ","), formatSync(o.Stake))
 	}
 	tw.Flush()

@@ -83,3 +83,23 @@ func TestOffersShowLabels(t *testing.T) {
 		t.Errorf("query provider: want the address and the label:\n%s", out)
 	}
 }
+
+// TestOffersTEEColumn: the offers table shows each provider's attested
+// TEE kind, "-" for none (issue 31).
+func TestOffersTEEColumn(t *testing.T) {
+	var b bytes.Buffer
+	printOffers(&b, []offers.Offer{
+		{Address: "gpu1snp", GPU: "cpu", CPU: 8, Price: 0.02, Region: "eu", TEE: "sev-snp"},
+		{Address: "gpu1plain", GPU: "cpu", CPU: 8, Price: 0.02, Region: "eu"},
+	}, false, keyNames{})
+	lines := strings.Split(strings.TrimSpace(b.String()), "\n")
+	col := strings.Index(lines[0], " TEE ") + 1 // the table aligns cells under their heading
+	if col <= 0 || len(lines) != 3 {
+		t.Fatalf("no TEE column:\n%s", b.String())
+	}
+	for i, want := range []string{"sev-snp", "-"} {
+		if f := strings.Fields(lines[i+1][col:]); f[0] != want {
+			t.Errorf("row %q: TEE %q, want %q", lines[i+1], f[0], want)
+		}
+	}
+}

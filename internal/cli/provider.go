@@ -484,6 +484,7 @@ func printProvider(w io.Writer, p *apiwire.ProviderBody) {
 		fmt.Fprintf(w, "  %-10s %d in a row (spot audit rate now %s)\n", c.Class, c.Consecutive, auditRate(c.Consecutive))
 	}
 	printHardware(w, r)
+	printAttestation(w, &p.Attestation)
 	if r.Slashed > 0 {
 		fmt.Fprintf(w, "slashed:     %s in all\n", formatAmount(r.Slashed))
 		for _, e := range r.SlashEvents {
@@ -491,6 +492,29 @@ func printProvider(w io.Writer, p *apiwire.ProviderBody) {
 		}
 	}
 	fmt.Fprintf(w, "earned:      %s\n", formatAmount(r.Earned))
+}
+
+// printAttestation writes what a provider's TEE evidence proved, as of
+// the block time the API answered at (docs/confidential.md).
+func printAttestation(w io.Writer, a *apiwire.ProviderAttestation) {
+	if a.State == "" || a.State == apiwire.AttestNone {
+		fmt.Fprintf(w, "tee:         not attested (trust: tee jobs are not placed on it)\n")
+		return
+	}
+	expiry := time.Unix(a.Expiry, 0).UTC().Format(time.RFC3339)
+	switch a.State {
+	case apiwire.AttestValid:
+		fmt.Fprintf(w, "tee:         attested %s, valid until %s (accepted at height %d)\n", a.Kind, expiry, a.Height)
+	case apiwire.AttestExpired:
+		fmt.Fprintf(w, "tee:         expired: %s evidence of height %d counted until %s; trust: tee jobs are not placed on it until it attests again\n", a.Kind, a.Height, expiry)
+	case apiwire.AttestKeyChanged:
+		fmt.Fprintf(w, "tee:         not valid: %s evidence of height %d is over another key than the one it declares now; it must attest again\n", a.Kind, a.Height)
+	default:
+		fmt.Fprintf(w, "tee:         %s (%s evidence of height %d, until %s)\n", a.State, a.Kind, a.Height, expiry)
+	}
+	fmt.Fprintf(w, "  measurement:  %s\n", a.Measurement)
+	fmt.Fprintf(w, "  tcb status:   %s\n", orNone(a.TCBStatus, "(none given)"))
+	fmt.Fprintf(w, "  attested key: %s\n", a.Key)
 }
 
 // printHardware writes a provider's hardware challenges device by device:

@@ -184,3 +184,43 @@ func TestHardwareShowsBusyGPU(t *testing.T) {
 		t.Errorf("busy rulings shown as misses:\n%s", b.String())
 	}
 }
+
+// TestQueryProviderShowsAttestation: query provider prints what the
+// provider's TEE evidence proved, or that it is expired or not attested,
+// as the API reports it (issue 31).
+func TestQueryProviderShowsAttestation(t *testing.T) {
+	rec := &ledger.Provider{Address: address.Address{8}}
+	body := apiwire.ProviderBody{Record: rec}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		json.NewEncoder(w).Encode(body)
+	}))
+	defer srv.Close()
+	run := func() string {
+		t.Helper()
+		var out, errOut bytes.Buffer
+		args := []string{"query", "provider", rec.Address.String(), "--node", srv.URL, "--home", t.TempDir()}
+		if code := Run(t.Context(), args, &out, &errOut); code != 0 {
+			t.Fatalf("exit %d: %s", code, errOut.String())
+		}
+		return out.String()
+	}
+	body.Attestation = apiwire.ProviderAttestation{State: apiwire.AttestNone}
+	if text := run(); !strings.Contains(text, "tee:         not attested") {
+		t.Errorf("unattested provider:\n%s", text)
+	}
+	body.Attestation = apiwire.ProviderAttestation{State: apiwire.AttestValid, Kind: "tdx", Measurement: "ab12", TCBStatus: "UpToDate",
+		Key: "age1xyz", Height: 42, Expiry: 1_700_000_000, AsOf: 1_699_999_000}
+	text := run()
+	for _, want := range []string{
+		"tee:         attested tdx, valid until 2023-11-14T22:13:20Z (accepted at height 42)\n",
+		"  measurement:  ab12\n", "  tcb status:   UpToDate\n", "  attested key: age1xyz\n",
+	} {
+		if !strings.Contains(text, want) {
+			t.Errorf("attested provider: want %q in\n%s", want, text)
+		}
+	}
+	body.Attestation.State = apiwire.AttestExpired
+	if text := run(); !strings.Contains(text, "tee:         expired: tdx evidence of height 42 counted until 2023-11-14T22:13:20Z") {
+		t.Errorf("expired attestation:\n%s", text)
+	}
+}

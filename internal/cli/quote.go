@@ -40,7 +40,13 @@ func quoteCmd(e *env) *cobra.Command {
 				}
 			}
 			return e.print(out, func(w io.Writer) {
-				fmt.Fprintf(w, "%d provider(s) can run %q now\n", q.Matching, s.Name)
+				if ls.Trust == ledger.TrustTEE {
+					// Matching counts attested providers only (the
+					// block time of the state quoted).
+					fmt.Fprintf(w, "%d attested provider(s) can run %q now (trust: tee: only providers with valid TEE attestation%s)\n", q.Matching, s.Name, pinned(ls.TEEMeasurements))
+				} else {
+					fmt.Fprintf(w, "%d provider(s) can run %q now\n", q.Matching, s.Name)
+				}
 				if q.Reason != "" {
 					fmt.Fprintf(w, "it would wait: %s\n", q.Reason)
 					printStakeFixes(w, out.UnderStaked, out.underStakedCount, names)
@@ -67,4 +73,15 @@ type quoteView struct {
 	*ledger.Quote
 	UnderStaked      []stakeFix `json:"under_staked,omitempty"`
 	underStakedCount int
+}
+
+// pinned says which measurements a trust: tee spec pins, if any.
+func pinned(ms []string) string {
+	switch len(ms) {
+	case 0:
+		return ""
+	case 1:
+		return ", of measurement " + ms[0]
+	}
+	return fmt.Sprintf(", of one of %d measurements", len(ms))
 }

@@ -106,7 +106,12 @@ func TestProviderLabelsInBrowser(t *testing.T) {
 	serve("/v1/providers", func(*http.Request) any { return apiwire.ProviderList{Providers: list, Height: 5} })
 	serve("/v1/offers", func(*http.Request) any { return apiwire.OfferList{Offers: list, Total: len(list), Height: 5} })
 	serve("/v1/providers/{addr}", func(*http.Request) any {
-		return apiwire.ProviderBody{Offer: list[0].Offer, Schedulable: true, Record: rec, Unbonding: []ledger.Unbonding{}, Height: 5}
+		return apiwire.ProviderBody{Offer: list[0].Offer, Schedulable: true, Record: rec, Unbonding: []ledger.Unbonding{}, Height: 5,
+			// The evidence's words are the provider's too (issue 31).
+			Attestation: apiwire.ProviderAttestation{State: apiwire.AttestValid, Kind: "tdx", Measurement: "ab", TCBStatus: hostile, Key: "age1x", Height: 4, Expiry: 1_700_000_000}}
+	})
+	serve("/v1/providers/{addr}/delegations", func(*http.Request) any {
+		return map[string]any{"delegations": []any{}, "pool": map[string]any{}}
 	})
 	serve("/v1/providers/{addr}/jobs", func(*http.Request) any { return map[string]any{"jobs": []any{}} })
 	serve("/v1/providers/{addr}/history", func(*http.Request) any { return map[string]any{"events": []any{}} })
@@ -213,6 +218,9 @@ func TestProviderLabelsInBrowser(t *testing.T) {
 
 	// Never parsed as HTML: the markup is text, no image was made, its
 	// handler never ran.
+	if got := eval(`document.getElementById('provider-tee').textContent`); !strings.HasPrefix(got, "attested until 2023-11-14T22:13:20Z: tdx evidence of block 4") || !strings.Contains(got, hostile) {
+		t.Errorf("provider-tee %q: want the attestation, its TCB status as text", got)
+	}
 	if got := eval(`String(document.querySelectorAll('#app img').length) + ' ' + String(window.__pwned) + ' ' + String(document.body.innerText.includes(` + js(hostile) + `))`); got != "0 undefined true" {
 		t.Errorf("images, __pwned, markup shown as text: %s; want 0 undefined true", got)
 	}

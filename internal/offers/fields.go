@@ -19,16 +19,17 @@ const (
 	kindBool                // true or false
 	kindVersion             // dotted integers: 8.6 < 9.0 < 10.0
 	kindSet                 // a set of names; = means "contains"
+	kindTEE                 // a TEE kind, or any or none
 )
 
 func (k kind) String() string {
-	return [...]string{"string", "string", "integer", "number", "size", "bool", "version", "set"}[k]
+	return [...]string{"string", "string", "integer", "number", "size", "bool", "version", "set", "TEE kind"}[k]
 }
 
 // ops lists the operators a kind allows, in canonical spelling.
 func (k kind) ops() []op {
 	switch k {
-	case kindString, kindGPU, kindBool, kindSet:
+	case kindString, kindGPU, kindBool, kindSet, kindTEE:
 		return []op{opEQ, opNE, opIn, opNotIn}
 	default:
 		return []op{opLT, opLE, opEQ, opNE, opGE, opGT, opIn, opNotIn}
@@ -46,7 +47,7 @@ type field struct {
 	unit    string
 	desc    string
 
-	str  func(*Offer) string                 // kindString, kindGPU, kindVersion
+	str  func(*Offer) string                 // kindString, kindGPU, kindVersion, kindTEE
 	num  func(*Offer) float64                // kindNumber, kindSize
 	intv func(*Offer) (neg bool, mag uint64) // kindInt
 	bool func(*Offer) bool                   // kindBool
@@ -105,6 +106,17 @@ var fields = []*field{
 	{name: "wasm_engine", kind: kindString,
 		desc: `wasm engine, version, platform and settings the provider runs wasm jobs on, e.g. "wazero-1.12.0/linux-amd64/wasi-gpunet-1" (quote one with commas); the replicas of a verified wasm job run on one engine`,
 		str:  func(o *Offer) string { return o.WasmEngine }},
+	{name: "tee", kind: kindTEE,
+		desc: "attested confidential guest: tdx, sev-snp, any (either) or none; an attestation counts while it is unexpired and over the provider's current encryption key",
+		str:  func(o *Offer) string { return o.TEE }},
+	{name: "tee_expiry", kind: kindInt, unit: "unix seconds",
+		desc: "when the provider's TEE attestation stops counting (0 for none)",
+		intv: func(o *Offer) (bool, uint64) {
+			if o.TEEExpiry < 0 {
+				return true, uint64(-(o.TEEExpiry + 1)) + 1
+			}
+			return false, uint64(o.TEEExpiry)
+		}},
 	{name: "validated", kind: kindInt,
 		desc: "results another replica confirmed",
 		intv: func(o *Offer) (bool, uint64) { return false, o.Validated }},

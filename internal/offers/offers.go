@@ -2,7 +2,7 @@
 // that `gpunet offers` and `gpunet query providers` print, and the query
 // language (after Vast.ai's) that filters and sorts offers, e.g.
 //
-//	gpu=RTX_4090 count>=2 vram>=24GiB price<0.5 region=eu executor=oci
+//	gpu=RTX_4090 count>=2 vram>=24GiB price<0.5 region=eu executor=oci tee=tdx
 //
 // A query is whitespace-separated `field op value` terms, all of which must
 // hold. Operators are < <= = != >= > in notin (== is accepted for =). Fields
@@ -52,6 +52,13 @@ type Offer struct {
 	Invalid       uint64  `json:"invalid"`
 	ChallengePass float64 `json:"challenge_pass"`
 	Slashed       uint64  `json:"slashed"`
+	// TEE is the kind of confidential guest ("tdx", "sev-snp") the
+	// provider's TEE evidence proved, accepted by the chain over the
+	// encryption key it declares now and unexpired at the block time of
+	// the answer's height; "" for none. TEEExpiry is when that
+	// attestation stops counting (unix seconds; 0 for none).
+	TEE       string `json:"tee,omitempty"`
+	TEEExpiry int64  `json:"tee_expiry,omitempty"`
 }
 
 // Filter returns the offers that q matches, in their original order. A nil

@@ -21,7 +21,7 @@ func fixture() []Offer {
 	return []Offer{
 		{Address: "gpu1h100", Stake: 5_000_000, Online: true, GPU: "H100_80GB", Count: 8, VRAM: 80, ComputeCap: "9.0",
 			CPU: 64, RAM: 512, Disk: 2000, Price: 2.5, Region: "us-east", Reputation: 0.98, Uptime: 0.999,
-			TOPS: 15800, Bandwidth: 3350, Executor: []string{"oci"}, MaxJobs: 8, Jobs: 2},
+			TOPS: 15800, Bandwidth: 3350, Executor: []string{"oci"}, MaxJobs: 8, Jobs: 2, TEE: "tdx", TEEExpiry: 1_700_600_000},
 		{Address: "gpu1rtx4090a", Stake: 1_000_000, Online: true, GPU: "RTX_4090", Count: 2, VRAM: 24, ComputeCap: "8.9",
 			CPU: 16, RAM: 64, Disk: 500, Price: 0.35, Region: "eu", Reputation: 0.9, Uptime: 0.97,
 			TOPS: 1321, Bandwidth: 1008, Executor: []string{"oci", "wasm"}, WasmEngine: engineA, MaxJobs: 2, Jobs: 0},
@@ -30,7 +30,7 @@ func fixture() []Offer {
 			TOPS: 660, Bandwidth: 1008, Executor: []string{"wasm"}, WasmEngine: engineB, MaxJobs: 1, Jobs: 1},
 		{Address: "gpu1a100", Stake: 3_000_000, Online: true, GPU: "A100_80GB", Count: 4, VRAM: 80, ComputeCap: "8.0",
 			CPU: 32, RAM: 256, Disk: 1000, Price: 1.2, Region: "eu", Reputation: 0.95, Uptime: 0.99,
-			TOPS: 2496, Bandwidth: 2039, Executor: []string{"oci"}, MaxJobs: 4, Jobs: 4},
+			TOPS: 2496, Bandwidth: 2039, Executor: []string{"oci"}, MaxJobs: 4, Jobs: 4, TEE: "sev-snp", TEEExpiry: 1_700_500_000},
 		{Address: "gpu1rtx3060", Stake: 0, Online: true, GPU: "RTX_3060", Count: 1, VRAM: 12, ComputeCap: "8.6",
 			CPU: 6, RAM: 16, Disk: 100, Price: 0.08, Region: "asia", Reputation: 0.5, Uptime: 0.8,
 			TOPS: 101, Bandwidth: 360, Executor: []string{"oci", "wasm"}, WasmEngine: engineA, MaxJobs: 1, Jobs: 0},

@@ -2,6 +2,7 @@ package offers
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -161,6 +162,21 @@ func (q *Query) Match(o *Offer) bool {
 	return true
 }
 
+// Uses reports whether a term of q is on the field name (canonical, e.g.
+// "tee"): an answer that depends on more than the offers (the tee field's
+// expiry, on the time) may then not be reused.
+func (q *Query) Uses(name string) bool {
+	if q == nil {
+		return false
+	}
+	for _, t := range q.terms {
+		if t.f.name == name {
+			return true
+		}
+	}
+	return false
+}
+
 // String returns q in canonical form: canonical field names and operators,
 // terms separated by one space, lists in brackets, values quoted only where
 // needed. Parsing the result gives a query that matches the same offers and
@@ -212,6 +228,15 @@ func (t *term) match(o *Offer) bool {
 	return t.op.holds(t.cmp(o, &t.vals[0]))
 }
 
+// The values of the tee field: a TEE kind (the ledger's names), or any
+// attested provider, or none.
+const (
+	teeAny  = "any"
+	teeNone = "none"
+)
+
+var teeValues = []string{"tdx", "sev-snp", teeAny, teeNone}
+
 // incomparable is what cmp returns when o's value has no order relative to
 // v (NaN, a malformed version, or unequal strings): it satisfies only !=.
 const incomparable = 2
@@ -225,6 +250,15 @@ func (t *term) cmp(o *Offer, v *value) int {
 		return eqResult(strings.EqualFold(f.str(o), v.s))
 	case kindGPU:
 		return eqResult(gpuEqual(f.str(o), v.s))
+	case kindTEE:
+		switch got := f.str(o); v.s {
+		case teeAny:
+			return eqResult(got != "")
+		case teeNone:
+			return eqResult(got == "")
+		default:
+			return eqResult(got == v.s)
+		}
 	case kindSet:
 		for _, e := range f.set(o) {
 			if strings.EqualFold(e, v.s) {
@@ -557,6 +591,12 @@ func (p *parser) convert(f *field, s string, pos int, quoted bool) (value, error
 	case kindGPU:
 		s = normGPU(s)
 		return value{s: s, text: quote(s)}, nil
+	case kindTEE:
+		l := strings.ToLower(s)
+		if !slices.Contains(teeValues, l) {
+			return value{}, p.errorf(textPos, text, "bad value %q for %s; use %s", s, f.name, strings.Join(teeValues, ", "))
+		}
+		return value{s: l, text: l}, nil
 	case kindBool:
 		switch strings.ToLower(s) {
 		case "true":

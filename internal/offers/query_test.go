@@ -41,6 +41,18 @@ var matchTests = []struct {
 	{"region notin eu,asia", "h100 rtx4090b b200"},
 	{"address=GPU1L4", "l4"},
 
+	// tee: a kind, any or none
+	{"tee=tdx", "h100"},
+	{"tee=TDX", "h100"},
+	{"tee=sev-snp", "a100"},
+	{"tee=any", "h100 a100"},
+	{"tee=none", "rtx4090a rtx4090b rtx3060 cpu b200 l4"},
+	{"tee!=tdx", "rtx4090a rtx4090b a100 rtx3060 cpu b200 l4"},
+	{"tee!=any", "rtx4090a rtx4090b rtx3060 cpu b200 l4"},
+	{"tee in [tdx,none]", "h100 rtx4090a rtx4090b rtx3060 cpu b200 l4"},
+	{"tee=any gpu=A100_80GB", "a100"},
+	{"tee_expiry>=1700600000", "h100"},
+
 	// integers, including a float operand and negative values
 	{"count>=2", "h100 rtx4090a a100 b200"},
 	{"count>2", "h100 a100 b200"},
@@ -295,6 +307,9 @@ var errorTests = []struct {
 	{"region<eu", 6, "<", "does not apply to region"},
 	{"executor>oci", 8, ">", "does not apply to executor (a set)"},
 	{"online>false", 6, ">", "does not apply to online (a bool)"},
+	{"tee=sgx", 4, "sgx", `bad value "sgx" for tee; use tdx, sev-snp, any, none`},
+	{"tee in [tdx,nvidia-gpu]", 12, "nvidia-gpu", `bad value "nvidia-gpu" for tee`},
+	{"tee>tdx", 3, ">", "does not apply to tee (a TEE kind)"},
 
 	{"gpu in RTX_4090", 7, "RTX_4090", "operator in needs a list, e.g. gpu in [RTX_4090,…] or gpu=RTX_4090"},
 	{`gpu notin "RTX 4090"`, 10, `"RTX 4090"`, "operator notin needs a list"},

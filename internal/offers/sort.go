@@ -101,7 +101,7 @@ func Comparer(keys []SortKey) func(a, b *Offer) int {
 // fieldCmp returns the ordering of f's values.
 func fieldCmp(f *field) func(a, b *Offer) int {
 	switch f.kind {
-	case kindString:
+	case kindString, kindTEE:
 		return func(a, b *Offer) int { return cmpFold(f.str(a), f.str(b), false) }
 	case kindGPU:
 		return func(a, b *Offer) int { return cmpFold(f.str(a), f.str(b), true) }

@@ -120,6 +120,23 @@
   // a label without the address, and draws it as text (app.js's h()),
   // never as HTML.
   T.labelText = label => label ? '\u201c' + label + '\u201d' : '';
+
+  // attestationText says what a provider's TEE evidence proved, as of the
+  // block time the API answered at (apiwire.ProviderAttestation): kind,
+  // measurement, TCB status, attested key and expiry, or that it is not
+  // attested, expired, or over a key it no longer declares. Its evidence
+  // fields are the provider's, drawn as text (app.js's h()).
+  T.attestationText = a => {
+    if (!a || !a.state || a.state === 'none') return 'not attested: trust: tee jobs are not placed on it';
+    const until = new Date(a.expiry * 1000).toISOString().replace('.000Z', 'Z');
+    const proved = a.kind + ' evidence of block ' + a.height + ' · measurement ' + a.measurement + ' · TCB ' + (a.tcb_status || 'not given') + ' · key ' + a.key;
+    switch (a.state) {
+      case 'attested': return 'attested until ' + until + ': ' + proved;
+      case 'expired': return 'expired at ' + until + ' (attests again to take trust: tee jobs): ' + proved;
+      case 'key_changed': return 'not valid: it declares another key than the attested one: ' + proved;
+    }
+    return a.state + ': ' + proved;
+  };
   T.LABEL_TITLE = 'label set by the provider itself: any provider may use any label, the address is what identifies it';
 
   // providerLabels records in m ({address: label}) the labels of a list
