@@ -1,6 +1,8 @@
 package cli
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"io"
 	"slices"
@@ -34,10 +36,10 @@ See the periods and thresholds with 'gpunet query params'.`,
 	return c
 }
 
-// govProposeCmd is `gov propose param|spend|text`.
+// govProposeCmd is `gov propose param|spend|text|attest-roots`.
 func govProposeCmd(e *env) *cobra.Command {
 	var from, deposit, title, body string
-	propose := &cobra.Command{Use: "propose", Short: "Submit a proposal (param, spend or text)"}
+	propose := &cobra.Command{Use: "propose", Short: "Submit a proposal (param, spend, text or attest-roots)"}
 	submit := func(cmd *cobra.Command, m *ledger.MsgSubmitProposal) error {
 		if title != "" {
 			m.Title = title
@@ -130,7 +132,46 @@ func govProposeCmd(e *env) *cobra.Command {
 			return submit(cmd, &ledger.MsgSubmitProposal{Kind: ledger.ProposalText, Title: args[0]})
 		},
 	}
-	for _, sub := range []*cobra.Command{param, spend, text} {
+	var addRoots, removeRoots []string
+	roots := &cobra.Command{
+		Use:   "attest-roots [--add SHA256]… [--remove SHA256]… [--deposit AMOUNT] --from KEY",
+		Short: "Propose adding or removing TEE roots of trust: the SHA-256 (hex) of DER root certificates (see docs/confidential.md)",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if len(addRoots)+len(removeRoots) == 0 {
+				return usageError{fmt.Errorf("%s needs --add or --remove with a root's SHA-256", cmd.CommandPath())}
+			}
+			for _, l := range []struct {
+				flag  string
+				roots []string
+			}{{"--add", addRoots}, {"--remove", removeRoots}} {
+				for _, r := range l.roots {
+					if b, err := hex.DecodeString(r); err != nil || len(b) != sha256.Size {
+						return usageError{fmt.Errorf("%s %q: want the SHA-256 of a DER root certificate, 64 hex digits (sha256sum root.der)", l.flag, r)}
+					}
+				}
+			}
+			lower := func(l []string) []string {
+				out := make([]string, len(l))
+				for i, r := range l {
+					out[i] = strings.ToLower(r)
+				}
+				return out
+			}
+			var what []string
+			if len(addRoots) > 0 {
+				what = append(what, fmt.Sprintf("add %d", len(addRoots)))
+			}
+			if len(removeRoots) > 0 {
+				what = append(what, fmt.Sprintf("remove %d", len(removeRoots)))
+			}
+			return submit(cmd, &ledger.MsgSubmitProposal{Kind: ledger.ProposalAttestRoots, Title: strings.Join(what, ", ") + " TEE root(s) of trust",
+				AddRoots: lower(addRoots), RemoveRoots: lower(removeRoots)})
+		},
+	}
+	roots.Flags().StringArrayVar(&addRoots, "add", nil, "SHA-256 (hex) of a DER root certificate to trust (repeatable)")
+	roots.Flags().StringArrayVar(&removeRoots, "remove", nil, "SHA-256 (hex) of a root to stop trusting (repeatable)")
+	for _, sub := range []*cobra.Command{param, spend, text, roots} {
 		sub.Flags().StringVar(&from, "from", "", "the proposer's key (default: the only key in the keyring)")
 		sub.Flags().StringVar(&deposit, "deposit", "", "initial deposit (default: the minimum deposit now, which starts the voting period at once)")
 		sub.Flags().StringVar(&body, "body", "", "the proposal's text")

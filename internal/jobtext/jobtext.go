@@ -354,6 +354,8 @@ func Proposal(p *ledger.Proposal) string {
 			why = "its parameter changes are not valid against the parameters it passed under"
 		case ledger.NotExecutedTreasury:
 			why = fmt.Sprintf("the treasury holds %d usync, the spend is %d", w.Amount, w.Needed)
+		case ledger.NotExecutedRoots:
+			why = "its roots of trust no longer apply to the chain's: another change passed first"
 		case ledger.NotExecutedOverflow:
 			why = fmt.Sprintf("the balance of %s would overflow", addrs(w.Providers))
 		}

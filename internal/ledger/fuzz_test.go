@@ -34,6 +34,8 @@ func FuzzDecodeTx(f *testing.F) {
 	teeSpec := lt.WasmJob("tee", 1000, 60)
 	teeSpec.Trust, teeSpec.TEEMeasurements = ledger.TrustTEE, []string{hex64}
 	f.Add(alice.Tx(lt.ChainID, 0, 0, &ledger.MsgSubmitJob{Spec: teeSpec, ConsumerKey: "age1x"}))
+	f.Add(alice.Tx(lt.ChainID, 0, 0, &ledger.MsgSubmitProposal{Kind: ledger.ProposalAttestRoots, Title: "roots",
+		AddRoots: []string{hex64}, RemoveRoots: []string{ledger.DefaultAttestRoots[0]}, Deposit: 10}))
 	// Each service message (issue 16), so that the fuzzer starts from
 	// their shapes.
 	for typ, body := range map[ledger.MsgType]string{

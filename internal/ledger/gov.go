@@ -26,6 +26,10 @@ const (
 	ProposalParam = "param"
 	ProposalSpend = "spend"
 	ProposalText  = "text"
+	// ProposalAttestRoots adds and removes roots of trust of TEE evidence
+	// (AddRoots, RemoveRoots: the SHA-256 of DER root certificates) in
+	// tee/roots (tee.go).
+	ProposalAttestRoots = "attest_roots"
 )
 
 // Proposal statuses.
@@ -60,6 +64,10 @@ type Proposal struct {
 	Changes []ParamChange    `json:"changes,omitempty"`
 	To      *address.Address `json:"to,omitempty"`
 	Amount  uint64           `json:"amount,omitempty"`
+	// AddRoots and RemoveRoots are an attest_roots proposal's: hex
+	// SHA-256 of DER root certificates.
+	AddRoots    []string `json:"add_roots,omitempty"`
+	RemoveRoots []string `json:"remove_roots,omitempty"`
 
 	Status       string `json:"status"`
 	SubmitHeight uint64 `json:"submit_height"`
@@ -121,15 +129,23 @@ const (
 // decided proposal with a Wait is written at version 2, with the Wait (in
 // the records' codec of version waitRecordVersion) after the fields of
 // version 1; one without keeps version 1 and its bytes.
+//
+// An attest_roots proposal is written at version 3: the fields of version
+// 1, whether a Wait follows and the Wait, then its roots; the other kinds
+// keep versions 1 and 2, so their bytes (and app hashes) do not change.
 const (
 	proposalRecordVersion = 1
 	proposalWaitVersion   = 2
+	proposalRootsVersion  = 3
 	waitRecordVersion     = 6
 )
 
 func (p *Proposal) encode() []byte {
 	e := encoder{buf: make([]byte, 0, 128+len(p.Title)+len(p.Body)), version: waitRecordVersion}
-	if p.Wait != nil {
+	roots := p.Kind == ProposalAttestRoots
+	if roots {
+		e.raw([]byte{proposalRootsVersion})
+	} else if p.Wait != nil {
 		e.raw([]byte{proposalWaitVersion})
 	} else {
 		e.raw([]byte{proposalRecordVersion})
@@ -167,15 +183,26 @@ func (p *Proposal) encode() []byte {
 	}
 	e.uvarint(p.DecidedHeight)
 	e.string(p.Reason)
+	if roots {
+		e.bool(p.Wait != nil)
+	}
 	if p.Wait != nil {
 		p.Wait.encodeRec(&e)
+	}
+	if roots {
+		for _, l := range [][]string{p.AddRoots, p.RemoveRoots} {
+			e.uvarint(uint64(len(l)))
+			for _, r := range l {
+				e.string(r)
+			}
+		}
 	}
 	return e.buf
 }
 
 func decodeProposal(b []byte) (*Proposal, error) {
-	if len(b) == 0 || (b[0] != proposalRecordVersion && b[0] != proposalWaitVersion) {
-		return nil, fmt.Errorf("proposal record version is not %d or %d: %w", proposalRecordVersion, proposalWaitVersion, ErrInternal)
+	if len(b) == 0 || b[0] < proposalRecordVersion || b[0] > proposalRootsVersion {
+		return nil, fmt.Errorf("proposal record version is not %d to %d: %w", proposalRecordVersion, proposalRootsVersion, ErrInternal)
 	}
 	d := decoder{buf: b, off: 1, version: waitRecordVersion}
 	p := &Proposal{}
@@ -210,9 +237,20 @@ func decodeProposal(b []byte) (*Proposal, error) {
 	}
 	p.DecidedHeight = d.uvarint("decided_height")
 	p.Reason = string(d.bytes("reason", maxReason))
-	if b[0] == proposalWaitVersion {
+	if b[0] == proposalWaitVersion || (b[0] == proposalRootsVersion && d.bool("has_wait")) {
 		p.Wait = &Wait{}
 		p.Wait.decodeRec(&d)
+	}
+	if b[0] == proposalRootsVersion {
+		for _, l := range []*[]string{&p.AddRoots, &p.RemoveRoots} {
+			n := d.uvarint("roots")
+			if n > maxAttestRootsTotal {
+				return nil, fmt.Errorf("proposal record: %d roots: %w", n, ErrInternal)
+			}
+			for range n {
+				*l = append(*l, string(d.bytes("root", 64)))
+			}
+		}
 	}
 	if err := d.done(); err != nil {
 		return nil, fmt.Errorf("proposal record: %w: %w", err, ErrInternal)

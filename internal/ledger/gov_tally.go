@@ -216,6 +216,20 @@ func executeProposal(o *Overlay, prop *Proposal, p Params, h uint64) ([]Event, P
 		setAccount(o, &acct)
 		setUint(o, keyTreasury, Treasury(o)-prop.Amount)
 		return []Event{{Type: "treasury_spend", Attrs: []Attr{{"proposal", id}, {"to", prop.To.String()}, {"amount", strconv.FormatUint(prop.Amount, 10)}}}}, p, nil
+	case ProposalAttestRoots:
+		roots, err := applyRootChange(GetAttestRoots(o), prop.AddRoots, prop.RemoveRoots)
+		if err != nil {
+			return fail(Wait{Cause: NotExecutedRoots}, err.Error())
+		}
+		setAttestRoots(o, roots)
+		var evs []Event
+		for _, r := range prop.AddRoots {
+			evs = append(evs, Event{Type: "attest_root_added", Attrs: []Attr{{"proposal", id}, {"root", r}, {"height", strconv.FormatUint(h, 10)}}})
+		}
+		for _, r := range prop.RemoveRoots {
+			evs = append(evs, Event{Type: "attest_root_removed", Attrs: []Attr{{"proposal", id}, {"root", r}, {"height", strconv.FormatUint(h, 10)}}})
+		}
+		return evs, p, nil
 	}
 	return nil, p, nil // text: nothing to do
 }

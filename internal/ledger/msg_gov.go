@@ -22,7 +22,11 @@ type MsgSubmitProposal struct {
 	Changes []ParamChange    `json:"changes,omitempty"`
 	To      *address.Address `json:"to,omitempty"`
 	Amount  Amount           `json:"amount,omitempty"`
-	Deposit Amount           `json:"deposit"`
+	// AddRoots and RemoveRoots are an attest_roots proposal's: the hex
+	// SHA-256 of DER root certificates to trust, and to stop trusting.
+	AddRoots    []string `json:"add_roots,omitempty"`
+	RemoveRoots []string `json:"remove_roots,omitempty"`
+	Deposit     Amount   `json:"deposit"`
 }
 
 // MsgDeposit adds Amount of the sender's balance to a proposal's deposit
@@ -56,7 +60,15 @@ func (m *MsgSubmitProposal) ValidateBasic() error {
 	case len(m.Body) > maxProposalBody || !utf8.ValidString(m.Body):
 		return invalid("a proposal's body is at most %d bytes of UTF-8, got %d bytes", maxProposalBody, len(m.Body))
 	}
+	if m.Kind != ProposalAttestRoots && (len(m.AddRoots) > 0 || len(m.RemoveRoots) > 0) {
+		return invalid("a %s proposal changes no roots of trust (add_roots, remove_roots are an attest_roots proposal's)", m.Kind)
+	}
 	switch m.Kind {
+	case ProposalAttestRoots:
+		if len(m.Changes) > 0 || m.To != nil || m.Amount != 0 {
+			return invalid("an attest_roots proposal has only roots to add and to remove")
+		}
+		return checkRootChange(m.AddRoots, m.RemoveRoots)
 	case ProposalParam:
 		if len(m.Changes) == 0 || len(m.Changes) > maxParamChanges {
 			return invalid("a param proposal sets 1 to %d parameters, not %d", maxParamChanges, len(m.Changes))
@@ -79,7 +91,7 @@ func (m *MsgSubmitProposal) ValidateBasic() error {
 			return invalid("a text proposal has only a title and a body")
 		}
 	default:
-		return invalid("proposal kind %q: want param, spend or text", m.Kind)
+		return invalid("proposal kind %q: want param, spend, text or attest_roots", m.Kind)
 	}
 	return nil
 }
@@ -113,6 +125,10 @@ func execSubmitProposal(o *Overlay, from address.Address, m *MsgSubmitProposal, 
 		if tr := Treasury(o); uint64(m.Amount) > tr {
 			return nil, fmt.Errorf("the treasury holds %dusync, less than the %dusync asked for: %w", tr, m.Amount, ErrInsufficientFunds)
 		}
+	case ProposalAttestRoots:
+		if _, err := applyRootChange(GetAttestRoots(o), m.AddRoots, m.RemoveRoots); err != nil {
+			return nil, fmt.Errorf("%w: %w", err, ErrInvalidMsg)
+		}
 	}
 	h := uint64(info.Height)
 	minDep := raiseMinDeposit(o, p)
@@ -123,6 +139,7 @@ func execSubmitProposal(o *Overlay, from address.Address, m *MsgSubmitProposal, 
 	id := LastProposalID(o) + 1
 	prop := &Proposal{
 		ID: id, Kind: m.Kind, Proposer: from, Title: m.Title, Body: m.Body, Changes: m.Changes, To: m.To, Amount: uint64(m.Amount),
+		AddRoots: m.AddRoots, RemoveRoots: m.RemoveRoots,
 		Status: ProposalDeposit, SubmitHeight: h, DepositEnd: h + p.GovDepositBlocks, MinDeposit: minDep,
 	}
 	if err := addDeposit(o, prop, from, uint64(m.Deposit)); err != nil {

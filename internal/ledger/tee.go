@@ -319,14 +319,81 @@ func GetAttestRoots(kv KV) []string {
 	return out
 }
 
+// maxAttestRootsTotal is the most roots of trust tee/roots holds.
+const maxAttestRootsTotal = 64
+
+// setAttestRoots writes the roots of trust (a passed attest_roots
+// proposal), in the order given.
+func setAttestRoots(o *Overlay, roots []string) {
+	b, err := json.Marshal(roots)
+	if err != nil {
+		panic(err) // strings always marshal
+	}
+	o.Set(keyAttestRoots, b)
+}
+
+// isRootHash reports whether r is a root's hash as the chain keeps it: the
+// SHA-256 of a DER certificate in 64 lower-case hex digits.
+func isRootHash(r string) bool {
+	b, err := hex.DecodeString(r)
+	return err == nil && len(b) == sha256.Size && strings.ToLower(r) == r
+}
+
+// checkRootChange checks an attest_roots proposal's lists on their own:
+// at least one root, each a root hash, none twice in either or both.
+func checkRootChange(add, remove []string) error {
+	if len(add)+len(remove) == 0 {
+		return invalid("an attest_roots proposal adds or removes at least one root (add_roots, remove_roots)")
+	}
+	if len(add) > maxAttestRootsTotal || len(remove) > maxAttestRootsTotal {
+		return invalid("an attest_roots proposal adds and removes at most %d roots each, not %d and %d", maxAttestRootsTotal, len(add), len(remove))
+	}
+	all := append(slices.Clone(add), remove...)
+	for i, r := range all {
+		name, at := "add_roots", i
+		if i >= len(add) {
+			name, at = "remove_roots", i-len(add)
+		}
+		if !isRootHash(r) {
+			return invalid("%s[%d] %q: want the SHA-256 of a DER root certificate, 64 lower-case hex digits", name, at, r)
+		}
+		if slices.Contains(all[:i], r) {
+			return invalid("%s[%d] %s is listed twice", name, at, r)
+		}
+	}
+	return nil
+}
+
+// applyRootChange returns roots with remove taken out and add appended,
+// or why it does not apply: a root to add that is trusted already, one to
+// remove that is not, or more than maxAttestRootsTotal in the result.
+func applyRootChange(roots, add, remove []string) ([]string, error) {
+	for _, r := range remove {
+		if !slices.Contains(roots, r) {
+			return nil, fmt.Errorf("remove_roots: %s is not a root of trust of this chain", r)
+		}
+	}
+	for _, r := range add {
+		if slices.Contains(roots, r) {
+			return nil, fmt.Errorf("add_roots: %s is a root of trust of this chain already", r)
+		}
+	}
+	out := slices.DeleteFunc(slices.Clone(roots), func(r string) bool { return slices.Contains(remove, r) })
+	out = append(out, add...)
+	if len(out) > maxAttestRootsTotal {
+		return nil, fmt.Errorf("the chain would trust %d roots, at most %d", len(out), maxAttestRootsTotal)
+	}
+	return out, nil
+}
+
 // checkAttestRoots checks a genesis's attest_roots: each 64 lower-case hex
 // digits, once.
 func checkAttestRoots(roots []string) error {
-	if len(roots) > 64 {
-		return fmt.Errorf("attest_roots lists %d roots, at most 64", len(roots))
+	if len(roots) > maxAttestRootsTotal {
+		return fmt.Errorf("attest_roots lists %d roots, at most %d", len(roots), maxAttestRootsTotal)
 	}
 	for i, r := range roots {
-		if b, err := hex.DecodeString(r); err != nil || len(b) != sha256.Size || strings.ToLower(r) != r {
+		if !isRootHash(r) {
 			return fmt.Errorf("attest_roots[%d] %q: want the SHA-256 of a DER root certificate, 64 lower-case hex digits", i, r)
 		}
 		if slices.Contains(roots[:i], r) {

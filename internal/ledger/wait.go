@@ -320,6 +320,10 @@ const (
 	NotExecutedTreasury = "treasury_short"
 	// NotExecutedOverflow: the balance of Providers[0] would overflow.
 	NotExecutedOverflow = "balance_overflow"
+	// NotExecutedRoots: its roots of trust no longer apply to tee/roots
+	// (one to add is trusted already, one to remove is not, or the list
+	// would hold more than its limit): another change passed first.
+	NotExecutedRoots = "attest_roots_invalid"
 )
 
 // Slash codes (SlashEvent.Code): why a provider was slashed, in job Job.

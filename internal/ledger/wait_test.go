@@ -82,3 +82,25 @@ func TestProposalWaitEncoding(t *testing.T) {
 		t.Fatal("a version 1 proposal with a Wait decoded")
 	}
 }
+
+// TestProposalRootsEncoding: an attest_roots proposal is written at
+// version 3 with its roots, with and without a Wait, and reads back.
+func TestProposalRootsEncoding(t *testing.T) {
+	r := DefaultAttestRoots
+	for _, p := range []*Proposal{
+		{ID: 4, Kind: ProposalAttestRoots, Title: "r", Status: ProposalVoting, AddRoots: []string{r[0], r[1]}},
+		{ID: 5, Kind: ProposalAttestRoots, Title: "r", Status: ProposalFailed, RemoveRoots: []string{r[2]}, DecidedHeight: 9,
+			Wait: &Wait{Code: WaitNotExecuted, Cause: NotExecutedRoots}},
+	} {
+		b := p.encode()
+		if b[0] != proposalRootsVersion {
+			t.Fatalf("version %d", b[0])
+		}
+		if got, err := decodeProposal(b); err != nil || !reflect.DeepEqual(got, p) {
+			t.Fatalf("round trip: %v\n got %+v\nwant %+v", err, got, p)
+		}
+		if _, err := decodeProposal(b[:len(b)-1]); err == nil {
+			t.Fatal("a truncated version 3 proposal decoded")
+		}
+	}
+}
