@@ -621,11 +621,13 @@ func (d *decoder) price(field string, n ast.Node) Price {
 
 // Fields of each mapping, in the order the docs list them.
 var (
-	specFields       = []string{"name", "executor", "module", "image", "command", "args", "env", "inputs", "outputs", "resources", "max_price", "timeout", "verification", "region", "region_required", "tier", "deterministic", "checkpoint", "network", "trust", "tee_measurements", "kind"}
+	specFields       = []string{"name", "executor", "module", "image", "command", "args", "env", "inputs", "outputs", "resources", "max_price", "timeout", "verification", "region", "region_required", "tier", "deterministic", "checkpoint", "network", "trust", "tee_measurements", "compare", "kind"}
 	inputFields      = []string{"path", "from", "sha256", "size"}
 	resourcesFields  = []string{"cpu", "memory", "disk", "gpu"}
 	gpuFields        = []string{"count", "models", "min_vram", "min_compute_cap"}
 	checkpointFields = []string{"path", "interval"}
+	compareFields    = []string{"numeric"}
+	numericFields    = []string{"rtol", "atol"}
 )
 
 // aliases are names people reach for, by the mapping they are written in,
@@ -780,6 +782,8 @@ func (d *decoder) spec(n ast.Node) *Spec {
 			s.Trust = d.str(f, e.value, "trust: tee")
 		case "tee_measurements":
 			s.TEEMeasurements = d.stringList(f, e.value, "tee_measurements: [<96 hex digits>]")
+		case "compare":
+			s.Compare = d.compare(f, e.value)
 		default:
 			delete(d.pos, f)
 			d.unknown("", e, fields)
@@ -860,6 +864,65 @@ func (d *decoder) checkpoint(field string, n ast.Node) *Checkpoint {
 		}
 	}
 	return c
+}
+
+// compare decodes compare: {numeric: {rtol, atol}}. It is nil when
+// compare is left out or empty, which is byte for byte.
+func (d *decoder) compare(field string, n ast.Node) *Compare {
+	const example = "compare: {numeric: {rtol: 1e-5, atol: 1e-8}}"
+	v, _ := d.resolve(field, n)
+	if _, null := v.(*ast.NullNode); v == nil || null {
+		return nil
+	}
+	entries := d.mapping(field, n, example)
+	if len(entries) == 0 {
+		return nil // {} is the same as leaving compare out
+	}
+	c := &Compare{}
+	for _, e := range entries {
+		f := field + "." + e.key
+		d.mark(f, e.pos, e.value)
+		switch e.key {
+		case "numeric":
+			c.Numeric = &Numeric{}
+			for _, e := range d.mapping(f, e.value, "numeric: {rtol: 1e-5, atol: 1e-8}") {
+				ff := f + "." + e.key
+				d.mark(ff, e.pos, e.value)
+				switch e.key {
+				case "rtol":
+					c.Numeric.RTol = d.tolerance(ff, e.value)
+				case "atol":
+					c.Numeric.ATol = d.tolerance(ff, e.value)
+				default:
+					delete(d.pos, ff)
+					d.unknown(f, e, numericFields)
+				}
+			}
+		default:
+			delete(d.pos, f)
+			d.unknown(field, e, compareFields)
+		}
+	}
+	return c
+}
+
+// tolerance decodes a number in [0, 1] from its text, exactly: 1e-5 is
+// 10^13 parts per 10^18, not a float's neighbour of it.
+func (d *decoder) tolerance(field string, n ast.Node) Tolerance {
+	v, _ := d.resolve(field, n)
+	switch v.(type) {
+	case nil, *ast.NullNode:
+		return 0
+	case *ast.StringNode, *ast.IntegerNode, *ast.FloatNode, *ast.InfinityNode, *ast.NanNode:
+		s, _ := scalarText(v)
+		t, err := ParseTolerance(s)
+		if err != nil {
+			d.errorf(field, nodePos(v), "%v", err)
+		}
+		return t
+	}
+	d.typeError(field, v, "a number in [0, 1]", "1e-5 or 0.00001")
+	return 0
 }
 
 func (d *decoder) resources(field string, n ast.Node) Resources {

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 	"unicode/utf8"
+
+	"github.com/gpunet/gpunet/internal/ledger"
 )
 
 // FuzzParse checks that Parse never panics; that its errors are Errors with
@@ -24,6 +26,8 @@ func FuzzParse(f *testing.F) {
 	f.Add(minimalOCI + "resources: {cpu: 0.001, memory: 1.5GiB, gpu: {count: 2, models: [rtx 4090], min_vram: 24Gi, min_compute_cap: 9}}\n")
 	f.Add(minimalOCI + "command: &c [a]\nargs: *c\nresources:\n  gpu:\n    <<: [{count: 1}, {min_vram: 1GiB}]\n")
 	f.Add(minimalOCI + "region: eu\nregion_required: true\ntier: spot\ncheckpoint: /ck\ntimeout: 1d0h1m1.5s\nmax_price: 1e-6\n")
+	f.Add(minimalWASM + "verification: full\ncompare: {numeric: {rtol: 1e-5, atol: \"0.00000001\"}}\n")
+	f.Add(minimalWASM + "compare: {numeric: {rtol: -.inf, atol: 1e-999, x: 1}, y: 2}\n")
 	f.Add(minimalService)
 	f.Add(designService)
 	for _, tt := range serviceErrorTests {
@@ -68,6 +72,27 @@ func FuzzParse(f *testing.F) {
 			if !sameSpec(s, again) {
 				t.Fatalf("round trip changed the spec:\n%#v\n%#v\nmarshalled:\n%s", *s, *again, out)
 			}
+		}
+	})
+}
+
+// FuzzParseTolerance: a tolerance accepted is in [0, 1] and writes back
+// as text that reads to the same value.
+func FuzzParseTolerance(f *testing.F) {
+	for _, s := range []string{"1e-5", "0", "1", "0.3", "1e-18", "1e-19", "-0", "+1", ".5", "5.", "1E+0", ".nan", "1e999", "0e999"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		v, err := ParseTolerance(s)
+		if err != nil {
+			return
+		}
+		if uint64(v) > ledger.MaxToleranceE18 {
+			t.Fatalf("ParseTolerance(%q) = %d, more than 1", s, v)
+		}
+		back, err := ParseTolerance(v.String())
+		if err != nil || back != v {
+			t.Fatalf("ParseTolerance(%q) = %d, written %q, read back %d, %v", s, v, v.String(), back, err)
 		}
 	})
 }

@@ -61,6 +61,9 @@ type Spec struct {
 	// attested key; TEEMeasurements pin their launch measurement (hex).
 	Trust           string   `yaml:"trust,omitempty" json:"trust,omitempty"`
 	TEEMeasurements []string `yaml:"tee_measurements,omitempty" json:"tee_measurements,omitempty"`
+	// Compare says how replicas' outputs are judged the same when their
+	// bytes differ (docs/jobspec.md, compare); nil is byte for byte.
+	Compare *Compare `yaml:"compare,omitempty" json:"compare,omitempty"`
 
 	// A service's own fields (kind: service; service.go). MaxPrice is
 	// then per replica.
@@ -82,6 +85,19 @@ type Spec struct {
 type Checkpoint struct {
 	Path     string   `yaml:"path" json:"path"`         // absolute guest path of a directory
 	Interval Duration `yaml:"interval" json:"interval"` // how often; whole seconds, 1s … 24h (the chain's minimum applies)
+}
+
+// Compare is how replicas' outputs are judged the same (docs/jobspec.md,
+// compare). Numeric is the only rule so far.
+type Compare struct {
+	Numeric *Numeric `yaml:"numeric,omitempty" json:"numeric,omitempty"`
+}
+
+// Numeric judges two numbers the same when |a-b| <= ATol + RTol*max(|a|,|b|)
+// (internal/compare).
+type Numeric struct {
+	RTol Tolerance `yaml:"rtol" json:"rtol_e18"`
+	ATol Tolerance `yaml:"atol" json:"atol_e18"`
 }
 
 // Bounds and default of a checkpoint's interval. The chain refuses an
@@ -281,6 +297,9 @@ func (s *Spec) LedgerSpec(module string) ledger.JobSpec {
 		// On-demand is the ledger's default (""): a spec that does not
 		// name another tier submits what it did before tiers existed.
 		ls.Tier = s.Tier
+	}
+	if c := s.Compare; c != nil && c.Numeric != nil {
+		ls.Compare = &ledger.CompareSpec{RTolE18: uint64(c.Numeric.RTol), ATolE18: uint64(c.Numeric.ATol)}
 	}
 	if c := s.Checkpoint; c != nil {
 		ls.Checkpoint = &ledger.CheckpointSpec{Path: c.Path, IntervalSeconds: uint64(time.Duration(c.Interval) / time.Second)}

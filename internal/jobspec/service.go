@@ -214,6 +214,7 @@ var batchOnly = []struct{ field, why string }{
 	{"checkpoint", "a service is not checkpointed: a replica that ends is started afresh on another provider"},
 	{"tier", "a service has no tier: its replicas run until it is stopped"},
 	{"deterministic", "says whether a batch job's outputs can be compared; a service has none"},
+	{"compare", "says how a batch job's replicas' outputs are judged the same; a service has no outputs"},
 }
 
 // serviceOnly are the fields a batch job may not have.

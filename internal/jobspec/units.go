@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/gpunet/gpunet/internal/ledger"
 )
 
 // Bytes is a size in bytes. In YAML it is an integer (bytes) or a number
@@ -310,4 +312,52 @@ func parseDecimal(s string) (*big.Rat, error) {
 		return nil, fmt.Errorf("%q is not a decimal number", clip(s))
 	}
 	return r, nil
+}
+
+// Tolerance is a number in [0, 1] in parts per 10^18, as the ledger keeps
+// it (ledger.CompareSpec): 1e-5 is 10^13. In YAML it is a decimal number,
+// read from its text exactly.
+type Tolerance uint64
+
+// tolerancePerUnit is a tolerance of 1.
+const tolerancePerUnit = ledger.MaxToleranceE18
+
+// ParseTolerance reads a tolerance such as "1e-5", "0.00001" or "0". It
+// refuses a negative number, one over 1, NaN and infinities, and one
+// finer than 1e-18, the ledger's unit.
+func ParseTolerance(s string) (Tolerance, error) {
+	t := strings.TrimSpace(s)
+	switch l := strings.ToLower(strings.TrimLeft(t, "+-")); {
+	case strings.HasPrefix(t, "-"):
+		return 0, fmt.Errorf("%q is negative; a tolerance is a number in [0, 1]", clip(s))
+	case l == ".nan" || l == "nan" || l == ".inf" || l == "inf" || l == "infinity":
+		return 0, fmt.Errorf("%q is not a number in [0, 1]; a tolerance must be finite", clip(s))
+	}
+	r, err := parseDecimal(t)
+	if err != nil {
+		return 0, fmt.Errorf("%q is not a tolerance: write a decimal number in [0, 1], e.g. 1e-5 or 0.00001", clip(s))
+	}
+	if r.Cmp(big.NewRat(1, 1)) > 0 {
+		return 0, fmt.Errorf("%q is more than 1; a tolerance is a number in [0, 1]", clip(s))
+	}
+	r.Mul(r, new(big.Rat).SetInt64(tolerancePerUnit))
+	if !r.IsInt() {
+		return 0, fmt.Errorf("%q is finer than 1e-18, the smallest step the chain keeps", clip(s))
+	}
+	return Tolerance(r.Num().Uint64()), nil
+}
+
+// String writes t as an exact decimal number: "0.00001", "1", "0".
+func (t Tolerance) String() string {
+	whole, frac := uint64(t)/tolerancePerUnit, uint64(t)%tolerancePerUnit
+	s := strconv.FormatUint(whole, 10)
+	if frac != 0 {
+		s += strings.TrimRight(fmt.Sprintf(".%018d", frac), "0")
+	}
+	return s
+}
+
+// MarshalYAML writes t as the decimal number a spec writes.
+func (t Tolerance) MarshalYAML() ([]byte, error) {
+	return []byte(t.String()), nil
 }

@@ -44,6 +44,7 @@ func (s *Spec) validate() Errors {
 	v.outputs()
 	v.resources()
 	v.terms()
+	v.compare()
 	v.onChain()
 	return v.errs
 }
@@ -539,6 +540,22 @@ func (v *validator) kind() {
 		msg += fmt.Sprintf(" (did you mean %q?)", meant)
 	}
 	v.errorf("kind", "%s", msg)
+}
+
+// compare checks that a compare rule names its kind and that the job is
+// one whose replicas are compared at all. The tolerances' range is checked
+// as they are read (ParseTolerance).
+func (v *validator) compare() {
+	c := v.s.Compare
+	if c == nil {
+		return
+	}
+	if c.Numeric == nil {
+		v.errorf("compare.numeric", "is required: how numbers are judged the same, e.g. compare: {numeric: {rtol: 1e-5, atol: 1e-8}}")
+	}
+	if !v.s.IsDeterministic() || v.s.Verification == VerifyNone {
+		v.errorf("compare", "judges replicas' outputs against each other, so the job must be checked: deterministic, with verification spot or full")
+	}
 }
 
 // onChain asks the ledger, the authority, about the spec's on-chain form

@@ -1,0 +1,100 @@
+package jobspec
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/gpunet/gpunet/internal/ledger"
+)
+
+// TestCompareDecodesExactly: compare's tolerances are read from their
+// text into the ledger's parts per 10^18, with no float in between (0.3 as
+// a float64 times 10^18 is 299999999999999980, not 3×10^17).
+func TestCompareDecodesExactly(t *testing.T) {
+	for _, tc := range []struct {
+		yaml       string
+		rtol, atol uint64
+	}{
+		{"compare: {numeric: {rtol: 1e-5, atol: 1e-8}}\n", 1e13, 1e10},
+		{"compare:\n  numeric:\n    rtol: 0.3\n    atol: 0.000000000000000001\n", 3e17, 1},
+		{"compare: {numeric: {rtol: 1, atol: 0}}\n", ledger.MaxToleranceE18, 0},
+		{"compare: {numeric: {rtol: \"2.5E-7\"}}\n", 25e10, 0},
+		{"compare: {numeric: {atol: 1e-18}}\n", 0, 1},
+		{"compare: {numeric: {rtol: 0.1e1}}\n", ledger.MaxToleranceE18, 0},
+		{"compare: {numeric: {}}\n", 0, 0},
+	} {
+		s, errs := decode([]byte(minimalWASM + tc.yaml))
+		if len(errs) > 0 {
+			t.Fatalf("%q: %v", tc.yaml, errs)
+		}
+		ls := s.LedgerSpec(PlaceholderModule)
+		if ls.Compare == nil || ls.Compare.RTolE18 != tc.rtol || ls.Compare.ATolE18 != tc.atol {
+			t.Fatalf("%q: ledger compare = %+v, want rtol_e18 %d, atol_e18 %d", tc.yaml, ls.Compare, tc.rtol, tc.atol)
+		}
+		out, err := s.MarshalYAML()
+		if err != nil {
+			t.Fatal(err)
+		}
+		back, errs := decode(out)
+		if len(errs) > 0 || back.Compare == nil || *back.Compare.Numeric != *s.Compare.Numeric {
+			t.Fatalf("%q: round trip through\n%s\ngave %+v, %v", tc.yaml, out, back.Compare, errs)
+		}
+	}
+	for _, y := range []string{"", "compare:\n", "compare: {}\n", "compare: ~\n"} {
+		s, errs := decode([]byte(minimalWASM + y))
+		if len(errs) > 0 || s.Compare != nil || s.LedgerSpec(PlaceholderModule).Compare != nil {
+			t.Errorf("%q: compare = %+v, %v; want none (byte for byte)", y, s.Compare, errs)
+		}
+	}
+}
+
+// TestCompareErrors: each wrong tolerance is refused with the field's path
+// and what is wrong with it.
+func TestCompareErrors(t *testing.T) {
+	for _, tc := range []struct{ yaml, field, want string }{
+		{"compare: {numeric: {rtol: -1e-5}}\n", "compare.numeric.rtol", "negative"},
+		{"compare: {numeric: {atol: 1.5}}\n", "compare.numeric.atol", "more than 1"},
+		{"compare: {numeric: {atol: 1.0000000000000000001}}\n", "compare.numeric.atol", "more than 1"},
+		{"compare: {numeric: {rtol: .nan}}\n", "compare.numeric.rtol", "finite"},
+		{"compare: {numeric: {rtol: .inf}}\n", "compare.numeric.rtol", "finite"},
+		{"compare: {numeric: {rtol: -.inf}}\n", "compare.numeric.rtol", "negative"},
+		{"compare: {numeric: {rtol: 1e-19}}\n", "compare.numeric.rtol", "finer than 1e-18"},
+		{"compare: {numeric: {atol: 0.0000000000000000015}}\n", "compare.numeric.atol", "finer than 1e-18"},
+		{"compare: {numeric: {rtol: 1e-99999}}\n", "compare.numeric.rtol", "not a tolerance"},
+		{"compare: {numeric: {rtol: 1/3}}\n", "compare.numeric.rtol", "not a tolerance"},
+		{"compare: {numeric: {rtol: 0x10}}\n", "compare.numeric.rtol", "not a tolerance"},
+		{"compare: {numeric: {rtol: tight}}\n", "compare.numeric.rtol", "not a tolerance"},
+		{"compare: {numeric: {rtol: [1e-5]}}\n", "compare.numeric.rtol", "a number in [0, 1]"},
+		{"compare: {numeric: {rtl: 1e-5}}\n", "compare.numeric.rtl", `did you mean "rtol"`},
+		{"compare: {exact: true}\n", "compare.exact", "the fields are numeric"},
+		{"compare: numeric\n", "compare", "mapping"},
+	} {
+		_, errs := decode([]byte(minimalWASM + tc.yaml))
+		if len(errs) != 1 || errs[0].Field != tc.field || !strings.Contains(errs[0].Msg, tc.want) {
+			t.Errorf("%q: errors %v, want one on %s saying %q", tc.yaml, errs, tc.field, tc.want)
+		}
+	}
+}
+
+// TestCompareValidate: compare needs a checked job and is for batch jobs;
+// a valid one reaches the ledger, which (until the judging round is built)
+// refuses it rather than judge float outputs by hash.
+func TestCompareValidate(t *testing.T) {
+	const cmp = "compare: {numeric: {rtol: 1e-5, atol: 1e-8}}\n"
+	for _, tc := range []struct{ yaml, field, want string }{
+		{minimalWASM + "verification: none\n" + cmp, "compare", "must be checked"},
+		{minimalOCI + cmp, "compare", "must be checked"},
+		{minimalService + cmp, "compare", "is not for a service"},
+	} {
+		_, err := Parse([]byte(tc.yaml), "")
+		var es Errors
+		if !errors.As(err, &es) || len(es) != 1 || es[0].Field != tc.field || !strings.Contains(es[0].Msg, tc.want) {
+			t.Errorf("%q: Parse = %v, want one error on %s saying %q", tc.yaml, err, tc.field, tc.want)
+		}
+	}
+	_, err := Parse([]byte(minimalWASM+"verification: full\n"+cmp), "")
+	if err == nil || !strings.Contains(err.Error(), ledger.ErrCompareNotSettled.Error()) {
+		t.Errorf("a valid compare spec: Parse = %v, want the ledger's refusal (%v)", err, ledger.ErrCompareNotSettled)
+	}
+}
