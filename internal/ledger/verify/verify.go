@@ -13,6 +13,10 @@
 //     number while the job still runs: a provisional vote, which waits while
 //     a majority is still possible and never punishes a replica that has not
 //     reported yet.
+//   - [TallyJudgments] settles the judging round of a job whose outputs
+//     are judged within a tolerance: the judges' verdict vectors by the
+//     same count, then [Class], the replicas judged the same, whose members
+//     the ledger tallies as one result.
 //
 // The package depends on the standard library only, so that every
 // validator computes the same verdict (DESIGN.md section 4).
