@@ -116,7 +116,9 @@ func TestProviderLabelsInBrowser(t *testing.T) {
 	serve("/v1/providers/{addr}/jobs", func(*http.Request) any { return map[string]any{"jobs": []any{}} })
 	serve("/v1/providers/{addr}/history", func(*http.Request) any { return map[string]any{"events": []any{}} })
 	serve("/v1/providers/{addr}/services", func(*http.Request) any { return map[string]any{"services": []any{}} })
-	serve("/v1/providers/{addr}/delegations", func(*http.Request) any { return apiwire.TargetDelegationsBody{TargetDelegations: ledger.TargetDelegations{Target: ledger.Target{Kind: ledger.TargetProvider, Address: rec.Address}, Delegations: []ledger.DelegationInfo{}}, Height: 5} })
+	serve("/v1/providers/{addr}/delegations", func(*http.Request) any {
+		return apiwire.TargetDelegationsBody{TargetDelegations: ledger.TargetDelegations{Target: ledger.Target{Kind: ledger.TargetProvider, Address: rec.Address}, Delegations: []ledger.DelegationInfo{}}, Height: 5}
+	})
 	serve("/v1/jobs/{id}", func(*http.Request) any { return job })
 	serve("/v1/jobs/{id}/timeline", func(*http.Request) any { return map[string]any{"steps": []any{}, "observed": []any{}} })
 	srv := httptest.NewServer(mux)
