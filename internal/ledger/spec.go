@@ -93,7 +93,7 @@ func (c *CompareSpec) validate(s *JobSpec) error {
 	case !s.Checked():
 		return invalid("compare judges replicas' outputs, so the job must be checked: deterministic, verification spot or full")
 	}
-	return fmt.Errorf("%w: %w", ErrInvalidMsg, ErrCompareNotSettled)
+	return nil
 }
 
 // Executors a job may name (JobSpec.Executor).
@@ -241,6 +241,9 @@ func (s *JobSpec) Validate() error {
 		if err := s.Compare.validate(s); err != nil {
 			return err
 		}
+		// A well-formed compare spec is still refused: see
+		// ErrCompareNotSettled.
+		return fmt.Errorf("%w: %w", ErrInvalidMsg, ErrCompareNotSettled)
 	}
 	return s.validateURLInputs()
 }
