@@ -110,9 +110,6 @@ func TestProviderLabelsInBrowser(t *testing.T) {
 			// The evidence's words are the provider's too (issue 31).
 			Attestation: apiwire.ProviderAttestation{State: apiwire.AttestValid, Kind: "tdx", Measurement: "ab", TCBStatus: hostile, Key: "age1x", Height: 4, Expiry: 1_700_000_000}}
 	})
-	serve("/v1/providers/{addr}/delegations", func(*http.Request) any {
-		return map[string]any{"delegations": []any{}, "pool": map[string]any{}}
-	})
 	serve("/v1/providers/{addr}/jobs", func(*http.Request) any { return map[string]any{"jobs": []any{}} })
 	serve("/v1/providers/{addr}/history", func(*http.Request) any { return map[string]any{"events": []any{}} })
 	serve("/v1/providers/{addr}/services", func(*http.Request) any { return map[string]any{"services": []any{}} })

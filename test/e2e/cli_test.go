@@ -75,8 +75,9 @@ func TestCLIContract(t *testing.T) {
 		if shown != carol {
 			t.Errorf("keys show carol: %+v, keys add said %+v", shown, carol)
 		}
-		if got := keyNames(t, home); !slices.Equal(got, []string{"alice", "bob", "carol"}) {
-			t.Errorf("keys list: %v, want alice bob carol", got)
+		// operator: the key that bonds the devnet's validator.
+		if got := keyNames(t, home); !slices.Equal(got, []string{"alice", "bob", "carol", "operator"}) {
+			t.Errorf("keys list: %v, want alice bob carol operator", got)
 		}
 	})
 
@@ -171,16 +172,16 @@ func TestCLIContract(t *testing.T) {
 		Reset *devnet.ResetPlan `json:"reset"`
 	}
 	if err := json.Unmarshal([]byte(resetProc.stdout.Lines()[0]), &plan); err != nil || plan.Reset == nil ||
-		!slices.Equal(plan.Reset.KeptKeys, []string{"carol"}) || !slices.Equal(plan.Reset.DevKeys, []string{"alice", "bob"}) || len(plan.Reset.Delete) == 0 {
-		t.Errorf("reset devnet's plan: %+v (%v), want alice and bob deleted, carol kept, the chain's paths listed", plan.Reset, err)
+		!slices.Equal(plan.Reset.KeptKeys, []string{"carol"}) || !slices.Equal(plan.Reset.DevKeys, []string{"alice", "bob", "operator"}) || len(plan.Reset.Delete) == 0 {
+		t.Errorf("reset devnet's plan: %+v (%v), want alice, bob and operator deleted, carol kept, the chain's paths listed", plan.Reset, err)
 	}
 	st := status(t, "--home", home)
 	if st.Height >= last.Height || st.AppHash == last.AppHash {
 		t.Errorf("reset devnet at height %d, the old chain was at %d", st.Height, last.Height)
 	}
 	t.Logf("devnet stopped at height %d, resumed up to %d, reset to %d", before.Height, last.Height, st.Height)
-	if got := keyNames(t, home); !slices.Equal(got, []string{"alice", "bob", "carol"}) {
-		t.Errorf("keys list after reset: %v, want alice bob carol", got)
+	if got := keyNames(t, home); !slices.Equal(got, []string{"alice", "bob", "carol", "operator"}) {
+		t.Errorf("keys list after reset: %v, want alice bob carol operator", got)
 	}
 	if b := balance(t, carol.Address, "--home", home); b != 0 {
 		t.Errorf("carol's address has %d usync on the reset chain, want 0", b)

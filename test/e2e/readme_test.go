@@ -456,8 +456,13 @@ func (r *readmeRun) startDevnet(l readmeLine, args []string) {
 	p := r.start("devnet "+strings.Join(args, " "), r.repo, append([]string{gpunetBin, "devnet"}, withoutHWChallenges(slices.Clone(args))...)...)
 	r.devnet = p
 	r.waitFor(l, 3*time.Minute, "'Press Ctrl-C to stop.'", p, func() bool { return strings.Contains(p.out.String(), "Press Ctrl-C to stop.") })
-	// It says what it does while it starts, a line per step on stderr.
+	// It says what it does while it starts, a line per step on stderr
+	// (read apart from stdout: its last line may arrive a moment later).
 	for _, step := range []string{"starting the node", "providers registering", "ready"} {
+		deadline := time.Now().Add(10 * time.Second)
+		for !strings.Contains(p.err.String(), step) && time.Now().Before(deadline) {
+			time.Sleep(20 * time.Millisecond)
+		}
 		if !strings.Contains(p.err.String(), step) {
 			t.Errorf("README.md:%d: the devnet's stderr does not say %q:\n%s", l.n, step, p.err.String())
 		}

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gpunet/gpunet/internal/apiwire"
 	"github.com/gpunet/gpunet/internal/validator"
 )
 
@@ -164,6 +165,13 @@ func TestValidatorSetChanges(t *testing.T) {
 		t.Fatalf("genesis validators: %+v, want 3 bonded at 100 each", vs)
 	}
 
+	// The full node takes txs once it has left block sync (CometBFT
+	// refuses them before: "endpoint is closed while node is catching
+	// up"), which a loaded machine can delay past height 3.
+	waitUntil(t, 60*time.Second, "the full node caught up", func() bool {
+		var st apiwire.StatusBody
+		return getJSON(apis[3]+"/v1/status", &st) == nil && !st.CatchingUp
+	})
 	// Fund the full node's operator, then bond 150 SYNC for its key.
 	var tx txJSON
 	gpunetJSON(t, &tx, "tx", "send", op.Address, "300sync", "--from", "alice", "--home", keyHome, "--node", apis[0])
