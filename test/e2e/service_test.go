@@ -325,7 +325,11 @@ openai: {port: 8000, models: [tinylm]}
 	}
 
 	// Stopped: the escrow comes back; the owner paid exactly the
-	// replicas' pay and the fee.
+	// replicas' pay and the fee. First a heartbeat of the new replica's is
+	// paid: under load the killed one may have been paid nothing, and a
+	// replica stopped at once would be paid nothing either (a CI run: cost
+	// 0 for both).
+	waitUntil(t, 60*time.Second, "a replica's ready time paid", func() bool { return n.status(t, d.ID).Cost > 0 })
 	var stopped struct {
 		Service ledger.Service `json:"service"`
 	}
