@@ -22,6 +22,8 @@ import (
 	"github.com/cometbft/cometbft/privval"
 	"github.com/cometbft/cometbft/proxy"
 	"github.com/cometbft/cometbft/rpc/client/local"
+	rpccore "github.com/cometbft/cometbft/rpc/core"
+	coretypes "github.com/cometbft/cometbft/rpc/core/types"
 	cmttypes "github.com/cometbft/cometbft/types"
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -286,8 +288,18 @@ func (n *Node) Status(ctx context.Context) (*apiwire.Status, error) {
 }
 
 // BroadcastTx submits a tx to the mempool and returns CheckTx's verdict.
+// A node still syncing the chain (block sync or state sync: CometBFT
+// takes no txs then) holds the tx until it has caught up, for at most
+// catchUpWait or until ctx ends: a node that just joined, or fell behind
+// on a busy machine, is a moment from taking it, and its caller should
+// not have to know (CI runs under load: "endpoint is closed while node
+// is catching up" on a full node past height 3).
 func (n *Node) BroadcastTx(ctx context.Context, tx []byte) (*apiwire.TxResult, error) {
-	r, err := n.rpc.BroadcastTxSync(ctx, tx)
+	var r *coretypes.ResultBroadcastTx
+	err := whileCatchingUp(ctx, catchUpWait, func() (err error) {
+		r, err = n.rpc.BroadcastTxSync(ctx, tx)
+		return err
+	})
 	var invalid mempool.ErrInvalidTx
 	switch {
 	case errors.As(err, &invalid):
@@ -298,6 +310,34 @@ func (n *Node) BroadcastTx(ctx context.Context, tx []byte) (*apiwire.TxResult, e
 		return nil, err
 	}
 	return &apiwire.TxResult{Hash: r.Hash.String(), Code: r.Code, Codespace: r.Codespace, Log: r.Log}, nil
+}
+
+// catchUpWait bounds how long BroadcastTx holds a tx for a node that is
+// catching up.
+const catchUpWait = 30 * time.Second
+
+// whileCatchingUp calls try until it returns anything but CometBFT's
+// refusal of a node that is catching up, waiting a little longer each
+// time, for at most wait in all or until ctx ends; then it says the node
+// is still catching up.
+func whileCatchingUp(ctx context.Context, wait time.Duration, try func() error) error {
+	deadline := time.Now().Add(wait)
+	delay := 50 * time.Millisecond
+	for {
+		err := try()
+		if !errors.Is(err, rpccore.ErrEndpointClosedCatchingUp) {
+			return err
+		}
+		if time.Now().Add(delay).After(deadline) {
+			return fmt.Errorf("this node is still catching up with the chain after %s and takes no txs until it has: try again shortly, or send it to another node", wait)
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("this node is catching up with the chain and takes no txs until it has: %w", ctx.Err())
+		case <-time.After(delay):
+		}
+		delay = min(2*delay, 500*time.Millisecond)
+	}
 }
 
 // GetTx returns an included tx's result, or nil if it is not (yet) in a
