@@ -3,6 +3,8 @@ package provider_test
 import (
 	"fmt"
 	"log/slog"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -94,14 +96,32 @@ func TestSlashedProviderTopsUpStake(t *testing.T) {
 	if r := record(poor); r.Stake >= params.MinStakeCPU {
 		t.Fatalf("the poor provider is at %d, not under the minimum %d", r.Stake, params.MinStakeCPU)
 	}
-	// The command, as the log gives it, with the funder's key.
-	if _, err := n.cl.SendMsg(ctx, funder, 0, &ledger.MsgSend{To: poorKey.Address, Amount: ledger.Amount(missing)}); err != nil {
-		t.Fatal(err)
+	// The command, as the log gives it, with the funder's key. Its
+	// challenges go on (faked) while it waits, so another slash may come
+	// before the funds do (a CI run under load): it then says the new
+	// amount it lacks, once, and that is sent in turn.
+	for round := 1; ; round++ {
+		said := strings.Count(poorLog.String(), "UNDER-STAKED")
+		if _, err := n.cl.SendMsg(ctx, funder, 0, &ledger.MsgSend{To: poorKey.Address, Amount: ledger.Amount(missing)}); err != nil {
+			t.Fatal(err)
+		}
+		waitFor(t, "the poor provider staking what it received, or saying what it still lacks", func() bool {
+			l := poorLog.String()
+			return strings.Contains(l, "topped it up from the balance") || strings.Count(l, "UNDER-STAKED") > said
+		})
+		l := poorLog.String()
+		if strings.Contains(l, "topped it up from the balance") {
+			break
+		}
+		if round == 3 {
+			t.Fatalf("slashed again after each of 3 fundings:\n%s", l)
+		}
+		m := regexp.MustCompile(`UNDER-STAKED.*missing_usync=(\d+)`).FindAllStringSubmatch(l, -1)
+		missing, _ = strconv.ParseUint(m[len(m)-1][1], 10, 64)
+		t.Logf("slashed again before the funds came: it now lacks %d usync", missing)
 	}
-	waitFor(t, "the poor provider staking what it received", func() bool {
-		return strings.Contains(poorLog.String(), "topped it up from the balance")
+	waitFor(t, "the poor provider's stake back at the minimum", func() bool {
+		r := record(poor)
+		return r != nil && r.Stake >= params.MinStakeCPU
 	})
-	if !strings.Contains(poorLog.String(), fmt.Sprintf("amount_usync=%d", missing)) {
-		t.Errorf("the poor agent's top-up:\n%s", poorLog.String())
-	}
 }
