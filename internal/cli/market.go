@@ -49,6 +49,17 @@ open epoch's demand and emission.`,
 					for _, h := range c.History {
 						fmt.Fprintf(w, "  epoch %-5d height %-8d utilisation %-7s smoothed %-7s index %s/unit-h\n", h.Epoch, h.Height, pct(h.UtilisationPPM), pct(h.EMAPPM), formatSync(h.IndexMicro/1_000_000))
 					}
+					if t := c.TEE; t != nil {
+						var prices []string
+						for _, tp := range t.Prices {
+							prices = append(prices, fmt.Sprintf("%s %s/h", tp.Tier, formatSync(tp.PricePerHour)))
+						}
+						fmt.Fprintf(w, "  trust tee: index %s/unit-h, utilisation %s (smoothed %s), %d of %d attested units reserved now\n    a trust: tee job at the index: %s\n",
+							formatSync(t.Index), pct(t.UtilisationPPM), pct(t.EMAPPM), t.ReservedUnits, t.OfferedUnits, strings.Join(prices, ", "))
+						for _, h := range t.History {
+							fmt.Fprintf(w, "    epoch %-5d height %-8d utilisation %-7s smoothed %-7s tee index %s/unit-h\n", h.Epoch, h.Height, pct(h.UtilisationPPM), pct(h.EMAPPM), formatSync(h.IndexMicro/1_000_000))
+						}
+					}
 				}
 				if r := m.Rewards; r != nil {
 					fmt.Fprintf(w, "\nthis epoch: consumers paid providers %s and %s in fees; emission so far %s; reward pool %s; minted %s, burned %s in all\n",
@@ -68,9 +79,14 @@ func pct(ppm uint64) string { return fmt.Sprintf("%.1f%%", float64(ppm)/10_000) 
 // printQuoteTiers prints what each tier would pay now, and why.
 func printQuoteTiers(w io.Writer, q *ledger.Quote) {
 	for _, t := range q.Tiers {
-		why := fmt.Sprintf("the ask %s/h is above the index %s/unit-h × %s", formatSync(t.Ask), formatSync(t.Index), factor(t.FactorPPM))
+		index := formatSync(t.Index)
+		if t.TEEIndex > 0 {
+			// trust: tee pays the larger of the class's two indexes.
+			index = fmt.Sprintf("max(index %s, tee index %s)", formatSync(t.Index), formatSync(t.TEEIndex))
+		}
+		why := fmt.Sprintf("the ask %s/h is above the index %s/unit-h × %s", formatSync(t.Ask), index, factor(t.FactorPPM))
 		if t.Why == "index" {
-			why = fmt.Sprintf("index %s/unit-h × %s = %s/h", formatSync(t.Index), factor(t.FactorPPM), formatSync(t.Market))
+			why = fmt.Sprintf("index %s/unit-h × %s = %s/h", index, factor(t.FactorPPM), formatSync(t.Market))
 			if t.Ask > 0 {
 				why += fmt.Sprintf(", above the ask %s/h", formatSync(t.Ask))
 			}

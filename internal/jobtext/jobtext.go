@@ -307,6 +307,8 @@ func endText(code, text string, seconds uint64) string {
 		return "provider stopped reporting"
 	case ledger.EndOffline:
 		return "provider went offline"
+	case ledger.EndTEELapsed:
+		return "provider's TEE attestation expired"
 	case ledger.EndScaledDown:
 		return "scaled down by its owner"
 	case ledger.EndServiceStopped:

@@ -49,6 +49,7 @@ var invariants = []func(s *invariantState) error{
 	delegationEntriesAddUp,
 	supplyAddsUp,
 	marketCountsMatchRecords,
+	teeExpiryIndexMatchesProviders,
 	rewardsAddUp,
 	serviceIndexesMatchRecords,
 	serviceAccountsAddUp,

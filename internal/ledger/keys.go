@@ -30,7 +30,7 @@ import (
 const metaPrefix = "\x00"
 
 var unhashedPrefixes = [][]byte{[]byte(metaPrefix), prefixProviderIndex, prefixClassCount,
-	prefixJobOwner, prefixJobProv, prefixJobDue, prefixJobQueue, prefixVerifyQ, prefixGovWeight, prefixGovRunning, prefixGovDelegated, prefixPriorityQ, prefixJobTentative, prefixMarketLive,
+	prefixJobOwner, prefixJobProv, prefixJobDue, prefixJobQueue, prefixVerifyQ, prefixGovWeight, prefixGovRunning, prefixGovDelegated, prefixPriorityQ, prefixJobTentative, prefixMarketLive, prefixMarketTEELive, prefixTEEExpiry,
 	prefixServiceOwner, prefixServiceProv, prefixServiceDue, prefixServiceQueue, prefixServiceModel, prefixServiceActive}
 
 // Hashed reports whether the app hash covers key.
@@ -179,6 +179,16 @@ var (
 	prefixMarketHist  = []byte("mkt/h/")
 	keyMarketEpoch    = []byte("mkt/epoch")
 	prefixMarketLive  = []byte("mktl/")
+	// The TEE market (market_tee.go): the same per class for attested
+	// providers and trust: tee work, mkt/tc/<class>, mkt/th/<class>/<epoch>
+	// and the live counts mkttl/<class> (not hashed). teeexp/<expiry><address>
+	// lists the providers whose attestation has not lapsed yet, by expiry,
+	// for the sweep that lapses it (not hashed: a function of the provider
+	// records).
+	prefixMarketTEEClass = []byte("mkt/tc/")
+	prefixMarketTEEHist  = []byte("mkt/th/")
+	prefixMarketTEELive  = []byte("mkttl/")
+	prefixTEEExpiry      = []byte("teeexp/")
 
 	// Supply changes and rewards (supply.go, rewards.go): the totals ever
 	// burned and minted, the minted rewards not yet paid

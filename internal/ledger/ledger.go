@@ -130,6 +130,12 @@ func (b *Block) begin() ([]Event, error) {
 	}
 	evs = append(evs, more...)
 	more, err = expireServices(b.state, b.info.Time.Unix(), b.params)
+	if err != nil {
+		return nil, err
+	}
+	evs = append(evs, more...)
+	// Attestations that expired leave the TEE market (market_tee.go).
+	more, err = lapseAttestations(b.state, b.params, b.info)
 	return append(evs, more...), err
 }
 

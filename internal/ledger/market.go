@@ -106,27 +106,55 @@ func (p Params) validateMarketParams() error {
 // reserved by assignments that hold a slot.
 type marketCounts struct{ offered, reserved uint64 }
 
-func marketLiveKey(class string) []byte {
-	return append(slices.Clone(prefixMarketLive), class...)
+// A marketBook is one set of per-class indexes: the plain market (every
+// provider and job) or the TEE market (attested providers and trust: tee
+// work, market_tee.go). Each has its records, history and live counts
+// under its own prefixes, and endMarket moves both the same way.
+type marketBook struct {
+	class, hist, live []byte
+	trust             string // "" or TrustTEE: the trust its events name
 }
 
-func getMarketCounts(kv KV, class string) marketCounts {
-	b := kv.Get(marketLiveKey(class))
+var (
+	plainBook = marketBook{class: prefixMarketClass, hist: prefixMarketHist, live: prefixMarketLive}
+	teeBook   = marketBook{class: prefixMarketTEEClass, hist: prefixMarketTEEHist, live: prefixMarketTEELive, trust: TrustTEE}
+)
+
+func (b marketBook) liveKey(class string) []byte { return append(slices.Clone(b.live), class...) }
+
+func (b marketBook) counts(kv KV, class string) marketCounts {
+	return decodeMarketCounts(kv.Get(b.liveKey(class)))
+}
+
+func decodeMarketCounts(b []byte) marketCounts {
 	if len(b) != 16 {
 		return marketCounts{}
 	}
 	return marketCounts{binary.BigEndian.Uint64(b), binary.BigEndian.Uint64(b[8:])}
 }
 
-func setMarketCounts(o *Overlay, class string, c marketCounts) {
+func (b marketBook) setCounts(o *Overlay, class string, c marketCounts) {
 	if c == (marketCounts{}) {
-		if o.Get(marketLiveKey(class)) != nil {
-			o.Delete(marketLiveKey(class))
+		if o.Get(b.liveKey(class)) != nil {
+			o.Delete(b.liveKey(class))
 		}
 		return
 	}
-	o.Set(marketLiveKey(class), binary.BigEndian.AppendUint64(binary.BigEndian.AppendUint64(nil, c.offered), c.reserved))
+	o.Set(b.liveKey(class), binary.BigEndian.AppendUint64(binary.BigEndian.AppendUint64(nil, c.offered), c.reserved))
 }
+
+// reserve adds d units (which may be negative) to class's reserved count.
+func (b marketBook) reserve(o *Overlay, class string, d int64) {
+	n := b.counts(o, class)
+	n.reserved = addUnits(n.reserved, d)
+	b.setCounts(o, class, n)
+}
+
+func marketLiveKey(class string) []byte { return plainBook.liveKey(class) }
+
+func getMarketCounts(kv KV, class string) marketCounts { return plainBook.counts(kv, class) }
+
+func setMarketCounts(o *Overlay, class string, c marketCounts) { plainBook.setCounts(o, class, c) }
 
 // addUnits adds d (which may be negative) to a count, stopping at zero: the
 // counts and the records agree (an invariant), so it never has to.
@@ -158,12 +186,21 @@ func offeredUnits(p *Provider) map[string]uint64 {
 }
 
 // adjustOffered moves the offered counts from old's to p's (either may be
-// nil). Called by setProviderFrom for every provider write.
+// nil), in the plain book and the TEE book. Called by setProviderFrom for
+// every provider write.
 func adjustOffered(o *Overlay, old, p *Provider) {
 	if (old == nil || !old.Online) && (p == nil || !p.Online) {
 		return
 	}
-	before, after := offeredUnits(old), offeredUnits(p)
+	plainBook.adjustOffered(o, offeredUnits(old), offeredUnits(p))
+	teeBook.adjustOffered(o, teeOfferedUnits(old), teeOfferedUnits(p))
+}
+
+// adjustOffered moves b's offered counts from before to after.
+func (b marketBook) adjustOffered(o *Overlay, before, after map[string]uint64) {
+	if len(before) == 0 && len(after) == 0 {
+		return
+	}
 	classes := make([]string, 0, len(before)+len(after))
 	for c := range before {
 		classes = append(classes, c)
@@ -178,9 +215,9 @@ func adjustOffered(o *Overlay, old, p *Provider) {
 		if before[c] == after[c] {
 			continue
 		}
-		n := getMarketCounts(o, c)
+		n := b.counts(o, c)
 		n.offered = addUnits(n.offered, int64(after[c])-int64(before[c]))
-		setMarketCounts(o, c, n)
+		b.setCounts(o, c, n)
 	}
 }
 
@@ -195,9 +232,10 @@ func marketReserve(o *Overlay, j *Job, a *Assignment, d int64) {
 	if a == nil || !countsInMarket(j, a) {
 		return
 	}
-	n := getMarketCounts(o, a.Class)
-	n.reserved = addUnits(n.reserved, d*int64(j.Spec.Units()))
-	setMarketCounts(o, a.Class, n)
+	plainBook.reserve(o, a.Class, d*int64(j.Spec.Units()))
+	if j.Spec.Trust == TrustTEE {
+		teeBook.reserve(o, a.Class, d*int64(j.Spec.Units()))
+	}
 }
 
 // MarketClass is a hardware class's market record: its index, its
@@ -260,16 +298,28 @@ func decodeMarketClass(class string, b []byte) (*MarketClass, error) {
 	return c, nil
 }
 
-func marketClassKey(class string) []byte { return append(slices.Clone(prefixMarketClass), class...) }
+func (b marketBook) classKey(class string) []byte { return append(slices.Clone(b.class), class...) }
+
+func marketClassKey(class string) []byte { return plainBook.classKey(class) }
 
 // GetMarketClass reads a class's market record; ok is false for a class
 // that never had offers or reservations.
 func GetMarketClass(kv KV, class string) (*MarketClass, bool, error) {
-	b := kv.Get(marketClassKey(class))
-	if b == nil {
+	return plainBook.get(kv, class)
+}
+
+// GetTEEMarketClass reads a class's TEE market record (market_tee.go); ok
+// is false for a class that never had attested offers or trust: tee work.
+func GetTEEMarketClass(kv KV, class string) (*MarketClass, bool, error) {
+	return teeBook.get(kv, class)
+}
+
+func (b marketBook) get(kv KV, class string) (*MarketClass, bool, error) {
+	v := kv.Get(b.classKey(class))
+	if v == nil {
 		return nil, false, nil
 	}
-	c, err := decodeMarketClass(class, b)
+	c, err := decodeMarketClass(class, v)
 	return c, err == nil, err
 }
 
@@ -352,11 +402,13 @@ func decodeMarketEpoch(epoch uint64, b []byte) (MarketEpoch, error) {
 	return e, nil
 }
 
-func marketHistPrefix(class string) []byte {
-	return append(append(slices.Clone(prefixMarketHist), class...), '/')
+func (b marketBook) histPrefix(class string) []byte {
+	return append(append(slices.Clone(b.hist), class...), '/')
 }
 
-func marketHistKey(class string, epoch uint64) []byte { return u64(marketHistPrefix(class), epoch) }
+func (b marketBook) histKey(class string, epoch uint64) []byte {
+	return u64(b.histPrefix(class), epoch)
+}
 
 // Epoch is where the chain is in its epochs: the open one's number and
 // the block and time it began at.
@@ -385,12 +437,34 @@ func setEpoch(o *Overlay, e Epoch) {
 // endMarket runs at the end of every block, after the scheduler: classes
 // whose live counts changed accrue and take the new counts, and at the
 // end of an epoch every class closes it and the rewards are settled
-// (rewards.go). Its cost is the number of classes, whatever the number of
-// providers.
+// (rewards.go). The TEE book (market_tee.go) moves the same way, after
+// the plain one. Its cost is the number of classes, whatever the number
+// of providers.
 func endMarket(o *Overlay, p Params, info BlockInfo) ([]Event, error) {
 	now, h := info.Time.Unix(), uint64(info.Height)
 	ep := GetEpoch(o)
 	closing := p.EpochBlocks > 0 && h >= ep.StartHeight+p.EpochBlocks
+	var events []Event
+	for _, b := range []marketBook{plainBook, teeBook} {
+		evs, err := b.end(o, p, ep, now, h, closing)
+		if err != nil {
+			return nil, err
+		}
+		events = append(events, evs...)
+	}
+	if !closing {
+		return events, nil
+	}
+	evs, err := endRewardsEpoch(o, p, info, ep)
+	if err != nil {
+		return nil, err
+	}
+	setEpoch(o, Epoch{Number: ep.Number + 1, StartHeight: h, StartTime: now})
+	return append(events, evs...), nil
+}
+
+// end is endMarket for the classes of book b.
+func (b marketBook) end(o *Overlay, p Params, ep Epoch, now int64, h uint64, closing bool) ([]Event, error) {
 	// The classes with a record or live counts, in order.
 	type row struct {
 		rec  *MarketClass
@@ -398,9 +472,9 @@ func endMarket(o *Overlay, p Params, info BlockInfo) ([]Event, error) {
 	}
 	var rows []row
 	var err error
-	o.Iterate(prefixMarketClass, prefixEnd(prefixMarketClass), func(k, v []byte) bool {
+	o.Iterate(b.class, prefixEnd(b.class), func(k, v []byte) bool {
 		var c *MarketClass
-		if c, err = decodeMarketClass(string(k[len(prefixMarketClass):]), v); err != nil {
+		if c, err = decodeMarketClass(string(k[len(b.class):]), v); err != nil {
 			return false
 		}
 		rows = append(rows, row{rec: c})
@@ -409,12 +483,9 @@ func endMarket(o *Overlay, p Params, info BlockInfo) ([]Event, error) {
 	if err != nil {
 		return nil, err
 	}
-	o.Iterate(prefixMarketLive, prefixEnd(prefixMarketLive), func(k, v []byte) bool {
-		class := string(k[len(prefixMarketLive):])
-		var live marketCounts
-		if len(v) == 16 {
-			live = marketCounts{binary.BigEndian.Uint64(v), binary.BigEndian.Uint64(v[8:])}
-		}
+	o.Iterate(b.live, prefixEnd(b.live), func(k, v []byte) bool {
+		class := string(k[len(b.live):])
+		live := decodeMarketCounts(v)
 		i, found := slices.BinarySearchFunc(rows, class, func(r row, c string) int {
 			switch {
 			case r.rec.Class < c:
@@ -443,34 +514,34 @@ func endMarket(o *Overlay, p Params, info BlockInfo) ([]Event, error) {
 		if closing {
 			e := c.close(p)
 			e.Epoch, e.Height, e.Time = ep.Number, h, now
-			o.Set(marketHistKey(c.Class, ep.Number), e.encode())
+			o.Set(b.histKey(c.Class, ep.Number), e.encode())
 			if ep.Number >= MarketHistoryEpochs {
-				if old := marketHistKey(c.Class, ep.Number-MarketHistoryEpochs); o.Get(old) != nil {
+				if old := b.histKey(c.Class, ep.Number-MarketHistoryEpochs); o.Get(old) != nil {
 					o.Delete(old)
 				}
 			}
-			events = append(events, Event{Type: "market_epoch", Attrs: []Attr{
+			attrs := []Attr{
 				{"class", c.Class}, {"epoch", strconv.FormatUint(ep.Number, 10)},
 				{"utilisation_ppm", strconv.FormatUint(e.UtilisationPPM, 10)}, {"index", strconv.FormatUint(c.Index(), 10)},
-			}})
+			}
+			if b.trust != "" {
+				attrs = append(attrs, Attr{"trust", b.trust})
+			}
+			events = append(events, Event{Type: "market_epoch", Attrs: attrs})
 		}
-		o.Set(marketClassKey(c.Class), c.encode())
+		o.Set(b.classKey(c.Class), c.encode())
 	}
-	if !closing {
-		return events, nil
-	}
-	evs, err := endRewardsEpoch(o, p, info, ep)
-	if err != nil {
-		return nil, err
-	}
-	setEpoch(o, Epoch{Number: ep.Number + 1, StartHeight: h, StartTime: now})
-	return append(events, evs...), nil
+	return events, nil
 }
 
 // marketClassOrFloor is a class's market record; a class without one is
 // at the floor.
 func marketClassOrFloor(kv KV, class string, p Params) (*MarketClass, error) {
-	c, ok, err := GetMarketClass(kv, class)
+	return plainBook.orFloor(kv, class, p)
+}
+
+func (b marketBook) orFloor(kv KV, class string, p Params) (*MarketClass, error) {
+	c, ok, err := b.get(kv, class)
 	if err != nil {
 		return nil, err
 	}
@@ -503,6 +574,11 @@ type MarketInfo struct {
 	// least its provider's ask).
 	Prices  []TierPrice   `json:"prices"`
 	History []MarketEpoch `json:"history,omitempty"` // oldest first
+	// TEE is the class's TEE market (market_tee.go), when it has one: its
+	// own index over attested providers and trust: tee work, and in
+	// Prices what a trust: tee job pays at the index (the larger of the
+	// two indexes, times the tier's factor).
+	TEE *MarketInfo `json:"tee,omitempty"`
 }
 
 // TierPrice is one tier's index price per unit-hour.
@@ -513,7 +589,8 @@ type TierPrice struct {
 }
 
 // Market returns every class's market (or only class, when it is not
-// empty), each with up to history closed epochs, newest last.
+// empty), each with up to history closed epochs, newest last, and its
+// TEE market's if it has one.
 func Market(kv KV, class string, history int) ([]MarketInfo, error) {
 	p, err := GetParams(kv)
 	if err != nil {
@@ -538,47 +615,82 @@ func Market(kv KV, class string, history int) ([]MarketInfo, error) {
 	}
 	out := make([]MarketInfo, 0, len(recs))
 	for _, c := range recs {
-		live := getMarketCounts(kv, c.Class)
-		mi := MarketInfo{Class: c.Class, Index: c.Index(), IndexMicro: c.IndexMicro, UtilisationPPM: c.LastPPM, EMAPPM: c.EMAPPM,
-			OfferedUnits: live.offered, ReservedUnits: live.reserved}
-		for _, t := range Tiers {
-			mi.Prices = append(mi.Prices, TierPrice{Tier: t, FactorPPM: p.TierFactorPPM(t), PricePerHour: c.PricePerUnit(p, t)})
+		mi, err := plainBook.info(kv, p, c, nil, history)
+		if err != nil {
+			return nil, err
 		}
-		if history > 0 {
-			hp := marketHistPrefix(c.Class)
-			var hs []MarketEpoch
-			kv.Iterate(hp, prefixEnd(hp), func(k, v []byte) bool {
-				var e MarketEpoch
-				if e, err = decodeMarketEpoch(binary.BigEndian.Uint64(k[len(hp):]), v); err != nil {
-					return false
-				}
-				hs = append(hs, e)
-				return true
-			})
-			if err != nil {
+		tc, ok, err := teeBook.get(kv, c.Class)
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			if mi.TEE, err = teeBook.info(kv, p, tc, c, history); err != nil {
 				return nil, err
 			}
-			if len(hs) > history {
-				hs = hs[len(hs)-history:]
-			}
-			mi.History = hs
 		}
-		out = append(out, mi)
+		out = append(out, *mi)
 	}
 	return out, nil
 }
 
-// marketCountsMatchRecords: the live counts (mktl/) are what the provider
-// and job records say: the units online providers offer per class of
-// their asks, and the units the slot-holding assignments of unfinished
-// jobs and the replicas of services reserve, self-dealing left out.
+// info is c's MarketInfo in book b; plain, for the TEE book, is the
+// class's plain record, whose index a trust: tee job's price is at least.
+func (b marketBook) info(kv KV, p Params, c, plain *MarketClass, history int) (*MarketInfo, error) {
+	live := b.counts(kv, c.Class)
+	mi := &MarketInfo{Class: c.Class, Index: c.Index(), IndexMicro: c.IndexMicro, UtilisationPPM: c.LastPPM, EMAPPM: c.EMAPPM,
+		OfferedUnits: live.offered, ReservedUnits: live.reserved}
+	for _, t := range Tiers {
+		price := c.PricePerUnit(p, t)
+		if plain != nil {
+			price = max(price, plain.PricePerUnit(p, t))
+		}
+		mi.Prices = append(mi.Prices, TierPrice{Tier: t, FactorPPM: p.TierFactorPPM(t), PricePerHour: price})
+	}
+	if history <= 0 {
+		return mi, nil
+	}
+	hp := b.histPrefix(c.Class)
+	var hs []MarketEpoch
+	var err error
+	kv.Iterate(hp, prefixEnd(hp), func(k, v []byte) bool {
+		var e MarketEpoch
+		if e, err = decodeMarketEpoch(binary.BigEndian.Uint64(k[len(hp):]), v); err != nil {
+			return false
+		}
+		hs = append(hs, e)
+		return true
+	})
+	if err != nil {
+		return nil, err
+	}
+	if len(hs) > history {
+		hs = hs[len(hs)-history:]
+	}
+	mi.History = hs
+	return mi, nil
+}
+
+// marketCountsMatchRecords: the live counts (mktl/, and the TEE book's
+// mkttl/) are what the provider, job and service records say: the units
+// online providers offer per class of their asks, and the units the
+// slot-holding assignments of unfinished jobs and the replicas of services
+// reserve, self-dealing left out; in the TEE book, only attested providers'
+// offers and trust: tee work.
 func marketCountsMatchRecords(s *invariantState) error {
 	want := map[string]marketCounts{}
+	wantTEE := map[string]marketCounts{}
+	add := func(m map[string]marketCounts, c string, offered, reserved uint64) {
+		w := m[c]
+		w.offered += offered
+		w.reserved += reserved
+		m[c] = w
+	}
 	for _, p := range s.providers {
 		for c, n := range offeredUnits(p) {
-			w := want[c]
-			w.offered += n
-			want[c] = w
+			add(want, c, n, 0)
+		}
+		for c, n := range teeOfferedUnits(p) {
+			add(wantTEE, c, n, 0)
 		}
 	}
 	for _, j := range s.jobs {
@@ -587,9 +699,10 @@ func marketCountsMatchRecords(s *invariantState) error {
 		}
 		for i := range j.Assignments {
 			if a := &j.Assignments[i]; a.holdsSlot() && countsInMarket(j, a) {
-				w := want[a.Class]
-				w.reserved += j.Spec.Units()
-				want[a.Class] = w
+				add(want, a.Class, 0, j.Spec.Units())
+				if j.Spec.Trust == TrustTEE {
+					add(wantTEE, a.Class, 0, j.Spec.Units())
+				}
 			}
 		}
 	}
@@ -597,17 +710,25 @@ func marketCountsMatchRecords(s *invariantState) error {
 		for i := range sv.Replicas {
 			if r := &sv.Replicas[i]; sv.Owner != r.Provider {
 				view := sv.Spec.JobView()
-				w := want[r.Class]
-				w.reserved += view.Units()
-				want[r.Class] = w
+				add(want, r.Class, 0, view.Units())
+				if view.Trust == TrustTEE {
+					add(wantTEE, r.Class, 0, view.Units())
+				}
 			}
 		}
 	}
+	if err := plainBook.countsMatch(s.kv, want); err != nil {
+		return err
+	}
+	return teeBook.countsMatch(s.kv, wantTEE)
+}
+
+func (b marketBook) countsMatch(kv KV, want map[string]marketCounts) error {
 	var err error
-	s.kv.Iterate(prefixMarketLive, prefixEnd(prefixMarketLive), func(k, _ []byte) bool {
-		c := string(k[len(prefixMarketLive):])
-		if got := getMarketCounts(s.kv, c); got != want[c] {
-			err = fmt.Errorf("invariant: class %q counts %d offered and %d reserved units, the records %d and %d: %w", c, got.offered, got.reserved, want[c].offered, want[c].reserved, ErrInternal)
+	kv.Iterate(b.live, prefixEnd(b.live), func(k, _ []byte) bool {
+		c := string(k[len(b.live):])
+		if got := b.counts(kv, c); got != want[c] {
+			err = fmt.Errorf("invariant: class %q (trust %q) counts %d offered and %d reserved units, the records %d and %d: %w", c, b.trust, got.offered, got.reserved, want[c].offered, want[c].reserved, ErrInternal)
 			return false
 		}
 		return true
@@ -616,8 +737,8 @@ func marketCountsMatchRecords(s *invariantState) error {
 		return err
 	}
 	for c, w := range want {
-		if w != (marketCounts{}) && getMarketCounts(s.kv, c) == (marketCounts{}) {
-			return fmt.Errorf("invariant: class %q has %d offered and %d reserved units and no live count: %w", c, w.offered, w.reserved, ErrInternal)
+		if w != (marketCounts{}) && b.counts(kv, c) == (marketCounts{}) {
+			return fmt.Errorf("invariant: class %q (trust %q) has %d offered and %d reserved units and no live count: %w", c, b.trust, w.offered, w.reserved, ErrInternal)
 		}
 	}
 	return nil

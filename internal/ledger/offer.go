@@ -105,12 +105,22 @@ type indexState struct {
 	// no free position to it (yieldsToHigherTier).
 	below    int
 	hasBelow bool
+	// trust is the trust of the job being placed: a trust: tee job pays
+	// the TEE market's price (market_tee.go).
+	trust string
 }
 
 // forTier returns st for placing a job of tier: the slots a higher tier's
 // ungranted placement waits on are not offered to it.
 func (st *indexState) forTier(tier string) *indexState {
 	st.below, st.hasBelow = tierRank(tier), true
+	return st
+}
+
+// forTrust returns st for placing or quoting a job of trust (TrustTEE or
+// ""): MarketPrice is that trust's.
+func (st *indexState) forTrust(trust string) *indexState {
+	st.trust = trust
 	return st
 }
 
@@ -166,7 +176,7 @@ func (st *indexState) Summary(class string) (sched.ClassSummary, error) {
 }
 
 func (st *indexState) MarketPrice(class, tier string) (uint64, error) {
-	return marketUnitPrice(st.kv, class, st.p, tier)
+	return trustUnitPrice(st.kv, class, st.p, tier, st.trust)
 }
 
 func (st *indexState) Offers(class string, from, to uint64, fn func(*sched.Offer) bool) error {

@@ -204,6 +204,7 @@ func setProvider(o *Overlay, p *Provider) {
 func setProviderFrom(o *Overlay, old, p *Provider) {
 	reindexProvider(o, old, p)
 	adjustOffered(o, old, p)
+	reindexTEEExpiry(o, old, p)
 	rebindGPUs(o, old, p)
 	o.Set(providerKey(p.Address), encodeRecord(p))
 	if old == nil || old.Stake != p.Stake {

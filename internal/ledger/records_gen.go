@@ -384,6 +384,9 @@ func (x *Provider) recVersion() byte {
 	if x.TEE != nil {
 		v = max(v, 8)
 	}
+	if x.TEE != nil {
+		v = max(v, x.TEE.recVersion())
+	}
 	return v
 }
 
@@ -1187,6 +1190,9 @@ func (x *Attestation) encodeRec(e *encoder) {
 	e.string(x.Key)
 	e.uvarint(x.Height)
 	e.int64(x.Expiry)
+	if e.version >= 8 {
+		e.bool(x.Lapsed)
+	}
 }
 
 func (x *Attestation) decodeRec(d *decoder) {
@@ -1202,6 +1208,17 @@ func (x *Attestation) decodeRec(d *decoder) {
 	x.Key = d.string("key")
 	x.Height = d.uvarint("height")
 	x.Expiry = d.int64("expiry")
+	if d.version >= 8 {
+		x.Lapsed = d.bool("lapsed")
+	}
+}
+
+func (x *Attestation) recVersion() byte {
+	v := byte(recordVersionBase)
+	if x.Lapsed {
+		v = max(v, 8)
+	}
+	return v
 }
 
 func (x *UnbondingDelegationEntry) encodeRec(e *encoder) {

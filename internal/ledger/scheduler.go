@@ -205,6 +205,9 @@ type QuoteTier struct {
 	PricePerHour uint64 `json:"price_per_hour"`
 	// Why says which of the two sets the price: "ask" or "index".
 	Why string `json:"why"`
+	// TEEIndex is the class's TEE index for a trust: tee job
+	// (market_tee.go), which pays the larger of the two indexes.
+	TEEIndex uint64 `json:"tee_index,omitempty"`
 }
 
 // Why a quoted job would not be placed (Quote.Code), and why a queued job
@@ -267,7 +270,7 @@ func QuoteJobAt(kv KV, s *JobSpec, now time.Time) (*Quote, error) {
 		at = now.Unix()
 	}
 	r.Admit = teeAdmits(kv, s, at)
-	plan, err := sched.Place(newIndexState(kv, p), &r)
+	plan, err := sched.Place(newIndexState(kv, p).forTrust(s.Trust), &r)
 	if err != nil {
 		return nil, err
 	}
@@ -301,8 +304,20 @@ func QuoteJobAt(kv KV, s *JobSpec, now time.Time) (*Quote, error) {
 		if err != nil {
 			return nil, err
 		}
+		var tee *MarketClass
+		if s.Trust == TrustTEE {
+			if tee, err = teeBook.orFloor(kv, class, p); err != nil {
+				return nil, err
+			}
+		}
 		for _, t := range Tiers {
 			qt := QuoteTier{Tier: t, Class: class, Index: mc.Index(), FactorPPM: p.TierFactorPPM(t), Market: mc.PricePerUnit(p, t) * s.Units(), Ask: ask}
+			if tee != nil {
+				// A trust: tee job pays the larger of the two indexes
+				// (market_tee.go).
+				qt.TEEIndex = tee.Index()
+				qt.Market = max(mc.PricePerUnit(p, t), tee.PricePerUnit(p, t)) * s.Units()
+			}
 			qt.PricePerHour, qt.Why = max(qt.Market, ask), "ask"
 			if qt.Market > ask {
 				qt.Why = "index"
@@ -330,7 +345,7 @@ func place(o *Overlay, j *Job, p Params, info BlockInfo) ([]Event, error) {
 	for _, a := range j.Assignments {
 		r.Have = append(r.Have, a.Provider)
 	}
-	plan, err := sched.Place(newIndexState(o, p).forTier(j.Spec.TierName()), &r)
+	plan, err := sched.Place(newIndexState(o, p).forTier(j.Spec.TierName()).forTrust(j.Spec.Trust), &r)
 	if err != nil {
 		return nil, err
 	}

@@ -71,6 +71,12 @@ type ServiceSpec struct {
 	Region          string `json:"region,omitempty"`
 	RegionRequired  bool   `json:"region_required,omitempty"`
 	Network         bool   `json:"network,omitempty"` // outbound network (providers that allow it)
+	// Trust is TrustTEE for a service whose replicas run only on providers
+	// attested at their placement (tee.go), optionally of one of
+	// TEEMeasurements; a replica whose provider's attestation lapses is
+	// replaced (market_tee.go). Its replicas pay the TEE market's price.
+	Trust           string   `json:"trust,omitempty"`
+	TEEMeasurements []string `json:"tee_measurements,omitempty"`
 
 	Ports     []ServicePort    `json:"ports"`
 	Readiness ServiceReadiness `json:"readiness"`

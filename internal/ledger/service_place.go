@@ -23,9 +23,8 @@ func serviceMarketReserve(o *Overlay, s *Service, r *Replica, d int64) {
 		return
 	}
 	view := s.Spec.JobView()
-	n := getMarketCounts(o, r.Class)
-	n.reserved = addUnits(n.reserved, d*int64(view.Units()))
-	setMarketCounts(o, r.Class, n)
+	plainBook.reserve(o, r.Class, d*int64(view.Units()))
+	serviceTEEReserve(o, s, r, d)
 }
 
 // placeServices places the replicas that the queued services want, at most
@@ -62,10 +61,13 @@ func placeService(o *Overlay, s *Service, p Params, info BlockInfo) ([]Event, er
 	view := s.Spec.JobView()
 	r := jobRequest(&view, p, sched.PlacePerClass+len(s.Replicas)+len(s.Excluded), sched.EngineNeed{})
 	r.Need, r.Partial, r.Excluded = need, true, s.Excluded
+	// A trust: tee service's replicas go to attested providers only, at
+	// the TEE market's price (market_tee.go).
+	r.Admit = teeAdmits(o, &view, info.Time.Unix())
 	for _, rep := range s.Replicas {
 		r.Have = append(r.Have, rep.Provider)
 	}
-	plan, err := sched.Place(newIndexState(o, p), &r)
+	plan, err := sched.Place(newIndexState(o, p).forTrust(view.Trust), &r)
 	if err != nil {
 		return nil, err
 	}
@@ -162,7 +164,8 @@ func QuoteService(kv KV, s *ServiceSpec, budget uint64) (*ServiceQuote, error) {
 	view := s.JobView()
 	r := jobRequest(&view, p, sched.QuotePerClass, sched.EngineNeed{})
 	r.Need = int(s.Replicas)
-	plan, err := sched.Place(newIndexState(kv, p), &r)
+	r.Admit = teeAdmits(kv, &view, 0) // any accepted attestation, as QuoteJob
+	plan, err := sched.Place(newIndexState(kv, p).forTrust(view.Trust), &r)
 	if err != nil {
 		return nil, err
 	}

@@ -61,6 +61,8 @@ func (s *ServiceSpec) JobView() JobSpec {
 		RegionRequired:  s.RegionRequired,
 		Network:         s.Network,
 		Verification:    VerifyNone,
+		Trust:           s.Trust,
+		TEEMeasurements: s.TEEMeasurements,
 	}
 }
 
@@ -78,6 +80,9 @@ func (s *ServiceSpec) Validate() error {
 		return err
 	}
 	if err := view.validatePlacement(); err != nil {
+		return err
+	}
+	if err := view.checkTrust(); err != nil {
 		return err
 	}
 	if s.Replicas == 0 || s.Replicas > MaxServiceReplicas {

@@ -130,13 +130,17 @@ type Attestation struct {
 	// at params.attest_max_validity after Height's block time).
 	Height uint64 `json:"height,omitempty"`
 	Expiry int64  `json:"expiry,omitempty"`
+	// Lapsed is set by the sweep of the first block at or after Expiry
+	// (market_tee.go): the provider's units left the TEE market and its
+	// trust: tee service replicas were replaced.
+	Lapsed bool `json:"lapsed,omitempty" rec:"since=8"`
 }
 
 // AttestedAt reports whether p's attestation is valid at unix time now:
 // accepted, unexpired, and over the encryption key p declares now.
 func (p *Provider) AttestedAt(now int64) bool {
 	a := p.TEE
-	return a != nil && a.Kind != "" && now < a.Expiry && a.Key == p.EncryptionKey
+	return a != nil && a.Kind != "" && !a.Lapsed && now < a.Expiry && a.Key == p.EncryptionKey
 }
 
 // MsgRequestAttestation asks the chain for an attestation nonce: the
