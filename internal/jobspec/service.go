@@ -135,6 +135,7 @@ func (s *Spec) ServiceSpec() ledger.ServiceSpec {
 		GPUCount: uint64(max(0, s.Resources.GPU.Count)), GPUModels: s.Resources.GPU.Models,
 		MinVRAM: uint64(s.Resources.GPU.MinVRAM), MinComputeCap: s.Resources.GPU.MinComputeCap,
 		MaxPricePerHour: uint64(s.MaxPrice), Region: s.Region, RegionRequired: s.RegionRequired, Network: s.Network,
+		Trust: s.Trust, TEEMeasurements: s.TEEMeasurements,
 		Replicas: uint64(max(0, s.Replicas)),
 	}
 	for _, p := range s.Ports {
@@ -198,7 +199,7 @@ func (s *Spec) setServiceDefaults(given func(field string) bool) {
 
 // Fields of a service's mappings, in the order the docs list them.
 var (
-	serviceFields   = []string{"name", "kind", "executor", "image", "command", "args", "env", "ports", "readiness", "replicas", "resources", "max_price", "budget", "region", "region_required", "network", "openai", "public"}
+	serviceFields   = []string{"name", "kind", "executor", "image", "command", "args", "env", "ports", "readiness", "replicas", "resources", "max_price", "budget", "region", "region_required", "network", "trust", "tee_measurements", "openai", "public"}
 	portFields      = []string{"port", "name", "protocol"}
 	readinessFields = []string{"path", "port", "interval", "timeout", "failure_threshold", "start"}
 	openaiFields    = []string{"port", "models"}
@@ -352,6 +353,7 @@ func (v *validator) validateService() {
 	v.argv()
 	v.env()
 	v.resources()
+	v.trust()
 	v.ports()
 	v.readiness()
 	v.openai()

@@ -441,3 +441,27 @@ func TestServiceOnChainAsksTheLedger(t *testing.T) {
 		}
 	}
 }
+
+// TestServiceTrustTEE: a service spec's trust: tee and tee_measurements
+// reach the ledger's service spec, and are checked as a job's are.
+func TestServiceTrustTEE(t *testing.T) {
+	m := strings.Repeat("ab", 48)
+	s, err := Parse([]byte(minimalService+"trust: tee\ntee_measurements: ["+m+"]\n"), "/base")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ls := s.ServiceSpec(); ls.Trust != ledger.TrustTEE || len(ls.TEEMeasurements) != 1 || ls.TEEMeasurements[0] != m {
+		t.Fatalf("ledger service spec trust %q measurements %q", ls.Trust, ls.TEEMeasurements)
+	}
+	for _, c := range []struct{ yaml, field, want string }{
+		{"trust: sgx\n", "trust", "want tee"},
+		{"tee_measurements: [" + m + "]\n", "tee_measurements", "needs trust: tee"},
+		{"trust: tee\ntee_measurements: [XYZ]\n", "tee_measurements", "lower-case hex"},
+	} {
+		_, err := Parse([]byte(minimalService+c.yaml), "/base")
+		var es Errors
+		if !errors.As(err, &es) || len(es) != 1 || es[0].Field != c.field || !strings.Contains(es[0].Msg, c.want) {
+			t.Errorf("%q: %v, want one error at %s saying %q", c.yaml, err, c.field, c.want)
+		}
+	}
+}

@@ -490,17 +490,7 @@ func (v *validator) terms() {
 
 	v.oneOf("verification", s.Verification, verifications)
 	v.oneOf("tier", s.Tier, tiers)
-	switch {
-	case s.Trust != "" && s.Trust != TrustTEE:
-		v.errorf("trust", "%q: want tee (only providers with verified TEE attestation), or leave it out", s.Trust)
-	case len(s.TEEMeasurements) > 0 && s.Trust != TrustTEE:
-		v.errorf("tee_measurements", "pins the measurement of attested providers: it needs trust: tee")
-	}
-	for i, m := range s.TEEMeasurements {
-		if b, err := hex.DecodeString(m); err != nil || len(b) == 0 || len(m) > 128 || strings.ToLower(m) != m {
-			v.errorf("tee_measurements", "[%d] %q: want a launch measurement in lower-case hex (TDX MRTD, SEV-SNP MEASUREMENT: 96 digits)", i, m)
-		}
-	}
+	v.trust()
 
 	if s.Verification == VerifyFull && !s.IsDeterministic() {
 		const full = "full needs a deterministic job, because replicas' outputs are compared by hash"
@@ -646,4 +636,20 @@ func clip(s string) string {
 		cut--
 	}
 	return s[:cut] + "…"
+}
+
+// trust checks trust and tee_measurements, of a job or a service.
+func (v *validator) trust() {
+	s := v.s
+	switch {
+	case s.Trust != "" && s.Trust != TrustTEE:
+		v.errorf("trust", "%q: want tee (only providers with verified TEE attestation), or leave it out", s.Trust)
+	case len(s.TEEMeasurements) > 0 && s.Trust != TrustTEE:
+		v.errorf("tee_measurements", "pins the measurement of attested providers: it needs trust: tee")
+	}
+	for i, m := range s.TEEMeasurements {
+		if b, err := hex.DecodeString(m); err != nil || len(b) == 0 || len(m) > 128 || strings.ToLower(m) != m {
+			v.errorf("tee_measurements", "[%d] %q: want a launch measurement in lower-case hex (TDX MRTD, SEV-SNP MEASUREMENT: 96 digits)", i, m)
+		}
+	}
 }
