@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"time"
 
 	"filippo.io/age"
@@ -50,9 +51,11 @@ func (c *Client) GrantIfNeeded(ctx context.Context, j *ledger.Job) (bool, error)
 		recipient := p.Record.EncryptionKey
 		if j.Spec.Trust == ledger.TrustTEE {
 			// Keys only to attested code: a provider whose attestation
-			// is missing, expired or over another key gets no grant (the
-			// ledger refuses one too); the job's grant timeout moves it.
-			if !p.Record.AttestedAt(time.Now().Unix()) {
+			// is missing, expired, over another key than the one it
+			// declares or of a measurement the job does not pin gets no
+			// grant (the ledger refuses one too); the job's grant
+			// timeout moves it.
+			if !attestedFor(p.Record, &j.Spec, clock.Or(c.Clock).Now()) {
 				continue
 			}
 			recipient = p.Record.TEE.Key
@@ -75,6 +78,16 @@ func (c *Client) GrantIfNeeded(ctx context.Context, j *ledger.Job) (bool, error)
 		return true, nil // in the mempool: the next poll sees it
 	}
 	return err == nil, err
+}
+
+// attestedFor reports whether p may receive the key of the trust: tee job
+// of spec at now: attested, unexpired, over the key it declares, of one of
+// the measurements spec pins if it pins any.
+func attestedFor(p *ledger.Provider, spec *ledger.JobSpec, now time.Time) bool {
+	if !p.AttestedAt(now.Unix()) {
+		return false
+	}
+	return len(spec.TEEMeasurements) == 0 || slices.Contains(spec.TEEMeasurements, p.TEE.Measurement)
 }
 
 // Follow watches job id until it ends or ctx does, granting the job key

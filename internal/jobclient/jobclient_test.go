@@ -45,7 +45,7 @@ type world struct {
 	specDir string
 }
 
-func newWorld(t *testing.T) *world {
+func newWorld(t *testing.T, edit ...func(*ledger.Genesis)) *world {
 	t.Helper()
 	home := t.TempDir()
 	kr, err := keys.Open(filepath.Join(home, "keyring"))
@@ -62,6 +62,9 @@ func newWorld(t *testing.T) *world {
 	g := lt.Genesis(100_000_000_000, "p1")
 	g.Params.LivenessRatePPM = 0
 	g.Accounts = append(g.Accounts, ledger.GenesisAccount{Address: w.alice.Address, Balance: 100_000_000_000})
+	for _, f := range edit {
+		f(&g)
+	}
 	w.chain = apiservertest.NewChain(t, g)
 	pi := lt.ProviderInfo("", 0, 1_000_000)
 	pi.EncryptionKey = w.provID.Recipient().String()

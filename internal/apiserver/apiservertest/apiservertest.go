@@ -45,6 +45,14 @@ func NewChain(tb testing.TB, g ledger.Genesis) *Chain {
 	return &Chain{tb: tb, c: lt.NewChain(tb, g), txs: map[string]*apiwire.TxResult{}}
 }
 
+// SetAttest sets the verifier of TEE evidence the chain's blocks use
+// (attest.LedgerVerifier, as a node's), for tests that attest providers.
+func (c *Chain) SetAttest(v ledger.AttestVerifier) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.c.L.Attest = v
+}
+
 // Send applies msg from k, with k's next sequence, as a block, and fails
 // the test if the ledger refuses it.
 func (c *Chain) Send(k lt.Key, msg ledger.Msg) *apiwire.TxResult {
