@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/gpunet/gpunet/internal/address"
+	"github.com/gpunet/gpunet/internal/ledger"
 	"github.com/gpunet/gpunet/internal/offers"
 )
 
@@ -56,8 +57,21 @@ Fields:
 			if err != nil {
 				return err
 			}
+			// Attested offers: what a trust: tee job pays at the index
+			// in their classes, below the table.
+			var markets []ledger.MarketInfo
+			if slices.ContainsFunc(list, func(o offers.Offer) bool { return o.TEE != "" }) {
+				m, err := cl.Market(cmd.Context(), "", 0)
+				if err != nil {
+					return err
+				}
+				markets = m.Classes
+			}
 			names := e.names()
-			return e.print(list, func(w io.Writer) { printOffers(w, list, all, names) })
+			return e.print(list, func(w io.Writer) {
+				printOffers(w, list, all, names)
+				printTEEPrices(w, list, markets)
+			})
 		},
 	}
 	c.Flags().StringVar(&sortKeys, "sort", "", "sort keys, e.g. price or tops-,price")
@@ -117,6 +131,45 @@ func printOffers(w io.Writer, list []offers.Offer, online bool, names keyNames) 
 			o.Validated, o.Invalid, 100*o.ChallengePass, strings.Join(o.Executor, ","), formatSync(o.Stake))
 	}
 	tw.Flush()
+}
+
+// printTEEPrices writes, for each class of the attested offers in list,
+// what an on-demand job pays per unit-hour at the index: a trust: tee one
+// (the larger of the class's plain and TEE indexes) and a plain one. A
+// job pays at least its provider's ask (the PRICE column).
+func printTEEPrices(w io.Writer, list []offers.Offer, markets []ledger.MarketInfo) {
+	var classes []string
+	for _, o := range list {
+		if o.TEE != "" && !slices.Contains(classes, o.GPU) {
+			classes = append(classes, o.GPU)
+		}
+	}
+	slices.Sort(classes)
+	onDemand := func(ps []ledger.TierPrice) uint64 {
+		for _, tp := range ps {
+			if tp.Tier == ledger.TierOnDemand {
+				return tp.PricePerHour
+			}
+		}
+		return 0
+	}
+	for _, c := range classes {
+		i := slices.IndexFunc(markets, func(m ledger.MarketInfo) bool { return m.Class == c })
+		if i < 0 {
+			continue // no market record yet: the asks set the price
+		}
+		m := markets[i]
+		plain, tee := onDemand(m.Prices), onDemand(m.Prices)
+		if m.TEE != nil {
+			tee = onDemand(m.TEE.Prices)
+		}
+		unit := "GPU"
+		if c == ledger.CPUClass {
+			unit = "core"
+		}
+		fmt.Fprintf(w, "%s at the index (on-demand): trust: tee %s/%s/h, plain %s/%s/h; a job pays at least its provider's ask\n",
+			c, formatSync(tee), unit, formatSync(plain), unit)
+	}
 }
 
 // labelCell writes a provider's label for a table or a line: quoted, as

@@ -103,3 +103,51 @@ func TestOffersTEEColumn(t *testing.T) {
 		}
 	}
 }
+
+// TestOffersTEEPrices: below attested offers, each of their classes'
+// on-demand price at the index for a trust: tee job (its TEE market's)
+// and for a plain one; a class without a TEE market prices both alike.
+func TestOffersTEEPrices(t *testing.T) {
+	prices := func(p uint64) []ledger.TierPrice {
+		return []ledger.TierPrice{{Tier: ledger.TierSpot, PricePerHour: p / 2}, {Tier: ledger.TierOnDemand, PricePerHour: p}}
+	}
+	markets := []ledger.MarketInfo{
+		{Class: "cpu", Prices: prices(100_000), TEE: &ledger.MarketInfo{Class: "cpu", Prices: prices(250_000)}},
+		{Class: "RTX_4090", Prices: prices(2_000_000)},
+	}
+	var b bytes.Buffer
+	printTEEPrices(&b, []offers.Offer{
+		{Address: "gpu1snp", GPU: "cpu", TEE: "sev-snp"},
+		{Address: "gpu1tdx", GPU: "RTX_4090", Count: 1, TEE: "tdx"},
+		{Address: "gpu1plain", GPU: "H100"},
+	}, markets)
+	want := "RTX_4090 at the index (on-demand): trust: tee 2 SYNC/GPU/h, plain 2 SYNC/GPU/h; a job pays at least its provider's ask\n" +
+		"cpu at the index (on-demand): trust: tee 0.25 SYNC/core/h, plain 0.1 SYNC/core/h; a job pays at least its provider's ask\n"
+	if b.String() != want {
+		t.Fatalf("got\n%s\nwant\n%s", b.String(), want)
+	}
+	b.Reset()
+	printTEEPrices(&b, []offers.Offer{{Address: "gpu1plain", GPU: "cpu"}}, markets)
+	if b.Len() != 0 {
+		t.Fatalf("prices without attested offers: %q", b.String())
+	}
+}
+
+// TestQuoteTiersShowTEEIndex: a trust: tee quote's tiers name both of the
+// class's indexes, of which the job pays the larger; a plain quote's one.
+func TestQuoteTiersShowTEEIndex(t *testing.T) {
+	var b bytes.Buffer
+	printQuoteTiers(&b, &ledger.Quote{Tiers: []ledger.QuoteTier{
+		{Tier: ledger.TierOnDemand, Class: "cpu", Index: 100_000, TEEIndex: 250_000, FactorPPM: 1_000_000, Market: 250_000, Ask: 36_000, PricePerHour: 250_000, Why: "index"},
+	}})
+	if want := "max(index 0.1 SYNC, tee index 0.25 SYNC)/unit-h × 1.00 = 0.25 SYNC/h"; !strings.Contains(b.String(), want) {
+		t.Fatalf("tee quote tiers:\n%s\nwant %q", b.String(), want)
+	}
+	b.Reset()
+	printQuoteTiers(&b, &ledger.Quote{Tiers: []ledger.QuoteTier{
+		{Tier: ledger.TierOnDemand, Class: "cpu", Index: 100_000, FactorPPM: 1_000_000, Market: 100_000, PricePerHour: 100_000, Why: "index"},
+	}})
+	if strings.Contains(b.String(), "tee") || !strings.Contains(b.String(), "index 0.1 SYNC/unit-h") {
+		t.Fatalf("plain quote tiers:\n%s", b.String())
+	}
+}
