@@ -466,7 +466,7 @@
         const classes = m.classes || [];
         const rw = m.rewards || {};
         const idx = c => c.index_micro / 1e6; // usync per unit-hour
-        const isc = T.priceScale(classes.flatMap(c => [idx(c), ...(c.history || []).map(e => e.index_micro / 1e6)]));
+        const isc = T.priceScale(classes.flatMap(c => [idx(c), ...(c.history || []).map(e => e.index_micro / 1e6), ...(c.tee ? [idx(c.tee), ...(c.tee.history || []).map(e => e.index_micro / 1e6)] : [])]));
         replace(body,
           h('div', {class: 'cards'},
             h('div', {class: 'card'}, h('div', {class: 'label'}, 'Epoch'), h('div', {class: 'value', id: 'mkt-epoch'}, fmtNum(m.epoch.number, 0)), h('div', {class: 'sub'}, m.epoch_blocks + ' blocks each, target ' + fmtPct(m.target_ppm / 1e6))),
@@ -475,12 +475,16 @@
           classes.length === 0 ? h('p', {class: 'muted'}, 'No class has offers yet.') : h('div', {class: 'panel'}, h('table', {id: 'market-classes'},
             h('thead', {}, h('tr', {}, h('th', {}, 'Class'), h('th', {class: 'num'}, 'Index ' + isc.unit + '/unit·h'), h('th', {class: 'num'}, 'Utilisation'), h('th', {class: 'num wide-only'}, 'Smoothed'), h('th', {class: 'num wide-only'}, 'Reserved / offered'),
               ...(classes[0].prices || []).map(p => h('th', {class: 'num'}, p.tier)))),
-            h('tbody', {}, classes.map(c => h('tr', {}, h('td', {}, h('a', {href: '#/market' + qs({class: c.class})}, c.class), h('span', {class: 'muted'}, ' per ' + T.unitName(c.class))), h('td', {class: 'num'}, fmtNum(idx(c) / isc.div, isc.digits)),
+            // A class with a TEE market (attested providers, trust: tee
+            // work) has a second row: its own index, and in the tier
+            // columns what a trust: tee job pays at the index.
+            h('tbody', {}, classes.flatMap(c => [c, ...(c.tee ? [Object.assign({}, c.tee, {teeOf: c.class})] : [])]).map(c => h('tr', c.teeOf ? {class: 'tee-market'} : {},
+              h('td', {}, c.teeOf ? h('span', {}, '↳ trust: tee', h('span', {class: 'muted'}, ' (attested providers)')) : h('span', {}, h('a', {href: '#/market' + qs({class: c.class})}, c.class), h('span', {class: 'muted'}, ' per ' + T.unitName(c.class)))), h('td', {class: 'num'}, fmtNum(idx(c) / isc.div, isc.digits)),
               h('td', {class: 'num'}, fmtPct(c.utilisation_ppm / 1e6)), h('td', {class: 'num wide-only'}, fmtPct(c.ema_ppm / 1e6)), h('td', {class: 'num wide-only'}, c.reserved_units + ' / ' + c.offered_units),
               ...(c.prices || []).map(p => h('td', {class: 'num'}, fmtSync(p.price_per_hour)))))))),
           h('div', {class: 'grid2'},
-            h('div', {class: 'panel', id: 'market-index'}, h('h2', {}, 'Price index (' + isc.unit + '/unit·h)'), lineChart(classes.map(c => ({name: c.class, points: (c.history || []).map(e => [e.epoch, e.index_micro / 1e6 / isc.div])})), {yfmt: v => fmtNum(v, isc.digits), xname: 'epoch', title: 'index'})),
-            h('div', {class: 'panel'}, h('h2', {}, 'Utilisation'), lineChart(classes.map(c => ({name: c.class, points: (c.history || []).map(e => [e.epoch, e.utilisation_ppm / 1e6])})), {yfmt: fmtPct, ymax: 1, xname: 'epoch', title: 'utilisation'}))),
+            h('div', {class: 'panel', id: 'market-index'}, h('h2', {}, 'Price index (' + isc.unit + '/unit·h)'), lineChart(classes.flatMap(c => [{name: c.class, points: (c.history || []).map(e => [e.epoch, e.index_micro / 1e6 / isc.div])}, ...(c.tee ? [{name: c.class + ' tee', points: (c.tee.history || []).map(e => [e.epoch, e.index_micro / 1e6 / isc.div])}] : [])]), {yfmt: v => fmtNum(v, isc.digits), xname: 'epoch', title: 'index'})),
+            h('div', {class: 'panel'}, h('h2', {}, 'Utilisation'), lineChart(classes.flatMap(c => [{name: c.class, points: (c.history || []).map(e => [e.epoch, e.utilisation_ppm / 1e6])}, ...(c.tee ? [{name: c.class + ' tee', points: (c.tee.history || []).map(e => [e.epoch, e.utilisation_ppm / 1e6])}] : [])]), {yfmt: fmtPct, ymax: 1, xname: 'epoch', title: 'utilisation'}))),
           classes.length ? h('div', {class: 'panel', id: 'market-models'}, h('h2', {}, 'Price history by model'),
             h('p', {class: 'muted'}, 'Per unit-hour, by block: the median ask of the online providers of each class (as this node saw it) and each tier\'s index price at the close of each epoch.'),
             h('div', {class: 'models'}, classes.map(c => {
