@@ -308,7 +308,7 @@ func endText(code, text string, seconds uint64) string {
 	case ledger.EndOffline:
 		return "provider went offline"
 	case ledger.EndTEELapsed:
-		return "provider's TEE attestation expired"
+		return "provider's TEE attestation ended (expired, or its encryption key changed)"
 	case ledger.EndScaledDown:
 		return "scaled down by its owner"
 	case ledger.EndServiceStopped:

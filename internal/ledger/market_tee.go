@@ -160,7 +160,7 @@ func lapseAttestations(o *Overlay, p Params, info BlockInfo) ([]Event, error) {
 }
 
 // dropTEEReplicasOf ends the replicas of trust: tee services on provider,
-// whose attestation lapsed: paid to its last heartbeat (as a provider that
+// whose attestation lapsed or no longer covers its declared key: paid to its last heartbeat (as a provider that
 // went offline), not excluded (it may attest again), not a failure; the
 // service places the replica again on an attested provider.
 func dropTEEReplicasOf(o *Overlay, provider address.Address, p Params, now int64) ([]Event, error) {

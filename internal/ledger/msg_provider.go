@@ -204,6 +204,7 @@ func execUpdateProvider(o *Overlay, from address.Address, m *MsgUpdateProvider, 
 			return nil, err
 		}
 	}
+	wasTEE := teeCounts(p)
 	p.redeclare(m.ProviderInfo)
 	p.UpdatedHeight = uint64(info.Height)
 	setProvider(o, p)
@@ -213,6 +214,14 @@ func execUpdateProvider(o *Overlay, from address.Address, m *MsgUpdateProvider, 
 		return nil, err
 	}
 	events = append(events, evs...)
+	if wasTEE && !teeCounts(p) {
+		// A new encryption key ends the attestation: its trust: tee
+		// service replicas go elsewhere (market_tee.go).
+		if evs, err = dropTEEReplicasOf(o, from, params, info.Time.Unix()); err != nil {
+			return nil, err
+		}
+		events = append(events, evs...)
+	}
 	// Fewer slots carry fewer ungranted placements (slots.go).
 	evs, err = bumpExcess(o, from, 0, params, info)
 	return append(events, evs...), err

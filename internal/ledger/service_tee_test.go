@@ -126,3 +126,32 @@ func TestTEEServiceSpecChecks(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestTEEServiceKeyChangeReplaces: a trust: tee service's replica ends
+// (tee_lapsed) when its provider declares another encryption key than the
+// attested one, and the service waits for an attested provider; a plain
+// service's replica there stays.
+func TestTEEServiceKeyChangeReplaces(t *testing.T) {
+	c := teeServiceChain(t)
+	attestNow(t, c, prov2)
+	must(t, []ledger.TxResult{deploy(t, c, teeService("conf"), 10_000_000)})
+	plain := lt.ServiceSpec("plain", 200_000)
+	plain.Replicas = 3
+	must(t, []ledger.TxResult{deploy(t, c, plain, 10_000_000)})
+	if s := service(t, c, 1); len(s.Replicas) != 1 || s.Replicas[0].Provider != prov2.Addr {
+		t.Fatalf("tee service: replicas %+v, want one on prov2", s.Replicas)
+	}
+	pi := provider(t, c, prov2).ProviderInfo
+	pi.EncryptionKey = lt.AgeKey("another")
+	must(t, []ledger.TxResult{send(t, c, prov2, &ledger.MsgUpdateProvider{ProviderInfo: pi})})
+	s := service(t, c, 1)
+	if len(s.Replicas) != 0 || len(s.Ended) != 1 || s.Ended[0].Code != ledger.EndTEELapsed || s.Wait == nil || s.Wait.Miss == nil || s.Wait.Miss.TEE != 3 {
+		t.Fatalf("after prov2's key changed: replicas %+v, ended %+v, wait %+v", s.Replicas, s.Ended, s.Wait)
+	}
+	if s := service(t, c, 2); len(s.Replicas) != 3 {
+		t.Fatalf("plain service lost replicas: %+v", s.Replicas)
+	}
+	if m := cpuMarket(t, c); m.TEE.OfferedUnits != 0 || m.TEE.ReservedUnits != 0 {
+		t.Fatalf("TEE market after the key change: %+v", m.TEE)
+	}
+}

@@ -285,7 +285,7 @@ const (
 	EndScaledDown     = "scaled_down"     // its owner scaled the service down
 	EndServiceStopped = "service_stopped" // the service stopped
 	EndServiceFailed  = "service_failed"  // the service failed
-	EndTEELapsed      = "tee_lapsed"      // its provider's attestation expired (a trust: tee service)
+	EndTEELapsed      = "tee_lapsed"      // its provider's attestation ended: expired, or its key changed (a trust: tee service)
 	// EndLegacy (in WaitReplicasFailed's Cause only): the last replica
 	// ended before issue 28, and Text is the sentence its record held
 	// (copied, not written: the same bytes on every node).
