@@ -150,12 +150,6 @@ func (b marketBook) reserve(o *Overlay, class string, d int64) {
 	b.setCounts(o, class, n)
 }
 
-func marketLiveKey(class string) []byte { return plainBook.liveKey(class) }
-
-func getMarketCounts(kv KV, class string) marketCounts { return plainBook.counts(kv, class) }
-
-func setMarketCounts(o *Overlay, class string, c marketCounts) { plainBook.setCounts(o, class, c) }
-
 // addUnits adds d (which may be negative) to a count, stopping at zero: the
 // counts and the records agree (an invariant), so it never has to.
 func addUnits(v uint64, d int64) uint64 {
