@@ -23,7 +23,10 @@ class, a core for cpu), the utilisation of the last closed epoch and its
 smoothed value, the units offered and reserved now, and what each tier pays
 at the index (a job pays the larger of that and its provider's ask). Then
 the last N closed epochs (--history, default 12), oldest first, and the
-open epoch's demand and emission.`,
+open epoch's demand and emission. A class with attested providers also has
+a TEE market ("trust tee"): its own index over their units and trust: tee
+work, and what a trust: tee job pays at the index (the larger of the two
+indexes times its tier's factor).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cl, err := e.client()
