@@ -66,6 +66,10 @@ func JobWait(w *ledger.Wait, spec *ledger.JobSpec) string {
 		return fmt.Sprintf("revealing: %d of %d replicas opened their results", w.Count, w.Of)
 	case ledger.WaitEscalating:
 		return fmt.Sprintf("replicas disagree (%d results from %d replicas); adding replica %d of at most %d", w.Distinct, w.Of, w.Count, w.Limit)
+	case ledger.WaitJudging:
+		return fmt.Sprintf("outputs differ; judging them within the job's tolerance (round %d): %d of %d replicas committed their judgment", w.Seq, w.Count, w.Of)
+	case ledger.WaitJudgingReveal:
+		return fmt.Sprintf("outputs differ; judging them within the job's tolerance (round %d): %d of %d replicas revealed their judgment", w.Seq, w.Count, w.Of)
 	case ledger.WaitCheckpointDisagree:
 		return fmt.Sprintf("replicas disagree at checkpoint %d (%d distinct states from %d replicas); restarting with %d replicas%s", w.Seq, w.Distinct, w.Of, w.Count, resume(w))
 	case ledger.WaitPreempted:
@@ -404,6 +408,10 @@ func Slash(e *ledger.SlashEvent) string {
 		return fmt.Sprintf("job %d: did not hand the job key to the replica that waited for it", e.Job)
 	case ledger.SlashCheckpointOutvoted:
 		return fmt.Sprintf("job %d: checkpoint %d outvoted by %d of %d replicas", e.Job, e.Seq, e.Count, e.Of)
+	case ledger.SlashJudgeOutvoted:
+		return fmt.Sprintf("job %d: judged the replicas' outputs against %d of %d judges", e.Job, e.Count, e.Of)
+	case ledger.SlashJudgeSilent:
+		return fmt.Sprintf("job %d: did not commit or reveal its judgment of the replicas' outputs", e.Job)
 	case ledger.SlashHardware:
 		return "hardware challenge failed"
 	}

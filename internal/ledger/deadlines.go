@@ -37,8 +37,14 @@ func VerdictWindow(p Params) uint64 { return p.RevealTimeout + p.JobGrantTimeout
 // the end of the reveal window after its commit: placement and its key
 // (three grant windows: to be placed, to be granted, restarted once by its
 // handover request), its start, its run and the result grace, the reveal.
+// A job with a compare rule may follow each reveal with a judging round
+// (judgment.go): a commit window and a reveal window, 2 × reveal_timeout.
 func replicaRound(s *JobSpec, p Params) uint64 {
-	return 3*p.JobGrantTimeout + p.JobStartTimeout + s.TimeoutSeconds + p.JobResultGrace + p.RevealTimeout
+	r := 3*p.JobGrantTimeout + p.JobStartTimeout + s.TimeoutSeconds + p.JobResultGrace + p.RevealTimeout
+	if s.Compare != nil {
+		r += 2 * p.RevealTimeout
+	}
+	return r
 }
 
 // VerifyingBound is the most seconds of block time from a job's first
@@ -73,6 +79,10 @@ func expireJobs(o *Overlay, now int64, p Params, info BlockInfo) ([]Event, error
 		case j.preemptAt() != 0 && j.preemptAt() <= now:
 			// A higher tier takes the slot (market_preempt.go).
 			evs, err = requeuePreempted(o, j, p, info)
+		case j.Judging:
+			// A judging round's window closed: its reveals open, or it
+			// is settled with the judgments there are (judgment.go).
+			evs, err = expireJudging(o, j, p, info)
 		case j.Revealing:
 			// Replicas that did not open their commitment in time do not
 			// vote.

@@ -36,6 +36,11 @@ func FuzzDecodeTx(f *testing.F) {
 	f.Add(alice.Tx(lt.ChainID, 0, 0, &ledger.MsgSubmitJob{Spec: teeSpec, ConsumerKey: "age1x"}))
 	f.Add(alice.Tx(lt.ChainID, 0, 0, &ledger.MsgSubmitProposal{Kind: ledger.ProposalAttestRoots, Title: "roots",
 		AddRoots: []string{hex64}, RemoveRoots: []string{ledger.DefaultAttestRoots[0]}, Deposit: 10}))
+	// The judging round's messages (issue 29): a commitment, a reveal, and
+	// a reveal with a bit past the 55 pairs (ValidateBasic refuses it).
+	f.Add(alice.Tx(lt.ChainID, 0, 0, &ledger.MsgCommitJudgment{JobID: 1, Commitment: ledger.JudgmentCommitment(1, 1, 1, alice.Addr, ledger.Hash{7})}))
+	f.Add(alice.Tx(lt.ChainID, 0, 0, &ledger.MsgRevealJudgment{JobID: 1, Salt: ledger.Hash{7}, Vector: 0b101}))
+	f.Add(rawTx(alice, lt.ChainID, 0, uint64(ledger.MsgTypeRevealJudgment), `{"job_id":1,"salt":"`+hex64+`","vector":18446744073709551615}`))
 	// Each service message (issue 16), so that the fuzzer starts from
 	// their shapes.
 	for typ, body := range map[ledger.MsgType]string{

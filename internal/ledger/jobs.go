@@ -103,6 +103,15 @@ type Job struct {
 	Dropped        *Wait            `json:"dropped,omitempty" rec:"since=6"`
 	CheckpointWait *Wait            `json:"checkpoint_wait,omitempty" rec:"since=6"`
 	ReleasedBy     *address.Address `json:"released_by,omitempty" rec:"since=6"`
+	// Judging: a judging round is open on the job's differing outputs
+	// (judgment.go); JudgeRevealing: its commit window has closed and its
+	// judges reveal; JudgeRound counts the rounds opened (the round in
+	// JudgmentCommitment); JudgeFinal: the round may not end in an
+	// escalation (it was opened after an extra replica was dropped).
+	Judging        bool   `json:"judging,omitempty" rec:"since=8"`
+	JudgeRevealing bool   `json:"judge_revealing,omitempty" rec:"since=8"`
+	JudgeRound     uint64 `json:"judge_round,omitempty" rec:"since=8"`
+	JudgeFinal     bool   `json:"judge_final,omitempty" rec:"since=8"`
 }
 
 // Assignment is one provider's part in a job.
@@ -142,6 +151,11 @@ type Assignment struct {
 	// this spot assignment's slot: the provider has until then to
 	// checkpoint, then the job is requeued (market_preempt.go).
 	PreemptAt int64 `json:"preempt_at,omitempty" rec:"since=4"`
+	// JudgeCommitment is JudgmentCommitment of the provider's verdict
+	// vector in the job's current judging round, Judgment the vector it
+	// revealed; both cleared when a round opens.
+	JudgeCommitment *Hash   `json:"judge_commitment,omitempty" rec:"since=8"`
+	Judgment        *uint64 `json:"judgment,omitempty" rec:"since=8"`
 }
 
 // JobResult is what a provider reports when its run ends.

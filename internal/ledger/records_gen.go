@@ -100,6 +100,18 @@ func (x *Job) encodeRec(e *encoder) {
 			e.raw((*x.ReleasedBy)[:])
 		}
 	}
+	if e.version >= 8 {
+		e.bool(x.Judging)
+	}
+	if e.version >= 8 {
+		e.bool(x.JudgeRevealing)
+	}
+	if e.version >= 8 {
+		e.uvarint(x.JudgeRound)
+	}
+	if e.version >= 8 {
+		e.bool(x.JudgeFinal)
+	}
 }
 
 func (x *Job) decodeRec(d *decoder) {
@@ -201,6 +213,18 @@ func (x *Job) decodeRec(d *decoder) {
 			x.ReleasedBy = v0
 		}
 	}
+	if d.version >= 8 {
+		x.Judging = d.bool("judging")
+	}
+	if d.version >= 8 {
+		x.JudgeRevealing = d.bool("judge_revealing")
+	}
+	if d.version >= 8 {
+		x.JudgeRound = d.uvarint("judge_round")
+	}
+	if d.version >= 8 {
+		x.JudgeFinal = d.bool("judge_final")
+	}
 }
 
 func (x *Job) recVersion() byte {
@@ -256,6 +280,18 @@ func (x *Job) recVersion() byte {
 	}
 	if x.ReleasedBy != nil {
 		v = max(v, 6)
+	}
+	if x.Judging {
+		v = max(v, 8)
+	}
+	if x.JudgeRevealing {
+		v = max(v, 8)
+	}
+	if x.JudgeRound != 0 {
+		v = max(v, 8)
+	}
+	if x.JudgeFinal {
+		v = max(v, 8)
 	}
 	return v
 }
@@ -702,6 +738,18 @@ func (x *Assignment) encodeRec(e *encoder) {
 	if e.version >= 4 {
 		e.int64(x.PreemptAt)
 	}
+	if e.version >= 8 {
+		e.bool(x.JudgeCommitment != nil)
+		if x.JudgeCommitment != nil {
+			e.raw((*x.JudgeCommitment)[:])
+		}
+	}
+	if e.version >= 8 {
+		e.bool(x.Judgment != nil)
+		if x.Judgment != nil {
+			e.uvarint((*x.Judgment))
+		}
+	}
 }
 
 func (x *Assignment) decodeRec(d *decoder) {
@@ -742,6 +790,20 @@ func (x *Assignment) decodeRec(d *decoder) {
 	if d.version >= 4 {
 		x.PreemptAt = d.int64("preempt_at")
 	}
+	if d.version >= 8 {
+		if d.bool("judge_commitment") {
+			v0 := new(Hash)
+			copy((*v0)[:], d.raw("judge_commitment", 32))
+			x.JudgeCommitment = v0
+		}
+	}
+	if d.version >= 8 {
+		if d.bool("judgment") {
+			v0 := new(uint64)
+			(*v0) = d.uvarint("judgment")
+			x.Judgment = v0
+		}
+	}
 }
 
 func (x *Assignment) recVersion() byte {
@@ -754,6 +816,12 @@ func (x *Assignment) recVersion() byte {
 	}
 	if x.PreemptAt != 0 {
 		v = max(v, 4)
+	}
+	if x.JudgeCommitment != nil {
+		v = max(v, 8)
+	}
+	if x.Judgment != nil {
+		v = max(v, 8)
 	}
 	return v
 }

@@ -91,6 +91,10 @@ func (l *Ledger) execute(o *Overlay, tx *Tx, params Params, info BlockInfo) ([]E
 		return execEvictReplica(o, from, m, params, info)
 	case *MsgRequestAttestation:
 		return execRequestAttestation(o, from, info)
+	case *MsgCommitJudgment:
+		return execCommitJudgment(o, from, m, params, info)
+	case *MsgRevealJudgment:
+		return execRevealJudgment(o, from, m, params, info)
 	case *MsgAttest:
 		return l.execAttest(o, from, m, params, info)
 	}

@@ -95,6 +95,8 @@ var msgNames = map[MsgType]string{
 	MsgTypeSetCommission:      "set_commission",
 	MsgTypeRequestAttestation: "request_attestation",
 	MsgTypeAttest:             "attest",
+	MsgTypeCommitJudgment:     "commit_judgment",
+	MsgTypeRevealJudgment:     "reveal_judgment",
 	MsgTypeDeployService:      "deploy_service",
 	MsgTypeTopUpService:       "top_up_service",
 	MsgTypeScaleService:       "scale_service",
@@ -208,6 +210,10 @@ func newMsg(t MsgType) Msg {
 		return &MsgEvictReplica{}
 	case MsgTypeRequestAttestation:
 		return &MsgRequestAttestation{}
+	case MsgTypeCommitJudgment:
+		return &MsgCommitJudgment{}
+	case MsgTypeRevealJudgment:
+		return &MsgRevealJudgment{}
 	case MsgTypeAttest:
 		return &MsgAttest{}
 	}

@@ -241,21 +241,21 @@ func resultKey(r *JobResult) string {
 // deadline, and the job would stay verifying for as long as no provider is
 // free. Every escalation is also a placement, so the job's placement budget
 // (job_max_attempts + max_replicas, as for replacements) bounds them.
+//
+// A job with a compare rule whose revealed results differ goes to a
+// judging round first (judgment.go); its settlement tallies and applies
+// the results in the same way.
 func decide(o *Overlay, j *Job, p Params, info BlockInfo, mayEscalate bool) ([]Event, error) {
-	rs := make([]verify.Replica, len(j.Assignments))
+	if judgeable(j) {
+		return openJudging(o, j, p, info, !mayEscalate)
+	}
+	keys := make([]string, len(j.Assignments))
 	for i, a := range j.Assignments {
 		if a.Result != nil {
-			rs[i] = verify.Replica{Revealed: true, Result: resultKey(a.Result)}
+			keys[i] = resultKey(a.Result)
 		}
 	}
-	out := verify.Tally(rs, verify.Rules{
-		Checked:         j.Spec.Checked(),
-		MaxReplicas:     p.MaxReplicas,
-		Placements:      j.Attempts,
-		PlacementBudget: p.JobMaxAttempts + p.MaxReplicas,
-		ReplicaDropped:  !mayEscalate,
-	})
-	return applyVerdict(o, j, out, p, info)
+	return applyVerdict(o, j, withoutSettled(j, tallyKeys(j, keys, p, mayEscalate)), p, info)
 }
 
 // applyVerdict turns a tally's outcome into state: the majority is paid and
@@ -288,6 +288,9 @@ func applyVerdict(o *Overlay, j *Job, out verify.Outcome, p Params, info BlockIn
 		// silencing the replica that checks it.
 		for i := range j.Assignments {
 			a := &j.Assignments[i]
+			if judgeSettled(a) {
+				continue // slashed already by a judging round
+			}
 			a.Outcome = OutcomeNoMajority
 			if out.Fate(i) == verify.Unrevealed {
 				ev, err := penalizeUnrevealed(o, j, a, p, info)

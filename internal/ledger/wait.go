@@ -155,6 +155,11 @@ const (
 	// WaitEscalating: the replicas disagree (Distinct results from Of);
 	// replica Count of at most Limit is added.
 	WaitEscalating = "escalating"
+	// WaitJudging: the revealed outputs differ and are judged within the
+	// job's tolerance; Count of Of judges committed their judgment in
+	// round Seq. WaitJudgingReveal: Count of Of revealed it.
+	WaitJudging       = "judging"
+	WaitJudgingReveal = "judging_reveal"
 	// WaitCheckpointDisagree: the replicas disagree at checkpoint Seq
 	// (Distinct states from Of); it restarts with Count replicas, from
 	// ResumeSeq if that is not 0 (Kept seconds of run kept).
@@ -335,6 +340,8 @@ const (
 	SlashWithheldKey        = "withheld_key"        // it did not hand the key to the replica that waited for it
 	SlashCheckpointOutvoted = "checkpoint_outvoted" // its checkpoint Seq was outvoted by Count of Of replicas
 	SlashHardware           = "hardware_challenge"  // it failed a hardware challenge (Challenges.LastFailure)
+	SlashJudgeOutvoted      = "judge_outvoted"      // its judgment of the job's outputs was outvoted by Count of Of judges
+	SlashJudgeSilent        = "judge_silent"        // it did not commit or reveal its judgment of the job's outputs
 )
 
 // setWait records why j is where it is. A record from before version 6
