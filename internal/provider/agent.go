@@ -141,6 +141,19 @@ type Faults struct {
 	// OverclaimFactor multiplies the measured throughput the agent
 	// declares (0 or 1: honest).
 	OverclaimFactor float64
+	// JobArgs, when set, replaces the arguments a job runs with: how a
+	// test gives replicas of a float job the different low bits that
+	// different hardware would, or makes one cheat (skip half the work,
+	// compute in lower precision). Tests only: nothing sets it from a
+	// command line.
+	JobArgs func(job uint64, args []string) []string
+}
+
+func (f *Faults) jobArgs(job uint64, args []string) []string {
+	if f == nil || f.JobArgs == nil {
+		return args
+	}
+	return f.JobArgs(job, args)
 }
 
 func (f *Faults) wrongOutput(jobID uint64) bool {

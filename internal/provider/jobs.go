@@ -53,6 +53,8 @@ type runs struct {
 	// preempted marks the jobs a higher tier preempted here
 	// (Assignment.PreemptAt) whose run was asked to checkpoint and stop.
 	preempted map[uint64]bool
+	// judging marks the jobs whose judging step (judge.go) is in flight.
+	judging map[uint64]bool
 }
 
 // syncJobs starts and stops runs to match the ledger.
@@ -65,6 +67,11 @@ func (a *Agent) syncJobs(ctx context.Context) error {
 	want := map[uint64]bool{}
 	for _, j := range list.Jobs {
 		as := assignmentOf(j, me)
+		if step := judgeStep(j, as); step != "" {
+			// The replicas' outputs differ: judge them (judge.go).
+			a.judgeAsync(ctx, j, as, step)
+			continue
+		}
 		if as != nil && as.Commitment != nil && as.Result == nil && j.Revealing && !j.Done() {
 			a.runs.mu.Lock()
 			busy := a.runs.revealing[j.ID]
@@ -446,7 +453,7 @@ func (a *Agent) execute(ctx context.Context, j *ledger.Job, started bool) (*ledg
 	logs := &cappedBuffer{max: maxLogBytes}
 	stream := a.streamLogs(ctx, j.ID, owner, logs)
 	res, err := a.runCheckpointed(ctx, ex, j, &sandbox.Job{
-		ID: fmt.Sprint(j.ID), Module: module, Image: s.Image, Command: s.Command, Args: s.Args, Env: s.Env, WorkDir: root, Outputs: s.Outputs,
+		ID: fmt.Sprint(j.ID), Module: module, Image: s.Image, Command: s.Command, Args: a.o.Faults.jobArgs(j.ID, s.Args), Env: s.Env, WorkDir: root, Outputs: s.Outputs,
 		GPUs:          gpus,
 		Network:       s.Network,
 		Limits:        limits,
@@ -475,12 +482,18 @@ func (a *Agent) execute(ctx context.Context, j *ledger.Job, started bool) (*ledg
 		outDir = filepath.Join(dir, "no-outputs")
 		os.MkdirAll(outDir, 0o700)
 	}
-	manifest, outBlob, err := a.uploadSealed(ctx, dir, owner, func(w io.Writer) error { return seal.PackDir(w, outDir) })
+	// A compare job's outputs are sealed to the job key too, so that its
+	// other replicas, which hold that key, can judge them (judge.go).
+	outTo := []age.Recipient{owner}
+	if s.Compare != nil {
+		outTo = append(outTo, jobKey.Recipient())
+	}
+	manifest, outBlob, err := a.uploadSealed(ctx, dir, func(w io.Writer) error { return seal.PackDir(w, outDir) }, outTo...)
 	if err != nil {
 		return nil, fmt.Errorf("outputs: %w", err)
 	}
 	out.ManifestHash, out.OutputBlob = manifest, outBlob.String()
-	_, logBlob, err := a.uploadSealed(ctx, dir, owner, func(w io.Writer) error { _, err := w.Write(logs.Bytes()); return err })
+	_, logBlob, err := a.uploadSealed(ctx, dir, func(w io.Writer) error { _, err := w.Write(logs.Bytes()); return err }, owner)
 	if err != nil {
 		return nil, fmt.Errorf("logs: %w", err)
 	}
@@ -523,22 +536,26 @@ func (a *Agent) fetchDecrypted(ctx context.Context, job uint64, ref string, key 
 	}
 	plain, err := seal.Decrypt(tmp, key)
 	if err != nil {
-		return fmt.Errorf("decrypt %s: %w", ref, err)
+		return fmt.Errorf("%w %s: %w", errDecrypt, ref, err)
 	}
 	return use(plain)
 }
 
-// uploadSealed writes what produce writes, encrypted to owner, to a
-// temporary file and uploads it; it returns the SHA-256 of the plaintext
-// and the blob's hash.
-func (a *Agent) uploadSealed(ctx context.Context, dir string, owner age.Recipient, produce func(io.Writer) error) (ledger.Hash, blob.Hash, error) {
+// errDecrypt: a blob fetched for a job does not open with its key.
+var errDecrypt = errors.New("decrypt")
+
+// uploadSealed writes what produce writes, encrypted to the recipients (the
+// owner, and for a compare job's outputs the job key), to a temporary file
+// and uploads it; it returns the SHA-256 of the plaintext and the blob's
+// hash.
+func (a *Agent) uploadSealed(ctx context.Context, dir string, produce func(io.Writer) error, to ...age.Recipient) (ledger.Hash, blob.Hash, error) {
 	f, err := os.CreateTemp(dir, "sealed-*")
 	if err != nil {
 		return ledger.Hash{}, blob.Hash{}, err
 	}
 	defer os.Remove(f.Name())
 	defer f.Close()
-	enc, err := seal.Encrypt(f, owner)
+	enc, err := seal.Encrypt(f, to...)
 	if err != nil {
 		return ledger.Hash{}, blob.Hash{}, err
 	}
