@@ -78,8 +78,8 @@ func TestCompareErrors(t *testing.T) {
 }
 
 // TestCompareValidate: compare needs a checked job and is for batch jobs;
-// a valid one reaches the ledger, which (until the judging round is built)
-// refuses it rather than judge float outputs by hash.
+// a valid one is taken, its tolerance in parts per 10^18 on the ledger's
+// spec.
 func TestCompareValidate(t *testing.T) {
 	const cmp = "compare: {numeric: {rtol: 1e-5, atol: 1e-8}}\n"
 	for _, tc := range []struct{ yaml, field, want string }{
@@ -93,8 +93,12 @@ func TestCompareValidate(t *testing.T) {
 			t.Errorf("%q: Parse = %v, want one error on %s saying %q", tc.yaml, err, tc.field, tc.want)
 		}
 	}
-	_, err := Parse([]byte(minimalWASM+"verification: full\n"+cmp), "")
-	if err == nil || !strings.Contains(err.Error(), ledger.ErrCompareNotSettled.Error()) {
-		t.Errorf("a valid compare spec: Parse = %v, want the ledger's refusal (%v)", err, ledger.ErrCompareNotSettled)
+	s, err := Parse([]byte(minimalWASM+"verification: full\n"+cmp), "")
+	if err != nil {
+		t.Fatalf("a valid compare spec: %v", err)
+	}
+	ls := s.LedgerSpec("sha256:" + strings.Repeat("0", 64))
+	if want := (ledger.CompareSpec{RTolE18: 10_000_000_000_000, ATolE18: 10_000_000_000}); ls.Compare == nil || *ls.Compare != want {
+		t.Errorf("the ledger's compare: %+v, want %+v", ls.Compare, want)
 	}
 }

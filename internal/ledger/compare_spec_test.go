@@ -9,10 +9,9 @@ import (
 	lt "github.com/gpunet/gpunet/internal/ledger/ledgertest"
 )
 
-// A compare spec is checked field by field, and then refused as a whole
-// until the judging round is built: judged by hash, honest float replicas
-// would be slashed.
-func TestCompareSpecRefusedUntilSettled(t *testing.T) {
+// A compare spec is checked field by field; a well-formed one is taken
+// (its replicas' differing outputs go to a judging round, judgment.go).
+func TestCompareSpecValidate(t *testing.T) {
 	for _, c := range []struct {
 		name   string
 		verify string
@@ -22,7 +21,6 @@ func TestCompareSpecRefusedUntilSettled(t *testing.T) {
 		{"rtol over 1", "full", ledger.CompareSpec{RTolE18: ledger.MaxToleranceE18 + 1}, "compare.rtol_e18"},
 		{"atol over 1", "full", ledger.CompareSpec{ATolE18: ledger.MaxToleranceE18 + 1}, "compare.atol_e18"},
 		{"unchecked", "none", ledger.CompareSpec{RTolE18: 1e13}, "must be checked"},
-		{"valid", "full", ledger.CompareSpec{RTolE18: 1e13, ATolE18: 1e10}, "not settled"},
 	} {
 		s := lt.WasmJob("float", 1000, 60)
 		s.Verification = c.verify
@@ -31,8 +29,13 @@ func TestCompareSpecRefusedUntilSettled(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), c.want) || !errors.Is(err, ledger.ErrInvalidMsg) {
 			t.Errorf("%s: Validate() = %v, want an invalid-message error naming %q", c.name, err, c.want)
 		}
-		if c.name == "valid" && !errors.Is(err, ledger.ErrCompareNotSettled) {
-			t.Errorf("%s: Validate() = %v, want ErrCompareNotSettled", c.name, err)
+	}
+	for _, v := range []string{"full", "spot"} {
+		s := lt.WasmJob("float", 1000, 60)
+		s.Verification = v
+		s.Compare = &ledger.CompareSpec{RTolE18: 1e13, ATolE18: 1e10}
+		if err := s.Validate(); err != nil {
+			t.Errorf("a valid compare spec (%s): %v", v, err)
 		}
 	}
 	s := lt.WasmJob("exact", 1000, 60)

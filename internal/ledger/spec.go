@@ -1,7 +1,6 @@
 package ledger
 
 import (
-	"errors"
 	"fmt"
 	"regexp"
 	"strings"
@@ -78,11 +77,6 @@ type CompareSpec struct {
 
 // MaxToleranceE18 is a tolerance of 1, the most a spec may ask for.
 const MaxToleranceE18 = 1_000_000_000_000_000_000
-
-// ErrCompareNotSettled: the ledger checks a compare spec but does not take
-// it yet. Judging such a job by its hash, as today, would slash honest
-// replicas whose floats differ in the low bits.
-var ErrCompareNotSettled = errors.New("compare: outputs judged within a tolerance are not settled by this ledger yet; leave compare out to judge outputs byte for byte")
 
 func (c *CompareSpec) validate(s *JobSpec) error {
 	switch {
@@ -241,9 +235,6 @@ func (s *JobSpec) Validate() error {
 		if err := s.Compare.validate(s); err != nil {
 			return err
 		}
-		// A well-formed compare spec is still refused: see
-		// ErrCompareNotSettled.
-		return fmt.Errorf("%w: %w", ErrInvalidMsg, ErrCompareNotSettled)
 	}
 	return s.validateURLInputs()
 }
