@@ -77,6 +77,9 @@
 //   - verification.go: Proof of Sync on results: audits, commit–reveal,
 //     MsgRevealResult, and the verdict's apply step (decide, applyVerdict);
 //     the tally itself is the subpackage verify.
+//   - judgment.go: the judging round of a compare job whose outputs
+//     differ: MsgCommitJudgment, MsgRevealJudgment, settling the judges'
+//     vectors (verify.TallyJudgments) into the result tally.
 //   - handover.go: the job key handed to an audit replica.
 //   - settlement.go: escrow, paying a job's providers, finishing a job.
 //   - deadlines.go: overdue jobs and reassignment.
