@@ -2,6 +2,7 @@ package ledger_test
 
 import (
 	"errors"
+	"fmt"
 	"math/rand/v2"
 	"testing"
 	"time"
@@ -9,6 +10,7 @@ import (
 	"github.com/gpunet/gpunet/internal/address"
 	"github.com/gpunet/gpunet/internal/ledger"
 	lt "github.com/gpunet/gpunet/internal/ledger/ledgertest"
+	"github.com/gpunet/gpunet/internal/ledger/verify"
 )
 
 // Issue 26, "a job never stays verifying forever": a job whose vote cannot
@@ -361,15 +363,25 @@ func TestVerifyingJobsEndWithinBound(t *testing.T) {
 	if testing.Short() {
 		seeds = 40
 	}
+	rounds, judgesSettled := uint64(0), 0
 	for seed := range uint64(seeds) {
-		runRandomJob(t, seed)
+		r, s := runRandomJob(t, seed)
+		rounds, judgesSettled = rounds+r, judgesSettled+s
 		if t.Failed() {
 			t.Fatalf("seed %d", seed)
 		}
 	}
+	// The compare jobs among them went through judging rounds, and some
+	// judges were settled by their judgment (lying or silent).
+	if rounds == 0 || judgesSettled == 0 {
+		t.Errorf("%d judging rounds, %d judges settled by them across %d seeds: the random jobs do not exercise judging", rounds, judgesSettled, seeds)
+	}
+	t.Logf("%d judging rounds, %d judges slashed by their judgment", rounds, judgesSettled)
 }
 
-func runRandomJob(t *testing.T, seed uint64) {
+// runRandomJob drives one random job to its end and returns how many
+// judging rounds it had and how many judges they settled.
+func runRandomJob(t *testing.T, seed uint64) (uint64, int) {
 	t.Helper()
 	rng := rand.New(rand.NewPCG(seed, 26))
 	n := 2 + rng.IntN(3)
@@ -382,6 +394,15 @@ func runRandomJob(t *testing.T, seed uint64) {
 	if n > 2 && rng.IntN(2) == 0 {
 		spec.Verification = "full"
 	}
+	// Half of the jobs judge outputs within a tolerance (issue 29): every
+	// replica's output is then its own bytes, and a judging round follows
+	// each reveal; judges may lie or stay silent. A second generator
+	// keeps the draws above as they were for every seed.
+	jrng := rand.New(rand.NewPCG(seed, 29))
+	judged := jrng.IntN(2) == 0
+	if judged {
+		spec.Compare = &ledger.CompareSpec{RTolE18: 10_000_000_000_000}
+	}
 	m := &ledger.MsgSubmitJob{Spec: spec, ConsumerKey: lt.AgeKey("consumer")}
 	if rng.IntN(3) > 0 {
 		kc := ledger.JobKeyCommitment(jobKeyText)
@@ -389,10 +410,17 @@ func runRandomJob(t *testing.T, seed uint64) {
 	}
 	must(t, []ledger.TxResult{send(t, c, consumer, m)})
 	ownerOnline := rng.IntN(2) == 0
-	type behaviour struct{ wrong, silent, neverStarts bool }
+	type behaviour struct{ wrong, silent, neverStarts, lyingJudge, silentJudge bool }
 	how := map[address.Address]behaviour{}
 	for _, k := range provs[:n] {
-		how[k.Addr] = behaviour{wrong: rng.IntN(4) == 0, silent: rng.IntN(4) == 0, neverStarts: rng.IntN(6) == 0}
+		how[k.Addr] = behaviour{wrong: rng.IntN(4) == 0, silent: rng.IntN(4) == 0, neverStarts: rng.IntN(6) == 0,
+			lyingJudge: jrng.IntN(5) == 0, silentJudge: jrng.IntN(6) == 0}
+	}
+	resultOf := func(k lt.Key, wrong bool) ledger.Hash {
+		if judged {
+			return floatManifest(k, wrong)
+		}
+		return manifest(!wrong, k)
 	}
 	var firstCommit int64
 	bound := int64(ledger.VerifyingBound(&spec, p))
@@ -407,7 +435,13 @@ func runRandomJob(t *testing.T, seed uint64) {
 		}
 		if j.Done() {
 			checkSettled(t, c, j, firstCommit, bound)
-			return
+			settled := 0
+			for _, a := range j.Assignments {
+				if a.Result != nil && !isJudge(a) {
+					settled++
+				}
+			}
+			return j.JudgeRound, settled
 		}
 		if firstCommit != 0 && c.Now().Unix()-firstCommit > bound || step > 5000 {
 			t.Fatalf("seed %d: %s (%s) %d s after its first commit (bound %d), %d steps: %+v", seed, j.State, j.Reason, c.Now().Unix()-firstCommit, bound, step, j)
@@ -453,10 +487,16 @@ func runRandomJob(t *testing.T, seed uint64) {
 			case a.KeyGrant != nil && a.StartedAt == 0 && !b.neverStarts && rng.IntN(4) > 0:
 				act(send(t, c, k, &ledger.MsgStartJob{JobID: 1}))
 			case a.StartedAt != 0 && a.Commitment == nil && rng.IntN(3) > 0:
-				cm := ledger.ResultCommitment(manifest(!b.wrong, k), k.Addr, salt(k))
+				cm := ledger.ResultCommitment(resultOf(k, b.wrong), k.Addr, salt(k))
 				act(send(t, c, k, &ledger.MsgCommitResult{JobID: 1, Commitment: &cm, MeteredSeconds: uint64(rng.IntN(200))}))
 			case j.Revealing && a.Commitment != nil && a.Result == nil && !b.silent && rng.IntN(3) > 0:
-				act(reveal(t, c, 1, k, b.wrong))
+				act(send(t, c, k, &ledger.MsgRevealResult{JobID: 1, Salt: salt(k), Result: ledger.JobResult{
+					ManifestHash: resultOf(k, b.wrong), OutputBlob: fmt.Sprintf("sha256:%064x", k.Addr[0]),
+				}}))
+			case j.Judging && !j.JudgeRevealing && isJudge(a) && a.JudgeCommitment == nil && !b.silentJudge && jrng.IntN(3) > 0:
+				act(commitJudgment(t, c, 1, k, judgeVector(j, b.lyingJudge, func(a address.Address) bool { return how[a].wrong })))
+			case j.Judging && j.JudgeRevealing && a.JudgeCommitment != nil && a.Judgment == nil && !b.silentJudge && jrng.IntN(3) > 0:
+				act(revealJudgment(t, c, 1, k, judgeVector(j, b.lyingJudge, func(a address.Address) bool { return how[a].wrong })))
 			}
 			if acted {
 				break
@@ -494,6 +534,10 @@ func checkSettled(t *testing.T, c *lt.Chain, j *ledger.Job, firstCommit, bound i
 			if a.Slashed != 0 || a.Paid != 0 {
 				t.Errorf("%s in no majority: slashed %d paid %d", a.Provider, a.Slashed, a.Paid)
 			}
+		case a.Outcome == ledger.OutcomeJudgeOutvoted || a.Outcome == ledger.OutcomeJudgeSilent:
+			if a.Slashed == 0 || a.Paid != 0 {
+				t.Errorf("%s settled as a judge (%s): slashed %d paid %d", a.Provider, a.Outcome, a.Slashed, a.Paid)
+			}
 		case a.Outcome == ledger.OutcomeMinority:
 			if a.Slashed == 0 || a.Paid != 0 {
 				t.Errorf("%s outvoted: slashed %d paid %d", a.Provider, a.Slashed, a.Paid)
@@ -508,4 +552,31 @@ func checkSettled(t *testing.T, c *lt.Chain, j *ledger.Job, firstCommit, bound i
 			t.Errorf("%s still holds %d slots", k.Addr.String(), pr.Jobs)
 		}
 	}
+}
+
+func isJudge(a ledger.Assignment) bool {
+	return a.Result != nil && a.Outcome != ledger.OutcomeJudgeOutvoted && a.Outcome != ledger.OutcomeJudgeSilent
+}
+
+// judgeVector is a judge's vector in j's round: the truth (a pair is the
+// same unless one of them is wrong), or, for a liar, the same vector
+// drawn from the round so that its commit and reveal match.
+func judgeVector(j *ledger.Job, lie bool, wrong func(address.Address) bool) uint64 {
+	judges := make([]bool, len(j.Assignments))
+	for i, a := range j.Assignments {
+		judges[i] = isJudge(a)
+	}
+	mask := verify.PairMask(judges)
+	if lie {
+		return (uint64(j.JudgeRound) * 0x9E3779B97F4A7C15) & mask
+	}
+	var v uint64
+	for y := range judges {
+		for x := range y {
+			if judges[x] && judges[y] && !wrong(j.Assignments[x].Provider) && !wrong(j.Assignments[y].Provider) {
+				v |= verify.PairBit(x, y)
+			}
+		}
+	}
+	return v
 }
