@@ -400,16 +400,17 @@ func (a *Agent) prepare(ctx context.Context) error {
 }
 
 // sweepWorkDir removes what a killed agent left in WorkDir: job
-// directories (decrypted modules and inputs) and downloaded blobs. No run
-// is in flight at start, and a job still assigned is run again from
-// scratch. Pending reveals (WorkDir/reveals) are kept: they must outlive a
-// restart.
+// directories (decrypted modules and inputs), judging directories (other
+// replicas' decrypted outputs, judge.go) and downloaded blobs. No run is
+// in flight at start, and a job still assigned is run again from scratch.
+// Pending reveals (WorkDir/reveals, WorkDir/judgments) are kept: they must
+// outlive a restart.
 func (a *Agent) sweepWorkDir() {
 	if a.o.WorkDir == "" {
 		return
 	}
 	var left []string
-	for _, pat := range []string{"job-*", "blob-*"} {
+	for _, pat := range []string{"job-*", "judge-*", "blob-*"} {
 		m, _ := filepath.Glob(filepath.Join(a.o.WorkDir, pat))
 		left = append(left, m...)
 	}

@@ -379,12 +379,13 @@ func TestFailingJobsFailCleanly(t *testing.T) {
 }
 
 // TestAgentSweepsLeftovers: what a killed agent left in its work
-// directory (a job's decrypted module and inputs, a downloaded blob) is
-// removed when the agent starts again; pending reveals are kept.
+// directory (a job's decrypted module and inputs, other replicas' outputs
+// opened to judge them, a downloaded blob) is removed when the agent starts
+// again; pending reveals and judgments are kept.
 func TestAgentSweepsLeftovers(t *testing.T) {
 	n := startNetwork(t, "p")
 	work := filepath.Join(n.home, "work", "p")
-	for _, f := range []string{"job-7/root/in/secret.txt", "job-7/module.wasm", "blob-123", "reveals/7.json"} {
+	for _, f := range []string{"job-7/root/in/secret.txt", "job-7/module.wasm", "judge-7/0/out/sums.f64", "blob-123", "reveals/7.json", "judgments/7.json"} {
 		p := filepath.Join(work, f)
 		if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
 			t.Fatal(err)
@@ -395,12 +396,14 @@ func TestAgentSweepsLeftovers(t *testing.T) {
 	}
 	a, _ := runAgent(t, n, "p", nvmlsim.Lib(nvmlsim.GPU{}, 0), "eu", 36_000)
 	waitFor(t, "p online", func() bool { return ready(a) })
-	for _, gone := range []string{"job-7", "blob-123"} {
+	for _, gone := range []string{"job-7", "judge-7", "blob-123"} {
 		if _, err := os.Stat(filepath.Join(work, gone)); !os.IsNotExist(err) {
 			t.Errorf("%s left in the work directory: %v", gone, err)
 		}
 	}
-	if _, err := os.Stat(filepath.Join(work, "reveals", "7.json")); err != nil {
-		t.Errorf("a pending reveal was removed: %v", err)
+	for _, kept := range []string{"reveals/7.json", "judgments/7.json"} {
+		if _, err := os.Stat(filepath.Join(work, kept)); err != nil {
+			t.Errorf("a pending reveal was removed: %v", err)
+		}
 	}
 }

@@ -132,6 +132,7 @@ func (a *Agent) revealJudgment(ctx context.Context, j *ledger.Job) error {
 	if _, err := a.o.Chain.SendMsg(ctx, a.o.Key, 0, &ledger.MsgRevealJudgment{JobID: j.ID, Salt: r.Salt, Vector: r.Vector}); err != nil {
 		return fmt.Errorf("reveal judgment: %w", err)
 	}
+	os.Remove(a.judgmentPath(j.ID))
 	a.log.Info("judgment revealed", "job", j.ID, "round", r.Round)
 	return nil
 }

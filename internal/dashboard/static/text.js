@@ -15,6 +15,8 @@
     no_majority: ['no majority', 'warn'],
     bad_handover: ['handed over a wrong key', 'bad'],
     withheld_key: ['withheld the key', 'bad'],
+    judge_outvoted: ['judged the outputs against the majority', 'bad'],
+    judge_silent: ['did not judge the outputs', 'bad'],
   };
 
   // auditPicked says whether a spot job's audit lottery picked it. The
