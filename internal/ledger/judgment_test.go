@@ -364,3 +364,34 @@ func TestNobodyJudgesEndsWithinBound(t *testing.T) {
 		t.Errorf("took %d s, bound %d", took, ledger.VerifyingBound(&spec, p))
 	}
 }
+
+// FuzzRevealJudgment: in an open judging round whose two judges committed
+// the honest vector, a reveal with any salt and vector is refused unless it
+// opens the sender's commitment and has no bit outside the judges' pairs;
+// nothing panics and the invariants hold after each block.
+func FuzzRevealJudgment(f *testing.F) {
+	f.Add([]byte{0x5A}, uint64(1), true)
+	f.Add([]byte{}, uint64(0), false)
+	f.Add([]byte{0x5A}, ^uint64(0), false)
+	f.Fuzz(func(t *testing.T, saltB []byte, vector uint64, first bool) {
+		c := verifyChain(t, 2, nil)
+		must(t, []ledger.TxResult{submit(t, c, floatSpec("fuzz"))})
+		ran := runFloat(t, c, 1, nil)
+		v := honestVector(job(t, c, 1), nil)
+		for _, k := range ran {
+			must(t, []ledger.TxResult{commitJudgment(t, c, 1, k, v)})
+		}
+		who := ran[1]
+		if first {
+			who = ran[0]
+		}
+		var s ledger.Hash
+		copy(s[:], saltB)
+		r := send(t, c, who, &ledger.MsgRevealJudgment{JobID: 1, Salt: s, Vector: vector})
+		if opens := s == judgeSalt(who) && vector == v; r.Err == nil && !opens {
+			t.Fatalf("a judgment reveal that does not open the commitment was accepted: %#x", vector)
+		} else if r.Err != nil && opens {
+			t.Fatalf("the committed judgment was refused: %v", r.Err)
+		}
+	})
+}
