@@ -147,7 +147,12 @@ type Faults struct {
 	// compute in lower precision). Tests only: nothing sets it from a
 	// command line.
 	JobArgs func(job uint64, args []string) []string
+	// HideOutputs (tests only) reports an output blob that no node has,
+	// as a replica that withholds its outputs from the judges would.
+	HideOutputs bool
 }
+
+func (f *Faults) hideOutputs() bool { return f != nil && f.HideOutputs }
 
 func (f *Faults) jobArgs(job uint64, args []string) []string {
 	if f == nil || f.JobArgs == nil {

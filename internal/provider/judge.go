@@ -34,6 +34,13 @@ import (
 // outputs, or a reveal). The ledger's windows are reveal_timeout each.
 const judgeTimeout = 5 * time.Minute
 
+// A judge's output blob that cannot be downloaded is tried fetchTries
+// times, fetchRetry apart, before it is judged different from every other.
+const (
+	fetchTries = 3
+	fetchRetry = 2 * time.Second
+)
+
 // pendingJudgment is a judge's vector for one round, kept between its
 // commit and its reveal (on disk, so that a restart can reveal).
 type pendingJudgment struct {
@@ -140,10 +147,12 @@ func (a *Agent) revealJudgment(ctx context.Context, j *ledger.Job) error {
 // judgeOutputs fetches, opens and unpacks every judge's outputs of j and
 // returns the vector: bit verify.PairBit(x, y) set when the outputs of
 // judges x < y are the same within the job's tolerance. Outputs that cannot
-// be opened or unpacked (not sealed to the job key, a malformed archive,
-// over the job's disk limit) are the same as nothing: different from
-// every other. Only this provider's own trouble (a download that fails,
-// its disk) is an error: then it commits nothing rather than a guess.
+// be had (no node serves the blob its replica revealed, after a few tries),
+// opened (not sealed to the job key) or unpacked (a malformed archive, over
+// the job's disk limit) are the same as nothing: different from every
+// other. A replica that reveals a blob it does not serve so gains nothing,
+// and cannot make the honest judges fall silent. Only this provider's own
+// trouble (its disk) is an error: then it commits nothing.
 func (a *Agent) judgeOutputs(ctx context.Context, j *ledger.Job, as *ledger.Assignment) (uint64, error) {
 	if len(j.Assignments) > verify.MaxJudged || j.Spec.Compare == nil {
 		return 0, fmt.Errorf("job %d cannot be judged here: %d replicas, compare %v", j.ID, len(j.Assignments), j.Spec.Compare)
@@ -167,18 +176,41 @@ func (a *Agent) judgeOutputs(ctx context.Context, j *ledger.Job, as *ledger.Assi
 		if err := os.MkdirAll(root, 0o700); err != nil {
 			return 0, err
 		}
-		err := a.fetchDecrypted(ctx, j.ID, o.Result.OutputBlob, key, func(r io.Reader) error {
-			if err := seal.UnpackDir(r, root, lim); err != nil {
-				return &badOutputs{err}
+		var err error
+		for try := range fetchTries {
+			if try > 0 {
+				select {
+				case <-ctx.Done():
+					return 0, ctx.Err()
+				case <-time.After(fetchRetry):
+				}
+				if err := os.RemoveAll(root); err != nil {
+					return 0, err
+				}
+				if err := os.MkdirAll(root, 0o700); err != nil {
+					return 0, err
+				}
 			}
-			return nil
-		})
+			err = a.fetchDecrypted(ctx, j.ID, o.Result.OutputBlob, key, func(r io.Reader) error {
+				if err := seal.UnpackDir(r, root, lim); err != nil {
+					return &badOutputs{err}
+				}
+				return nil
+			})
+			var de *dataError
+			if !errors.As(err, &de) {
+				break // only a download is worth trying again
+			}
+		}
 		var bad *badOutputs
+		var de *dataError
 		switch {
 		case err == nil:
 			trees[i] = root
-		case errors.As(err, &bad) || isDecryptError(err):
-			a.log.Warn("a judge's outputs cannot be opened: judged different from every other", "job", j.ID, "provider", o.Provider.String(), "err", err)
+		case errors.As(err, &bad) || errors.As(err, &de) || errors.Is(err, errDecrypt):
+			a.log.Warn("a judge's outputs cannot be had or opened: judged different from every other", "job", j.ID, "provider", o.Provider.String(), "err", err)
+		case ctx.Err() != nil:
+			return 0, ctx.Err()
 		default:
 			return 0, fmt.Errorf("outputs of %s: %w", o.Provider, err)
 		}
@@ -210,13 +242,6 @@ func (a *Agent) judgeOutputs(ctx context.Context, j *ledger.Job, as *ledger.Assi
 type badOutputs struct{ err error }
 
 func (e *badOutputs) Error() string { return "outputs: " + e.err.Error() }
-
-// isDecryptError reports whether fetchDecrypted failed to open the blob
-// (not sealed to the job key), as opposed to failing to fetch it.
-func isDecryptError(err error) bool {
-	var de *dataError
-	return err != nil && !errors.As(err, &de) && errors.Is(err, errDecrypt)
-}
 
 func (a *Agent) judgmentPath(id uint64) string {
 	return filepath.Join(a.o.WorkDir, "judgments", fmt.Sprintf("%d.json", id))

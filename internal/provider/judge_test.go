@@ -42,9 +42,11 @@ func buildFsum(t *testing.T, dir string) string {
 // and the job is validated with nobody slashed. A replica that skips half
 // the terms, or adds in float32, is judged different by the others: the
 // job escalates to the third provider, whose judgment joins the honest
-// one's, and the cheater is outvoted and slashed.
+// one's, and the cheater is outvoted and slashed. So is one that reveals
+// an output blob nobody serves ("hide"): the judges count outputs they
+// cannot get as different, rather than fall silent and be slashed.
 func TestFloatJobJudged(t *testing.T) {
-	for _, cheat := range []string{"", "-half", "-f32"} {
+	for _, cheat := range []string{"", "-half", "-f32", "hide"} {
 		name := "honest"
 		if cheat != "" {
 			name = "cheater " + cheat
@@ -61,12 +63,12 @@ func floatJobJudged(t *testing.T, cheat string) {
 	for i, name := range []string{"p", "q", "r"} {
 		seed := strconv.Itoa(101 + i)
 		var flags []string
-		if name == "p" && cheat != "" {
+		if name == "p" && cheat != "" && cheat != "hide" {
 			flags = []string{cheat}
 		}
 		faults := &provider.Faults{JobArgs: func(_ uint64, args []string) []string {
 			return append(append(append([]string{}, flags...), seed), args[1:]...)
-		}}
+		}, HideOutputs: name == "p" && cheat == "hide"}
 		agents[name], _ = runAgentFaulty(t, n, name, nvmlsim.Lib(nvmlsim.GPU{}, 0), "eu", uint64(36_000*(i+1)), faults)
 	}
 	waitFor(t, "providers ready", func() bool { return ready(agents["p"]) && ready(agents["q"]) && ready(agents["r"]) })
