@@ -92,10 +92,11 @@ var (
 	finishedStates = []string{ledger.JobSucceeded, ledger.JobFailed, ledger.JobCancelled}
 	verdictValues  = []string{ledger.VerdictValidated, ledger.VerdictUnverified, ledger.VerdictUnchecked, ledger.VerdictNoMajority}
 	replicaValues  = []string{ledger.OutcomeMajority, ledger.OutcomeMinority, ledger.OutcomeUnrevealed, ledger.OutcomeNoMajority,
-		ledger.OutcomeBadHandover, ledger.OutcomeWithheldKey}
+		ledger.OutcomeBadHandover, ledger.OutcomeWithheldKey, ledger.OutcomeJudgeOutvoted, ledger.OutcomeJudgeSilent}
 	// slashReasons: job_replica_slashed's why (none: outvoted, "minority"),
 	// and a failed hardware challenge.
-	slashReasons = []string{ledger.OutcomeMinority, ledger.OutcomeUnrevealed, ledger.OutcomeBadHandover, ledger.OutcomeWithheldKey, slashHardware}
+	slashReasons = []string{ledger.OutcomeMinority, ledger.OutcomeUnrevealed, ledger.OutcomeBadHandover, ledger.OutcomeWithheldKey,
+		ledger.OutcomeJudgeOutvoted, ledger.OutcomeJudgeSilent, slashHardware}
 )
 
 const slashHardware = "hardware_challenge"
@@ -131,9 +132,9 @@ func newMetrics(s *Stats, reg prometheus.Registerer) *metrics {
 		verdicts: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "gpunet_job_verdicts_total",
 			Help: "Verification verdicts of jobs that ended: validated (a majority of replicas agreed), unverified (one replica, not audited), unchecked (verification none or not deterministic), no_majority."}, []string{"verdict"}),
 		replicas: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "gpunet_job_replica_outcomes_total",
-			Help: "Outcomes of the replicas of checked jobs that ended: majority, minority, unrevealed, no_majority, bad_handover, withheld_key."}, []string{"outcome"}),
+			Help: "Outcomes of the replicas of checked jobs that ended: majority, minority, unrevealed, no_majority, bad_handover, withheld_key, judge_outvoted, judge_silent (a compare job's judging round)."}, []string{"outcome"}),
 		slashes: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "gpunet_slashes_total",
-			Help: "Slashes decided in blocks, by reason: a replica outvoted (minority), unrevealed, bad_handover or withheld_key, or a failed hardware_challenge."}, []string{"reason"}),
+			Help: "Slashes decided in blocks, by reason: a replica outvoted (minority), unrevealed, bad_handover or withheld_key, a judge outvoted or silent in a compare job's judging round (judge_outvoted, judge_silent), or a failed hardware_challenge."}, []string{"reason"}),
 		slashedUsync: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "gpunet_slashed_usync_total",
 			Help: "Stake taken by slashes, in usync, by reason (as gpunet_slashes_total)."}, []string{"reason"}),
 		jobFees: prometheus.NewCounter(prometheus.CounterOpts{Name: "gpunet_job_fees_usync_total",
