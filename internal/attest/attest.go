@@ -15,8 +15,12 @@
 // lengths as 4-byte big-endian. The producer (Producer) asks the TEE for
 // evidence over exactly those bytes; Verify recomputes them.
 //
-// NVIDIA GPU evidence (KindNVIDIAGPU) is named but not verified: there is
-// no maintained Go verifier for it, and Verify refuses it as unsupported.
+// NVIDIA GPU evidence (KindNVIDIAGPU, nvgpu.go) is verified by this
+// package's own code, there being no maintained Go verifier for it: the
+// SPDM GET_MEASUREMENTS report, its P-384 signature by the GPU's
+// attestation key, and the key's certificate chain to NVIDIA's Device
+// Identity CA. Its 32-byte SPDM nonce binds the first 32 bytes of
+// ReportData(nonce, key).
 package attest
 
 import (
@@ -86,6 +90,8 @@ func CollateralNames(k Kind) []string {
 		return []string{TDXTCBInfo, TDXTCBInfoChain, TDXQEIdentity, TDXQEIdentityChain, TDXPCKCRL, TDXPCKCRLChain, TDXRootCACRL}
 	case KindSEVSNP:
 		return []string{SNPVCEK, SNPCertChain, SNPCRL}
+	case KindNVIDIAGPU:
+		return []string{GPUCertChain}
 	}
 	return nil
 }
@@ -95,7 +101,8 @@ func CollateralNames(k Kind) []string {
 type Evidence struct {
 	Kind Kind
 	// Raw is the evidence as the TEE produced it: a TDX quote, an SNP
-	// attestation report (without the certificate table).
+	// attestation report (without the certificate table), an NVIDIA GPU's
+	// SPDM GET_MEASUREMENTS request and response.
 	Raw []byte
 	// Collateral maps a collateral name (CollateralNames) to its bytes.
 	// Verify only looks names up; it never iterates the map.
@@ -129,8 +136,8 @@ type Options struct {
 	SkipBinding bool
 	// TrustedRoots are the vendors' root certificates, each a DER
 	// certificate or a PEM bundle: the Intel SGX Root CA for TDX, the AMD
-	// ARK of each product line for SEV-SNP. DefaultRoots returns the
-	// published ones.
+	// ARK of each product line for SEV-SNP, NVIDIA's Device Identity CA
+	// for GPUs. DefaultRoots returns the published ones.
 	TrustedRoots [][]byte
 	// MinTCB is the minimum TCB per kind.
 	MinTCB map[Kind]MinTCB
@@ -151,10 +158,11 @@ type Measurement struct {
 
 // Claims are what verified evidence proves.
 type Claims struct {
-	Vendor string `json:"vendor"` // Intel, AMD
+	Vendor string `json:"vendor"` // Intel, AMD, NVIDIA
 	Kind   Kind   `json:"kind"`
-	TEE    string `json:"tee"` // TDX, SEV-SNP
-	// Measurements: TDX MRTD, RTMR0-3; SNP MEASUREMENT, HOST_DATA.
+	TEE    string `json:"tee"` // TDX, SEV-SNP, NVIDIA GPU CC
+	// Measurements: TDX MRTD, RTMR0-3; SNP MEASUREMENT, HOST_DATA;
+	// NVIDIA GPU MEASUREMENTS, SHA-384 of the signed measurement record.
 	Measurements []Measurement `json:"measurements"`
 	// TCBStatus is Intel's status of the platform's TCB level (the
 	// library accepts UpToDate only) for TDX; for SNP, that the reported
@@ -169,8 +177,9 @@ type Claims struct {
 	BindingChecked bool   `json:"binding_checked"`
 	Nonce          string `json:"nonce,omitempty"`
 	Key            string `json:"key,omitempty"`
-	// Platform names the platform family (TDX: FMSPC; SNP: product);
-	// ChipID the chip (TDX: the PCK certificate's PPID; SNP: CHIP_ID).
+	// Platform names the platform family (TDX: FMSPC; SNP: product; GPU:
+	// the DeviceID certificate's model); ChipID the chip (TDX: the PCK
+	// certificate's PPID; SNP: CHIP_ID; GPU: GPUClaims.ID).
 	Platform string `json:"platform"`
 	ChipID   string `json:"chip_id"`
 	Debug    bool   `json:"debug"`
@@ -179,6 +188,8 @@ type Claims struct {
 	// Expiry is the earliest NotAfter / nextUpdate of the certificates
 	// and collateral used: the evidence verifies until then at most.
 	Expiry time.Time `json:"expiry"`
+	// GPU is what NVIDIA GPU evidence proves besides (nil for CPU TEEs).
+	GPU *GPUClaims `json:"gpu,omitempty"`
 }
 
 // Reason is why evidence was refused, one word for callers to switch on.
@@ -277,7 +288,7 @@ func Verify(ev Evidence, opts Options) (*Claims, error) {
 	case KindSEVSNP:
 		c, reportData, err = verifySNP(ev, opts, roots)
 	case KindNVIDIAGPU:
-		return nil, refuse(ReasonUnsupported, "NVIDIA GPU evidence is not verified yet: there is no maintained Go verifier for it (docs/confidential.md)")
+		c, reportData, err = verifyNVGPU(ev, opts, roots)
 	default:
 		return nil, refuse(ReasonUnsupported, "unknown evidence kind %q", ev.Kind)
 	}
@@ -289,11 +300,17 @@ func Verify(ev Evidence, opts Options) (*Claims, error) {
 	if !opts.SkipBinding {
 		c.BindingChecked = true
 		want := ReportData(opts.Nonce, opts.Key)
-		c.Nonce = fmt.Sprintf("%x", opts.Nonce)
-		c.Key = fmt.Sprintf("%x", opts.Key)
-		if !bytes.Equal(reportData, want[:]) {
+		if ev.Kind == KindNVIDIAGPU {
+			// The SPDM nonce holds 32 bytes: the first half (GPUNonce).
+			want := GPUNonce(opts.Nonce, opts.Key)
+			if !bytes.Equal(reportData, want[:]) {
+				return nil, refuse(ReasonBinding, "the GPU report's SPDM nonce %x does not bind nonce %x and key %x (want %x): evidence made for another nonce or key, or replayed", reportData, opts.Nonce, opts.Key, want)
+			}
+		} else if !bytes.Equal(reportData, want[:]) {
 			return nil, refuse(ReasonBinding, "report data %x does not bind nonce %x and key %x (want %x): evidence made for another nonce or key, or replayed", reportData, opts.Nonce, opts.Key, want)
 		}
+		c.Nonce = fmt.Sprintf("%x", opts.Nonce)
+		c.Key = fmt.Sprintf("%x", opts.Key)
 		c.Bound = true
 	}
 	return c, nil
@@ -393,7 +410,8 @@ var rootFiles embed.FS
 
 // DefaultRoots returns the vendors' published roots of trust, as the
 // libraries embed them: the Intel SGX Root CA, and the AMD ARKs of Milan,
-// Genoa and Turin. The ledger's parameters start from these.
+// Genoa and Turin; and NVIDIA's Device Identity CA, as NVIDIA's verifier
+// (nvtrust) ships it. The ledger's parameters start from these.
 func DefaultRoots() [][]byte {
 	names, _ := fs.Glob(rootFiles, "roots/*.pem") // sorted
 	var out [][]byte
