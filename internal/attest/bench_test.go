@@ -64,6 +64,7 @@ func BenchmarkVerify(b *testing.B) {
 		{"sev-snp", realSNP(b), realSNPOpts()},
 		{"sev-snp-with-crl", Evidence{Kind: KindSEVSNP, Raw: s.report(ReportData(nonce1, key1)), Collateral: s.collateral(false)},
 			Options{Now: snpAt, Nonce: nonce1, Key: key1, TrustedRoots: s.roots()}},
+		{"nvidia-gpu", realGPU(b, "hopper"), gpuOpts()},
 	}
 	for _, tc := range cases {
 		b.Run(tc.name, func(b *testing.B) {

@@ -54,3 +54,35 @@ func FuzzVerify(f *testing.F) {
 		}
 	})
 }
+
+// FuzzGPUReport feeds the NVIDIA report parser and Verify arbitrary
+// reports with the real Hopper chain: never a panic, every refusal with a
+// reason, and nothing but the recorded report verifies (its signature
+// covers every byte but itself).
+func FuzzGPUReport(f *testing.F) {
+	hopper, old := realGPU(f, "hopper"), realGPU(f, "old")
+	f.Add(hopper.Raw)
+	f.Add(old.Raw)
+	f.Add(hopper.Raw[:spdmRequestLen+spdmResponseHeaderLen+10])
+	f.Add([]byte{0x11, 0xE0, 0x01, 0xFF})
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		rep, perr := ParseGPUReport(raw)
+		if perr == nil && (len(rep.Signature) != p384SignatureLen || len(rep.Signed)+p384SignatureLen != len(raw)) {
+			t.Fatalf("parsed report with a %d-byte signature over %d of %d bytes", len(rep.Signature), len(rep.Signed), len(raw))
+		}
+		ev := Evidence{Kind: KindNVIDIAGPU, Raw: raw, Collateral: hopper.Collateral}
+		_, err := Verify(ev, gpuOpts())
+		if err != nil {
+			if ReasonOf(err) == "" {
+				t.Fatalf("refusal without a reason: %v", err)
+			}
+			return
+		}
+		if perr != nil {
+			t.Fatalf("verified a report the parser refuses: %v", perr)
+		}
+		if !bytes.Equal(raw, hopper.Raw) {
+			t.Fatalf("a report other than the recorded one verified with its chain")
+		}
+	})
+}

@@ -256,7 +256,9 @@ func TestOptionsAndKinds(t *testing.T) {
 	_, err = Verify(realSNP(t), Options{Now: snpAt, SkipBinding: true})
 	wantRefused(t, err, ReasonOptions, "no trusted roots")
 	_, err = Verify(Evidence{Kind: KindNVIDIAGPU, Raw: []byte("{}")}, Options{Now: snpAt, SkipBinding: true, TrustedRoots: DefaultRoots()})
-	wantRefused(t, err, ReasonUnsupported, "NVIDIA")
+	wantRefused(t, err, ReasonMalformed, "NVIDIA GPU report")
+	_, err = Verify(Evidence{Kind: "nvidia-dpu", Raw: []byte("{}")}, Options{Now: snpAt, SkipBinding: true, TrustedRoots: DefaultRoots()})
+	wantRefused(t, err, ReasonUnsupported, "nvidia-dpu")
 	for raw, want := range map[string]Kind{"testdata/tdx/quote.dat": KindTDX, "testdata/snp/report.bin": KindSEVSNP} {
 		b, _ := os.ReadFile(raw)
 		if k, err := DetectKind(b); k != want || err != nil {

@@ -61,13 +61,14 @@ const (
 
 // DefaultAttestRoots are the SHA-256 of the DER of the vendors' roots of
 // trust attest.DefaultRoots embeds: the AMD ARKs of Genoa, Milan and
-// Turin, and the Intel SGX Root CA (abciapp's test checks they agree). A
-// genesis's attest_roots replaces them.
+// Turin, the Intel SGX Root CA, and NVIDIA's Device Identity CA (abciapp's
+// test checks they agree). A genesis's attest_roots replaces them.
 var DefaultAttestRoots = []string{
 	"4c6598d19c18719c5dfd4a7d335f674e5bfe1d8f800cea2cf270c10d103db2f1",
 	"69d063b45344d26a2e94e1f4210de49ef555308287d4c174445c95639a540bcd",
 	"1f084161a44bb6d93778a904877d4819cafa5d05ef4193b2ded9dd9c73dd3f6a",
 	"44a0196b2b99f889b8e149e95b807a350e7424964399e885a7cbb8ccfab674d3",
+	"102bf659d5419614c9d8e6aecebc80454eb26b1df6a769ac720b9a690b167b48",
 }
 
 // AttestRequest is what the verifier is asked: the evidence and its
