@@ -160,7 +160,7 @@ type Measurement struct {
 type Claims struct {
 	Vendor string `json:"vendor"` // Intel, AMD, NVIDIA
 	Kind   Kind   `json:"kind"`
-	TEE    string `json:"tee"` // TDX, SEV-SNP, NVIDIA GPU CC
+	TEE    string `json:"tee"` // TDX, SEV-SNP, GPU confidential computing
 	// Measurements: TDX MRTD, RTMR0-3; SNP MEASUREMENT, HOST_DATA;
 	// NVIDIA GPU MEASUREMENTS, SHA-384 of the signed measurement record.
 	Measurements []Measurement `json:"measurements"`

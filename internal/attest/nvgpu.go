@@ -369,7 +369,7 @@ func verifyNVGPU(ev Evidence, opts Options, roots []*x509.Certificate) (c *Claim
 	}
 
 	c = &Claims{
-		Vendor: "NVIDIA", TEE: "NVIDIA GPU CC",
+		Vendor: "NVIDIA", TEE: "GPU confidential computing",
 		Measurements: []Measurement{{Name: "MEASUREMENTS", Hex: hex.EncodeToString(rep.RecordHash[:])}},
 		TCBStatus:    "not appraised (no reference measurements)",
 		TCB:          fmt.Sprintf("driver %s, VBIOS %s", g.DriverVersion, g.VBIOSVersion),

@@ -33,6 +33,10 @@ type attestResult struct {
 	Reason   attest.Reason  `json:"reason,omitempty"`
 	Error    string         `json:"error,omitempty"`
 	Claims   *attest.Claims `json:"claims,omitempty"`
+	// ReportedUUID and ReportedCC are what an NVIDIA bundle says NVML
+	// reported: not signed by the GPU.
+	ReportedUUID string             `json:"reported_uuid,omitempty"`
+	ReportedCC   *attest.GPUCCState `json:"reported_cc_state,omitempty"`
 }
 
 // notVerifiedError is the error of evidence that did not verify; with -o
@@ -57,8 +61,12 @@ func attestVerifyCmd(e *env) *cobra.Command {
 
 FILE is the raw evidence: a TDX quote (v4), an SEV-SNP attestation report
 (1184 bytes, without the certificate table), or an NVIDIA GPU evidence
-bundle (named, but not verified yet: there is no maintained Go verifier).
-Its kind is told from its bytes, or named with --kind.
+bundle: JSON {"kind": "nvidia-gpu", "report": HEX, "cert_chain": PEM}, the
+report as NVML's nvmlDeviceGetConfComputeGpuAttestationReport returns it
+(an SPDM GET_MEASUREMENTS request and the GPU's signed response) and the
+chain as nvmlDeviceGetConfComputeGpuCertificate does (AK certificate
+first); optional "uuid" and "cc_state" are what NVML reported, shown but
+not signed. Its kind is told from its bytes, or named with --kind.
 
 --collateral DIR holds the vendor collateral as the vendor's services
 return it:
@@ -67,15 +75,18 @@ return it:
     pck_crl_issuer_chain.pem, root_ca_crl.der (the *_issuer_chain.pem files
     are the answers' *-Issuer-Chain headers, URL-encoded or plain PEM)
   SEV-SNP (AMD KDS): vcek.der, cert_chain.pem (ASK, ARK), crl.der
+  NVIDIA GPU: none (the bundle carries its chain)
 
 --at verifies at that instant (RFC 3339), as the ledger does at block
 time; the default is now. --nonce HEX and --key KEY check that the report
 data binds them: SHA-512("gpunet-attest-v1" || len(nonce) || nonce ||
-len(key) || key), lengths 4-byte big-endian, KEY as its text. Without
---nonce the binding is not checked.
+len(key) || key), lengths 4-byte big-endian, KEY as its text; an NVIDIA
+GPU's 32-byte SPDM nonce binds its first 32 bytes. Without --nonce the
+binding is not checked.
 
 The roots of trust are the vendors' published ones (the Intel SGX Root CA,
-the AMD ARKs of Milan, Genoa and Turin) unless --roots names others.
+the AMD ARKs of Milan, Genoa and Turin, NVIDIA's Device Identity CA)
+unless --roots names others.
 
 It prints what the evidence proves (vendor, TEE, measurements, TCB,
 report data and binding, chip, until when) or why not, and exits 1 when
@@ -131,6 +142,15 @@ not verified.`,
 				opts.MinTCB[attest.KindSEVSNP] = m
 			}
 			ev := attest.Evidence{Kind: k, Raw: raw, Collateral: map[string][]byte{}}
+			var bundle *attest.GPUBundle
+			if k == attest.KindNVIDIAGPU {
+				if ev, bundle, err = attest.ParseGPUBundle(raw); err != nil {
+					return e.attestRefused(res, err)
+				}
+				if collateral != "" {
+					return usageError{errors.New("--collateral: an NVIDIA GPU evidence bundle carries its certificate chain")}
+				}
+			}
 			if collateral != "" {
 				st, err := os.Stat(collateral)
 				if err != nil {
@@ -155,6 +175,9 @@ not verified.`,
 				return e.attestRefused(res, err)
 			}
 			res.Verified, res.Claims = true, claims
+			if bundle != nil {
+				res.ReportedUUID, res.ReportedCC = bundle.UUID, bundle.CCState
+			}
 			return e.print(res, func(w io.Writer) { printClaims(w, res) })
 		},
 	}
@@ -215,6 +238,10 @@ func printClaims(w io.Writer, res attestResult) {
 		fmt.Fprintf(w, "%-14s %-11s %s\n", label, m.Name, m.Hex)
 	}
 	fmt.Fprintf(w, "tcb:           %s (%s)\n", c.TCBStatus, c.TCB)
+	if g := c.GPU; g != nil {
+		printGPUClaims(w, res)
+		return
+	}
 	debug := "no"
 	if c.Debug {
 		debug = "YES: the host can read the guest's memory (--allow-debug)"
@@ -232,6 +259,41 @@ func printClaims(w io.Writer, res attestResult) {
 		fmt.Fprintf(w, "binding:       not checked (no --nonce)\n")
 	}
 	fmt.Fprintf(w, "valid until:   %s (the earliest expiry of its certificates and collateral)\n", c.Expiry.Format(time.RFC3339))
+	fmt.Fprintf(w, "verified at:   %s\n", res.At.UTC().Format(time.RFC3339))
+}
+
+// printGPUClaims ends printClaims for NVIDIA GPU evidence.
+func printGPUClaims(w io.Writer, res attestResult) {
+	c, g := res.Claims, res.Claims.GPU
+	fmt.Fprintf(w, "gpu identity:  %s (DeviceID certificate serial, %s)\n", g.ID, g.Model)
+	fmt.Fprintf(w, "ueid:          %s (the AK certificate's serial)\n", g.UEID)
+	if g.DeviceName != "" {
+		fmt.Fprintf(w, "device name:   %s\n", g.DeviceName)
+	}
+	fmt.Fprintf(w, "driver:        %s\n", g.DriverVersion)
+	fmt.Fprintf(w, "vbios:         %s\n", g.VBIOSVersion)
+	fmt.Fprintf(w, "board:         %s, chip SKU %s, project %s-%s\n", g.BoardID, g.ChipSKU, g.Project, g.ProjectSKU)
+	if g.FWID != "" {
+		fmt.Fprintf(w, "fwid:          %s (matches the AK certificate)\n", g.FWID)
+	}
+	if g.FeatureFlag != "" {
+		fmt.Fprintf(w, "multi-gpu:     %s\n", g.FeatureFlag)
+	}
+	fmt.Fprintf(w, "blocks:        %d measurement blocks (MEASUREMENTS is SHA-384 of their record)\n", g.Blocks)
+	if cc := res.ReportedCC; cc != nil {
+		fmt.Fprintf(w, "cc (reported): feature %d, devtools %d, environment %d (what NVML said; not signed)\n", cc.CCFeature, cc.DevToolsMode, cc.Environment)
+	}
+	if res.ReportedUUID != "" {
+		fmt.Fprintf(w, "uuid (reported): %s (not signed)\n", res.ReportedUUID)
+	}
+	fmt.Fprintf(w, "revocation:    NOT checked (NVIDIA's OCSP is not consulted offline)\n")
+	fmt.Fprintf(w, "spdm nonce:    %s\n", c.ReportData)
+	if c.BindingChecked {
+		fmt.Fprintf(w, "binding:       binds nonce %s and key %q\n", c.Nonce, string(mustHex(c.Key)))
+	} else {
+		fmt.Fprintf(w, "binding:       not checked (no --nonce)\n")
+	}
+	fmt.Fprintf(w, "valid until:   %s (the earliest expiry of its certificates)\n", c.Expiry.Format(time.RFC3339))
 	fmt.Fprintf(w, "verified at:   %s\n", res.At.UTC().Format(time.RFC3339))
 }
 

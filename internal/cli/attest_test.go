@@ -68,4 +68,34 @@ func TestAttestVerifyCLI(t *testing.T) {
 	if code, _, _ := runAttest(t, append(snp, "--key", "k")...); code != ExitUsage {
 		t.Errorf("--key without --nonce: exit %d", code)
 	}
+
+	// NVIDIA GPU evidence: the recorded Hopper bundle verifies; refusals
+	// say why.
+	gpu := attestData + "nvidia/hopper_bundle.json"
+	code, out, errs = runAttest(t, gpu, "--at", "2025-03-01T00:00:00Z")
+	if code != ExitOK {
+		t.Fatalf("gpu: exit %d: %s%s", code, out, errs)
+	}
+	for _, w := range []string{"verified: NVIDIA GPU confidential computing evidence", "gpu identity:  41431D480FE5E87274 (DeviceID certificate serial, GH100 A01 GSP BROM)", "driver:        550.90.07", "vbios:         96.00.9F.00.01", "fwid:          f5c384ae", "spdm nonce:    931d8dd0", "valid until:   9999-12-31T23:59:59Z"} {
+		if !strings.Contains(out, w) {
+			t.Errorf("gpu output lacks %q:\n%s", w, out)
+		}
+	}
+	code, _, errs = runAttest(t, gpu, "--at", "2025-03-01T00:00:00Z", "--nonce", "931d8dd0add203ac3d8b4fbde75e115278eefcdceac5b87671a748f32364dfcb")
+	if code != ExitError || !strings.Contains(errs, "not verified: binding: the GPU report's SPDM nonce 931d8dd0") {
+		t.Errorf("gpu wrong nonce: exit %d, %s", code, errs)
+	}
+	code, out, _ = runAttest(t, gpu, "--at", "2020-01-01T00:00:00Z", "-o", "json")
+	res = attestResult{}
+	if err := json.Unmarshal([]byte(out), &res); err != nil || code != ExitError || res.Reason != "expired" || res.Kind != "nvidia-gpu" {
+		t.Errorf("gpu before issue, json: exit %d, %+v, %v\n%s", code, res, err, out)
+	}
+	code, out, _ = runAttest(t, gpu, "--at", "2025-03-01T00:00:00Z", "-o", "json")
+	res = attestResult{}
+	if err := json.Unmarshal([]byte(out), &res); err != nil || code != ExitOK || res.Claims.GPU == nil || res.Claims.GPU.ID != "41431D480FE5E87274" {
+		t.Errorf("gpu json: exit %d, %+v, %v\n%s", code, res, err, out)
+	}
+	if code, _, _ := runAttest(t, gpu, "--collateral", attestData+"snp"); code != ExitUsage {
+		t.Errorf("gpu with --collateral: exit %d", code)
+	}
 }
