@@ -28,7 +28,11 @@ func LedgerVerifier(r ledger.AttestRequest) (ledger.AttestClaims, error) {
 	if len(c.Measurements) == 0 {
 		return ledger.AttestClaims{}, errors.New("verified evidence with no measurement")
 	}
-	return ledger.AttestClaims{Measurement: c.Measurements[0].Hex, TCBStatus: c.TCBStatus, Expiry: c.Expiry}, nil
+	out := ledger.AttestClaims{Measurement: c.Measurements[0].Hex, TCBStatus: c.TCBStatus, Expiry: c.Expiry}
+	if c.GPU != nil {
+		out.GPUID, out.GPUMode = c.GPU.ID, c.GPU.FeatureFlag
+	}
+	return out, nil
 }
 
 // SNPMinTCB unpacks a minimum SEV-SNP TCB in AMD's TCB_VERSION layout

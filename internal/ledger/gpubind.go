@@ -20,8 +20,12 @@ import (
 //
 // UUIDs and serials are self-reported. This stops the same GPU being
 // registered twice and accidental double listing (two agents on one
-// machine), not a forger who invents identifiers; attestation is future
-// work. The keys are matched without regard to ASCII case. The index is
+// machine), not a forger who invents identifiers. A GPU whose NVIDIA
+// evidence the chain verified (tee_gpu.go) also binds its attested
+// identity, gpu/a/<id>, and the UUID it was attested under, whether
+// declared or not; such a binding beats a self-reported one (the
+// squatter goes offline). The keys are matched without regard to ASCII
+// case. The index is
 // part of the app hash (it decides which txs succeed), and CheckInvariants
 // rebuilds it from the provider records.
 
@@ -62,13 +66,22 @@ func declaredBindings(gpus []GPUSpec) []gpuBinding {
 	return out
 }
 
-// heldBindings are the keys p holds: its declared ones while it is online,
-// none otherwise (or for nil).
+// heldBindings are the keys p holds: its declared ones and its attested
+// GPUs' (identity and UUID, each key once) while it is online, none
+// otherwise (or for nil).
 func heldBindings(p *Provider) []gpuBinding {
 	if p == nil || !p.Online {
 		return nil
 	}
-	return declaredBindings(p.Inventory.GPUs)
+	out := declaredBindings(p.Inventory.GPUs)
+	for _, g := range attestedGPUs(p) {
+		out = append(out, gpuBinding{attestedKey(g.ID), -1, "attested identity", g.ID})
+		k := append(slices.Clone(prefixGPUUUID), foldASCII(g.UUID)...)
+		if !slices.ContainsFunc(out, func(b gpuBinding) bool { return bytes.Equal(b.key, k) }) {
+			out = append(out, gpuBinding{k, -1, "uuid", g.UUID})
+		}
+	}
+	return out
 }
 
 // holdsSame reports whether old and p hold the same bindings, without
@@ -81,7 +94,7 @@ func holdsSame(old, p *Provider) bool {
 		return true
 	}
 	a, b := old.Inventory.GPUs, p.Inventory.GPUs
-	if len(a) != len(b) {
+	if len(a) != len(b) || !slices.EqualFunc(attestedGPUs(old), attestedGPUs(p), func(x, y AttestedGPU) bool { return x.ID == y.ID && x.UUID == y.UUID }) {
 		return false
 	}
 	for i := range a {

@@ -85,10 +85,12 @@ var (
 
 	schedulerIndexPrefixes = [][]byte{prefixProviderIndex, prefixClassCount}
 
-	// GPU bindings (gpubind.go): gpu/u/<uuid>, gpu/s/<serial> → address.
-	prefixGPUBinding = []byte("gpu/")
-	prefixGPUUUID    = []byte("gpu/u/")
-	prefixGPUSerial  = []byte("gpu/s/")
+	// GPU bindings (gpubind.go): gpu/u/<uuid>, gpu/s/<serial>, and
+	// gpu/a/<attested identity> (tee_gpu.go) → address.
+	prefixGPUBinding  = []byte("gpu/")
+	prefixGPUUUID     = []byte("gpu/u/")
+	prefixGPUSerial   = []byte("gpu/s/")
+	prefixGPUAttested = []byte("gpu/a/")
 
 	// Staking (staking.go): unbond/<completion height><address> → amount.
 	keyStaked       = []byte("chain/staked")

@@ -264,5 +264,10 @@ func setOffline(o *Overlay, p *Provider) error {
 	o.Delete(onlineKey(last))
 	setUint(o, keyOnlineCount, last)
 	p.Online, p.OnlineIndex = false, 0
+	// Attested GPUs are held while online only, like declared ones; the
+	// agent attests them again when it returns (tee_gpu.go).
+	if p.TEE != nil {
+		p.TEE.GPUs = nil
+	}
 	return nil
 }

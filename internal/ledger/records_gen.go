@@ -1261,6 +1261,12 @@ func (x *Attestation) encodeRec(e *encoder) {
 	if e.version >= 8 {
 		e.bool(x.Lapsed)
 	}
+	if e.version >= 8 {
+		e.uvarint(uint64(len(x.GPUs)))
+		for i0 := range x.GPUs {
+			x.GPUs[i0].encodeRec(e)
+		}
+	}
 }
 
 func (x *Attestation) decodeRec(d *decoder) {
@@ -1279,11 +1285,22 @@ func (x *Attestation) decodeRec(d *decoder) {
 	if d.version >= 8 {
 		x.Lapsed = d.bool("lapsed")
 	}
+	if d.version >= 8 {
+		if n := d.count("gpus"); n > 0 {
+			x.GPUs = make([]AttestedGPU, n)
+			for i0 := range x.GPUs {
+				x.GPUs[i0].decodeRec(d)
+			}
+		}
+	}
 }
 
 func (x *Attestation) recVersion() byte {
 	v := byte(recordVersionBase)
 	if x.Lapsed {
+		v = max(v, 8)
+	}
+	if len(x.GPUs) > 0 {
 		v = max(v, 8)
 	}
 	return v
@@ -1587,6 +1604,24 @@ func (x *ChallengeFailure) decodeRec(d *decoder) {
 	x.ClaimedGOPS = d.uvarint("claimed_gops")
 	x.Factor = d.uvarint("factor")
 	x.Misses = d.uvarint("misses")
+}
+
+func (x *AttestedGPU) encodeRec(e *encoder) {
+	e.string(x.UUID)
+	e.string(x.ID)
+	e.string(x.Measurement)
+	e.string(x.Mode)
+	e.uvarint(x.Height)
+	e.int64(x.Expiry)
+}
+
+func (x *AttestedGPU) decodeRec(d *decoder) {
+	x.UUID = d.string("uuid")
+	x.ID = d.string("id")
+	x.Measurement = d.string("measurement")
+	x.Mode = d.string("mode")
+	x.Height = d.uvarint("height")
+	x.Expiry = d.int64("expiry")
 }
 
 func (x *GPUSpec) encodeRec(e *encoder) {

@@ -34,8 +34,8 @@ const (
 	MsgTypeAttest             MsgType = 71
 )
 
-// TEE kinds a MsgAttest may carry (attest.Kind's names). NVIDIA GPU
-// evidence is not verified by internal/attest, so the ledger refuses it.
+// TEE kinds a MsgAttest may carry (attest.Kind's names): a CPU TEE's, or
+// TEEKindNVIDIAGPU for a message with GPU evidence only (tee_gpu.go).
 const (
 	TEEKindTDX    = "tdx"
 	TEEKindSEVSNP = "sev-snp"
@@ -102,6 +102,10 @@ type AttestClaims struct {
 	// Expiry is the earliest expiry of the certificates and collateral
 	// the evidence rests on.
 	Expiry time.Time
+	// GPUID is an NVIDIA GPU's attested identity (its DeviceID
+	// certificate's serial, upper-case hex); GPUMode its multi-GPU mode
+	// where the evidence shows one (SPT, MPT, PPCIE). Empty for CPU TEEs.
+	GPUID, GPUMode string
 }
 
 // AttestVerifier verifies TEE evidence offline: its answer must depend on
@@ -135,6 +139,9 @@ type Attestation struct {
 	// (market_tee.go): the provider's units left the TEE market and its
 	// trust: tee service replicas were replaced.
 	Lapsed bool `json:"lapsed,omitempty" rec:"since=8"`
+	// GPUs are the provider's GPUs whose NVIDIA evidence the chain
+	// verified (tee_gpu.go); held while it is online.
+	GPUs []AttestedGPU `json:"gpus,omitempty" rec:"since=8"`
 }
 
 // AttestedAt reports whether p's attestation is valid at unix time now:
@@ -166,6 +173,10 @@ type MsgAttest struct {
 	// Roots are DER certificates; those whose SHA-256 the chain trusts
 	// are passed to the verifier, the others left out.
 	Roots [][]byte `json:"roots"`
+	// GPUs are NVIDIA GPUs' evidence over the same nonce and key
+	// (tee_gpu.go): with a CPU TEE's evidence, or alone (Kind
+	// nvidia-gpu, no Evidence).
+	GPUs []AttestGPU `json:"gpus,omitempty"`
 }
 
 // Type implements Msg.
@@ -181,13 +192,18 @@ func (*MsgRequestAttestation) ValidateBasic() error { return nil }
 func (m *MsgAttest) ValidateBasic() error {
 	switch m.Kind {
 	case TEEKindTDX, TEEKindSEVSNP:
-	case "nvidia-gpu":
-		return invalid("kind nvidia-gpu: NVIDIA GPU evidence is not verified (docs/confidential.md); want tdx or sev-snp")
+		if len(m.Evidence) == 0 || len(m.Evidence) > maxAttestEvidence {
+			return invalid("evidence of %d bytes: want 1 to %d", len(m.Evidence), maxAttestEvidence)
+		}
+	case TEEKindNVIDIAGPU:
+		if len(m.Evidence) > 0 || len(m.Collateral) > 0 || len(m.GPUs) == 0 {
+			return invalid("kind nvidia-gpu carries GPU evidence only: gpus, and no evidence or collateral (a CPU TEE's evidence goes under its own kind, with gpus beside it)")
+		}
 	default:
-		return invalid("kind %q: want tdx or sev-snp", m.Kind)
+		return invalid("kind %q: want tdx, sev-snp or nvidia-gpu", m.Kind)
 	}
-	if len(m.Evidence) == 0 || len(m.Evidence) > maxAttestEvidence {
-		return invalid("evidence of %d bytes: want 1 to %d", len(m.Evidence), maxAttestEvidence)
+	if err := checkAttestGPUs(m.GPUs); err != nil {
+		return err
 	}
 	if len(m.Collateral) > maxAttestCollateral {
 		return invalid("%d collateral blobs, at most %d", len(m.Collateral), maxAttestCollateral)
@@ -279,35 +295,54 @@ func (l *Ledger) execAttest(o *Overlay, from address.Address, m *MsgAttest, para
 	if l.Attest == nil {
 		return nil, fmt.Errorf("this node has no attestation verifier (Ledger.Attest): %w", ErrAttestation)
 	}
-	coll := make(map[string][]byte, len(m.Collateral))
-	for _, c := range m.Collateral {
-		coll[c.Name] = c.Data
-	}
 	nonce := *p.TEE.Nonce
-	claims, err := l.Attest(AttestRequest{
-		Kind: m.Kind, Raw: m.Evidence, Collateral: coll, Roots: roots, Now: info.Time,
-		Nonce: nonce[:], Key: []byte(p.EncryptionKey),
-		TDXMinTCBEval: params.AttestTDXMinTCBEval, SNPMinTCB: params.AttestSNPMinTCB,
-	})
-	if err != nil {
-		return nil, fmt.Errorf("%s evidence refused: %w: %w", m.Kind, err, ErrAttestation)
+	a := *p.TEE
+	a.Nonce, a.NonceHeight = nil, 0
+	var events []Event
+	if m.Kind != TEEKindNVIDIAGPU {
+		coll := make(map[string][]byte, len(m.Collateral))
+		for _, c := range m.Collateral {
+			coll[c.Name] = c.Data
+		}
+		claims, err := l.Attest(AttestRequest{
+			Kind: m.Kind, Raw: m.Evidence, Collateral: coll, Roots: roots, Now: info.Time,
+			Nonce: nonce[:], Key: []byte(p.EncryptionKey),
+			TDXMinTCBEval: params.AttestTDXMinTCBEval, SNPMinTCB: params.AttestSNPMinTCB,
+		})
+		if err != nil {
+			return nil, fmt.Errorf("%s evidence refused: %w: %w", m.Kind, err, ErrAttestation)
+		}
+		if len(claims.Measurement) == 0 || len(claims.Measurement) > maxMeasurementHex || len(claims.TCBStatus) > maxTextLength {
+			return nil, fmt.Errorf("verifier's claims out of bounds (measurement of %d characters): %w", len(claims.Measurement), ErrInternal)
+		}
+		a.Kind, a.Measurement, a.TCBStatus = m.Kind, strings.ToLower(claims.Measurement), claims.TCBStatus
+		a.Key, a.Height, a.Expiry = p.EncryptionKey, uint64(info.Height), capExpiry(claims.Expiry, params, info)
+		events = append(events, Event{Type: "attested", Attrs: []Attr{
+			{"provider", from.String()}, {"kind", m.Kind}, {"measurement", a.Measurement},
+			{"expiry", fmt.Sprint(a.Expiry)},
+		}})
 	}
-	if len(claims.Measurement) == 0 || len(claims.Measurement) > maxMeasurementHex || len(claims.TCBStatus) > maxTextLength {
-		return nil, fmt.Errorf("verifier's claims out of bounds (measurement of %d characters): %w", len(claims.Measurement), ErrInternal)
+	if len(m.GPUs) > 0 {
+		gpus, evs, err := l.attestGPUs(o, p, m.GPUs, roots, nonce[:], params, info)
+		if err != nil {
+			return nil, err
+		}
+		a.GPUs = gpus
+		events = append(events, evs...)
 	}
-	expiry := claims.Expiry.Unix()
+	p.TEE = &a
+	setProvider(o, p)
+	return events, nil
+}
+
+// capExpiry is an attestation's expiry: the evidence's, at most
+// params.attest_max_validity after the block.
+func capExpiry(t time.Time, params Params, info BlockInfo) int64 {
+	expiry := t.Unix()
 	if limit := info.Time.Unix() + int64(params.AttestMaxValidity); expiry > limit {
 		expiry = limit
 	}
-	p.TEE = &Attestation{
-		Kind: m.Kind, Measurement: strings.ToLower(claims.Measurement), TCBStatus: claims.TCBStatus,
-		Key: p.EncryptionKey, Height: uint64(info.Height), Expiry: expiry,
-	}
-	setProvider(o, p)
-	return []Event{{Type: "attested", Attrs: []Attr{
-		{"provider", from.String()}, {"kind", m.Kind}, {"measurement", p.TEE.Measurement},
-		{"expiry", fmt.Sprint(expiry)},
-	}}}, nil
+	return expiry
 }
 
 // GetAttestRoots returns the hex SHA-256 of the DER root certificates the

@@ -203,7 +203,7 @@ func TestAttestMessageChecks(t *testing.T) {
 		edit func(*ledger.MsgAttest)
 		want string
 	}{
-		{func(m *ledger.MsgAttest) { m.Kind = "nvidia-gpu" }, "not verified"},
+		{func(m *ledger.MsgAttest) { m.Kind = "nvidia-gpu" }, "GPU evidence only"},
 		{func(m *ledger.MsgAttest) { m.Kind = "sgx" }, `kind "sgx"`},
 		{func(m *ledger.MsgAttest) { m.Evidence = nil }, "evidence of 0 bytes"},
 		{func(m *ledger.MsgAttest) { m.Collateral[1].Name = "a" }, "increasing order"},
