@@ -46,16 +46,43 @@ type ProviderAttestation struct {
 	Height      uint64 `json:"height,omitempty"`
 	Expiry      int64  `json:"expiry,omitempty"`
 	AsOf        int64  `json:"as_of"`
+	// GPUs are its GPUs whose NVIDIA evidence the chain verified, with
+	// the identity their certificate gives (ledger.AttestedGPU), whatever
+	// State says of its CPU TEE.
+	GPUs []AttestedGPU `json:"gpus,omitempty"`
+}
+
+// AttestedGPU is one attested GPU as of a block time: State attested or
+// expired.
+type AttestedGPU struct {
+	ledger.AttestedGPU
+	State string `json:"state"`
+}
+
+// attestedGPUsOf is p's attested GPUs at unix time now.
+func attestedGPUsOf(p *ledger.Provider, now int64) []AttestedGPU {
+	if p.TEE == nil {
+		return nil
+	}
+	var out []AttestedGPU
+	for _, g := range p.TEE.GPUs {
+		st := AttestValid
+		if now >= g.Expiry {
+			st = AttestExpired
+		}
+		out = append(out, AttestedGPU{AttestedGPU: g, State: st})
+	}
+	return out
 }
 
 // AttestationOf is p's attestation at unix time now.
 func AttestationOf(p *ledger.Provider, now int64) ProviderAttestation {
 	a := p.TEE
 	if a == nil || a.Kind == "" {
-		return ProviderAttestation{State: AttestNone, AsOf: now}
+		return ProviderAttestation{State: AttestNone, AsOf: now, GPUs: attestedGPUsOf(p, now)}
 	}
 	out := ProviderAttestation{State: AttestValid, Kind: a.Kind, Measurement: a.Measurement, TCBStatus: a.TCBStatus,
-		Key: a.Key, Height: a.Height, Expiry: a.Expiry, AsOf: now}
+		Key: a.Key, Height: a.Height, Expiry: a.Expiry, AsOf: now, GPUs: attestedGPUsOf(p, now)}
 	switch {
 	case now >= a.Expiry:
 		out.State = AttestExpired

@@ -497,6 +497,7 @@ func printProvider(w io.Writer, p *apiwire.ProviderBody) {
 // printAttestation writes what a provider's TEE evidence proved, as of
 // the block time the API answered at (docs/confidential.md).
 func printAttestation(w io.Writer, a *apiwire.ProviderAttestation) {
+	defer printAttestedGPUs(w, a.GPUs)
 	if a.State == "" || a.State == apiwire.AttestNone {
 		fmt.Fprintf(w, "tee:         not attested (trust: tee jobs are not placed on it)\n")
 		return
@@ -515,6 +516,23 @@ func printAttestation(w io.Writer, a *apiwire.ProviderAttestation) {
 	fmt.Fprintf(w, "  measurement:  %s\n", a.Measurement)
 	fmt.Fprintf(w, "  tcb status:   %s\n", orNone(a.TCBStatus, "(none given)"))
 	fmt.Fprintf(w, "  attested key: %s\n", a.Key)
+}
+
+// printAttestedGPUs writes the GPUs whose NVIDIA evidence the chain
+// verified: the identity from each GPU's certificate, the UUID it was
+// attested under, until when.
+func printAttestedGPUs(w io.Writer, gpus []apiwire.AttestedGPU) {
+	for _, g := range gpus {
+		state := "until"
+		if g.State == apiwire.AttestExpired {
+			state = "expired at"
+		}
+		mode := ""
+		if g.Mode != "" {
+			mode = ", " + g.Mode
+		}
+		fmt.Fprintf(w, "gpu attested: %s as %s (height %d%s), %s %s\n", g.ID, g.UUID, g.Height, mode, state, time.Unix(g.Expiry, 0).UTC().Format(time.RFC3339))
+	}
 }
 
 // printHardware writes a provider's hardware challenges device by device:

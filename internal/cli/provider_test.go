@@ -223,4 +223,10 @@ func TestQueryProviderShowsAttestation(t *testing.T) {
 	if text := run(); !strings.Contains(text, "tee:         expired: tdx evidence of height 42 counted until 2023-11-14T22:13:20Z") {
 		t.Errorf("expired attestation:\n%s", text)
 	}
+	// GPUs attested without a CPU TEE.
+	body.Attestation = apiwire.ProviderAttestation{State: apiwire.AttestNone, GPUs: []apiwire.AttestedGPU{
+		{AttestedGPU: ledger.AttestedGPU{UUID: "GPU-1", ID: "41431D480FE5E87274", Height: 9, Expiry: 1_700_000_000}, State: apiwire.AttestValid}}}
+	if text := run(); !strings.Contains(text, "gpu attested: 41431D480FE5E87274 as GPU-1 (height 9), until 2023-11-14T22:13:20Z") || !strings.Contains(text, "tee:         not attested") {
+		t.Errorf("attested GPU:\n%s", text)
+	}
 }

@@ -31,6 +31,8 @@ func FuzzDecodeTx(f *testing.F) {
 	f.Add(alice.Tx(lt.ChainID, 0, 0, &ledger.MsgRequestAttestation{}))
 	f.Add(alice.Tx(lt.ChainID, 0, 0, &ledger.MsgAttest{Kind: "sev-snp", Evidence: make([]byte, 1184),
 		Collateral: []ledger.AttestBlob{{Name: "cert_chain.pem", Data: []byte("-----BEGIN")}, {Name: "vcek.der", Data: []byte{0x30}}}, Roots: [][]byte{{0x30, 0x82}}}))
+	f.Add(alice.Tx(lt.ChainID, 0, 0, &ledger.MsgAttest{Kind: "nvidia-gpu", Roots: [][]byte{{0x30, 0x82}},
+		GPUs: []ledger.AttestGPU{{UUID: "GPU-1", Evidence: []byte{0x11, 0xe0, 0x01, 0xff}, CertChain: []byte("-----BEGIN")}}}))
 	teeSpec := lt.WasmJob("tee", 1000, 60)
 	teeSpec.Trust, teeSpec.TEEMeasurements = ledger.TrustTEE, []string{hex64}
 	f.Add(alice.Tx(lt.ChainID, 0, 0, &ledger.MsgSubmitJob{Spec: teeSpec, ConsumerKey: "age1x"}))

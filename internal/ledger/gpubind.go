@@ -171,6 +171,9 @@ func (c *gpuBindingCheck) add(p *Provider) error {
 	if c.want == nil {
 		c.want = map[string]address.Address{}
 	}
+	if !p.Online && len(attestedGPUs(p)) > 0 {
+		return fmt.Errorf("invariant: offline provider %s keeps %d attested GPUs: %w", p.Address, len(attestedGPUs(p)), ErrInternal)
+	}
 	for _, b := range heldBindings(p) {
 		if other, ok := c.want[string(b.key)]; ok {
 			return fmt.Errorf("invariant: GPU %s declared by online providers %s and %s: %w", b.what(), other, p.Address, ErrInternal)

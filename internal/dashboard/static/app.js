@@ -625,6 +625,7 @@
             h('dt', {}, 'Uptime'), h('dd', {}, fmtPct(p.uptime) + ' (' + r.answered + ' challenges answered, ' + r.missed + ' missed, ' + r.missed_in_a_row + ' in a row)'),
             h('dt', {}, 'Hardware'), h('dd', {id: 'provider-hardware'}, hwSummary(r.challenges || {})),
             h('dt', {}, 'TEE'), h('dd', {id: 'provider-tee'}, T.attestationText(p.attestation)),
+            h('dt', {}, 'Attested GPUs'), h('dd', {id: 'provider-gpus-attested'}, T.gpuAttestationText(p.attestation && p.attestation.gpus)),
             h('dt', {}, 'Open challenge'), h('dd', {}, p.challenge ? 'issued at block ' + p.challenge.height + ', due by ' + p.challenge.deadline : 'none'),
             h('dt', {}, 'Registered'), h('dd', {}, 'block ' + r.registered_height + ', updated at ' + r.updated_height),
             h('dt', {}, 'Account'), h('dd', {}, addrLink(addr))))),

@@ -128,6 +128,18 @@
   // measurement, TCB status, attested key and expiry, or that it is not
   // attested, expired, or over a key it no longer declares. Its evidence
   // fields are the provider's, drawn as text (app.js's h()).
+  // gpuAttestationText lists a provider's GPUs whose NVIDIA evidence the
+  // chain verified (apiwire.AttestedGPU): the identity from the GPU's
+  // certificate, the UUID it was attested under, until when; or that none
+  // is. Fields are the provider's, drawn as text.
+  T.gpuAttestationText = gpus => {
+    if (!gpus || !gpus.length) return 'none: its GPU identities are self-reported';
+    return gpus.map(g => {
+      const until = new Date(g.expiry * 1000).toISOString().replace('.000Z', 'Z');
+      return 'GPU ' + g.id + ' as ' + g.uuid + (g.mode ? ' (' + g.mode + ')' : '') + (g.state === 'expired' ? ' · expired at ' : ' · until ') + until;
+    }).join('; ');
+  };
+
   T.attestationText = a => {
     if (!a || !a.state || a.state === 'none') return 'not attested: trust: tee jobs are not placed on it';
     const until = new Date(a.expiry * 1000).toISOString().replace('.000Z', 'Z');
