@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"math/big"
 	"strings"
+	"sync"
 )
 
 // NVIDIA GPU evidence (Hopper, confidential-computing mode): what NVML's
@@ -423,12 +424,61 @@ func verifyGPUChain(chain, roots []*x509.Certificate, v *validity) error {
 	return refuse(ReasonChain, "the GPU chain ends in %q (SHA-256 %x), which is not a trusted root and is signed by none", last.Subject.String(), sha256.Sum256(last.Raw))
 }
 
-// signedBy checks c's issuer name and signature against parent.
+// signedBy checks c's issuer name and signature against parent. A link
+// that verified once is remembered (linkCache): every H100's chain shares
+// NVIDIA's upper links, and a GPU attests again with the same chain.
 func signedBy(c, parent *x509.Certificate) error {
 	if !bytes.Equal(c.RawIssuer, parent.RawSubject) {
 		return fmt.Errorf("issuer %q is not %q", c.Issuer.String(), parent.Subject.String())
 	}
-	return c.CheckSignatureFrom(parent)
+	h := sha256.New()
+	h.Write(parent.Raw)
+	h.Write(c.Raw)
+	var k [32]byte
+	h.Sum(k[:0])
+	if links.has(k) {
+		return nil
+	}
+	if err := c.CheckSignatureFrom(parent); err != nil {
+		return err
+	}
+	links.add(k)
+	return nil
+}
+
+// linkCache remembers certificate links (SHA-256 of parent and child DER)
+// whose signature verified. It holds only successes of a pure check, so
+// it changes how long Verify takes, never its answer; it is bounded
+// (emptied when full).
+type linkCache struct {
+	mu sync.Mutex
+	m  map[[32]byte]struct{}
+}
+
+const maxCachedLinks = 4096
+
+var links linkCache
+
+func (l *linkCache) has(k [32]byte) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	_, ok := l.m[k]
+	return ok
+}
+
+func (l *linkCache) add(k [32]byte) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.m == nil || len(l.m) >= maxCachedLinks {
+		l.m = make(map[[32]byte]struct{})
+	}
+	l.m[k] = struct{}{}
+}
+
+func (l *linkCache) reset() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.m = nil
 }
 
 // akFWID returns the firmware ID of a Hopper AK certificate: the last 48
