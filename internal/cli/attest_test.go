@@ -4,8 +4,12 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"strings"
 	"testing"
+
+	"github.com/gpunet/gpunet/internal/attest"
+	"github.com/gpunet/gpunet/internal/provider"
 )
 
 const attestData = "../attest/testdata/"
@@ -97,5 +101,24 @@ func TestAttestVerifyCLI(t *testing.T) {
 	}
 	if code, _, _ := runAttest(t, gpu, "--collateral", attestData+"snp"); code != ExitUsage {
 		t.Errorf("gpu with --collateral: exit %d", code)
+	}
+}
+
+// TestTEEGPUOptions: --tee-gpu gives the agent an NVML GPU producer per
+// index, with --tee or alone; an index twice is a usage error.
+func TestTEEGPUOptions(t *testing.T) {
+	o, err := teeOptions("", "", []int{0, 2})
+	if err != nil || o.Producer != nil || len(o.GPUs) != 2 || o.GPUs[1] != provider.GPUProducer(attest.GPUProducer{Index: 2}) {
+		t.Fatalf("--tee-gpu 0,2: %+v, %v", o, err)
+	}
+	o, err = teeOptions("sev-snp", "", []int{1})
+	if err != nil || o.Producer == nil || len(o.GPUs) != 1 {
+		t.Fatalf("--tee sev-snp --tee-gpu 1: %+v, %v", o, err)
+	}
+	if _, err := teeOptions("", "", []int{1, 1}); !errors.As(err, new(usageError)) {
+		t.Errorf("an index twice: %v", err)
+	}
+	if _, err := teeOptions("nvidia-gpu", "", nil); err == nil || !strings.Contains(err.Error(), "--tee-gpu") {
+		t.Errorf("--tee nvidia-gpu: %v", err)
 	}
 }

@@ -120,6 +120,9 @@ type providerFlags struct {
 	// tee is --tee (tdx or sev-snp: attest with that TEE), teeCollateral
 	// --tee-collateral.
 	tee, teeCollateral string
+	// teeGPUs is --tee-gpu: the NVML indexes of GPUs whose NVIDIA
+	// evidence the agent sends.
+	teeGPUs []int
 }
 
 func providerStartCmd(e *env) *cobra.Command {
@@ -188,6 +191,7 @@ and sends it, and renews it a day before it expires (docs/confidential.md).`,
 	f.StringVar(&pf.metricsAddr, "metrics", "", "serve Prometheus metrics at http://ADDR/metrics (host:port; default: off)")
 	f.DurationVar(&pf.checkpointGrace, "checkpoint-grace", provider.DefaultCheckpointGrace, "when the agent stops (Ctrl-C), how long each running job that checkpoints has to take its last checkpoint")
 	f.StringVar(&pf.tee, "tee", "", "attest this machine's TEE to the chain: tdx or sev-snp (run inside such a confidential guest; default: off)")
+	f.IntSliceVar(&pf.teeGPUs, "tee-gpu", nil, "attest this NVIDIA GPU (its NVML index; repeatable) in confidential-computing mode to the chain, beside --tee's evidence or alone: its identity then comes from its certificate")
 	f.StringVar(&pf.teeCollateral, "tee-collateral", "", "with --tee, the directory of vendor collateral (tcb_info.json, qe_identity.json, … or vcek.der, cert_chain.pem, crl.der)")
 	start.MarkFlagRequired("from")
 	return start
@@ -224,7 +228,7 @@ func (e *env) runProvider(ctx context.Context, pf *providerFlags) error {
 		Executors: pf.executors, BenchBudget: pf.bench, AllowNetwork: pf.allowNet, Logger: logger,
 		Prices: providerPrices(all, byClass), CheckpointGrace: pf.checkpointGrace,
 	}
-	if o.TEE, err = teeOptions(pf.tee, pf.teeCollateral); err != nil {
+	if o.TEE, err = teeOptions(pf.tee, pf.teeCollateral, pf.teeGPUs); err != nil {
 		return err
 	}
 	if o.AllowFetchNetworks, err = egress.ParseNetworks(pf.allowFetch); err != nil {
@@ -624,25 +628,32 @@ func auditRate(consecutive uint64) string {
 
 // teeOptions are the agent's attestation options from --tee and
 // --tee-collateral.
-func teeOptions(kind, dir string) (provider.TEEOptions, error) {
+func teeOptions(kind, dir string, gpus []int) (provider.TEEOptions, error) {
+	var gp []provider.GPUProducer
+	for _, i := range gpus {
+		if i < 0 || slices.Contains(gp, provider.GPUProducer(attest.GPUProducer{Index: i})) {
+			return provider.TEEOptions{}, usageError{fmt.Errorf("--tee-gpu %d: want each GPU's NVML index once", i)}
+		}
+		gp = append(gp, attest.GPUProducer{Index: i})
+	}
 	if kind == "" {
 		if dir != "" {
 			return provider.TEEOptions{}, usageError{fmt.Errorf("--tee-collateral needs --tee tdx or --tee sev-snp")}
 		}
-		return provider.TEEOptions{}, nil
+		return provider.TEEOptions{GPUs: gp}, nil
 	}
 	k, err := attest.ParseKind(kind)
 	if err != nil {
 		return provider.TEEOptions{}, usageError{fmt.Errorf("--tee: %v", err)}
 	}
-	o := provider.TEEOptions{CollateralDir: dir}
+	o := provider.TEEOptions{CollateralDir: dir, GPUs: gp}
 	switch k {
 	case attest.KindTDX:
 		o.Producer = attest.TDXProducer{}
 	case attest.KindSEVSNP:
 		o.Producer = attest.SNPProducer{}
 	default:
-		return provider.TEEOptions{}, usageError{fmt.Errorf("--tee %s: the chain verifies tdx and sev-snp evidence only (docs/confidential.md)", k)}
+		return provider.TEEOptions{}, usageError{fmt.Errorf("--tee %s: want tdx or sev-snp (NVIDIA GPUs: --tee-gpu INDEX)", k)}
 	}
 	if dir != "" {
 		if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {

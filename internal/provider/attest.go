@@ -24,11 +24,17 @@ import (
 // directory, sends it (attest), and does it again RenewBefore ahead of
 // the recorded expiry.
 
-// TEEOptions configure the attestation loop; a nil Producer turns it off.
+// TEEOptions configure the attestation loop; a nil Producer and no GPUs
+// turn it off.
 type TEEOptions struct {
 	// Producer makes the evidence: attest.TDXProducer or
-	// attest.SNPProducer in a guest, a test PKI's in tests.
+	// attest.SNPProducer in a guest, a test PKI's in tests; nil with GPUs
+	// for GPU evidence alone (it proves the GPUs' identity, not a TEE).
 	Producer attest.Producer
+	// GPUs make NVIDIA GPU evidence over the same nonce and key
+	// (attest.GPUProducer; attesttest.GPU in tests), sent beside the
+	// TEE's, each under the UUID its State reports.
+	GPUs []GPUProducer
 	// CollateralDir holds the vendor collateral the TEE does not hand
 	// out, one file per attest.CollateralNames name (`gpunet attest
 	// verify --collateral` reads the same layout); "" for none.
@@ -42,6 +48,13 @@ type TEEOptions struct {
 	RenewBefore time.Duration
 }
 
+// GPUProducer is an attest.Producer of NVIDIA GPU evidence that tells the
+// GPU's NVML UUID and CC state (attest.GPUProducer).
+type GPUProducer interface {
+	attest.Producer
+	State() (uuid string, cc attest.GPUCCState, err error)
+}
+
 // DefaultRenewBefore is how early the agent renews its attestation: a
 // day ahead of a week's validity (params.attest_max_validity).
 const DefaultRenewBefore = 24 * time.Hour
@@ -50,7 +63,7 @@ const DefaultRenewBefore = 24 * time.Hour
 // attestation needs renewing; failures are logged and retried.
 func (a *Agent) attestLoop(ctx context.Context) {
 	t := a.o.TEE
-	if t.Producer == nil {
+	if t.Producer == nil && len(t.GPUs) == 0 {
 		return
 	}
 	renew := t.RenewBefore
@@ -90,7 +103,12 @@ func (a *Agent) attestOnce(ctx context.Context, renew time.Duration) error {
 		return errors.New("the provider declares no encryption key for evidence to bind")
 	}
 	now := a.clk.Now()
-	if p.TEE != nil && p.TEE.Kind != "" && p.TEE.Key == p.EncryptionKey && time.Unix(p.TEE.Expiry, 0).Sub(now) > renew {
+	uuids, err := a.gpuUUIDs()
+	if err != nil {
+		return err
+	}
+	cpuDue := a.o.TEE.Producer != nil && (p.TEE == nil || p.TEE.Kind == "" || p.TEE.Key != p.EncryptionKey || time.Unix(p.TEE.Expiry, 0).Sub(now) <= renew)
+	if !cpuDue && !gpusDue(p.TEE, uuids, now, renew) {
 		return nil
 	}
 	params, err := a.o.Chain.Params(ctx)
@@ -110,7 +128,7 @@ func (a *Agent) attestOnce(ctx context.Context, renew time.Duration) error {
 			return errors.New("the chain recorded no attestation nonce")
 		}
 	}
-	msg, err := a.evidence(p.TEE.Nonce[:], p.EncryptionKey)
+	msg, err := a.evidence(p.TEE.Nonce[:], p.EncryptionKey, uuids)
 	if err != nil {
 		return err
 	}
@@ -120,16 +138,58 @@ func (a *Agent) attestOnce(ctx context.Context, renew time.Duration) error {
 	body, err = a.o.Chain.Provider(ctx, a.o.Key.Address)
 	if err == nil && body.Record != nil && body.Record.TEE != nil {
 		rec := body.Record.TEE
-		a.log.Info("TEE attestation accepted", "kind", rec.Kind, "measurement", rec.Measurement, "expiry", time.Unix(rec.Expiry, 0).UTC())
-		a.update(func(s *Status) { s.AttestedUntil, s.AttestError = time.Unix(rec.Expiry, 0).UTC(), "" })
+		until := rec.Expiry
+		for _, g := range rec.GPUs {
+			a.log.Info("GPU attestation accepted", "uuid", g.UUID, "gpu", g.ID, "expiry", time.Unix(g.Expiry, 0).UTC())
+			if rec.Kind == "" && (until == 0 || g.Expiry < until) {
+				until = g.Expiry
+			}
+		}
+		a.log.Info("TEE attestation accepted", "kind", msg.Kind, "measurement", rec.Measurement, "expiry", time.Unix(until, 0).UTC())
+		a.update(func(s *Status) { s.AttestedUntil, s.AttestError = time.Unix(until, 0).UTC(), "" })
 	}
 	return nil
 }
 
-// evidence has the TEE make evidence over nonce and key, and builds the
-// message with the collateral and roots.
-func (a *Agent) evidence(nonce []byte, key string) (*ledger.MsgAttest, error) {
+// gpuUUIDs asks each GPU producer for its GPU's UUID.
+func (a *Agent) gpuUUIDs() ([]string, error) {
+	var out []string
+	for i, g := range a.o.TEE.GPUs {
+		uuid, _, err := g.State()
+		if err != nil {
+			return nil, fmt.Errorf("GPU %d: %w", i, err)
+		}
+		out = append(out, uuid)
+	}
+	return out, nil
+}
+
+// gpusDue reports whether a GPU of uuids has no attestation on record
+// that lasts beyond renew from now.
+func gpusDue(rec *ledger.Attestation, uuids []string, now time.Time, renew time.Duration) bool {
+	for _, u := range uuids {
+		ok := rec != nil && slices.ContainsFunc(rec.GPUs, func(g ledger.AttestedGPU) bool {
+			return g.UUID == u && time.Unix(g.Expiry, 0).Sub(now) > renew
+		})
+		if !ok {
+			return true
+		}
+	}
+	return false
+}
+
+// evidence has the TEE (and each GPU) make evidence over nonce and key,
+// and builds the message with the collateral and roots.
+func (a *Agent) evidence(nonce []byte, key string, uuids []string) (*ledger.MsgAttest, error) {
 	t := a.o.TEE
+	roots := t.Roots
+	if roots == nil {
+		roots = attest.DefaultRoots()
+	}
+	if t.Producer == nil {
+		msg := &ledger.MsgAttest{Kind: ledger.TEEKindNVIDIAGPU, Roots: derRoots(roots)}
+		return a.gpuEvidence(msg, nonce, key, uuids)
+	}
 	ev, err := attest.Produce(t.Producer, nonce, []byte(key))
 	if err != nil {
 		return nil, err
@@ -165,13 +225,22 @@ func (a *Agent) evidence(nonce []byte, key string) (*ledger.MsgAttest, error) {
 	for _, n := range sorted {
 		msg.Collateral = append(msg.Collateral, ledger.AttestBlob{Name: n, Data: coll[n]})
 	}
-	roots := t.Roots
-	if roots == nil {
-		roots = attest.DefaultRoots()
-	}
 	msg.Roots = derRoots(roots)
+	return a.gpuEvidence(msg, nonce, key, uuids)
+}
+
+// gpuEvidence adds each GPU's evidence over nonce and key to msg, under
+// its UUID, and checks the message.
+func (a *Agent) gpuEvidence(msg *ledger.MsgAttest, nonce []byte, key string, uuids []string) (*ledger.MsgAttest, error) {
+	for i, g := range a.o.TEE.GPUs {
+		ev, err := attest.Produce(g, nonce, []byte(key))
+		if err != nil {
+			return nil, fmt.Errorf("GPU %d (%s): %w", i, uuids[i], err)
+		}
+		msg.GPUs = append(msg.GPUs, ledger.AttestGPU{UUID: uuids[i], Evidence: ev.Raw, CertChain: ev.Collateral[attest.GPUCertChain]})
+	}
 	if err := msg.ValidateBasic(); err != nil {
-		return nil, fmt.Errorf("%s evidence: %w", ev.Kind, err)
+		return nil, fmt.Errorf("%s evidence: %w", msg.Kind, err)
 	}
 	return msg, nil
 }

@@ -50,3 +50,42 @@ func TestAgentAttests(t *testing.T) {
 		t.Errorf("status attested until %v after %d evidence, want set after at least 2", a.Status().AttestedUntil, prod.Calls())
 	}
 }
+
+// TestAgentAttestsGPU: an agent with a GPU producer sends the GPU's
+// evidence beside its TEE's, over the same nonce and key; the chain
+// records the GPU under its UUID with the identity from its certificate.
+// With GPUs only, it sends GPU evidence alone.
+func TestAgentAttestsGPU(t *testing.T) {
+	for _, withTEE := range []bool{true, false} {
+		t.Run(map[bool]string{true: "beside sev-snp", false: "alone"}[withTEE], func(t *testing.T) {
+			n := startNetworkGenesis(t, func(g *ledger.Genesis) {
+				g.AttestRoots = append(attesttest.RootHashes(), attesttest.GPURootHash())
+			}, "tee-gpu-box")
+			gpu := attesttest.NewGPU(0x77)
+			gpu.UUID = "GPU-77777777-0000-0000-0000-000000000000"
+			a, _ := runAgentWith(t, n, "tee-gpu-box", nil, "eu", 1000, func(o *provider.Options) {
+				o.TEE = provider.TEEOptions{GPUs: []provider.GPUProducer{gpu}, Roots: append(attesttest.Roots(), attesttest.GPURootDER())}
+				if withTEE {
+					o.TEE.Producer = &attesttest.Producer{K: attest.KindSEVSNP}
+				}
+			})
+			addr := a.Status().Key()
+			var rec *ledger.Attestation
+			waitFor(t, "an accepted GPU attestation", func() bool {
+				b, err := n.cl.Provider(t.Context(), addr)
+				if err != nil || b.Record == nil || b.Record.TEE == nil || len(b.Record.TEE.GPUs) == 0 {
+					return false
+				}
+				rec = b.Record.TEE
+				return true
+			})
+			g := rec.GPUs[0]
+			if g.ID != "77" || g.UUID != gpu.UUID || gpu.Calls() < 1 {
+				t.Errorf("attested GPU %+v after %d evidence", g, gpu.Calls())
+			}
+			if withTEE != (rec.Kind == "sev-snp") {
+				t.Errorf("TEE kind %q with a TEE producer %v", rec.Kind, withTEE)
+			}
+		})
+	}
+}

@@ -32,6 +32,10 @@ type GPU struct {
 	ak    *ecdsa.PrivateKey
 	chain []*x509.Certificate // AK, DeviceID, root
 	fwid  [48]byte
+	// UUID is what State reports (an attest.GPUProducer's NVML UUID).
+	UUID  string
+	mu    sync.Mutex
+	calls int
 }
 
 var (
@@ -178,6 +182,32 @@ func (g *GPU) Report(nonce [32]byte) []byte {
 	r.FillBytes(sig[:48])
 	s.FillBytes(sig[48:])
 	return append(b, sig...)
+}
+
+// Kind implements attest.Producer.
+func (g *GPU) Kind() attest.Kind { return attest.KindNVIDIAGPU }
+
+// Produce implements attest.Producer, as attest.GPUProducer does: the
+// report over reportData's first 32 bytes, and the chain.
+func (g *GPU) Produce(reportData [64]byte) (attest.Evidence, error) {
+	g.mu.Lock()
+	g.calls++
+	g.mu.Unlock()
+	var n [32]byte
+	copy(n[:], reportData[:32])
+	return attest.Evidence{Kind: attest.KindNVIDIAGPU, Raw: g.Report(n), Collateral: map[string][]byte{attest.GPUCertChain: g.CertChain()}}, nil
+}
+
+// State reports the GPU's UUID and CC on, as NVML would.
+func (g *GPU) State() (string, attest.GPUCCState, error) {
+	return g.UUID, attest.GPUCCState{Environment: 2, CCFeature: 1}, nil
+}
+
+// Calls returns how many times Produce ran.
+func (g *GPU) Calls() int {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.calls
 }
 
 // Evidence returns the GPU's evidence over the SPDM nonce
