@@ -13,6 +13,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math/big"
+	"slices"
 	"strings"
 	"sync"
 )
@@ -314,6 +315,14 @@ func verifyNVGPU(ev Evidence, opts Options, roots []*x509.Certificate) (c *Claim
 		return nil, nil, err
 	}
 	ak, dev := chain[0], chain[1]
+	// The identity is the AK certificate's issuer: a GPU's DeviceID
+	// certificate, never a CA every GPU shares.
+	if bytes.Equal(dev.RawIssuer, dev.RawSubject) || slices.ContainsFunc(roots, func(r *x509.Certificate) bool { return bytes.Equal(r.Raw, dev.Raw) }) {
+		return nil, nil, refuse(ReasonChain, "the AK certificate (%s) is issued by a root (%s), not by a GPU's DeviceID certificate", ak.Subject.CommonName, dev.Subject.CommonName)
+	}
+	if ak.IsCA || (ak.KeyUsage != 0 && ak.KeyUsage&x509.KeyUsageDigitalSignature == 0) {
+		return nil, nil, refuse(ReasonChain, "the AK certificate (%s) is a CA or may not sign (key usage %#x)", ak.Subject.CommonName, ak.KeyUsage)
+	}
 	pub, ok := ak.PublicKey.(*ecdsa.PublicKey)
 	if !ok || pub.Curve != elliptic.P384() {
 		return nil, nil, refuse(ReasonCollateral, "AK certificate (%s) has a %T key, want ECDSA P-384", ak.Subject.CommonName, ak.PublicKey)

@@ -106,6 +106,7 @@ func TestRealNVIDIAGPUForgeries(t *testing.T) {
 		return map[string][]byte{GPUCertChain: bytes.Join(parts, nil)}
 	}
 	otherRoot := selfSignedP384(t)
+	akRootPEM := rootSignedAK(t)
 	for _, tc := range []struct {
 		name   string
 		ev     func() Evidence
@@ -160,6 +161,13 @@ func TestRealNVIDIAGPUForgeries(t *testing.T) {
 		}, nil, ReasonSignature, nil},
 		{"no chain", func() Evidence { e := clone(hopper); e.Collateral = nil; return e }, nil, ReasonCollateral, []string{"missing gpu_cert_chain.pem"}},
 		{"AK certificate alone", func() Evidence { e := clone(hopper); e.Collateral = chainOf(hc[0]); return e }, nil, ReasonCollateral, []string{"has 1 certificates"}},
+		{"AK certificate issued by the root", func() Evidence {
+			// A root that signed an AK certificate itself: its serial
+			// would be every such GPU's identity.
+			e := clone(hopper)
+			e.Collateral = chainOf(akRootPEM...)
+			return e
+		}, func(o *Options) { o.TrustedRoots = [][]byte{akRootPEM[1]} }, ReasonChain, []string{"issued by a root"}},
 		{"chain out of order", func() Evidence {
 			e := clone(hopper)
 			e.Collateral = chainOf(hc[1], hc[0], hc[2], hc[3], hc[4])
@@ -192,6 +200,32 @@ func selfSignedP384(t *testing.T) []byte {
 		t.Fatal(err)
 	}
 	return der
+}
+
+// rootSignedAK returns an AK-like certificate signed directly by a new
+// root, and that root, each PEM.
+func rootSignedAK(t *testing.T) [][]byte {
+	t.Helper()
+	rk, err := ecdsa.GenerateKey(elliptic.P384(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ak, err := ecdsa.GenerateKey(elliptic.P384(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	from, to := time.Date(2021, 1, 1, 0, 0, 0, 0, time.UTC), time.Date(2040, 1, 1, 0, 0, 0, 0, time.UTC)
+	rt := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "root"}, NotBefore: from, NotAfter: to, IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign}
+	rootDER, err := x509.CreateCertificate(rand.Reader, rt, rt, &rk.PublicKey, rk)
+	if err != nil {
+		t.Fatal(err)
+	}
+	root, _ := x509.ParseCertificate(rootDER)
+	leafDER, err := x509.CreateCertificate(rand.Reader, &x509.Certificate{SerialNumber: big.NewInt(2), Subject: pkix.Name{CommonName: "AK"}, NotBefore: from, NotAfter: to, KeyUsage: x509.KeyUsageDigitalSignature}, root, &ak.PublicKey, rk)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return [][]byte{derPEM(t, leafDER), derPEM(t, rootDER)}
 }
 
 func derPEM(t *testing.T, der []byte) []byte {

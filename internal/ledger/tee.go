@@ -329,6 +329,11 @@ func (l *Ledger) execAttest(o *Overlay, from address.Address, m *MsgAttest, para
 		}
 		a.GPUs = gpus
 		events = append(events, evs...)
+		// Taking a squatter offline may have moved p in the online
+		// index: write p as it is stored now.
+		if p, err = mustProvider(o, from); err != nil {
+			return nil, err
+		}
 	}
 	p.TEE = &a
 	setProvider(o, p)

@@ -121,6 +121,9 @@ func checkAttestGPUs(gpus []AttestGPU) error {
 // (p itself is written by the caller) and writes the providers that lose
 // a GPU or go offline.
 func (l *Ledger) attestGPUs(o *Overlay, p *Provider, msgGPUs []AttestGPU, roots [][]byte, nonce []byte, params Params, info BlockInfo) ([]AttestedGPU, []Event, error) {
+	if !p.Online {
+		return nil, nil, fmt.Errorf("%s is offline: attested GPUs are bound to an online provider (go online, then attest its GPUs): %w", p.Address, ErrAttestation)
+	}
 	out := make([]AttestedGPU, 0, len(msgGPUs))
 	for i, g := range msgGPUs {
 		claims, err := l.Attest(AttestRequest{

@@ -130,6 +130,33 @@ func TestGPUSquatterLoses(t *testing.T) {
 	c.ApplyBlock(t) // checks the invariants, the binding index among them
 }
 
+// TestGPUSquatterBeforeInIndex: the squatter is before the attesting
+// provider in the online index, so taking it offline moves the attesting
+// provider's index entry while its attest is being applied.
+func TestGPUSquatterBeforeInIndex(t *testing.T) {
+	c := gpuChain(t, "GPU-victim") // prov1 squats prov2's UUID
+	must(t, []ledger.TxResult{send(t, c, prov2, gpuMsg(t, c, prov2, []*attesttest.GPU{attesttest.NewGPU(0xB3)}, []string{"GPU-victim"}))})
+	if p1 := provider(t, c, prov1); p1.Online {
+		t.Fatalf("the squatter is still online")
+	}
+	if p2 := provider(t, c, prov2); !p2.Online || len(p2.TEE.GPUs) != 1 {
+		t.Fatalf("the attesting provider: online %v, %+v", p2.Online, p2.TEE)
+	}
+	c.ApplyBlock(t) // checks the invariants: the online index among them
+}
+
+// TestGPUEvidenceOffline: an offline provider's GPU evidence is refused
+// (attested GPUs are bound while online).
+func TestGPUEvidenceOffline(t *testing.T) {
+	c := gpuChain(t)
+	must(t, []ledger.TxResult{send(t, c, prov1, &ledger.MsgSetProviderStatus{Online: false})})
+	r := send(t, c, prov1, gpuMsg(t, c, prov1, []*attesttest.GPU{attesttest.NewGPU(0xF8)}, []string{"GPU-off"}))
+	if !errors.Is(r.Err, ledger.ErrAttestation) || !strings.Contains(r.Err.Error(), "offline") {
+		t.Fatalf("offline provider's GPU evidence: %v, want refused", r.Err)
+	}
+	c.ApplyBlock(t)
+}
+
 // TestGPUIdentityRules: one identity, one provider (fresh evidence moves
 // it); one UUID, one attested GPU while the attestation lasts; one GPU
 // once per message; evidence over another nonce or to an untrusted root
