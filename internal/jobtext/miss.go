@@ -23,6 +23,12 @@ func JobMiss(m *ledger.PlacementMiss, spec *ledger.JobSpec) string {
 func QuoteMiss(m *ledger.PlacementMiss, spec *ledger.JobSpec) string {
 	reason := Verdict(m, spec)
 	switch {
+	case spec.Gang() && m.Fit >= m.Need && m.Need > 1:
+		// Enough fit, but not in one site (region).
+		reason = fmt.Sprintf("needs %d members together in one region for its gang: %d providers fit, in %d region(s), at most %d in one",
+			spec.Nodes, m.Fit, m.Sites, m.Together)
+	case spec.Gang() && m.Fit > 0:
+		reason = fmt.Sprintf("needs %d distinct providers in one region for its gang, %d fit; %s", spec.Nodes, m.Fit, reason)
 	case m.Engines > 1:
 		reason = fmt.Sprintf("needs %d distinct providers on one wasm engine for verification %s: %d fit, but they run %d engines, at most %d on one; %s",
 			spec.PlannedReplicas(), spec.Verification, m.Fitting, m.Engines, m.Fit, reason)
@@ -94,6 +100,7 @@ func Verdict(v *ledger.PlacementMiss, j *ledger.JobSpec) string {
 	add(v.Disk, fmt.Sprintf("have less than %d MiB disk", j.Disk>>20))
 	add(v.Region, "are outside region "+j.Region)
 	add(v.Network, "do not allow network access")
+	add(v.NVLink, "lack NVLink between their GPUs")
 	add(v.Stake, "are under-staked")
 	add(v.Busy, "match but are busy")
 	add(v.OtherEngine, "run another wasm engine than its replicas' ("+v.Pinned+")")

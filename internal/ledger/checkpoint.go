@@ -73,6 +73,9 @@ type Checkpoint struct {
 	Time    int64  `json:"time"`
 	// DataAt is the API URL of the node whose gateway holds the blob.
 	DataAt string `json:"data_at,omitempty"`
+	// Rank is the gang member whose state it is (gang.go); 0 for a job
+	// that is not a gang.
+	Rank uint64 `json:"rank,omitempty" rec:"since=8"`
 }
 
 // validate checks a checkpoint spec without state; the shortest interval
@@ -195,11 +198,15 @@ func execCommitCheckpoint(o *Overlay, from address.Address, m *MsgCommitCheckpoi
 	covered := max(prevCovered, min(m.CoveredSeconds, elapsed, j.RunBudget()))
 	j.Checkpoints = append(j.Checkpoints, Checkpoint{
 		Seq: m.Seq, Provider: from, Blob: m.Blob, PlainHash: m.PlainHash, Size: m.Size, Covered: covered,
-		Height: uint64(info.Height), Time: info.Time.Unix(), DataAt: m.DataAt,
+		Height: uint64(info.Height), Time: info.Time.Unix(), DataAt: m.DataAt, Rank: a.Rank,
 	})
 	pruneCheckpoints(j)
 	events := []Event{jobEvent("job_checkpoint", j, Attr{"provider", from.String()}, Attr{"seq", strconv.FormatUint(m.Seq, 10)},
 		Attr{"size", strconv.FormatUint(m.Size, 10)}, Attr{"covered_seconds", strconv.FormatUint(covered, 10)})}
+	if j.Spec.Gang() && gangStepComplete(j, m.Seq) {
+		// Every member has committed this step: the gang can resume from it.
+		events = append(events, jobEvent("job_gang_checkpoint", j, Attr{"seq", strconv.FormatUint(m.Seq, 10)}))
+	}
 	if j.Spec.Checked() && len(j.Assignments) > 1 {
 		evs, done, err := compareCheckpoints(o, j, m.Seq, p, info)
 		if err != nil || done {
@@ -213,12 +220,21 @@ func execCommitCheckpoint(o *Overlay, from address.Address, m *MsgCommitCheckpoi
 
 // pruneCheckpoints keeps each provider's CheckpointsPerProvider latest
 // checkpoints, and at most MaxCheckpointsKept in all (the latest).
+//
+// A gang keeps each member's latest and the step it resumes from (every
+// member's checkpoint of it), up to gangCheckpointsKept: its members'
+// checkpoints of one step are many.
 func pruneCheckpoints(j *Job) {
 	per := map[address.Address]int{}
 	keep := make([]Checkpoint, 0, len(j.Checkpoints))
+	limit, gang := MaxCheckpointsKept, j.Spec.Gang()
+	if gang {
+		limit = gangCheckpointsKept(&j.Spec)
+	}
 	for i := len(j.Checkpoints) - 1; i >= 0; i-- {
 		c := j.Checkpoints[i]
-		if per[c.Provider] >= CheckpointsPerProvider || len(keep) >= MaxCheckpointsKept {
+		resume := gang && c.Seq == j.ResumeSeq && c.Seq != 0
+		if (per[c.Provider] >= CheckpointsPerProvider && !resume) || len(keep) >= limit {
 			continue
 		}
 		per[c.Provider]++
@@ -244,7 +260,12 @@ func (j *Job) checkpointAt(provider address.Address, seq uint64) *Checkpoint {
 
 // agreedAt reports whether every current assignment that committed
 // checkpoint seq committed the same plaintext.
+//
+// A gang's members are not compared: each holds its own rank's state.
 func (j *Job) agreedAt(seq uint64) bool {
+	if j.Spec.Gang() {
+		return true
+	}
 	var first *Checkpoint
 	for _, a := range j.Assignments {
 		c := j.checkpointAt(a.Provider, seq)
@@ -320,6 +341,11 @@ func resumeFallback(j *Job, from address.Address, seq uint64, why string) error 
 	}
 	if seq > j.ResumeSeq {
 		return fmt.Errorf("job %d resumes from checkpoint %d; %s cannot resume from the later %d: %w", j.ID, j.ResumeSeq, from, seq, ErrInvalidMsg)
+	}
+	if j.Spec.Gang() && slices.ContainsFunc(j.Assignments, func(a Assignment) bool { return a.Provider != from && a.StartedAt != 0 }) {
+		// Every member resumes from one step: once one started from the
+		// gang's resume point, another cannot fall back alone.
+		return fmt.Errorf("job %d is a gang some member of which started from checkpoint %d; %s cannot fall back to %d alone: hand the job back (release_job) and the gang is placed again: %w", j.ID, j.ResumeSeq, from, seq, ErrJobState)
 	}
 	if seq != 0 && !slices.ContainsFunc(j.Checkpoints, func(c Checkpoint) bool { return c.Seq == seq }) {
 		return fmt.Errorf("job %d keeps no checkpoint %d: %w", j.ID, seq, ErrInvalidMsg)

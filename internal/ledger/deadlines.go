@@ -145,7 +145,7 @@ func expireJobs(o *Overlay, now int64, p Params, info BlockInfo) ([]Event, error
 // here).
 func reassign(o *Overlay, j *Job, gone []address.Address, why Wait, p Params, info BlockInfo) ([]Event, error) {
 	removed := gone
-	if j.committed() == 0 {
+	if j.committed() == 0 || j.Spec.Gang() {
 		removed = make([]address.Address, len(j.Assignments))
 		for i, a := range j.Assignments {
 			removed[i] = a.Provider
@@ -157,7 +157,9 @@ func reassign(o *Overlay, j *Job, gone []address.Address, why Wait, p Params, in
 	}
 	why = resumeWait(why, j, kept)
 	why.Providers = gone
-	if j.committed() > 0 {
+	// A gang stops as a whole when it loses a member (gang.go): it is
+	// placed again, all its members with it, whatever some reported.
+	if j.committed() > 0 && !j.Spec.Gang() {
 		if j.Attempts >= p.JobMaxAttempts+p.MaxReplicas {
 			why.Code = DropNoMoreReplacements
 			return dropReplicas(o, j, gone, why, p, info)

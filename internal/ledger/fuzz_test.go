@@ -61,6 +61,10 @@ func FuzzDecodeTx(f *testing.F) {
 		ledger.MsgTypeUndelegate:       `{"kind":"provider","target":"` + bob.Addr.String() + `","amount":5}`,
 		ledger.MsgTypeRedelegate:       `{"from_kind":"validator","from":"` + bob.Addr.String() + `","to_kind":"provider","to":"` + alice.Addr.String() + `","amount":5}`,
 		ledger.MsgTypeSetCommission:    `{"kind":"validator","rate_ppm":50000}`,
+		ledger.MsgTypeGangMember:       `{"job_id":1,"public_key":"` + hex64 + `","endpoint":"203.0.113.7:51820"}`,
+		ledger.MsgTypeSubmitJob: `{"spec":{"name":"g","executor":"oci","image":"r/x@sha256:` + hex64 + `","outputs":["/out"],"cpu_milli":1000,` +
+			`"memory":1073741824,"disk":1048576,"gpu_count":8,"interconnect":"nvlink","nodes":3,"shm":536870912,"max_price_per_hour":100,` +
+			`"timeout_seconds":60,"verification":"none"},"consumer_key":"age1x"}`,
 	} {
 		f.Add(rawTx(alice, lt.ChainID, 0, uint64(typ), body))
 	}

@@ -156,6 +156,14 @@ type Assignment struct {
 	// revealed; both cleared when a round opens.
 	JudgeCommitment *Hash   `json:"judge_commitment,omitempty" rec:"since=8"`
 	Judgment        *uint64 `json:"judgment,omitempty" rec:"since=8"`
+	// Rank is the member this assignment runs of a gang (0..nodes-1, in
+	// the order the gang was placed; gang.go); 0 for any other job.
+	// GangKey is the public key of the member's end of the gang's private
+	// network and GangEndpoint where the others may reach it, as the
+	// member posted them (MsgGangMember).
+	Rank         uint64 `json:"rank,omitempty" rec:"since=8"`
+	GangKey      *Hash  `json:"gang_key,omitempty" rec:"since=8"`
+	GangEndpoint string `json:"gang_endpoint,omitempty" rec:"since=8"`
 }
 
 // JobResult is what a provider reports when its run ends.

@@ -233,6 +233,9 @@ func execStartJob(o *Overlay, from address.Address, m *MsgStartJob, p Params, in
 	if a.StartedAt != 0 {
 		return nil, fmt.Errorf("%s already started job %d: %w", from, j.ID, ErrJobState)
 	}
+	if err := checkGangStart(j); err != nil {
+		return nil, err
+	}
 	if j.Spec.Checkpoint != nil {
 		if err := resumeFallback(j, from, m.ResumeSeq, m.ResumeNote); err != nil {
 			return nil, err
@@ -302,6 +305,11 @@ func execCommitResult(o *Overlay, from address.Address, m *MsgCommitResult, p Pa
 		j.setWait(Wait{Code: WaitReported, Count: uint64(n), Of: j.Replicas})
 		setJob(o, j, old)
 		return events, nil
+	}
+	if j.Spec.Gang() {
+		// Every member reported: each is paid its own seconds (gang.go).
+		evs, err := settleGang(o, j, p, info)
+		return append(events, evs...), err
 	}
 	if revealed(j) > 0 && checked {
 		// An escalation round: the earlier replicas revealed already.

@@ -93,6 +93,10 @@ func (pi *ProviderInfo) Validate() error {
 		return invalid("inventory.ram %d bytes out of range (1 byte to 64 TiB)", inv.RAM)
 	case inv.Disk > maxDisk:
 		return invalid("inventory.disk %d bytes is more than 1 PiB", inv.Disk)
+	case inv.Interconnect != "" && inv.Interconnect != InterconnectNVLink && inv.Interconnect != InterconnectPCIe:
+		return invalid("inventory.interconnect %q: want nvlink, pcie or empty", inv.Interconnect)
+	case inv.Interconnect != "" && len(inv.GPUs) < 2:
+		return invalid("inventory.interconnect %q links GPUs to each other: it needs at least 2 GPUs, the inventory has %d", inv.Interconnect, len(inv.GPUs))
 	}
 	for _, f := range [...]struct{ name, v string }{{"cpu_model", inv.CPUModel}, {"os", inv.OS}, {"arch", inv.Arch}, {"driver", inv.Driver}, {"cuda", inv.CUDA}} {
 		if len(f.v) > maxTextLength {

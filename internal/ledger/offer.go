@@ -222,6 +222,11 @@ const offerNetwork = 1 << 7
 // an offer without one.
 const offerEngine = 1 << 6
 
+// offerNVLink in an entry's flags: every pair of the provider's GPUs is
+// linked by NVLink (Inventory.Interconnect). An entry without it reads as
+// an offer without NVLink, so entries of other providers keep their bytes.
+const offerNVLink = 1 << 5
+
 // maxOfferGPUs bounds what a decoder accepts; registration allows far
 // fewer GPUs than this.
 const maxOfferGPUs = 1024
@@ -274,6 +279,9 @@ func encodeOffer(p *Provider, class string) []byte {
 	if engine != 0 {
 		flags |= offerEngine
 	}
+	if inv.Interconnect == InterconnectNVLink {
+		flags |= offerNVLink
+	}
 	b = append(b, offerVersion, flags)
 	if engine != 0 {
 		b = binary.BigEndian.AppendUint64(b, engine)
@@ -317,7 +325,8 @@ func decodeOffer(cp, key, value []byte, o *sched.Offer) error {
 		return bad("version")
 	}
 	flags := value[1]
-	o.Executors, o.Network = flags&^(offerNetwork|offerEngine), flags&offerNetwork != 0
+	o.Executors, o.Network = flags&^(offerNetwork|offerEngine|offerNVLink), flags&offerNetwork != 0
+	o.NVLink = flags&offerNVLink != 0
 	rest := value[2:]
 	o.Engine = 0
 	if flags&offerEngine != 0 {

@@ -39,6 +39,12 @@ type Inventory struct {
 	Arch     string    `json:"arch"`
 	Driver   string    `json:"driver,omitempty"`
 	CUDA     string    `json:"cuda,omitempty"`
+	// Interconnect is what links the provider's GPUs to each other:
+	// InterconnectNVLink when every pair is linked by NVLink (NVML's P2P
+	// status over NVLink), InterconnectPCIe when two or more GPUs are not
+	// all so linked, "" with fewer than two GPUs or when unknown.
+	// Self-reported, like the rest of the inventory.
+	Interconnect string `json:"interconnect,omitempty" rec:"since=8"`
 }
 
 // Measured is what the agent's own benchmark measured at start on the

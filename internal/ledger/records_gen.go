@@ -245,6 +245,9 @@ func (x *Job) recVersion() byte {
 	if len(x.Checkpoints) > 0 {
 		v = max(v, 4)
 	}
+	for i := range x.Checkpoints {
+		v = max(v, x.Checkpoints[i].recVersion())
+	}
 	if x.ResumeSeq != 0 {
 		v = max(v, 4)
 	}
@@ -581,6 +584,15 @@ func (x *JobSpec) encodeRec(e *encoder) {
 			(*x.Compare).encodeRec(e)
 		}
 	}
+	if e.version >= 8 {
+		e.uvarint(x.Nodes)
+	}
+	if e.version >= 8 {
+		e.uvarint(x.Shm)
+	}
+	if e.version >= 8 {
+		e.string(x.Interconnect)
+	}
 }
 
 func (x *JobSpec) decodeRec(d *decoder) {
@@ -679,6 +691,15 @@ func (x *JobSpec) decodeRec(d *decoder) {
 			x.Compare = v0
 		}
 	}
+	if d.version >= 8 {
+		x.Nodes = d.uvarint("nodes")
+	}
+	if d.version >= 8 {
+		x.Shm = d.uvarint("shm")
+	}
+	if d.version >= 8 {
+		x.Interconnect = d.string("interconnect")
+	}
 }
 
 func (x *JobSpec) recVersion() byte {
@@ -699,6 +720,15 @@ func (x *JobSpec) recVersion() byte {
 		v = max(v, 8)
 	}
 	if x.Compare != nil {
+		v = max(v, 8)
+	}
+	if x.Nodes != 0 {
+		v = max(v, 8)
+	}
+	if x.Shm != 0 {
+		v = max(v, 8)
+	}
+	if x.Interconnect != "" {
 		v = max(v, 8)
 	}
 	return v
@@ -749,6 +779,18 @@ func (x *Assignment) encodeRec(e *encoder) {
 		if x.Judgment != nil {
 			e.uvarint((*x.Judgment))
 		}
+	}
+	if e.version >= 8 {
+		e.uvarint(x.Rank)
+	}
+	if e.version >= 8 {
+		e.bool(x.GangKey != nil)
+		if x.GangKey != nil {
+			e.raw((*x.GangKey)[:])
+		}
+	}
+	if e.version >= 8 {
+		e.string(x.GangEndpoint)
 	}
 }
 
@@ -804,6 +846,19 @@ func (x *Assignment) decodeRec(d *decoder) {
 			x.Judgment = v0
 		}
 	}
+	if d.version >= 8 {
+		x.Rank = d.uvarint("rank")
+	}
+	if d.version >= 8 {
+		if d.bool("gang_key") {
+			v0 := new(Hash)
+			copy((*v0)[:], d.raw("gang_key", 32))
+			x.GangKey = v0
+		}
+	}
+	if d.version >= 8 {
+		x.GangEndpoint = d.string("gang_endpoint")
+	}
 }
 
 func (x *Assignment) recVersion() byte {
@@ -823,6 +878,15 @@ func (x *Assignment) recVersion() byte {
 	if x.Judgment != nil {
 		v = max(v, 8)
 	}
+	if x.Rank != 0 {
+		v = max(v, 8)
+	}
+	if x.GangKey != nil {
+		v = max(v, 8)
+	}
+	if x.GangEndpoint != "" {
+		v = max(v, 8)
+	}
 	return v
 }
 
@@ -836,6 +900,9 @@ func (x *Checkpoint) encodeRec(e *encoder) {
 	e.uvarint(x.Height)
 	e.int64(x.Time)
 	e.string(x.DataAt)
+	if e.version >= 8 {
+		e.uvarint(x.Rank)
+	}
 }
 
 func (x *Checkpoint) decodeRec(d *decoder) {
@@ -848,6 +915,17 @@ func (x *Checkpoint) decodeRec(d *decoder) {
 	x.Height = d.uvarint("height")
 	x.Time = d.int64("time")
 	x.DataAt = d.string("data_at")
+	if d.version >= 8 {
+		x.Rank = d.uvarint("rank")
+	}
+}
+
+func (x *Checkpoint) recVersion() byte {
+	v := byte(recordVersionBase)
+	if x.Rank != 0 {
+		v = max(v, 8)
+	}
+	return v
 }
 
 func (x *Wait) encodeRec(e *encoder) {
@@ -975,6 +1053,7 @@ func (x *ProviderInfo) decodeRec(d *decoder) {
 
 func (x *ProviderInfo) recVersion() byte {
 	v := byte(recordVersionBase)
+	v = max(v, x.Inventory.recVersion())
 	if x.WasmEngine != "" {
 		v = max(v, 3)
 	}
@@ -1420,6 +1499,15 @@ func (x *PlacementMiss) encodeRec(e *encoder) {
 		e.uvarint(x.TEE)
 	}
 	e.uvarint(x.Stake)
+	if e.version >= 8 {
+		e.uvarint(x.NVLink)
+	}
+	if e.version >= 8 {
+		e.uvarint(x.Sites)
+	}
+	if e.version >= 8 {
+		e.uvarint(x.Together)
+	}
 	e.uvarint(x.CheapestAbove)
 	e.uvarint(x.Classes)
 	e.uvarint(x.OtherEngine)
@@ -1454,6 +1542,15 @@ func (x *PlacementMiss) decodeRec(d *decoder) {
 		x.TEE = d.uvarint("tee")
 	}
 	x.Stake = d.uvarint("stake")
+	if d.version >= 8 {
+		x.NVLink = d.uvarint("nvlink")
+	}
+	if d.version >= 8 {
+		x.Sites = d.uvarint("sites")
+	}
+	if d.version >= 8 {
+		x.Together = d.uvarint("together")
+	}
 	x.CheapestAbove = d.uvarint("cheapest_above")
 	x.Classes = d.uvarint("classes")
 	x.OtherEngine = d.uvarint("other_engine")
@@ -1477,6 +1574,15 @@ func (x *PlacementMiss) recVersion() byte {
 	if x.TEE != 0 {
 		v = max(v, 8)
 	}
+	if x.NVLink != 0 {
+		v = max(v, 8)
+	}
+	if x.Sites != 0 {
+		v = max(v, 8)
+	}
+	if x.Together != 0 {
+		v = max(v, 8)
+	}
 	return v
 }
 
@@ -1493,6 +1599,9 @@ func (x *Inventory) encodeRec(e *encoder) {
 	e.string(x.Arch)
 	e.string(x.Driver)
 	e.string(x.CUDA)
+	if e.version >= 8 {
+		e.string(x.Interconnect)
+	}
 }
 
 func (x *Inventory) decodeRec(d *decoder) {
@@ -1510,6 +1619,17 @@ func (x *Inventory) decodeRec(d *decoder) {
 	x.Arch = d.string("arch")
 	x.Driver = d.string("driver")
 	x.CUDA = d.string("cuda")
+	if d.version >= 8 {
+		x.Interconnect = d.string("interconnect")
+	}
+}
+
+func (x *Inventory) recVersion() byte {
+	v := byte(recordVersionBase)
+	if x.Interconnect != "" {
+		v = max(v, 8)
+	}
+	return v
 }
 
 func (x *Measured) encodeRec(e *encoder) {

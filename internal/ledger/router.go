@@ -57,6 +57,8 @@ func (l *Ledger) execute(o *Overlay, tx *Tx, params Params, info BlockInfo) ([]E
 		return execReleaseJob(o, from, m, params, info)
 	case *MsgCommitCheckpoint:
 		return execCommitCheckpoint(o, from, m, params, info)
+	case *MsgGangMember:
+		return execGangMember(o, from, m)
 	case *MsgSubmitProposal:
 		return execSubmitProposal(o, from, m, params, info)
 	case *MsgDeposit:

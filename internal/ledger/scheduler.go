@@ -139,8 +139,12 @@ func jobRequest(s *JobSpec, p Params, perClass int, eng sched.EngineNeed) sched.
 		Executor:        executorBits([]string{s.Executor}),
 		MinStakePerGPU:  p.MinStakePerGPU,
 		MinStakeCPU:     p.MinStakeCPU,
+		NVLink:          s.Interconnect == InterconnectNVLink,
+		Gang:            s.Gang(),
 		Tier:            tier,
-		MayPreempt:      tierRank(tier) > 0,
+		// A gang does not preempt: the slots it could take need not
+		// make a gang in one site (gang.go).
+		MayPreempt: tierRank(tier) > 0 && !s.Gang(),
 		Engine:          eng,
 		PerClass:        perClass,
 		Planned:         int(s.PlannedReplicas()),
@@ -161,6 +165,7 @@ func placementMiss(m *sched.Miss, pinned string) PlacementMiss {
 		Fitting: uint64(m.Fitting), Engines: uint64(m.Engines),
 		OverMarket: uint64(m.OverMarket), MarketPrice: m.MarketPrice,
 		Fit: uint64(m.Fit), Need: uint64(m.Need), Excluded: uint64(m.Excluded),
+		NVLink: uint64(m.NVLink), Sites: uint64(m.Sites), Together: uint64(m.Together),
 	}
 }
 
@@ -187,6 +192,13 @@ type Quote struct {
 	// this job); 0 when there is none.
 	CheapestAsk uint64       `json:"cheapest_ask,omitempty"`
 	Best        []QuoteOffer `json:"best"`
+	// Gangs, for a gang (resources.nodes > 1), is how many whole gangs
+	// of it the providers that fit make now, site by site (at least:
+	// the planner stops looking at the first site with enough); Nodes
+	// its members. PricePerHour and MaxCost are then per member and for
+	// the whole gang.
+	Nodes uint64 `json:"nodes,omitempty"`
+	Gangs int    `json:"gangs,omitempty"`
 	// Tiers is what the job would pay per hour in each tier now, and why
 	// (market.go).
 	Tiers []QuoteTier `json:"tiers,omitempty"`
@@ -226,6 +238,9 @@ const (
 	// QuoteTooFew: some can run it, fewer than the distinct replicas its
 	// verification needs.
 	QuoteTooFew = string(sched.TooFew)
+	// QuoteApart: a gang (resources.nodes > 1), enough providers fit
+	// for its members, but too few of them in one region (gang.go).
+	QuoteApart = string(sched.Apart)
 	// QuoteNoEngine: a wasm job whose replicas are compared, and enough
 	// providers that fit are free, but too few of them on one wasm engine:
 	// before it is placed, no engine has as many as it needs; once placed,
@@ -280,12 +295,22 @@ func QuoteJobAt(kv KV, s *JobSpec, now time.Time) (*Quote, error) {
 		miss := placementMiss(m, "")
 		q.Code, q.Miss, q.CheapestAsk = string(m.Code), &miss, m.CheapestAbove
 	}
-	for i, c := range cands {
+	priced := cands
+	if s.Gang() {
+		// A gang's price is its members': those it would get.
+		q.Nodes, q.Gangs, priced = s.Nodes, plan.Gangs, plan.Picks
+		if priced == nil {
+			priced = cands
+		}
+	}
+	for i, c := range priced {
 		if uint64(i) < q.Replicas {
 			q.PricePerHour = max(q.PricePerHour, c.Price)
 			cost := mulDiv(c.Price, s.TimeoutSeconds, 3600)
 			q.MaxCost += cost + mulDiv(cost, p.ProtocolFeeBps, 10_000)
 		}
+	}
+	for i, c := range cands {
 		if i < 5 {
 			q.Best = append(q.Best, QuoteOffer{Provider: c.Provider, PricePerHour: c.Price, Score: c.Score})
 		}
@@ -382,6 +407,11 @@ func place(o *Overlay, j *Job, p Params, info BlockInfo) ([]Event, error) {
 			}
 		}
 		a := Assignment{Provider: c.Provider, PricePerHour: c.Price, AssignedAt: now, Class: c.Class, Extra: regular >= planned}
+		if j.Spec.Gang() {
+			// A gang is placed whole: its members' ranks are the
+			// order the planner ranked them in (gang.go).
+			a.Rank = uint64(len(j.Assignments))
+		}
 		if j.Spec.Executor == ExecutorWASM {
 			// What ran it, for every wasm job; for one whose replicas
 			// share an engine, the index matched it (engineNeedOf).

@@ -64,6 +64,16 @@ type JobSpec struct {
 	// when their bytes differ (docs/ledger.md, "Outputs judged within a
 	// tolerance"); nil is byte for byte.
 	Compare *CompareSpec `json:"compare,omitempty" rec:"since=8"`
+	// Nodes is how many members the job runs as, each on its own
+	// provider with the resources above, placed all together or not at
+	// all (a gang, gang.go); 0 and 1 are a single provider. Shm is the
+	// bytes of /dev/shm inside each member, within its memory (0: the
+	// executor's default). Interconnect is what the GPUs of each member
+	// must be linked by: InterconnectNVLink, InterconnectPCIe (any) or ""
+	// (any).
+	Nodes        uint64 `json:"nodes,omitempty" rec:"since=8"`
+	Shm          uint64 `json:"shm,omitempty" rec:"since=8"`
+	Interconnect string `json:"interconnect,omitempty" rec:"since=8"`
 }
 
 // CompareSpec is a job's rule for judging replicas' outputs the same:
@@ -144,6 +154,9 @@ func ValidEnvKey(k string) bool { return len(k) <= MaxEnvKeyLen && envKeyRE.Matc
 // PlannedReplicas is how many providers run a job of this verification
 // level from the start.
 func (s *JobSpec) PlannedReplicas() uint64 {
+	if s.Gang() {
+		return s.Nodes // one assignment per member; a gang is not replicated (gang.go)
+	}
 	if s.Verification == VerifyFull {
 		return 2
 	}
@@ -223,6 +236,9 @@ func (s *JobSpec) Validate() error {
 	if err := s.validatePlacement(); err != nil {
 		return err
 	}
+	if err := s.validateGang(); err != nil {
+		return err
+	}
 	if s.Tier != "" && tierRank(s.Tier) < 0 {
 		return invalid("tier %q: want spot, on-demand or priority", s.Tier)
 	}
@@ -286,6 +302,16 @@ func (s *JobSpec) validateResources() error {
 		return invalid("resources.gpu.count %d is more than %d", s.GPUCount, MaxJobGPUs)
 	case s.GPUCount == 0 && (len(s.GPUModels) > 0 || s.MinVRAM > 0 || s.MinComputeCap != ""):
 		return invalid("resources.gpu sets models, min_vram or min_compute_cap but count is 0")
+	case s.Interconnect != "" && s.Interconnect != InterconnectNVLink && s.Interconnect != InterconnectPCIe:
+		return invalid("resources.gpu.interconnect %q: want nvlink or pcie", s.Interconnect)
+	case s.Interconnect == InterconnectNVLink && s.GPUCount < 2:
+		return invalid("resources.gpu.interconnect nvlink links a member's GPUs to each other, so count must be at least 2, not %d", s.GPUCount)
+	case s.Nodes > MaxGangNodes:
+		return invalid("resources.nodes %d is more than %d", s.Nodes, MaxGangNodes)
+	case s.Shm > s.Memory:
+		return invalid("resources.shm %d bytes is more than resources.memory %d bytes: /dev/shm is held in the member's memory", s.Shm, s.Memory)
+	case s.Shm > 0 && s.Executor != ExecutorOCI:
+		return invalid("resources.shm: only oci jobs have a /dev/shm")
 	case s.MinComputeCap != "" && !ValidComputeCap(s.MinComputeCap):
 		return invalid("resources.gpu.min_compute_cap %q: want MAJOR.MINOR", s.MinComputeCap)
 	case s.MaxPricePerHour == 0 || s.MaxPricePerHour > MaxJobPricePerHour:

@@ -58,6 +58,7 @@ const (
 	MsgTypeUndelegate         MsgType = 61
 	MsgTypeRedelegate         MsgType = 62
 	MsgTypeSetCommission      MsgType = 63
+	MsgTypeGangMember         MsgType = 90
 )
 
 var msgNames = map[MsgType]string{
@@ -105,6 +106,7 @@ var msgNames = map[MsgType]string{
 	MsgTypeServiceHeartbeat:   "service_heartbeat",
 	MsgTypeReleaseReplica:     "release_replica",
 	MsgTypeEvictReplica:       "evict_replica",
+	MsgTypeGangMember:         "gang_member",
 }
 
 // MsgTypes returns every message type the ledger knows, in numeric order
@@ -176,6 +178,8 @@ func newMsg(t MsgType) Msg {
 		return &MsgReleaseJob{}
 	case MsgTypeCommitCheckpoint:
 		return &MsgCommitCheckpoint{}
+	case MsgTypeGangMember:
+		return &MsgGangMember{}
 	case MsgTypeSubmitProposal:
 		return &MsgSubmitProposal{}
 	case MsgTypeDeposit:

@@ -84,6 +84,13 @@ type PlacementMiss struct {
 	// job (tee.go).
 	TEE   uint64 `json:"tee,omitempty" rec:"since=8"`
 	Stake uint64 `json:"stake,omitempty"`
+	// NVLink counts providers whose GPUs are not linked by NVLink, for a
+	// job that asks for it; Sites and Together, for a gang, the sites
+	// (regions) the fitting providers are in and the most in one
+	// (sched.Miss).
+	NVLink   uint64 `json:"nvlink,omitempty" rec:"since=8"`
+	Sites    uint64 `json:"sites,omitempty" rec:"since=8"`
+	Together uint64 `json:"together,omitempty" rec:"since=8"`
 	// CheapestAbove is the cheapest ask above the job's max price in its
 	// classes (usync per hour for the job; 0: none); Classes the classes
 	// that have offers.

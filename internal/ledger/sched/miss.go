@@ -18,6 +18,9 @@ type Miss struct {
 	// every position on the free ones held by ungranted placements,
 	// Offer.free), the wasm engine (NoEngine, OtherEngine).
 	Executor, Stake, CPU, RAM, Disk, Region, Network int
+	// NVLink counts the offers turned away, after network access, for
+	// GPUs not linked by NVLink (Request.NVLink).
+	NVLink int
 	// TEE counts the offers Request.Admit turned away: providers without
 	// valid TEE attestation (or of another measurement) for a trust: tee
 	// job.
@@ -53,7 +56,12 @@ type Miss struct {
 	// Fit is how many providers can take the placement now (len of
 	// Plan.Ranked); Need how many it needs.
 	Fit, Need int
-	// Code is why it waits, when Fit < Need; "" otherwise.
+	// Sites, for a gang, is how many sites (regions) the Fit providers
+	// are in, and Together the most of them in one site: a gang waits
+	// (Apart) while Together < Need.
+	Sites, Together int
+	// Code is why it waits, when Fit < Need (or, for a gang, when
+	// Together < Need); "" otherwise.
 	Code Code
 }
 
@@ -69,6 +77,8 @@ const (
 	// NoEngine: enough providers fit, but too few on one wasm engine
 	// (or on the pinned one) for a job whose replicas share one.
 	NoEngine Code = "no_engine"
+	// Apart: enough fit for a gang, but too few of them in one site.
+	Apart Code = "apart"
 	// TooFew: some fit, fewer than needed.
 	TooFew Code = "too_few"
 	// NoOffer: no offer of the job's classes at any price.
@@ -87,6 +97,9 @@ func (m *Miss) code(fit, need int) Code {
 	case m.Engines > 1 || (fit < need && fit+m.OtherEngine+m.NoEngine >= need):
 		// Enough fit, but not on one engine (or not on the pinned one).
 		return NoEngine
+	case fit >= need && m.Together < need:
+		// A gang: enough fit, but not in one site.
+		return Apart
 	case fit > 0:
 		return TooFew
 	case m.Classes == 0 || (m.Seen == 0 && m.CheapestAbove == 0):

@@ -46,6 +46,12 @@ type Request struct {
 	RegionRequired bool
 	// Network: the job needs network access.
 	Network bool
+	// NVLink: the job needs providers whose GPUs are linked by NVLink
+	// (Offer.NVLink).
+	NVLink bool
+	// Gang: the Need providers are the members of one gang: all in one
+	// site (one region) or none (gang.go). Need is then the members.
+	Gang bool
 	// Admit, when set, is a constraint the ledger checks itself: a
 	// provider it returns false for is turned away (Miss.TEE; a trust:
 	// tee job admits attested providers only). It only reads.
@@ -90,6 +96,8 @@ type Pick struct {
 	Price, Ask uint64
 	Score      uint64 // Score's; 0 in Plan.Busy
 	Engine     uint64 // the offer's wasm engine id; 0 for none
+	// Site is the offer's region, for a gang's request only (gang.go).
+	Site string
 }
 
 // A Plan is what Place decides; the ledger applies it.
@@ -109,6 +117,10 @@ type Plan struct {
 	// Miss says why the other providers were passed over, and, when
 	// fewer than Need fit, why the job waits.
 	Miss Miss
+	// Gangs, for a gang's request, is how many whole gangs the ranked
+	// candidates make, site by site (at least: the scan stops at the
+	// first site with Need).
+	Gangs int
 }
 
 // needs is a request's hard constraints with what they derive.
@@ -161,6 +173,11 @@ func Place(st State, r *Request) (*Plan, error) {
 	// offers of each: the scan looks for Engine.Group of one. (Set once,
 	// so the scan's closure copies it rather than moving it to the heap.)
 	tally := r.Engine.tally()
+	sites := newSiteTally(r)
+	perClass := r.PerClass
+	if sites != nil {
+		perClass = max(perClass, r.Need)
+	}
 	budget := ScanLimit
 	preempts := r.MayPreempt && !r.Engine.Shared
 	var scanned, empty []string
@@ -198,7 +215,12 @@ func Place(st State, r *Request) (*Plan, error) {
 			busy := m.Busy
 			if need.fits(of, m) {
 				price := max(of.Ask, market) * units
-				cands = append(cands, Pick{Provider: of.Provider, Class: class, Price: price, Ask: of.Ask * units, Score: Score(of, price, r), Engine: of.Engine})
+				pk := Pick{Provider: of.Provider, Class: class, Price: price, Ask: of.Ask * units, Score: Score(of, price, r), Engine: of.Engine}
+				if sites != nil {
+					pk.Site = string(of.Region)
+					sites.add(of.Region)
+				}
+				cands = append(cands, pk)
 				found++
 				if tally != nil {
 					tally.add(of.Engine)
@@ -207,7 +229,7 @@ func Place(st State, r *Request) (*Plan, error) {
 				price := max(of.Ask, market) * units
 				plan.Busy = append(plan.Busy, Pick{Provider: of.Provider, Class: class, Price: price, Ask: of.Ask * units})
 			}
-			return (found < r.PerClass || tally.short()) && budget > 0
+			return (found < perClass || tally.short() || sites.short()) && budget > 0
 		})
 		if err != nil {
 			return nil, err
@@ -252,6 +274,13 @@ func (plan *Plan) pick(cands []Pick, r *Request) {
 	}
 	plan.Ranked = cands
 	m.Fit, m.Need = len(cands), r.Need
+	if r.Gang && r.Need > 1 {
+		plan.Picks, plan.Gangs = pickGang(cands, r.Need, m)
+		if plan.Picks == nil {
+			m.Code = m.code(len(cands), r.Need)
+		}
+		return
+	}
 	switch {
 	case len(cands) >= r.Need:
 		plan.Picks = cands[:r.Need]
@@ -329,6 +358,8 @@ func (n *needs) fits(of *Offer, m *Miss) bool {
 		m.Region++
 	case r.Network && !of.Network:
 		m.Network++
+	case r.NVLink && !of.NVLink:
+		m.NVLink++
 	case r.Admit != nil && !r.Admit(of.Provider):
 		m.TEE++
 	case r.GPUCount > 0 && !n.gpusFit(of.ClassGPUs, m):

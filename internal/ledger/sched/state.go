@@ -48,10 +48,12 @@ type Offer struct {
 	Stake  uint64
 	// GPUs counts all the provider's GPUs, of every class: its minimum
 	// stake depends on them.
-	GPUs          uint64
-	CPUCores      uint64
-	RAM, Disk     uint64 // bytes
-	Region        []byte
+	GPUs      uint64
+	CPUCores  uint64
+	RAM, Disk uint64 // bytes
+	Region    []byte
+	// NVLink: every pair of the provider's GPUs is linked by NVLink.
+	NVLink        bool
 	Jobs, MaxJobs uint64 // slots taken for real (granted jobs, service replicas) and slots in all
 	// Tentative counts the placements on the provider whose key is not
 	// granted yet: each holds a slot only tentatively (Positions).

@@ -1,0 +1,89 @@
+package sched
+
+// Gangs: a job of several members (the ledger's resources.nodes) takes
+// Need distinct providers at once, all in one block or none, and all in
+// one site: providers that declare the same region. Members of a gang
+// exchange gradients over their private network, so a gang spread over
+// regions would run at the speed of its slowest link; one operator's
+// machines in one site are exactly what a gang wants, and nothing here
+// spreads them apart.
+//
+// The scan of a gang's request goes on past PerClass until Need fitting
+// offers of one site are found (or ScanLimit), and pick takes the first
+// site, in rank order, to reach Need: the site of the best Need-th
+// candidate. Its picks are that site's best Need candidates, rank 0 first.
+
+// siteCount is how many candidates one site has.
+type siteCount struct {
+	site string
+	n    int
+}
+
+// countSite adds one candidate of site to counts and returns the site's
+// count. A gang's candidates come from few sites, so a slice does.
+func countSite(counts []siteCount, site string) ([]siteCount, int) {
+	for i := range counts {
+		if counts[i].site == site {
+			counts[i].n++
+			return counts, counts[i].n
+		}
+	}
+	return append(counts, siteCount{site, 1}), 1
+}
+
+// siteTally counts a gang's scan's fitting offers per site; nil for a
+// request that is not a gang.
+type siteTally struct {
+	want    int
+	counts  []siteCount
+	largest int
+}
+
+func newSiteTally(r *Request) *siteTally {
+	if !r.Gang || r.Need < 2 {
+		return nil
+	}
+	return &siteTally{want: r.Need}
+}
+
+func (t *siteTally) add(site []byte) {
+	var n int
+	t.counts, n = countSite(t.counts, string(site))
+	t.largest = max(t.largest, n)
+}
+
+// short reports whether no site has t.want offers yet; false for no
+// tally.
+func (t *siteTally) short() bool { return t != nil && t.largest < t.want }
+
+// pickGang chooses, of cands (best first, filtered), the gang: the first
+// site to have need candidates, and its best need. It records in m how many
+// sites the candidates are in and the most in one, and returns the picks
+// (nil when no site has need) and how many whole gangs the candidates
+// could make, site by site.
+func pickGang(cands []Pick, need int, m *Miss) (picks []Pick, gangs int) {
+	var counts []siteCount
+	chosen, ok := "", false
+	for _, c := range cands {
+		var n int
+		counts, n = countSite(counts, c.Site)
+		if n >= need && !ok {
+			chosen, ok = c.Site, true
+		}
+	}
+	m.Sites = len(counts)
+	for _, c := range counts {
+		m.Together = max(m.Together, c.n)
+		gangs += c.n / need
+	}
+	if !ok {
+		return nil, gangs
+	}
+	picks = make([]Pick, 0, need)
+	for _, c := range cands {
+		if c.Site == chosen && len(picks) < need {
+			picks = append(picks, c)
+		}
+	}
+	return picks, gangs
+}
