@@ -621,10 +621,11 @@ func (d *decoder) price(field string, n ast.Node) Price {
 
 // Fields of each mapping, in the order the docs list them.
 var (
-	specFields       = []string{"name", "executor", "module", "image", "command", "args", "env", "inputs", "outputs", "resources", "max_price", "timeout", "verification", "region", "region_required", "tier", "deterministic", "checkpoint", "network", "trust", "tee_measurements", "compare", "kind"}
+	specFields       = []string{"name", "executor", "module", "image", "command", "args", "env", "inputs", "outputs", "resources", "max_price", "timeout", "verification", "region", "region_required", "tier", "deterministic", "checkpoint", "network", "placement", "trust", "tee_measurements", "compare", "kind"}
 	inputFields      = []string{"path", "from", "sha256", "size"}
-	resourcesFields  = []string{"cpu", "memory", "disk", "gpu"}
-	gpuFields        = []string{"count", "models", "min_vram", "min_compute_cap"}
+	resourcesFields  = []string{"cpu", "memory", "disk", "gpu", "nodes", "shm"}
+	gpuFields        = []string{"count", "models", "min_vram", "min_compute_cap", "interconnect"}
+	placementFields  = []string{"region"}
 	checkpointFields = []string{"path", "interval"}
 	compareFields    = []string{"numeric"}
 	numericFields    = []string{"rtol", "atol"}
@@ -642,15 +643,18 @@ var aliases = map[string]map[string]string{
 		"type": "kind", "entrypoint": "command", "cmd": "command", "environment": "env", "wasm": "module",
 		"input": "inputs", "output": "outputs", "deadline": "timeout", "time_limit": "timeout",
 		"verify": "verification", "replication": "verification",
+		"nodes": "resources.nodes", "num_nodes": "resources.nodes", "shm": "resources.shm",
 	},
 	"resources": {
 		"cpus": "cpu", "cores": "cpu", "ram": "memory", "mem": "memory", "storage": "disk",
 		"gpus": "gpu", "vram": "gpu.min_vram",
+		"num_nodes": "nodes", "members": "nodes", "node_count": "nodes",
+		"shm_size": "shm", "shared_memory": "shm", "dev_shm": "shm",
 	},
 	"resources.gpu": {
 		"model": "models", "type": "models", "class": "models", "vram": "min_vram", "memory": "min_vram",
 		"compute_cap": "min_compute_cap", "compute_capability": "min_compute_cap", "min_compute_capability": "min_compute_cap",
-		"gpus": "count",
+		"gpus": "count", "nvlink": "interconnect", "topology": "interconnect",
 	},
 	"ports[]": {
 		"container_port": "port", "number": "port", "proto": "protocol",
@@ -778,6 +782,8 @@ func (d *decoder) spec(n ast.Node) *Spec {
 			s.Checkpoint = d.checkpoint(f, e.value)
 		case "network":
 			s.Network, _ = d.boolean(f, e.value)
+		case "placement":
+			s.Placement = d.placement(f, e.value)
 		case "trust":
 			s.Trust = d.str(f, e.value, "trust: tee")
 		case "tee_measurements":
@@ -939,6 +945,10 @@ func (d *decoder) resources(field string, n ast.Node) Resources {
 			r.Disk = d.bytes(f, e.value, "1GiB or 20GB")
 		case "gpu":
 			r.GPU = d.gpu(f, e.value)
+		case "nodes":
+			r.Nodes = d.integer(f, e.value, "nodes: 3")
+		case "shm":
+			r.Shm = d.bytes(f, e.value, "16GiB")
 		default:
 			delete(d.pos, f)
 			d.unknown(field, e, resourcesFields)
@@ -967,12 +977,36 @@ func (d *decoder) gpu(field string, n ast.Node) GPU {
 			if !strings.Contains(g.MinComputeCap, ".") && g.MinComputeCap != "" && strings.Trim(g.MinComputeCap, "0123456789") == "" {
 				g.MinComputeCap += ".0" // 9 means 9.0
 			}
+		case "interconnect":
+			g.Interconnect = strings.ToLower(d.str(f, e.value, "interconnect: nvlink"))
 		default:
 			delete(d.pos, f)
 			d.unknown(field, e, gpuFields)
 		}
 	}
 	return g
+}
+
+// placement decodes placement: {region: eu}. It is nil when placement is
+// left out or empty.
+func (d *decoder) placement(field string, n ast.Node) *Placement {
+	v, _ := d.resolve(field, n)
+	if _, null := v.(*ast.NullNode); v == nil || null {
+		return nil
+	}
+	pl := &Placement{}
+	for _, e := range d.mapping(field, n, "placement: {region: eu}") {
+		f := field + "." + e.key
+		d.mark(f, e.pos, e.value)
+		switch e.key {
+		case "region":
+			pl.Region = d.str(f, e.value, "region: eu")
+		default:
+			delete(d.pos, f)
+			d.unknown(field, e, placementFields)
+		}
+	}
+	return pl
 }
 
 // NormalizeGPUModel spells a GPU class the way the network does: trimmed,

@@ -56,6 +56,9 @@ type Spec struct {
 	Deterministic  *bool             `yaml:"deterministic" json:"deterministic"`                         // nil: true for wasm, false for oci
 	Checkpoint     *Checkpoint       `yaml:"checkpoint,omitempty" json:"checkpoint,omitempty"`           // where the job keeps its state, resumed from on another provider
 	Network        bool              `yaml:"network,omitempty" json:"network,omitempty"`                 // oci: the job needs network access (only providers that allow it)
+	// Placement holds hard placement constraints: placement.region is
+	// region with region_required (the same ledger fields).
+	Placement *Placement `yaml:"placement,omitempty" json:"placement,omitempty"`
 	// Trust is TrustTEE for a job that runs only on providers whose TEE
 	// attestation the chain verified, and whose key goes only to the
 	// attested key; TEEMeasurements pin their launch measurement (hex).
@@ -131,13 +134,29 @@ func urlInputHash(s string) string {
 	return blobPrefix + strings.TrimPrefix(strings.ToLower(strings.TrimSpace(s)), blobPrefix)
 }
 
-// Resources is what a job needs from one provider.
+// Resources is what a job needs from one provider: for a gang (Nodes >
+// 1), what each member needs from its own.
 type Resources struct {
 	CPU    float64 `yaml:"cpu" json:"cpu"`       // cores
 	Memory Bytes   `yaml:"memory" json:"memory"` // RAM
 	Disk   Bytes   `yaml:"disk" json:"disk"`     // scratch space for inputs, outputs and the job's files
 	GPU    GPU     `yaml:"gpu" json:"gpu"`       // GPUs; none when Count is 0
+	// Nodes is how many members the job runs as, each on its own
+	// provider, placed together or not at all (1 … MaxNodes; left out,
+	// 0, is one).
+	Nodes int `yaml:"nodes,omitempty" json:"nodes,omitempty"`
+	// Shm is the size of /dev/shm inside each member (oci), held within
+	// Memory; 0 leaves the executor's default.
+	Shm Bytes `yaml:"shm,omitempty" json:"shm,omitempty"`
 }
+
+// Placement is where a job must run (docs/jobspec.md, placement).
+type Placement struct {
+	Region string `yaml:"region,omitempty" json:"region,omitempty"` // the providers' region, required
+}
+
+// MaxNodes is the most members a job may ask for: the ledger's bound.
+const MaxNodes = ledger.MaxGangNodes
 
 // GPU is a job's GPU requirement. Models, MinVRAM and MinComputeCap narrow
 // which GPUs qualify; each needs Count ≥ 1.
@@ -146,7 +165,16 @@ type GPU struct {
 	Models        []string `yaml:"models,omitempty" json:"models,omitempty"`                   // hardware classes, any of which will do, e.g. RTX_4090
 	MinVRAM       Bytes    `yaml:"min_vram,omitempty" json:"min_vram,omitempty"`               // memory per GPU
 	MinComputeCap string   `yaml:"min_compute_cap,omitempty" json:"min_compute_cap,omitempty"` // CUDA compute capability, e.g. "8.0"
+	// Interconnect is what must link the GPUs of the provider (of each
+	// member): InterconnectNVLink, InterconnectPCIe (any), or empty (any).
+	Interconnect string `yaml:"interconnect,omitempty" json:"interconnect,omitempty"`
 }
+
+// Values of GPU.Interconnect: the ledger's.
+const (
+	InterconnectNVLink = ledger.InterconnectNVLink
+	InterconnectPCIe   = ledger.InterconnectPCIe
+)
 
 // Values of Spec.Executor: the ledger's.
 const (
@@ -291,6 +319,15 @@ func (s *Spec) LedgerSpec(module string) ledger.JobSpec {
 		MaxPricePerHour: uint64(s.MaxPrice), TimeoutSeconds: uint64(time.Duration(s.Timeout) / time.Second),
 		Verification: s.Verification, Deterministic: s.IsDeterministic(),
 		Region: s.Region, RegionRequired: s.RegionRequired, Network: s.Network,
+		Shm: uint64(s.Resources.Shm), Interconnect: s.Resources.GPU.Interconnect,
+	}
+	if s.Resources.Nodes > 1 {
+		// One node is the ledger's default (0): a spec without nodes
+		// submits what it did before gangs existed.
+		ls.Nodes = uint64(s.Resources.Nodes)
+	}
+	if pl := s.Placement; pl != nil && pl.Region != "" {
+		ls.Region, ls.RegionRequired = pl.Region, true
 	}
 	ls.Trust, ls.TEEMeasurements = s.Trust, s.TEEMeasurements
 	if s.Tier != TierOnDemand {
@@ -383,6 +420,10 @@ func (s *Spec) setDefaults(given func(field string) bool) {
 	}
 	if s.Verification == "" {
 		s.Verification = DefaultVerification
+		if s.Resources.Nodes > 1 {
+			// A gang is not replicated (docs/jobspec.md, nodes).
+			s.Verification = VerifyNone
+		}
 	}
 	if s.Tier == "" {
 		s.Tier = DefaultTier

@@ -43,6 +43,7 @@ func (s *Spec) validate() Errors {
 	v.inputs()
 	v.outputs()
 	v.resources()
+	v.gang()
 	v.terms()
 	v.compare()
 	v.onChain()
@@ -447,6 +448,49 @@ func (v *validator) resources() {
 	}
 	if c := g.MinComputeCap; c != "" && !ledger.ValidComputeCap(c) {
 		v.errorf("resources.gpu.min_compute_cap", `%q is not a compute capability: write major.minor, e.g. "8.0" or "8.6"`, clip(c))
+	}
+}
+
+// gang checks resources.nodes, resources.shm, resources.gpu.interconnect
+// and placement: the ledger's rules (ledger.JobSpec's validateGang and
+// validateResources) in the YAML's terms.
+func (v *validator) gang() {
+	s := v.s
+	r := s.Resources
+	switch {
+	case r.Nodes < 1 && s.given("resources.nodes"):
+		v.errorf("resources.nodes", "%d: a job runs as at least 1 member (leave nodes out for one)", r.Nodes)
+	case r.Nodes > MaxNodes:
+		v.errorf("resources.nodes", "%d members is more than the %d a job may ask for", r.Nodes, MaxNodes)
+	case r.Nodes > 1 && s.Executor == ExecutorWASM:
+		v.errorf("resources.nodes", "is %d, but a gang's members talk over a private network, which wasm jobs do not have: use executor: oci", r.Nodes)
+	case r.Nodes > 1 && s.Verification != VerifyNone && s.Verification != "":
+		v.errorf("verification", "is %s, but a gang (resources.nodes: %d) is not replicated (it would run the whole gang twice): use verification: none", s.Verification, r.Nodes)
+	case r.Nodes > 1 && s.Trust != "":
+		v.errorf("trust", "is %s, but a gang's (resources.nodes: %d) private network leaves each member's enclave: run a trusted job on one node", s.Trust, r.Nodes)
+	}
+	if r.Shm > 0 {
+		switch {
+		case s.Executor == ExecutorWASM:
+			v.errorf("resources.shm", "is for oci jobs: a wasm job has no /dev/shm")
+		case r.Shm > r.Memory:
+			v.errorf("resources.shm", "%s is more than resources.memory %s: /dev/shm is held in the job's memory; raise memory or lower shm", r.Shm, r.Memory)
+		}
+	}
+	switch ic := r.GPU.Interconnect; {
+	case ic == "":
+	case ic != InterconnectNVLink && ic != InterconnectPCIe:
+		v.errorf("resources.gpu.interconnect", "%q is not an interconnect: use nvlink (every pair of GPUs linked by NVLink) or pcie (any), or leave it out", clip(ic))
+	case ic == InterconnectNVLink && r.GPU.Count < 2:
+		v.errorf("resources.gpu.interconnect", "nvlink links a provider's GPUs to each other, so gpu.count must be at least 2, not %d", r.GPU.Count)
+	}
+	if pl := s.Placement; pl != nil && pl.Region != "" {
+		switch {
+		case !ledger.ValidRegion(pl.Region):
+			v.errorf("placement.region", "%q is not a region: use up to 32 lower-case letters, digits and '-', e.g. eu or us-east", clip(pl.Region))
+		case s.Region != "" || s.RegionRequired:
+			v.errorf("placement.region", "and region are both set: placement.region is region with region_required: true; keep one")
+		}
 	}
 }
 

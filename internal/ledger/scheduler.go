@@ -145,9 +145,9 @@ func jobRequest(s *JobSpec, p Params, perClass int, eng sched.EngineNeed) sched.
 		// A gang does not preempt: the slots it could take need not
 		// make a gang in one site (gang.go).
 		MayPreempt: tierRank(tier) > 0 && !s.Gang(),
-		Engine:          eng,
-		PerClass:        perClass,
-		Planned:         int(s.PlannedReplicas()),
+		Engine:     eng,
+		PerClass:   perClass,
+		Planned:    int(s.PlannedReplicas()),
 	}
 }
 
