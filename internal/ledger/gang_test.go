@@ -165,7 +165,6 @@ func TestGangPlacedTogetherInOneSite(t *testing.T) {
 	}
 }
 
-
 // TestGangNVLink: a gang asking for NVLink takes only providers whose
 // GPUs are NVLinked, and counts the others.
 func TestGangNVLink(t *testing.T) {
@@ -430,5 +429,36 @@ func TestGangRefusals(t *testing.T) {
 	info.Inventory.Interconnect = ledger.InterconnectNVLink
 	if err := (&ledger.MsgRegisterProvider{ProviderInfo: info}).ValidateBasic(); !errors.Is(err, ledger.ErrInvalidMsg) {
 		t.Errorf("NVLink with one GPU: %v", err)
+	}
+}
+
+// TestGangStopsWholeAfterAMemberReported: a gang one member of which has
+// reported its end and another is lost is not finished with a replacement
+// of the lost one: it is queued again whole, and the member that reported
+// is released with the others (without a checkpoint, paid nothing: its
+// run is lost with the gang's).
+func TestGangStopsWholeAfterAMemberReported(t *testing.T) {
+	c, ks := gangChain(t, gangProv{"eu", false, 10_000}, gangProv{"eu", false, 20_000}, gangProv{"eu", false, 30_000})
+	must(t, []ledger.TxResult{submit(t, c, gangSpec(2))})
+	grantGang(t, c, ks, 1)
+	startGang(t, c, ks, 1)
+	byRank := members(t, job(t, c, 1))
+	c.Advance(100 * time.Second)
+	r0 := keyFor(t, ks, byRank[0])
+	must(t, []ledger.TxResult{send(t, c, r0, &ledger.MsgCommitResult{JobID: 1, MeteredSeconds: 90, Result: &ledger.JobResult{
+		ManifestHash: ledger.Hash{1}, OutputBlob: fmt.Sprintf("sha256:%064x", 1), MeteredSeconds: 90}})})
+	before := c.Balance(t, r0.Addr)
+	must(t, []ledger.TxResult{send(t, c, keyFor(t, ks, byRank[1]), &ledger.MsgSetProviderStatus{Online: false})})
+	j := job(t, c, 1)
+	if j.State != ledger.JobAssigned || j.Attempts != 2 || len(j.Assignments) != 2 {
+		t.Fatalf("after losing rank 1 with rank 0 reported: %s, %d attempts, %d members; want placed again whole", j.State, j.Attempts, len(j.Assignments))
+	}
+	for _, a := range j.Assignments {
+		if a.Result != nil || a.Provider == byRank[1] {
+			t.Errorf("new placement carries %+v", a)
+		}
+	}
+	if got := c.Balance(t, r0.Addr); got != before || j.Cost != 0 {
+		t.Errorf("rank 0 paid %d (job cost %d) for a run the gang lost", got-before, j.Cost)
 	}
 }
