@@ -46,10 +46,19 @@ func newSiteTally(r *Request) *siteTally {
 	return &siteTally{want: r.Need}
 }
 
-func (t *siteTally) add(site []byte) {
-	var n int
-	t.counts, n = countSite(t.counts, string(site))
-	t.largest = max(t.largest, n)
+// add counts one candidate of site and returns the site's name, one
+// string per site rather than one per candidate.
+func (t *siteTally) add(site []byte) string {
+	for i := range t.counts {
+		if c := &t.counts[i]; c.site == string(site) {
+			c.n++
+			t.largest = max(t.largest, c.n)
+			return c.site
+		}
+	}
+	t.counts = append(t.counts, siteCount{string(site), 1})
+	t.largest = max(t.largest, 1)
+	return t.counts[len(t.counts)-1].site
 }
 
 // short reports whether no site has t.want offers yet; false for no

@@ -217,8 +217,7 @@ func Place(st State, r *Request) (*Plan, error) {
 				price := max(of.Ask, market) * units
 				pk := Pick{Provider: of.Provider, Class: class, Price: price, Ask: of.Ask * units, Score: Score(of, price, r), Engine: of.Engine}
 				if sites != nil {
-					pk.Site = string(of.Region)
-					sites.add(of.Region)
+					pk.Site = sites.add(of.Region)
 				}
 				cands = append(cands, pk)
 				found++
