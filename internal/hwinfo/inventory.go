@@ -23,9 +23,13 @@ type GPU struct {
 // Inventory is what a provider has. Zero values mean "not determined"; the
 // reason is then among Notes.
 type Inventory struct {
-	GPUs          []GPU    `json:"gpus"`
-	DriverVersion string   `json:"driver_version,omitempty"`
-	CUDAVersion   string   `json:"cuda_version,omitempty"` // "12.4" from NVML's CUDA driver version int
+	GPUs          []GPU  `json:"gpus"`
+	DriverVersion string `json:"driver_version,omitempty"`
+	CUDAVersion   string `json:"cuda_version,omitempty"` // "12.4" from NVML's CUDA driver version int
+	// Interconnect is what links the GPUs to each other: InterconnectNVLink
+	// when NVML reports every pair peer-to-peer capable over NVLink,
+	// InterconnectPCIe otherwise; "" with fewer than two GPUs.
+	Interconnect  string   `json:"interconnect,omitempty"`
 	CPUModel      string   `json:"cpu_model"`
 	CPUCores      int      `json:"cpu_cores"` // logical CPUs this process may use (affinity and cgroup quota)
 	RAMBytes      uint64   `json:"ram_bytes"` // physical memory, capped by a cgroup memory limit

@@ -99,7 +99,51 @@ func (f NVMLFingerprinter) Fingerprint(ctx context.Context, inv *Inventory) erro
 	if len(inv.GPUs) == 0 {
 		inv.Notef("NVML reports %d GPUs but none could be read: CPU-only provider", count)
 	}
+	inv.Interconnect = nvmlInterconnect(lib, inv)
 	return nil
+}
+
+// Values of Inventory.Interconnect: the ledger's words for them.
+const (
+	InterconnectNVLink = "nvlink"
+	InterconnectPCIe   = "pcie"
+)
+
+// nvmlInterconnect says what links inv's GPUs: InterconnectNVLink when
+// NVML reports every pair of them peer-to-peer capable over NVLink
+// (nvmlDeviceGetP2PStatus with NVML_P2P_CAPS_INDEX_NVLINK: direct links or
+// an NVSwitch), InterconnectPCIe when some pair is not, or cannot be asked
+// (with a Note), "" with fewer than two GPUs. A gang's job that asks for
+// NVLink counts on every GPU reaching every other over it, so one pair
+// short is PCIe.
+func nvmlInterconnect(lib nvml.Interface, inv *Inventory) string {
+	if len(inv.GPUs) < 2 {
+		return ""
+	}
+	devs := make([]nvml.Device, len(inv.GPUs))
+	for i, g := range inv.GPUs {
+		if err := nvcall(func() (r nvml.Return) { devs[i], r = lib.DeviceGetHandleByIndex(g.Index); return }); err != nil || devs[i] == nil {
+			inv.Notef("GPU %d: no device handle for its NVLink status (%v): interconnect taken as PCIe", g.Index, err)
+			return InterconnectPCIe
+		}
+	}
+	for i := range devs {
+		for j := i + 1; j < len(devs); j++ {
+			var st nvml.GpuP2PStatus
+			err := nvcall(func() (r nvml.Return) { st, r = devs[i].GetP2PStatus(devs[j], nvml.P2P_CAPS_INDEX_NVLINK); return })
+			if errors.Is(err, nvml.ERROR_NOT_SUPPORTED) || errors.Is(err, nvml.ERROR_FUNCTION_NOT_FOUND) {
+				return InterconnectPCIe // a driver or board without it: nothing to note
+			}
+			if err != nil {
+				inv.Notef("GPUs %d and %d: NVLink peer-to-peer status: %v: interconnect taken as PCIe", inv.GPUs[i].Index, inv.GPUs[j].Index, err)
+				return InterconnectPCIe
+			}
+			if st != nvml.P2P_STATUS_OK {
+				return InterconnectPCIe
+			}
+		}
+	}
+	return InterconnectNVLink
 }
 
 // nvmlDevice reads GPU i. It returns false, with a Note, only when the device

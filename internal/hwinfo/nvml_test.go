@@ -24,6 +24,10 @@ func mockDevice(uuid string) *mock.Device {
 		GetMaxPcieLinkWidthFunc:       func() (int, nvml.Return) { return 16, nvml.SUCCESS },
 		GetCurrPcieLinkGenerationFunc: func() (int, nvml.Return) { return 1, nvml.SUCCESS },
 		GetCurrPcieLinkWidthFunc:      func() (int, nvml.Return) { return 16, nvml.SUCCESS },
+		// PCIe between GPUs unless a test links them (interconnect_test.go).
+		GetP2PStatusFunc: func(nvml.Device, nvml.GpuP2PCapsIndex) (nvml.GpuP2PStatus, nvml.Return) {
+			return nvml.P2P_STATUS_NOT_SUPPORTED, nvml.SUCCESS
+		},
 	}
 }
 
@@ -115,6 +119,10 @@ func TestNVMLDGXA100(t *testing.T) {
 				d := d.(*mockserver.Device)
 				d.GetMaxPcieLinkGenerationFunc = func() (int, nvml.Return) { return 4, nvml.SUCCESS }
 				d.GetMaxPcieLinkWidthFunc = func() (int, nvml.Return) { return 16, nvml.SUCCESS }
+				// A DGX A100's GPUs all reach each other over NVSwitch.
+				d.GetP2PStatusFunc = func(nvml.Device, nvml.GpuP2PCapsIndex) (nvml.GpuP2PStatus, nvml.Return) {
+					return nvml.P2P_STATUS_OK, nvml.SUCCESS
+				}
 			}
 		}
 		inv := fingerprintNVML(t, server)
@@ -136,6 +144,9 @@ func TestNVMLDGXA100(t *testing.T) {
 		}
 		if inv.DriverVersion != "550.54.15" || inv.CUDAVersion != "12.4" {
 			t.Errorf("driver, CUDA = %q, %q", inv.DriverVersion, inv.CUDAVersion)
+		}
+		if withPCIe && inv.Interconnect != InterconnectNVLink {
+			t.Errorf("interconnect %q, want nvlink", inv.Interconnect)
 		}
 		if withPCIe && len(inv.Notes) != 0 {
 			t.Errorf("Notes = %q, want none", inv.Notes)

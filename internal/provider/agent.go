@@ -485,6 +485,11 @@ func Declaration(inv *hwinfo.Inventory, fig *hwinfo.Figures, gpuFigs map[string]
 			pi.Asks = append(pi.Asks, ledger.Ask{Class: g.Class, PricePerHour: price(g.Class, DefaultGPUPrice)})
 		}
 	}
+	if len(pi.Inventory.GPUs) >= 2 {
+		// What links the GPUs (NVML's NVLink peer-to-peer status): a job
+		// asking for NVLink is matched on it.
+		pi.Inventory.Interconnect = inv.Interconnect
+	}
 	// Every machine rents out its cores too: a GPU machine takes CPU jobs
 	// (the devnet's example job is one) at its "cpu" price. A single price
 	// for every class (AnyClass) is a GPU price there, not a core's.

@@ -84,3 +84,31 @@ func TestDeclarationFigures(t *testing.T) {
 		t.Errorf("a 3× overclaim declares %d GOPS for the GPU", over.Inventory.GPUs[0].Int8GOPS)
 	}
 }
+
+// TestDeclarationInterconnect: the GPUs' interconnect, as NVML found it,
+// is declared for two or more GPUs, and valid to the ledger; one GPU
+// declares none.
+func TestDeclarationInterconnect(t *testing.T) {
+	kr, err := keys.Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	k, _ := kr.Add("p")
+	gpu := func(uuid string) hwinfo.GPU {
+		return hwinfo.GPU{UUID: uuid, Name: "NVIDIA H100 80GB HBM3", Class: "H100_80GB", VRAMBytes: 80 << 30, ComputeCapability: "9.0"}
+	}
+	inv := &hwinfo.Inventory{CPUCores: 16, RAMBytes: 64 << 30, DiskFreeBytes: 100 << 30, OS: "linux", Arch: "amd64",
+		GPUs: []hwinfo.GPU{gpu("GPU-1"), gpu("GPU-2")}, Interconnect: hwinfo.InterconnectNVLink}
+	fig := &hwinfo.Figures{Device: "cpu", Int8TOPS: 0.05, MemBandwidthGBs: 50}
+	pi := provider.Declaration(inv, fig, nil, provider.Options{Key: k, Executors: []string{"oci"}, MaxJobs: 1, Region: "eu"})
+	if pi.Inventory.Interconnect != ledger.InterconnectNVLink {
+		t.Errorf("two NVLinked GPUs declare %q", pi.Inventory.Interconnect)
+	}
+	if err := (&ledger.MsgRegisterProvider{ProviderInfo: pi}).ValidateBasic(); err != nil {
+		t.Errorf("the ledger refuses the declaration: %v", err)
+	}
+	inv.GPUs = inv.GPUs[:1]
+	if pi := provider.Declaration(inv, fig, nil, provider.Options{Key: k, Executors: []string{"oci"}, MaxJobs: 1}); pi.Inventory.Interconnect != "" {
+		t.Errorf("one GPU declares %q", pi.Inventory.Interconnect)
+	}
+}
