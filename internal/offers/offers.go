@@ -59,6 +59,10 @@ type Offer struct {
 	// attestation stops counting (unix seconds; 0 for none).
 	TEE       string `json:"tee,omitempty"`
 	TEEExpiry int64  `json:"tee_expiry,omitempty"`
+	// Interconnect is what links the provider's GPUs to each other, as
+	// its agent detected it: "nvlink" (every pair over NVLink), "pcie",
+	// or "" (fewer than two GPUs, or not known).
+	Interconnect string `json:"interconnect,omitempty"`
 }
 
 // Filter returns the offers that q matches, in their original order. A nil
