@@ -2,6 +2,7 @@ package jobspec
 
 import (
 	"errors"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -95,4 +96,29 @@ func TestGangSpecErrors(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestGangDocExample: docs/jobspec.md's gang example parses to what the
+// text under it says.
+func TestGangDocExample(t *testing.T) {
+	blocks, _ := yamlBlocks(t, filepath.Join("..", "..", "docs", "jobspec.md"))
+	for _, b := range blocks {
+		if !strings.HasPrefix(b, "name: llm-train") {
+			continue
+		}
+		s, err := Parse([]byte(b), "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		ls := s.LedgerSpec("")
+		if ls.Nodes != 3 || ls.GPUCount != 8 || ls.Interconnect != ledger.InterconnectNVLink || ls.Shm != 16<<30 ||
+			ls.Region != "eu" || !ls.RegionRequired || ls.Verification != ledger.VerifyNone || ls.MaxPricePerHour != 20_000_000 || ls.TimeoutSeconds != 48*3600 {
+			t.Errorf("the doc's gang parses to %+v", ls)
+		}
+		if err := ls.Validate(); err != nil {
+			t.Errorf("the ledger refuses the doc's gang: %v", err)
+		}
+		return
+	}
+	t.Fatal("docs/jobspec.md has no llm-train gang example")
 }
