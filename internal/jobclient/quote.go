@@ -163,6 +163,7 @@ func unmetBy(q *ledger.Quote, s *ledger.JobSpec) []Unmet {
 	add(m.Disk, "resources.disk", jobspec.Bytes(s.Disk).String())
 	add(m.Region, "region", s.Region+" (region_required)")
 	add(m.Network, "network", "true")
+	add(m.NVLink, "resources.gpu.interconnect", "nvlink")
 	add(m.GPUs, "resources.gpu.count", gpus(s.GPUCount))
 	add(m.VRAM, "resources.gpu.min_vram", jobspec.Bytes(s.MinVRAM).String()+" per GPU")
 	add(m.ComputeCap, "resources.gpu.min_compute_cap", s.MinComputeCap)
