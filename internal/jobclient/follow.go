@@ -69,7 +69,14 @@ func (c *Client) GrantIfNeeded(ctx context.Context, j *ledger.Job) (bool, error)
 	if len(grants) == 0 {
 		return false, nil
 	}
-	_, err := c.Chain.SendMsg(ctx, c.Key, 0, &ledger.MsgGrantKey{JobID: j.ID, Grants: grants})
+	// A grant_key carries at most maxGrantsPerMsg grants: a gang of more
+	// members is granted in several, until one fails.
+	var err error
+	for len(grants) > 0 && err == nil {
+		n := min(len(grants), maxGrantsPerMsg)
+		_, err = c.Chain.SendMsg(ctx, c.Key, 0, &ledger.MsgGrantKey{JobID: j.ID, Grants: grants[:n]})
+		grants = grants[n:]
+	}
 	var txErr *chainclient.TxError
 	switch {
 	case errors.As(err, &txErr) && (txErr.Result.Code == ledger.ErrJobState.Code || txErr.Result.Code == ledger.ErrNotJobParty.Code):
@@ -89,6 +96,9 @@ func attestedFor(p *ledger.Provider, spec *ledger.JobSpec, now time.Time) bool {
 	}
 	return len(spec.TEEMeasurements) == 0 || slices.Contains(spec.TEEMeasurements, p.TEE.Measurement)
 }
+
+// maxGrantsPerMsg is the most grants the ledger takes in one grant_key.
+const maxGrantsPerMsg = 8
 
 // Follow watches job id until it ends or ctx does, granting the job key
 // whenever it is assigned. onChange sees each new state or reason.
