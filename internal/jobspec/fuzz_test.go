@@ -16,6 +16,7 @@ func FuzzParse(f *testing.F) {
 	f.Add(designExample)
 	f.Add(minimalWASM)
 	f.Add(minimalOCI)
+	f.Add(gangOCI)
 	for _, tt := range errorTests {
 		if len(tt.src) < 4096 {
 			f.Add(tt.src)

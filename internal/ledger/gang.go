@@ -2,8 +2,8 @@ package ledger
 
 import (
 	"fmt"
-	"net"
 	"strconv"
+	"strings"
 
 	"github.com/gpunet/gpunet/internal/address"
 )
@@ -115,8 +115,18 @@ func checkGangEndpoint(e string) error {
 	if len(e) > MaxGangEndpointLen {
 		return invalid("endpoint: %d bytes, at most %d", len(e), MaxGangEndpointLen)
 	}
-	host, port, err := net.SplitHostPort(e)
-	if err != nil || host == "" {
+	// host:port, or [IPv6]:port; parsed here (the ledger imports no net).
+	i := strings.LastIndexByte(e, ':')
+	if i < 0 {
+		return invalid("endpoint %q: want host:port", e)
+	}
+	host, port := e[:i], e[i+1:]
+	if strings.HasPrefix(host, "[") && strings.HasSuffix(host, "]") {
+		host = host[1 : len(host)-1]
+	} else if strings.ContainsAny(host, ":[]") {
+		return invalid("endpoint %q: want host:port, an IPv6 address in brackets", e)
+	}
+	if host == "" {
 		return invalid("endpoint %q: want host:port", e)
 	}
 	if n, err := strconv.ParseUint(port, 10, 16); err != nil || n == 0 {

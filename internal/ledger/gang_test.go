@@ -462,3 +462,17 @@ func TestGangStopsWholeAfterAMemberReported(t *testing.T) {
 		t.Errorf("rank 0 paid %d (job cost %d) for a run the gang lost", got-before, j.Cost)
 	}
 }
+
+// TestGangEndpoint: a member's endpoint is host:port or [IPv6]:port.
+func TestGangEndpoint(t *testing.T) {
+	for e, ok := range map[string]bool{
+		"": true, "203.0.113.7:51820": true, "node-3.example:1": true, "[2001:db8::1]:51820": true,
+		"203.0.113.7": false, ":51820": false, "h:0": false, "h:65536": false, "h:x": false, "2001:db8::1:51820": false,
+		"[]:1": false, "h st:1": false, "h\u00e9:1": false, strings.Repeat("h", 256) + ":1": false,
+	} {
+		err := (&ledger.MsgGangMember{JobID: 1, PublicKey: ledger.Hash{1}, Endpoint: e}).ValidateBasic()
+		if (err == nil) != ok {
+			t.Errorf("endpoint %q: %v, want ok %v", e, err, ok)
+		}
+	}
+}
