@@ -1,9 +1,10 @@
 package offers
 
 import (
-	"github.com/gpunet/gpunet/internal/typo"
 	"slices"
 	"strings"
+
+	"github.com/gpunet/gpunet/internal/typo"
 )
 
 // kind is a field's type; it decides which operators and values a term may

@@ -39,18 +39,17 @@
 //     cheapest ask above the ceiling, for its reason.
 //  6. pick: the providers the job does not have yet, the first Need of
 //     them, all or none unless Request.Partial; with fewer, the [Code] of
-//     why it waits.
+//     why it waits. For a gang (Request.Gang), the first site (region) in
+//     rank order to have Need of them, and its best Need (gang.go), the
+//     scan having gone on until one site had them.
 //
 // # Where wave 3 goes
 //
 // Trust tiers are a hard constraint and a ranking term: a field of [Offer]
 // (which the ledger encodes in the index entry, offer.go), a minimum in
 // [Request], a case in fits with its count in [Miss], and, if trust should
-// rank too, a term in [Score]. Gang
-// placement (several providers for one job, all or nothing, e.g. on one
-// region or interconnect) goes in pick: it chooses, from the ranked
-// candidates, a set of Need that satisfies the gang's constraint, or none,
-// as chooseEngine already does for an engine and pick for a job's
-// replicas; Request grows the gang's shape, Miss its own count and Code,
-// and the ledger's place applies the picks as it does a job's replicas.
+// rank too, a term in [Score]. Gang placement is built that way (gang.go):
+// Request.Gang and NVLink, Miss.Sites, Together and NVLink, the Apart
+// code; a bound on measured latency between members would be one more
+// constraint on the site pickGang chooses.
 package sched
