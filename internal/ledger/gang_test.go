@@ -476,3 +476,59 @@ func TestGangEndpoint(t *testing.T) {
 		}
 	}
 }
+
+// TestGangCancelPaysEachMemberItsSeconds: a running gang cancelled pays
+// each member the seconds it ran, at its own price, and refunds the rest.
+func TestGangCancelPaysEachMemberItsSeconds(t *testing.T) {
+	c, ks := gangChain(t, gangProv{"eu", false, 10_000}, gangProv{"eu", false, 20_000}, gangProv{"eu", false, 30_000})
+	must(t, []ledger.TxResult{submit(t, c, gangSpec(3))})
+	grantGang(t, c, ks, 1)
+	startGang(t, c, ks, 1)
+	c.Advance(600 * time.Second)
+	must(t, []ledger.TxResult{send(t, c, consumer, &ledger.MsgCancelJob{JobID: 1})})
+	j := job(t, c, 1)
+	if j.State != ledger.JobCancelled || j.Escrow != 0 {
+		t.Fatalf("cancelled gang: %s, escrow %d", j.State, j.Escrow)
+	}
+	now := c.Now().Unix()
+	var total uint64
+	for _, a := range j.Assignments {
+		want := a.PricePerHour * uint64(now-a.StartedAt) / 3600
+		if a.Paid != want {
+			t.Errorf("rank %d (%d/h, started %d s before): paid %d, want %d", a.Rank, a.PricePerHour, now-a.StartedAt, a.Paid, want)
+		}
+		total += a.Paid
+	}
+	if j.Cost != total {
+		t.Errorf("cost %d, members paid %d", j.Cost, total)
+	}
+}
+
+// TestGangDeterministic: the same gang's life applied to two chains gives
+// the same app hash at every block.
+func TestGangDeterministic(t *testing.T) {
+	run := func() []string {
+		c, ks := gangChain(t, gangProv{"eu", true, 10_000}, gangProv{"eu", true, 20_000}, gangProv{"us", true, 30_000})
+		var hashes []string
+		step := func() { hashes = append(hashes, fmt.Sprintf("%x", c.Hash)) }
+		s := gangSpec(2)
+		s.Interconnect = ledger.InterconnectNVLink
+		must(t, []ledger.TxResult{submit(t, c, s)})
+		step()
+		grantGang(t, c, ks, 1)
+		step()
+		startGang(t, c, ks, 1)
+		step()
+		c.Advance(100 * time.Second)
+		for _, a := range job(t, c, 1).Assignments {
+			must(t, []ledger.TxResult{send(t, c, keyFor(t, ks, a.Provider), &ledger.MsgCommitResult{JobID: 1, MeteredSeconds: 90, Result: &ledger.JobResult{
+				ManifestHash: ledger.Hash{byte(a.Rank)}, OutputBlob: fmt.Sprintf("sha256:%064x", a.Rank+1), MeteredSeconds: 90}})})
+			step()
+		}
+		return hashes
+	}
+	a, b := run(), run()
+	if fmt.Sprint(a) != fmt.Sprint(b) {
+		t.Fatalf("app hashes differ:\n%v\n%v", a, b)
+	}
+}
