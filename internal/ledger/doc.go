@@ -88,6 +88,10 @@
 //   - checkpoint.go: checkpoints (MsgCommitCheckpoint), the resume point,
 //     paying for kept work on reassignment, applying replicas' checkpoint
 //     votes (compareCheckpoints, tallied by verify.TallyCheckpoint).
+//   - gang.go: gangs, jobs of several members that start together and
+//     fail together (resources.nodes): their rules, MsgGangMember, a
+//     member's start, per-member settlement, gang checkpoint steps; their
+//     placement is sched's (gang.go there).
 //   - market.go: the price index per hardware class and the tiers;
 //     market_preempt.go: spot jobs preempted by higher tiers.
 //   - rewards.go: each epoch's emission and who gets it (MsgClaimRewards).
