@@ -1,6 +1,7 @@
 package jobclient
 
 import (
+	"cmp"
 	"fmt"
 	"maps"
 	"slices"
@@ -49,6 +50,8 @@ func describeOffered(field string, s *ledger.JobSpec, offs []offers.Offer) strin
 		return counted(offs, func(o offers.Offer) string { return o.Region }, "regions")
 	case "network":
 		return "no provider that allows network access (gpunet provider start --allow-network)"
+	case "resources.gpu.interconnect":
+		return counted(gpuOffs, func(o offers.Offer) string { return cmp.Or(o.Interconnect, "none") }, "interconnects")
 	}
 	return fmt.Sprintf("%d provider(s)", len(offs))
 }

@@ -167,7 +167,10 @@ func unmetBy(q *ledger.Quote, s *ledger.JobSpec) []Unmet {
 	add(m.GPUs, "resources.gpu.count", gpus(s.GPUCount))
 	add(m.VRAM, "resources.gpu.min_vram", jobspec.Bytes(s.MinVRAM).String()+" per GPU")
 	add(m.ComputeCap, "resources.gpu.min_compute_cap", s.MinComputeCap)
-	if q.Code == ledger.QuoteTooFew && m.Fit < m.Need {
+	if q.Code == ledger.QuoteTooFew && m.Fit < m.Need && s.Gang() {
+		out = append(out, Unmet{Field: "resources.nodes", Want: fmt.Sprintf("%d members on distinct providers in one region", m.Need),
+			Offered: fmt.Sprintf("%d that can run it", m.Fit)})
+	} else if q.Code == ledger.QuoteTooFew && m.Fit < m.Need {
 		out = append(out, Unmet{Field: "verification", Want: fmt.Sprintf("%s: %d distinct providers", s.Verification, m.Need),
 			Offered: fmt.Sprintf("%d that can run it", m.Fit)})
 	}
