@@ -47,12 +47,19 @@ func quoteCmd(e *env) *cobra.Command {
 				} else {
 					fmt.Fprintf(w, "%d provider(s) can run %q now\n", q.Matching, s.Name)
 				}
+				if q.Nodes > 1 {
+					fmt.Fprintf(w, "a gang of %d members (each on its own provider, all in one region): %d such gang(s) fit now\n", q.Nodes, q.Gangs)
+				}
 				if q.Reason != "" {
 					fmt.Fprintf(w, "it would wait: %s\n", q.Reason)
 					printStakeFixes(w, out.UnderStaked, out.underStakedCount, names)
 				} else {
-					fmt.Fprintf(w, "price: %s/h per replica (%d replica(s)); at most %s if it runs its full %s\n",
-						formatSync(q.PricePerHour), q.Replicas, formatSync(q.MaxCost), time.Duration(s.Timeout))
+					what := "replica"
+					if q.Nodes > 1 {
+						what = "member"
+					}
+					fmt.Fprintf(w, "price: %s/h per %s (%d %s(s)); at most %s if it runs its full %s\n",
+						formatSync(q.PricePerHour), what, q.Replicas, what, formatSync(q.MaxCost), time.Duration(s.Timeout))
 				}
 				fmt.Fprintf(w, "submitting locks %s in escrow (max price × timeout × replicas + fee); unused escrow is refunded\n", formatSync(q.Escrow))
 				if len(q.Tiers) > 0 {
