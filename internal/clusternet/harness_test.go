@@ -1,0 +1,322 @@
+package clusternet
+
+import (
+	"context"
+	"crypto/ed25519"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/netip"
+	"os"
+	"os/exec"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/gpunet/gpunet/internal/address"
+	"github.com/gpunet/gpunet/internal/ledger"
+	"github.com/gpunet/gpunet/internal/relay"
+	"github.com/gpunet/gpunet/internal/testnet"
+)
+
+// The tests here run each member as the containers of a gang run: a
+// provider's host (a testnet host: its own network namespace, reaching the
+// other hosts through testnet's delaying router) and, beside it, the
+// member's own namespace holding only loopback and the WireGuard
+// interface. They need root, the ip command and /dev/net/tun: without them
+// they skip, and under CI=true they fail.
+
+func needNetns(t testing.TB) {
+	t.Helper()
+	err := testnet.Check()
+	if err == nil {
+		if _, lerr := exec.LookPath("ip"); lerr != nil {
+			err = lerr
+		}
+	}
+	if err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("CI=true and this test needs network namespaces: %v", err)
+		}
+		t.Skip(err)
+	}
+}
+
+// gang is n members on n testnet hosts, plus whatever strangers a test
+// adds.
+type gang struct {
+	net     *testnet.Net
+	hosts   []*testnet.Host
+	nss     []string // member namespaces' names
+	cfgs    []Config
+	members []*Net
+	prefix  string
+}
+
+type gangOptions struct {
+	n int
+	// delay is the one-way delay between hosts.
+	delay time.Duration
+	// noEndpoints gives no member a direct endpoint.
+	noEndpoints bool
+	// relay, when set, is every member's Relay (given the member's rank).
+	relay func(rank int) Relay
+}
+
+func ipRun(t testing.TB, args ...string) {
+	t.Helper()
+	out, err := exec.Command("ip", args...).CombinedOutput()
+	if err != nil {
+		t.Fatalf("ip %s: %v: %s", strings.Join(args, " "), err, out)
+	}
+}
+
+// addNS makes a network namespace with loopback up, removed when the test
+// ends.
+func addNS(t testing.TB, name string) string {
+	t.Helper()
+	ipRun(t, "netns", "add", name)
+	t.Cleanup(func() { exec.Command("ip", "netns", "del", name).Run() })
+	ipRun(t, "-n", name, "link", "set", "lo", "up")
+	return name
+}
+
+// testLog logs WireGuard's and the relay's debug lines with
+// CLUSTERNET_DEBUG=1.
+func testLog() *slog.Logger {
+	if os.Getenv("CLUSTERNET_DEBUG") != "1" {
+		return nil
+	}
+	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
+}
+
+func nsPath(name string) string { return "/run/netns/" + name }
+
+// newGang makes the hosts, namespaces and configurations; start brings
+// the members up.
+func newGang(t testing.TB, o gangOptions) *gang {
+	t.Helper()
+	needNetns(t)
+	tn, err := testnet.New(testnet.Options{Delay: o.delay})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { tn.Close() })
+	var r [3]byte
+	rand.Read(r[:])
+	g := &gang{net: tn, prefix: fmt.Sprintf("gcn%d-%s-", os.Getpid(), hex.EncodeToString(r[:]))}
+	var keys []Key
+	var members []Member
+	for i := range o.n {
+		h, err := tn.AddHost(t.Context(), fmt.Sprintf("h%d", i))
+		if err != nil {
+			t.Fatal(err)
+		}
+		g.hosts = append(g.hosts, h)
+		g.nss = append(g.nss, addNS(t, fmt.Sprintf("%sm%d", g.prefix, i)))
+		k, err := NewPrivateKey()
+		if err != nil {
+			t.Fatal(err)
+		}
+		pub, _ := k.PublicKey()
+		keys = append(keys, k)
+		m := Member{Rank: i, PublicKey: pub}
+		if !o.noEndpoints {
+			m.Endpoint = netip.AddrPortFrom(h.Addr, DefaultListenPort)
+		}
+		members = append(members, m)
+	}
+	for i := range o.n {
+		g.cfgs = append(g.cfgs, Config{Rank: i, PrivateKey: keys[i], Members: members})
+	}
+	return g
+}
+
+func (g *gang) start(t testing.TB, relayOf func(rank int) Relay) {
+	t.Helper()
+	for i, c := range g.cfgs {
+		opt := Options{MemberNS: nsPath(g.nss[i]), HostNS: nsPath(g.hosts[i].NS), Log: testLog()}
+		if relayOf != nil {
+			opt.Relay = relayOf(i)
+		}
+		n, err := Up(c, opt)
+		if err != nil {
+			t.Fatalf("member %d up: %v", i, err)
+		}
+		t.Cleanup(func() { n.Close() })
+		g.members = append(g.members, n)
+	}
+}
+
+// dialFrom connects from inside namespace ns.
+func dialFrom(ctx context.Context, ns, addr string) (net.Conn, error) {
+	var c net.Conn
+	err := inNetns(nsPath(ns), func() (err error) {
+		c, err = (&net.Dialer{}).DialContext(ctx, "tcp", addr)
+		return err
+	})
+	return c, err
+}
+
+// listenIn listens inside namespace ns.
+func listenIn(ns, addr string) (net.Listener, error) {
+	var l net.Listener
+	err := inNetns(nsPath(ns), func() (err error) {
+		l, err = net.Listen("tcp", addr)
+		return err
+	})
+	return l, err
+}
+
+// echo serves l: each connection gets back what it sends, prefixed by
+// who.
+func echo(l net.Listener, who string) {
+	for {
+		c, err := l.Accept()
+		if err != nil {
+			return
+		}
+		go func() {
+			defer c.Close()
+			buf := make([]byte, 256)
+			n, _ := c.Read(buf)
+			c.Write(append([]byte(who+":"), buf[:n]...))
+		}()
+	}
+}
+
+// ask sends msg to addr from ns and returns the answer.
+func ask(ctx context.Context, ns, addr, msg string) (string, error) {
+	c, err := dialFrom(ctx, ns, addr)
+	if err != nil {
+		return "", err
+	}
+	defer c.Close()
+	if d, ok := ctx.Deadline(); ok {
+		c.SetDeadline(d)
+	}
+	if _, err := c.Write([]byte(msg)); err != nil {
+		return "", err
+	}
+	buf := make([]byte, 256)
+	n, err := c.Read(buf)
+	if n == 0 && err != nil {
+		return "", err
+	}
+	return string(buf[:n]), nil
+}
+
+// hubRelay is the relay as a gang uses it: a node's relay.Hub served over
+// HTTP on loopback, every member's provider holding an agent session with
+// it, and a service record naming the members as replicas with the
+// WireGuard port. A member's Dial asks the node to open a stream to the
+// other member's agent (DialReplica), whose Dial hands it to that
+// member's Net (StreamConn).
+type hubRelay struct {
+	hub       *relay.Hub
+	svc       *ledger.Service
+	providers []address.Address
+	mu        sync.Mutex
+	nets      map[int]*Net
+	dials     map[int]int
+}
+
+type hubDir struct{ svc *ledger.Service }
+
+func (d hubDir) Service(id uint64) (*ledger.Service, bool, error) {
+	if id != d.svc.ID {
+		return nil, false, nil
+	}
+	c := *d.svc
+	return &c, true, nil
+}
+
+func (d hubDir) IsProvider(a address.Address) bool {
+	for _, r := range d.svc.Replicas {
+		if r.Provider == a {
+			return true
+		}
+	}
+	return false
+}
+
+const testChain = "clusternet-test"
+
+func newHubRelay(t testing.TB, n int) *hubRelay {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	url := "http://" + l.Addr().String()
+	hr := &hubRelay{nets: map[int]*Net{}, dials: map[int]int{}}
+	hr.svc = &ledger.Service{ID: 7, State: ledger.ServiceActive, Spec: ledger.ServiceSpec{
+		Ports: []ledger.ServicePort{{Port: DefaultListenPort, Protocol: ledger.PortTCP}},
+	}}
+	keys := make([]ed25519.PrivateKey, n)
+	for i := range n {
+		_, keys[i], _ = ed25519.GenerateKey(rand.Reader)
+		a := address.FromPubKey(keys[i].Public().(ed25519.PublicKey))
+		hr.providers = append(hr.providers, a)
+		hr.svc.Replicas = append(hr.svc.Replicas, ledger.Replica{Provider: a, Ready: true, ReadyAt: 1, Relay: url})
+	}
+	hr.hub = relay.NewHub(relay.HubOptions{Directory: hubDir{hr.svc}, Self: url, ChainID: testChain})
+	mux := http.NewServeMux()
+	mux.Handle("GET "+relay.AgentPath, hr.hub.AgentHandler())
+	mux.Handle("POST "+relay.NoncePath, hr.hub.NonceHandler())
+	srv := &httptest.Server{Listener: l, Config: &http.Server{Handler: mux}}
+	srv.Start()
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	t.Cleanup(func() { cancel(); hr.hub.Close(); srv.Close(); wg.Wait() })
+	for i := range n {
+		agent := relay.NewAgent(relay.AgentOptions{
+			Nodes: []string{url}, Key: keys[i], ChainID: testChain,
+			Dial: func(ctx context.Context, service, port uint64) (net.Conn, error) {
+				hr.mu.Lock()
+				m := hr.nets[i]
+				hr.mu.Unlock()
+				if service != hr.svc.ID || port != DefaultListenPort || m == nil {
+					return nil, errors.New("no such gang port here")
+				}
+				return m.StreamConn()
+			},
+		})
+		wg.Add(1)
+		go func() { defer wg.Done(); agent.Run(ctx) }()
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for _, p := range hr.providers {
+		for !hr.hub.Connected(p) {
+			if time.Now().After(deadline) {
+				t.Fatalf("agent %s did not connect to the hub", p)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	return hr
+}
+
+// forMember returns rank's Relay.
+func (hr *hubRelay) forMember(int) Relay { return hubDialer{hr} }
+
+type hubDialer struct{ hr *hubRelay }
+
+func (d hubDialer) Dial(ctx context.Context, rank int) (net.Conn, error) {
+	d.hr.mu.Lock()
+	d.hr.dials[rank]++
+	d.hr.mu.Unlock()
+	return d.hr.hub.DialReplica(ctx, d.hr.svc, d.hr.providers[rank], DefaultListenPort, "")
+}
+
+func (hr *hubRelay) attach(rank int, n *Net) {
+	hr.mu.Lock()
+	hr.nets[rank] = n
+	hr.mu.Unlock()
+}
