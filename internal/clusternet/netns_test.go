@@ -298,4 +298,3 @@ func TestDirectPreferredOverRelay(t *testing.T) {
 		}
 	}
 }
-
