@@ -77,8 +77,15 @@ var depRules = []depRule{
 		pkgs: []string{
 			"internal/challenge/prove", "internal/jobspec", "internal/offers", "internal/seal", "internal/keys",
 			"internal/sandbox/...", "internal/hwinfo", "internal/gpu/...", "internal/attest",
+			"internal/clusternet",
 		},
 		banned: engines,
+	},
+	{
+		pkgs:    []string{"examples/allreduce/..."},
+		banned:  engines,
+		only:    []string{module + "examples/allreduce"},
+		onlyWhy: "the cluster example stands for any distributed program a gang runs: it reads torchrun's variables and the members file and links nothing of gpunet's, so that what it needs is what docs/clusters.md promises",
 	},
 	{
 		pkgs:   []string{"internal/chainclient", "internal/jobclient", "internal/provider", "internal/dashboard", "internal/netstats"},
