@@ -81,9 +81,9 @@ type bind struct {
 }
 
 type relayPacket struct {
-	ep  *peerEndpoint
-	buf []byte // from pool when cap is smallPacket
-	n   int
+	ep   *peerEndpoint
+	data []byte
+	arr  *[smallPacket]byte // data's array when it came from the pool
 }
 
 func newBind(c Config, hostNS string, relay Relay, log *slog.Logger) (*bind, error) {
@@ -100,7 +100,7 @@ func newBind(c Config, hostNS string, relay Relay, log *slog.Logger) (*bind, err
 		dialed:   map[net.Conn]struct{}{},
 		stop:     make(chan struct{}),
 	}
-	b.pool.New = func() any { return make([]byte, smallPacket) }
+	b.pool.New = func() any { return new([smallPacket]byte) }
 	for i, m := range c.Members {
 		pe := &peerEndpoint{rank: i, b: b}
 		if ep := m.Endpoint; ep.IsValid() {
@@ -178,9 +178,11 @@ func (b *bind) receiveRelay(closed chan struct{}, packets [][]byte, sizes []int,
 	}
 	n := 0
 	for {
-		sizes[n] = copy(packets[n], p.buf[:p.n])
+		sizes[n] = copy(packets[n], p.data)
 		eps[n] = p.ep
-		b.put(p.buf)
+		if p.arr != nil {
+			b.pool.Put(p.arr)
+		}
 		n++
 		if n == len(packets) {
 			return n, nil
@@ -190,12 +192,6 @@ func (b *bind) receiveRelay(closed chan struct{}, packets [][]byte, sizes []int,
 		default:
 			return n, nil
 		}
-	}
-}
-
-func (b *bind) put(buf []byte) {
-	if cap(buf) == smallPacket {
-		b.pool.Put(buf[:smallPacket]) //nolint:staticcheck // a slice header is small; the pool is for the array
 	}
 }
 
@@ -308,15 +304,16 @@ func (b *bind) serveStream(c net.Conn) error {
 			}
 			return err
 		}
-		var buf []byte
+		p := relayPacket{ep: ep}
 		if n <= smallPacket {
-			buf = b.pool.Get().([]byte)
+			p.arr = b.pool.Get().(*[smallPacket]byte)
+			p.data = p.arr[:n]
 		} else {
-			buf = make([]byte, n)
+			p.data = make([]byte, n)
 		}
-		copy(buf, big[:n])
+		copy(p.data, big[:n])
 		select {
-		case b.recv <- relayPacket{ep: ep, buf: buf, n: n}:
+		case b.recv <- p:
 			b.relayRecv.Add(1)
 		case <-b.stop:
 			return nil

@@ -65,8 +65,6 @@ type gangOptions struct {
 	delay time.Duration
 	// noEndpoints gives no member a direct endpoint.
 	noEndpoints bool
-	// relay, when set, is every member's Relay (given the member's rank).
-	relay func(rank int) Relay
 }
 
 func ipRun(t testing.TB, args ...string) {
