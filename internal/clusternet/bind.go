@@ -405,12 +405,9 @@ func (s *sender) run() {
 		default:
 		}
 		s.b.log.Debug("clusternet: relay stream ended", "to", s.rank, "err", err)
-		// Drop what queued while no stream was up: stale handshakes
-		// only delay the next ones.
-		for len(s.q) > 0 {
-			<-s.q
-			s.b.relayDropped.Add(1)
-		}
+		// What queued meanwhile stays queued (bounded): the first
+		// handshake of a gang usually waits for the others' agents to
+		// be ready, and is still good when the next dial works.
 		select {
 		case <-s.b.stop:
 			return

@@ -4,6 +4,7 @@ import (
 	"net/netip"
 	"strings"
 	"testing"
+	"time"
 )
 
 func testConfig(t *testing.T, n, rank int) Config {
@@ -150,4 +151,24 @@ func FuzzParseMembers(f *testing.F) {
 			seen[m.Addr] = true
 		}
 	})
+}
+
+// TestUAPI: every other member is a peer allowed only its /32, reached at
+// rank:N; only peers of a higher rank get the persistent keepalive, so the
+// two sides of a pair never start handshakes in lockstep.
+func TestUAPI(t *testing.T) {
+	c := testConfig(t, 3, 1).withDefaults()
+	got := uapi(c, 5*time.Second)
+	for _, want := range []string{
+		"private_key=" + c.PrivateKey.hex() + "\nlisten_port=51820\nreplace_peers=true\n",
+		"public_key=" + c.Members[0].PublicKey.hex() + "\nendpoint=rank:0\npersistent_keepalive_interval=0\nreplace_allowed_ips=true\nallowed_ip=10.78.0.1/32\n",
+		"public_key=" + c.Members[2].PublicKey.hex() + "\nendpoint=rank:2\npersistent_keepalive_interval=5\nreplace_allowed_ips=true\nallowed_ip=10.78.0.3/32\n",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("uapi lacks\n%s\nin\n%s", want, got)
+		}
+	}
+	if strings.Contains(got, c.Members[1].PublicKey.hex()) {
+		t.Errorf("uapi makes the member its own peer:\n%s", got)
+	}
 }

@@ -38,8 +38,9 @@ type Options struct {
 	Relay Relay
 	Log   *slog.Logger
 	// KeepAlive is WireGuard's persistent keepalive: how often an idle
-	// peer is sent a packet, which keeps NAT mappings and relay paths
-	// warm and lets a direct path be noticed; 0: 5 s.
+	// peer of a higher rank is sent a packet, which keeps the session, NAT
+	// mappings and relay paths warm and lets a direct path be noticed;
+	// 0: 5 s.
 	KeepAlive time.Duration
 }
 
@@ -137,8 +138,19 @@ func uapi(c Config, keepAlive time.Duration) string {
 		if m.Rank == c.Rank {
 			continue
 		}
+		// Only the lower rank of a pair keeps the session alive: a
+		// persistent keepalive starts a handshake when there is no
+		// session, and two sides whose keepalives fire together send
+		// initiations that cross, each replacing the handshake the
+		// other answers, again at every interval (seen over the relay,
+		// whose latency is too small for WireGuard's jitter to part
+		// them). The higher rank still starts one when it has data.
+		ka := 0
+		if c.Rank < m.Rank {
+			ka = int(keepAlive / time.Second)
+		}
 		fmt.Fprintf(&b, "public_key=%s\nendpoint=rank:%d\npersistent_keepalive_interval=%d\nreplace_allowed_ips=true\nallowed_ip=%s/32\n",
-			m.PublicKey.hex(), m.Rank, int(keepAlive/time.Second), Address(c.Network, m.Rank))
+			m.PublicKey.hex(), m.Rank, ka, Address(c.Network, m.Rank))
 	}
 	return b.String()
 }
@@ -177,6 +189,23 @@ func (n *Net) StreamConn() (net.Conn, error) {
 	}
 	go n.ServeStream(cs[1])
 	return cs[0], nil
+}
+
+// Peers returns WireGuard's view of the peers, as its configuration
+// protocol writes it (keys in hex, last handshake, bytes each way): for
+// diagnosis.
+func (n *Net) Peers() (string, error) {
+	s, err := n.dev.IpcGet()
+	if err != nil {
+		return "", err
+	}
+	var out []string
+	for _, l := range strings.Split(s, "\n") {
+		if !strings.HasPrefix(l, "private_key=") {
+			out = append(out, l)
+		}
+	}
+	return strings.Join(out, "\n"), nil
 }
 
 // Stats are counters of a Net's paths.

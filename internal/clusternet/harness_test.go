@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/ed25519"
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -14,6 +15,7 @@ import (
 	"net/netip"
 	"os"
 	"os/exec"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -211,37 +213,41 @@ func ask(ctx context.Context, ns, addr, msg string) (string, error) {
 }
 
 // hubRelay is the relay as a gang uses it: a node's relay.Hub served over
-// HTTP on loopback, every member's provider holding an agent session with
-// it, and a service record naming the members as replicas with the
-// WireGuard port. A member's Dial asks the node to open a stream to the
-// other member's agent (DialReplica), whose Dial hands it to that
-// member's Net (StreamConn).
+// HTTP on loopback, with every member's provider holding an agent session
+// with it. Until the relay has a gang route (docs/clusters.md), each rank
+// is a private service of the node's directory (ID gangService+rank,
+// port DefaultListenPort, the rank's provider its one replica, the gang's
+// key its key), so a member's Dial is the relay's client path,
+// relay.DialTCP: member → node (HTTP upgrade) → the other member's agent
+// (a yamux stream), whose Dial hands the stream to that member's Net
+// (StreamConn).
 type hubRelay struct {
 	hub       *relay.Hub
-	svc       *ledger.Service
+	url       string
+	services  map[uint64]*ledger.Service
 	providers []address.Address
 	mu        sync.Mutex
 	nets      map[int]*Net
-	dials     map[int]int
 }
 
-type hubDir struct{ svc *ledger.Service }
+const (
+	gangService = 100
+	gangKey     = "sk-gang-test-key"
+)
+
+type hubDir struct{ hr *hubRelay }
 
 func (d hubDir) Service(id uint64) (*ledger.Service, bool, error) {
-	if id != d.svc.ID {
+	s, ok := d.hr.services[id]
+	if !ok {
 		return nil, false, nil
 	}
-	c := *d.svc
+	c := *s
 	return &c, true, nil
 }
 
 func (d hubDir) IsProvider(a address.Address) bool {
-	for _, r := range d.svc.Replicas {
-		if r.Provider == a {
-			return true
-		}
-	}
-	return false
+	return slices.Contains(d.hr.providers, a)
 }
 
 const testChain = "clusternet-test"
@@ -252,22 +258,24 @@ func newHubRelay(t testing.TB, n int) *hubRelay {
 	if err != nil {
 		t.Fatal(err)
 	}
-	url := "http://" + l.Addr().String()
-	hr := &hubRelay{nets: map[int]*Net{}, dials: map[int]int{}}
-	hr.svc = &ledger.Service{ID: 7, State: ledger.ServiceActive, Spec: ledger.ServiceSpec{
-		Ports: []ledger.ServicePort{{Port: DefaultListenPort, Protocol: ledger.PortTCP}},
-	}}
+	hr := &hubRelay{url: "http://" + l.Addr().String(), services: map[uint64]*ledger.Service{}, nets: map[int]*Net{}}
 	keys := make([]ed25519.PrivateKey, n)
 	for i := range n {
 		_, keys[i], _ = ed25519.GenerateKey(rand.Reader)
 		a := address.FromPubKey(keys[i].Public().(ed25519.PublicKey))
 		hr.providers = append(hr.providers, a)
-		hr.svc.Replicas = append(hr.svc.Replicas, ledger.Replica{Provider: a, Ready: true, ReadyAt: 1, Relay: url})
+		hr.services[gangService+uint64(i)] = &ledger.Service{
+			ID: gangService + uint64(i), State: ledger.ServiceActive,
+			Spec:      ledger.ServiceSpec{Ports: []ledger.ServicePort{{Port: DefaultListenPort, Protocol: ledger.PortTCP}}},
+			KeyHashes: []ledger.Hash{ledger.Hash(sha256.Sum256([]byte(gangKey)))},
+			Replicas:  []ledger.Replica{{Provider: a, Ready: true, ReadyAt: 1, Relay: hr.url}},
+		}
 	}
-	hr.hub = relay.NewHub(relay.HubOptions{Directory: hubDir{hr.svc}, Self: url, ChainID: testChain})
+	hr.hub = relay.NewHub(relay.HubOptions{Directory: hubDir{hr}, Self: hr.url, ChainID: testChain})
 	mux := http.NewServeMux()
 	mux.Handle("GET "+relay.AgentPath, hr.hub.AgentHandler())
 	mux.Handle("POST "+relay.NoncePath, hr.hub.NonceHandler())
+	mux.Handle(relay.ServicePrefix, hr.hub.ServiceHandler())
 	srv := &httptest.Server{Listener: l, Config: &http.Server{Handler: mux}}
 	srv.Start()
 	ctx, cancel := context.WithCancel(context.Background())
@@ -275,12 +283,12 @@ func newHubRelay(t testing.TB, n int) *hubRelay {
 	t.Cleanup(func() { cancel(); hr.hub.Close(); srv.Close(); wg.Wait() })
 	for i := range n {
 		agent := relay.NewAgent(relay.AgentOptions{
-			Nodes: []string{url}, Key: keys[i], ChainID: testChain,
+			Nodes: []string{hr.url}, Key: keys[i], ChainID: testChain,
 			Dial: func(ctx context.Context, service, port uint64) (net.Conn, error) {
 				hr.mu.Lock()
 				m := hr.nets[i]
 				hr.mu.Unlock()
-				if service != hr.svc.ID || port != DefaultListenPort || m == nil {
+				if service != gangService+uint64(i) || port != DefaultListenPort || m == nil {
 					return nil, errors.New("no such gang port here")
 				}
 				return m.StreamConn()
@@ -307,10 +315,7 @@ func (hr *hubRelay) forMember(int) Relay { return hubDialer{hr} }
 type hubDialer struct{ hr *hubRelay }
 
 func (d hubDialer) Dial(ctx context.Context, rank int) (net.Conn, error) {
-	d.hr.mu.Lock()
-	d.hr.dials[rank]++
-	d.hr.mu.Unlock()
-	return d.hr.hub.DialReplica(ctx, d.hr.svc, d.hr.providers[rank], DefaultListenPort, "")
+	return relay.DialTCP(ctx, d.hr.url, gangService+uint64(rank), DefaultListenPort, gangKey)
 }
 
 func (hr *hubRelay) attach(rank int, n *Net) {

@@ -42,6 +42,10 @@ func (g *gang) checkAllReach(t *testing.T) {
 			got, err := ask(ctx, g.nss[i], to, "hello")
 			cancel()
 			if want := fmt.Sprintf("m%d:hello", j); err != nil || got != want {
+				for k, m := range g.members {
+					p, _ := m.Peers()
+					t.Logf("member %d: %+v\n%s", k, m.Stats(), p)
+				}
 				t.Fatalf("member %d asked member %d at %s: got %q, %v; want %q", i, j, to, got, err, want)
 			}
 		}
