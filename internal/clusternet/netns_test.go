@@ -132,12 +132,12 @@ func TestMembersReachOnlyEachOther(t *testing.T) {
 	defer sn.Close()
 	for j := range g.members {
 		to := netip.AddrPortFrom(Address(DefaultNetwork, j), echoPort).String()
-		if !unreachable(t, sns, to, 6*time.Second) {
+		if !unreachable(t, sns, to, 3*time.Second) {
 			t.Errorf("the stranger reached member %d at %s", j, to)
 		}
 		// Nor from the stranger's host, which has no route to the
 		// private network at all.
-		if !unreachable(t, sh.NS, to, 2*time.Second) {
+		if !unreachable(t, sh.NS, to, time.Second) {
 			t.Errorf("the stranger's host reached member %d at %s", j, to)
 		}
 	}
