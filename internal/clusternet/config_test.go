@@ -1,6 +1,7 @@
 package clusternet
 
 import (
+	"encoding/json"
 	"net/netip"
 	"strings"
 	"testing"
@@ -171,4 +172,61 @@ func TestUAPI(t *testing.T) {
 	if strings.Contains(got, c.Members[1].PublicKey.hex()) {
 		t.Errorf("uapi makes the member its own peer:\n%s", got)
 	}
+}
+
+// TestMemberJSON: members as the agent reads them (the chain's record
+// rendered as JSON) round-trip, a member without an endpoint omits it, and
+// a bad key or endpoint is an error naming it.
+func TestMemberJSON(t *testing.T) {
+	c := testConfig(t, 2, 0)
+	c.Members[1].Endpoint = netip.AddrPort{}
+	b, err := json.Marshal(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(b), c.PrivateKey.String()) {
+		t.Fatalf("the private key is in the JSON: %s", b)
+	}
+	var back Config
+	if err := json.Unmarshal(b, &back); err != nil {
+		t.Fatal(err)
+	}
+	back.PrivateKey = c.PrivateKey
+	if err := back.Validate(); err != nil || back.Members[0] != c.Members[0] || back.Members[1] != c.Members[1] {
+		t.Errorf("round trip of %s: %+v, %v", b, back.Members, err)
+	}
+	for _, bad := range []string{
+		`{"members":[{"rank":0,"public_key":"short"}]}`,
+		`{"members":[{"rank":0,"public_key":"` + c.Members[0].PublicKey.String() + `","endpoint":"10.0.0.1"}]}`,
+	} {
+		if err := json.Unmarshal([]byte(bad), &back); err == nil {
+			t.Errorf("%s: accepted", bad)
+		}
+	}
+}
+
+// FuzzConfig: whatever members a record holds, Validate never panics, and
+// a config it accepts has distinct keys and addresses for every rank.
+func FuzzConfig(f *testing.F) {
+	k, _ := ParseKey("dwdtCnMYpX08FsFyUbJmRd9ML4frwJkqsXf7pR25LCo=")
+	f.Add([]byte(`{"rank":0,"members":[{"rank":0,"public_key":"hSDwCYkwp1R0i33ctD73Wg2/Og0mOBr066SpjqqbTmo=","endpoint":"192.0.2.1:51820"},{"rank":1,"public_key":"3p7bfXt9wbTTW2HC7OQ1Nz+DQ8hbeGdNrfx+FG+IK08="}]}`))
+	f.Add([]byte(`{"rank":1,"network":"10.9.0.0/30","mtu":1280,"members":[]}`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		var c Config
+		if json.Unmarshal(data, &c) != nil {
+			return
+		}
+		c.PrivateKey = k
+		if c.Validate() != nil {
+			return
+		}
+		addrs := c.Addresses()
+		seen := map[netip.Addr]bool{}
+		for i, a := range addrs {
+			if seen[a] || !c.withDefaults().Network.Contains(a) {
+				t.Fatalf("rank %d address %s repeated or outside %s", i, a, c.withDefaults().Network)
+			}
+			seen[a] = true
+		}
+	})
 }
