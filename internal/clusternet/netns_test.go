@@ -302,3 +302,31 @@ func TestDirectPreferredOverRelay(t *testing.T) {
 		}
 	}
 }
+
+// TestUpErrors: Up refuses a bad configuration before making anything,
+// names a namespace it cannot enter, and leaves no interface behind when
+// WireGuard cannot open its socket.
+func TestUpErrors(t *testing.T) {
+	c := testConfig(t, 2, 0)
+	c.Members[1].Rank = 5
+	if _, err := Up(c, Options{MemberNS: "/nonexistent"}); err == nil || !strings.Contains(err.Error(), "rank order") {
+		t.Errorf("bad config: %v", err)
+	}
+	c = testConfig(t, 2, 0)
+	if _, err := Up(c, Options{MemberNS: "/run/netns/gpunet-no-such-namespace"}); err == nil || !strings.Contains(err.Error(), "gpunet-no-such-namespace") {
+		t.Errorf("missing namespace: %v", err)
+	}
+	if _, err := Up(c, Options{Interface: "a/b"}); err == nil || !strings.Contains(err.Error(), "interface name") {
+		t.Errorf("bad interface name: %v", err)
+	}
+	needNetns(t)
+	ns := addNS(t, fmt.Sprintf("gcn%d-uperr", os.Getpid()))
+	_, err := Up(c, Options{MemberNS: nsPath(ns), HostNS: "/run/netns/gpunet-no-such-host"})
+	if err == nil || !strings.Contains(err.Error(), "gpunet-no-such-host") {
+		t.Errorf("missing host namespace: %v", err)
+	}
+	out, _ := exec.Command("ip", "-n", ns, "-o", "link", "show").Output()
+	if strings.Contains(string(out), DefaultInterface) {
+		t.Errorf("%s left behind after a failed Up:\n%s", DefaultInterface, out)
+	}
+}
