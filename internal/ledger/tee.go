@@ -317,6 +317,7 @@ func (l *Ledger) execAttest(o *Overlay, from address.Address, m *MsgAttest, para
 		}
 		a.Kind, a.Measurement, a.TCBStatus = m.Kind, strings.ToLower(claims.Measurement), claims.TCBStatus
 		a.Key, a.Height, a.Expiry = p.EncryptionKey, uint64(info.Height), capExpiry(claims.Expiry, params, info)
+		a.Lapsed = false // fresh evidence: counts again until its own expiry (market_tee.go)
 		events = append(events, Event{Type: "attested", Attrs: []Attr{
 			{"provider", from.String()}, {"kind", m.Kind}, {"measurement", a.Measurement},
 			{"expiry", fmt.Sprint(a.Expiry)},
