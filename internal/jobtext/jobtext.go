@@ -305,6 +305,8 @@ func endText(code, text string, seconds uint64) string {
 		return with("released by its provider")
 	case ledger.EndEvicted:
 		return with("evicted by its owner")
+	case ledger.EndDisputed:
+		return "its answer was outvoted by two other replicas in a dispute; slashed"
 	case ledger.EndNotReady:
 		return fmt.Sprintf("not ready within %ds of its placement", seconds)
 	case ledger.EndSilent:
@@ -414,6 +416,8 @@ func Slash(e *ledger.SlashEvent) string {
 		return fmt.Sprintf("job %d: did not commit or reveal its judgment of the replicas' outputs", e.Job)
 	case ledger.SlashHardware:
 		return "hardware challenge failed"
+	case ledger.SlashServiceOutvoted:
+		return fmt.Sprintf("service %d: an answer outvoted by %d of %d replicas", e.Service, e.Count, e.Of)
 	}
 	return "slashed (" + e.Code + ")"
 }

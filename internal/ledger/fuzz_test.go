@@ -68,6 +68,14 @@ func FuzzDecodeTx(f *testing.F) {
 	} {
 		f.Add(rawTx(alice, lt.ChainID, 0, uint64(typ), body))
 	}
+	// A service dispute (issue 29): three signed receipts, two alike.
+	var receipts []ledger.ServiceReceipt
+	for i, k := range []lt.Key{alice, bob, carol} {
+		r := ledger.ServiceReceipt{ServiceID: 1, Provider: k.Addr, RequestHash: ledger.Hash{1}, ResponseHash: ledger.Hash{byte(i / 2)}, Time: 1_700_000_000_000}
+		r.Sign(lt.ChainID, k.Priv)
+		receipts = append(receipts, r)
+	}
+	f.Add(alice.Tx(lt.ChainID, 0, 0, &ledger.MsgServiceDispute{Receipts: receipts}))
 	f.Fuzz(func(t *testing.T, raw []byte) {
 		tx, err := ledger.DecodeTx(raw)
 		if err != nil {

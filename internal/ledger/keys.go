@@ -287,4 +287,7 @@ var (
 	prefixServiceQueue  = []byte("svcq/")
 	prefixServiceModel  = []byte("svcmodel/")
 	prefixServiceActive = []byte("svcact/")
+	// svcdisp/<receipt ID> marks a receipt used in a dispute
+	// (service_dispute.go); hashed.
+	prefixServiceDisputed = []byte("svcdisp/")
 )

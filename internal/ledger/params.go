@@ -194,6 +194,12 @@ type Params struct {
 	ServiceBudgetWarning     uint64 `json:"service_budget_warning,omitempty"`
 	ServiceMaxFailures       uint64 `json:"service_max_failures,omitempty"`
 	ServiceStableSeconds     uint64 `json:"service_stable_seconds,omitempty"`
+	// ServiceCheckRatePPM is the share of the OpenAI requests a node
+	// answers that it also sends to a replica of another operator, to
+	// compare the answers (sampled re-execution, docs/ledger.md "Service
+	// disputes"). Nodes read it; the ledger only bounds it. Stored only
+	// when not the default.
+	ServiceCheckRatePPM uint64 `json:"service_check_rate_ppm,omitempty"`
 
 	// Delegation (delegation.go, docs/ledger.md "Delegation"). A
 	// delegation is at least DelegationMin; a validator's or provider's
@@ -308,6 +314,7 @@ func DefaultParams() Params {
 		ServiceBudgetWarning:     defaultLaterParams.ServiceBudgetWarning,
 		ServiceMaxFailures:       defaultLaterParams.ServiceMaxFailures,
 		ServiceStableSeconds:     defaultLaterParams.ServiceStableSeconds,
+		ServiceCheckRatePPM:      defaultLaterParams.ServiceCheckRatePPM,
 
 		DelegationMin:          defaultLaterParams.DelegationMin,
 		CommissionMaxPPM:       defaultLaterParams.CommissionMaxPPM,
@@ -331,6 +338,11 @@ var defaultLaterParams = Params{
 	ServiceBudgetWarning:     3600, // an hour's notice
 	ServiceMaxFailures:       5,
 	ServiceStableSeconds:     600,
+	// 4%: a check costs one more answer (two on a disagreement), so
+	// verification stays within 5% of the work served; a provider wrong
+	// on 5% of its answers is caught with 99% probability within 2,300
+	// of its requests (docs/ledger.md, "Service disputes").
+	ServiceCheckRatePPM: 40_000,
 
 	HWLateFactor:      50,  // a commit measures down to about 1/90 of the claim (docs/challenge.md)
 	HWOverclaimFactor: 100, // beyond what 10× the cores of outside load makes an honest CPU show (BENCHMARKS.md)
@@ -359,6 +371,7 @@ func laterParamFields(p *Params) [][2]*uint64 {
 		{&p.ServiceBudgetWarning, &d.ServiceBudgetWarning},
 		{&p.ServiceMaxFailures, &d.ServiceMaxFailures},
 		{&p.ServiceStableSeconds, &d.ServiceStableSeconds},
+		{&p.ServiceCheckRatePPM, &d.ServiceCheckRatePPM},
 		{&p.HWLateFactor, &d.HWLateFactor},
 		{&p.HWOverclaimFactor, &d.HWOverclaimFactor},
 		{&p.HWMissLimit, &d.HWMissLimit},

@@ -1108,6 +1108,9 @@ func (x *SlashEvent) encodeRec(e *encoder) {
 	if e.version >= 6 {
 		e.uvarint(x.Of)
 	}
+	if e.version >= 8 {
+		e.uvarint(x.Service)
+	}
 }
 
 func (x *SlashEvent) decodeRec(d *decoder) {
@@ -1129,6 +1132,9 @@ func (x *SlashEvent) decodeRec(d *decoder) {
 	if d.version >= 6 {
 		x.Of = d.uvarint("of")
 	}
+	if d.version >= 8 {
+		x.Service = d.uvarint("service")
+	}
 }
 
 func (x *SlashEvent) recVersion() byte {
@@ -1147,6 +1153,9 @@ func (x *SlashEvent) recVersion() byte {
 	}
 	if x.Of != 0 {
 		v = max(v, 6)
+	}
+	if x.Service != 0 {
+		v = max(v, 8)
 	}
 	return v
 }

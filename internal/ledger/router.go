@@ -97,6 +97,8 @@ func (l *Ledger) execute(o *Overlay, tx *Tx, params Params, info BlockInfo) ([]E
 		return execCommitJudgment(o, from, m, params, info)
 	case *MsgRevealJudgment:
 		return execRevealJudgment(o, from, m, params, info)
+	case *MsgServiceDispute:
+		return execServiceDispute(o, tx.ChainID, m, params, info)
 	case *MsgAttest:
 		return l.execAttest(o, from, m, params, info)
 	}

@@ -247,6 +247,9 @@ type SlashEvent struct {
 	Seq    uint64 `json:"seq,omitempty" rec:"since=6"` // the checkpoint outvoted
 	Count  uint64 `json:"count,omitempty" rec:"since=6"`
 	Of     uint64 `json:"of,omitempty" rec:"since=6"`
+	// Service is the service whose replica answered wrongly
+	// (SlashServiceOutvoted).
+	Service uint64 `json:"service,omitempty" rec:"since=8"`
 }
 
 const maxSlashEvents = 16

@@ -106,6 +106,7 @@ var msgNames = map[MsgType]string{
 	MsgTypeServiceHeartbeat:   "service_heartbeat",
 	MsgTypeReleaseReplica:     "release_replica",
 	MsgTypeEvictReplica:       "evict_replica",
+	MsgTypeServiceDispute:     "service_dispute",
 	MsgTypeGangMember:         "gang_member",
 }
 
@@ -212,6 +213,8 @@ func newMsg(t MsgType) Msg {
 		return &MsgReleaseReplica{}
 	case MsgTypeEvictReplica:
 		return &MsgEvictReplica{}
+	case MsgTypeServiceDispute:
+		return &MsgServiceDispute{}
 	case MsgTypeRequestAttestation:
 		return &MsgRequestAttestation{}
 	case MsgTypeCommitJudgment:

@@ -291,6 +291,7 @@ const (
 const (
 	EndReleased       = "released"        // its provider gave it back; Text is why
 	EndEvicted        = "evicted"         // its owner evicted it; Text is why
+	EndDisputed       = "disputed"        // its answer was outvoted in a dispute (MsgServiceDispute); it was slashed
 	EndNotReady       = "not_ready"       // not ready within Seconds of its placement
 	EndSilent         = "silent"          // its provider stopped reporting
 	EndOffline        = "offline"         // its provider went offline
@@ -349,6 +350,7 @@ const (
 	SlashHardware           = "hardware_challenge"  // it failed a hardware challenge (Challenges.LastFailure)
 	SlashJudgeOutvoted      = "judge_outvoted"      // its judgment of the job's outputs was outvoted by Count of Of judges
 	SlashJudgeSilent        = "judge_silent"        // it did not commit or reveal its judgment of the job's outputs
+	SlashServiceOutvoted    = "service_outvoted"    // its answer to a request of service Service was outvoted by Count of Of replicas (MsgServiceDispute)
 )
 
 // setWait records why j is where it is. A record from before version 6
