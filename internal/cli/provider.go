@@ -106,6 +106,7 @@ type providerFlags struct {
 	maxJobs             uint64
 	bench               time.Duration
 	faultWrong          float64
+	faultWrongAnswers   float64
 	faultSkip           bool
 	faultFake           bool
 	faultOverclaim      float64
@@ -185,6 +186,7 @@ and sends it, and renews it a day before it expires (docs/confidential.md).`,
 	f.BoolVar(&pf.allowNet, "allow-network", false, "let container jobs that ask for it (network: true) use this machine's network")
 	f.StringArrayVar(&pf.allowFetch, "allow-fetch-network", nil, "let jobs' URL inputs and images be fetched from this network although it is not public (loopback, private, link-local, this machine's own addresses), e.g. 10.0.0.0/8; repeatable")
 	f.Float64Var(&pf.faultWrong, "fault-wrong-outputs", 0, "FAULT INJECTION for tests and demos: commit a wrong result on this fraction of jobs (0 to 1)")
+	f.Float64Var(&pf.faultWrongAnswers, "fault-wrong-answers", 0, "FAULT INJECTION for tests and demos: answer this fraction of the chat completions its service replicas serve wrongly, with receipts signed for the wrong answers (0 to 1)")
 	f.BoolVar(&pf.faultSkip, "fault-skip-challenges", false, "FAULT INJECTION for tests and demos: ignore hardware challenges")
 	f.BoolVar(&pf.faultFake, "fault-fake-challenges", false, "FAULT INJECTION for tests and demos: answer hardware challenges with a proof of a product never computed")
 	f.Float64Var(&pf.faultOverclaim, "fault-overclaim", 0, "FAULT INJECTION for tests and demos: declare this many times the measured int8 throughput")
@@ -240,6 +242,9 @@ func (e *env) runProvider(ctx context.Context, pf *providerFlags) error {
 	if pf.faultWrong < 0 || pf.faultWrong > 1 {
 		return usageError{fmt.Errorf("--fault-wrong-outputs %g: want a fraction from 0 to 1", pf.faultWrong)}
 	}
+	if pf.faultWrongAnswers < 0 || pf.faultWrongAnswers > 1 {
+		return usageError{fmt.Errorf("--fault-wrong-answers %g: want a fraction from 0 to 1", pf.faultWrongAnswers)}
+	}
 	if pf.labelSet {
 		if why := ledger.LabelProblem(pf.label); why != "" {
 			return usageError{fmt.Errorf("--label %q: %s", pf.label, why)}
@@ -248,8 +253,8 @@ func (e *env) runProvider(ctx context.Context, pf *providerFlags) error {
 	if pf.faultOverclaim < 0 {
 		return usageError{fmt.Errorf("--fault-overclaim %g: want a factor ≥ 1", pf.faultOverclaim)}
 	}
-	if pf.faultWrong > 0 || pf.faultSkip || pf.faultFake || pf.faultOverclaim > 1 {
-		o.Faults = &provider.Faults{WrongOutputs: pf.faultWrong, SkipChallenges: pf.faultSkip, FakeChallenges: pf.faultFake, OverclaimFactor: pf.faultOverclaim}
+	if pf.faultWrong > 0 || pf.faultWrongAnswers > 0 || pf.faultSkip || pf.faultFake || pf.faultOverclaim > 1 {
+		o.Faults = &provider.Faults{WrongOutputs: pf.faultWrong, WrongAnswers: pf.faultWrongAnswers, SkipChallenges: pf.faultSkip, FakeChallenges: pf.faultFake, OverclaimFactor: pf.faultOverclaim}
 		fmt.Fprintf(e.stderr, "WARNING: FAULT INJECTION is on (%+v): this provider misbehaves on purpose and will be slashed\n", *o.Faults)
 	}
 	// Last of the checks, as it asks the node: the flags are checked

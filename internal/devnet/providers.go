@@ -60,8 +60,10 @@ type ProviderOptions struct {
 	// Poll is how often agents look at the chain.
 	Poll time.Duration
 	// Faulty makes the last Faulty providers commit wrong results on every
-	// job (`gpunet devnet --faulty N`), to show Proof of Sync at work; the
-	// first of them asks less than every honest provider (providerAsk).
+	// job and answer FaultyWrongAnswers of their service replicas' chat
+	// completions wrongly (`gpunet devnet --faulty N`), to show Proof of
+	// Sync and sampled re-execution at work; the first of them asks less
+	// than every honest provider (providerAsk).
 	Faulty int
 	// Overclaim makes every provider declare this many times what it
 	// measured (fault injection: hardware challenges catch it).
@@ -80,6 +82,10 @@ type ProviderOptions struct {
 	// --allow-fetch-network`, as `provider start`'s).
 	AllowFetchNetworks []netip.Prefix
 }
+
+// FaultyWrongAnswers is the share of chat completions a --faulty
+// provider's replicas answer wrongly.
+const FaultyWrongAnswers = 0.5
 
 // Providers are the devnet's running provider agents.
 type Providers struct {
@@ -190,11 +196,11 @@ func RunProviders(ctx context.Context, home, api string, o ProviderOptions) (*Pr
 		}
 		var faults *provider.Faults
 		if i > o.N-o.Faulty {
-			faults = &provider.Faults{WrongOutputs: 1}
+			faults = &provider.Faults{WrongOutputs: 1, WrongAnswers: FaultyWrongAnswers}
 			if i == o.N-o.Faulty+1 {
-				progress("%s commits a wrong result on every job (--faulty: fault injection) and undercuts the others, so jobs go to it first, and Proof of Sync catches it", name)
+				progress("%s commits a wrong result on every job and answers %g of its services' chat completions wrongly (--faulty: fault injection), and undercuts the others, so jobs go to it first; Proof of Sync and sampled re-execution catch it", name, FaultyWrongAnswers)
 			} else {
-				progress("%s commits a wrong result on every job (--faulty: fault injection)", name)
+				progress("%s commits a wrong result on every job and answers %g of its services' chat completions wrongly (--faulty: fault injection)", name, FaultyWrongAnswers)
 			}
 		}
 		if o.Overclaim > 1 {

@@ -123,6 +123,9 @@ type Options struct {
 	// TEE, with a Producer, keeps the provider's TEE attestation valid on
 	// the chain (attest.go).
 	TEE TEEOptions
+	// ChainID is the chain the replicas' receipts are signed for
+	// (receipts.go); "" reads it from Chain when it tells its status.
+	ChainID string
 }
 
 // Faults are deliberate misbehaviours (`gpunet provider start
@@ -150,6 +153,11 @@ type Faults struct {
 	// HideOutputs (tests only) reports an output blob that no node has,
 	// as a replica that withholds its outputs from the judges would.
 	HideOutputs bool
+	// WrongAnswers is the fraction of chat completions (0 to 1) its
+	// service replicas answer wrongly: the text is changed on the way
+	// out and the receipt signed for what was sent, as a provider serving
+	// another model would (sampled re-execution catches it).
+	WrongAnswers float64
 }
 
 func (f *Faults) hideOutputs() bool { return f != nil && f.HideOutputs }
@@ -235,7 +243,8 @@ type Agent struct {
 	// pausers are the executors that pause their jobs while the agent
 	// proves a challenge on the CPU (proofpause.go).
 	pausers []sandbox.Pauser
-	stake   stakeKeeper // stake.go
+	stake   stakeKeeper  // stake.go
+	rchain  receiptChain // receipts.go
 }
 
 // New returns an agent; Run starts it.

@@ -472,11 +472,16 @@ func (a *Agent) DialReplica(ctx context.Context, service, port uint64) (net.Conn
 	default:
 		h = run.h
 	}
+	openai := err == nil && run.svc.Spec.OpenAI != nil && run.svc.Spec.OpenAI.Port == port
 	a.svcs.mu.Unlock()
 	if err != nil {
 		return nil, err
 	}
-	return h.Dial(ctx, uint16(port))
+	back, err := h.Dial(ctx, uint16(port))
+	if err != nil || !openai {
+		return back, err
+	}
+	return a.withReceipts(ctx, service, back), nil
 }
 
 // startServiceLoops starts the heartbeat and the relay link (once, with
