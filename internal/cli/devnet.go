@@ -102,7 +102,7 @@ checkpoint, and checkpoints may be taken every second.`,
 	c.Flags().IntVar(&df.nprov, "providers", 3, "in-process providers to run (keys provider-1 … provider-N)")
 	c.Flags().StringVar(&df.logLevel, "log-level", "info", "what the node and providers log to HOME/logs/devnet.log: debug, info, warn or error (errors are said on stderr too)")
 	c.Flags().Float64Var(&df.overclaim, "fault-overclaim", 0, "make every provider declare this many times the throughput it measured (fault injection, to watch hardware challenges catch it)")
-	c.Flags().IntVar(&df.faulty, "faulty", 0, "make the last N providers commit wrong results on every job (fault injection, to watch Proof of Sync catch them)")
+	c.Flags().IntVar(&df.faulty, "faulty", 0, "make the last N providers commit wrong results on every job and answer half of their services' chat completions wrongly (fault injection, to watch Proof of Sync and sampled re-execution catch them)")
 	c.Flags().BoolVar(&df.example, "example", false, "run the bundled wordcount example job once the providers are up (without the flag: on a home's first run only; --example=false: never)")
 	c.Flags().StringVar(&df.registry, "registry", "", "serve an OCI registry with the container and service examples' images at this loopback address (--registry alone: "+devnet.DefaultRegistry+")")
 	c.Flags().Lookup("registry").NoOptDefVal = "default"

@@ -20,6 +20,7 @@ import (
 
 	"github.com/gpunet/gpunet/internal/address"
 	"github.com/gpunet/gpunet/internal/ledger"
+	"github.com/gpunet/gpunet/internal/receipt"
 )
 
 // The paths the gateway answers.
@@ -117,6 +118,10 @@ type Options struct {
 	DialTimeout, FirstByteTimeout time.Duration
 	Log                           *slog.Logger // slog.Default() if nil
 	Clock                         func() time.Time
+	// Checks, when set, turns on replicas' receipts (checked, and passed
+	// to the client in the Gpunet-Receipt header) and sampled
+	// re-execution (check.go).
+	Checks *CheckOptions
 }
 
 // Gateway is the OpenAI-compatible endpoint. It is an http.Handler for the
@@ -127,6 +132,7 @@ type Gateway struct {
 	log       *slog.Logger
 	transport *http.Transport
 	stats     *stats
+	checks    *checker // nil: no receipts, no checks
 }
 
 // New returns a Gateway. It panics if o lacks Directory, Dial or
@@ -144,7 +150,7 @@ func New(o Options) *Gateway {
 	if o.FirstByteTimeout <= 0 {
 		o.FirstByteTimeout = DefaultFirstByteTimeout
 	}
-	g := &Gateway{o: o, now: o.Clock, log: o.Log, stats: newStats()}
+	g := &Gateway{o: o, now: o.Clock, log: o.Log, stats: newStats(), checks: newChecker(o.Checks)}
 	if g.now == nil {
 		g.now = time.Now
 	}
@@ -215,7 +221,7 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h := w.Header()
 	// Keys are bearer tokens, never cookies: any origin may call.
 	h.Set("Access-Control-Allow-Origin", "*")
-	h.Set("Access-Control-Expose-Headers", HeaderService+", "+HeaderProvider+", Retry-After")
+	h.Set("Access-Control-Expose-Headers", HeaderService+", "+HeaderProvider+", "+receipt.Header+", Retry-After")
 	var allow string
 	var serve func(http.ResponseWriter, *http.Request)
 	switch p := r.URL.Path; {
@@ -551,12 +557,7 @@ func (g *Gateway) try(w http.ResponseWriter, r *http.Request, req *chatRequest, 
 		errInternal("make the request: %v", err).write(w)
 		return true, nil
 	}
-	up.Header.Set("Content-Type", "application/json")
-	if req.Stream {
-		up.Header.Set("Accept", "text/event-stream")
-	} else {
-		up.Header.Set("Accept", "application/json")
-	}
+	setUpstreamHeaders(up, req.Stream)
 	resp, err := g.transport.RoundTrip(up)
 	if err != nil {
 		if r.Context().Err() == nil {
@@ -590,12 +591,25 @@ func (g *Gateway) try(w http.ResponseWriter, r *http.Request, req *chatRequest, 
 		g.relayError(w, resp, c)
 		return true, nil
 	}
+	var rec *ledger.ServiceReceipt
 	if req.Stream {
-		g.relayStream(w, resp, c, cancel)
+		rec = g.relayStream(w, resp, c, cancel, body)
 	} else {
-		g.relayBody(w, resp, c)
+		rec = g.relayBody(w, resp, c, body)
 	}
+	g.maybeCheck(c, req, body, rec)
 	return true, nil
+}
+
+// setUpstreamHeaders sets the headers of a request to a replica: the same
+// for every request, checked copies included.
+func setUpstreamHeaders(up *http.Request, stream bool) {
+	up.Header.Set("Content-Type", "application/json")
+	if stream {
+		up.Header.Set("Accept", "text/event-stream")
+	} else {
+		up.Header.Set("Accept", "application/json")
+	}
 }
 
 func isTimeout(err error) bool {
@@ -635,35 +649,47 @@ func (g *Gateway) relayError(w http.ResponseWriter, resp *http.Response, c *cand
 }
 
 // relayBody answers a replica's whole (non-streamed) answer, which must be
-// a JSON object with usage.
-func (g *Gateway) relayBody(w http.ResponseWriter, resp *http.Response, c *candidate) {
+// a JSON object with usage, with the replica's receipt when it matches
+// (the receipt is returned).
+func (g *Gateway) relayBody(w http.ResponseWriter, resp *http.Response, c *candidate, body []byte) *ledger.ServiceReceipt {
 	b, err := io.ReadAll(io.LimitReader(resp.Body, maxReplyBody+1))
 	switch {
 	case err != nil && isTimeout(err):
 		errTimeout("The replica (service %d, provider %s) stopped answering: %v.", c.Service.ID, c.Provider, err).write(w)
-		return
+		return nil
 	case err != nil:
 		errUpstream("The replica (service %d, provider %s) broke off its answer: %v.", c.Service.ID, c.Provider, err).write(w)
-		return
+		return nil
 	case len(b) > maxReplyBody:
 		errUpstream("The replica (service %d, provider %s) answered more than %d bytes.", c.Service.ID, c.Provider, maxReplyBody).write(w)
-		return
+		return nil
 	}
 	var reply struct {
 		Usage json.RawMessage `json:"usage"`
 	}
 	if err := json.Unmarshal(b, &reply); err != nil || len(b) == 0 || firstByte(b) != '{' {
 		errUpstream("The replica (service %d, provider %s) answered something other than a JSON chat completion.", c.Service.ID, c.Provider).write(w)
-		return
+		return nil
 	}
 	if len(reply.Usage) == 0 || reply.Usage[0] != '{' {
 		errUpstream("The replica (service %d, provider %s) returned no usage: every answer must report its token usage.", c.Service.ID, c.Provider).write(w)
-		return
+		return nil
+	}
+	var rec *ledger.ServiceReceipt
+	if g.checks != nil {
+		var o receipt.Outputs
+		if err := o.Add(b); err == nil {
+			var enc string
+			if enc, rec = g.answerReceipt(resp.Header.Get(receipt.Header), c, body, &o); enc != "" {
+				w.Header().Set(receipt.Header, enc)
+			}
+		}
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Content-Length", strconv.Itoa(len(b)))
 	w.WriteHeader(http.StatusOK)
 	w.Write(b)
+	return rec
 }
 
 func firstByte(b []byte) byte {

@@ -81,9 +81,9 @@ func FuzzReplicaAnswer(f *testing.F) {
 		case stream:
 			_, cancel := context.WithCancel(t.Context())
 			defer cancel()
-			g.relayStream(w, resp, c, cancel)
+			g.relayStream(w, resp, c, cancel, nil)
 		default:
-			g.relayBody(w, resp, c)
+			g.relayBody(w, resp, c, nil)
 		}
 		out := w.Body.Bytes()
 		isErrorObject := func(b []byte) bool {

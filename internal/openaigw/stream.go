@@ -11,6 +11,9 @@ import (
 	"net/http"
 	"sync/atomic"
 	"time"
+
+	"github.com/gpunet/gpunet/internal/ledger"
+	"github.com/gpunet/gpunet/internal/receipt"
 )
 
 // maxEventLine is the longest line of a replica's event stream relayed.
@@ -31,21 +34,36 @@ var doneEvent = []byte("[DONE]")
 // something other than JSON or stays silent for FirstByteTimeout ends the
 // stream with an error event (data: {"error":{…}}). cancel cancels the
 // upstream request.
-func (g *Gateway) relayStream(w http.ResponseWriter, resp *http.Response, c *candidate, cancel context.CancelFunc) {
+func (g *Gateway) relayStream(w http.ResponseWriter, resp *http.Response, c *candidate, cancel context.CancelFunc, body []byte) *ledger.ServiceReceipt {
 	if mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type")); mt != "text/event-stream" {
 		errUpstream("The replica (service %d, provider %s) answered a streamed request with %q, not an event stream.",
 			c.Service.ID, c.Provider, resp.Header.Get("Content-Type")).write(w)
-		return
+		return nil
 	}
 	rc := http.NewResponseController(w)
 	h := w.Header()
 	h.Set("Content-Type", "text/event-stream; charset=utf-8")
 	h.Set("Cache-Control", "no-cache")
 	h.Set("X-Accel-Buffering", "no")
+	if g.checks != nil {
+		h.Set("Trailer", receipt.Header)
+	}
 	w.WriteHeader(http.StatusOK)
 	rc.Flush()
 
 	s := &sseRelay{w: w, rc: rc}
+	// done ends a stream that went well: the receipt, checked, is the
+	// answer's trailer.
+	done := func() *ledger.ServiceReceipt {
+		if g.checks == nil || s.failed {
+			return nil
+		}
+		enc, r := g.answerReceipt(resp.Trailer.Get(receipt.Header), c, body, &s.outputs)
+		if enc != "" {
+			h.Set(receipt.Header, enc)
+		}
+		return r
+	}
 	var idle atomic.Bool
 	gap := g.o.FirstByteTimeout
 	timer := time.AfterFunc(gap, func() { idle.Store(true); cancel() })
@@ -61,16 +79,17 @@ func (g *Gateway) relayStream(w http.ResponseWriter, resp *http.Response, c *can
 			case errors.Is(err, io.EOF) && inEvent:
 				// The last event lacked its blank line: take it as ended.
 				if !s.event(data, c) {
-					return
+					return nil
 				}
 				fallthrough
 			case errors.Is(err, io.EOF):
 				if !s.sawUsage {
 					s.fail(errUpstream("The replica (service %d, provider %s) ended its stream without a usage chunk.", c.Service.ID, c.Provider))
-					return
+					return nil
 				}
 				// Usage came; only [DONE] is missing: end as OpenAI does.
 				s.write(doneEvent)
+				return done()
 			case idle.Load():
 				s.fail(errTimeout("The replica (service %d, provider %s) sent nothing for %s.", c.Service.ID, c.Provider, gap))
 			case errors.Is(err, bufio.ErrBufferFull):
@@ -78,7 +97,7 @@ func (g *Gateway) relayStream(w http.ResponseWriter, resp *http.Response, c *can
 			default:
 				s.fail(errUpstream("The replica (service %d, provider %s) broke off its stream: %v.", c.Service.ID, c.Provider, err))
 			}
-			return
+			return nil
 		}
 		timer.Reset(gap)
 		if len(line) == 0 {
@@ -88,7 +107,7 @@ func (g *Gateway) relayStream(w http.ResponseWriter, resp *http.Response, c *can
 			if bytes.Equal(data, doneEvent) {
 				if !s.sawUsage {
 					s.fail(errUpstream("The replica (service %d, provider %s) ended its stream without a usage chunk.", c.Service.ID, c.Provider))
-					return
+					return nil
 				}
 				s.write(doneEvent)
 				// Read the stream's end, so that the connection to the
@@ -96,10 +115,10 @@ func (g *Gateway) relayStream(w http.ResponseWriter, resp *http.Response, c *can
 				// does not end it soon loses the connection instead.
 				timer.Reset(drainTimeout)
 				io.Copy(io.Discard, io.LimitReader(br, 4096))
-				return
+				return done()
 			}
 			if !s.event(data, c) {
-				return
+				return nil
 			}
 			data, inEvent = data[:0], false
 			continue
@@ -147,6 +166,9 @@ type sseRelay struct {
 	rc       *http.ResponseController
 	sawUsage bool
 	failed   bool // the client is gone
+	// outputs are the answer's, as its receipt hashes them.
+	outputs receipt.Outputs
+	badOut  bool
 }
 
 // event checks one chunk of the replica's and relays it; it reports
@@ -172,6 +194,9 @@ func (s *sseRelay) event(data []byte, c *candidate) bool {
 	}
 	if !s.write(data) {
 		return false
+	}
+	if !s.badOut && s.outputs.Add(data) != nil {
+		s.badOut = true
 	}
 	if len(chunk.Error) > 0 && !isNull(chunk.Error) {
 		return false // the replica's own error event ends its stream

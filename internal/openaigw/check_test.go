@@ -1,0 +1,255 @@
+package openaigw
+
+import (
+	"context"
+	"crypto/ed25519"
+	"crypto/sha256"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/gpunet/gpunet/examples/tinylm/model"
+	"github.com/gpunet/gpunet/examples/tinylm/server"
+	"github.com/gpunet/gpunet/internal/address"
+	"github.com/gpunet/gpunet/internal/ledger"
+	"github.com/gpunet/gpunet/internal/receipt"
+)
+
+const checkChain = "gpunet-check-test"
+
+// receiptReplicas serves service 1 of model tinylm with a replica on each
+// of n providers: the tinylm server behind a receipt.Proxy signed with the
+// provider's key, as an agent runs it; the providers in faulty answer
+// every completion wrongly.
+type receiptReplicas struct {
+	keys  []ed25519.PrivateKey
+	provs []address.Address
+	addr  string
+	wrong map[address.Address]bool
+}
+
+func newReceiptReplicas(t testing.TB, n int, faulty ...int) *receiptReplicas {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := &http.Server{Handler: server.New(model.Default(), server.Options{})}
+	go hs.Serve(ln)
+	t.Cleanup(func() { hs.Close() })
+	rr := &receiptReplicas{addr: ln.Addr().String(), wrong: map[address.Address]bool{}}
+	for i := range n {
+		seed := sha256.Sum256(fmt.Appendf(nil, "replica %d", i))
+		k := ed25519.NewKeyFromSeed(seed[:])
+		rr.keys = append(rr.keys, k)
+		p := address.FromPubKey(k.Public().(ed25519.PublicKey))
+		rr.provs = append(rr.provs, p)
+		if slices.Contains(faulty, i) {
+			rr.wrong[p] = true
+		}
+	}
+	return rr
+}
+
+func (rr *receiptReplicas) dial(ctx context.Context, svc *ledger.Service, p address.Address, port uint64, cred string) (net.Conn, error) {
+	i := slices.Index(rr.provs, p)
+	if i < 0 {
+		return nil, fmt.Errorf("no replica on %s", p)
+	}
+	var d net.Dialer
+	back, err := d.DialContext(ctx, "tcp", rr.addr)
+	if err != nil {
+		return nil, err
+	}
+	px := &receipt.Proxy{Signer: &receipt.Signer{Key: rr.keys[i], ChainID: checkChain}, Service: svc.ID}
+	if rr.wrong[p] {
+		px.Wrong = func() bool { return true }
+	}
+	near, far := net.Pipe()
+	go px.Serve(far, back)
+	return near, nil
+}
+
+// checkGateway is a gateway over rr's replicas that checks every
+// deterministic request (rate 100%) and collects its disputes.
+func checkGateway(t testing.TB, rr *receiptReplicas, ratePPM uint64) (*Gateway, string, func() []*ledger.MsgServiceDispute) {
+	var mu sync.Mutex
+	var disputes []*ledger.MsgServiceDispute
+	svc := service(1, "tinylm", true, 1, rr.provs...)
+	g := New(Options{Directory: &fakeDir{svcs: []*ledger.Service{svc}}, Authorized: authorized, Dial: rr.dial, Log: slog.New(slog.DiscardHandler),
+		Checks: &CheckOptions{ChainID: checkChain, RatePPM: func() uint64 { return ratePPM }, MaxInFlight: 64,
+			Dispute: func(ctx context.Context, m *ledger.MsgServiceDispute) error {
+				mu.Lock()
+				defer mu.Unlock()
+				disputes = append(disputes, m)
+				return nil
+			}}})
+	t.Cleanup(g.Close)
+	srv := httptest.NewServer(g)
+	t.Cleanup(srv.Close)
+	return g, srv.URL, func() []*ledger.MsgServiceDispute {
+		mu.Lock()
+		defer mu.Unlock()
+		return slices.Clone(disputes)
+	}
+}
+
+func ask(t testing.TB, url, body string) *http.Response {
+	t.Helper()
+	resp, err := http.Post(url+PathCompletions, "application/json", strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("status %d", resp.StatusCode)
+	}
+	return resp
+}
+
+// waitChecks waits for n checks to be recorded.
+func waitChecks(t *testing.T, g *Gateway, n int) []Check {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for len(g.Checks()) < n {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d checks recorded after 20 s, want %d", len(g.Checks()), n)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	return g.Checks()
+}
+
+// TestChecksCatchAWrongReplica: with three replicas of three providers,
+// one answering wrongly, every checked request that reaches the faulty
+// one (first or as the copy) ends in a dispute that names it the odd one,
+// that the ledger's checks take (ValidateBasic, and each receipt's
+// signature on the chain), and no dispute ever names an honest one. The
+// client gets each answer's receipt, which matches what it got. Requests
+// that are not deterministic are never checked.
+func TestChecksCatchAWrongReplica(t *testing.T) {
+	rr := newReceiptReplicas(t, 3, 2)
+	faulty := rr.provs[2]
+	g, url, disputes := checkGateway(t, rr, 1_000_000)
+	const n = 12
+	for i := range n {
+		stream := ""
+		if i%2 == 1 {
+			stream = `,"stream":true,"stream_options":{"include_usage":true}`
+		}
+		resp := ask(t, url, fmt.Sprintf(`{"model":"tinylm","messages":[{"role":"user","content":"the cat %d"}],"seed":%d,"max_tokens":8%s}`, i, i, stream))
+		enc := resp.Header.Get(receipt.Header)
+		if enc == "" {
+			enc = resp.Trailer.Get(receipt.Header)
+		}
+		r, err := receipt.Decode(enc)
+		if err != nil {
+			t.Fatalf("request %d: the client got no receipt: %q: %v", i, enc, err)
+		}
+		if err := r.Verify(checkChain); err != nil || r.Provider.String() != resp.Header.Get(HeaderProvider) {
+			t.Fatalf("request %d: receipt of %s (answered by %s): %v", i, r.Provider, resp.Header.Get(HeaderProvider), err)
+		}
+		waitChecks(t, g, i+1)
+	}
+	ask(t, url, `{"model":"tinylm","messages":[{"role":"user","content":"no seed"}],"temperature":0.9}`)
+	time.Sleep(50 * time.Millisecond)
+	checks := g.Checks()
+	if len(checks) != n {
+		t.Errorf("%d checks, want %d: a request that is not deterministic was checked", len(checks), n)
+	}
+	involved := 0
+	for i, ch := range checks {
+		has := slices.ContainsFunc(ch.Receipts, func(r ledger.ServiceReceipt) bool { return r.Provider == faulty })
+		switch {
+		case ch.Verdict == CheckFailed || ch.Verdict == CheckSplit:
+			t.Errorf("check %d: %s (%s)", i, ch.Verdict, ch.Err)
+		case has && ch.Verdict != CheckDisputed:
+			t.Errorf("check %d: the faulty replica took part and the verdict is %s", i, ch.Verdict)
+		case !has && ch.Verdict != CheckAgreed:
+			t.Errorf("check %d: two honest replicas, verdict %s", i, ch.Verdict)
+		}
+		if has {
+			involved++
+		}
+	}
+	ds := disputes()
+	if len(ds) != involved || involved == 0 {
+		t.Fatalf("%d disputes, %d checks involved the faulty replica", len(ds), involved)
+	}
+	for _, m := range ds {
+		if err := m.ValidateBasic(); err != nil {
+			t.Fatal(err)
+		}
+		odd := 0
+		for i := range m.Receipts {
+			if err := m.Receipts[i].Verify(checkChain); err != nil {
+				t.Fatal(err)
+			}
+			if m.Receipts[i].Provider == faulty {
+				odd++
+			}
+		}
+		if odd != 1 {
+			t.Errorf("a dispute without the faulty provider: %+v", m.Receipts)
+		}
+	}
+}
+
+// TestChecksHonestNeverDisputed: honest replicas only, every request
+// checked: all agree, no dispute.
+func TestChecksHonestNeverDisputed(t *testing.T) {
+	rr := newReceiptReplicas(t, 3)
+	g, url, disputes := checkGateway(t, rr, 1_000_000)
+	for i := range 10 {
+		ask(t, url, fmt.Sprintf(`{"model":"tinylm","messages":[{"role":"user","content":"a dog %d"}],"temperature":0,"max_tokens":6}`, i))
+	}
+	for _, ch := range waitChecks(t, g, 10) {
+		if ch.Verdict != CheckAgreed {
+			t.Errorf("verdict %s (%s)", ch.Verdict, ch.Err)
+		}
+	}
+	if d := disputes(); len(d) != 0 {
+		t.Errorf("%d disputes among honest replicas", len(d))
+	}
+}
+
+// BenchmarkCheckedLatency: the client's latency of a non-streamed
+// completion through the gateway to tinylm behind the receipt proxy, with
+// no checks and with every request checked (the check runs after the
+// answer, beside the next requests): p50 in ms of each, and their ratio.
+//
+//	go test -run XXX -bench CheckedLatency -benchtime 300x ./internal/openaigw/
+func BenchmarkCheckedLatency(b *testing.B) {
+	rr := newReceiptReplicas(b, 3)
+	_, plain, _ := checkGateway(b, rr, 0)
+	_, checked, _ := checkGateway(b, rr, 1_000_000)
+	p50 := map[string]float64{}
+	for _, tc := range []struct{ name, url string }{{"unchecked", plain}, {"checked", checked}, {"unchecked-again", plain}} {
+		b.Run(tc.name, func(b *testing.B) {
+			var d []time.Duration
+			i := 0
+			for b.Loop() {
+				i++
+				start := time.Now()
+				ask(b, tc.url, fmt.Sprintf(`{"model":"tinylm","messages":[{"role":"user","content":"the cat %d"}],"seed":%d,"max_tokens":16}`, i, i))
+				d = append(d, time.Since(start))
+			}
+			sort.Slice(d, func(i, j int) bool { return d[i] < d[j] })
+			p50[tc.name] = float64(d[len(d)/2].Microseconds()) / 1000
+			b.ReportMetric(p50[tc.name], "p50-ms")
+		})
+	}
+	if p50["unchecked"] > 0 {
+		b.Logf("p50: unchecked %.3f ms, checked %.3f ms (every request checked), again unchecked %.3f ms: checked/unchecked %.3f",
+			p50["unchecked"], p50["checked"], p50["unchecked-again"], p50["checked"]/p50["unchecked"])
+	}
+}
