@@ -21,6 +21,7 @@ import (
 	"github.com/gpunet/gpunet/internal/admission"
 	"github.com/gpunet/gpunet/internal/apiserver"
 	"github.com/gpunet/gpunet/internal/blob"
+	"github.com/gpunet/gpunet/internal/chainclient"
 	"github.com/gpunet/gpunet/internal/dashboard"
 	"github.com/gpunet/gpunet/internal/netstats"
 	"github.com/gpunet/gpunet/internal/openaigw"
@@ -39,6 +40,11 @@ type Options struct {
 	// free one).
 	APIAddr         string
 	CheckInvariants bool
+	// DisputeKey, when set, signs the service disputes the node's OpenAI
+	// gateway finds (sampled re-execution, docs/ledger.md "Service
+	// disputes") and sends them; without it the node logs each dispute
+	// with its three receipts, for anyone to send.
+	DisputeKey chainclient.Signer
 }
 
 // Daemon is a running node process.
@@ -126,7 +132,9 @@ func Start(ctx context.Context, home string, o Options) (*Daemon, error) {
 	api.Mount(dataRoutes(keeper)...)
 	dir := serviceDirectory{view: n.View}
 	hub := relay.NewHub(relay.HubOptions{Directory: dir, Self: cfg.APIURL(), IsPeer: peers.Known, ChainID: cfg.ChainID, Log: o.Logger})
-	gateway := openaigw.New(openaigw.Options{Directory: gatewayDirectory{dir, &accessCache{view: n.View}}, Dial: hub.DialReplica, Authorized: relay.Authorized, Log: o.Logger})
+	disputes := &disputeSender{key: o.DisputeKey, log: o.Logger}
+	gateway := openaigw.New(openaigw.Options{Directory: gatewayDirectory{dir, &accessCache{view: n.View}}, Dial: hub.DialReplica, Authorized: relay.Authorized, Log: o.Logger,
+		Checks: &openaigw.CheckOptions{ChainID: cfg.ChainID, RatePPM: checkRate(n.View), Dispute: disputes.send}})
 	api.Mount(serviceRoutes(hub, gateway)...)
 	api.ForwardLogs(actx, peers.List)
 	api.Mount(stats.Routes()...)
@@ -140,6 +148,7 @@ func Start(ctx context.Context, home string, o Options) (*Daemon, error) {
 	apiErr := api.Serve(actx, al)
 	api.BaseURL = "http://" + bound.String()
 	base.Store(api.BaseURL)
+	disputes.setAPI(api.BaseURL)
 	if bound.String() != n.Config().API {
 		// Record where the API really is so other commands in this home
 		// find it.

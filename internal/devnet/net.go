@@ -5,10 +5,12 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"path/filepath"
 	"strings"
 	"time"
 
 	"github.com/gpunet/gpunet/internal/daemon"
+	"github.com/gpunet/gpunet/internal/keys"
 	"github.com/gpunet/gpunet/internal/provider"
 	"github.com/gpunet/gpunet/internal/validator"
 )
@@ -120,7 +122,13 @@ func Start(ctx context.Context, home string, o StartOptions) (*Net, error) {
 		}
 	}
 	progress("starting the node")
-	d, err := daemon.Start(ctx, home, daemon.Options{Logger: o.Logger, APIAddr: o.API, CheckInvariants: true})
+	// The node sends the service disputes its gateway finds with the
+	// validator's operator key (funded at genesis).
+	dkey, err := DisputeKey(home)
+	if err != nil {
+		return nil, err
+	}
+	d, err := daemon.Start(ctx, home, daemon.Options{Logger: o.Logger, APIAddr: o.API, CheckInvariants: true, DisputeKey: dkey})
 	if err != nil {
 		return nil, err
 	}
@@ -175,4 +183,14 @@ func (n *Net) StopProviders() {
 func (n *Net) Stop() error {
 	n.StopProviders()
 	return n.Daemon.Stop()
+}
+
+// DisputeKey is the key a devnet's node sends service disputes with: the
+// operator's (OperatorKey).
+func DisputeKey(home string) (*keys.Key, error) {
+	kr, err := keys.Open(filepath.Join(home, "keyring"))
+	if err != nil {
+		return nil, err
+	}
+	return kr.Get(OperatorKey)
 }
