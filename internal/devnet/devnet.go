@@ -53,7 +53,16 @@ type Options struct {
 	// (params.hw_rate_ppm 0), for tests whose subject they are not: a
 	// challenge's deadline depends on how busy the machine is.
 	NoHWChallenges bool
+	// ServiceCheckRatePPM, when set, is a new chain's
+	// params.service_check_rate_ppm (default DevServiceCheckRatePPM).
+	ServiceCheckRatePPM uint64
 }
+
+// DevServiceCheckRatePPM is a devnet's share of sampled OpenAI requests:
+// 25% (the default is 4%), so that a --faulty provider, wrong on half its
+// answers, is caught within a few dozen requests (docs/ledger.md,
+// "Service disputes").
+const DevServiceCheckRatePPM = 250_000
 
 // Setup makes home a devnet home if it is not one yet (or when Reset is
 // set) and reports whether it created a new chain. A home that holds a
@@ -103,6 +112,10 @@ func Setup(home string, o Options) (created bool, err error) {
 	g.Params.ServiceHeartbeatInterval = 2
 	g.Params.ServiceHeartbeatTimeout = 8
 	g.Params.ServiceBudgetWarning = 20
+	g.Params.ServiceCheckRatePPM = DevServiceCheckRatePPM
+	if o.ServiceCheckRatePPM > 0 {
+		g.Params.ServiceCheckRatePPM = o.ServiceCheckRatePPM
+	}
 	// The market and rewards to watch in a minute or two ('gpunet devnet
 	// --help' says so): an epoch of DevEpochBlocks (20 s at the default
 	// block time; the default is an hour), and DevEmissionTarget minted
