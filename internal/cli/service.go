@@ -33,7 +33,7 @@ keys: Authorization: Bearer sk-gpunet-… or X-Gpunet-Key: sk-gpunet-….`,
 	}
 	c.AddCommand(serviceDeployCmd(e), serviceQuoteCmd(e), serviceListCmd(e), serviceStatusCmd(e), serviceLogsCmd(e),
 		serviceScaleCmd(e), serviceTopUpCmd(e), serviceStopCmd(e), serviceAccessCmd(e),
-		serviceEvictCmd(e), serviceKeyCmd(e), serviceConnectCmd(e), serviceProbeCmd(e))
+		serviceEvictCmd(e), serviceKeyCmd(e), serviceConnectCmd(e), serviceProbeCmd(e), serviceReceiptCmd(e))
 	return c
 }
 
