@@ -48,6 +48,23 @@ type CheckOptions struct {
 	// Draw, when set, replaces the random draw (tests): it reports whether
 	// to check a request at rate ppm.
 	Draw func(ppm uint64) bool
+	// LogprobTolerance is the declared tolerance on log-probabilities
+	// (natural log) under which two different answers that carry them
+	// count as the same model's on different hardware (receipt.NearTie):
+	// such a check ends CheckTolerated, with no dispute. Default
+	// DefaultLogprobTolerance; negative: never.
+	LogprobTolerance float64
+}
+
+// DefaultLogprobTolerance is CheckOptions.LogprobTolerance's default:
+// float rounding moves a log-probability by far less.
+const DefaultLogprobTolerance = 0.01
+
+// answered is what the gateway kept of an answer it relayed: the
+// replica's checked receipt and the answer's outputs (nil when none).
+type answered struct {
+	r *ledger.ServiceReceipt
+	o *receipt.Outputs
 }
 
 // Check is the record of one sampled request.
@@ -58,7 +75,8 @@ type Check struct {
 	// client first, then the others asked.
 	Receipts []ledger.ServiceReceipt
 	// Verdict says how it ended: CheckAgreed, CheckDisputed, CheckSplit
-	// (three different answers) or CheckFailed (Err says why).
+	// (three different answers), CheckTolerated (different answers whose
+	// log-probabilities say a near tie) or CheckFailed (Err says why).
 	Verdict string
 	Err     string
 	At      time.Time
@@ -66,10 +84,11 @@ type Check struct {
 
 // Verdicts of a Check.
 const (
-	CheckAgreed   = "agreed"
-	CheckDisputed = "disputed"
-	CheckSplit    = "split"
-	CheckFailed   = "failed"
+	CheckAgreed    = "agreed"
+	CheckDisputed  = "disputed"
+	CheckSplit     = "split"
+	CheckTolerated = "tolerated"
+	CheckFailed    = "failed"
 )
 
 // checker runs a Gateway's checks.
@@ -93,6 +112,9 @@ func newChecker(o *CheckOptions) *checker {
 	}
 	if c.o.Timeout <= 0 {
 		c.o.Timeout = 2 * time.Minute
+	}
+	if c.o.LogprobTolerance == 0 {
+		c.o.LogprobTolerance = DefaultLogprobTolerance
 	}
 	if c.o.Draw == nil {
 		c.o.Draw = func(ppm uint64) bool { return rand.Uint64N(1_000_000) < ppm }
@@ -140,9 +162,9 @@ func (g *Gateway) answerReceipt(enc string, c *candidate, body []byte, o *receip
 
 // maybeCheck draws whether to check the request just answered by first's
 // replica with receipt r, and if so starts the check in the background.
-func (g *Gateway) maybeCheck(c *candidate, req *chatRequest, body []byte, r *ledger.ServiceReceipt) {
+func (g *Gateway) maybeCheck(c *candidate, req *chatRequest, body []byte, a answered) {
 	k := g.checks
-	if k == nil || r == nil || !receipt.Deterministic(body) || !k.o.Draw(k.o.RatePPM()) {
+	if k == nil || a.r == nil || !receipt.Deterministic(body) || !k.o.Draw(k.o.RatePPM()) {
 		return
 	}
 	select {
@@ -155,12 +177,13 @@ func (g *Gateway) maybeCheck(c *candidate, req *chatRequest, body []byte, r *led
 		defer func() { <-k.sem }()
 		ctx, cancel := context.WithTimeout(context.Background(), k.o.Timeout)
 		defer cancel()
-		k.record(g.check(ctx, c, req.Stream, body, r))
+		k.record(g.check(ctx, c, req.Stream, body, a))
 	}()
 }
 
 // check asks a second provider's replica, and a third on a disagreement.
-func (g *Gateway) check(ctx context.Context, c *candidate, stream bool, body []byte, first *ledger.ServiceReceipt) Check {
+func (g *Gateway) check(ctx context.Context, c *candidate, stream bool, body []byte, a answered) Check {
+	first, tol := a.r, g.checks.o.LogprobTolerance
 	ch := Check{Service: c.Service.ID, Request: first.RequestHash, Receipts: []ledger.ServiceReceipt{*first}, At: g.now()}
 	fail := func(err error) Check {
 		ch.Verdict, ch.Err = CheckFailed, err.Error()
@@ -168,7 +191,7 @@ func (g *Gateway) check(ctx context.Context, c *candidate, stream bool, body []b
 		return ch
 	}
 	asked := []address.Address{c.Provider}
-	second, err := g.askOther(ctx, c, stream, body, asked)
+	second, o2, err := g.askOther(ctx, c, stream, body, asked)
 	if err != nil {
 		return fail(err)
 	}
@@ -177,10 +200,14 @@ func (g *Gateway) check(ctx context.Context, c *candidate, stream bool, body []b
 		ch.Verdict = CheckAgreed
 		return ch
 	}
+	if tol >= 0 && receipt.NearTie(a.o, o2, tol) {
+		ch.Verdict = CheckTolerated
+		return ch
+	}
 	g.log.Warn("openai gateway: two replicas answered a checked request differently; asking a third", "service", c.Service.ID,
 		"first", first.Provider, "second", second.Provider)
 	asked = append(asked, second.Provider)
-	third, err := g.askOther(ctx, c, stream, body, asked)
+	third, o3, err := g.askOther(ctx, c, stream, body, asked)
 	if err != nil {
 		return fail(fmt.Errorf("a third replica: %w", err))
 	}
@@ -190,14 +217,20 @@ func (g *Gateway) check(ctx context.Context, c *candidate, stream bool, body []b
 		g.log.Warn("openai gateway: three replicas gave three answers; no majority to dispute by", "service", c.Service.ID)
 		return ch
 	}
+	odd, oddOut := first.Provider, a.o
+	if third.ResponseHash == first.ResponseHash {
+		odd, oddOut = second.Provider, o2
+	}
+	if tol >= 0 && receipt.NearTie(oddOut, o3, tol) {
+		// The odd answer differs from the majority's only where two
+		// tokens were nearly tied: not evidence of a wrong model.
+		ch.Verdict = CheckTolerated
+		return ch
+	}
 	ch.Verdict = CheckDisputed
 	m := &ledger.MsgServiceDispute{Receipts: slices.Clone(ch.Receipts)}
 	if err := m.ValidateBasic(); err != nil {
 		return fail(fmt.Errorf("the dispute is not valid: %w", err))
-	}
-	odd := first.Provider
-	if third.ResponseHash == first.ResponseHash {
-		odd = second.Provider
 	}
 	g.log.Warn("openai gateway: a replica's answer was outvoted; disputing it", "service", c.Service.ID, "provider", odd,
 		"receipts", []string{receipt.Encode(&ch.Receipts[0]), receipt.Encode(&ch.Receipts[1]), receipt.Encode(&ch.Receipts[2])})
@@ -211,8 +244,9 @@ func (g *Gateway) check(ctx context.Context, c *candidate, stream bool, body []b
 }
 
 // askOther sends body to a routable replica of c's service whose provider
-// is not in asked, picked at random, and returns its checked receipt.
-func (g *Gateway) askOther(ctx context.Context, c *candidate, stream bool, body []byte, asked []address.Address) (*ledger.ServiceReceipt, error) {
+// is not in asked, picked at random, and returns its checked receipt and
+// its answer's outputs.
+func (g *Gateway) askOther(ctx context.Context, c *candidate, stream bool, body []byte, asked []address.Address) (*ledger.ServiceReceipt, *receipt.Outputs, error) {
 	var others []address.Address
 	for i := range c.Service.Replicas {
 		rep := &c.Service.Replicas[i]
@@ -221,24 +255,24 @@ func (g *Gateway) askOther(ctx context.Context, c *candidate, stream bool, body 
 		}
 	}
 	if len(others) == 0 {
-		return nil, fmt.Errorf("service %d has no other provider's replica ready", c.Service.ID)
+		return nil, nil, fmt.Errorf("service %d has no other provider's replica ready", c.Service.ID)
 	}
 	p := others[rand.IntN(len(others))]
 	o, enc, err := g.exchange(ctx, c, p, stream, body)
 	if err != nil {
-		return nil, fmt.Errorf("provider %s: %w", p, err)
+		return nil, nil, fmt.Errorf("provider %s: %w", p, err)
 	}
 	if enc == "" {
-		return nil, fmt.Errorf("provider %s answered without a receipt", p)
+		return nil, nil, fmt.Errorf("provider %s answered without a receipt", p)
 	}
 	r, err := receipt.Decode(enc)
 	if err == nil {
 		err = receipt.Check(r, g.checks.o.ChainID, c.Service.ID, p, body, o)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("provider %s: %w", p, err)
+		return nil, nil, fmt.Errorf("provider %s: %w", p, err)
 	}
-	return r, nil
+	return r, o, nil
 }
 
 // exchange sends body to provider's replica of c's service as try does

@@ -33,20 +33,37 @@ const checkChain = "gpunet-check-test"
 type receiptReplicas struct {
 	keys  []ed25519.PrivateKey
 	provs []address.Address
-	addr  string
+	addrs []string
 	wrong map[address.Address]bool
 }
 
-func newReceiptReplicas(t testing.TB, n int, faulty ...int) *receiptReplicas {
+// serve serves h on loopback until the test ends.
+func serve(t testing.TB, h http.Handler) string {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	hs := &http.Server{Handler: server.New(model.Default(), server.Options{})}
+	hs := &http.Server{Handler: h}
 	go hs.Serve(ln)
 	t.Cleanup(func() { hs.Close() })
-	rr := &receiptReplicas{addr: ln.Addr().String(), wrong: map[address.Address]bool{}}
-	for i := range n {
+	return ln.Addr().String()
+}
+
+func newReceiptReplicas(t testing.TB, n int, faulty ...int) *receiptReplicas {
+	return newReceiptReplicasOf(t, make([]http.Handler, n), faulty...)
+}
+
+// newReceiptReplicasOf is newReceiptReplicas with a model server per
+// replica (nil: tinylm).
+func newReceiptReplicasOf(t testing.TB, servers []http.Handler, faulty ...int) *receiptReplicas {
+	tiny := serve(t, server.New(model.Default(), server.Options{}))
+	rr := &receiptReplicas{wrong: map[address.Address]bool{}}
+	for i, h := range servers {
+		addr := tiny
+		if h != nil {
+			addr = serve(t, h)
+		}
+		rr.addrs = append(rr.addrs, addr)
 		seed := sha256.Sum256(fmt.Appendf(nil, "replica %d", i))
 		k := ed25519.NewKeyFromSeed(seed[:])
 		rr.keys = append(rr.keys, k)
@@ -65,7 +82,7 @@ func (rr *receiptReplicas) dial(ctx context.Context, svc *ledger.Service, p addr
 		return nil, fmt.Errorf("no replica on %s", p)
 	}
 	var d net.Dialer
-	back, err := d.DialContext(ctx, "tcp", rr.addr)
+	back, err := d.DialContext(ctx, "tcp", rr.addrs[i])
 	if err != nil {
 		return nil, err
 	}
@@ -263,5 +280,79 @@ func BenchmarkCheckedLatency(b *testing.B) {
 	if p50["unchecked"] > 0 {
 		b.Logf("p50: unchecked %.3f ms, every request checked %.3f ms, at the default rate %.3f ms, again unchecked %.3f ms: checked/unchecked %.3f, default-rate/unchecked %.3f",
 			p50["unchecked"], p50["checked"], p50["default-rate"], p50["unchecked-again"], p50["checked"]/p50["unchecked"], p50["default-rate"]/p50["unchecked"])
+	}
+}
+
+// logprobModel answers every completion with the same two tokens and
+// their log-probabilities: second is its second token, lp that token's
+// log-probability, and alt the alternatives it lists for it.
+func logprobModel(second string, lp float64, alt map[string]float64) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		var top []string
+		for tok, l := range alt {
+			top = append(top, fmt.Sprintf(`{"token":%q,"logprob":%g}`, tok, l))
+		}
+		slices.Sort(top)
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprintf(w, `{"id":"x","object":"chat.completion","choices":[{"index":0,"message":{"role":"assistant","content":"the%s"},`+
+			`"logprobs":{"content":[{"token":"the","logprob":-0.1,"top_logprobs":[{"token":"the","logprob":-0.1}]},`+
+			`{"token":%q,"logprob":%g,"top_logprobs":[%s]}]},"finish_reason":"stop"}],"usage":{"prompt_tokens":3,"completion_tokens":2}}`,
+			second, second, lp, strings.Join(top, ","))
+	})
+}
+
+// TestChecksTolerateNearTies: answers that differ where two tokens were
+// nearly tied (each replica rates the other's token within the declared
+// tolerance of its own, and agrees on the tokens before) are tolerated,
+// never disputed: hardware-level float differences. An answer that
+// diverges where one token clearly led is disputed.
+func TestChecksTolerateNearTies(t *testing.T) {
+	honest := logprobModel(" cat", -0.500, map[string]float64{" cat": -0.500, " dog": -0.503})
+	tie := logprobModel(" dog", -0.502, map[string]float64{" dog": -0.502, " cat": -0.505})
+	wrong := logprobModel(" bird", -0.2, map[string]float64{" bird": -0.2})
+	body := `{"model":"tinylm","messages":[{"role":"user","content":"x %d"}],"temperature":0,"logprobs":true,"top_logprobs":2}`
+	for _, tc := range []struct {
+		name     string
+		servers  []http.Handler
+		odd      int
+		want     string
+		disputes bool
+	}{
+		{"near tie", []http.Handler{honest, tie, honest}, 1, CheckTolerated, false},
+		{"a clear lead", []http.Handler{honest, wrong, honest}, 1, CheckDisputed, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rr := newReceiptReplicasOf(t, tc.servers)
+			g, url, disputes := checkGateway(t, rr, 1_000_000)
+			// Until some check involves the odd replica (it is asked at
+			// random), and at least 8.
+			involves := func(ch Check) bool {
+				return slices.ContainsFunc(ch.Receipts, func(r ledger.ServiceReceipt) bool { return r.Provider == rr.provs[tc.odd] })
+			}
+			for i := 0; i < 8 || (i < 64 && !slices.ContainsFunc(g.Checks(), involves)); i++ {
+				ask(t, url, fmt.Sprintf(body, i))
+				waitChecks(t, g, i+1)
+			}
+			seen := 0
+			for _, ch := range g.Checks() {
+				has := slices.ContainsFunc(ch.Receipts, func(r ledger.ServiceReceipt) bool { return r.Provider == rr.provs[tc.odd] })
+				switch {
+				case has && ch.Verdict != tc.want:
+					t.Errorf("a check with the odd replica: %s (%s), want %s", ch.Verdict, ch.Err, tc.want)
+				case !has && ch.Verdict != CheckAgreed:
+					t.Errorf("two alike replicas: %s (%s)", ch.Verdict, ch.Err)
+				}
+				if has {
+					seen++
+				}
+			}
+			if seen == 0 {
+				t.Fatal("no check involved the odd replica")
+			}
+			if got := len(disputes()) > 0; got != tc.disputes {
+				t.Errorf("disputes: %d, want some: %v", len(disputes()), tc.disputes)
+			}
+		})
 	}
 }

@@ -591,13 +591,13 @@ func (g *Gateway) try(w http.ResponseWriter, r *http.Request, req *chatRequest, 
 		g.relayError(w, resp, c)
 		return true, nil
 	}
-	var rec *ledger.ServiceReceipt
+	var a answered
 	if req.Stream {
-		rec = g.relayStream(w, resp, c, cancel, body)
+		a = g.relayStream(w, resp, c, cancel, body)
 	} else {
-		rec = g.relayBody(w, resp, c, body)
+		a = g.relayBody(w, resp, c, body)
 	}
-	g.maybeCheck(c, req, body, rec)
+	g.maybeCheck(c, req, body, a)
 	return true, nil
 }
 
@@ -650,46 +650,47 @@ func (g *Gateway) relayError(w http.ResponseWriter, resp *http.Response, c *cand
 
 // relayBody answers a replica's whole (non-streamed) answer, which must be
 // a JSON object with usage, with the replica's receipt when it matches
-// (the receipt is returned).
-func (g *Gateway) relayBody(w http.ResponseWriter, resp *http.Response, c *candidate, body []byte) *ledger.ServiceReceipt {
+// (the receipt and outputs are returned).
+func (g *Gateway) relayBody(w http.ResponseWriter, resp *http.Response, c *candidate, body []byte) answered {
 	b, err := io.ReadAll(io.LimitReader(resp.Body, maxReplyBody+1))
 	switch {
 	case err != nil && isTimeout(err):
 		errTimeout("The replica (service %d, provider %s) stopped answering: %v.", c.Service.ID, c.Provider, err).write(w)
-		return nil
+		return answered{}
 	case err != nil:
 		errUpstream("The replica (service %d, provider %s) broke off its answer: %v.", c.Service.ID, c.Provider, err).write(w)
-		return nil
+		return answered{}
 	case len(b) > maxReplyBody:
 		errUpstream("The replica (service %d, provider %s) answered more than %d bytes.", c.Service.ID, c.Provider, maxReplyBody).write(w)
-		return nil
+		return answered{}
 	}
 	var reply struct {
 		Usage json.RawMessage `json:"usage"`
 	}
 	if err := json.Unmarshal(b, &reply); err != nil || len(b) == 0 || firstByte(b) != '{' {
 		errUpstream("The replica (service %d, provider %s) answered something other than a JSON chat completion.", c.Service.ID, c.Provider).write(w)
-		return nil
+		return answered{}
 	}
 	if len(reply.Usage) == 0 || reply.Usage[0] != '{' {
 		errUpstream("The replica (service %d, provider %s) returned no usage: every answer must report its token usage.", c.Service.ID, c.Provider).write(w)
-		return nil
+		return answered{}
 	}
-	var rec *ledger.ServiceReceipt
+	var a answered
 	if g.checks != nil {
 		var o receipt.Outputs
 		if err := o.Add(b); err == nil {
 			var enc string
-			if enc, rec = g.answerReceipt(resp.Header.Get(receipt.Header), c, body, &o); enc != "" {
+			if enc, a.r = g.answerReceipt(resp.Header.Get(receipt.Header), c, body, &o); enc != "" {
 				w.Header().Set(receipt.Header, enc)
 			}
+			a.o = &o
 		}
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Content-Length", strconv.Itoa(len(b)))
 	w.WriteHeader(http.StatusOK)
 	w.Write(b)
-	return rec
+	return a
 }
 
 func firstByte(b []byte) byte {

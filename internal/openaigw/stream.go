@@ -12,7 +12,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/gpunet/gpunet/internal/ledger"
 	"github.com/gpunet/gpunet/internal/receipt"
 )
 
@@ -34,11 +33,11 @@ var doneEvent = []byte("[DONE]")
 // something other than JSON or stays silent for FirstByteTimeout ends the
 // stream with an error event (data: {"error":{…}}). cancel cancels the
 // upstream request.
-func (g *Gateway) relayStream(w http.ResponseWriter, resp *http.Response, c *candidate, cancel context.CancelFunc, body []byte) *ledger.ServiceReceipt {
+func (g *Gateway) relayStream(w http.ResponseWriter, resp *http.Response, c *candidate, cancel context.CancelFunc, body []byte) answered {
 	if mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type")); mt != "text/event-stream" {
 		errUpstream("The replica (service %d, provider %s) answered a streamed request with %q, not an event stream.",
 			c.Service.ID, c.Provider, resp.Header.Get("Content-Type")).write(w)
-		return nil
+		return answered{}
 	}
 	rc := http.NewResponseController(w)
 	h := w.Header()
@@ -54,15 +53,15 @@ func (g *Gateway) relayStream(w http.ResponseWriter, resp *http.Response, c *can
 	s := &sseRelay{w: w, rc: rc}
 	// done ends a stream that went well: the receipt, checked, is the
 	// answer's trailer.
-	done := func() *ledger.ServiceReceipt {
-		if g.checks == nil || s.failed {
-			return nil
+	done := func() answered {
+		if g.checks == nil || s.failed || s.badOut {
+			return answered{}
 		}
 		enc, r := g.answerReceipt(resp.Trailer.Get(receipt.Header), c, body, &s.outputs)
 		if enc != "" {
 			h.Set(receipt.Header, enc)
 		}
-		return r
+		return answered{r, &s.outputs}
 	}
 	var idle atomic.Bool
 	gap := g.o.FirstByteTimeout
@@ -79,13 +78,13 @@ func (g *Gateway) relayStream(w http.ResponseWriter, resp *http.Response, c *can
 			case errors.Is(err, io.EOF) && inEvent:
 				// The last event lacked its blank line: take it as ended.
 				if !s.event(data, c) {
-					return nil
+					return answered{}
 				}
 				fallthrough
 			case errors.Is(err, io.EOF):
 				if !s.sawUsage {
 					s.fail(errUpstream("The replica (service %d, provider %s) ended its stream without a usage chunk.", c.Service.ID, c.Provider))
-					return nil
+					return answered{}
 				}
 				// Usage came; only [DONE] is missing: end as OpenAI does.
 				s.write(doneEvent)
@@ -97,7 +96,7 @@ func (g *Gateway) relayStream(w http.ResponseWriter, resp *http.Response, c *can
 			default:
 				s.fail(errUpstream("The replica (service %d, provider %s) broke off its stream: %v.", c.Service.ID, c.Provider, err))
 			}
-			return nil
+			return answered{}
 		}
 		timer.Reset(gap)
 		if len(line) == 0 {
@@ -107,7 +106,7 @@ func (g *Gateway) relayStream(w http.ResponseWriter, resp *http.Response, c *can
 			if bytes.Equal(data, doneEvent) {
 				if !s.sawUsage {
 					s.fail(errUpstream("The replica (service %d, provider %s) ended its stream without a usage chunk.", c.Service.ID, c.Provider))
-					return nil
+					return answered{}
 				}
 				s.write(doneEvent)
 				// Read the stream's end, so that the connection to the
@@ -118,7 +117,7 @@ func (g *Gateway) relayStream(w http.ResponseWriter, resp *http.Response, c *can
 				return done()
 			}
 			if !s.event(data, c) {
-				return nil
+				return answered{}
 			}
 			data, inEvent = data[:0], false
 			continue

@@ -161,6 +161,7 @@ const (
 type Outputs struct {
 	choices          []choice
 	size             int
+	ntokens          int
 	PromptTokens     uint64
 	CompletionTokens uint64
 	// Usage reports whether the answer counted its tokens.
@@ -171,7 +172,24 @@ type choice struct {
 	index  uint64
 	text   []byte
 	finish string
+	tokens []TokenLogprob
 }
+
+// TokenLogprob is one generated token's log-probability, with the most
+// likely alternatives, as OpenAI's logprobs.content gives them.
+type TokenLogprob struct {
+	Token   string         `json:"token"`
+	Logprob float64        `json:"logprob"`
+	Top     []TokenLogprob `json:"top_logprobs,omitempty"`
+}
+
+// Bounds of the log-probabilities an answer's outputs keep.
+const (
+	// MaxTokens is the most tokens' log-probabilities kept per answer;
+	// MaxTop the most alternatives kept per token.
+	MaxTokens = 1 << 16
+	MaxTop    = 20
+)
 
 // ErrTooLarge is returned (wrapped) when an answer's outputs exceed
 // MaxChoices or MaxOutput.
@@ -189,6 +207,9 @@ type answer struct {
 			Content *string `json:"content"`
 		} `json:"delta"`
 		FinishReason *string `json:"finish_reason"`
+		Logprobs     *struct {
+			Content []TokenLogprob `json:"content"`
+		} `json:"logprobs"`
 	} `json:"choices"`
 	Usage *struct {
 		PromptTokens     uint64 `json:"prompt_tokens"`
@@ -227,6 +248,18 @@ func (o *Outputs) Add(data []byte) error {
 		}
 		if c.FinishReason != nil {
 			o.choices[i].finish = *c.FinishReason
+		}
+		if c.Logprobs != nil {
+			for _, tl := range c.Logprobs.Content {
+				if o.ntokens++; o.ntokens > MaxTokens {
+					return fmt.Errorf("receipt: more than %d tokens' log-probabilities: %w", MaxTokens, ErrTooLarge)
+				}
+				tl.Top = tl.Top[:min(len(tl.Top), MaxTop)]
+				for j := range tl.Top {
+					tl.Top[j].Top = nil
+				}
+				o.choices[i].tokens = append(o.choices[i].tokens, tl)
+			}
 		}
 	}
 	if a.Usage != nil {
@@ -306,3 +339,61 @@ func Check(r *ledger.ServiceReceipt, chainID string, service uint64, provider ad
 	}
 	return nil
 }
+
+// NearTie reports whether two answers that differ can be the same model's
+// on different hardware: both carry log-probabilities, every token before
+// the first one they differ in was given the same log-probability by both
+// within tol, and at that token each answer rates the other's choice
+// within tol of its own (two candidates nearly tied, which float rounding
+// can order either way). A different model, or a made-up answer, gives
+// other log-probabilities before it diverges, or diverges where one
+// candidate clearly leads. Answers without log-probabilities are never a
+// near tie.
+func NearTie(a, b *Outputs, tol float64) bool {
+	if a == nil || b == nil || len(a.choices) == 0 || len(a.choices) != len(b.choices) {
+		return false
+	}
+	tie := false
+	for _, ca := range a.choices {
+		i := slices.IndexFunc(b.choices, func(x choice) bool { return x.index == ca.index })
+		if i < 0 {
+			return false
+		}
+		cb := b.choices[i]
+		if string(ca.text) == string(cb.text) && ca.finish == cb.finish {
+			continue
+		}
+		if len(ca.tokens) == 0 || len(cb.tokens) == 0 || !tokensNearTie(ca.tokens, cb.tokens, tol) {
+			return false
+		}
+		tie = true
+	}
+	return tie
+}
+
+func tokensNearTie(ta, tb []TokenLogprob, tol float64) bool {
+	for j := range min(len(ta), len(tb)) {
+		x, y := ta[j], tb[j]
+		if x.Token == y.Token {
+			if !within(x.Logprob, y.Logprob, tol) {
+				return false
+			}
+			continue
+		}
+		xy, ok1 := topOf(x, y.Token)
+		yx, ok2 := topOf(y, x.Token)
+		return ok1 && ok2 && within(x.Logprob, xy, tol) && within(y.Logprob, yx, tol)
+	}
+	return false // no token differs: the texts differ otherwise
+}
+
+func topOf(t TokenLogprob, token string) (float64, bool) {
+	for _, a := range t.Top {
+		if a.Token == token {
+			return a.Logprob, true
+		}
+	}
+	return 0, false
+}
+
+func within(a, b, tol float64) bool { d := a - b; return d <= tol && -d <= tol }

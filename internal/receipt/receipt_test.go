@@ -6,6 +6,7 @@ import (
 	"context"
 	"crypto/ed25519"
 	"crypto/sha256"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -235,5 +236,46 @@ func TestProxySignsWhatItSends(t *testing.T) {
 	resp.Body.Close()
 	if resp.StatusCode != 200 || resp.Header.Get(receipt.Header) != "" {
 		t.Errorf("GET /health: %d, receipt %q", resp.StatusCode, resp.Header.Get(receipt.Header))
+	}
+}
+
+// TestNearTie: two answers are a near tie only when both carry
+// log-probabilities that agree before the first different token and rate
+// each other's token there within the tolerance.
+func TestNearTie(t *testing.T) {
+	answer := func(second string, lp1, lp2 float64, top string) *receipt.Outputs {
+		var o receipt.Outputs
+		err := o.Add(fmt.Appendf(nil, `{"choices":[{"index":0,"message":{"content":"a%s"},"finish_reason":"stop","logprobs":{"content":[`+
+			`{"token":"a","logprob":%g,"top_logprobs":[]},{"token":%q,"logprob":%g,"top_logprobs":[%s]}]}}]}`, second, lp1, second, lp2, top))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return &o
+	}
+	x := answer("b", -0.1, -0.50, `{"token":"b","logprob":-0.50},{"token":"c","logprob":-0.505}`)
+	y := answer("c", -0.1, -0.502, `{"token":"c","logprob":-0.502},{"token":"b","logprob":-0.506}`)
+	for _, tc := range []struct {
+		name string
+		a, b *receipt.Outputs
+		tol  float64
+		want bool
+	}{
+		{"near tie", x, y, 0.01, true},
+		{"tolerance too tight", x, y, 0.001, false},
+		{"the same answer", x, x, 0.01, false},
+		{"a clear lead", x, answer("d", -0.1, -0.1, `{"token":"d","logprob":-0.1}`), 0.01, false},
+		{"the prefix rated otherwise", x, answer("c", -0.9, -0.502, `{"token":"c","logprob":-0.502},{"token":"b","logprob":-0.506}`), 0.01, false},
+		{"no log-probabilities", x, func() *receipt.Outputs {
+			var o receipt.Outputs
+			o.Add([]byte(`{"choices":[{"index":0,"message":{"content":"ac"}}]}`))
+			return &o
+		}(), 1, false},
+	} {
+		if got := receipt.NearTie(tc.a, tc.b, tc.tol); got != tc.want {
+			t.Errorf("%s: NearTie = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+	if x.Hash() == y.Hash() {
+		t.Errorf("different texts hash alike")
 	}
 }
