@@ -82,4 +82,3 @@ func TestServiceReceipt(t *testing.T) {
 		})
 	}
 }
-

@@ -213,6 +213,39 @@ func TestFaultyReplicaDisputed(t *testing.T) {
 	if !slices.ContainsFunc(svc.Ended, func(e ledger.ReplicaEnd) bool { return e.Provider == faulty && e.Code == ledger.EndDisputed }) {
 		t.Errorf("no ended replica of the faulty provider with code %q: %+v", ledger.EndDisputed, svc.Ended)
 	}
+	// A streamed answer brings its receipt as a trailer; the service's
+	// own port through /svc/ passes other requests as they are and gives
+	// completions their receipts too.
+	resp, err := http.Post(d.APIURL+"/openai/v1/chat/completions", "application/json",
+		strings.NewReader(`{"model":"tinylm","messages":[{"role":"user","content":"streamed"}],"seed":7,"max_tokens":8,"stream":true}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	if r, err := receipt.Decode(resp.Trailer.Get(receipt.Header)); err != nil || r.Verify(ChainID) != nil {
+		t.Errorf("a streamed answer's receipt trailer %q: %v", resp.Trailer.Get(receipt.Header), err)
+	}
+	for _, tc := range []struct {
+		method, path, body string
+		receipt            bool
+	}{
+		{"GET", "/health", "", false},
+		{"GET", "/v1/models", "", false},
+		{"POST", "/v1/chat/completions", `{"model":"tinylm","messages":[{"role":"user","content":"direct"}],"seed":3,"max_tokens":4}`, true},
+		{"GET", "/health", "", false},
+	} {
+		req, _ := http.NewRequest(tc.method, d.APIURL+"/svc/1/8000"+tc.path, strings.NewReader(tc.body))
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if got := resp.Header.Get(receipt.Header) != ""; resp.StatusCode != 200 || got != tc.receipt {
+			t.Errorf("%s /svc/1/8000%s: status %d, receipt %v, want 200 and %v", tc.method, tc.path, resp.StatusCode, got, tc.receipt)
+		}
+	}
 	// More requests, all to honest replicas now: none is disputed.
 	for i := range 20 {
 		body := fmt.Sprintf(`{"model":"tinylm","messages":[{"role":"user","content":"a dog %d"}],"temperature":0,"max_tokens":8}`, i)

@@ -279,3 +279,21 @@ func TestNearTie(t *testing.T) {
 		t.Errorf("different texts hash alike")
 	}
 }
+
+// FuzzOutputs: any answer a replica sends is read within the bounds or
+// refused, and hashes the same when read again.
+func FuzzOutputs(f *testing.F) {
+	f.Add([]byte(`{"choices":[{"index":0,"message":{"content":"hi"},"finish_reason":"stop","logprobs":{"content":[{"token":"hi","logprob":-0.1,"top_logprobs":[{"token":"ho","logprob":-2}]}]}}],"usage":{"prompt_tokens":1,"completion_tokens":1}}`))
+	f.Add([]byte(`{"choices":[{"index":3,"delta":{"content":"x"}}]}`))
+	f.Add([]byte(`[]`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		var a, b receipt.Outputs
+		if err := a.Add(data); err != nil {
+			return
+		}
+		if err := b.Add(data); err != nil || a.Hash() != b.Hash() {
+			t.Fatalf("read twice: %v, hashes %x %x", err, a.Hash(), b.Hash())
+		}
+		receipt.NearTie(&a, &b, 0.01)
+	})
+}
