@@ -2,12 +2,17 @@ package daemon
 
 import (
 	"context"
+	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"log/slog"
+	"net/http"
 	"sync/atomic"
 
 	"github.com/gpunet/gpunet/internal/chainclient"
 	"github.com/gpunet/gpunet/internal/ledger"
+	"github.com/gpunet/gpunet/internal/openaigw"
+	"github.com/gpunet/gpunet/internal/receipt"
 )
 
 // Service disputes (issue 29): the node's OpenAI gateway samples requests
@@ -48,4 +53,32 @@ func (d *disputeSender) send(ctx context.Context, m *ledger.MsgServiceDispute) e
 	}
 	d.log.Info("service dispute sent", "service", m.Receipts[0].ServiceID, "tx", res.Hash)
 	return nil
+}
+
+// checkView is one sampled check as GET /v1/services/checks shows it.
+type checkView struct {
+	Service  uint64   `json:"service"`
+	Request  string   `json:"request"`  // hex SHA-256 of the request body
+	Receipts []string `json:"receipts"` // Gpunet-Receipt form: the first answer's, then the others'
+	Verdict  string   `json:"verdict"`
+	Error    string   `json:"error,omitempty"`
+	At       int64    `json:"at"` // unix seconds
+}
+
+// checksHandler answers the gateway's latest checks, newest first.
+func checksHandler(gw *openaigw.Gateway) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		checks := gw.Checks()
+		out := make([]checkView, 0, len(checks))
+		for i := len(checks) - 1; i >= 0; i-- {
+			c := checks[i]
+			v := checkView{Service: c.Service, Request: hex.EncodeToString(c.Request[:]), Verdict: c.Verdict, Error: c.Err, At: c.At.Unix()}
+			for j := range c.Receipts {
+				v.Receipts = append(v.Receipts, receipt.Encode(&c.Receipts[j]))
+			}
+			out = append(out, v)
+		}
+		w.Header().Set("Content-Type", "application/json")
+		json.NewEncoder(w).Encode(out)
+	})
 }
