@@ -81,7 +81,9 @@ func (p *Proxy) Serve(client, back net.Conn) {
 	}
 	cr := bufio.NewReaderSize(client, 64<<10)
 	br := bufio.NewReaderSize(back, 64<<10)
-	client.SetReadDeadline(time.Now().Add(idle))
+	// HTTP clients speak first; a connection silent for rawWait is some
+	// other protocol, whose server may speak first.
+	client.SetReadDeadline(time.Now().Add(rawWait))
 	if !looksHTTP(cr) {
 		client.SetReadDeadline(time.Time{})
 		splice(client, cr, back, br)
@@ -106,19 +108,15 @@ func (p *Proxy) Serve(client, back net.Conn) {
 	}
 }
 
-// looksHTTP reports whether the stream begins with an HTTP method.
+// rawWait is how long a Proxy waits for a connection's first byte before
+// it takes it for a protocol whose server speaks first, and relays it raw.
+const rawWait = time.Second
+
+// looksHTTP reports whether the stream begins as an HTTP request does, with
+// an upper-case letter (a method); TLS, say, begins with 0x16.
 func looksHTTP(r *bufio.Reader) bool {
-	b, _ := r.Peek(8)
-	i := bytes.IndexByte(b, ' ')
-	if i <= 0 {
-		return false
-	}
-	for _, c := range b[:i] {
-		if c < 'A' || c > 'Z' {
-			return false
-		}
-	}
-	return true
+	b, err := r.Peek(1)
+	return err == nil && b[0] >= 'A' && b[0] <= 'Z'
 }
 
 // passThrough relays one request and its answer unchanged; an upgrade

@@ -13,6 +13,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/gpunet/gpunet/examples/tinylm/model"
 	"github.com/gpunet/gpunet/examples/tinylm/server"
@@ -296,4 +297,52 @@ func FuzzOutputs(f *testing.F) {
 		}
 		receipt.NearTie(&a, &b, 0.01)
 	})
+}
+
+// TestProxyRawProtocols: bytes that are not HTTP pass through unchanged,
+// whether the client speaks first (TLS's 0x16) or the server does.
+func TestProxyRawProtocols(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				c.Write([]byte("HELLO\n"))
+				io.Copy(c, c)
+			}()
+		}
+	}()
+	p := &receipt.Proxy{Signer: &receipt.Signer{Key: key("prov"), ChainID: chain}, Service: 7}
+	for _, first := range [][]byte{nil, {0x16, 0x03, 0x01}} {
+		back, err := net.Dial("tcp", ln.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		a, b := net.Pipe()
+		go p.Serve(b, back)
+		a.SetDeadline(time.Now().Add(5 * time.Second))
+		if first != nil {
+			go a.Write(first)
+		}
+		br := bufio.NewReader(a)
+		line, err := br.ReadString('\n')
+		if err != nil || line != "HELLO\n" {
+			t.Fatalf("first bytes %x: the server's greeting %q, %v", first, line, err)
+		}
+		if first != nil {
+			echo := make([]byte, len(first))
+			if _, err := io.ReadFull(br, echo); err != nil || !bytes.Equal(echo, first) {
+				t.Errorf("echo %x, %v; want %x", echo, err, first)
+			}
+		}
+		a.Close()
+	}
 }
