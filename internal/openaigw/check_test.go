@@ -1,6 +1,7 @@
 package openaigw
 
 import (
+	"bytes"
 	"context"
 	"crypto/ed25519"
 	"crypto/sha256"
@@ -355,4 +356,64 @@ func TestChecksTolerateNearTies(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestChecksRequireReceipts: with checks on, a whole answer without a
+// valid receipt (a replica that could leave it out when it answers
+// wrongly) is refused with 502, and one whose receipt names another answer
+// too.
+func TestChecksRequireReceipts(t *testing.T) {
+	rr := newReceiptReplicas(t, 1)
+	plain := serve(t, server.New(model.Default(), server.Options{}))
+	svc := service(1, "tinylm", true, 1, rr.provs...)
+	for _, tc := range []struct {
+		name string
+		dial func(ctx context.Context, svc *ledger.Service, p address.Address, port uint64, cred string) (net.Conn, error)
+		want int
+	}{
+		{"with receipts", rr.dial, 200},
+		{"without", func(ctx context.Context, _ *ledger.Service, _ address.Address, _ uint64, _ string) (net.Conn, error) {
+			var d net.Dialer
+			return d.DialContext(ctx, "tcp", plain)
+		}, 502},
+		{"a receipt of another answer", func(ctx context.Context, svc *ledger.Service, p address.Address, port uint64, cred string) (net.Conn, error) {
+			rr.wrong[p] = false
+			c, err := rr.dial(ctx, svc, p, port, cred)
+			return &rewriting{Conn: c}, err
+		}, 502},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			g := New(Options{Directory: &fakeDir{svcs: []*ledger.Service{svc}}, Authorized: authorized, Dial: tc.dial, Log: slog.New(slog.DiscardHandler),
+				Checks: &CheckOptions{ChainID: checkChain, RatePPM: func() uint64 { return 0 }}})
+			defer g.Close()
+			srv := httptest.NewServer(g)
+			defer srv.Close()
+			resp, err := http.Post(srv.URL+PathCompletions, "application/json", strings.NewReader(`{"model":"tinylm","messages":[{"role":"user","content":"the cat"}],"seed":1,"max_tokens":6}`))
+			if err != nil {
+				t.Fatal(err)
+			}
+			io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != tc.want {
+				t.Errorf("status %d, want %d", resp.StatusCode, tc.want)
+			}
+		})
+	}
+}
+
+// rewriting changes the first letter of a content it reads (its length
+// and the JSON kept): an answer altered after its receipt was signed.
+type rewriting struct{ net.Conn }
+
+func (r *rewriting) Read(b []byte) (int, error) {
+	n, err := r.Conn.Read(b)
+	if i := bytes.Index(b[:n], []byte(`"content":"`)); i >= 0 {
+		for i += len(`"content":"`); i < n && b[i] != '"'; i++ {
+			if c := b[i]; c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' {
+				b[i] = c ^ 0x20
+				break
+			}
+		}
+	}
+	return n, err
 }

@@ -677,6 +677,8 @@ func (g *Gateway) relayBody(w http.ResponseWriter, resp *http.Response, c *candi
 	}
 	var a answered
 	if g.checks != nil {
+		// Every answer must come with its replica's receipt: one that
+		// could omit it when it answers wrongly would never be checked.
 		var o receipt.Outputs
 		if err := o.Add(b); err == nil {
 			var enc string
@@ -684,6 +686,11 @@ func (g *Gateway) relayBody(w http.ResponseWriter, resp *http.Response, c *candi
 				w.Header().Set(receipt.Header, enc)
 			}
 			a.o = &o
+		}
+		if a.r == nil {
+			g.stats.observe(replicaKey{c.Service.ID, c.Provider}, failurePenalty, g.now())
+			errUpstream("The replica (service %d, provider %s) answered without a valid receipt of its answer (%s).", c.Service.ID, c.Provider, receipt.Header).write(w)
+			return answered{}
 		}
 	}
 	w.Header().Set("Content-Type", "application/json")

@@ -60,6 +60,10 @@ func (g *Gateway) relayStream(w http.ResponseWriter, resp *http.Response, c *can
 		enc, r := g.answerReceipt(resp.Trailer.Get(receipt.Header), c, body, &s.outputs)
 		if enc != "" {
 			h.Set(receipt.Header, enc)
+		} else {
+			// The answer has gone out; a replica that streams without
+			// receipts is tried last from now on.
+			g.stats.observe(replicaKey{c.Service.ID, c.Provider}, failurePenalty, g.now())
 		}
 		return answered{r, &s.outputs}
 	}
