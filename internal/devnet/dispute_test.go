@@ -247,37 +247,42 @@ func TestFaultyReplicaDisputed(t *testing.T) {
 			t.Errorf("%s /svc/1/8000%s: status %d, receipt %v, want 200 and %v", tc.method, tc.path, resp.StatusCode, got, tc.receipt)
 		}
 	}
-	// The node shows the checks it sampled, with their receipts.
-	var checks []struct {
+	// The node shows the checks it sampled, with their receipts (a check
+	// is recorded once its dispute's tx is in a block).
+	type checkView struct {
 		Service  uint64   `json:"service"`
 		Receipts []string `json:"receipts"`
 		Verdict  string   `json:"verdict"`
 	}
-	cresp, err := http.Get(d.APIURL + "/v1/services/checks")
-	if err != nil {
-		t.Fatal(err)
-	}
-	err = json.NewDecoder(cresp.Body).Decode(&checks)
-	cresp.Body.Close()
-	if err != nil {
-		t.Fatal(err)
-	}
-	disputed := 0
-	for _, c := range checks {
-		if c.Verdict == "disputed" {
-			disputed++
-			if len(c.Receipts) != 3 {
-				t.Errorf("a disputed check with %d receipts", len(c.Receipts))
-			}
-			for _, enc := range c.Receipts {
-				if r, err := receipt.Decode(enc); err != nil || r.Verify(ChainID) != nil {
-					t.Errorf("a kept receipt %q does not verify: %v", enc, err)
-				}
+	var disputed []checkView
+	eventually(t, 10*time.Second, "a disputed check in GET /v1/services/checks", func() bool {
+		cresp, err := http.Get(d.APIURL + "/v1/services/checks")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var checks []checkView
+		err = json.NewDecoder(cresp.Body).Decode(&checks)
+		cresp.Body.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		disputed = disputed[:0]
+		for _, c := range checks {
+			if c.Verdict == "disputed" {
+				disputed = append(disputed, c)
 			}
 		}
-	}
-	if disputed == 0 {
-		t.Errorf("GET /v1/services/checks shows no disputed check: %+v", checks)
+		return len(disputed) > 0
+	})
+	for _, c := range disputed {
+		if len(c.Receipts) != 3 {
+			t.Errorf("a disputed check with %d receipts", len(c.Receipts))
+		}
+		for _, enc := range c.Receipts {
+			if r, err := receipt.Decode(enc); err != nil || r.Verify(ChainID) != nil {
+				t.Errorf("a kept receipt %q does not verify: %v", enc, err)
+			}
+		}
 	}
 	// More requests, all to honest replicas now: none is disputed.
 	for i := range 20 {
