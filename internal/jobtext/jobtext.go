@@ -315,6 +315,8 @@ func endText(code, text string, seconds uint64) string {
 		return "provider went offline"
 	case ledger.EndTEELapsed:
 		return "provider's TEE attestation ended (expired, or its encryption key changed)"
+	case ledger.EndUnwitnessed:
+		return fmt.Sprintf("no quorum of witnesses saw it serve for %ds while they saw other replicas serve", seconds)
 	case ledger.EndScaledDown:
 		return "scaled down by its owner"
 	case ledger.EndServiceStopped:

@@ -247,6 +247,7 @@ func TestService(t *testing.T) {
 		{ledger.ReplicaEnd{Code: ledger.EndSilent}, "provider stopped reporting"},
 		{ledger.ReplicaEnd{Code: ledger.EndOffline}, "provider went offline"},
 		{ledger.ReplicaEnd{Code: ledger.EndTEELapsed}, "provider's TEE attestation ended (expired, or its encryption key changed)"},
+		{ledger.ReplicaEnd{Code: ledger.EndUnwitnessed, Seconds: 300}, "no quorum of witnesses saw it serve for 300s while they saw other replicas serve"},
 		{ledger.ReplicaEnd{Code: ledger.EndScaledDown}, "scaled down by its owner"},
 		{ledger.ReplicaEnd{Code: ledger.EndServiceStopped}, "service stopped"},
 		{ledger.ReplicaEnd{Code: ledger.EndServiceFailed}, "service failed"},

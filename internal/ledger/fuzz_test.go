@@ -57,6 +57,7 @@ func FuzzDecodeTx(f *testing.F) {
 		ledger.MsgTypeServiceHeartbeat: `{"replicas":[{"service_id":1,"ready":true,"relay":"http://127.0.0.1:1"}]}`,
 		ledger.MsgTypeReleaseReplica:   `{"service_id":1,"reason":"not ready"}`,
 		ledger.MsgTypeEvictReplica:     `{"service_id":1,"provider":"` + bob.Addr.String() + `"}`,
+		ledger.MsgTypeAttestServed:     `{"period":56666666,"replicas":[{"service_id":1,"provider":"` + bob.Addr.String() + `"}]}`,
 		ledger.MsgTypeDelegate:         `{"kind":"validator","target":"` + bob.Addr.String() + `","amount":5}`,
 		ledger.MsgTypeUndelegate:       `{"kind":"provider","target":"` + bob.Addr.String() + `","amount":5}`,
 		ledger.MsgTypeRedelegate:       `{"from_kind":"validator","from":"` + bob.Addr.String() + `","to_kind":"provider","to":"` + alice.Addr.String() + `","amount":5}`,

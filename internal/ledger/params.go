@@ -200,6 +200,16 @@ type Params struct {
 	// disputes"). Nodes read it; the ledger only bounds it. Stored only
 	// when not the default.
 	ServiceCheckRatePPM uint64 `json:"service_check_rate_ppm,omitempty"`
+	// Witnessed service billing (service_serve.go). Time is cut into
+	// periods of ServiceServePeriod seconds; a replica is paid for a
+	// period once ServiceServeWitnesses distinct validators (at most the
+	// size of the active set) attested that they saw it serve. A ready
+	// replica that no quorum saw serve over ServiceUnwitnessedPeriods
+	// periods in which quorums saw other replicas serve is released and
+	// replaced.
+	ServiceServePeriod        uint64 `json:"service_serve_period,omitempty"`
+	ServiceServeWitnesses     uint64 `json:"service_serve_witnesses,omitempty"`
+	ServiceUnwitnessedPeriods uint64 `json:"service_unwitnessed_periods,omitempty"`
 
 	// Delegation (delegation.go, docs/ledger.md "Delegation"). A
 	// delegation is at least DelegationMin; a validator's or provider's
@@ -316,6 +326,10 @@ func DefaultParams() Params {
 		ServiceStableSeconds:     defaultLaterParams.ServiceStableSeconds,
 		ServiceCheckRatePPM:      defaultLaterParams.ServiceCheckRatePPM,
 
+		ServiceServePeriod:        defaultLaterParams.ServiceServePeriod,
+		ServiceServeWitnesses:     defaultLaterParams.ServiceServeWitnesses,
+		ServiceUnwitnessedPeriods: defaultLaterParams.ServiceUnwitnessedPeriods,
+
 		DelegationMin:          defaultLaterParams.DelegationMin,
 		CommissionMaxPPM:       defaultLaterParams.CommissionMaxPPM,
 		CommissionMaxChangePPM: defaultLaterParams.CommissionMaxChangePPM,
@@ -343,6 +357,10 @@ var defaultLaterParams = Params{
 	// on 5% of its answers is caught with 99% probability within 2,300
 	// of its requests (docs/ledger.md, "Service disputes").
 	ServiceCheckRatePPM: 40_000,
+
+	ServiceServePeriod:        30, // a heartbeat interval
+	ServiceServeWitnesses:     2,  // one validator alone can neither pay nor starve a replica
+	ServiceUnwitnessedPeriods: 10, // five minutes of witnessed periods
 
 	HWLateFactor:      50,  // a commit measures down to about 1/90 of the claim (docs/challenge.md)
 	HWOverclaimFactor: 100, // beyond what 10× the cores of outside load makes an honest CPU show (BENCHMARKS.md)
@@ -372,6 +390,9 @@ func laterParamFields(p *Params) [][2]*uint64 {
 		{&p.ServiceMaxFailures, &d.ServiceMaxFailures},
 		{&p.ServiceStableSeconds, &d.ServiceStableSeconds},
 		{&p.ServiceCheckRatePPM, &d.ServiceCheckRatePPM},
+		{&p.ServiceServePeriod, &d.ServiceServePeriod},
+		{&p.ServiceServeWitnesses, &d.ServiceServeWitnesses},
+		{&p.ServiceUnwitnessedPeriods, &d.ServiceUnwitnessedPeriods},
 		{&p.HWLateFactor, &d.HWLateFactor},
 		{&p.HWOverclaimFactor, &d.HWOverclaimFactor},
 		{&p.HWMissLimit, &d.HWMissLimit},

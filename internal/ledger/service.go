@@ -182,6 +182,21 @@ type Replica struct {
 	// the budget ran out), so that paying in many steps never drifts.
 	ReadySeconds uint64 `json:"ready_seconds,omitempty"`
 	Paid         uint64 `json:"paid"` // usync paid to its provider
+	// Serve tallies the witnesses' attestations of the periods still open
+	// to them (service_serve.go), oldest first: at most
+	// serveAttestWindow+1 periods, each with at most
+	// params.service_serve_witnesses witnesses. ServedPeriod is the last
+	// period paid on the witnesses' word (0: none yet).
+	Serve        []ServeTally `json:"serve,omitempty"`
+	ServedPeriod uint64       `json:"served_period,omitempty"`
+}
+
+// ServeTally is who attested that a replica served in one period
+// (service_serve.go), and whether that period was paid.
+type ServeTally struct {
+	Period    uint64        `json:"period"`
+	Witnesses []ConsAddress `json:"witnesses"`
+	Paid      bool          `json:"paid,omitempty"`
 }
 
 // ReplicaEnd is a replica that ended, for the service's history.

@@ -9,8 +9,11 @@ import (
 	"github.com/gpunet/gpunet/internal/address"
 )
 
-// Service billing and deadlines. A replica is paid for the seconds it was
-// ready, at its agreed price, from the service's escrow, with the protocol
+// Service billing and deadlines. On a chain with an active validator set
+// a replica is paid for the periods witnesses saw it serve
+// (service_serve.go), with the arithmetic below; on a chain without one,
+// for the seconds its provider reported it ready, as follows. A replica
+// is paid at its agreed price, from the service's escrow, with the protocol
 // fee on top (as a job's provider is: protocolFee). Payment is cumulative:
 // after any settlement a replica has been paid
 //
@@ -41,21 +44,19 @@ func (r *Replica) charge(t int64, p Params) (secs, cost, fee uint64) {
 
 // settleReplica pays r up to t. When the escrow cannot cover it all, it
 // pays what the escrow holds and reports exhausted: the service must stop.
+//
+// On a chain with an active validator set, payment follows the
+// witnesses' attestations instead (service_serve.go): settling only moves
+// PaidUntil, and the provider's report pays nothing.
 func settleReplica(o *Overlay, s *Service, r *Replica, t int64, p Params) (exhausted bool, err error) {
-	secs, cost, fee := r.charge(t, p)
+	secs, _, _ := r.charge(t, p)
 	if t > r.PaidUntil {
 		r.PaidUntil = t
 	}
-	if secs == 0 {
+	if secs == 0 || witnessedBilling(o) {
 		return false, nil
 	}
-	r.ReadySeconds += secs
-	if cost+fee > s.Escrow {
-		cost = min(cost, mulDiv(s.Escrow, 10_000, 10_000+p.ProtocolFeeBps))
-		fee = min(fee, s.Escrow-cost)
-		exhausted = true
-	}
-	return exhausted, payReplica(o, s, r, cost, fee)
+	return payServed(o, s, r, secs, p)
 }
 
 // payReplica moves cost usync from s's escrow to r's provider and fee to

@@ -182,6 +182,21 @@ func execServiceHeartbeat(o *Overlay, from address.Address, m *MsgServiceHeartbe
 		if err != nil {
 			return nil, err
 		}
+		if witnessedBilling(o) && r.unwitnessed(o, now, p) {
+			// Reported ready, yet no quorum of witnesses saw it serve
+			// while they saw others serve (service_serve.go): given
+			// back and placed elsewhere, not slashed.
+			ev, err := endReplica(o, s, i, now, ReplicaEnd{Code: EndUnwitnessed, Seconds: unwitnessedSeconds(p)}, true, true)
+			if err != nil {
+				return nil, err
+			}
+			evs, err := afterFailure(o, s, p, now, old, exhausted)
+			if err != nil {
+				return nil, err
+			}
+			events = append(append(events, ev), evs...)
+			continue
+		}
 		r.Ready, r.Relay, r.HeartbeatAt = st.Ready, st.Relay, now
 		if st.Ready && r.ReadyAt == 0 {
 			r.ReadyAt, r.PaidUntil = now, now

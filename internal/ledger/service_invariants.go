@@ -114,6 +114,19 @@ func serviceAccountsAddUp(s *invariantState) error {
 			if r.Paid > mulDiv(r.PricePerHour, r.ReadySeconds, 3600) {
 				return bad("replica on %s paid %d, more than %d ready seconds at %d/h", r.Provider, r.Paid, r.ReadySeconds, r.PricePerHour)
 			}
+			if len(r.Serve) > serveAttestWindow {
+				return bad("replica on %s keeps %d serve tallies, at most %d", r.Provider, len(r.Serve), serveAttestWindow)
+			}
+			for _, t := range r.Serve {
+				if len(t.Witnesses) > maxServeWitnesses {
+					return bad("replica on %s: period %d has %d witnesses, at most %d", r.Provider, t.Period, len(t.Witnesses), maxServeWitnesses)
+				}
+				for i, w := range t.Witnesses {
+					if slices.Contains(t.Witnesses[:i], w) {
+						return bad("replica on %s: period %d counts witness %s twice", r.Provider, t.Period, w)
+					}
+				}
+			}
 		}
 		for _, e := range sv.Ended {
 			paid += e.Paid

@@ -107,6 +107,7 @@ var msgNames = map[MsgType]string{
 	MsgTypeReleaseReplica:     "release_replica",
 	MsgTypeEvictReplica:       "evict_replica",
 	MsgTypeServiceDispute:     "service_dispute",
+	MsgTypeAttestServed:       "attest_served",
 	MsgTypeGangMember:         "gang_member",
 }
 
@@ -223,6 +224,8 @@ func newMsg(t MsgType) Msg {
 		return &MsgRevealJudgment{}
 	case MsgTypeAttest:
 		return &MsgAttest{}
+	case MsgTypeAttestServed:
+		return &MsgAttestServed{}
 	}
 	return nil
 }
