@@ -297,7 +297,7 @@ func execAttestServed(o *Overlay, pub []byte, m *MsgAttestServed, p Params, info
 		if secs == 0 {
 			continue // not ready in that period: nothing to pay
 		}
-		t := r.tally(m.Period, p)
+		t := r.tally(m.Period, ServePeriod(now, p))
 		if slices.Contains(t.Witnesses, witness) {
 			return nil, fmt.Errorf("%s already attested service %d's replica on %s for period %d: %w", witness, s.ID, sr.Provider, m.Period, ErrServiceState)
 		}
@@ -336,9 +336,11 @@ func execAttestServed(o *Overlay, pub []byte, m *MsgAttestServed, p Params, info
 }
 
 // tally returns r's tally of period k, made if it has none, after
-// dropping the tallies no longer open to attestations.
-func (r *Replica) tally(k uint64, p Params) *ServeTally {
-	r.Serve = slices.DeleteFunc(r.Serve, func(t ServeTally) bool { return t.Period+serveAttestWindow < k })
+// dropping the tallies no longer open to attestations in period cur (0:
+// unknown, in CheckTx).
+func (r *Replica) tally(k, cur uint64) *ServeTally {
+	cur = max(cur, k+1)
+	r.Serve = slices.DeleteFunc(r.Serve, func(t ServeTally) bool { return t.Period+serveAttestWindow < cur })
 	for i := range r.Serve {
 		if r.Serve[i].Period == k {
 			return &r.Serve[i]
@@ -346,8 +348,7 @@ func (r *Replica) tally(k uint64, p Params) *ServeTally {
 	}
 	i, _ := slices.BinarySearchFunc(r.Serve, k, func(t ServeTally, k uint64) int { return cmpUint(t.Period, k) })
 	r.Serve = slices.Insert(r.Serve, i, ServeTally{Period: k, Witnesses: []ConsAddress{}})
-	// A block takes periods cur−serveAttestWindow … cur−1 only, so
-	// after the pruning above at most serveAttestWindow tallies remain
-	// (the invariant checks it).
+	// A block takes periods cur−serveAttestWindow … cur−1 only, so at
+	// most serveAttestWindow tallies remain (the invariant checks it).
 	return &r.Serve[i]
 }
