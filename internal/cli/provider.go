@@ -110,6 +110,7 @@ type providerFlags struct {
 	faultSkip           bool
 	faultFake           bool
 	faultOverclaim      float64
+	faultSilentService  bool
 	allowNet            bool
 	allowFetch          []string
 	metricsAddr         string
@@ -190,6 +191,7 @@ and sends it, and renews it a day before it expires (docs/confidential.md).`,
 	f.BoolVar(&pf.faultSkip, "fault-skip-challenges", false, "FAULT INJECTION for tests and demos: ignore hardware challenges")
 	f.BoolVar(&pf.faultFake, "fault-fake-challenges", false, "FAULT INJECTION for tests and demos: answer hardware challenges with a proof of a product never computed")
 	f.Float64Var(&pf.faultOverclaim, "fault-overclaim", 0, "FAULT INJECTION for tests and demos: declare this many times the measured int8 throughput")
+	f.BoolVar(&pf.faultSilentService, "fault-silent-service", false, "FAULT INJECTION for tests and demos: report service replicas ready but answer nothing that nodes send them (witnesses see it: never paid, then released)")
 	f.StringVar(&pf.metricsAddr, "metrics", "", "serve Prometheus metrics at http://ADDR/metrics (host:port; default: off)")
 	f.DurationVar(&pf.checkpointGrace, "checkpoint-grace", provider.DefaultCheckpointGrace, "when the agent stops (Ctrl-C), how long each running job that checkpoints has to take its last checkpoint")
 	f.StringVar(&pf.tee, "tee", "", "attest this machine's TEE to the chain: tdx or sev-snp (run inside such a confidential guest; default: off)")
@@ -253,8 +255,9 @@ func (e *env) runProvider(ctx context.Context, pf *providerFlags) error {
 	if pf.faultOverclaim < 0 {
 		return usageError{fmt.Errorf("--fault-overclaim %g: want a factor ≥ 1", pf.faultOverclaim)}
 	}
-	if pf.faultWrong > 0 || pf.faultWrongAnswers > 0 || pf.faultSkip || pf.faultFake || pf.faultOverclaim > 1 {
-		o.Faults = &provider.Faults{WrongOutputs: pf.faultWrong, WrongAnswers: pf.faultWrongAnswers, SkipChallenges: pf.faultSkip, FakeChallenges: pf.faultFake, OverclaimFactor: pf.faultOverclaim}
+	if pf.faultWrong > 0 || pf.faultWrongAnswers > 0 || pf.faultSkip || pf.faultFake || pf.faultOverclaim > 1 || pf.faultSilentService {
+		o.Faults = &provider.Faults{WrongOutputs: pf.faultWrong, WrongAnswers: pf.faultWrongAnswers, SkipChallenges: pf.faultSkip, FakeChallenges: pf.faultFake, OverclaimFactor: pf.faultOverclaim,
+			SilentService: pf.faultSilentService}
 		fmt.Fprintf(e.stderr, "WARNING: FAULT INJECTION is on (%+v): this provider misbehaves on purpose and will be slashed\n", *o.Faults)
 	}
 	// Last of the checks, as it asks the node: the flags are checked

@@ -18,11 +18,13 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/gpunet/gpunet/internal/address"
 	"github.com/gpunet/gpunet/internal/admission"
 	"github.com/gpunet/gpunet/internal/apiserver"
 	"github.com/gpunet/gpunet/internal/blob"
 	"github.com/gpunet/gpunet/internal/chainclient"
 	"github.com/gpunet/gpunet/internal/dashboard"
+	"github.com/gpunet/gpunet/internal/ledger"
 	"github.com/gpunet/gpunet/internal/netstats"
 	"github.com/gpunet/gpunet/internal/openaigw"
 	"github.com/gpunet/gpunet/internal/relay"
@@ -176,6 +178,15 @@ func Start(ctx context.Context, home string, o Options) (*Daemon, error) {
 		defer d.statsWG.Done()
 		peers.learn(actx)
 	}()
+	if key, err := validator.ConsensusPrivKey(home); err != nil {
+		o.Logger.Info("service witness off: the node cannot sign with its consensus key", "err", err)
+	} else {
+		w := &witness{key: key, chainID: cfg.ChainID, chain: n, log: o.Logger,
+			probe: func(ctx context.Context, svc *ledger.Service, provider address.Address) error {
+				return hub.WitnessProbe(ctx, svc, provider, "")
+			}}
+		d.statsWG.Go(func() { w.run(actx) })
+	}
 	return d, nil
 }
 

@@ -289,16 +289,16 @@ const (
 
 // Replica end codes (ReplicaEnd.Code): why a service replica ended.
 const (
-	EndReleased       = "released"        // its provider gave it back; Text is why
-	EndEvicted        = "evicted"         // its owner evicted it; Text is why
-	EndDisputed       = "disputed"        // its answer was outvoted in a dispute (MsgServiceDispute); it was slashed
-	EndNotReady       = "not_ready"       // not ready within Seconds of its placement
-	EndSilent         = "silent"          // its provider stopped reporting
-	EndOffline        = "offline"         // its provider went offline
+	EndReleased = "released"  // its provider gave it back; Text is why
+	EndEvicted  = "evicted"   // its owner evicted it; Text is why
+	EndDisputed = "disputed"  // its answer was outvoted in a dispute (MsgServiceDispute); it was slashed
+	EndNotReady = "not_ready" // not ready within Seconds of its placement
+	EndSilent   = "silent"    // its provider stopped reporting
+	EndOffline  = "offline"   // its provider went offline
 	// EndUnwitnessed: no quorum of witnesses saw it serve over Seconds
 	// of periods in which they did see other replicas serve
 	// (service_serve.go): released and replaced, never slashed.
-	EndUnwitnessed = "unwitnessed"
+	EndUnwitnessed    = "unwitnessed"
 	EndScaledDown     = "scaled_down"     // its owner scaled the service down
 	EndServiceStopped = "service_stopped" // the service stopped
 	EndServiceFailed  = "service_failed"  // the service failed

@@ -158,6 +158,10 @@ type Faults struct {
 	// out and the receipt signed for what was sent, as a provider serving
 	// another model would (sampled re-execution catches it).
 	WrongAnswers float64
+	// SilentService keeps reporting its service replicas ready (its own
+	// readiness checks pass) but answers nothing that comes through a
+	// node: each stream is taken and never answered.
+	SilentService bool
 }
 
 func (f *Faults) hideOutputs() bool { return f != nil && f.HideOutputs }
@@ -168,6 +172,9 @@ func (f *Faults) jobArgs(job uint64, args []string) []string {
 	}
 	return f.JobArgs(job, args)
 }
+
+// silent reports whether replicas must not answer nodes.
+func (f *Faults) silent() bool { return f != nil && f.SilentService }
 
 func (f *Faults) wrongOutput(jobID uint64) bool {
 	if f == nil || f.WrongOutputs <= 0 {

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"path/filepath"
@@ -476,6 +477,16 @@ func (a *Agent) DialReplica(ctx context.Context, service, port uint64) (net.Conn
 	a.svcs.mu.Unlock()
 	if err != nil {
 		return nil, err
+	}
+	if a.o.Faults.silent() {
+		// Fault injection: take the stream, read what comes, answer
+		// nothing.
+		mine, theirs := net.Pipe()
+		go func() {
+			io.Copy(io.Discard, mine)
+			mine.Close()
+		}()
+		return theirs, nil
 	}
 	back, err := h.Dial(ctx, uint16(port))
 	if err != nil || !openai {

@@ -141,3 +141,24 @@ func CheckReadiness(ctx context.Context, dial func(context.Context) (net.Conn, e
 	}
 	return resp.StatusCode, nil
 }
+
+// witnessUserAgent is what a witness's probe says it is: a plain HTTP
+// client, as many users' requests are, never a gpunet probe marker.
+const witnessUserAgent = "Go-http-client/1.1"
+
+// WitnessProbe checks provider's replica of svc for the node's service
+// witness (internal/daemon, ledger.MsgAttestServed): the replica is
+// reached exactly as a user's request reaches it (the agent's session on
+// this node, or a tunnel through the node that holds it) and its readiness
+// check is run, within the handshake timeout plus the check's (at most 30
+// s). nil means it answered. A private service's replica whose session is
+// on another node is reached only with credential, one of its keys.
+func (h *Hub) WitnessProbe(ctx context.Context, svc *ledger.Service, provider address.Address, credential string) error {
+	rd := svc.Spec.Readiness
+	ctx, cancel := context.WithTimeout(ctx, h.o.HandshakeTimeout+time.Duration(min(rd.TimeoutSeconds, 30))*time.Second)
+	defer cancel()
+	_, err := CheckReadiness(ctx, func(ctx context.Context) (net.Conn, error) {
+		return h.DialReplica(ctx, svc, provider, rd.Port, credential)
+	}, rd.Port, rd.Path, witnessUserAgent)
+	return err
+}

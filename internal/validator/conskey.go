@@ -69,23 +69,36 @@ func (k *consensusKeyFile) pub(path string) ([]byte, error) {
 // (ledger.ValidatorPoPBytes), and returns the public key and the proof. The
 // private key is read, used and dropped here; it never leaves the process.
 func ConsensusPoP(home, chainID string, operator address.Address) (pub, pop []byte, err error) {
-	k, path, err := readConsensusKeyFile(home)
+	key, err := ConsensusPrivKey(home)
 	if err != nil {
 		return nil, nil, err
 	}
-	if pub, err = k.pub(path); err != nil {
-		return nil, nil, err
+	return key.Public().(ed25519.PublicKey), ledger.SignValidatorPoP(key, chainID, operator), nil
+}
+
+// ConsensusPrivKey reads home's CometBFT validator key, private half
+// included: what a node signs its service witness attestations with
+// (ledger.MsgAttestServed, internal/daemon's witness). A remote signer's
+// home has none.
+func ConsensusPrivKey(home string) (ed25519.PrivateKey, error) {
+	k, path, err := readConsensusKeyFile(home)
+	if err != nil {
+		return nil, err
+	}
+	pub, err := k.pub(path)
+	if err != nil {
+		return nil, err
 	}
 	if k.PrivKey.Type != "tendermint/PrivKeyEd25519" {
-		return nil, nil, fmt.Errorf("consensus key %s: priv_key is of type %q, want tendermint/PrivKeyEd25519 (is this a remote signer's home? make the pop where the key is)", path, k.PrivKey.Type)
+		return nil, fmt.Errorf("consensus key %s: priv_key is of type %q, want tendermint/PrivKeyEd25519 (is this a remote signer's home? make the pop where the key is)", path, k.PrivKey.Type)
 	}
 	priv, err := base64.StdEncoding.DecodeString(k.PrivKey.Value)
 	if err != nil || len(priv) != ed25519.PrivateKeySize {
-		return nil, nil, fmt.Errorf("consensus key %s: priv_key.value is not 64 bytes of base64 (%v)", path, err)
+		return nil, fmt.Errorf("consensus key %s: priv_key.value is not 64 bytes of base64 (%v)", path, err)
 	}
 	key := ed25519.PrivateKey(priv)
 	if !bytes.Equal(key.Public().(ed25519.PublicKey), pub) {
-		return nil, nil, fmt.Errorf("consensus key %s: priv_key is not the private half of pub_key", path)
+		return nil, fmt.Errorf("consensus key %s: priv_key is not the private half of pub_key", path)
 	}
-	return pub, ledger.SignValidatorPoP(key, chainID, operator), nil
+	return key, nil
 }
