@@ -63,12 +63,17 @@ type witness struct {
 	lowFunds time.Time
 }
 
-// run witnesses periods until ctx ends.
+// run witnesses periods until ctx ends. Each period's probes run at a
+// random moment of its first three fifths and must end with it; its
+// attestations are sent while the next period's probes run.
 func (w *witness) run(ctx context.Context) {
 	if w.now == nil {
 		w.now = time.Now
 	}
 	pub := w.key.Public().(ed25519.PublicKey)
+	var sending sync.WaitGroup
+	defer sending.Wait()
+	var next uint64 // the next period to witness (0: the current one)
 	for ctx.Err() == nil {
 		p, isWitness := w.state(pub)
 		period := time.Duration(p.ServiceServePeriod) * time.Second
@@ -78,18 +83,24 @@ func (w *witness) run(ctx context.Context) {
 		if !isWitness {
 			// Not a validator in the active set (yet): look again
 			// within a period.
+			next = 0
 			sleep(ctx, period/2+rand.N(period/2))
 			continue
 		}
 		now := w.now()
-		k := ledger.ServePeriod(now.Unix(), p)
+		k := max(next, ledger.ServePeriod(now.Unix(), p))
 		start := time.Unix(int64(k*p.ServiceServePeriod), 0)
 		end := start.Add(period)
-		// A random moment in the middle four fifths of the period, so a
-		// provider cannot learn when witnesses come.
-		at := start.Add(period/10 + rand.N(period*8/10+1))
+		// A random moment in the period's first three fifths (after its
+		// first tenth), so a provider cannot learn when witnesses come;
+		// a witness that is late probes at once, unless too little of
+		// the period is left.
+		at := start.Add(period/10 + rand.N(period/2+1))
 		if at.Before(now) {
-			// Started late in this period: witness the next one whole.
+			at = now
+		}
+		if end.Sub(at) < period/5 {
+			next = k + 1
 			sleep(ctx, end.Sub(now))
 			continue
 		}
@@ -97,14 +108,21 @@ func (w *witness) run(ctx context.Context) {
 		if ctx.Err() != nil {
 			return
 		}
-		served := w.probeAll(ctx)
-		// The ledger takes period k once a block is past its end.
-		if !w.waitBlockPast(ctx, end) {
+		pctx, cancel := context.WithDeadline(ctx, end)
+		served := w.probeAll(pctx)
+		cancel()
+		next = k + 1
+		if len(served) == 0 {
 			continue
 		}
-		if len(served) > 0 {
-			w.send(ctx, k, served, p)
-		}
+		// The ledger takes period k once a block is past its end;
+		// meanwhile the next period is witnessed. One send at a time.
+		sending.Wait()
+		sending.Go(func() {
+			if w.waitBlockPast(ctx, end) {
+				w.send(ctx, k, served, p)
+			}
+		})
 	}
 }
 

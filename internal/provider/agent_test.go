@@ -69,6 +69,13 @@ func startNetworkWith(t *testing.T, tune func(*ledger.Params), names ...string) 
 // startNetworkGenesis is startNetwork with edit applied to the genesis.
 func startNetworkGenesis(t *testing.T, edit func(*ledger.Genesis), names ...string) *network {
 	t.Helper()
+	return startNetworkInit(t, edit, nil, names...)
+}
+
+// startNetworkInit is startNetworkGenesis with init applied to the
+// network's options (the ledger managing the validator set, say).
+func startNetworkInit(t *testing.T, edit func(*ledger.Genesis), init func(*validator.InitOptions), names ...string) *network {
+	t.Helper()
 	n := &network{home: t.TempDir()}
 	var err error
 	if n.kr, err = keys.Open(filepath.Join(n.home, "keyring")); err != nil {
@@ -89,7 +96,11 @@ func startNetworkGenesis(t *testing.T, edit func(*ledger.Genesis), names ...stri
 		}
 		g.Accounts = append(g.Accounts, ledger.GenesisAccount{Address: k.Address, Balance: 10_000_000_000})
 	}
-	if _, err := validator.Init(n.home, validator.InitOptions{ChainID: "provider-test", Validators: 1, Genesis: g, BlockTime: 50 * time.Millisecond}); err != nil {
+	io := validator.InitOptions{ChainID: "provider-test", Validators: 1, Genesis: g, BlockTime: 50 * time.Millisecond}
+	if init != nil {
+		init(&io)
+	}
+	if _, err := validator.Init(n.home, io); err != nil {
 		t.Fatal(err)
 	}
 	if n.api, err = validator.FreeAddr(); err != nil {
