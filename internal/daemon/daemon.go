@@ -18,13 +18,11 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/gpunet/gpunet/internal/address"
 	"github.com/gpunet/gpunet/internal/admission"
 	"github.com/gpunet/gpunet/internal/apiserver"
 	"github.com/gpunet/gpunet/internal/blob"
 	"github.com/gpunet/gpunet/internal/chainclient"
 	"github.com/gpunet/gpunet/internal/dashboard"
-	"github.com/gpunet/gpunet/internal/ledger"
 	"github.com/gpunet/gpunet/internal/netstats"
 	"github.com/gpunet/gpunet/internal/openaigw"
 	"github.com/gpunet/gpunet/internal/relay"
@@ -133,7 +131,12 @@ func Start(ctx context.Context, home string, o Options) (*Daemon, error) {
 	api.Mount(peers.routes()...)
 	api.Mount(dataRoutes(keeper)...)
 	dir := serviceDirectory{view: n.View}
-	hub := relay.NewHub(relay.HubOptions{Directory: dir, Self: cfg.APIURL(), IsPeer: peers.Known, ChainID: cfg.ChainID, Log: o.Logger})
+	// The consensus key signs the service witness's attestations and
+	// passes (witness.go); a node without one (a remote signer) does not
+	// witness.
+	witnessKey, witnessErr := validator.ConsensusPrivKey(home)
+	hub := relay.NewHub(relay.HubOptions{Directory: dir, Self: cfg.APIURL(), IsPeer: peers.Known, ChainID: cfg.ChainID, Log: o.Logger,
+		WitnessKey: witnessKey, IsWitness: dir.IsServeWitness})
 	disputes := &disputeSender{key: o.DisputeKey, log: o.Logger}
 	gateway := openaigw.New(openaigw.Options{Directory: gatewayDirectory{dir, &accessCache{view: n.View}}, Dial: hub.DialReplica, Authorized: relay.Authorized, Log: o.Logger,
 		Checks: &openaigw.CheckOptions{ChainID: cfg.ChainID, RatePPM: checkRate(n.View), Dispute: disputes.send}})
@@ -178,13 +181,10 @@ func Start(ctx context.Context, home string, o Options) (*Daemon, error) {
 		defer d.statsWG.Done()
 		peers.learn(actx)
 	}()
-	if key, err := validator.ConsensusPrivKey(home); err != nil {
-		o.Logger.Info("service witness off: the node cannot sign with its consensus key", "err", err)
+	if witnessErr != nil {
+		o.Logger.Info("service witness off: the node cannot sign with its consensus key", "err", witnessErr)
 	} else {
-		w := &witness{key: key, chainID: cfg.ChainID, chain: n, log: o.Logger,
-			probe: func(ctx context.Context, svc *ledger.Service, provider address.Address) error {
-				return hub.WitnessProbe(ctx, svc, provider, "")
-			}}
+		w := &witness{key: witnessKey, chainID: cfg.ChainID, chain: n, log: o.Logger, probe: hub.WitnessProbe}
 		d.statsWG.Go(func() { w.run(actx) })
 	}
 	return d, nil

@@ -64,6 +64,14 @@ func (d serviceDirectory) OpenAIServices() ([]*ledger.Service, error) {
 	return out, err
 }
 
+// IsServeWitness reports whether the consensus key pub is a service
+// witness: a validator in the active set (ledger.IsServeWitness).
+func (d serviceDirectory) IsServeWitness(pub []byte) bool {
+	kv, release := d.view()
+	defer release()
+	return ledger.IsServeWitness(kv, pub)
+}
+
 func (d serviceDirectory) Reputation(a address.Address) uint64 {
 	kv, release := d.view()
 	defer release()

@@ -2,6 +2,7 @@ package relay
 
 import (
 	"context"
+	"crypto/ed25519"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -43,6 +44,13 @@ type HubOptions struct {
 	ChainID string
 	Log     *slog.Logger
 	Clock   func() time.Time // nil: time.Now
+	// WitnessKey, when set, signs the witness passes of this node's
+	// witness probes (WitnessProbe) on node-to-node tunnels; IsWitness
+	// reports whether a consensus key is a witness in this node's ledger,
+	// so that another node's pass opens a tunnel here (witness.go). nil:
+	// no passes sent, none taken.
+	WitnessKey ed25519.PrivateKey
+	IsWitness  func(pub []byte) bool
 
 	MaxSessions int // agent sessions at once; default 4096
 	MaxStreams  int // open streams per session; default 1024
@@ -116,6 +124,7 @@ type Hub struct {
 	inflight map[replicaKey]int    // /svc requests in flight per replica
 	rr       map[uint64]uint64     // round robin per service
 	probing  map[uint64]bool       // services being probed (probe.go)
+	passes   passBook              // witness passes used lately (witness.go)
 	// down are the replicas a dial failed to reach lately, and when:
 	// tried after the others until downFor has passed or one is reached.
 	down map[replicaKey]time.Time

@@ -152,13 +152,15 @@ const witnessUserAgent = "Go-http-client/1.1"
 // this node, or a tunnel through the node that holds it) and its readiness
 // check is run, within the handshake timeout plus the check's (at most 30
 // s). nil means it answered. A private service's replica whose session is
-// on another node is reached only with credential, one of its keys.
-func (h *Hub) WitnessProbe(ctx context.Context, svc *ledger.Service, provider address.Address, credential string) error {
+// on another node is reached with a witness pass (witness.go) signed with
+// HubOptions.WitnessKey.
+func (h *Hub) WitnessProbe(ctx context.Context, svc *ledger.Service, provider address.Address) error {
 	rd := svc.Spec.Readiness
+	ctx = context.WithValue(ctx, witnessProbeKey{}, true)
 	ctx, cancel := context.WithTimeout(ctx, h.o.HandshakeTimeout+time.Duration(min(rd.TimeoutSeconds, 30))*time.Second)
 	defer cancel()
 	_, err := CheckReadiness(ctx, func(ctx context.Context) (net.Conn, error) {
-		return h.DialReplica(ctx, svc, provider, rd.Port, credential)
+		return h.DialReplica(ctx, svc, provider, rd.Port, "")
 	}, rd.Port, rd.Path, witnessUserAgent)
 	return err
 }

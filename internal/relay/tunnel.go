@@ -56,7 +56,7 @@ func (h *Hub) serveTunnel(w http.ResponseWriter, r *http.Request) {
 		writeError(w, apiwire.CodeNotFound, fmt.Sprintf("service %d declares no port %d", id, port))
 		return
 	}
-	if _, ok := Authorized(svc, r); !ok {
+	if _, ok := Authorized(svc, r); !ok && !h.witnessPass(r, id, provider, port) {
 		writeUnauthorized(w, id)
 		return
 	}
@@ -184,6 +184,9 @@ func (h *Hub) dialTunnel(ctx context.Context, relay string, id uint64, provider 
 	hdr := http.Header{HeaderHop: {"1"}}
 	if credential != "" {
 		hdr.Set(HeaderKey, credential)
+	}
+	if credential == "" && isWitnessProbe(ctx) && h.o.WitnessKey != nil {
+		hdr.Set(HeaderWitness, signWitnessPass(h.o.WitnessKey, h.o.ChainID, relay, id, provider, port, h.now()))
 	}
 	c, _, err := dialUpgrade(ctx, u, ProtoTCP, hdr, h.o.HandshakeTimeout)
 	if err != nil {
