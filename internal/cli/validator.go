@@ -325,7 +325,7 @@ func (f *validatorInitFlags) apply(e *env, o *validator.InitOptions) error {
 	if stake > 0 && stake < o.Genesis.Params.MinValidatorStake {
 		return usageError{fmt.Errorf("--validator-stake %s is below params.min_validator_stake %s", formatAmount(stake), formatAmount(o.Genesis.Params.MinValidatorStake))}
 	}
-	o.ValidatorStake, o.OperatorBalance = stake, balance
+	o.ValidatorStake, o.OperatorBalance, o.WitnessBalance = stake, balance, validator.DefaultWitnessBalance
 	pass := e.passphrase() // asked once for every home
 	o.OperatorKey = func(home string) (address.Address, error) {
 		kr, err := keys.Open(filepath.Join(home, "keyring"), keys.WithPassphrase(pass))

@@ -171,7 +171,8 @@ func Setup(home string, o Options) (created bool, err error) {
 		return k.Address, nil
 	}
 	o2 := validator.InitOptions{ChainID: ChainID, Validators: 1, Genesis: g, BlockTime: bt, Devnet: true,
-		ValidatorStake: validator.DefaultValidatorStake, OperatorBalance: validator.DefaultOperatorBalance, OperatorKey: operator}
+		ValidatorStake: validator.DefaultValidatorStake, OperatorBalance: validator.DefaultOperatorBalance, OperatorKey: operator,
+		WitnessBalance: validator.DefaultWitnessBalance}
 	if _, err := validator.Init(home, o2); err != nil {
 		return false, err
 	}

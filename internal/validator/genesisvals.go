@@ -21,6 +21,13 @@ const DefaultValidatorStake = 100_000_000
 // bond txs.
 const DefaultOperatorBalance = 1_000_000_000
 
+// DefaultWitnessBalance is the genesis balance of each validator's
+// witness account (the account of its consensus key, which signs its
+// node's service attestations, ledger msg 83) when validators are bonded
+// at genesis: 10 SYNC, the fees of 10,000 attestations at the default
+// min_fee (a period's replicas go in one).
+const DefaultWitnessBalance = 10_000_000
+
 // bondGenesisValidators, when o bonds validators (ValidatorStake > 0),
 // writes each home's validator into the ledger's genesis, operated by the
 // account o.OperatorKey returns for that home, with its consensus key's
@@ -54,6 +61,9 @@ func bondGenesisValidators(o *InitOptions, gen *cmttypes.GenesisDoc, homes []str
 		g.Validators = append(g.Validators, ledger.GenesisValidator{Operator: op, PubKey: pub, Stake: o.ValidatorStake, Moniker: fmt.Sprintf("node%d", i), PoP: pop})
 		if o.OperatorBalance > 0 {
 			g.Accounts = addBalance(g.Accounts, op, o.OperatorBalance)
+		}
+		if o.WitnessBalance > 0 {
+			g.Accounts = addBalance(g.Accounts, address.FromPubKey(pub), o.WitnessBalance)
 		}
 	}
 	set, err := ledger.GenesisValidatorSet(o.ChainID, g)

@@ -40,6 +40,10 @@ type InitOptions struct {
 	ValidatorStake  uint64
 	OperatorBalance uint64
 	OperatorKey     func(home string) (address.Address, error)
+	// WitnessBalance funds each bonded validator's witness account, its
+	// consensus key's, which pays the fees of its node's service
+	// attestations (internal/daemon's witness).
+	WitnessBalance uint64
 	// SnapshotInterval is the nodes' snapshot_interval (0:
 	// DefaultSnapshotInterval of the block time; negative: none).
 	SnapshotInterval int

@@ -40,9 +40,10 @@ type serviceNet struct {
 
 // serviceTestParams are the genesis parameters of the service tests:
 // heartbeats every second, a replica dropped after 5 s of silence, the
-// budget warning 15 s ahead, and no tx fee, so that the owner's balance
-// moves by exactly what its services cost.
-const serviceTestParams = `{"service_heartbeat_interval": 1, "service_heartbeat_timeout": 5, "service_budget_warning": 15, "min_fee": 0}`
+// budget warning 15 s ahead, billing periods of 2 s (a replica is paid
+// for each the nodes' witnesses saw it serve), and no tx fee, so that the
+// owner's balance moves by exactly what its services cost.
+const serviceTestParams = `{"service_heartbeat_interval": 1, "service_heartbeat_timeout": 5, "service_budget_warning": 15, "service_serve_period": 2, "min_fee": 0}`
 
 // startServiceNet starts the network with providers asking price (usync
 // per core-hour, e.g. "0.05sync") each.
