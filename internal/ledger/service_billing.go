@@ -98,14 +98,16 @@ func payReplica(o *Overlay, s *Service, r *Replica, cost, fee uint64) error {
 }
 
 // runsOutAt is when s's escrow ends at its ready replicas' rate, from
-// now: 0 when nothing is being paid.
-func (s *Service) runsOutAt(now int64, p Params) int64 {
+// now: 0 when nothing is being paid. With witnesses, what a replica is
+// owed is counted from the end of its last paid period (or its ready
+// time), as if it served since.
+func (s *Service) runsOutAt(now int64, p Params, witnessed bool) int64 {
 	var rate, owed uint64
 	for i := range s.Replicas {
 		r := &s.Replicas[i]
 		if r.Ready && r.ReadyAt != 0 {
 			rate += r.PricePerHour
-			_, c, f := r.charge(now, p)
+			c, f := r.owed(now, p, witnessed)
 			owed += c + f
 		}
 	}
@@ -117,6 +119,35 @@ func (s *Service) runsOutAt(now int64, p Params) int64 {
 	}
 	secs := mulDiv(s.Escrow-owed, 3600, rate+protocolFee(rate, p))
 	return now + int64(min(secs, 1<<40))
+}
+
+// owed is what r would be paid, and its fee, for the time to now that is
+// not paid yet.
+func (r *Replica) owed(now int64, p Params, witnessed bool) (cost, fee uint64) {
+	if !witnessed {
+		_, c, f := r.charge(now, p)
+		return c, f
+	}
+	from := r.ReadyAt
+	if r.ServedPeriod > 0 {
+		from = max(from, int64((r.ServedPeriod+1)*p.ServiceServePeriod))
+	}
+	if now <= from {
+		return 0, 0
+	}
+	total := mulDiv(r.PricePerHour, r.ReadySeconds+uint64(now-from), 3600)
+	return total - min(total, r.Paid), protocolFee(total, p) - min(protocolFee(total, p), protocolFee(r.Paid, p))
+}
+
+// stopAt is when s is stopped for its budget: when it runs out, or, with
+// witnesses, two periods later, so that the attestations of the periods
+// up to its end, which come after each period, are in and paid (the
+// escrow runs out then, and stops it).
+func (s *Service) stopAt(p Params, witnessed bool) int64 {
+	if s.RunsOutAt == 0 || !witnessed {
+		return s.RunsOutAt
+	}
+	return s.RunsOutAt + 2*int64(p.ServiceServePeriod)
 }
 
 // dueAt is when r's provider must have reported next: a heartbeat timeout
@@ -131,7 +162,7 @@ func (r *Replica) dueAt(s *Service, p Params) int64 {
 }
 
 // nextDeadline is the next block time at which s needs looking at.
-func (s *Service) nextDeadline(p Params) int64 {
+func (s *Service) nextDeadline(p Params, witnessed bool) int64 {
 	var d int64
 	consider := func(t int64) {
 		if t > 0 && (d == 0 || t < d) {
@@ -142,7 +173,7 @@ func (s *Service) nextDeadline(p Params) int64 {
 		if s.BudgetWarnedAt == 0 {
 			consider(max(s.RunsOutAt-int64(p.ServiceBudgetWarning), 1))
 		}
-		consider(s.RunsOutAt)
+		consider(s.stopAt(p, witnessed))
 	}
 	for i := range s.Replicas {
 		consider(s.Replicas[i].dueAt(s, p))
@@ -155,13 +186,20 @@ func (s *Service) nextDeadline(p Params) int64 {
 // stores it with its next deadline.
 func refreshService(o *Overlay, s *Service, p Params, now, oldDeadline int64) []Event {
 	var events []Event
-	s.RunsOutAt = s.runsOutAt(now, p)
+	witnessed := witnessedBilling(o)
+	prev := s.RunsOutAt
+	s.RunsOutAt = s.runsOutAt(now, p, witnessed)
+	if witnessed && prev != 0 && prev <= now && s.RunsOutAt == now {
+		// Already owed all it holds: the budget ran out at prev, and
+		// its stop (stopAt) must not slide with each refresh.
+		s.RunsOutAt = prev
+	}
 	if s.RunsOutAt != 0 && s.BudgetWarnedAt == 0 && s.RunsOutAt-int64(p.ServiceBudgetWarning) <= now {
 		s.BudgetWarnedAt = now
 		events = append(events, serviceEvent("service_budget_low", s, Attr{"owner", s.Owner.String()},
 			Attr{"runs_out_at", strconv.FormatInt(s.RunsOutAt, 10)}, Attr{"escrow", strconv.FormatUint(s.Escrow, 10)}))
 	}
-	s.Deadline = s.nextDeadline(p)
+	s.Deadline = s.nextDeadline(p, witnessed)
 	setService(o, s, oldDeadline)
 	return events
 }
@@ -279,7 +317,7 @@ func expireServices(o *Overlay, now int64, p Params) ([]Event, error) {
 			events = append(events, ev)
 		}
 		var evs []Event
-		if !dropped && s.RunsOutAt != 0 && s.RunsOutAt <= now {
+		if stop := s.stopAt(p, witnessedBilling(o)); !dropped && stop != 0 && stop <= now {
 			evs, err = finishService(o, s, p, now, old, ServiceStopped, budgetEnd(s, now))
 		} else {
 			evs, err = afterFailure(o, s, p, now, old, false)

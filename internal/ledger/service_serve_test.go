@@ -247,3 +247,33 @@ func TestAttestServedValidateBasic(t *testing.T) {
 		t.Errorf("a sorted list: %v", err)
 	}
 }
+
+// TestServeBudgetEnds: with witnesses, a service whose budget runs out
+// pays its replica for the witnessed periods up to the last of the
+// escrow, and stops with nearly nothing refunded (the periods attested
+// after its end are paid before it stops); the accounts add up.
+func TestServeBudgetEnds(t *testing.T) {
+	c := witnessChain(t, []string{"v1"})
+	// 10 usync a second + 1%: about 600 s of budget, twenty periods.
+	must(t, []ledger.TxResult{deploy(t, c, lt.ServiceSpec("tinylm", 200_000), 6_060)})
+	must(t, []ledger.TxResult{heartbeat(t, c, prov1, true, 1)})
+	me := ledger.ServedReplica{ServiceID: 1, Provider: prov1.Addr}
+	for range 40 {
+		nextPeriod(t, c, prov1, 1)
+		if s := service(t, c, 1); s.Done() {
+			break
+		}
+		must(t, []ledger.TxResult{attestServed(t, c, "v1", period(t, c)-1, me)})
+	}
+	s := service(t, c, 1)
+	if !s.Done() || s.Wait == nil || s.Wait.Code != ledger.WaitBudgetRanOut {
+		t.Fatalf("service %s (%+v), want stopped by its budget", s.State, s.Wait)
+	}
+	t.Logf("budget %d: cost %d, fee %d, refund %d; the replica paid for %d s", s.Budget, s.Cost, s.Fee, s.Refund, s.Ended[0].ReadySeconds)
+	if s.Refund > 36_000*10/3600 {
+		t.Errorf("refund %d of budget %d: more than 10 s of pay left unspent (the last periods' attestations came after the stop?)", s.Refund, s.Budget)
+	}
+	if s.Cost+s.Fee+s.Refund != s.Budget || s.Ended[0].Paid != s.Cost {
+		t.Errorf("cost %d + fee %d + refund %d != budget %d, or replica paid %d", s.Cost, s.Fee, s.Refund, s.Budget, s.Ended[0].Paid)
+	}
+}
