@@ -116,6 +116,10 @@ func Setup(home string, o Options) (created bool, err error) {
 	if o.ServiceCheckRatePPM > 0 {
 		g.Params.ServiceCheckRatePPM = o.ServiceCheckRatePPM
 	}
+	// Billing periods of 2 s (default 30 s): the node's witness sees a
+	// replica serve, and it is paid, within seconds (and, min_fee being
+	// 0, its attestations need no funds).
+	g.Params.ServiceServePeriod = 2
 	// The market and rewards to watch in a minute or two ('gpunet devnet
 	// --help' says so): an epoch of DevEpochBlocks (20 s at the default
 	// block time; the default is an hour), and DevEmissionTarget minted
@@ -171,8 +175,7 @@ func Setup(home string, o Options) (created bool, err error) {
 		return k.Address, nil
 	}
 	o2 := validator.InitOptions{ChainID: ChainID, Validators: 1, Genesis: g, BlockTime: bt, Devnet: true,
-		ValidatorStake: validator.DefaultValidatorStake, OperatorBalance: validator.DefaultOperatorBalance, OperatorKey: operator,
-		WitnessBalance: validator.DefaultWitnessBalance}
+		ValidatorStake: validator.DefaultValidatorStake, OperatorBalance: validator.DefaultOperatorBalance, OperatorKey: operator}
 	if _, err := validator.Init(home, o2); err != nil {
 		return false, err
 	}
