@@ -1,10 +1,13 @@
 package relay
 
 import (
+	"bytes"
 	"context"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net"
 	"net/http"
 	"strconv"
@@ -143,8 +146,13 @@ func CheckReadiness(ctx context.Context, dial func(context.Context) (net.Conn, e
 }
 
 // witnessUserAgent is what a witness's probe says it is: a plain HTTP
-// client, as many users' requests are, never a gpunet probe marker.
+// client, as the OpenAI gateway's requests to replicas are, never a
+// gpunet probe marker.
 const witnessUserAgent = "Go-http-client/1.1"
+
+// witnessPrompts are what a witness's chat completion asks: short, as
+// many users' first requests are; one at random each time.
+var witnessPrompts = []string{"Hi", "Hello", "hello!", "Say hi.", "ping", "Are you there?", "What is 2+2?", "Name a color.", "Tell me a fact.", "Hey"}
 
 // WitnessProbe checks provider's replica of svc for the node's service
 // witness (internal/daemon, ledger.MsgAttestServed): the replica is
@@ -154,13 +162,71 @@ const witnessUserAgent = "Go-http-client/1.1"
 // s). nil means it answered. A private service's replica whose session is
 // on another node is reached with a witness pass (witness.go) signed with
 // HubOptions.WitnessKey.
+//
+// A service that declares OpenAI models is asked what users ask it: a
+// chat completion of one token for one of its models, sent over the port
+// as the OpenAI gateway sends a user's (the same host, path, headers and
+// JSON encoding), answering 2xx; so a replica that answers its readiness
+// path but not completions is not witnessed, and a replica cannot tell
+// the witness from a user who asks for one token.
 func (h *Hub) WitnessProbe(ctx context.Context, svc *ledger.Service, provider address.Address) error {
 	rd := svc.Spec.Readiness
 	ctx = context.WithValue(ctx, witnessProbeKey{}, true)
+	if oa := svc.Spec.OpenAI; oa != nil && len(oa.Models) > 0 {
+		return h.witnessCompletion(ctx, svc, provider, oa)
+	}
 	ctx, cancel := context.WithTimeout(ctx, h.o.HandshakeTimeout+time.Duration(min(rd.TimeoutSeconds, 30))*time.Second)
 	defer cancel()
 	_, err := CheckReadiness(ctx, func(ctx context.Context) (net.Conn, error) {
 		return h.DialReplica(ctx, svc, provider, rd.Port, "")
 	}, rd.Port, rd.Path, witnessUserAgent)
 	return err
+}
+
+// witnessCompletion asks provider's replica of svc for a one-token chat
+// completion, as the gateway forwards a user's (openaigw: the replica's
+// host name, UpstreamPath, Content-Type and Accept, a body re-encoded
+// with sorted keys), within the handshake timeout plus 30 s.
+func (h *Hub) witnessCompletion(ctx context.Context, svc *ledger.Service, provider address.Address, oa *ledger.ServiceOpenAI) error {
+	ctx, cancel := context.WithTimeout(ctx, h.o.HandshakeTimeout+30*time.Second)
+	defer cancel()
+	prompt, err := json.Marshal(witnessPrompts[rand.IntN(len(witnessPrompts))])
+	if err != nil {
+		return err
+	}
+	// As a client writes a message (role, then content), and as the
+	// gateway re-encodes the request (its fields sorted).
+	body, err := json.Marshal(map[string]any{
+		"model":      oa.Models[rand.IntN(len(oa.Models))],
+		"messages":   json.RawMessage(`[{"role":"user","content":` + string(prompt) + `}]`),
+		"max_tokens": 1,
+	})
+	if err != nil {
+		return err
+	}
+	tr := &http.Transport{
+		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+			return h.DialReplica(ctx, svc, provider, oa.Port, "")
+		},
+		DisableKeepAlives: true,
+	}
+	defer tr.CloseIdleConnections()
+	host := fmt.Sprintf("p%d.%s.s%d.replica.gpunet.invalid", oa.Port, hex.EncodeToString(provider[:]), svc.ID)
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+host+"/v1/chat/completions", bytes.NewReader(body))
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json")
+	req.Header.Set("User-Agent", witnessUserAgent)
+	resp, err := tr.RoundTrip(req)
+	if err != nil {
+		return err
+	}
+	io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<20))
+	resp.Body.Close()
+	if resp.StatusCode/100 != 2 {
+		return fmt.Errorf("chat completion answered %s", resp.Status)
+	}
+	return nil
 }
