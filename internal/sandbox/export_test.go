@@ -9,3 +9,10 @@ func SetMaxOutputEntries(t testing.TB, n int) {
 	maxOutputEntries = n
 	t.Cleanup(func() { maxOutputEntries = old })
 }
+
+// SetLinkOutputs turns hard-linking outputs on or off for one test.
+func SetLinkOutputs(t testing.TB, on bool) {
+	old := linkOutputs
+	linkOutputs = on
+	t.Cleanup(func() { linkOutputs = old })
+}

@@ -88,10 +88,15 @@ func CleanGuestPath(p string) (string, error) {
 	return path.Clean(p), nil
 }
 
-// CollectOutputs copies the declared outputs of a job out of workDir into
-// dst, each at its guest path (the guest's "/out/a.txt" becomes
+// CollectOutputs collects the declared outputs of a job out of workDir
+// into dst, each at its guest path (the guest's "/out/a.txt" becomes
 // dst/out/a.txt); dst is created if needed. Outputs may be files or
-// directories; an output nested in another is collected once.
+// directories; an output nested in another is collected once. A file is
+// hard-linked into dst when it is the job's own (no other name) and dst is
+// on the same file system, else copied; either way it gets mode 0755 if
+// any execute bit was set, 0644 otherwise. It must be called once the
+// job's processes are gone, and the files left in workDir must not be
+// written afterwards (they may be the collected ones).
 //
 // It is safe against a hostile job: paths go through CleanGuestPath and are
 // resolved inside workDir with an os.Root, so neither ".." nor a symbolic
@@ -99,7 +104,7 @@ func CleanGuestPath(p string) (string, error) {
 // is refused, and symbolic links, devices, pipes and sockets inside an
 // output directory are skipped. maxBytes, if not 0, bounds the total size of
 // the files copied plus OutputEntryBytes for each file and directory,
-// checked while copying; at most MaxOutputEntries files and directories are
+// checked as files are collected; at most MaxOutputEntries files and directories are
 // collected whatever maxBytes is (ErrOutputTooMany).
 //
 // Problems that are the job's doing are returned as an *OutputError (the
@@ -242,6 +247,8 @@ func (c *collector) copy(rel string, st fs.FileInfo) error {
 	}
 }
 
+// copyFile collects the regular file rel (Lstat'ed as st) at target: a hard
+// link to it where that is safe and possible, else a copy.
 func (c *collector) copyFile(rel string, st fs.FileInfo, target string) error {
 	if err := os.MkdirAll(filepath.Dir(target), 0o755); err != nil {
 		return fmt.Errorf("create output dir: %w", err)
@@ -254,6 +261,14 @@ func (c *collector) copyFile(rel string, st fs.FileInfo, target string) error {
 	mode := fs.FileMode(0o644)
 	if st.Mode()&0o111 != 0 {
 		mode = 0o755
+	}
+	if linkOutputs {
+		switch done, err := c.link(rel, src, target, mode); {
+		case err != nil:
+			return err
+		case done:
+			return nil
+		}
 	}
 	out, err := os.OpenFile(target, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, mode)
 	if err != nil {
@@ -280,6 +295,56 @@ func (c *collector) copyFile(rel string, st fs.FileInfo, target string) error {
 		return &OutputError{Path: guestPath(rel), Err: fmt.Errorf("%w of %s", ErrOutputTooLarge, FormatBytes(c.limit))}
 	}
 	return nil
+}
+
+// linkOutputs turns hard-linking off (tests and benchmarks compare it
+// with the copy).
+var linkOutputs = true
+
+// link collects the file open as src (rel in the work dir) at target as a
+// hard link to the same inode, in O(1) whatever its size, and gives it the
+// mode a copy would have. It does so only where nothing but the provider
+// can reach the inode afterwards, and says false (nothing done: copy it)
+// otherwise:
+//
+//   - the inode has no other name (one link), so it is the job's own file
+//     and not one a link shares with something outside the work dir, whose
+//     contents or mode the provider must never touch; an output with more
+//     names is copied, as every output was before;
+//   - the inode is the one opened (linked through the open descriptor, not
+//     by path, so no rename in between can swap it);
+//   - the link and the chmod succeed: across file systems, without /proc,
+//     or for a file of another user that the kernel's protected_hardlinks
+//     rule keeps us from linking or that we cannot chmod, it is a copy.
+//
+// Finish collects after the job's processes are gone (executors return
+// from run only then), so the file cannot grow or change after its size is
+// counted; the size counts against the budget exactly as a copy's bytes
+// would, and a file over the budget fails the same way, without a link.
+func (c *collector) link(rel string, src *os.File, target string, mode fs.FileMode) (bool, error) {
+	fi, err := src.Stat()
+	if err != nil {
+		return false, &OutputError{Path: guestPath(rel), Err: err}
+	}
+	if !fi.Mode().IsRegular() || linkCount(fi) != 1 {
+		return false, nil
+	}
+	size := uint64(fi.Size())
+	if c.limit > 0 && size > c.limit-c.used {
+		c.used = c.limit + 1
+		return false, &OutputError{Path: guestPath(rel), Err: fmt.Errorf("%w of %s", ErrOutputTooLarge, FormatBytes(c.limit))}
+	}
+	if !linkOpenFile(src, target) {
+		return false, nil
+	}
+	if fi.Mode()&(fs.ModePerm|fs.ModeSetuid|fs.ModeSetgid|fs.ModeSticky) != mode {
+		if err := os.Chmod(target, mode); err != nil {
+			os.Remove(target)
+			return false, nil
+		}
+	}
+	c.used += size
+	return true, nil
 }
 
 func guestPath(rel string) string {
