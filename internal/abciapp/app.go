@@ -135,6 +135,7 @@ func Open(dir string, opts Options) (*App, error) {
 	}
 	a := &App{store: store, state: store.KV(), opts: opts, sigs: newSigCache(sigCacheEntries, sigCacheKeys), dir: dir, snaps: newSnapshotter(opts.Snapshots, opts.Logger)}
 	a.ledger.Verify = a.sigs.verify
+	a.ledger.Txs = a.sigs
 	// TEE evidence is verified offline with internal/attest: the ledger
 	// defines the seam and imports no verifier (ledger/tee.go).
 	a.ledger.Attest = attest.LedgerVerifier
@@ -216,13 +217,13 @@ func (a *App) InitChain(_ context.Context, req *abci.InitChainRequest) (*abci.In
 // CheckTx implements abci.Application. CometBFT calls it from each RPC
 // handler at once; the mempool state takes one tx at a time.
 func (a *App) CheckTx(_ context.Context, req *abci.CheckTxRequest) (*abci.CheckTxResponse, error) {
-	// The signature is a function of the tx's bytes alone and the
-	// costliest check: verify it before taking checkMu, so that concurrent
-	// callers verify in parallel and the lock covers the state checks only
-	// (the ledger's own check of the signature then hits the cache). A
-	// recheck's signature is in the cache already.
+	// Decoding and the signature are functions of the tx's bytes alone,
+	// and the signature the costliest check: do both before taking
+	// checkMu, so that concurrent callers work in parallel and the lock
+	// covers the state checks only (the ledger's ante step then finds the
+	// tx in the cache, as rechecks and DeliverTx do).
 	if req.Type != abci.CHECK_TX_TYPE_RECHECK {
-		a.sigs.preverify(req.Tx)
+		a.prepare(req.Tx)
 	}
 	a.checkMu.Lock()
 	var r ledger.TxResult
@@ -241,13 +242,24 @@ func (a *App) CheckTx(_ context.Context, req *abci.CheckTxRequest) (*abci.CheckT
 	return &abci.CheckTxResponse{Code: abci.CodeTypeOK, GasWanted: 1}, nil
 }
 
+// prepare decodes and verifies a tx into the cache (ledger.PrepareTx), so
+// that the ledger's ante step finds it there; a tx that fails is left to
+// the ante step, which says why.
+func (a *App) prepare(raw []byte) {
+	if a.ledger.Txs != nil {
+		a.ledger.PrepareTx(raw)
+	} else {
+		a.sigs.preverify(raw)
+	}
+}
+
 // FinalizeBlock implements abci.Application.
 func (a *App) FinalizeBlock(_ context.Context, req *abci.FinalizeBlockRequest) (*abci.FinalizeBlockResponse, error) {
 	start := time.Now()
 	base := layered(a.committed(), a.genesis)
 	b := a.ledger.BeginBlock(base, ledger.BlockInfo{Height: req.Height, Time: req.Time, Seed: blockSeed(req.Hash),
 		Votes: commitVotes(req.DecidedLastCommit), Misbehavior: misbehavior(req.Misbehavior)})
-	a.sigs.verifyBlock(req.Txs, runtime.GOMAXPROCS(0))
+	a.sigs.verifyBlock(req.Txs, runtime.GOMAXPROCS(0), a.prepare)
 	results := make([]*abci.ExecTxResult, len(req.Txs))
 	for i, tx := range req.Txs {
 		r := b.DeliverTx(tx)

@@ -18,16 +18,28 @@ import (
 const (
 	sigCacheEntries = 1 << 16
 	sigCacheKeys    = 1 << 12
+	// Decoded txs: as many a generation as signatures, and at most
+	// txCacheBytes (a tx costs twice its wire size and txCost: its bytes,
+	// which the decoded tx refers to, and the decoded message, about as
+	// large; at most 64 MiB for both generations, about 30 000 transfers
+	// each).
+	txCacheBytes = 32 << 20
+	txCost       = 256
 )
 
-// sigCache verifies ed25519 signatures for the ledger. It remembers
-// signatures already verified (normally by CheckTx) so that FinalizeBlock
-// does not verify them again, and keeps senders' public keys expanded
+// sigCache verifies ed25519 signatures for the ledger and remembers the
+// txs it decoded and verified (ledger.TxCache). Txs are decoded and
+// verified once, normally by CheckTx (outside its lock) or by
+// FinalizeBlock on all cores, and found by the hash of their bytes in each
+// recheck and in DeliverTx, which neither decode nor verify them again.
+// It also remembers signatures already verified, for the ledger's checks
+// of txs it no longer holds, and keeps senders' public keys expanded
 // (curve25519-voi's precomputation, about 40% faster than crypto/ed25519).
 // Its answers are exactly crypto/ed25519.Verify's (VerifyOptionsStdLib;
 // TestSigCacheMatchesStdlib and FuzzSigCacheMatchesStdlib check it): it
 // holds only successes, keyed by a hash of everything the answer depends
-// on, so what it holds changes how fast a node answers, never what.
+// on, so what it holds changes how fast a node answers, never what
+// (TestCachesDoNotChangeResults).
 //
 // Batch verification (curve25519-voi's BatchVerifier) is not used: it
 // checks the cofactored equation, which accepts some signatures that
@@ -38,12 +50,34 @@ type sigCache struct {
 	mu   sync.Mutex
 	ok   generations[[32]byte, struct{}]
 	keys generations[[32]byte, *voi.ExpandedPublicKey]
+	txs  generations[[32]byte, *ledger.Tx] // by ledger.TxHash
 }
 
 var stdlibVerify = &voi.Options{Verify: voi.VerifyOptionsStdLib}
 
 func newSigCache(entries, keys int) *sigCache {
-	return &sigCache{ok: newGenerations[[32]byte, struct{}](entries), keys: newGenerations[[32]byte, *voi.ExpandedPublicKey](keys)}
+	return &sigCache{
+		ok:   newGenerations[[32]byte, struct{}](entries),
+		keys: newGenerations[[32]byte, *voi.ExpandedPublicKey](keys),
+		txs:  newGenerations[[32]byte, *ledger.Tx](entries).withBytes(txCacheBytes),
+	}
+}
+
+// Get implements ledger.TxCache.
+func (c *sigCache) Get(raw []byte) *ledger.Tx {
+	k := ledger.TxHash(raw)
+	c.mu.Lock()
+	tx, _ := c.txs.get(k)
+	c.mu.Unlock()
+	return tx
+}
+
+// Put implements ledger.TxCache.
+func (c *sigCache) Put(raw []byte, tx *ledger.Tx) {
+	k := ledger.TxHash(raw)
+	c.mu.Lock()
+	c.txs.putSized(k, tx, 2*len(raw)+txCost)
+	c.mu.Unlock()
 }
 
 // sigKey is what the answer for (pub, msg, sig) is remembered under. pub
@@ -96,24 +130,24 @@ func (c *sigCache) verifyMiss(k [32]byte, pub ed25519.PublicKey, msg, sig []byte
 }
 
 // preverify checks a wire-form tx's signature into the cache, so that the
-// ledger's own check of it then costs a lookup. Callers run it outside
-// their locks (CheckTx) or for many txs at once (verifyBlock).
+// ledger's own check of it then costs a lookup.
 func (c *sigCache) preverify(raw []byte) {
 	if pub, msg, sig, ok := ledger.SignedParts(raw); ok {
 		c.verify(pub, msg, sig)
 	}
 }
 
-// verifyBlock verifies, on up to workers cores, the signatures of a block's
-// txs that the cache does not hold (a block from another proposer whose txs
-// this node's mempool never saw, or one replayed while catching up). It
-// only fills the cache: DeliverTx then verifies each tx in order as always,
-// and finds the answer. When every signature is cached already (the usual
-// case), its cost is a hash and a lookup per tx, spread over the workers.
-func (c *sigCache) verifyBlock(txs [][]byte, workers int) {
+// verifyBlock runs prepare (ledger.PrepareTx: decode and verify into the
+// cache) on up to workers cores for a block's txs (the cache does not hold
+// those of a block from another proposer whose txs this node's mempool
+// never saw, or one replayed while catching up). It only fills the cache:
+// DeliverTx then checks each tx in order as always, and finds it. When
+// every tx is cached already (the usual case), its cost is a hash and a
+// lookup per tx, spread over the workers.
+func (c *sigCache) verifyBlock(txs [][]byte, workers int, prepare func([]byte)) {
 	// More txs than a generation holds would push the first ones out
 	// before DeliverTx reads them: look only at those that stay.
-	txs = txs[:min(len(txs), c.ok.max)]
+	txs = txs[:min(len(txs), c.txs.max)]
 	workers = min(workers, len(txs)/minTxsPerWorker)
 	if workers < 2 {
 		return
@@ -123,7 +157,7 @@ func (c *sigCache) verifyBlock(txs [][]byte, workers int) {
 		part := txs[w*len(txs)/workers : (w+1)*len(txs)/workers]
 		wg.Go(func() {
 			for _, raw := range part {
-				c.preverify(raw)
+				prepare(raw)
 			}
 		})
 	}
@@ -134,7 +168,8 @@ func (c *sigCache) verifyBlock(txs [][]byte, workers int) {
 // than it costs.
 const minTxsPerWorker = 8
 
-// generations is a map bounded to 2×max entries that keeps what is in use:
+// generations is a map bounded to 2×max entries (and, withBytes, to about
+// 2×maxBytes of the sizes entries are put with) that keeps what is in use:
 // entries go into the current generation; when it is full it becomes the
 // old one and the old one is dropped. An entry found in the old generation
 // moves back into the current one. A flood of new entries therefore costs
@@ -142,30 +177,55 @@ const minTxsPerWorker = 8
 // it past its bound. Not safe for concurrent use.
 type generations[K comparable, V any] struct {
 	max      int
-	cur, old map[K]V
+	cur, old map[K]sized[V]
+	maxBytes int // 0: entries are not sized
+	curBytes int
+}
+
+type sized[V any] struct {
+	v    V
+	size int
 }
 
 func newGenerations[K comparable, V any](max int) generations[K, V] {
-	return generations[K, V]{max: max, cur: make(map[K]V)}
+	return generations[K, V]{max: max, cur: make(map[K]sized[V])}
+}
+
+// withBytes bounds the current generation's entries to maxBytes in all as
+// well (putSized says how large each is).
+func (g generations[K, V]) withBytes(maxBytes int) generations[K, V] {
+	g.maxBytes = maxBytes
+	return g
 }
 
 func (g *generations[K, V]) get(k K) (V, bool) {
-	if v, ok := g.cur[k]; ok {
-		return v, true
+	if e, ok := g.cur[k]; ok {
+		return e.v, true
 	}
-	v, ok := g.old[k]
+	e, ok := g.old[k]
 	if ok {
 		delete(g.old, k)
-		g.put(k, v)
+		g.putSized(k, e.v, e.size)
 	}
-	return v, ok
+	return e.v, ok
 }
 
-func (g *generations[K, V]) put(k K, v V) {
-	if _, ok := g.cur[k]; !ok && len(g.cur) >= g.max {
-		g.old, g.cur = g.cur, make(map[K]V, len(g.cur))
+func (g *generations[K, V]) put(k K, v V) { g.putSized(k, v, 0) }
+
+// putSized puts k; size counts against maxBytes. An entry larger than
+// maxBytes alone is not kept.
+func (g *generations[K, V]) putSized(k K, v V, size int) {
+	if g.maxBytes > 0 && size > g.maxBytes {
+		return
 	}
-	g.cur[k] = v
+	old, ok := g.cur[k]
+	if ok {
+		g.curBytes -= old.size
+	} else if len(g.cur) >= g.max || (g.maxBytes > 0 && g.curBytes+size > g.maxBytes) {
+		g.old, g.cur, g.curBytes = g.cur, make(map[K]sized[V], len(g.cur)), 0
+	}
+	g.cur[k] = sized[V]{v, size}
+	g.curBytes += size
 }
 
 func (g *generations[K, V]) len() int { return len(g.cur) + len(g.old) }

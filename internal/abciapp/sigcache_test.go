@@ -2,6 +2,7 @@ package abciapp
 
 import (
 	"bytes"
+	"crypto/sha256"
 	"encoding/json"
 	"fmt"
 	"reflect"
@@ -37,12 +38,14 @@ func badSig(tx []byte) []byte {
 	return b
 }
 
-// TestCachesDoNotChangeResults applies the same blocks on four nodes whose
-// signature caches differ: one that checked every tx in its mempool first
-// (warm), one that saw none of them (cold: FinalizeBlock verifies them),
-// one whose cache holds a single entry per generation (always evicting),
-// and one that verifies with crypto/ed25519 alone, no cache. Every tx
-// result, every CheckTx answer and every app hash must be the same.
+// TestCachesDoNotChangeResults applies the same blocks on five nodes whose
+// caches of signatures and decoded txs differ: one that checked every tx
+// in its mempool first (warm: DeliverTx finds them decoded and verified),
+// one that saw none of them (cold: FinalizeBlock decodes and verifies
+// them), one whose caches hold a single entry per generation (always
+// evicting), and two with no cache at all, decoding every tx each time and
+// verifying with crypto/ed25519, of which one checks the txs first. Every
+// tx result, every CheckTx answer and every app hash must be the same.
 func TestCachesDoNotChangeResults(t *testing.T) {
 	carol, dave := lt.NewKey("carol"), lt.NewKey("dave") // dave is never funded
 	g := lt.Genesis(1000, "alice", "bob", "carol")
@@ -71,8 +74,9 @@ func TestCachesDoNotChangeResults(t *testing.T) {
 	}{
 		{"warm", true, nil},
 		{"cold", false, nil},
-		{"evicting", true, func(a *App) { a.sigs = newSigCache(1, 1); a.ledger.Verify = a.sigs.verify }},
-		{"uncached", false, func(a *App) { a.ledger.Verify = nil }},
+		{"evicting", true, func(a *App) { a.sigs = newSigCache(1, 1); a.ledger.Verify, a.ledger.Txs = a.sigs.verify, a.sigs }},
+		{"uncached", false, func(a *App) { a.ledger.Verify, a.ledger.Txs = nil, nil }},
+		{"uncached, checked", true, func(a *App) { a.ledger.Verify, a.ledger.Txs = nil, nil }},
 	} {
 		a := openApp(t, t.TempDir())
 		if n.setup != nil {
@@ -225,7 +229,7 @@ func TestVerifyBlock(t *testing.T) {
 		good = append(good, alice.Send(uint64(i), bob.Addr, 1))
 		bad = append(bad, badSig(bob.Send(uint64(i), alice.Addr, 1)))
 	}
-	c.verifyBlock(append(append([][]byte{[]byte("junk")}, good...), bad...), 4)
+	c.verifyBlock(append(append([][]byte{[]byte("junk")}, good...), bad...), 4, c.preverify)
 	if n := c.ok.len(); n != len(good) {
 		t.Fatalf("cache holds %d signatures after a block of %d valid and %d invalid txs", n, len(good), len(bad))
 	}
@@ -241,8 +245,9 @@ func TestVerifyBlock(t *testing.T) {
 // through the app (Pebble, FinalizeBlock timed, Commit not): "checked"
 // after CheckTx admitted every tx, as on a node whose mempool saw them;
 // "unseen" without, as for a block replayed while catching up, whose
-// signatures FinalizeBlock verifies (on GOMAXPROCS cores: run with -cpu 1,2
-// to compare).
+// txs FinalizeBlock decodes and verifies (on GOMAXPROCS cores: run with
+// -cpu 1,2 to compare). The "-decoding" variants have no cache of decoded
+// txs (only of signatures), as before it: DeliverTx decodes each tx again.
 func BenchmarkFinalizeBlock(b *testing.B) {
 	const senders, perBlock = 200, 1000
 	keys := make([]lt.Key, senders)
@@ -251,14 +256,20 @@ func BenchmarkFinalizeBlock(b *testing.B) {
 		names[i] = fmt.Sprint("sender", i)
 		keys[i] = lt.NewKey(names[i])
 	}
-	for _, checked := range []bool{true, false} {
-		name := map[bool]string{true: "checked", false: "unseen"}[checked]
-		b.Run(name, func(b *testing.B) {
+	for _, v := range []struct {
+		name             string
+		checked, txCache bool
+	}{{"checked", true, true}, {"unseen", false, true}, {"checked-decoding", true, false}, {"unseen-decoding", false, false}} {
+		checked := v.checked
+		b.Run(v.name, func(b *testing.B) {
 			a, err := Open(b.TempDir(), Options{})
 			if err != nil {
 				b.Fatal(err)
 			}
 			defer a.Close()
+			if !v.txCache {
+				a.ledger.Txs = nil // as before issue 36's tx cache: decode in each use
+			}
 			st, _ := json.Marshal(lt.Genesis(1<<40, names...))
 			if _, err := a.InitChain(b.Context(), &abci.InitChainRequest{ChainId: lt.ChainID, AppStateBytes: st}); err != nil {
 				b.Fatal(err)
@@ -295,5 +306,84 @@ func BenchmarkFinalizeBlock(b *testing.B) {
 			}
 			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*perBlock), "ns/tx")
 		})
+	}
+}
+
+// countingTxs counts the txs a ledger.TxCache is given, by hash.
+type countingTxs struct {
+	ledger.TxCache
+	mu   sync.Mutex
+	puts map[[32]byte]int
+}
+
+func (c *countingTxs) Put(raw []byte, tx *ledger.Tx) {
+	c.mu.Lock()
+	c.puts[ledger.TxHash(raw)]++
+	c.mu.Unlock()
+	c.TxCache.Put(raw, tx)
+}
+
+// TestTxDecodedOnce: a tx is decoded and verified once on a node, whether
+// its mempool saw it first (CheckTx, then a recheck, then DeliverTx) or not
+// (FinalizeBlock prepares a block's txs on all cores, then DeliverTx): each
+// later use finds it in the cache.
+func TestTxDecodedOnce(t *testing.T) {
+	a := openApp(t, t.TempDir())
+	initChainWith(t, a, lt.Genesis(1000, "alice", "bob"))
+	count := &countingTxs{TxCache: a.sigs, puts: map[[32]byte]int{}}
+	a.ledger.Txs = count
+
+	seen := [][]byte{alice.Send(0, bob.Addr, 1), bob.Send(0, alice.Addr, 1)}
+	for _, tx := range seen {
+		if res := checkTx(t, a, tx, abci.CHECK_TX_TYPE_CHECK); res.Code != 0 {
+			t.Fatalf("CheckTx: %s", res.Log)
+		}
+		checkTx(t, a, tx, abci.CHECK_TX_TYPE_RECHECK)
+	}
+	var unseen [][]byte
+	for i := range 32 {
+		unseen = append(unseen, alice.Send(uint64(i+1), bob.Addr, 1))
+	}
+	for _, r := range finalize(t, a, 1, append(seen, unseen...)...).TxResults {
+		if r.Code != 0 {
+			t.Fatalf("DeliverTx: %s", r.Log)
+		}
+	}
+	commit(t, a)
+	for i, tx := range append(seen, unseen...) {
+		if n := count.puts[ledger.TxHash(tx)]; n != 1 {
+			t.Errorf("tx %d decoded and verified %d times, want once", i, n)
+		}
+	}
+}
+
+// TestTxCacheBounded: the decoded txs' generations hold at most their
+// entries and about their bytes, and keep the tx in constant use.
+func TestTxCacheBounded(t *testing.T) {
+	const entries, maxBytes = 8, 4000
+	g := newGenerations[[32]byte, *ledger.Tx](entries).withBytes(maxBytes)
+	kept := [32]byte{1}
+	g.putSized(kept, &ledger.Tx{}, 100)
+	for i := range 200 {
+		k := sha256.Sum256(fmt.Append(nil, i))
+		g.putSized(k, &ledger.Tx{}, 100+i*10)
+		if _, ok := g.get(kept); !ok {
+			t.Fatalf("after %d txs the tx in constant use was evicted", i+1)
+		}
+		if n := g.len(); n > 2*entries {
+			t.Fatalf("after %d txs %d held, bound %d", i+1, n, 2*entries)
+		}
+		var bytes int
+		for _, e := range g.cur {
+			bytes += e.size
+		}
+		if bytes != g.curBytes || bytes > maxBytes {
+			t.Fatalf("after %d txs the current generation holds %d bytes (counted %d), bound %d", i+1, bytes, g.curBytes, maxBytes)
+		}
+	}
+	big := [32]byte{2}
+	g.putSized(big, &ledger.Tx{}, maxBytes+1)
+	if _, ok := g.get(big); ok {
+		t.Fatal("an entry larger than a generation was kept")
 	}
 }

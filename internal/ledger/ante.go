@@ -14,18 +14,9 @@ func (l *Ledger) ante(o *Overlay, chainID string, p Params, raw []byte) (*Tx, er
 	if uint64(len(raw)) > p.MaxTxBytes {
 		return nil, fmt.Errorf("tx is %d bytes, the limit is %d: %w", len(raw), p.MaxTxBytes, ErrTxTooLarge)
 	}
-	tx, err := DecodeTx(raw)
+	tx, err := l.statelessTx(raw, &chainID)
 	if err != nil {
 		return nil, err
-	}
-	if tx.ChainID != chainID {
-		return nil, fmt.Errorf("tx is for chain %q, this is %q: %w", tx.ChainID, chainID, ErrWrongChainID)
-	}
-	if err := tx.Msg.ValidateBasic(); err != nil {
-		return nil, err
-	}
-	if !l.verify(tx.PubKey, signedMessage(raw), tx.Signature) {
-		return nil, fmt.Errorf("signature does not verify for sender %s: %w", tx.Sender(), ErrBadSignature)
 	}
 	acct, err := GetAccount(o, tx.Sender())
 	if err != nil {
@@ -53,6 +44,51 @@ func (l *Ledger) ante(o *Overlay, chainID string, p Params, raw []byte) (*Tx, er
 	collectFee(o, tx.Fee)
 	return tx, nil
 }
+
+// statelessTx runs the ante step's checks that depend on raw alone (and the
+// chain id, when chainID is not nil), in the ante step's order: decoding,
+// the chain id, ValidateBasic and the signature. A tx l.Txs holds passed
+// them all before, so only its chain id is checked again: the answer is
+// the same either way.
+func (l *Ledger) statelessTx(raw []byte, chainID *string) (*Tx, error) {
+	if l.Txs != nil {
+		if tx := l.Txs.Get(raw); tx != nil {
+			if chainID != nil && tx.ChainID != *chainID {
+				return nil, wrongChain(tx.ChainID, *chainID)
+			}
+			return tx, nil
+		}
+	}
+	tx, err := DecodeTx(raw)
+	if err != nil {
+		return nil, err
+	}
+	if chainID != nil && tx.ChainID != *chainID {
+		return nil, wrongChain(tx.ChainID, *chainID)
+	}
+	if err := tx.Msg.ValidateBasic(); err != nil {
+		return nil, err
+	}
+	if !l.verify(tx.PubKey, signedMessage(raw), tx.Signature) {
+		return nil, fmt.Errorf("signature does not verify for sender %s: %w", tx.Sender(), ErrBadSignature)
+	}
+	if l.Txs != nil {
+		l.Txs.Put(raw, tx)
+	}
+	return tx, nil
+}
+
+func wrongChain(got, want string) error {
+	return fmt.Errorf("tx is for chain %q, this is %q: %w", got, want, ErrWrongChainID)
+}
+
+// PrepareTx runs the checks of a tx that depend on its bytes alone
+// (decoding, ValidateBasic, the signature; not the chain id, the size or
+// anything in the state) and, when it passes, puts it in l.Txs, so that
+// the ante step of CheckTx or DeliverTx then skips them. An adapter runs it
+// ahead of its locks, or for a block's txs on several cores; what it
+// returns is for its information only.
+func (l *Ledger) PrepareTx(raw []byte) (*Tx, error) { return l.statelessTx(raw, nil) }
 
 // TxChecker admits txs to a mempool state one after another, as
 // Ledger.CheckTx does, for a caller that checks many txs against one state:
@@ -106,7 +142,7 @@ func (c *TxChecker) check(raw []byte, keepFailed bool) TxResult {
 		return TxResult{Err: err}
 	}
 	msgState := NewOverlay(anteState)
-	events, err := c.l.execute(msgState, tx, c.params, BlockInfo{Height: int64(Height(state)) + 1})
+	events, err := executeChecked(c.l, msgState, tx, raw, c.params, BlockInfo{Height: int64(Height(state)) + 1})
 	if err != nil {
 		if !keepFailed {
 			return TxResult{Err: err}
@@ -117,4 +153,29 @@ func (c *TxChecker) check(raw []byte, keepFailed bool) TxResult {
 	msgState.Flush(anteState)
 	anteState.Flush(state)
 	return TxResult{Events: events}
+}
+
+// checkMsgsUnchanged makes executeChecked check, before and after a tx's
+// message runs, that the tx still encodes to its bytes: that no handler
+// changed it, then or since it was first decoded (through a reference it
+// kept). Sharing decoded txs (TxCache) is safe only while that holds. The
+// package's tests turn it on, for every tx they run; it costs an encoding.
+var checkMsgsUnchanged = false
+
+// executeChecked is l.execute, with checkMsgsUnchanged's checks.
+func executeChecked(l *Ledger, o *Overlay, tx *Tx, raw []byte, p Params, info BlockInfo) ([]Event, error) {
+	if !checkMsgsUnchanged {
+		return l.execute(o, tx, p, info)
+	}
+	mustDecodeTo(raw, tx, "before")
+	defer mustDecodeTo(raw, tx, "after")
+	return l.execute(o, tx, p, info)
+}
+
+func mustDecodeTo(raw []byte, tx *Tx, when string) {
+	// The encoding is canonical: a tx encodes back to raw exactly when it
+	// is what raw decodes to.
+	if enc, err := tx.Encode(); err != nil || !bytes.Equal(enc, raw) {
+		panic(fmt.Sprintf("ledger: a %T tx %s its execution is no longer what its bytes decode to (%v): a handler changed its message or kept a reference into it", tx.Msg, when, err))
+	}
 }

@@ -11,9 +11,27 @@ import (
 // ed25519.Verify.
 type Verifier func(pub ed25519.PublicKey, msg, sig []byte) bool
 
-// Ledger applies txs and blocks. Its zero value verifies with ed25519.Verify.
+// TxCache remembers txs that passed the checks that depend on their bytes
+// alone: decoding, ValidateBasic and the signature. Get returns the tx
+// Put was given for the same bytes, or nil; an implementation may forget
+// any tx at any time (it must be bounded), and must be safe for concurrent
+// use. A tx it returns is shared by every later use of the same bytes:
+// the ledger never changes a decoded Tx or its Msg, nor keeps a reference
+// into one past the tx's execution (its tests check every tx they run for
+// that, checkMsgsUnchanged), so sharing it gives the same answers as
+// decoding again.
+type TxCache interface {
+	Get(raw []byte) *Tx
+	Put(raw []byte, tx *Tx)
+}
+
+// Ledger applies txs and blocks. Its zero value verifies with ed25519.Verify
+// and decodes every tx each time it sees it.
 type Ledger struct {
 	Verify Verifier
+	// Txs, if set, spares the ante step decoding and verifying again a tx
+	// it has seen (in CheckTx, a recheck, DeliverTx or PrepareTx).
+	Txs TxCache
 	// Attest verifies TEE evidence (tee.go): a node sets attest.Verify
 	// through abciapp. Without one, MsgAttest is refused.
 	Attest AttestVerifier
@@ -157,7 +175,7 @@ func (b *Block) DeliverTx(raw []byte) TxResult {
 	}
 	ante.Flush(b.state)
 	msgState := NewOverlay(b.state)
-	events, err := b.l.execute(msgState, tx, b.params, b.info)
+	events, err := executeChecked(b.l, msgState, tx, raw, b.params, b.info)
 	if err != nil {
 		return TxResult{Err: err}
 	}

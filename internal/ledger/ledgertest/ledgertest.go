@@ -6,6 +6,7 @@ import (
 	"crypto/ed25519"
 	"crypto/sha256"
 	"fmt"
+	"sync"
 	"testing"
 	"time"
 
@@ -85,6 +86,7 @@ func Genesis(balance uint64, names ...string) ledger.Genesis {
 func NewChain(tb testing.TB, g ledger.Genesis) *Chain {
 	tb.Helper()
 	c := &Chain{KV: ledger.NewMemKV()}
+	c.L.Txs = NewTxMemo()
 	changes, hash, err := c.L.InitGenesis(c.KV, ChainID, g)
 	if err != nil {
 		tb.Fatalf("genesis: %v", err)
@@ -93,6 +95,42 @@ func NewChain(tb testing.TB, g ledger.Genesis) *Chain {
 	c.Hash = hash
 	c.checkInvariants(tb)
 	return c
+}
+
+// TxMemo is an unbounded ledger.TxCache for tests. Test chains use one, so
+// that a tx delivered again (a replay) comes from it, as on a node.
+type TxMemo struct {
+	mu   sync.Mutex
+	txs  map[[32]byte]*ledger.Tx
+	hits int
+}
+
+// NewTxMemo returns an empty TxMemo.
+func NewTxMemo() *TxMemo { return &TxMemo{txs: map[[32]byte]*ledger.Tx{}} }
+
+// Get implements ledger.TxCache.
+func (m *TxMemo) Get(raw []byte) *ledger.Tx {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	tx := m.txs[sha256.Sum256(raw)]
+	if tx != nil {
+		m.hits++
+	}
+	return tx
+}
+
+// Put implements ledger.TxCache.
+func (m *TxMemo) Put(raw []byte, tx *ledger.Tx) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.txs[sha256.Sum256(raw)] = tx
+}
+
+// Hits is how many times Get found a tx.
+func (m *TxMemo) Hits() int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.hits
 }
 
 // BlockTime is the header time of block h in test chains.
