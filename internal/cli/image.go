@@ -82,7 +82,7 @@ without waiting for the pull.`,
 			if _, err := oci.ParseRef(args[0]); err != nil {
 				return usageError{err}
 			}
-			s, err := oci.NewStore(filepath.Join(e.home, "provider", "oci", "images"), oci.RegistryOptions{}, oci.UnpackLimits{})
+			s, err := oci.NewStore(filepath.Join(e.home, "provider", "oci", "images"), oci.RegistryOptions{}, oci.UnpackLimits{}, oci.CacheOptions{})
 			if err != nil {
 				return err
 			}
@@ -97,6 +97,7 @@ without waiting for the pull.`,
 			if err != nil {
 				return err
 			}
+			img.Release()
 			r := imagePullResult{
 				Ref: img.Ref, Digest: img.Digest, Platform: img.Platform, Cached: pull.Cached, Layers: img.Layers,
 				CompressedBytes: img.CompressedBytes, UnpackedBytes: img.UnpackedBytes, Seconds: pull.Duration.Seconds(), Rootfs: img.Rootfs,

@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"maps"
+	"math"
 	"net/http"
 	"os"
 	"slices"
@@ -23,6 +24,7 @@ import (
 	"github.com/gpunet/gpunet/internal/chainclient"
 	"github.com/gpunet/gpunet/internal/devnet"
 	"github.com/gpunet/gpunet/internal/egress"
+	"github.com/gpunet/gpunet/internal/jobspec"
 	"github.com/gpunet/gpunet/internal/ledger"
 	"github.com/gpunet/gpunet/internal/metricsserver"
 	"github.com/gpunet/gpunet/internal/provider"
@@ -112,6 +114,7 @@ type providerFlags struct {
 	faultOverclaim      float64
 	faultSilentService  bool
 	allowNet            bool
+	imageCache          string
 	allowFetch          []string
 	metricsAddr         string
 	checkpointGrace     time.Duration
@@ -185,6 +188,7 @@ and sends it, and renews it a day before it expires (docs/confidential.md).`,
 	f.Uint64Var(&pf.maxJobs, "max-jobs", 4, "jobs run at once")
 	f.DurationVar(&pf.bench, "bench-time", 2*time.Second, "time spent measuring the machine at start")
 	f.BoolVar(&pf.allowNet, "allow-network", false, "let container jobs that ask for it (network: true) use this machine's network")
+	f.StringVar(&pf.imageCache, "image-cache", "128GiB", "disk kept for unpacked container images: past it, the least recently used images no job or service is running are removed")
 	f.StringArrayVar(&pf.allowFetch, "allow-fetch-network", nil, "let jobs' URL inputs and images be fetched from this network although it is not public (loopback, private, link-local, this machine's own addresses), e.g. 10.0.0.0/8; repeatable")
 	f.Float64Var(&pf.faultWrong, "fault-wrong-outputs", 0, "FAULT INJECTION for tests and demos: commit a wrong result on this fraction of jobs (0 to 1)")
 	f.Float64Var(&pf.faultWrongAnswers, "fault-wrong-answers", 0, "FAULT INJECTION for tests and demos: answer this fraction of the chat completions its service replicas serve wrongly, with receipts signed for the wrong answers (0 to 1)")
@@ -238,6 +242,13 @@ func (e *env) runProvider(ctx context.Context, pf *providerFlags) error {
 	if o.AllowFetchNetworks, err = egress.ParseNetworks(pf.allowFetch); err != nil {
 		return usageError{fmt.Errorf("--allow-fetch-network %w", err)}
 	}
+	imageCache, err := jobspec.ParseBytes(pf.imageCache)
+	if err == nil && (imageCache < minImageCache || imageCache > math.MaxInt64) {
+		err = fmt.Errorf("want at least %s", jobspec.Bytes(minImageCache))
+	}
+	if err != nil {
+		return usageError{fmt.Errorf("--image-cache %s: %v", pf.imageCache, err)}
+	}
 	if pf.checkpointGrace <= 0 || pf.checkpointGrace > 10*time.Minute {
 		return usageError{fmt.Errorf("--checkpoint-grace %s: want more than 0 and at most 10m", pf.checkpointGrace)}
 	}
@@ -268,7 +279,7 @@ func (e *env) runProvider(ctx context.Context, pf *providerFlags) error {
 	if o.Label, err = e.providerLabel(ctx, cl, key.Address, key.Name, pf.label, pf.labelSet); err != nil {
 		return err
 	}
-	sb, err := provider.OpenSandboxes(ctx, e.home, provider.SandboxOptions{Logger: logger, AllowNetwork: pf.allowNet, AllowFetchNetworks: o.AllowFetchNetworks})
+	sb, err := provider.OpenSandboxes(ctx, e.home, provider.SandboxOptions{Logger: logger, AllowNetwork: pf.allowNet, AllowFetchNetworks: o.AllowFetchNetworks, ImageCacheBytes: int64(imageCache)})
 	if err != nil {
 		return err
 	}
@@ -670,3 +681,7 @@ func teeOptions(kind, dir string, gpus []int) (provider.TEEOptions, error) {
 	}
 	return o, nil
 }
+
+// minImageCache is the least --image-cache: a bound smaller than a usual
+// image would evict every image after each job.
+const minImageCache = 1 << 30

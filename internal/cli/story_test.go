@@ -418,6 +418,17 @@ func TestProviderClaimRewards(t *testing.T) {
 	}
 }
 
+// TestProviderImageCacheFlag: --image-cache is a size of at least 1 GiB.
+func TestProviderImageCacheFlag(t *testing.T) {
+	s := newStory(t)
+	for _, bad := range []string{"10MiB", "lots", "-5GiB"} {
+		r := s.run("provider", "start", "--from", "alice", "--image-cache", bad)
+		if r.code != ExitUsage || !strings.Contains(r.stderr, "--image-cache "+bad) {
+			t.Errorf("--image-cache %s: exit %d, stderr %q", bad, r.code, r.stderr)
+		}
+	}
+}
+
 // TestProviderCheckpointGraceFlag: --checkpoint-grace is bounded.
 func TestProviderCheckpointGraceFlag(t *testing.T) {
 	s := newStory(t)

@@ -110,6 +110,9 @@ type SandboxOptions struct {
 	// from although their address is not public: the devnet's own, and
 	// nothing else on its address.
 	AllowRegistries []netip.AddrPort
+	// ImageCacheBytes bounds the oci executor's unpacked images
+	// (`provider start --image-cache`; 0: oci.DefaultImageCacheBytes).
+	ImageCacheBytes int64
 	Logger          *slog.Logger
 }
 
@@ -139,7 +142,7 @@ func OpenSandboxes(ctx context.Context, home string, o SandboxOptions) (*Sandbox
 	s := &SandboxSet{Executors: map[string]sandbox.Executor{wasm.Name: w}, notOffered: map[string]string{}, closers: []func() error{w.Close}}
 	if !o.NoOCI {
 		c, err := oci.New(ctx, oci.Options{
-			Dir: filepath.Join(dir, "oci"), Logger: o.Logger, AllowNetwork: o.AllowNetwork,
+			Dir: filepath.Join(dir, "oci"), Logger: o.Logger, AllowNetwork: o.AllowNetwork, ImageCacheBytes: o.ImageCacheBytes,
 			// An image reference is a stranger's: its registry is dialled
 			// only where a URL input's server would be.
 			Registry: oci.RegistryOptions{Egress: &egress.Policy{Allow: o.AllowFetchNetworks, AllowEndpoints: o.AllowRegistries}},

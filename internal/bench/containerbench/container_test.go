@@ -83,7 +83,7 @@ func TestRegistryServesPulls(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := oci.NewStore(t.TempDir(), oci.RegistryOptions{}, oci.UnpackLimits{})
+	s, err := oci.NewStore(t.TempDir(), oci.RegistryOptions{}, oci.UnpackLimits{}, oci.CacheOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -28,7 +28,7 @@ func measurePull(ctx context.Context, reg *registry, dir string, o Options, prog
 	var pulls []time.Duration
 	for i := range o.PullReps {
 		cache := filepath.Join(dir, fmt.Sprintf("pull-%d", i))
-		s, err := oci.NewStore(cache, oci.RegistryOptions{}, oci.UnpackLimits{})
+		s, err := oci.NewStore(cache, oci.RegistryOptions{}, oci.UnpackLimits{}, oci.CacheOptions{})
 		if err != nil {
 			return Pull{}, err
 		}
@@ -40,6 +40,7 @@ func measurePull(ctx context.Context, reg *registry, dir string, o Options, prog
 			return Pull{}, err
 		}
 		p.CompressedBytes, p.UnpackedBytes = im.CompressedBytes, im.UnpackedBytes
+		im.Release()
 		pulls = append(pulls, d)
 		progress("pull: %d/%d in %.2fs", i+1, o.PullReps, d.Seconds())
 		os.RemoveAll(cache)

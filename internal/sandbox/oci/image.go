@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"os"
@@ -238,6 +239,9 @@ type Image struct {
 	// be used read-only.
 	Dir    string `json:"-"`
 	Rootfs string `json:"-"`
+
+	use         *os.File // image.json, share-locked while in use (imagecache.go)
+	releaseOnce sync.Once
 }
 
 // Pull is what Store.Get did to get an image.
@@ -253,12 +257,17 @@ type Pull struct {
 // unpacked in a content-addressed cache (DIR/sha256/<hex>/rootfs) that
 // later jobs reuse. It is safe for concurrent use, also by several
 // processes sharing a directory: an image is unpacked in a scratch
-// directory and renamed into place whole.
+// directory and renamed into place whole. The cache is bounded
+// (CacheOptions.MaxBytes): after each pull, the least recently used
+// images that no caller is using are removed until the rest fit.
 type Store struct {
-	dir    string
-	reg    RegistryOptions
-	rt     http.RoundTripper // reg.transport(), shared by its pulls
-	limits UnpackLimits
+	dir      string
+	reg      RegistryOptions
+	rt       http.RoundTripper // reg.transport(), shared by its pulls
+	limits   UnpackLimits
+	maxBytes int64
+	log      *slog.Logger
+	evictMu  sync.Mutex
 
 	// ctx bounds every pull; Close cancels it.
 	ctx    context.Context
@@ -277,8 +286,24 @@ type pullCall struct {
 	err  error
 }
 
-// NewStore returns a store caching under dir.
-func NewStore(dir string, reg RegistryOptions, limits UnpackLimits) (*Store, error) {
+// CacheOptions bound a Store's cache.
+type CacheOptions struct {
+	// MaxBytes bounds the unpacked images kept (Image.DiskBytes); 0 means
+	// DefaultImageCacheBytes. Images in use are kept whatever it is.
+	MaxBytes int64
+	// Logger gets what eviction could not do; nil: nothing.
+	Logger *slog.Logger
+}
+
+// NewStore returns a store caching under dir, and evicts what a smaller
+// bound than the last one no longer holds.
+func NewStore(dir string, reg RegistryOptions, limits UnpackLimits, cache CacheOptions) (*Store, error) {
+	if cache.MaxBytes < 0 {
+		return nil, fmt.Errorf("image cache: bound %d bytes is negative", cache.MaxBytes)
+	}
+	if cache.MaxBytes == 0 {
+		cache.MaxBytes = DefaultImageCacheBytes
+	}
 	for _, d := range []string{filepath.Join(dir, "sha256"), filepath.Join(dir, "tmp")} {
 		if err := os.MkdirAll(d, 0o700); err != nil {
 			return nil, fmt.Errorf("image cache: %w", err)
@@ -291,8 +316,16 @@ func NewStore(dir string, reg RegistryOptions, limits UnpackLimits) (*Store, err
 	if err := os.Chmod(dir, 0o711); err != nil {
 		return nil, err
 	}
+	// What an eviction killed midway left behind (never in use).
+	if old, err := filepath.Glob(filepath.Join(dir, "tmp", "evict-*")); err == nil {
+		for _, d := range old {
+			os.RemoveAll(d)
+		}
+	}
 	ctx, cancel := context.WithCancel(context.Background())
-	return &Store{dir: dir, reg: reg, rt: reg.transport(), limits: limits, ctx: ctx, cancel: cancel, inflight: map[string]*pullCall{}}, nil
+	s := &Store{dir: dir, reg: reg, rt: reg.transport(), limits: limits, maxBytes: cache.MaxBytes, log: cache.Logger, ctx: ctx, cancel: cancel, inflight: map[string]*pullCall{}}
+	s.evict("")
+	return s, nil
 }
 
 // Close stops the pulls in progress.
@@ -330,19 +363,44 @@ func (s *Store) load(digest string) (*Image, error) {
 }
 
 // Get returns the unpacked image ref names, pulling it first unless it is
-// cached. Concurrent calls for one image share one pull. An image that
-// could not be pulled, for a reason of the image's or its registry's, is a
-// *PullError, whose text is fit for the ledger; other errors are this
-// machine's (its disk).
+// cached, for the caller's use until it calls the image's Release: the
+// store does not evict it before. Concurrent calls for one image share one
+// pull. An image that could not be pulled, for a reason of the image's or
+// its registry's, is a *PullError, whose text is fit for the ledger; other
+// errors are this machine's (its disk).
 func (s *Store) Get(ctx context.Context, ref string) (*Image, *Pull, error) {
 	t0 := time.Now()
 	d, err := ParseRef(ref)
 	if err != nil {
 		return nil, nil, err
 	}
-	if img, err := s.load(d.DigestStr()); err == nil {
+	img, ok, err := s.acquire(d.DigestStr())
+	if err != nil {
+		return nil, nil, err
+	}
+	if ok {
 		return img, &Pull{Cached: true, Duration: time.Since(t0)}, nil
 	}
+	// Another pull's eviction may remove the image between its pull and
+	// our acquiring it (it is not in use yet): pull it again, a few times.
+	for range 3 {
+		if err := s.pullShared(ctx, d); err != nil {
+			return nil, nil, err
+		}
+		img, ok, err := s.acquire(d.DigestStr())
+		if err != nil {
+			return nil, nil, err
+		}
+		if ok {
+			return img, &Pull{Duration: time.Since(t0)}, nil
+		}
+	}
+	return nil, nil, fmt.Errorf("image %s: evicted from the cache as soon as it was pulled, three times: the cache bound is too small for the images in use", ref)
+}
+
+// pullShared pulls d into the cache, or waits for the pull of it in
+// progress.
+func (s *Store) pullShared(ctx context.Context, d name.Digest) error {
 	key := d.DigestStr()
 	s.mu.Lock()
 	c, ok := s.inflight[key]
@@ -365,12 +423,9 @@ func (s *Store) Get(ctx context.Context, ref string) (*Image, *Pull, error) {
 	s.mu.Unlock()
 	select {
 	case <-c.done:
-		if c.err != nil {
-			return nil, nil, c.err
-		}
-		return c.img, &Pull{Duration: time.Since(t0)}, nil
+		return c.err
 	case <-ctx.Done():
-		return nil, nil, context.Cause(ctx)
+		return context.Cause(ctx)
 	}
 }
 
@@ -505,6 +560,7 @@ func (s *Store) pull(ctx context.Context, d name.Digest) (*Image, error) {
 		return nil, fmt.Errorf("pull %s: %w", ref, err)
 	}
 	out.Dir, out.Rootfs = final, filepath.Join(final, "rootfs")
+	s.evict(d.DigestStr())
 	return out, nil
 }
 

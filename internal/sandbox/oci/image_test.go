@@ -48,7 +48,7 @@ func testImage(t *testing.T, files map[string]ocitest.File) v1.Image {
 
 func newStore(t *testing.T, reg oci.RegistryOptions) *oci.Store {
 	t.Helper()
-	s, err := oci.NewStore(filepath.Join(t.TempDir(), "images"), reg, oci.UnpackLimits{})
+	s, err := oci.NewStore(filepath.Join(t.TempDir(), "images"), reg, oci.UnpackLimits{}, oci.CacheOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

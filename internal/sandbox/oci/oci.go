@@ -71,6 +71,10 @@ type Options struct {
 	Registry RegistryOptions
 	// Unpack bounds an image's rootfs.
 	Unpack UnpackLimits
+	// ImageCacheBytes bounds the unpacked images kept for later jobs
+	// (0: DefaultImageCacheBytes): the least recently used ones that no
+	// job or service is running are removed past it.
+	ImageCacheBytes int64
 	// AllowNetwork lets jobs that ask for network access share the host's
 	// network. Off, no job has a network.
 	AllowNetwork bool
@@ -133,7 +137,7 @@ func New(ctx context.Context, o Options) (*Executor, error) {
 	if err != nil {
 		return nil, err
 	}
-	store, err := NewStore(filepath.Join(dir, "images"), o.Registry, o.Unpack)
+	store, err := NewStore(filepath.Join(dir, "images"), o.Registry, o.Unpack, CacheOptions{MaxBytes: o.ImageCacheBytes, Logger: o.Logger})
 	if err != nil {
 		return nil, err
 	}
@@ -288,6 +292,7 @@ func (e *Executor) run(ctx context.Context, job *sandbox.Job, out *sandbox.LogWr
 		out.Notef("%s", pe.Error())
 		return fail(res, pe.Error())
 	}
+	defer img.Release() // after the container is removed and the rootfs unmounted
 	if pull.Cached {
 		out.Notef("image %s (cached)", img.Digest)
 	} else {

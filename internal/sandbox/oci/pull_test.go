@@ -26,7 +26,7 @@ import (
 // checking that the error says exactly the fixed phrase.
 func pullCause(t *testing.T, reg oci.RegistryOptions, limits oci.UnpackLimits, ref string) (oci.PullCause, *oci.PullError) {
 	t.Helper()
-	s, err := oci.NewStore(t.TempDir(), reg, limits)
+	s, err := oci.NewStore(t.TempDir(), reg, limits, oci.CacheOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

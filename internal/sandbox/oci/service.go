@@ -92,6 +92,14 @@ func (e *Executor) StartService(ctx context.Context, svc *sandbox.Service, logs 
 	if err != nil {
 		return nil, fmt.Errorf("oci: image %s: %w", svc.Image, err)
 	}
+	// The image is in use until the service's cleanup; released here if
+	// it never gets one.
+	handedOff := false
+	defer func() {
+		if !handedOff {
+			img.Release()
+		}
+	}()
 	if pull.Cached {
 		out.Notef("image %s (cached)", img.Digest)
 	} else {
@@ -133,7 +141,9 @@ func (e *Executor) StartService(ctx context.Context, svc *sandbox.Service, logs 
 	cleanup := func() {
 		unmount()
 		os.RemoveAll(s.bundle)
+		img.Release()
 	}
+	handedOff = true
 	mem := svc.Limits.MemoryBytes
 	if mem == 0 {
 		mem = sandbox.DefaultMemoryBytes
