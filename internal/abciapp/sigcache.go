@@ -19,10 +19,11 @@ const (
 	sigCacheEntries = 1 << 16
 	sigCacheKeys    = 1 << 12
 	// Decoded txs: as many a generation as signatures, and at most
-	// txCacheBytes (a tx costs twice its wire size and txCost: its bytes,
-	// which the decoded tx refers to, and the decoded message, about as
-	// large; at most 64 MiB for both generations, about 30 000 transfers
-	// each).
+	// txCacheBytes (a tx costs twice its wire size and txCost: its
+	// decoded message, with the copies of its strings and key, is about
+	// as large as its bytes, counted twice to leave room for Go's
+	// overheads; at most 64 MiB for both generations, about 30 000
+	// transfers each).
 	txCacheBytes = 32 << 20
 	txCost       = 256
 )

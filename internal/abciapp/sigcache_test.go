@@ -393,3 +393,22 @@ func TestTxCacheBounded(t *testing.T) {
 		t.Fatal("an entry larger than a generation was kept")
 	}
 }
+
+// TestCachedTxOutlivesItsBuffer: the caller of CheckTx may reuse the tx's
+// buffer once it returns; the decoded tx kept for DeliverTx must not
+// change with it.
+func TestCachedTxOutlivesItsBuffer(t *testing.T) {
+	a := openApp(t, t.TempDir())
+	initChainWith(t, a, lt.Genesis(1000, "alice", "bob"))
+	tx := alice.Send(0, bob.Addr, 1)
+	buf := bytes.Clone(tx)
+	if res := checkTx(t, a, buf, abci.CHECK_TX_TYPE_CHECK); res.Code != 0 {
+		t.Fatalf("CheckTx: %s", res.Log)
+	}
+	for i := range buf {
+		buf[i] = 0
+	}
+	if r := finalize(t, a, 1, tx).TxResults[0]; r.Code != 0 {
+		t.Fatalf("DeliverTx after the CheckTx buffer was reused: %s", r.Log)
+	}
+}

@@ -73,6 +73,9 @@ func (l *Ledger) statelessTx(raw []byte, chainID *string) (*Tx, error) {
 		return nil, fmt.Errorf("signature does not verify for sender %s: %w", tx.Sender(), ErrBadSignature)
 	}
 	if l.Txs != nil {
+		// A decoded tx's key and signature are slices of raw, whose owner
+		// may reuse it once the call returns; the one kept must not be.
+		tx.PubKey, tx.Signature = bytes.Clone(tx.PubKey), bytes.Clone(tx.Signature)
 		l.Txs.Put(raw, tx)
 	}
 	return tx, nil
