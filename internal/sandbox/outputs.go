@@ -94,18 +94,20 @@ func CleanGuestPath(p string) (string, error) {
 // directories; an output nested in another is collected once. A file is
 // hard-linked into dst when it is the job's own (no other name) and dst is
 // on the same file system, else copied; either way it gets mode 0755 if
-// any execute bit was set, 0644 otherwise. It must be called once the
-// job's processes are gone, and the files left in workDir must not be
-// written afterwards (they may be the collected ones).
+// any execute bit was set, 0644 otherwise (a linked file's mode changes in
+// workDir too). It must be called once the job's processes are gone, and
+// the files left in workDir must not be written while dst is in use (they
+// may be the collected ones): a job restarted in place from a checkpoint
+// starts after its last outputs were removed.
 //
 // It is safe against a hostile job: paths go through CleanGuestPath and are
 // resolved inside workDir with an os.Root, so neither ".." nor a symbolic
 // link can make it read outside; a declared output that is a symbolic link
 // is refused, and symbolic links, devices, pipes and sockets inside an
 // output directory are skipped. maxBytes, if not 0, bounds the total size of
-// the files copied plus OutputEntryBytes for each file and directory,
-// checked as files are collected; at most MaxOutputEntries files and directories are
-// collected whatever maxBytes is (ErrOutputTooMany).
+// the files collected plus OutputEntryBytes for each file and directory,
+// checked as they are collected; at most MaxOutputEntries files and
+// directories are collected whatever maxBytes is (ErrOutputTooMany).
 //
 // Problems that are the job's doing are returned as an *OutputError (the
 // first one met; what was copied before it stays in dst). Other errors are
