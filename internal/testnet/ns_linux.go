@@ -5,50 +5,17 @@ package testnet
 import (
 	"fmt"
 	"os"
-	"runtime"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/gpunet/gpunet/internal/netns"
 )
 
 // inNamespace runs fn on an OS thread switched into the named network
-// namespace. Sockets and TUN devices fn creates stay in that namespace
-// after the thread switches back.
-//
-// The namespace is a property of the thread, so the goroutine is locked to
-// it throughout; if the switch back fails, the thread stays locked and Go
-// discards it when the goroutine ends.
+// namespace (netns.Do).
 func inNamespace(ns string, fn func() error) error {
-	target, err := unix.Open("/run/netns/"+ns, unix.O_RDONLY|unix.O_CLOEXEC, 0)
-	if err != nil {
-		return fmt.Errorf("open namespace %s: %w", ns, err)
-	}
-	defer unix.Close(target)
-	errc := make(chan error, 1)
-	go func() {
-		runtime.LockOSThread()
-		self, err := unix.Open("/proc/thread-self/ns/net", unix.O_RDONLY|unix.O_CLOEXEC, 0)
-		if err != nil {
-			runtime.UnlockOSThread()
-			errc <- fmt.Errorf("open own namespace: %w", err)
-			return
-		}
-		defer unix.Close(self)
-		if err := unix.Setns(target, unix.CLONE_NEWNET); err != nil {
-			runtime.UnlockOSThread()
-			errc <- fmt.Errorf("setns %s: %w", ns, err)
-			return
-		}
-		fnErr := fn()
-		if err := unix.Setns(self, unix.CLONE_NEWNET); err != nil {
-			// Leave this thread locked: the runtime ends it with us.
-			errc <- fmt.Errorf("setns back from %s: %w (and %v)", ns, err, fnErr)
-			return
-		}
-		runtime.UnlockOSThread()
-		errc <- fnErr
-	}()
-	return <-errc
+	return netns.Do("/run/netns/"+ns, fn)
 }
 
 // openTUN creates the TUN interface ifname (IFF_TUN|IFF_NO_PI: bare IP
