@@ -110,10 +110,16 @@ type ServiceReadiness struct {
 }
 
 // ServiceOpenAI declares the models a service serves on Port with OpenAI's
-// API (POST /v1/chat/completions, GET /v1/models).
+// API (POST /v1/chat/completions, GET /v1/models). Exact is the owner's
+// statement that the models' deterministic answers are bit-exact on any
+// hardware (integer kernels, such as int8 matrix products, or integer CPU
+// code): only then may a replica outvoted on one be disputed and slashed
+// (MsgServiceDispute); a float model's honest replicas can differ where
+// two tokens are nearly tied.
 type ServiceOpenAI struct {
 	Port   uint64   `json:"port"`
 	Models []string `json:"models"`
+	Exact  bool     `json:"exact,omitempty" rec:"since=8"`
 }
 
 // Service is a service's record.

@@ -21,7 +21,9 @@ import (
 // (an address is its key's hash), that each signer runs or ran a replica of
 // the service, that the requests are the same, and slashes the minority as
 // an outvoted job replica is. It trusts no one's word: not the node's that
-// sends the dispute, which signs nothing in the evidence.
+// sends the dispute, which signs nothing in the evidence. Only services
+// whose owner declares their answers bit-exact (ServiceOpenAI.Exact) can
+// be disputed: elsewhere an honest replica can be the odd one.
 
 // MsgTypeServiceDispute is the message type of MsgServiceDispute.
 const MsgTypeServiceDispute MsgType = 82
@@ -235,6 +237,13 @@ func execServiceDispute(o *Overlay, chainID string, m *MsgServiceDispute, p Para
 	s, err := mustService(o, m.Receipts[0].ServiceID)
 	if err != nil {
 		return nil, err
+	}
+	// An outvoted answer is evidence of a fault only where honest replicas
+	// answer bit for bit alike: the owner says so (openai.exact). A float
+	// model's honest replica can be the odd one at a near tie, and the
+	// ledger has no tolerance to judge that by.
+	if s.Spec.OpenAI == nil || !s.Spec.OpenAI.Exact {
+		return nil, fmt.Errorf("service %d does not declare its answers bit-exact (openai.exact): replicas that answer differently may both be honest, so none is slashed for it: %w", s.ID, ErrServiceState)
 	}
 	for i := range m.Receipts {
 		r := &m.Receipts[i]

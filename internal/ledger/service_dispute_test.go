@@ -3,6 +3,7 @@ package ledger_test
 import (
 	"crypto/sha256"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -24,9 +25,16 @@ func receiptOf(c *lt.Chain, k lt.Key, svc uint64, request, answer string) ledger
 	return r
 }
 
-// disputeChain has a service with three ready replicas on prov1, prov2
-// and prov3, and a fourth provider free to replace one.
+// disputeChain has a service whose answers its owner declares bit-exact
+// (openai.exact) with three ready replicas on prov1, prov2 and prov3, and
+// a fourth provider free to replace one.
 func disputeChain(t *testing.T) *lt.Chain {
+	t.Helper()
+	return disputeChainOf(t, func(s *ledger.ServiceSpec) { s.OpenAI.Exact = true })
+}
+
+// disputeChainOf is disputeChain with the service's spec as edit leaves it.
+func disputeChainOf(t *testing.T, edit func(*ledger.ServiceSpec)) *lt.Chain {
 	t.Helper()
 	c := serviceChain(t)
 	prov4 := lt.NewKey("prov4")
@@ -37,6 +45,7 @@ func disputeChain(t *testing.T) *lt.Chain {
 	must(t, []ledger.TxResult{send(t, c, prov4, &ledger.MsgStake{Amount: 10_000_000})})
 	spec := lt.ServiceSpec("tinylm", 200_000)
 	spec.Replicas = 3
+	edit(&spec)
 	must(t, []ledger.TxResult{deploy(t, c, spec, 100_000_000)})
 	s := service(t, c, 1)
 	if len(s.Replicas) != 3 {
@@ -190,5 +199,42 @@ func TestServiceDisputeRefused(t *testing.T) {
 	r[2].Sign("other-chain", prov3.Priv)
 	if res := send(t, c, consumer, &ledger.MsgServiceDispute{Receipts: r}); !errors.Is(res.Err, ledger.ErrBadSignature) {
 		t.Errorf("a receipt signed for another chain: err %v, want ErrBadSignature", res.Err)
+	}
+}
+
+// TestServiceDisputeNeedsExact: a dispute that would slash on a service
+// whose owner declares its answers bit-exact is refused, with
+// ErrServiceState and no one slashed, on a service that does not (a float
+// model's honest replicas can differ at a near tie) or that declares no
+// OpenAI models at all; the same receipts on an exact service slash.
+func TestServiceDisputeNeedsExact(t *testing.T) {
+	req := `{"model":"tinylm","messages":[{"role":"user","content":"hi"}],"temperature":0}`
+	for _, tc := range []struct {
+		name string
+		edit func(*ledger.ServiceSpec)
+		want error
+	}{
+		{"not exact", func(*ledger.ServiceSpec) {}, ledger.ErrServiceState},
+		{"exact false", func(s *ledger.ServiceSpec) { s.OpenAI.Exact = false }, ledger.ErrServiceState},
+		{"no openai", func(s *ledger.ServiceSpec) { s.OpenAI = nil }, ledger.ErrServiceState},
+		{"exact", func(s *ledger.ServiceSpec) { s.OpenAI.Exact = true }, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := disputeChainOf(t, tc.edit)
+			before := provider(t, c, prov3).Stake
+			res := send(t, c, consumer, &ledger.MsgServiceDispute{Receipts: []ledger.ServiceReceipt{
+				receiptOf(c, prov1, 1, req, "a cat"), receiptOf(c, prov2, 1, req, "a cat"), receiptOf(c, prov3, 1, req, "a dog"),
+			}})
+			if !errors.Is(res.Err, tc.want) || (tc.want == nil && res.Err != nil) {
+				t.Fatalf("err %v, want %v", res.Err, tc.want)
+			}
+			after := provider(t, c, prov3).Stake
+			if slashed := after < before; slashed != (tc.want == nil) {
+				t.Errorf("prov3's stake %d → %d; slashed %v, want %v", before, after, slashed, tc.want == nil)
+			}
+			if tc.want != nil && !strings.Contains(res.Err.Error(), "openai.exact") {
+				t.Errorf("err %q does not name openai.exact", res.Err)
+			}
+		})
 	}
 }
