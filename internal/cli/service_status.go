@@ -3,6 +3,7 @@ package cli
 import (
 	"fmt"
 	"io"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -51,6 +52,15 @@ func printService(w io.Writer, v *serviceView, names keyNames) {
 	}
 	fmt.Fprintf(w, "owner:       %s\n", names.addr(s.Owner))
 	fmt.Fprintf(w, "image:       %s\n", s.Spec.Image)
+	if o := s.Spec.OpenAI; o != nil {
+		// Providers read this before they serve it: exact answers are
+		// disputed and an outvoted replica is slashed.
+		verify := "not declared bit-exact: checked, differences reported, no one slashed for them"
+		if o.Exact {
+			verify = "declared bit-exact (openai.exact): a replica outvoted on a checked request is slashed"
+		}
+		fmt.Fprintf(w, "openai:      models %s; %s\n", strings.Join(o.Models, ", "), verify)
+	}
 	if s.Public {
 		fmt.Fprintln(w, "access:      public (anyone, without a key)")
 	} else {

@@ -131,7 +131,7 @@ func TestServiceStory(t *testing.T) {
 	}
 
 	out = s.ok("service", "status", "1")
-	for _, want := range []string{`service 1 "tinylm": active`, "access:      private, 1 key(s)", "budget:      5 SYNC in all", "replicas:    1 wanted", "api 8000/http: " + s.url + "/svc/1/8000/"} {
+	for _, want := range []string{`service 1 "tinylm": active`, "access:      private, 1 key(s)", "budget:      5 SYNC in all", "replicas:    1 wanted", "openai:      models tinylm; not declared bit-exact", "api 8000/http: " + s.url + "/svc/1/8000/"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("status lacks %q:\n%s", want, out)
 		}

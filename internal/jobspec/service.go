@@ -61,9 +61,15 @@ type Readiness struct {
 
 // OpenAI says the service speaks OpenAI's chat completions API on Port
 // for Models: every node's /openai/v1 routes requests for them to it.
+//
+// Exact is the owner's statement that the models' deterministic answers
+// are bit-exact on any hardware (int8 kernels, integer or CPU code): only
+// then can a replica outvoted on a checked request be disputed and
+// slashed (docs/ledger.md, "Service disputes").
 type OpenAI struct {
 	Port   int      `yaml:"port" json:"port"` // one of the http ports; default the first
 	Models []string `yaml:"models" json:"models"`
+	Exact  bool     `yaml:"exact,omitempty" json:"exact,omitempty"`
 }
 
 // Defaults and bounds of a service spec.
@@ -149,7 +155,7 @@ func (s *Spec) ServiceSpec() ledger.ServiceSpec {
 		}
 	}
 	if o := s.OpenAI; o != nil {
-		ls.OpenAI = &ledger.ServiceOpenAI{Port: uint64(max(0, o.Port)), Models: o.Models}
+		ls.OpenAI = &ledger.ServiceOpenAI{Port: uint64(max(0, o.Port)), Models: o.Models, Exact: o.Exact}
 	}
 	return ls
 }
@@ -202,7 +208,7 @@ var (
 	serviceFields   = []string{"name", "kind", "executor", "image", "command", "args", "env", "ports", "readiness", "replicas", "resources", "max_price", "budget", "region", "region_required", "network", "trust", "tee_measurements", "openai", "public"}
 	portFields      = []string{"port", "name", "protocol"}
 	readinessFields = []string{"path", "port", "interval", "timeout", "failure_threshold", "start"}
-	openaiFields    = []string{"port", "models"}
+	openaiFields    = []string{"port", "models", "exact"}
 )
 
 // batchOnly are the fields a service may not have, and why.
@@ -303,6 +309,8 @@ func (d *decoder) openai(field string, n ast.Node) *OpenAI {
 			o.Port = d.integer(f, e.value, "port: 8000")
 		case "models":
 			o.Models = d.stringList(f, e.value, "models: [tinylm]")
+		case "exact":
+			o.Exact, _ = d.boolean(f, e.value)
 		default:
 			delete(d.pos, f)
 			d.unknown(field, e, openaiFields)

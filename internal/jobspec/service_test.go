@@ -35,7 +35,7 @@ replicas: 1
 budget: 5 SYNC                     # escrowed in all; top up with gpunet service topup
 max_price: 1 SYNC/h                # per replica
 resources: {cpu: 0.5, memory: 128MiB, disk: 256MiB}
-openai: {port: 8000, models: [tinylm]}
+openai: {port: 8000, models: [tinylm], exact: true}   # integer code: bit-exact answers on any hardware
 public: false
 `
 
@@ -108,7 +108,7 @@ func TestServiceDesignExample(t *testing.T) {
 		Ports:           []ledger.ServicePort{{Port: 8000, Name: "api", Protocol: ledger.PortHTTP}},
 		Readiness:       ledger.ServiceReadiness{Port: 8000, Path: "/health", IntervalSeconds: 2, TimeoutSeconds: 1, FailureThreshold: 3, StartSeconds: 120},
 		Replicas:        1,
-		OpenAI:          &ledger.ServiceOpenAI{Port: 8000, Models: []string{"tinylm"}},
+		OpenAI:          &ledger.ServiceOpenAI{Port: 8000, Models: []string{"tinylm"}, Exact: true},
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("ServiceSpec:\n got %+v\nwant %+v", got, want)
@@ -156,7 +156,7 @@ public: true
 	ls := s.ServiceSpec()
 	if ls.Replicas != 3 || len(ls.Ports) != 2 || ls.Ports[1].Protocol != ledger.PortTCP || ls.Readiness.StartSeconds != 3600 ||
 		ls.GPUCount != 1 || ls.MinVRAM != 20<<30 || ls.MaxPricePerHour != 750_000 || !ls.Network || ls.Region != "eu" ||
-		!reflect.DeepEqual(ls.OpenAI.Models, []string{"llama-3-8b", "meta/llama"}) || ls.Env["THREADS"] != "4" {
+		!reflect.DeepEqual(ls.OpenAI.Models, []string{"llama-3-8b", "meta/llama"}) || ls.OpenAI.Exact || ls.Env["THREADS"] != "4" {
 		t.Errorf("ServiceSpec = %+v", ls)
 	}
 	if s.Budget != 1_234_567 || !s.Public {
@@ -304,6 +304,10 @@ var serviceErrorTests = []struct {
 	{"openai model long", minimalService + "openai: {models: [" + strings.Repeat("m", 129) + "]}\n", "openai.models[0]", 7, []string{"at most 128"}},
 	{"openai too many", minimalService + "openai: {models: [a, b, c, d, e, f, g, h, i, j, k, l, m, n, o, p, q]}\n", "openai.models", 7, []string{"17 entries; at most 16"}},
 	{"openai unknown key", minimalService + "openai: {model: [m]}\n", "openai.model", 7, []string{`did you mean "models"?`}},
+	{"openai exact yes", minimalService + "openai: {models: [m], exact: yes}\n", "openai.exact", 7, []string{"true or false"}},
+	{"openai exact quoted", minimalService + "openai: {models: [m], exact: \"true\"}\n", "openai.exact", 7, []string{"true or false"}},
+	{"openai exact number", minimalService + "openai: {models: [m], exact: 1}\n", "openai.exact", 7, []string{"true or false"}},
+	{"openai exact misspelt", minimalService + "openai: {models: [m], exakt: true}\n", "openai.exakt", 7, []string{`did you mean "exact"?`}},
 }
 
 func TestServiceErrors(t *testing.T) {
