@@ -26,7 +26,13 @@ import (
 // background, after the answer: byte for byte the same request, by the
 // same path, so that neither replica can tell the copy from any request.
 // On a different answer it asks a third provider's replica, and two alike
-// against one make a MsgServiceDispute for CheckOptions.Dispute.
+// against one make a MsgServiceDispute for CheckOptions.Dispute when the
+// service declares its answers bit-exact (ServiceOpenAI.Exact; the ledger
+// refuses a dispute of any other). Of a service that does not, every
+// request asks for log-probabilities (asksLogprobs), so that a check can
+// tell a near tie from a wrong answer, and a difference they do not
+// explain is recorded and counted (CheckDiverged), never disputed: an
+// honest float replica can differ on other hardware.
 
 // CheckOptions turn on receipts and sampled re-execution.
 type CheckOptions struct {
@@ -76,7 +82,9 @@ type Check struct {
 	Receipts []ledger.ServiceReceipt
 	// Verdict says how it ended: CheckAgreed, CheckDisputed, CheckSplit
 	// (three different answers), CheckTolerated (different answers whose
-	// log-probabilities say a near tie) or CheckFailed (Err says why).
+	// log-probabilities say a near tie), CheckDiverged (one answer against
+	// two, more than a near tie, of a service not declared exact: not
+	// disputed) or CheckFailed (Err says why).
 	Verdict string
 	Err     string
 	At      time.Time
@@ -88,8 +96,12 @@ const (
 	CheckDisputed  = "disputed"
 	CheckSplit     = "split"
 	CheckTolerated = "tolerated"
+	CheckDiverged  = "diverged"
 	CheckFailed    = "failed"
 )
+
+// CheckVerdicts lists the verdicts of a Check.
+var CheckVerdicts = []string{CheckAgreed, CheckTolerated, CheckDiverged, CheckDisputed, CheckSplit, CheckFailed}
 
 // checker runs a Gateway's checks.
 type checker struct {
@@ -97,13 +109,15 @@ type checker struct {
 	sem chan struct{}
 	mu  sync.Mutex
 	log []Check
+	// counts are the checks recorded by verdict, since the start.
+	counts map[string]uint64
 }
 
 func newChecker(o *CheckOptions) *checker {
 	if o == nil {
 		return nil
 	}
-	c := &checker{o: *o}
+	c := &checker{o: *o, counts: make(map[string]uint64, len(CheckVerdicts))}
 	if c.o.MaxInFlight <= 0 {
 		c.o.MaxInFlight = 8
 	}
@@ -127,6 +141,7 @@ func (c *checker) record(ch Check) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.log = append(c.log, ch)
+	c.counts[ch.Verdict]++
 	if n := len(c.log); n > c.o.Keep {
 		c.log = slices.Delete(c.log, 0, n-c.o.Keep)
 	}
@@ -140,6 +155,22 @@ func (g *Gateway) Checks() []Check {
 	g.checks.mu.Lock()
 	defer g.checks.mu.Unlock()
 	return slices.Clone(g.checks.log)
+}
+
+// CheckCounts returns how many checks ended with each verdict since the
+// gateway started (every verdict of CheckVerdicts is a key), or nil when
+// checks are off.
+func (g *Gateway) CheckCounts() map[string]uint64 {
+	if g.checks == nil {
+		return nil
+	}
+	g.checks.mu.Lock()
+	defer g.checks.mu.Unlock()
+	out := make(map[string]uint64, len(CheckVerdicts))
+	for _, v := range CheckVerdicts {
+		out[v] = g.checks.counts[v]
+	}
+	return out
 }
 
 // answerReceipt checks the receipt that came with an answer of c's replica
@@ -225,6 +256,15 @@ func (g *Gateway) check(ctx context.Context, c *candidate, stream bool, body []b
 		// The odd answer differs from the majority's only where two
 		// tokens were nearly tied: not evidence of a wrong model.
 		ch.Verdict = CheckTolerated
+		return ch
+	}
+	if o := c.Service.Spec.OpenAI; o == nil || !o.Exact {
+		// Evidence of a different answer, not of a wrong one: the owner
+		// does not say its model answers bit for bit alike everywhere.
+		ch.Verdict = CheckDiverged
+		g.log.Warn("openai gateway: a replica's answer differs from two others' by more than a near tie; the service does not declare its answers bit-exact (openai.exact), so it is reported, not disputed",
+			"service", c.Service.ID, "provider", odd,
+			"receipts", []string{receipt.Encode(&ch.Receipts[0]), receipt.Encode(&ch.Receipts[1]), receipt.Encode(&ch.Receipts[2])})
 		return ch
 	}
 	ch.Verdict = CheckDisputed

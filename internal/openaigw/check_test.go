@@ -2,9 +2,11 @@ package openaigw
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/ed25519"
 	"crypto/sha256"
+	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
@@ -96,12 +98,19 @@ func (rr *receiptReplicas) dial(ctx context.Context, svc *ledger.Service, p addr
 	return near, nil
 }
 
-// checkGateway is a gateway over rr's replicas that checks every
-// deterministic request (rate 100%) and collects its disputes.
+// checkGateway is a gateway over rr's replicas of a service whose answers
+// are declared bit-exact (as tinylm's are) that checks deterministic
+// requests at ratePPM and collects its disputes.
 func checkGateway(t testing.TB, rr *receiptReplicas, ratePPM uint64) (*Gateway, string, func() []*ledger.MsgServiceDispute) {
+	return checkGatewayOf(t, rr, ratePPM, true)
+}
+
+// checkGatewayOf is checkGateway for a service whose openai.exact is exact.
+func checkGatewayOf(t testing.TB, rr *receiptReplicas, ratePPM uint64, exact bool) (*Gateway, string, func() []*ledger.MsgServiceDispute) {
 	var mu sync.Mutex
 	var disputes []*ledger.MsgServiceDispute
 	svc := service(1, "tinylm", true, 1, rr.provs...)
+	svc.Spec.OpenAI.Exact = exact
 	g := New(Options{Directory: &fakeDir{svcs: []*ledger.Service{svc}}, Authorized: authorized, Dial: rr.dial, Log: slog.New(slog.DiscardHandler),
 		Checks: &CheckOptions{ChainID: checkChain, RatePPM: func() uint64 { return ratePPM }, MaxInFlight: 64, Keep: 1 << 20,
 			Dispute: func(ctx context.Context, m *ledger.MsgServiceDispute) error {
@@ -284,23 +293,71 @@ func BenchmarkCheckedLatency(b *testing.B) {
 	}
 }
 
-// logprobModel answers every completion with the same two tokens and
-// their log-probabilities: second is its second token, lp that token's
-// log-probability, and alt the alternatives it lists for it.
-func logprobModel(second string, lp float64, alt map[string]float64) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		io.Copy(io.Discard, r.Body)
-		var top []string
-		for tok, l := range alt {
-			top = append(top, fmt.Sprintf(`{"token":%q,"logprob":%g}`, tok, l))
+// logprobModel answers every completion with the same two tokens, whole
+// or streamed as the request asks, with their log-probabilities when it
+// asks for them (logprobs, and top_logprobs alternatives per token, most
+// likely first), as a model server does: second is its second token, lp
+// that token's log-probability, and alt the alternatives it rates for it.
+// It keeps the log-probabilities each request asked for.
+type logprobModel struct {
+	second string
+	lp     float64
+	alt    map[string]float64
+	mu     sync.Mutex
+	asked  []string // "logprobs=B top=N" of each request
+}
+
+func newLogprobModel(second string, lp float64, alt map[string]float64) *logprobModel {
+	return &logprobModel{second: second, lp: lp, alt: alt}
+}
+
+func (m *logprobModel) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	var req struct {
+		Logprobs    bool `json:"logprobs"`
+		TopLogprobs int  `json:"top_logprobs"`
+		Stream      bool `json:"stream"`
+	}
+	if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
+	m.mu.Lock()
+	m.asked = append(m.asked, fmt.Sprintf("logprobs=%v top=%d", req.Logprobs, req.TopLogprobs))
+	m.mu.Unlock()
+	type alt struct {
+		Token   string  `json:"token"`
+		Logprob float64 `json:"logprob"`
+	}
+	logprobs := func(tok string, lp float64, alts map[string]float64) string {
+		if !req.Logprobs {
+			return "null"
 		}
-		slices.Sort(top)
+		var top []alt
+		for t, l := range alts {
+			top = append(top, alt{t, l})
+		}
+		slices.SortFunc(top, func(a, b alt) int { return cmp.Compare(b.Logprob, a.Logprob) })
+		top = top[:min(len(top), req.TopLogprobs)]
+		b, _ := json.Marshal(map[string]any{"content": []map[string]any{{"token": tok, "logprob": lp, "top_logprobs": append([]alt{}, top...)}}})
+		return string(b)
+	}
+	first := logprobs("the", -0.1, map[string]float64{"the": -0.1})
+	second := logprobs(m.second, m.lp, m.alt)
+	if !req.Stream {
 		w.Header().Set("Content-Type", "application/json")
-		fmt.Fprintf(w, `{"id":"x","object":"chat.completion","choices":[{"index":0,"message":{"role":"assistant","content":"the%s"},`+
-			`"logprobs":{"content":[{"token":"the","logprob":-0.1,"top_logprobs":[{"token":"the","logprob":-0.1}]},`+
-			`{"token":%q,"logprob":%g,"top_logprobs":[%s]}]},"finish_reason":"stop"}],"usage":{"prompt_tokens":3,"completion_tokens":2}}`,
-			second, second, lp, strings.Join(top, ","))
-	})
+		both := first
+		if req.Logprobs {
+			// The two tokens' entries in one list.
+			both = strings.TrimSuffix(first, "]}") + "," + strings.TrimPrefix(second, `{"content":[`)
+		}
+		fmt.Fprintf(w, `{"id":"x","object":"chat.completion","choices":[{"index":0,"message":{"role":"assistant","content":"the%s"},"logprobs":%s,"finish_reason":"stop"}],"usage":{"prompt_tokens":3,"completion_tokens":2}}`,
+			m.second, both)
+		return
+	}
+	w.Header().Set("Content-Type", "text/event-stream")
+	fmt.Fprintf(w, "data: {\"id\":\"x\",\"object\":\"chat.completion.chunk\",\"choices\":[{\"index\":0,\"delta\":{\"role\":\"assistant\",\"content\":\"the\"},\"logprobs\":%s,\"finish_reason\":null}]}\n\n", first)
+	fmt.Fprintf(w, "data: {\"id\":\"x\",\"object\":\"chat.completion.chunk\",\"choices\":[{\"index\":0,\"delta\":{\"content\":%q},\"logprobs\":%s,\"finish_reason\":\"stop\"}]}\n\n", m.second, second)
+	fmt.Fprint(w, "data: {\"id\":\"x\",\"object\":\"chat.completion.chunk\",\"choices\":[],\"usage\":{\"prompt_tokens\":3,\"completion_tokens\":2}}\n\ndata: [DONE]\n\n")
 }
 
 // TestChecksTolerateNearTies: answers that differ where two tokens were
@@ -309,9 +366,9 @@ func logprobModel(second string, lp float64, alt map[string]float64) http.Handle
 // never disputed: hardware-level float differences. An answer that
 // diverges where one token clearly led is disputed.
 func TestChecksTolerateNearTies(t *testing.T) {
-	honest := logprobModel(" cat", -0.500, map[string]float64{" cat": -0.500, " dog": -0.503})
-	tie := logprobModel(" dog", -0.502, map[string]float64{" dog": -0.502, " cat": -0.505})
-	wrong := logprobModel(" bird", -0.2, map[string]float64{" bird": -0.2})
+	honest := newLogprobModel(" cat", -0.500, map[string]float64{" cat": -0.500, " dog": -0.503})
+	tie := newLogprobModel(" dog", -0.502, map[string]float64{" dog": -0.502, " cat": -0.505})
+	wrong := newLogprobModel(" bird", -0.2, map[string]float64{" bird": -0.2})
 	body := `{"model":"tinylm","messages":[{"role":"user","content":"x %d"}],"temperature":0,"logprobs":true,"top_logprobs":2}`
 	for _, tc := range []struct {
 		name     string

@@ -461,16 +461,33 @@ func (g *Gateway) chat(w http.ResponseWriter, r *http.Request) {
 		aerr.write(w)
 		return
 	}
-	body, err := req.upstreamBody()
-	if err != nil {
-		errInternal("encode the request: %v", err).write(w)
-		return
+	// The body for services whose answers are exact, and for the others
+	// (with log-probabilities: upstreamBody), made when first needed.
+	var ups [2]*upstream
+	upstreamFor := func(c *candidate) (*upstream, error) {
+		i := 0
+		if g.asksLogprobs(c.Service) {
+			i = 1
+		}
+		if ups[i] == nil {
+			b, trim, err := req.upstreamBody(i == 1)
+			if err != nil {
+				return nil, err
+			}
+			ups[i] = &upstream{body: b, trim: trim}
+		}
+		return ups[i], nil
 	}
 
 	var lastErr error
 	tries := min(len(cands), maxAttempts)
 	for i, c := range cands[:tries] {
-		done, err := g.try(w, r, req, body, &c, i == tries-1)
+		up, err := upstreamFor(&c)
+		if err != nil {
+			errInternal("encode the request: %v", err).write(w)
+			return
+		}
+		done, err := g.try(w, r, req, up, &c, i == tries-1)
 		if done {
 			return
 		}
@@ -539,11 +556,28 @@ func retryable(status int) bool {
 	return false
 }
 
+// upstream is a request's body as sent to a replica, and what to take
+// off its answer before the client gets it.
+type upstream struct {
+	body []byte
+	trim *logprobTrim
+}
+
+// asksLogprobs reports whether requests to svc's replicas ask for
+// log-probabilities whatever the client asked: with checks on, for a
+// service whose answers are not declared bit-exact, so that a check can
+// tell a near tie (two honest replicas on different hardware) from a
+// wrong answer.
+func (g *Gateway) asksLogprobs(svc *ledger.Service) bool {
+	return g.checks != nil && svc.Spec.OpenAI != nil && !svc.Spec.OpenAI.Exact
+}
+
 // try sends the request to c's replica and relays its answer. It reports
 // done once it has answered the client (an answer, or an error); when not
 // done, the replica could not be reached, or (unless it is the last to
 // try) answered a retryable status, and err says why.
-func (g *Gateway) try(w http.ResponseWriter, r *http.Request, req *chatRequest, body []byte, c *candidate, last bool) (done bool, err error) {
+func (g *Gateway) try(w http.ResponseWriter, r *http.Request, req *chatRequest, u *upstream, c *candidate, last bool) (done bool, err error) {
+	body := u.body
 	key := replicaKey{c.Service.ID, c.Provider}
 	start := g.now()
 	end := g.stats.begin(key, start)
@@ -593,9 +627,9 @@ func (g *Gateway) try(w http.ResponseWriter, r *http.Request, req *chatRequest, 
 	}
 	var a answered
 	if req.Stream {
-		a = g.relayStream(w, resp, c, cancel, body)
+		a = g.relayStream(w, resp, c, cancel, u)
 	} else {
-		a = g.relayBody(w, resp, c, body)
+		a = g.relayBody(w, resp, c, u)
 	}
 	g.maybeCheck(c, req, body, a)
 	return true, nil
@@ -650,8 +684,10 @@ func (g *Gateway) relayError(w http.ResponseWriter, resp *http.Response, c *cand
 
 // relayBody answers a replica's whole (non-streamed) answer, which must be
 // a JSON object with usage, with the replica's receipt when it matches
-// (the receipt and outputs are returned).
-func (g *Gateway) relayBody(w http.ResponseWriter, resp *http.Response, c *candidate, body []byte) answered {
+// (the receipt and outputs, log-probabilities included, are returned); the
+// client gets it without the log-probabilities it did not ask for (u.trim).
+func (g *Gateway) relayBody(w http.ResponseWriter, resp *http.Response, c *candidate, u *upstream) answered {
+	body := u.body
 	b, err := io.ReadAll(io.LimitReader(resp.Body, maxReplyBody+1))
 	switch {
 	case err != nil && isTimeout(err):
@@ -693,6 +729,7 @@ func (g *Gateway) relayBody(w http.ResponseWriter, resp *http.Response, c *candi
 			return answered{}
 		}
 	}
+	b = u.trim.apply(b)
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Content-Length", strconv.Itoa(len(b)))
 	w.WriteHeader(http.StatusOK)

@@ -58,6 +58,8 @@ func FuzzReplicaAnswer(f *testing.F) {
 	f.Add(true, 200, "application/json", []byte(`{"choices":[],`+usage+`}`))
 	f.Add(false, 200, "application/json", []byte(`{"choices":[],`+usage+`}`))
 	f.Add(false, 200, "application/json", []byte(`{"choices":[]}`))
+	f.Add(false, 200, "application/json", []byte(`{"choices":[{"index":0,"message":{"content":"a<b"},"logprobs":{"content":[{"token":"a","logprob":-1,"top_logprobs":[{"token":"a","logprob":-1},{"token":"b","logprob":-2}]}]}}],"usage":{}}`))
+	f.Add(true, 200, "text/event-stream", []byte("data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"a\"},\"logprobs\":{\"content\":[{\"token\":\"a\",\"logprob\":-1,\"top_logprobs\":[{\"token\":\"a\",\"logprob\":-1},{\"token\":\"b\",\"logprob\":-2}]}]}}]}\n\ndata: {\"choices\":[],\"usage\":{}}\n\ndata: [DONE]\n\n"))
 	f.Add(false, 400, "application/json", []byte(`{"error":{"message":"bad","type":"invalid_request_error"}}`))
 	f.Add(false, 500, "text/plain", []byte("\xffboom"))
 	f.Fuzz(func(t *testing.T, stream bool, status int, contentType string, body []byte) {
@@ -74,6 +76,14 @@ func FuzzReplicaAnswer(f *testing.F) {
 		if !strings.ContainsAny(contentType, "\r\n") {
 			resp.Header.Set("Content-Type", contentType)
 		}
+		// Some answers go through a trim of log-probabilities.
+		u := &upstream{}
+		switch len(body) % 3 {
+		case 1:
+			u.trim = &logprobTrim{drop: true}
+		case 2:
+			u.trim = &logprobTrim{top: 1}
+		}
 		w := httptest.NewRecorder()
 		switch {
 		case status/100 != 2:
@@ -81,9 +91,9 @@ func FuzzReplicaAnswer(f *testing.F) {
 		case stream:
 			_, cancel := context.WithCancel(t.Context())
 			defer cancel()
-			g.relayStream(w, resp, c, cancel, nil)
+			g.relayStream(w, resp, c, cancel, u)
 		default:
-			g.relayBody(w, resp, c, nil)
+			g.relayBody(w, resp, c, u)
 		}
 		out := w.Body.Bytes()
 		isErrorObject := func(b []byte) bool {

@@ -106,7 +106,7 @@ func TestUpstreamBodyKeepsStreamOptions(t *testing.T) {
 	if aerr != nil {
 		t.Fatal(aerr)
 	}
-	b, err := c.upstreamBody()
+	b, _, err := c.upstreamBody(false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -131,6 +131,9 @@ func FuzzParseChatRequest(f *testing.F) {
 		`{"model":"m","stream":true,"messages":[{"role":"assistant"},{"role":"user","content":[{"type":"text","text":"x"}]}],"n":1,"max_tokens":3.0}`,
 		`{"model":"m","messages":[{"role":"user","content":"x"}],"temperature":null,"stream_options":null}`,
 		`null`, `[]`, `{"model":""}`, `{"model":"m","messages":{}}`,
+		`{"model":"m","messages":[{"role":"user","content":"x"}],"logprobs":true,"top_logprobs":2}`,
+		`{"model":"m","messages":[{"role":"user","content":"x"}],"logprobs":false,"top_logprobs":20}`,
+		`{"model":"m","messages":[{"role":"user","content":"x"}],"logprobs":"yes","top_logprobs":21}`,
 	} {
 		f.Add([]byte(s))
 	}
@@ -145,16 +148,26 @@ func FuzzParseChatRequest(f *testing.F) {
 		if c.Model == "" {
 			t.Fatal("accepted without a model")
 		}
-		up, err := c.upstreamBody()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if !json.Valid(up) {
-			t.Fatalf("upstream body %q is not JSON", up)
-		}
-		c2, aerr := parseChatRequest(up)
-		if aerr != nil || c2.Model != c.Model || c2.Stream != c.Stream {
-			t.Fatalf("upstream body %q parses differently: %+v %v", up, c2, aerr)
+		for _, logprobs := range []bool{false, true} {
+			up, trim, err := c.upstreamBody(logprobs)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !json.Valid(up) {
+				t.Fatalf("upstream body %q is not JSON", up)
+			}
+			c2, aerr := parseChatRequest(up)
+			if aerr != nil || c2.Model != c.Model || c2.Stream != c.Stream {
+				t.Fatalf("upstream body %q parses differently: %+v %v", up, c2, aerr)
+			}
+			switch {
+			case !logprobs && (trim != nil || c2.Logprobs != c.Logprobs || c2.TopLogprobs != c.TopLogprobs):
+				t.Fatalf("upstream body %q changed the log-probabilities asked for without being told to", up)
+			case logprobs && (!c2.Logprobs || c2.TopLogprobs < checkTopLogprobs):
+				t.Fatalf("upstream body %q: logprobs %v top %d, want true and at least %d", up, c2.Logprobs, c2.TopLogprobs, checkTopLogprobs)
+			case logprobs && (trim == nil) != (c.Logprobs && c.TopLogprobs >= checkTopLogprobs):
+				t.Fatalf("upstream body %q: trim %+v for a client that asked logprobs %v top %d", up, trim, c.Logprobs, c.TopLogprobs)
+			}
 		}
 	})
 }
@@ -164,7 +177,7 @@ func TestUpstreamBodyTakesTheValidatedDuplicate(t *testing.T) {
 	if aerr != nil {
 		t.Fatal(aerr)
 	}
-	b, _ := c.upstreamBody()
+	b, _, _ := c.upstreamBody(false)
 	var got struct{ Model string }
 	json.Unmarshal(b, &got)
 	if got.Model != c.Model || bytes.Count(b, []byte(`"model"`)) != 1 {

@@ -32,8 +32,11 @@ var doneEvent = []byte("[DONE]")
 // OpenAI's format). A replica that breaks off, sends no usage, sends
 // something other than JSON or stays silent for FirstByteTimeout ends the
 // stream with an error event (data: {"error":{…}}). cancel cancels the
-// upstream request.
-func (g *Gateway) relayStream(w http.ResponseWriter, resp *http.Response, c *candidate, cancel context.CancelFunc, body []byte) answered {
+// upstream request. Each chunk goes to the client without the
+// log-probabilities it did not ask for (u.trim); the outputs returned
+// keep them.
+func (g *Gateway) relayStream(w http.ResponseWriter, resp *http.Response, c *candidate, cancel context.CancelFunc, u *upstream) answered {
+	body := u.body
 	if mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type")); mt != "text/event-stream" {
 		errUpstream("The replica (service %d, provider %s) answered a streamed request with %q, not an event stream.",
 			c.Service.ID, c.Provider, resp.Header.Get("Content-Type")).write(w)
@@ -50,7 +53,7 @@ func (g *Gateway) relayStream(w http.ResponseWriter, resp *http.Response, c *can
 	w.WriteHeader(http.StatusOK)
 	rc.Flush()
 
-	s := &sseRelay{w: w, rc: rc}
+	s := &sseRelay{w: w, rc: rc, trim: u.trim}
 	// done ends a stream that went well: the receipt, checked, is the
 	// answer's trailer.
 	done := func() answered {
@@ -169,6 +172,9 @@ type sseRelay struct {
 	rc       *http.ResponseController
 	sawUsage bool
 	failed   bool // the client is gone
+	// trim takes off each chunk the log-probabilities the client did not
+	// ask for.
+	trim *logprobTrim
 	// outputs are the answer's, as its receipt hashes them.
 	outputs receipt.Outputs
 	badOut  bool
@@ -195,7 +201,7 @@ func (s *sseRelay) event(data []byte, c *candidate) bool {
 			data = buf.Bytes()
 		}
 	}
-	if !s.write(data) {
+	if !s.write(s.trim.apply(data)) {
 		return false
 	}
 	if !s.badOut && s.outputs.Add(data) != nil {

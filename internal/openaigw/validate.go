@@ -18,6 +18,10 @@ type chatRequest struct {
 	fields map[string]json.RawMessage
 	Model  string
 	Stream bool
+	// Logprobs and TopLogprobs are what the client asked of the answer's
+	// log-probabilities (TopLogprobs -1 when it did not say).
+	Logprobs    bool
+	TopLogprobs int
 }
 
 // parseChatRequest validates body as a chat completion request. It checks
@@ -66,6 +70,22 @@ func parseChatRequest(body []byte) (*chatRequest, *apiError) {
 		if _, aerr := checkInt(fields, name, 1); aerr != nil {
 			return nil, aerr
 		}
+	}
+	if v, ok := fields["logprobs"]; ok && !isNull(v) {
+		if err := json.Unmarshal(v, &c.Logprobs); err != nil {
+			return nil, invalid("logprobs", "Invalid type for 'logprobs': expected a boolean, got %s.", snippet(v))
+		}
+	}
+	c.TopLogprobs = -1
+	if v, ok := fields["top_logprobs"]; ok && !isNull(v) {
+		n, aerr := checkInt(fields, "top_logprobs", 0)
+		if aerr != nil {
+			return nil, aerr
+		}
+		if n > maxTopLogprobs {
+			return nil, invalid("top_logprobs", "Invalid 'top_logprobs': integer above maximum value. Expected a value <= %d, but got %d instead.", maxTopLogprobs, n)
+		}
+		c.TopLogprobs = int(n)
 	}
 	if n, aerr := checkInt(fields, "n", 1); aerr != nil {
 		return nil, aerr
@@ -210,31 +230,136 @@ func snippet(v json.RawMessage) string {
 	return string(v)
 }
 
+// maxTopLogprobs is the most alternatives per token a request may ask
+// for (OpenAI's bound).
+const maxTopLogprobs = 20
+
+// checkTopLogprobs is how many alternatives per token the gateway asks a
+// replica for when it asks for log-probabilities on the client's behalf:
+// enough to see both candidates of a near tie (receipt.NearTie).
+const checkTopLogprobs = 5
+
 // upstreamBody is the body sent to a replica: the client's fields as
 // validated (re-encoded, so that a replica whose JSON parser takes the
 // first of two duplicate keys sees what the gateway checked), and for a
 // request that streams, stream_options.include_usage set so that the
 // stream ends with the usage chunk (the client's other stream options
 // kept).
-func (c *chatRequest) upstreamBody() ([]byte, error) {
-	if !c.Stream {
-		return json.Marshal(c.fields)
-	}
-	so := map[string]json.RawMessage{}
-	if v, ok := c.fields["stream_options"]; ok && !isNull(v) {
-		if err := json.Unmarshal(v, &so); err != nil {
-			return nil, err
-		}
-	}
-	so["include_usage"] = json.RawMessage("true")
-	b, err := json.Marshal(so)
-	if err != nil {
-		return nil, err
-	}
-	fields := make(map[string]json.RawMessage, len(c.fields)+1)
+//
+// With logprobs (a service whose answers are not declared bit-exact, and
+// checks on) it also asks for the answer's log-probabilities, with at
+// least checkTopLogprobs alternatives per token, whatever the client
+// asked, so that every request, a checked copy included, is alike and
+// any check can tell a near tie from a wrong answer; the trim it returns
+// (nil when the client asked for as much) takes off the answer what the
+// client did not ask for.
+func (c *chatRequest) upstreamBody(logprobs bool) ([]byte, *logprobTrim, error) {
+	fields := make(map[string]json.RawMessage, len(c.fields)+3)
 	for k, v := range c.fields {
 		fields[k] = v
 	}
-	fields["stream_options"] = b
-	return json.Marshal(fields)
+	if c.Stream {
+		so := map[string]json.RawMessage{}
+		if v, ok := c.fields["stream_options"]; ok && !isNull(v) {
+			if err := json.Unmarshal(v, &so); err != nil {
+				return nil, nil, err
+			}
+		}
+		so["include_usage"] = json.RawMessage("true")
+		b, err := json.Marshal(so)
+		if err != nil {
+			return nil, nil, err
+		}
+		fields["stream_options"] = b
+	}
+	var trim *logprobTrim
+	switch {
+	case !logprobs:
+	case !c.Logprobs:
+		trim = &logprobTrim{drop: true}
+	case c.TopLogprobs < checkTopLogprobs:
+		trim = &logprobTrim{top: max(0, c.TopLogprobs)}
+	}
+	if trim != nil {
+		fields["logprobs"] = json.RawMessage("true")
+		fields["top_logprobs"] = json.RawMessage(strconv.Itoa(checkTopLogprobs))
+	}
+	b, err := json.Marshal(fields)
+	return b, trim, err
+}
+
+// logprobTrim takes off an answer the log-probabilities the gateway asked
+// for and the client did not: all of them (drop), or the alternatives of
+// each token past the top the client asked for.
+type logprobTrim struct {
+	drop bool
+	top  int
+}
+
+// apply returns the completion, or chunk of a streamed one, data without
+// what t takes off; data itself when there is nothing to take off or it
+// is not a completion (the relay judges that). Only choices[].logprobs
+// change; the rest is re-encoded (keys sorted, no escapes added), and the
+// outputs a receipt hashes stay the same.
+func (t *logprobTrim) apply(data []byte) []byte {
+	if t == nil {
+		return data
+	}
+	var top map[string]json.RawMessage
+	var choices []map[string]json.RawMessage
+	if json.Unmarshal(data, &top) != nil || json.Unmarshal(top["choices"], &choices) != nil {
+		return data
+	}
+	changed := false
+	for _, ch := range choices {
+		lp, ok := ch["logprobs"]
+		if !ok || isNull(lp) {
+			continue
+		}
+		if t.drop {
+			ch["logprobs"], changed = json.RawMessage("null"), true
+			continue
+		}
+		var l map[string]json.RawMessage
+		if json.Unmarshal(lp, &l) != nil {
+			continue
+		}
+		for _, k := range []string{"content", "refusal"} {
+			var toks []map[string]json.RawMessage
+			if json.Unmarshal(l[k], &toks) != nil || toks == nil {
+				continue
+			}
+			cut := false
+			for _, tok := range toks {
+				var alts []json.RawMessage
+				if json.Unmarshal(tok["top_logprobs"], &alts) != nil || len(alts) <= t.top {
+					continue
+				}
+				tok["top_logprobs"], cut = encodeJSON(alts[:t.top]), true
+			}
+			if cut {
+				l[k], changed = encodeJSON(toks), true
+				ch["logprobs"] = encodeJSON(l)
+			}
+		}
+	}
+	if !changed {
+		return data
+	}
+	top["choices"] = encodeJSON(choices)
+	out := encodeJSON(top)
+	if !json.Valid(out) {
+		return data // not re-encoded (it cannot happen to what decoded)
+	}
+	return out
+}
+
+// encodeJSON encodes v (of values that encode) without escaping HTML's
+// characters, as a replica wrote them.
+func encodeJSON(v any) json.RawMessage {
+	var b bytes.Buffer
+	e := json.NewEncoder(&b)
+	e.SetEscapeHTML(false)
+	e.Encode(v)
+	return bytes.TrimSuffix(b.Bytes(), []byte("\n"))
 }
