@@ -474,3 +474,211 @@ func (r *rewriting) Read(b []byte) (int, error) {
 	}
 	return n, err
 }
+
+// askFull posts body and returns the answer's status, bytes and receipt
+// (its header, or its trailer when streamed).
+func askFull(t *testing.T, url, body string) (*http.Response, []byte, *ledger.ServiceReceipt) {
+	t.Helper()
+	resp, err := http.Post(url+PathCompletions, "application/json", strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("status %d, %v: %s", resp.StatusCode, err, b)
+	}
+	enc := resp.Header.Get(receipt.Header)
+	if enc == "" {
+		enc = resp.Trailer.Get(receipt.Header)
+	}
+	r, err := receipt.Decode(enc)
+	if err != nil {
+		t.Fatalf("the client got no receipt: %q: %v", enc, err)
+	}
+	return resp, b, r
+}
+
+// clientOutputs reads an answer as a client kept it: JSON, or an event
+// stream.
+func clientOutputs(t *testing.T, b []byte) *receipt.Outputs {
+	t.Helper()
+	var o receipt.Outputs
+	if !bytes.HasPrefix(b, []byte("data:")) {
+		if err := o.Add(b); err != nil {
+			t.Fatal(err)
+		}
+		return &o
+	}
+	for line := range strings.SplitSeq(string(b), "\n") {
+		d, ok := strings.CutPrefix(line, "data: ")
+		if ok && d != "[DONE]" {
+			if err := o.Add([]byte(d)); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	return &o
+}
+
+// TestChecksNonExactNeverDisputed: the replicas of a service whose owner
+// does not declare its answers bit-exact are checked as any, and a
+// replica that answers every request wrongly is found out (each check it
+// takes part in ends diverged, counted), but never disputed: the ledger
+// would refuse it, and a float model's honest replica would be slashed by
+// it. Its clients get their receipts as for any service.
+func TestChecksNonExactNeverDisputed(t *testing.T) {
+	rr := newReceiptReplicas(t, 3, 2)
+	faulty := rr.provs[2]
+	g, url, disputes := checkGatewayOf(t, rr, 1_000_000, false)
+	const n = 12
+	for i := range n {
+		stream := ""
+		if i%2 == 1 {
+			stream = `,"stream":true`
+		}
+		_, b, r := askFull(t, url, fmt.Sprintf(`{"model":"tinylm","messages":[{"role":"user","content":"the cat %d"}],"seed":%d,"max_tokens":8%s}`, i, i, stream))
+		if err := r.Verify(checkChain); err != nil || r.ResponseHash != clientOutputs(t, b).Hash() {
+			t.Fatalf("request %d: the client's receipt does not name its answer: %v", i, err)
+		}
+		waitChecks(t, g, i+1)
+	}
+	involved := 0
+	for i, ch := range g.Checks() {
+		has := slices.ContainsFunc(ch.Receipts, func(r ledger.ServiceReceipt) bool { return r.Provider == faulty })
+		switch {
+		case has && ch.Verdict != CheckDiverged:
+			t.Errorf("check %d: the faulty replica took part and the verdict is %s (%s), want %s", i, ch.Verdict, ch.Err, CheckDiverged)
+		case !has && ch.Verdict != CheckAgreed:
+			t.Errorf("check %d: two honest replicas, verdict %s (%s)", i, ch.Verdict, ch.Err)
+		}
+		if has {
+			involved++
+		}
+	}
+	if involved == 0 {
+		t.Fatal("no check involved the faulty replica")
+	}
+	if d := disputes(); len(d) != 0 {
+		t.Errorf("%d disputes of a service not declared exact", len(d))
+	}
+	counts := g.CheckCounts()
+	if counts[CheckDiverged] != uint64(involved) || counts[CheckAgreed] != uint64(n-involved) || counts[CheckDisputed] != 0 {
+		t.Errorf("counts %v, want %d diverged, %d agreed, none disputed", counts, involved, n-involved)
+	}
+}
+
+// TestChecksFloatDivergenceTolerated: replicas of a float model (not
+// declared exact) whose answers differ where two tokens were nearly tied
+// end tolerated although the client asked for no log-probabilities: the
+// gateway asked every replica for them (top 5), and took them off the
+// client's answer, whose receipt still names it. One that diverges where
+// a token clearly led ends diverged. Neither is disputed. A client that
+// asked for one alternative per token gets one.
+func TestChecksFloatDivergenceTolerated(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		odd  *logprobModel
+		want string
+	}{
+		{"near tie", newLogprobModel(" dog", -0.502, map[string]float64{" dog": -0.502, " cat": -0.505}), CheckTolerated},
+		{"a clear lead", newLogprobModel(" bird", -0.2, map[string]float64{" bird": -0.2, " cat": -3}), CheckDiverged},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			honest := newLogprobModel(" cat", -0.500, map[string]float64{" cat": -0.500, " dog": -0.503, " cow": -4, " owl": -5, " ant": -6, " bee": -7})
+			rr := newReceiptReplicasOf(t, []http.Handler{honest, tc.odd, honest})
+			g, url, disputes := checkGatewayOf(t, rr, 1_000_000, false)
+			involves := func(ch Check) bool {
+				return slices.ContainsFunc(ch.Receipts, func(r ledger.ServiceReceipt) bool { return r.Provider == rr.provs[1] })
+			}
+			for i := 0; i < 8 || (i < 64 && !slices.ContainsFunc(g.Checks(), involves)); i++ {
+				var body string
+				switch i % 3 {
+				case 0:
+					body = fmt.Sprintf(`{"model":"tinylm","messages":[{"role":"user","content":"x %d"}],"temperature":0}`, i)
+				case 1:
+					body = fmt.Sprintf(`{"model":"tinylm","messages":[{"role":"user","content":"x %d"}],"temperature":0,"stream":true}`, i)
+				default:
+					body = fmt.Sprintf(`{"model":"tinylm","messages":[{"role":"user","content":"x %d"}],"temperature":0,"logprobs":true,"top_logprobs":1}`, i)
+				}
+				_, b, r := askFull(t, url, body)
+				out := clientOutputs(t, b)
+				if err := r.Verify(checkChain); err != nil || r.ResponseHash != out.Hash() {
+					t.Fatalf("request %d: the client's receipt does not name its answer %s: %v", i, b, err)
+				}
+				var got struct {
+					Choices []struct {
+						Logprobs *struct {
+							Content []struct {
+								Top []json.RawMessage `json:"top_logprobs"`
+							} `json:"content"`
+						} `json:"logprobs"`
+					} `json:"choices"`
+				}
+				for line := range strings.SplitSeq(string(b), "\n") {
+					line = strings.TrimPrefix(line, "data: ")
+					if json.Unmarshal([]byte(line), &got) != nil {
+						continue
+					}
+					for _, c := range got.Choices {
+						switch {
+						case i%3 != 2 && c.Logprobs != nil:
+							t.Fatalf("request %d: the client asked for no log-probabilities and got some: %s", i, line)
+						case i%3 == 2 && c.Logprobs == nil:
+							t.Fatalf("request %d: the client asked for log-probabilities and got none: %s", i, line)
+						case i%3 == 2 && slices.ContainsFunc(c.Logprobs.Content, func(t struct {
+							Top []json.RawMessage `json:"top_logprobs"`
+						}) bool {
+							return len(t.Top) != 1
+						}):
+							t.Fatalf("request %d: the client asked for one alternative per token: %s", i, line)
+						}
+					}
+				}
+				waitChecks(t, g, i+1)
+			}
+			seen := 0
+			for _, ch := range g.Checks() {
+				switch has := involves(ch); {
+				case has && ch.Verdict != tc.want:
+					t.Errorf("a check with the odd replica: %s (%s), want %s", ch.Verdict, ch.Err, tc.want)
+				case !has && ch.Verdict != CheckAgreed:
+					t.Errorf("two alike replicas: %s (%s)", ch.Verdict, ch.Err)
+				case has:
+					seen++
+				}
+			}
+			if seen == 0 {
+				t.Fatal("no check involved the odd replica")
+			}
+			if d := disputes(); len(d) != 0 {
+				t.Errorf("%d disputes of a float model's replicas", len(d))
+			}
+			honest.mu.Lock()
+			defer honest.mu.Unlock()
+			for _, a := range honest.asked {
+				if a != "logprobs=true top=5" {
+					t.Errorf("a replica was asked %q, want logprobs=true top=5 for every request", a)
+				}
+			}
+		})
+	}
+}
+
+// TestChecksExactAsksNoLogprobs: requests to a service declared exact go
+// to its replicas as the client asked (no log-probabilities added), and
+// the gateway changes nothing in the answer.
+func TestChecksExactAsksNoLogprobs(t *testing.T) {
+	m := newLogprobModel(" cat", -0.5, map[string]float64{" cat": -0.5})
+	rr := newReceiptReplicasOf(t, []http.Handler{m, m, m})
+	g, url, _ := checkGatewayOf(t, rr, 1_000_000, true)
+	askFull(t, url, `{"model":"tinylm","messages":[{"role":"user","content":"x"}],"temperature":0}`)
+	waitChecks(t, g, 1)
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, a := range m.asked {
+		if a != "logprobs=false top=0" {
+			t.Errorf("a replica of an exact service was asked %q, want what the client asked", a)
+		}
+	}
+}
