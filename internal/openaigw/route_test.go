@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/gpunet/gpunet/internal/address"
+	"github.com/gpunet/gpunet/internal/receipt"
 	"github.com/gpunet/gpunet/internal/ledger"
 )
 
@@ -183,4 +184,58 @@ func TestUpstreamBodyTakesTheValidatedDuplicate(t *testing.T) {
 	if got.Model != c.Model || bytes.Count(b, []byte(`"model"`)) != 1 {
 		t.Errorf("upstream body %s, want the one model %q the gateway validated", b, c.Model)
 	}
+}
+
+// FuzzLogprobTrim: taking log-probabilities off a replica's answer (or
+// chunk) never changes what its receipt hashes, keeps valid JSON valid,
+// and leaves no alternatives past the top asked for.
+func FuzzLogprobTrim(f *testing.F) {
+	for _, s := range []string{
+		`{"choices":[{"index":0,"message":{"content":"a<b"},"logprobs":{"content":[{"token":"a","logprob":-1,"top_logprobs":[{"token":"a","logprob":-1},{"token":"b","logprob":-2}]}],"refusal":null},"finish_reason":"stop"}],"usage":{"prompt_tokens":1,"completion_tokens":1}}`,
+		`{"choices":[{"index":1,"delta":{"content":"é"},"logprobs":null}]}`,
+		`{"choices":[{"index":0,"logprobs":{"content":[{"top_logprobs":"x"}]}}]}`,
+		`{"choices":{}}`, `[]`, `{"choices":[{"logprobs":{"content":[{"top_logprobs":[1,2,3]}]}}]}`,
+	} {
+		f.Add([]byte(s), false, uint8(1))
+	}
+	f.Fuzz(func(t *testing.T, data []byte, drop bool, n uint8) {
+		tr := &logprobTrim{drop: drop, top: int(n % 4)}
+		out := tr.apply(data)
+		if json.Valid(data) && !json.Valid(out) {
+			t.Fatalf("apply(%q) = %q: not JSON", data, out)
+		}
+		var a, b receipt.Outputs
+		if a.Add(data) != nil {
+			return
+		}
+		if err := b.Add(out); err != nil || a.Hash() != b.Hash() || a.Usage != b.Usage || a.CompletionTokens != b.CompletionTokens {
+			t.Fatalf("apply(%q) = %q: the outputs changed (%v)", data, out, err)
+		}
+		// What a client reads (keys as OpenAI spells them).
+		var top map[string]json.RawMessage
+		var choices []map[string]json.RawMessage
+		if json.Unmarshal(out, &top) != nil || json.Unmarshal(top["choices"], &choices) != nil {
+			return
+		}
+		for _, c := range choices {
+			lp, ok := c["logprobs"]
+			if !ok || isNull(lp) {
+				continue
+			}
+			if drop {
+				t.Fatalf("apply(%q) = %q: log-probabilities left", data, out)
+			}
+			var l map[string]json.RawMessage
+			var toks []map[string]json.RawMessage
+			if json.Unmarshal(lp, &l) != nil || json.Unmarshal(l["content"], &toks) != nil {
+				continue
+			}
+			for _, tok := range toks {
+				var alts []json.RawMessage
+				if json.Unmarshal(tok["top_logprobs"], &alts) == nil && len(alts) > tr.top {
+					t.Fatalf("apply(%q) = %q: %d alternatives, want at most %d", data, out, len(alts), tr.top)
+				}
+			}
+		}
+	})
 }
