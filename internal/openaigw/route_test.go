@@ -7,8 +7,8 @@ import (
 	"time"
 
 	"github.com/gpunet/gpunet/internal/address"
-	"github.com/gpunet/gpunet/internal/receipt"
 	"github.com/gpunet/gpunet/internal/ledger"
+	"github.com/gpunet/gpunet/internal/receipt"
 )
 
 func cand(id uint64, p byte, price uint64, lat time.Duration, inFlight int, rep uint64) candidate {
