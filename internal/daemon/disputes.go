@@ -9,6 +9,8 @@ import (
 	"net/http"
 	"sync/atomic"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/gpunet/gpunet/internal/chainclient"
 	"github.com/gpunet/gpunet/internal/ledger"
 	"github.com/gpunet/gpunet/internal/openaigw"
@@ -81,4 +83,28 @@ func checksHandler(gw *openaigw.Gateway) http.Handler {
 		w.Header().Set("Content-Type", "application/json")
 		json.NewEncoder(w).Encode(out)
 	})
+}
+
+// checkCollector exports the gateway's sampled checks by verdict, read at
+// each scrape: gpunet_service_checks_total{verdict}. A rising "diverged"
+// is a replica of a service not declared exact (openai.exact) answering
+// otherwise than two others, by more than a near tie: reported, not
+// disputed.
+type checkCollector struct {
+	gw   *openaigw.Gateway
+	desc *prometheus.Desc
+}
+
+func newCheckCollector(gw *openaigw.Gateway) *checkCollector {
+	return &checkCollector{gw: gw, desc: prometheus.NewDesc("gpunet_service_checks_total",
+		"Sampled re-executions of OpenAI requests by this node's gateway, by verdict: agreed, tolerated (a near tie), diverged (outvoted, of a service not declared exact: not disputed), disputed, split, failed.",
+		[]string{"verdict"}, nil)}
+}
+
+func (c *checkCollector) Describe(ch chan<- *prometheus.Desc) { ch <- c.desc }
+
+func (c *checkCollector) Collect(ch chan<- prometheus.Metric) {
+	for v, n := range c.gw.CheckCounts() {
+		ch <- prometheus.MustNewConstMetric(c.desc, prometheus.CounterValue, float64(n), v)
+	}
 }

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -121,6 +122,9 @@ func TestFaultyReplicaDisputed(t *testing.T) {
 	spec := lt.ServiceSpec("tinylm", 100*provider.DefaultCPUPrice)
 	spec.Replicas = 3
 	spec.Readiness.IntervalSeconds = 1
+	// tinylm is integer code: its answers are bit-exact on any hardware,
+	// which only makes an outvoted replica disputable.
+	spec.OpenAI.Exact = true
 	res, err := cl.SendMsg(t.Context(), alice, 0, &ledger.MsgDeployService{Spec: spec, Budget: 50_000_000, ConsumerKey: alice.Recipient(), Public: true})
 	if err != nil {
 		t.Fatal(err)
@@ -283,6 +287,16 @@ func TestFaultyReplicaDisputed(t *testing.T) {
 				t.Errorf("a kept receipt %q does not verify: %v", enc, err)
 			}
 		}
+	}
+	// The node's metrics count them.
+	mresp, err := http.Get(d.APIURL + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	mb, _ := io.ReadAll(mresp.Body)
+	mresp.Body.Close()
+	if !regexp.MustCompile(`(?m)^gpunet_service_checks_total\{verdict="disputed"\} [1-9]`).Match(mb) {
+		t.Errorf("/metrics has no disputed check counted:\n%s", regexp.MustCompile(`(?m)^gpunet_service_checks.*$`).FindAll(mb, -1))
 	}
 	// More requests, all to honest replicas now: none is disputed.
 	for i := range 20 {

@@ -44,7 +44,9 @@ func Build(binary string) (v1.Image, error) {
 
 // Spec is the service spec (kind: service, docs/jobspec.md) that serves
 // the image at ref (by digest): one small replica that every node's
-// /openai/v1 routes model "tinylm" to, reachable with the owner's key.
+// /openai/v1 routes model "tinylm" to, reachable with the owner's key. Its
+// answers are declared bit-exact (openai.exact: the trigram model is integer
+// code), so that a replica outvoted on a checked request is disputed.
 func Spec(ref string) string {
 	return fmt.Sprintf(`# The services example (examples/tinylm): a tiny language model behind
 # OpenAI's chat completions API; its image is built from this repository.
@@ -60,7 +62,7 @@ replicas: 1
 budget: 5 SYNC
 max_price: 1 SYNC/h
 resources: {cpu: 0.5, memory: 128MiB, disk: 256MiB}
-openai: {port: %d, models: [tinylm]}
+openai: {port: %d, models: [tinylm], exact: true}   # integer code: bit-exact answers on any hardware
 public: false
 `, ref, Port, Port, Port, Port)
 }
