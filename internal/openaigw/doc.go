@@ -26,7 +26,14 @@
 //  4. send POST /v1/chat/completions to the replica and relay the answer:
 //     a whole JSON body that must carry usage, or a server-sent event
 //     stream asked for with stream_options.include_usage (stream.go), whose
-//     usage chunk always reaches the client before data: [DONE].
+//     usage chunk always reaches the client before data: [DONE];
+//  5. with checks on (check.go): relay the replica's receipt, and check a
+//     sample of deterministic requests against other providers' replicas.
+//     A request to a service not declared bit-exact (openai.exact) asks
+//     for log-probabilities whatever the client asked, and the client's
+//     answer loses those it did not ask for, so that a check can tell a
+//     float near tie from a wrong answer; only an exact service's
+//     outvoted replica is disputed.
 //
 // Every error is an OpenAI error object ({"error":{"message","type",
 // "param","code"}}, errors.go) with the status an OpenAI client expects,
