@@ -186,7 +186,8 @@ func (h *Hub) WitnessProbe(ctx context.Context, svc *ledger.Service, provider ad
 // witnessCompletion asks provider's replica of svc for a one-token chat
 // completion, as the gateway forwards a user's (openaigw: the replica's
 // host name, UpstreamPath, Content-Type and Accept, a body re-encoded
-// with sorted keys), within the handshake timeout plus 30 s.
+// with sorted keys, asking for log-probabilities when the service is not
+// declared exact), within the handshake timeout plus 30 s.
 func (h *Hub) witnessCompletion(ctx context.Context, svc *ledger.Service, provider address.Address, oa *ledger.ServiceOpenAI) error {
 	ctx, cancel := context.WithTimeout(ctx, h.o.HandshakeTimeout+30*time.Second)
 	defer cancel()
@@ -196,11 +197,18 @@ func (h *Hub) witnessCompletion(ctx context.Context, svc *ledger.Service, provid
 	}
 	// As a client writes a message (role, then content), and as the
 	// gateway re-encodes the request (its fields sorted).
-	body, err := json.Marshal(map[string]any{
+	fields := map[string]any{
 		"model":      oa.Models[rand.IntN(len(oa.Models))],
 		"messages":   json.RawMessage(`[{"role":"user","content":` + string(prompt) + `}]`),
 		"max_tokens": 1,
-	})
+	}
+	if !oa.Exact {
+		// The gateway asks a replica of a service not declared bit-exact
+		// for log-probabilities on every request (openaigw's
+		// checkTopLogprobs alternatives per token), so the witness does.
+		fields["logprobs"], fields["top_logprobs"] = true, 5
+	}
+	body, err := json.Marshal(fields)
 	if err != nil {
 		return err
 	}

@@ -187,7 +187,20 @@ func TestWitnessProbe(t *testing.T) {
 		r.Header.Get("Accept") != "application/json" || !strings.HasSuffix(r.Host, ".s2.replica.gpunet.invalid") {
 		t.Errorf("completion probe: %s %s host %s headers %v", r.Method, r.URL.Path, r.Host, r.Header)
 	}
-	if !strings.HasPrefix(bodies[0], `{"max_tokens":1,"messages":[{"role":"user","content":"`) || !strings.HasSuffix(bodies[0], `"}],"model":"tinylm"}`) {
+	// Not declared exact: log-probabilities asked for, as the gateway asks.
+	if !strings.HasPrefix(bodies[0], `{"logprobs":true,"max_tokens":1,"messages":[{"role":"user","content":"`) || !strings.HasSuffix(bodies[0], `"}],"model":"tinylm","top_logprobs":5}`) {
 		t.Errorf("completion probe body %s", bodies[0])
+	}
+	mu.Unlock()
+	svc3 := service(3, b.url, p1, p2)
+	svc3.Spec.Readiness = svc.Spec.Readiness
+	svc3.Spec.OpenAI = &ledger.ServiceOpenAI{Port: 8000, Models: []string{"tinylm"}, Exact: true}
+	d.put(svc3)
+	if err := a.hub.WitnessProbe(t.Context(), svc3, p1.addr); err != nil {
+		t.Errorf("completion probe of an exact service's answering replica: %v", err)
+	}
+	mu.Lock()
+	if n := len(bodies); n != 3 || !strings.HasPrefix(bodies[n-1], `{"max_tokens":1,"messages":[{"role":"user","content":"`) || !strings.HasSuffix(bodies[n-1], `"}],"model":"tinylm"}`) {
+		t.Errorf("completion probe bodies %q: want a third, of an exact service, without log-probabilities", bodies)
 	}
 }
