@@ -272,6 +272,7 @@ func New(o Options) *Agent {
 	// given pause if they can; instrument wraps them in ones that only
 	// count, which would hide that.
 	services, _ := o.Chain.(ServiceChain)
+	status, _ := o.Chain.(chainStatuser) // the chain ID receipts are signed for (receipts.go)
 	pausers := pausersOf(o.Sandboxes)
 	if o.Metrics != nil {
 		o.Metrics.instrument(o.Key.Name, &o)
@@ -282,6 +283,7 @@ func New(o Options) *Agent {
 		o.Blobs.Signer = o.Key
 	}
 	a := &Agent{o: o, log: o.Logger.With("provider", o.Key.Name), clk: clock.Or(o.Clock), services: services, pausers: pausers}
+	a.rchain.status = status
 	a.runs.byID = map[uint64]context.CancelFunc{}
 	a.runs.revealing = map[uint64]bool{}
 	a.st = Status{Name: o.Key.Name, Address: o.Key.Address.String()}

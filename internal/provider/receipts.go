@@ -26,6 +26,9 @@ type chainStatuser interface {
 type receiptChain struct {
 	mu sync.Mutex
 	id string
+	// status is Options.Chain when it tells the chain's ID, taken before
+	// metrics wrap the chain in a recordingChain, which would hide it.
+	status chainStatuser
 }
 
 // chainID is the chain the agent's receipts are signed for: Options.ChainID,
@@ -37,9 +40,11 @@ func (a *Agent) chainID(ctx context.Context) string {
 		a.rchain.id = a.o.ChainID
 	}
 	if a.rchain.id == "" {
-		if s, ok := a.o.Chain.(chainStatuser); ok {
-			if st, err := s.Status(ctx); err == nil {
+		if a.rchain.status != nil {
+			if st, err := a.rchain.status.Status(ctx); err == nil {
 				a.rchain.id = st.ChainID
+			} else {
+				a.log.Warn("reading the chain ID from the node", "err", err)
 			}
 		}
 	}
