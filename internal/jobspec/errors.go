@@ -3,9 +3,10 @@ package jobspec
 import (
 	"cmp"
 	"fmt"
-	"github.com/gpunet/gpunet/internal/typo"
 	"slices"
 	"strings"
+
+	"github.com/gpunet/gpunet/internal/typo"
 )
 
 // Error is one problem with a job spec.

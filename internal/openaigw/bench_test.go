@@ -2,7 +2,6 @@ package openaigw
 
 import (
 	"bufio"
-	"github.com/gpunet/gpunet/internal/ledger"
 	"io"
 	"log/slog"
 	"net/http"
@@ -10,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/gpunet/gpunet/internal/ledger"
 )
 
 // The gateway's own overhead: the same fake model server asked directly
