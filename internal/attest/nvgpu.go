@@ -562,6 +562,18 @@ type GPUCCState struct {
 	DevToolsMode uint32 `json:"devtools_mode"` // 0 off, 1 on
 }
 
+// Mode is the state as one word: "on", "devtools" (on, with developer
+// tools that let the host read the GPU's memory), or "off".
+func (s GPUCCState) Mode() string {
+	switch {
+	case s.CCFeature == 1 && s.DevToolsMode == 1:
+		return "devtools"
+	case s.CCFeature == 1:
+		return "on"
+	}
+	return "off"
+}
+
 // ParseGPUBundle decodes a GPU evidence bundle into Evidence.
 func ParseGPUBundle(b []byte) (Evidence, *GPUBundle, error) {
 	if len(b) > 2*MaxGPUReport+MaxGPUCertChain+4096 {

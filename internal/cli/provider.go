@@ -554,6 +554,9 @@ func printAttestedGPUs(w io.Writer, gpus []apiwire.AttestedGPU) {
 		if g.Mode != "" {
 			mode = ", " + g.Mode
 		}
+		if g.CC != "" {
+			mode += ", CC " + g.CC + " (NVML's word, not signed)"
+		}
 		fmt.Fprintf(w, "gpu attested: %s as %s (height %d%s), %s %s\n", g.ID, g.UUID, g.Height, mode, state, time.Unix(g.Expiry, 0).UTC().Format(time.RFC3339))
 	}
 }

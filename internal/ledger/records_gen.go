@@ -1391,6 +1391,9 @@ func (x *Attestation) recVersion() byte {
 	if len(x.GPUs) > 0 {
 		v = max(v, 8)
 	}
+	for i := range x.GPUs {
+		v = max(v, x.GPUs[i].recVersion())
+	}
 	return v
 }
 
@@ -1740,6 +1743,9 @@ func (x *AttestedGPU) encodeRec(e *encoder) {
 	e.string(x.ID)
 	e.string(x.Measurement)
 	e.string(x.Mode)
+	if e.version >= 8 {
+		e.string(x.CC)
+	}
 	e.uvarint(x.Height)
 	e.int64(x.Expiry)
 }
@@ -1749,8 +1755,19 @@ func (x *AttestedGPU) decodeRec(d *decoder) {
 	x.ID = d.string("id")
 	x.Measurement = d.string("measurement")
 	x.Mode = d.string("mode")
+	if d.version >= 8 {
+		x.CC = d.string("cc")
+	}
 	x.Height = d.uvarint("height")
 	x.Expiry = d.int64("expiry")
+}
+
+func (x *AttestedGPU) recVersion() byte {
+	v := byte(recordVersionBase)
+	if x.CC != "" {
+		v = max(v, 8)
+	}
+	return v
 }
 
 func (x *GPUSpec) encodeRec(e *encoder) {

@@ -62,7 +62,19 @@ type AttestGPU struct {
 	// returned; CertChain the GPU's attestation chain (PEM).
 	Evidence  []byte `json:"evidence"`
 	CertChain []byte `json:"cert_chain"`
+	// CC is the GPU's confidential-computing mode as NVML reported it to
+	// the agent (GPUCCOn, GPUCCDevTools, GPUCCOff; "" not reported). Hopper's
+	// signed report does not carry it, so it is recorded as the agent's
+	// word, and shown as such.
+	CC string `json:"cc,omitempty"`
 }
+
+// GPU confidential-computing modes an agent reports (AttestGPU.CC).
+const (
+	GPUCCOn       = "on"
+	GPUCCDevTools = "devtools" // CC on with developer tools: memory readable by the host's tools
+	GPUCCOff      = "off"
+)
 
 // AttestedGPU is a GPU whose evidence the chain verified.
 type AttestedGPU struct {
@@ -74,7 +86,10 @@ type AttestedGPU struct {
 	Measurement string `json:"measurement"`
 	// Mode is the multi-GPU mode the evidence shows (SPT, MPT, PPCIE), or
 	// "" where it shows none.
-	Mode   string `json:"mode,omitempty"`
+	Mode string `json:"mode,omitempty"`
+	// CC is the confidential-computing mode the agent reported with the
+	// evidence (AttestGPU.CC): not signed by the GPU.
+	CC     string `json:"cc,omitempty" rec:"since=8"`
 	Height uint64 `json:"height"`
 	Expiry int64  `json:"expiry"`
 }
@@ -112,6 +127,11 @@ func checkAttestGPUs(gpus []AttestGPU) error {
 		if len(g.CertChain) == 0 || len(g.CertChain) > maxGPUCertChain {
 			return invalid("gpus[%d].cert_chain of %d bytes: want 1 to %d", i, len(g.CertChain), maxGPUCertChain)
 		}
+		switch g.CC {
+		case "", GPUCCOn, GPUCCDevTools, GPUCCOff:
+		default:
+			return invalid("gpus[%d].cc %q: want on, devtools, off, or leave it out", i, g.CC)
+		}
 	}
 	return nil
 }
@@ -142,7 +162,7 @@ func (l *Ledger) attestGPUs(o *Overlay, p *Provider, msgGPUs []AttestGPU, roots 
 			}
 		}
 		out = append(out, AttestedGPU{
-			UUID: g.UUID, ID: claims.GPUID, Measurement: strings.ToLower(claims.Measurement), Mode: claims.GPUMode,
+			UUID: g.UUID, ID: claims.GPUID, Measurement: strings.ToLower(claims.Measurement), Mode: claims.GPUMode, CC: g.CC,
 			Height: uint64(info.Height), Expiry: capExpiry(claims.Expiry, params, info),
 		})
 	}

@@ -82,11 +82,18 @@ func TestAttestGPU(t *testing.T) {
 	msg := evidenceMsg(t, attest.KindSEVSNP, nonce, p.EncryptionKey)
 	msg.Roots = append(msg.Roots, attesttest.GPURootDER())
 	ev := g.Evidence(nonce, []byte(p.EncryptionKey))
-	msg.GPUs = []ledger.AttestGPU{{UUID: "GPU-aaaa", Evidence: ev.Raw, CertChain: ev.Collateral[attest.GPUCertChain]}}
+	msg.GPUs = []ledger.AttestGPU{{UUID: "GPU-aaaa", Evidence: ev.Raw, CertChain: ev.Collateral[attest.GPUCertChain], CC: "sometimes"}}
+	if err := msg.ValidateBasic(); err == nil || !strings.Contains(err.Error(), "gpus[0].cc") {
+		t.Errorf("a CC mode that is not on, devtools or off: %v", err)
+	}
+	msg.GPUs[0].CC = ledger.GPUCCOn
 	must(t, []ledger.TxResult{send(t, c, prov1, msg)})
 	p = provider(t, c, prov1)
 	if p.TEE.Kind != "sev-snp" || !p.AttestedAt(c.Now().Unix()) || len(p.TEE.GPUs) != 1 || p.TEE.GPUs[0].Height != uint64(c.Height) {
 		t.Errorf("after sev-snp with a GPU: %+v", p.TEE)
+	}
+	if p.TEE.GPUs[0].CC != ledger.GPUCCOn {
+		t.Errorf("the CC mode the agent reported is not recorded: %+v", p.TEE.GPUs[0])
 	}
 	// A CPU attestation without GPUs keeps the attested GPUs.
 	must(t, []ledger.TxResult{send(t, c, prov1, evidenceMsg(t, attest.KindSEVSNP, requestNonce(t, c, prov1), p.EncryptionKey))})

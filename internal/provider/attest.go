@@ -237,7 +237,13 @@ func (a *Agent) gpuEvidence(msg *ledger.MsgAttest, nonce []byte, key string, uui
 		if err != nil {
 			return nil, fmt.Errorf("GPU %d (%s): %w", i, uuids[i], err)
 		}
-		msg.GPUs = append(msg.GPUs, ledger.AttestGPU{UUID: uuids[i], Evidence: ev.Raw, CertChain: ev.Collateral[attest.GPUCertChain]})
+		// The CC mode is NVML's word, not the GPU's signature: sent and
+		// recorded as reported.
+		_, cc, err := g.State()
+		if err != nil {
+			return nil, fmt.Errorf("GPU %d (%s): %w", i, uuids[i], err)
+		}
+		msg.GPUs = append(msg.GPUs, ledger.AttestGPU{UUID: uuids[i], Evidence: ev.Raw, CertChain: ev.Collateral[attest.GPUCertChain], CC: cc.Mode()})
 	}
 	if err := msg.ValidateBasic(); err != nil {
 		return nil, fmt.Errorf("%s evidence: %w", msg.Kind, err)

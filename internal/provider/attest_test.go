@@ -80,7 +80,7 @@ func TestAgentAttestsGPU(t *testing.T) {
 				return true
 			})
 			g := rec.GPUs[0]
-			if g.ID != "77" || g.UUID != gpu.UUID || gpu.Calls() < 1 {
+			if g.ID != "77" || g.UUID != gpu.UUID || g.CC != ledger.GPUCCOn || gpu.Calls() < 1 {
 				t.Errorf("attested GPU %+v after %d evidence", g, gpu.Calls())
 			}
 			if withTEE != (rec.Kind == "sev-snp") {

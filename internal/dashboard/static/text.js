@@ -130,13 +130,13 @@
   // fields are the provider's, drawn as text (app.js's h()).
   // gpuAttestationText lists a provider's GPUs whose NVIDIA evidence the
   // chain verified (apiwire.AttestedGPU): the identity from the GPU's
-  // certificate, the UUID it was attested under, until when; or that none
-  // is. Fields are the provider's, drawn as text.
+  // certificate, the UUID it was attested under, the CC mode the agent
+  // reported (unsigned), until when; or that none is. Fields are the provider's, drawn as text.
   T.gpuAttestationText = gpus => {
     if (!gpus || !gpus.length) return 'none: its GPU identities are self-reported';
     return gpus.map(g => {
       const until = new Date(g.expiry * 1000).toISOString().replace('.000Z', 'Z');
-      return 'GPU ' + g.id + ' as ' + g.uuid + (g.mode ? ' (' + g.mode + ')' : '') + (g.state === 'expired' ? ' · expired at ' : ' · until ') + until;
+      return 'GPU ' + g.id + ' as ' + g.uuid + (g.mode ? ' (' + g.mode + ')' : '') + (g.cc ? ' · CC ' + g.cc + ' (NVML\'s word, not signed)' : '') + (g.state === 'expired' ? ' · expired at ' : ' · until ') + until;
     }).join('; ');
   };
 
