@@ -19,6 +19,7 @@ import (
 	"math"
 	"net"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 )
@@ -39,6 +40,9 @@ type Limits struct {
 	// 0 means DefaultDiskBytes, never unlimited (Disk). Executors enforce
 	// it at output collection at least.
 	DiskBytes uint64
+	// ShmBytes sizes the job's /dev/shm (oci; within its memory); 0: the
+	// executor's default.
+	ShmBytes uint64
 }
 
 // Disk is the disk budget the limits give: DiskBytes, or DefaultDiskBytes
@@ -95,6 +99,11 @@ type Job struct {
 	// Network asks for network access. Executors deny it unless the
 	// provider allows it; without it a job has no network at all.
 	Network bool
+	// NetNS, for oci, is the path of a network namespace the job joins
+	// instead of one of its own: a gang member's, which its agent made
+	// (NetNSMaker) and put the gang's private network in. Only with
+	// Network false.
+	NetNS string
 	// Deterministic fixes the clock and the randomness the job sees (the
 	// default for wasm jobs): the same module, inputs, args, env and job ID
 	// then give byte-identical outputs on any machine, which is what lets
@@ -173,6 +182,13 @@ func EngineOf(ex Executor) string {
 	return ""
 }
 
+// NetNSMaker is the optional ability of an executor to make a network
+// namespace, holding only loopback, for a job to join (Job.NetNS); release
+// lets it go once the job is over.
+type NetNSMaker interface {
+	NewNetNS(name string) (path string, release func(), err error)
+}
+
 // ErrInvalidJob is wrapped by the errors ValidateJob returns.
 var ErrInvalidJob = errors.New("invalid job")
 
@@ -224,6 +240,9 @@ func ValidateJob(job *Job) error {
 		if strings.IndexByte(v, 0) >= 0 {
 			return fmt.Errorf("%w: Env %s contains a NUL byte", ErrInvalidJob, k)
 		}
+	}
+	if job.NetNS != "" && !filepath.IsAbs(job.NetNS) {
+		return fmt.Errorf("%w: NetNS %q is not an absolute path", ErrInvalidJob, job.NetNS)
 	}
 	for _, o := range job.Outputs {
 		if _, err := CleanGuestPath(o); err != nil {

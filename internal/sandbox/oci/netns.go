@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"path/filepath"
 	"runtime"
+	"strings"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -123,4 +125,79 @@ func socketInNetns(nsPath string) (int, error) {
 	}()
 	r := <-ch
 	return r.fd, r.err
+}
+
+// NewNetNS makes a network namespace holding only loopback (up), pinned
+// by a bind mount at a file in the executor's run directory, for a job to
+// join (sandbox.Job.NetNS) once its caller has put into it what the job
+// must have (a gang member's private network: docs/clusters.md). The
+// namespace has no other interface and no route; nothing of the host's
+// network is in it. release unmounts the pin; the namespace goes when
+// nothing else holds it (the job's container, an interface's device).
+// It needs root (a rootless executor's jobs live in a user namespace that
+// cannot join a namespace the host made).
+func (e *Executor) NewNetNS(name string) (path string, release func(), err error) {
+	if e.caps.Rootless {
+		return "", nil, errors.New("oci: a network namespace for a job to join needs an executor running as root; this one is rootless")
+	}
+	if name == "" || len(name) > 64 || strings.ContainsAny(name, "/\x00") || name == "." || name == ".." {
+		return "", nil, fmt.Errorf("oci: network namespace name %q: want 1 to 64 characters without '/'", name)
+	}
+	p := filepath.Join(e.runDir, netnsPrefix+name)
+	f, err := os.OpenFile(p, os.O_CREATE|os.O_EXCL|os.O_RDONLY, 0o600)
+	if err != nil {
+		return "", nil, fmt.Errorf("oci: network namespace pin: %w", err)
+	}
+	f.Close()
+	errc := make(chan error, 1)
+	go func() {
+		// This thread moves to the new namespace and never comes back:
+		// the goroutine ends still locked, so the runtime ends the thread.
+		runtime.LockOSThread()
+		if err := unix.Unshare(unix.CLONE_NEWNET); err != nil {
+			errc <- fmt.Errorf("unshare the network namespace: %w", err)
+			return
+		}
+		if err := unix.Mount(fmt.Sprintf("/proc/self/task/%d/ns/net", unix.Gettid()), p, "", unix.MS_BIND, ""); err != nil {
+			errc <- fmt.Errorf("pin the network namespace at %s: %w", p, err)
+			return
+		}
+		errc <- loopbackUp()
+	}()
+	if err := <-errc; err != nil {
+		unix.Unmount(p, unix.MNT_DETACH)
+		os.Remove(p)
+		return "", nil, fmt.Errorf("oci: %w", err)
+	}
+	return p, func() {
+		if err := unix.Unmount(p, unix.MNT_DETACH); err != nil && !errors.Is(err, unix.EINVAL) {
+			e.o.Logger.Warn("oci: unpin a network namespace", "path", p, "err", err)
+		}
+		os.Remove(p)
+	}, nil
+}
+
+// netnsPrefix begins the names of the network namespaces' pins in the run
+// directory (cleanStale unmounts them).
+const netnsPrefix = "netns-"
+
+// loopbackUp sets lo up in the calling thread's network namespace.
+func loopbackUp() error {
+	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return fmt.Errorf("socket: %w", err)
+	}
+	defer unix.Close(fd)
+	ifr, err := unix.NewIfreq("lo")
+	if err != nil {
+		return err
+	}
+	if err := unix.IoctlIfreq(fd, unix.SIOCGIFFLAGS, ifr); err != nil {
+		return fmt.Errorf("read lo's flags: %w", err)
+	}
+	ifr.SetUint16(ifr.Uint16() | unix.IFF_UP)
+	if err := unix.IoctlIfreq(fd, unix.SIOCSIFFLAGS, ifr); err != nil {
+		return fmt.Errorf("set lo up: %w", err)
+	}
+	return nil
 }

@@ -225,6 +225,10 @@ func (e *Executor) cleanStale(ctx context.Context) {
 		dir := filepath.Join(e.o.Dir, "run", inst)
 		bundles, _ := os.ReadDir(dir)
 		for _, b := range bundles {
+			if strings.HasPrefix(b.Name(), netnsPrefix) {
+				unix.Unmount(filepath.Join(dir, b.Name()), unix.MNT_DETACH)
+				continue
+			}
 			unix.Unmount(filepath.Join(dir, b.Name(), "rootfs"), unix.MNT_DETACH)
 		}
 		os.RemoveAll(dir)
@@ -272,8 +276,14 @@ func (e *Executor) run(ctx context.Context, job *sandbox.Job, out *sandbox.LogWr
 			return fail(res, err.Error())
 		}
 	}
+	if job.NetNS != "" && job.Network {
+		return fail(res, "a gang member's only network is the gang's private network; network access for gang members is not supported yet")
+	}
 	if job.Network && !e.o.AllowNetwork {
 		return fail(res, "the job asks for network access, which this provider does not allow")
+	}
+	if job.NetNS != "" && e.caps.Rootless {
+		return fail(res, "a gang member needs a provider whose containers run as root (this one is rootless)")
 	}
 	img, pull, err := e.store.Get(ctx, job.Image)
 	res.CompileTime = time.Since(res.Started)
@@ -354,6 +364,8 @@ func (e *Executor) run(ctx context.Context, job *sandbox.Job, out *sandbox.LogWr
 		MemoryBytes: mem, CPU: job.Limits.CPU, Pids: e.o.Pids, TmpBytes: tmp,
 		Enforce: e.caps.Enforce, CgroupsPath: cgPath,
 		HostNetwork: job.Network && e.o.AllowNetwork,
+		NetNS:       job.NetNS,
+		ShmBytes:    job.Limits.ShmBytes,
 		GPU:         gpu,
 		Hostname:    "job",
 	})

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -268,6 +269,66 @@ func TestCannotReadHostFiles(t *testing.T) {
 		if !strings.Contains(logs, "cat "+p+": error:") && !strings.Contains(logs, "cat "+p+": \"\"") {
 			t.Errorf("reading %s did not fail:\n%s", p, logs)
 		}
+	}
+}
+
+// TestJoinNetNS: a job given a network namespace the executor made
+// (NewNetNS) joins it: it sees what its caller put there (a
+// TUN interface, as a gang's gpunet0 is) beside loopback, and nothing of
+// the host's; the pin goes with release.
+func TestJoinNetNS(t *testing.T) {
+	ex, ref := setup(t)
+	if ex.Capabilities().Rootless {
+		if _, _, err := ex.NewNetNS("x"); err == nil {
+			t.Fatal("a rootless executor made a network namespace to join")
+		}
+		t.Skip("a rootless executor makes no network namespace to join")
+	}
+	nsenter, err := exec.LookPath("nsenter")
+	if err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("nsenter is missing")
+		}
+		t.Skip("nsenter is missing")
+	}
+	path, release, err := ex.NewNetNS("join-test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command(nsenter, "--net="+path, "ip", "tuntap", "add", "dev", "gtest0", "mode", "tun").CombinedOutput(); err != nil {
+		release()
+		t.Fatalf("add an interface to the namespace: %v: %s", err, out)
+	}
+	work := filepath.Join(t.TempDir(), "root")
+	os.MkdirAll(work, 0o700)
+	var logs bytes.Buffer
+	res, err := ex.Run(t.Context(), &sandbox.Job{
+		ID: t.Name(), Image: ref, Args: []string{"net"}, WorkDir: work, NetNS: path,
+		Outputs: []string{"/out"}, Limits: sandbox.Limits{Timeout: 30 * time.Second},
+	}, &syncBuffer{b: &logs})
+	if err != nil {
+		release()
+		t.Fatal(err)
+	}
+	os.RemoveAll(res.OutputDir)
+	if res.Failed || !strings.Contains(logs.String(), "interfaces lo,gtest0\n") {
+		t.Errorf("result %+v; want the job to see lo and gtest0 only:\n%s", res, logs.String())
+	}
+	// Asking for the host's network as well is refused in words.
+	res, err = ex.Run(t.Context(), &sandbox.Job{
+		ID: t.Name() + "-net", Image: ref, Args: []string{"net"}, WorkDir: work, NetNS: path, Network: true,
+		Outputs: []string{"/out"}, Limits: sandbox.Limits{Timeout: 30 * time.Second},
+	}, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.RemoveAll(res.OutputDir)
+	if !res.Failed || !strings.Contains(res.Reason, "gang") {
+		t.Errorf("a job joining a namespace and asking for network: %+v", res)
+	}
+	release()
+	if _, err := os.Stat(path); !os.IsNotExist(err) {
+		t.Errorf("the pin %s is still there after release: %v", path, err)
 	}
 }
 

@@ -44,6 +44,13 @@ type SpecParams struct {
 	// for network access, on a provider that allows it); otherwise the job
 	// has a network namespace of its own with only loopback.
 	HostNetwork bool
+	// NetNS is the path of a network namespace the job joins instead of
+	// one of its own (a gang member's, which holds its private network:
+	// Executor.NewNetNS); "": a new one, or the host's with HostNetwork.
+	NetNS string
+	// ShmBytes sizes /dev/shm (a tmpfs, counted in the job's memory);
+	// 0: TmpBytes.
+	ShmBytes uint64
 	// GPU are the CDI edits of the job's GPUs (their device nodes, the
 	// driver's, the driver's files): what gpuDevices.edits returns for
 	// the devices the job was assigned. nil: no GPU.
@@ -181,7 +188,10 @@ func namespaces(p SpecParams) []specs.LinuxNamespace {
 	ns := []specs.LinuxNamespace{
 		{Type: specs.PIDNamespace}, {Type: specs.IPCNamespace}, {Type: specs.UTSNamespace}, {Type: specs.MountNamespace},
 	}
-	if !p.HostNetwork {
+	switch {
+	case p.NetNS != "":
+		ns = append(ns, specs.LinuxNamespace{Type: specs.NetworkNamespace, Path: p.NetNS})
+	case !p.HostNetwork:
 		ns = append(ns, specs.LinuxNamespace{Type: specs.NetworkNamespace})
 	}
 	if p.Enforce.CgroupNS {
@@ -202,11 +212,15 @@ func baseMounts(p SpecParams) []specs.Mount {
 	if tmp == 0 {
 		tmp = 64 << 20
 	}
+	shm := p.ShmBytes
+	if shm == 0 {
+		shm = tmp
+	}
 	ms := []specs.Mount{
 		{Destination: "/proc", Type: "proc", Source: "proc", Options: []string{"nosuid", "noexec", "nodev"}},
 		{Destination: "/dev", Type: "tmpfs", Source: "tmpfs", Options: []string{"nosuid", "strictatime", "mode=755", "size=65536k"}},
 		{Destination: "/dev/pts", Type: "devpts", Source: "devpts", Options: devpts},
-		{Destination: "/dev/shm", Type: "tmpfs", Source: "shm", Options: []string{"nosuid", "noexec", "nodev", "mode=1777", fmt.Sprintf("size=%d", tmp)}},
+		{Destination: "/dev/shm", Type: "tmpfs", Source: "shm", Options: []string{"nosuid", "noexec", "nodev", "mode=1777", fmt.Sprintf("size=%d", shm)}},
 		{Destination: "/dev/mqueue", Type: "mqueue", Source: "mqueue", Options: []string{"nosuid", "noexec", "nodev"}},
 	}
 	if p.Enforce.Rootless && p.HostNetwork {

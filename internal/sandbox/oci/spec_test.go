@@ -2,6 +2,7 @@ package oci_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"maps"
 	"path"
 	"slices"
@@ -358,6 +359,32 @@ func TestSpecNetwork(t *testing.T) {
 	s, _ := oci.Spec(p)
 	if slices.Contains(nsTypes(s), "network") {
 		t.Error("a network namespace for a job granted the host's network")
+	}
+}
+
+// TestSpecJoinedNetwork: a gang member joins the network namespace its
+// agent made (its path in the spec), and /dev/shm has the size asked.
+func TestSpecJoinedNetwork(t *testing.T) {
+	p := baseParams()
+	p.NetNS = "/run/gpunet/netns-job-1"
+	p.ShmBytes = 3 << 30
+	s, err := oci.Spec(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var paths []string
+	for _, n := range s.Linux.Namespaces {
+		if n.Type == "network" {
+			paths = append(paths, n.Path)
+		}
+	}
+	if !slices.Equal(paths, []string{p.NetNS}) {
+		t.Errorf("network namespaces %q, want only %s", paths, p.NetNS)
+	}
+	for _, m := range s.Mounts {
+		if m.Destination == "/dev/shm" && !slices.Contains(m.Options, fmt.Sprintf("size=%d", 3<<30)) {
+			t.Errorf("/dev/shm options %v, want size=%d", m.Options, 3<<30)
+		}
 	}
 }
 
