@@ -3,6 +3,7 @@ package cli
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"io"
 	"time"
 
@@ -13,24 +14,30 @@ func jobLogsCmd(e *env) *cobra.Command {
 	var from string
 	var poll time.Duration
 	var follow bool
+	rank := -1
 	logs := &cobra.Command{
-		Use:   "logs ID [--from KEY] [-f]",
+		Use:   "logs ID [--from KEY] [-f] [--rank N]",
 		Short: "Print a job's log, decrypted: live while it runs (-f, the default), the full log once it is done",
 		Long: `Print a job's log, decrypted with its owner's key. While the job runs it
 follows the live log until the job ends (-f/--follow, the default;
 --follow=false prints what there is and returns); once the job is done it
 prints the full log its result holds. A cancelled job has no result: its
 log is what the node relayed while it ran, which job cancel keeps in the
-home. With --output json each line is a JSON object: {"job": ID, "line": TEXT}.`,
+home. A finished gang's log (resources.nodes > 1) is every member's, each
+line prefixed with "[rank N] "; --rank N prints member N's alone. With
+--output json each line is a JSON object: {"job": ID, "line": TEXT}.`,
 		Args: exactArgs("ID"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			id, err := parseID(args[0])
 			if err != nil {
 				return err
 			}
-			jc, _, err := e.ownerClient(cmd.Context(), from, id, "read its log")
+			jc, j, err := e.ownerClient(cmd.Context(), from, id, "read its log")
 			if err != nil {
 				return err
+			}
+			if rank >= 0 && (!j.Spec.Gang() || !j.Done()) {
+				return fmt.Errorf("--rank %d: job %d is not a finished gang (resources.nodes %d, %s); its log has no members", rank, id, j.Spec.Nodes, j.State)
 			}
 			var w io.Writer = e.stdout
 			var lines *jsonLines
@@ -38,7 +45,9 @@ home. With --output json each line is a JSON object: {"job": ID, "line": TEXT}.`
 				lines = &jsonLines{enc: json.NewEncoder(e.stdout), job: id}
 				w = lines
 			}
-			if follow {
+			if rank >= 0 {
+				err = jc.FetchGangLogs(cmd.Context(), j, rank, w)
+			} else if follow {
 				err = jc.FollowLogs(cmd.Context(), id, poll, w)
 			} else {
 				err = jc.Log(cmd.Context(), id, w)
@@ -51,6 +60,7 @@ home. With --output json each line is a JSON object: {"job": ID, "line": TEXT}.`
 	}
 	ownerFlag(logs, &from)
 	logs.Flags().BoolVarP(&follow, "follow", "f", true, "follow the live log until the job ends")
+	logs.Flags().IntVar(&rank, "rank", -1, "a finished gang's member of this rank only")
 	logs.Flags().DurationVar(&poll, "poll", 300*time.Millisecond, "how often to look for new log output")
 	return logs
 }

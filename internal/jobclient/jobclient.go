@@ -7,6 +7,8 @@
 package jobclient
 
 import (
+	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -14,6 +16,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -209,12 +212,16 @@ func (c *Client) FetchOutputs(ctx context.Context, j *ledger.Job, dir string) er
 	if err != nil {
 		return err
 	}
-	err = c.fetch(ctx, j.ID, r.OutputBlob, func(plain io.Reader) error {
-		if err := os.MkdirAll(dir, 0o755); err != nil {
-			return err
-		}
-		return seal.UnpackDir(plain, dir, seal.Limits{})
-	})
+	if j.Spec.Gang() {
+		err = c.fetchGangOutputs(ctx, j, dir)
+	} else {
+		err = c.fetch(ctx, j.ID, r.OutputBlob, func(plain io.Reader) error {
+			if err := os.MkdirAll(dir, 0o755); err != nil {
+				return err
+			}
+			return seal.UnpackDir(plain, dir, seal.Limits{})
+		})
+	}
 	if err == nil {
 		// The node may now let the outputs go after a short grace
 		// instead of its whole retention; failing to say so costs only
@@ -222,6 +229,46 @@ func (c *Client) FetchOutputs(ctx context.Context, j *ledger.Job, dir string) er
 		c.Blobs.MarkFetched(ctx, j.ID)
 	}
 	return err
+}
+
+// GangRankDir is the directory, under a gang's outputs, of the member of
+// rank r's outputs.
+func GangRankDir(r uint64) string { return fmt.Sprintf("rank-%d", r) }
+
+// gangResults are a finished gang's members' results in rank order.
+func gangResults(j *ledger.Job) ([]*ledger.Assignment, error) {
+	var out []*ledger.Assignment
+	for i := range j.Assignments {
+		if a := &j.Assignments[i]; a.Result != nil {
+			out = append(out, a)
+		}
+	}
+	slices.SortFunc(out, func(x, y *ledger.Assignment) int { return cmp.Compare(x.Rank, y.Rank) })
+	if len(out) == 0 {
+		return nil, fmt.Errorf("job %d is %s and no member has a result (%s)", j.ID, j.State, j.Reason)
+	}
+	return out, nil
+}
+
+// fetchGangOutputs unpacks each member's outputs under dir/rank-N.
+func (c *Client) fetchGangOutputs(ctx context.Context, j *ledger.Job, dir string) error {
+	members, err := gangResults(j)
+	if err != nil {
+		return err
+	}
+	for _, a := range members {
+		sub := filepath.Join(dir, GangRankDir(a.Rank))
+		err := c.fetch(ctx, j.ID, a.Result.OutputBlob, func(plain io.Reader) error {
+			if err := os.MkdirAll(sub, 0o755); err != nil {
+				return err
+			}
+			return seal.UnpackDir(plain, sub, seal.Limits{})
+		})
+		if err != nil {
+			return fmt.Errorf("rank %d's outputs: %w", a.Rank, err)
+		}
+	}
+	return nil
 }
 
 // FetchLogs writes a finished job's log to w (the log blob of its
@@ -234,6 +281,9 @@ func (c *Client) FetchLogs(ctx context.Context, j *ledger.Job, w io.Writer) erro
 	r, err := result(j)
 	if err != nil {
 		return err
+	}
+	if j.Spec.Gang() {
+		return c.FetchGangLogs(ctx, j, -1, w)
 	}
 	if r.LogBlob == "" {
 		return nil
@@ -269,4 +319,80 @@ func (c *Client) fetch(ctx context.Context, id uint64, ref string, use func(io.R
 		return fmt.Errorf("decrypt %s: %w", ref, err)
 	}
 	return use(plain)
+}
+
+// FetchGangLogs writes a finished gang's logs to w: the member of rank
+// rank's as it is, or with rank < 0 every member's, each line prefixed
+// with "[rank N] ". Only the job's owner can.
+func (c *Client) FetchGangLogs(ctx context.Context, j *ledger.Job, rank int, w io.Writer) error {
+	if err := c.CheckOwner(j); err != nil {
+		return err
+	}
+	members, err := gangResults(j)
+	if err != nil {
+		return err
+	}
+	found := false
+	for _, a := range members {
+		if rank >= 0 && a.Rank != uint64(rank) {
+			continue
+		}
+		found = true
+		if a.Result.LogBlob == "" {
+			continue
+		}
+		out := w
+		var pw *prefixWriter
+		if rank < 0 {
+			pw = &prefixWriter{w: w, prefix: []byte(fmt.Sprintf("[rank %d] ", a.Rank)), bol: true}
+			out = pw
+		}
+		if err := c.fetch(ctx, j.ID, a.Result.LogBlob, func(plain io.Reader) error {
+			_, err := io.Copy(out, plain)
+			return err
+		}); err != nil {
+			return fmt.Errorf("rank %d's log: %w", a.Rank, err)
+		}
+		if pw != nil && !pw.bol {
+			if _, err := w.Write([]byte("\n")); err != nil {
+				return err
+			}
+		}
+	}
+	if !found {
+		return fmt.Errorf("job %d has no member of rank %d with a result", j.ID, rank)
+	}
+	return nil
+}
+
+// prefixWriter writes prefix at the beginning of every line.
+type prefixWriter struct {
+	w      io.Writer
+	prefix []byte
+	bol    bool // at the beginning of a line
+}
+
+func (p *prefixWriter) Write(b []byte) (int, error) {
+	n := 0
+	for len(b) > 0 {
+		if p.bol {
+			if _, err := p.w.Write(p.prefix); err != nil {
+				return n, err
+			}
+			p.bol = false
+		}
+		i := bytes.IndexByte(b, '\n')
+		line := b
+		if i >= 0 {
+			line = b[:i+1]
+			p.bol = true
+		}
+		m, err := p.w.Write(line)
+		n += m
+		if err != nil {
+			return n, err
+		}
+		b = b[len(line):]
+	}
+	return n, nil
 }

@@ -123,6 +123,13 @@ type Options struct {
 	// TEE, with a Producer, keeps the provider's TEE attestation valid on
 	// the chain (attest.go).
 	TEE TEEOptions
+	// GangHost is the address at which other providers reach this one's
+	// UDP directly (its public address; 127.0.0.1 on a devnet whose
+	// providers share a machine): a gang member posts GangHost:port as
+	// its endpoint. Unset: it posts none, and another member reaches it
+	// only once it has sent to that member first (the relay route that
+	// would carry the rest is not built yet: docs/clusters.md).
+	GangHost netip.Addr
 	// ChainID is the chain the replicas' receipts are signed for
 	// (receipts.go); "" reads it from Chain when it tells its status.
 	ChainID string

@@ -108,8 +108,16 @@ func (a *Agent) restoreCheckpoint(ctx context.Context, j *ledger.Job, key *age.X
 			}
 		}
 	}
+	// A gang member resumes from its own rank's state only.
+	rank, gang := uint64(0), j.Spec.Gang()
+	if as := assignmentOf(j, a.o.Key.Address); as != nil {
+		rank = as.Rank
+	}
 	var cands []ledger.Checkpoint
 	for _, c := range j.Checkpoints {
+		if gang && c.Rank != rank {
+			continue
+		}
 		if c.Seq <= top {
 			cands = append(cands, c)
 		}

@@ -399,6 +399,14 @@ func (a *Agent) execute(ctx context.Context, j *ledger.Job, started bool) (*ledg
 	if err != nil {
 		return nil, err
 	}
+	var member *gangMember
+	if s.Gang() {
+		// Post this member's key first: the others wait for it while
+		// this one fetches its data.
+		if member, err = a.joinGang(ctx, j, as); err != nil {
+			return nil, err
+		}
+	}
 	prep.Info("job assigned: fetching its program and inputs")
 	dir := filepath.Join(a.o.WorkDir, fmt.Sprintf("job-%d", j.ID))
 	os.RemoveAll(dir)
@@ -419,6 +427,7 @@ func (a *Agent) execute(ctx context.Context, j *ledger.Job, started bool) (*ledg
 	// The timeout is what checkpoints the job resumed from left of it.
 	limits := sandbox.Limits{MemoryBytes: s.Memory, Timeout: time.Duration(j.RunBudget()) * time.Second, CPU: float64(s.CPUMilli) / 1000, DiskBytes: s.Disk}
 	limits.DiskBytes = limits.Disk()
+	limits.ShmBytes = s.Shm
 	if j.InputBlob != "" {
 		lim := seal.Limits{MaxBytes: int64(min(limits.DiskBytes, math.MaxInt64)), MaxEntries: sandbox.MaxOutputEntries}
 		if err := a.fetchDecrypted(ctx, j.ID, j.InputBlob, jobKey, func(r io.Reader) error { return seal.UnpackDir(r, root, lim) }); err != nil {
@@ -433,6 +442,13 @@ func (a *Agent) execute(ctx context.Context, j *ledger.Job, started bool) (*ledg
 	resume, err := a.restoreCheckpoint(ctx, j, jobKey, root, limits.DiskBytes, started)
 	if err != nil {
 		return nil, fmt.Errorf("checkpoint: %w", err)
+	}
+	var gang *gangNet
+	if member != nil {
+		if gang, err = a.prepareGang(ctx, ex, j, as, member, root); err != nil {
+			return nil, err
+		}
+		defer gang.close()
 	}
 	if !started {
 		prep.Info("job assigned: data fetched; starting it")
@@ -452,13 +468,27 @@ func (a *Agent) execute(ctx context.Context, j *ledger.Job, started bool) (*ledg
 	}
 	logs := &cappedBuffer{max: maxLogBytes}
 	stream := a.streamLogs(ctx, j.ID, owner, logs)
-	res, err := a.runCheckpointed(ctx, ex, j, &sandbox.Job{
+	sj := &sandbox.Job{
 		ID: fmt.Sprint(j.ID), Module: module, Image: s.Image, Command: s.Command, Args: a.o.Faults.jobArgs(j.ID, s.Args), Env: s.Env, WorkDir: root, Outputs: s.Outputs,
 		GPUs:          gpus,
 		Network:       s.Network,
 		Limits:        limits,
 		Deterministic: s.Deterministic,
-	}, resume, jobKey, dir, logs)
+	}
+	if gang != nil {
+		// torchrun's variables and the members file's, over the job's
+		// own of the same names.
+		env := make(map[string]string, len(s.Env)+len(gang.env))
+		for k, v := range s.Env {
+			env[k] = v
+		}
+		for _, kv := range gang.env {
+			k, v, _ := strings.Cut(kv, "=")
+			env[k] = v
+		}
+		sj.Env, sj.NetNS = env, gang.ns
+	}
+	res, err := a.runCheckpointed(ctx, ex, j, sj, resume, jobKey, dir, logs)
 	stream()
 	if err != nil {
 		return nil, fmt.Errorf("executor: %w", err)
