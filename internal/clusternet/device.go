@@ -155,6 +155,24 @@ func uapi(c Config, keepAlive time.Duration) string {
 	return b.String()
 }
 
+// Greet starts a handshake with every member this Net has no session
+// with, at once (a keepalive, staged until the session is up). A member
+// whose network comes up after the others' calls it: the others' first
+// handshakes, sent before it was there, were lost, and WireGuard tries
+// again only after 5 s (REKEY_TIMEOUT); its own reach members that are
+// already up. Members whose networks come up together may still cross
+// handshakes once; the data that follows settles them.
+func (n *Net) Greet() {
+	for _, m := range n.cfg.Members {
+		if m.Rank == n.cfg.Rank {
+			continue
+		}
+		if p := n.dev.LookupPeer(device.NoisePublicKey(m.PublicKey)); p != nil {
+			p.SendKeepalive()
+		}
+	}
+}
+
 // Address is this member's private address.
 func (n *Net) Address() netip.Addr { return Address(n.cfg.Network, n.cfg.Rank) }
 

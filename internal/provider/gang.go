@@ -254,13 +254,13 @@ func (g *gangNet) close() {
 // upGang makes the member's network namespace in ex, brings the gang's
 // network up in it and writes the members file under root.
 func (a *Agent) upGang(ex sandbox.Executor, j *ledger.Job, c clusternet.Config, root string) (*gangNet, error) {
-	mk, ok := ex.(sandbox.NetNSMaker)
+	mk, ok := netnsMaker(ex)
 	if !ok {
 		return nil, fmt.Errorf("gang member: the %s executor cannot make a network namespace", ex.Name())
 	}
 	g := &gangNet{}
 	var err error
-	if g.ns, g.release, err = mk.NewNetNS(fmt.Sprintf("job-%d", j.ID)); err != nil {
+	if g.ns, g.release, err = mk.NewNetNS(fmt.Sprintf("job-%d-rank-%d", j.ID, c.Rank)); err != nil {
 		return nil, fmt.Errorf("gang member: %w", err)
 	}
 	if g.net, err = clusternet.Up(c, clusternet.Options{MemberNS: g.ns, Log: a.log.With("job", j.ID)}); err != nil {
@@ -295,6 +295,10 @@ func (a *Agent) prepareGang(ctx context.Context, ex sandbox.Executor, j *ledger.
 	if err == nil {
 		var g *gangNet
 		if g, err = a.upGang(ex, j, c, root); err == nil {
+			// The members whose networks came up before this one's lost
+			// their first handshakes to it: greet them now rather than
+			// leave them to WireGuard's retry 5 s later.
+			g.net.Greet()
 			log.Info("gang member: private network up", "address", g.net.Address(), "members", len(c.Members))
 			return g, nil
 		}
@@ -307,4 +311,20 @@ func (a *Agent) prepareGang(ctx context.Context, ex sandbox.Executor, j *ledger.
 		log.Error("gang member: handing the job back", "err", rerr)
 	}
 	return nil, err
+}
+
+// netnsMaker finds the ability to make network namespaces in ex or in
+// the executor it wraps (the metrics' counting wrapper).
+func netnsMaker(ex sandbox.Executor) (sandbox.NetNSMaker, bool) {
+	for ex != nil {
+		if mk, ok := ex.(sandbox.NetNSMaker); ok {
+			return mk, true
+		}
+		u, ok := ex.(interface{ Unwrap() sandbox.Executor })
+		if !ok {
+			return nil, false
+		}
+		ex = u.Unwrap()
+	}
+	return nil, false
 }

@@ -92,6 +92,10 @@ type countingExecutor struct {
 	name string
 }
 
+// Unwrap returns the executor counted, whose other abilities (a gang
+// member's network namespace) the agent looks for.
+func (c *countingExecutor) Unwrap() sandbox.Executor { return c.Executor }
+
 // countingServiceExecutor is a countingExecutor of an executor that also
 // runs services (sandbox.ServiceRunner), which it passes on.
 type countingServiceExecutor struct {

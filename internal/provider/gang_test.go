@@ -1,0 +1,188 @@
+package provider_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"fmt"
+	"log/slog"
+	"net/netip"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gpunet/gpunet/examples/allreduce/ring"
+	"github.com/gpunet/gpunet/internal/hwinfo/nvmlsim"
+	"github.com/gpunet/gpunet/internal/jobclient"
+	"github.com/gpunet/gpunet/internal/jobspec"
+	"github.com/gpunet/gpunet/internal/ledger"
+	"github.com/gpunet/gpunet/internal/provider"
+	"github.com/gpunet/gpunet/internal/sandbox"
+	"github.com/gpunet/gpunet/internal/sandbox/oci"
+	"github.com/gpunet/gpunet/internal/sandbox/oci/ocitest"
+)
+
+// requireGangHost fails (CI=true) or skips the test where a gang member's
+// network cannot be made: it needs root, ip and /dev/net/tun, as
+// internal/clusternet's tests do.
+func requireGangHost(t *testing.T, ex *oci.Executor) {
+	t.Helper()
+	var why string
+	switch {
+	case ex.Capabilities().Rootless:
+		why = "the container executor is rootless; a gang member's network namespace needs root"
+	case os.Geteuid() != 0:
+		why = "not root"
+	default:
+		if _, err := exec.LookPath("ip"); err != nil {
+			why = "ip (iproute2) is missing"
+		} else if _, err := os.Stat("/dev/net/tun"); err != nil {
+			why = "/dev/net/tun is missing"
+		}
+	}
+	if why == "" {
+		return
+	}
+	if os.Getenv("CI") == "true" {
+		t.Fatal(why)
+	}
+	t.Skip(why)
+}
+
+// TestGangAllReduce runs a 3-member gang on three provider agents with the
+// real container executor (runc): the cluster example, built from this
+// repository as an oci image, does a ring all-reduce over the gang's
+// private network (each member in its own network namespace, WireGuard
+// between them) reading only torchrun's variables and the members file.
+// Every member's result equals a one-process run's; the owner gets each
+// member's outputs under rank-N/ and each member's log. It reports how
+// long the gang took from submit to every member started, first with the
+// image pulled and then cached.
+func TestGangAllReduce(t *testing.T) {
+	dir := t.TempDir()
+	ex, err := oci.New(t.Context(), oci.Options{Dir: filepath.Join(dir, "oci")})
+	ocitest.RequireRunc(t, nil, err)
+	t.Cleanup(func() { ex.Close() })
+	requireGangHost(t, ex)
+	prog := ocitest.BuildGo(t, "../../examples/allreduce")
+	reg := ocitest.Registry(t, nil)
+	ref := ocitest.Push(t, reg, "test/allreduce", ocitest.ProgramImage(t, prog))
+
+	members := []string{"p0", "p1", "p2"}
+	n := startNetwork(t, append([]string{"consumer"}, members...)...)
+	logs := &syncLog{}
+	var agents []*provider.Agent
+	for _, name := range members {
+		a, _ := runAgentWith(t, n, name, nvmlsim.Lib(nvmlsim.GPU{}, 0), "eu", 36_000, func(o *provider.Options) {
+			o.Sandboxes = map[string]sandbox.Executor{oci.Name: ex}
+			o.GangHost = netip.MustParseAddr("127.0.0.1")
+			o.Logger = slog.New(slog.NewTextHandler(logs, nil))
+		})
+		agents = append(agents, a)
+	}
+	for _, a := range agents {
+		waitFor(t, "providers ready", func() bool { return ready(a) })
+	}
+	consumer, err := n.kr.Get("consumer")
+	if err != nil {
+		t.Fatal(err)
+	}
+	jc := jobclient.New(n.cl, consumer, n.home, "provider-test")
+
+	const elems, seed = 200_000, 7
+	want := ring.Sum(seed, len(members), elems)
+	wantDigest := ring.Digest(want)
+	for round, label := range []string{"image pulled", "image cached"} {
+		spec, err := jobspec.Parse(fmt.Appendf(nil, `name: allreduce
+executor: oci
+image: %s
+command: [/job, -n, "%d", -seed, "%d", -out, /out/sum, -timeout, 2m]
+outputs: [/out]
+resources: {nodes: 3, cpu: 1, memory: 256MiB, shm: 96MiB}
+max_price: 0.5
+timeout: 5m
+`, ref, elems, seed), t.TempDir())
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
+		t0 := time.Now()
+		id, err := jc.Submit(ctx, spec)
+		if err != nil {
+			cancel()
+			t.Fatal(err)
+		}
+		go jc.Follow(ctx, id, 50*time.Millisecond, nil) // grants the members the job key
+		var j *ledger.Job
+		var running time.Duration
+		for {
+			if j, err = n.cl.Job(ctx, id); err != nil {
+				cancel()
+				t.Fatal(err)
+			}
+			if running == 0 && (j.State == ledger.JobRunning || j.Done()) && allStarted(j) {
+				running = time.Since(t0)
+			}
+			if j.Done() {
+				break
+			}
+			if ctx.Err() != nil {
+				cancel()
+				t.Fatalf("round %d: job %d is %s after 3 minutes (%s)\nagents' log:\n%s", round, id, j.State, j.Reason, logs.String())
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+		t.Logf("%s: submit → all 3 members started %s; done after %s", label, running.Round(time.Millisecond), time.Since(t0).Round(time.Millisecond))
+		if j.State != ledger.JobSucceeded {
+			cancel()
+			t.Fatalf("round %d: job %d %s: %s\nagents' log:\n%s", round, id, j.State, j.Reason, logs.String())
+		}
+		out := filepath.Join(t.TempDir(), "out")
+		if err := jc.FetchOutputs(ctx, j, out); err != nil {
+			cancel()
+			t.Fatal(err)
+		}
+		var all bytes.Buffer
+		if err := jc.FetchLogs(ctx, j, &all); err != nil {
+			cancel()
+			t.Fatal(err)
+		}
+		cancel()
+		if testing.Verbose() {
+			t.Logf("the gang's log:\n%s", all.String())
+		}
+		for r := range members {
+			b, err := os.ReadFile(filepath.Join(out, jobclient.GangRankDir(uint64(r)), "out", "sum"))
+			if err != nil {
+				t.Fatalf("rank %d's outputs: %v", r, err)
+			}
+			got := make([]int64, len(b)/8)
+			for i := range got {
+				got[i] = int64(binary.LittleEndian.Uint64(b[8*i:]))
+			}
+			if d := ring.Digest(got); len(b) != 8*elems || d != wantDigest {
+				t.Errorf("rank %d's result: %d bytes, sha256 %s; the one-process run's: %d bytes, sha256 %s", r, len(b), d, 8*elems, wantDigest)
+			}
+			line := fmt.Sprintf("[rank %d] allreduce rank=%d world=3 ", r, r)
+			if !strings.Contains(all.String(), line) || !strings.Contains(all.String(), "sha256="+wantDigest) {
+				t.Errorf("the gang's log has no %q with the one-process digest:\n%s", line, all.String())
+			}
+		}
+	}
+}
+
+// allStarted reports whether every member of gang j has started.
+func allStarted(j *ledger.Job) bool {
+	if uint64(len(j.Assignments)) < j.Spec.Nodes {
+		return false
+	}
+	for _, a := range j.Assignments {
+		if a.StartedAt == 0 {
+			return false
+		}
+	}
+	return true
+}
