@@ -28,6 +28,7 @@ func main() {
 	local := flag.Int("local", 0, "compute the sum of this many ranks' inputs in one process instead")
 	out := flag.String("out", "", "write the result here")
 	timeout := flag.Duration("timeout", 5*time.Minute, "give up after this long")
+	hold := flag.Duration("hold", 0, "wait this long before the all-reduce (a stand-in for a long job's work: the gang tests stop a member meanwhile)")
 	flag.Parse()
 	if *n < 1 || *n > 1<<28 {
 		fail(fmt.Errorf("-n %d: want 1 to %d", *n, 1<<28))
@@ -48,6 +49,14 @@ func main() {
 		e, err := ring.EnvFromOS(os.Getenv, os.ReadFile)
 		if err != nil {
 			fail(err)
+		}
+		if *hold > 0 {
+			fmt.Printf("allreduce rank=%d holding for %s\n", e.Rank, *hold)
+			select {
+			case <-time.After(*hold):
+			case <-ctx.Done():
+				fail(ctx.Err())
+			}
 		}
 		start := time.Now()
 		if v, err = ring.Run(ctx, e, *seed, *n); err != nil {

@@ -260,7 +260,7 @@ func (a *Agent) upGang(ex sandbox.Executor, j *ledger.Job, c clusternet.Config, 
 	}
 	g := &gangNet{}
 	var err error
-	if g.ns, g.release, err = mk.NewNetNS(fmt.Sprintf("job-%d-rank-%d", j.ID, c.Rank)); err != nil {
+	if g.ns, g.release, err = mk.NewNetNS(fmt.Sprintf("job-%d-%s", j.ID, a.o.Key.Address)); err != nil {
 		return nil, fmt.Errorf("gang member: %w", err)
 	}
 	if g.net, err = clusternet.Up(c, clusternet.Options{MemberNS: g.ns, Log: a.log.With("job", j.ID)}); err != nil {

@@ -52,6 +52,46 @@ func requireGangHost(t *testing.T, ex *oci.Executor) {
 	t.Skip(why)
 }
 
+// gangRig is a chain, provider agents sharing one real container
+// executor, and the cluster example's image in a registry.
+type gangRig struct {
+	n      *network
+	logs   *syncLog
+	ref    string
+	names  []string
+	agents []*provider.Agent
+	stops  []func()
+}
+
+// startGang starts the chain, one agent per name (all in region eu, each
+// posting 127.0.0.1:port as its gang endpoint) and the image.
+func startGang(t *testing.T, names ...string) *gangRig {
+	t.Helper()
+	dir := t.TempDir()
+	ex, err := oci.New(t.Context(), oci.Options{Dir: filepath.Join(dir, "oci")})
+	ocitest.RequireRunc(t, nil, err)
+	t.Cleanup(func() { ex.Close() })
+	requireGangHost(t, ex)
+	prog := ocitest.BuildGo(t, "../../examples/allreduce")
+	reg := ocitest.Registry(t, nil)
+	g := &gangRig{logs: &syncLog{}, names: names}
+	g.ref = ocitest.Push(t, reg, "test/allreduce", ocitest.ProgramImage(t, prog))
+	g.n = startNetwork(t, append([]string{"consumer"}, names...)...)
+	for _, name := range names {
+		a, stop := runAgentWith(t, g.n, name, nvmlsim.Lib(nvmlsim.GPU{}, 0), "eu", 36_000, func(o *provider.Options) {
+			o.Sandboxes = map[string]sandbox.Executor{oci.Name: ex}
+			o.GangHost = netip.MustParseAddr("127.0.0.1")
+			o.Logger = slog.New(slog.NewTextHandler(g.logs, nil))
+		})
+		g.agents = append(g.agents, a)
+		g.stops = append(g.stops, stop)
+	}
+	for _, a := range g.agents {
+		waitFor(t, "providers ready", func() bool { return ready(a) })
+	}
+	return g
+}
+
 // TestGangAllReduce runs a 3-member gang on three provider agents with the
 // real container executor (runc): the cluster example, built from this
 // repository as an oci image, does a ring all-reduce over the gang's
@@ -62,30 +102,8 @@ func requireGangHost(t *testing.T, ex *oci.Executor) {
 // long the gang took from submit to every member started, first with the
 // image pulled and then cached.
 func TestGangAllReduce(t *testing.T) {
-	dir := t.TempDir()
-	ex, err := oci.New(t.Context(), oci.Options{Dir: filepath.Join(dir, "oci")})
-	ocitest.RequireRunc(t, nil, err)
-	t.Cleanup(func() { ex.Close() })
-	requireGangHost(t, ex)
-	prog := ocitest.BuildGo(t, "../../examples/allreduce")
-	reg := ocitest.Registry(t, nil)
-	ref := ocitest.Push(t, reg, "test/allreduce", ocitest.ProgramImage(t, prog))
-
-	members := []string{"p0", "p1", "p2"}
-	n := startNetwork(t, append([]string{"consumer"}, members...)...)
-	logs := &syncLog{}
-	var agents []*provider.Agent
-	for _, name := range members {
-		a, _ := runAgentWith(t, n, name, nvmlsim.Lib(nvmlsim.GPU{}, 0), "eu", 36_000, func(o *provider.Options) {
-			o.Sandboxes = map[string]sandbox.Executor{oci.Name: ex}
-			o.GangHost = netip.MustParseAddr("127.0.0.1")
-			o.Logger = slog.New(slog.NewTextHandler(logs, nil))
-		})
-		agents = append(agents, a)
-	}
-	for _, a := range agents {
-		waitFor(t, "providers ready", func() bool { return ready(a) })
-	}
+	g := startGang(t, "p0", "p1", "p2")
+	n, logs, ref, members := g.n, g.logs, g.ref, g.names
 	consumer, err := n.kr.Get("consumer")
 	if err != nil {
 		t.Fatal(err)
@@ -185,4 +203,108 @@ func allStarted(j *ledger.Job) bool {
 		}
 	}
 	return true
+}
+
+// TestGangMemberLost stops one member's agent while the gang runs (its
+// container is killed and its provider goes offline, as a machine that
+// dies would, only announced): the ledger stops the whole gang, the other
+// members' agents kill their containers, the gang is placed again, whole,
+// on the three providers left, and it completes with the one-process
+// result. (The example keeps no checkpoint, so the second placement
+// starts from the beginning.)
+func TestGangMemberLost(t *testing.T) {
+	g := startGang(t, "p0", "p1", "p2", "p3")
+	consumer, err := g.n.kr.Get("consumer")
+	if err != nil {
+		t.Fatal(err)
+	}
+	jc := jobclient.New(g.n.cl, consumer, g.n.home, "provider-test")
+	const elems, seed = 50_000, 11
+	wantDigest := ring.Digest(ring.Sum(seed, 3, elems))
+	spec, err := jobspec.Parse(fmt.Appendf(nil, `name: allreduce
+executor: oci
+image: %s
+command: [/job, -n, "%d", -seed, "%d", -hold, 4s, -out, /out/sum, -timeout, 2m]
+outputs: [/out]
+resources: {nodes: 3, cpu: 1, memory: 256MiB}
+max_price: 0.5
+timeout: 5m
+`, g.ref, elems, seed), t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
+	defer cancel()
+	id, err := jc.Submit(ctx, spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	go jc.Follow(ctx, id, 50*time.Millisecond, nil)
+	job := func() *ledger.Job {
+		j, err := g.n.cl.Job(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return j
+	}
+	waitForWithin(t, time.Minute, "the gang running", func() bool { j := job(); return j.State == ledger.JobRunning && allStarted(j) })
+	first := job()
+	// Stop rank 1's agent: its container is killed with it.
+	victim := -1
+	for _, a := range first.Assignments {
+		if a.Rank == 1 {
+			for i, ag := range g.agents {
+				if ag.Status().Key() == a.Provider {
+					victim = i
+				}
+			}
+		}
+	}
+	if victim < 0 {
+		t.Fatalf("no agent holds rank 1 of %+v", first.Assignments)
+	}
+	time.Sleep(time.Second) // inside the example's hold: mid-run
+	t.Logf("stopping %s (rank 1)", g.names[victim])
+	g.stops[victim]()
+	var j *ledger.Job
+	for {
+		j = job()
+		if j.Done() || ctx.Err() != nil {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if j.State != ledger.JobSucceeded {
+		t.Fatalf("job %d %s: %s\nagents' log:\n%s", id, j.State, j.Reason, g.logs.String())
+	}
+	if j.Attempts < 2 {
+		t.Errorf("the gang completed in %d placement(s); want it placed again after losing a member", j.Attempts)
+	}
+	for _, a := range j.Assignments {
+		if a.Provider == g.agents[victim].Status().Key() {
+			t.Errorf("the stopped provider %s is still a member: %+v", g.names[victim], j.Assignments)
+		}
+	}
+	out := filepath.Join(t.TempDir(), "out")
+	if err := jc.FetchOutputs(ctx, j, out); err != nil {
+		t.Fatal(err)
+	}
+	for r := range 3 {
+		b, err := os.ReadFile(filepath.Join(out, jobclient.GangRankDir(uint64(r)), "out", "sum"))
+		if err != nil {
+			t.Fatalf("rank %d's outputs: %v", r, err)
+		}
+		got := make([]int64, len(b)/8)
+		for i := range got {
+			got[i] = int64(binary.LittleEndian.Uint64(b[8*i:]))
+		}
+		if d := ring.Digest(got); d != wantDigest {
+			t.Errorf("rank %d's result sha256 %s; the one-process run's %s", r, d, wantDigest)
+		}
+	}
+	// The members that were not stopped killed their first containers
+	// when the ledger stopped the gang.
+	if l := g.logs.String(); !strings.Contains(l, `msg="job no longer ours; stopping it"`) {
+		t.Errorf("no member's agent stopped its run when the gang was stopped:\n%s", l)
+	}
 }
