@@ -10,6 +10,7 @@ import (
 	"maps"
 	"math"
 	"net/http"
+	"net/netip"
 	"os"
 	"slices"
 	"strings"
@@ -116,6 +117,7 @@ type providerFlags struct {
 	allowNet            bool
 	imageCache          string
 	allowFetch          []string
+	gangAddr            string
 	metricsAddr         string
 	checkpointGrace     time.Duration
 	// label is --label; labelSet that it was given (--label "" removes
@@ -189,6 +191,7 @@ and sends it, and renews it a day before it expires (docs/confidential.md).`,
 	f.DurationVar(&pf.bench, "bench-time", 2*time.Second, "time spent measuring the machine at start")
 	f.BoolVar(&pf.allowNet, "allow-network", false, "let container jobs that ask for it (network: true) use this machine's network")
 	f.StringVar(&pf.imageCache, "image-cache", "128GiB", "disk kept for unpacked container images: past it, the least recently used images no job or service is running are removed")
+	f.StringVar(&pf.gangAddr, "gang-address", "", "the IP address at which other providers reach this machine's UDP directly (its public address): the members of a gang (resources.nodes > 1) it runs post ADDRESS:PORT as their private network's endpoint (default: none; then a member here is reached only once it has sent to the others, so give it unless every provider of the gang has one)")
 	f.StringArrayVar(&pf.allowFetch, "allow-fetch-network", nil, "let jobs' URL inputs and images be fetched from this network although it is not public (loopback, private, link-local, this machine's own addresses), e.g. 10.0.0.0/8; repeatable")
 	f.Float64Var(&pf.faultWrong, "fault-wrong-outputs", 0, "FAULT INJECTION for tests and demos: commit a wrong result on this fraction of jobs (0 to 1)")
 	f.Float64Var(&pf.faultWrongAnswers, "fault-wrong-answers", 0, "FAULT INJECTION for tests and demos: answer this fraction of the chat completions its service replicas serve wrongly, with receipts signed for the wrong answers (0 to 1)")
@@ -238,6 +241,13 @@ func (e *env) runProvider(ctx context.Context, pf *providerFlags) error {
 	}
 	if o.TEE, err = teeOptions(pf.tee, pf.teeCollateral, pf.teeGPUs); err != nil {
 		return err
+	}
+	if pf.gangAddr != "" {
+		a, err := netip.ParseAddr(pf.gangAddr)
+		if err != nil || a.IsUnspecified() || a.IsMulticast() || a.Zone() != "" {
+			return usageError{fmt.Errorf("--gang-address %q: want this machine's unicast IP address, e.g. 203.0.113.7", pf.gangAddr)}
+		}
+		o.GangHost = a.Unmap()
 	}
 	if o.AllowFetchNetworks, err = egress.ParseNetworks(pf.allowFetch); err != nil {
 		return usageError{fmt.Errorf("--allow-fetch-network %w", err)}

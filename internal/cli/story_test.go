@@ -439,3 +439,14 @@ func TestProviderCheckpointGraceFlag(t *testing.T) {
 		}
 	}
 }
+
+// TestProviderGangAddressFlag: --gang-address must be one unicast IP.
+func TestProviderGangAddressFlag(t *testing.T) {
+	s := newStory(t)
+	for _, bad := range []string{"example.com", "0.0.0.0", "224.0.0.1", "10.0.0.1:51820"} {
+		r := s.run("provider", "start", "--from", "alice", "--gang-address", bad)
+		if r.code != ExitUsage || !strings.Contains(r.stderr, "--gang-address") {
+			t.Errorf("--gang-address %s: exit %d, stderr %q", bad, r.code, r.stderr)
+		}
+	}
+}

@@ -220,6 +220,9 @@ func RunProviders(ctx context.Context, home, api string, o ProviderOptions) (*Pr
 			Poll:      o.Poll,
 			Logger:    o.Logger,
 			Metrics:   o.Metrics,
+			// The providers share this machine: a gang's members reach
+			// each other's UDP on loopback.
+			GangHost: netip.MustParseAddr("127.0.0.1"),
 
 			AllowFetchNetworks: o.AllowFetchNetworks,
 		})
