@@ -3,6 +3,7 @@ package provider_test
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"encoding/binary"
 	"fmt"
 	"log/slog"
@@ -10,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -67,16 +69,23 @@ type gangRig struct {
 // posting 127.0.0.1:port as its gang endpoint) and the image.
 func startGang(t *testing.T, names ...string) *gangRig {
 	t.Helper()
+	return startGangWith(t, "../../examples/allreduce", nil, names...)
+}
+
+// startGangWith is startGang with the program in progDir as the image's
+// /job and the chain's parameters tuned.
+func startGangWith(t *testing.T, progDir string, tune func(*ledger.Params), names ...string) *gangRig {
+	t.Helper()
 	dir := t.TempDir()
 	ex, err := oci.New(t.Context(), oci.Options{Dir: filepath.Join(dir, "oci")})
 	ocitest.RequireRunc(t, nil, err)
 	t.Cleanup(func() { ex.Close() })
 	requireGangHost(t, ex)
-	prog := ocitest.BuildGo(t, "../../examples/allreduce")
+	prog := ocitest.BuildGo(t, progDir)
 	reg := ocitest.Registry(t, nil)
 	g := &gangRig{logs: &syncLog{}, names: names}
-	g.ref = ocitest.Push(t, reg, "test/allreduce", ocitest.ProgramImage(t, prog))
-	g.n = startNetwork(t, append([]string{"consumer"}, names...)...)
+	g.ref = ocitest.Push(t, reg, "test/"+filepath.Base(progDir), ocitest.ProgramImage(t, prog))
+	g.n = startNetworkWith(t, tune, append([]string{"consumer"}, names...)...)
 	for _, name := range names {
 		a, stop := runAgentWith(t, g.n, name, nvmlsim.Lib(nvmlsim.GPU{}, 0), "eu", 36_000, func(o *provider.Options) {
 			o.Sandboxes = map[string]sandbox.Executor{oci.Name: ex}
@@ -307,4 +316,127 @@ timeout: 5m
 	if l := g.logs.String(); !strings.Contains(l, `msg="job no longer ours; stopping it"`) {
 		t.Errorf("no member's agent stopped its run when the gang was stopped:\n%s", l)
 	}
+}
+
+// TestGangCheckpointResume: a checkpointing gang (each member counts, its
+// chain starting from its rank, and keeps its state under /ckpt) loses
+// rank 1's provider after a complete step; the gang is placed again and
+// every member resumes from its own rank's checkpoint of that step, so
+// each rank's result is the one an uninterrupted run of that rank gives.
+func TestGangCheckpointResume(t *testing.T) {
+	g := startGangWith(t, "../sandbox/oci/testdata/jobprog", func(p *ledger.Params) { p.CheckpointMinInterval = 1 }, "p0", "p1", "p2", "p3")
+	consumer, err := g.n.kr.Get("consumer")
+	if err != nil {
+		t.Fatal(err)
+	}
+	jc := jobclient.New(g.n.cl, consumer, g.n.home, "provider-test")
+	const steps, work = 40, 200
+	spec, err := jobspec.Parse(fmt.Appendf(nil, `name: counters
+executor: oci
+image: %s
+command: [/job, count, "%d", "%d", 150ms]
+outputs: [/out]
+resources: {nodes: 3, cpu: 1, memory: 128MiB}
+max_price: 0.5
+timeout: 5m
+checkpoint: {path: /ckpt, interval: 1s}
+`, g.ref, steps, work), t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
+	defer cancel()
+	id, err := jc.Submit(ctx, spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	go jc.Follow(ctx, id, 50*time.Millisecond, nil)
+	job := func() *ledger.Job {
+		j, err := g.n.cl.Job(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return j
+	}
+	var first *ledger.Job
+	waitForWithin(t, time.Minute, "a complete checkpoint step of the gang", func() bool {
+		first = job()
+		return first.State == ledger.JobRunning && completeStep(first) > 0
+	})
+	victim := -1
+	for _, a := range first.Assignments {
+		for i, ag := range g.agents {
+			if a.Rank == 1 && ag.Status().Key() == a.Provider {
+				victim = i
+			}
+		}
+	}
+	t.Logf("step %d complete; stopping %s (rank 1)", completeStep(first), g.names[victim])
+	g.stops[victim]()
+	var j *ledger.Job
+	for {
+		if j = job(); j.Done() || ctx.Err() != nil {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if j.State != ledger.JobSucceeded || j.Attempts < 2 || j.ResumeSeq == 0 {
+		t.Fatalf("job %d %s (%s) after %d placements, resumed from step %d; want it to succeed placed again from a checkpoint\nagents' log:\n%s", id, j.State, j.Reason, j.Attempts, j.ResumeSeq, g.logs.String())
+	}
+	out := filepath.Join(t.TempDir(), "out")
+	if err := jc.FetchOutputs(ctx, j, out); err != nil {
+		t.Fatal(err)
+	}
+	var logs bytes.Buffer
+	if err := jc.FetchLogs(ctx, j, &logs); err != nil {
+		t.Fatal(err)
+	}
+	for r := range 3 {
+		b, err := os.ReadFile(filepath.Join(out, jobclient.GangRankDir(uint64(r)), "out", "result.txt"))
+		if err != nil {
+			t.Fatalf("rank %d: %v", r, err)
+		}
+		if want := rankCounterResult(r, steps, work); string(b) != want {
+			t.Errorf("rank %d's result %q, want %q (an uninterrupted run of rank %d)", r, b, want, r)
+		}
+		if !strings.Contains(logs.String(), fmt.Sprintf("[rank %d] resuming at step", r)) {
+			t.Errorf("rank %d did not resume from a checkpoint:\n%s", r, logs.String())
+		}
+	}
+}
+
+// completeStep is the latest checkpoint every current member of gang j
+// has committed, or 0.
+func completeStep(j *ledger.Job) uint64 {
+	var best uint64
+	for _, c := range j.Checkpoints {
+		all := uint64(len(j.Assignments)) == j.Spec.Nodes
+		for _, a := range j.Assignments {
+			found := false
+			for _, d := range j.Checkpoints {
+				if d.Seq == c.Seq && d.Provider == a.Provider {
+					found = true
+				}
+			}
+			all = all && found
+		}
+		if all && c.Seq > best {
+			best = c.Seq
+		}
+	}
+	return best
+}
+
+// rankCounterResult is what jobprog's count gives a gang member of rank r
+// run without interruption: its chain starts from its rank.
+func rankCounterResult(r, steps, work int) string {
+	h := sha256.Sum256([]byte("rank/" + strconv.Itoa(r)))
+	acc := h[:]
+	for i := range steps {
+		for range work {
+			h := sha256.Sum256(fmt.Appendf(acc, "/%d", i))
+			acc = h[:]
+		}
+	}
+	return fmt.Sprintf("%d %x\n", steps, acc)
 }

@@ -195,6 +195,13 @@ func main() {
 		pause, _ := time.ParseDuration(args[2])
 		state := filepath.Join(os.Getenv("GPUNET_CHECKPOINT_DIR"), "state")
 		i, acc := 0, make([]byte, 32)
+		if r := os.Getenv("NODE_RANK"); r != "" {
+			// A gang member's chain starts from its rank, so that a
+			// member resumed from another rank's state gives another
+			// result.
+			h := sha256.Sum256([]byte("rank/" + r))
+			acc = h[:]
+		}
 		if b, err := os.ReadFile(state); err == nil {
 			var h string
 			if _, err := fmt.Sscanf(string(b), "%d %s", &i, &h); err == nil {
