@@ -122,16 +122,28 @@ func TestGangAllReduce(t *testing.T) {
 	const elems, seed = 200_000, 7
 	want := ring.Sum(seed, len(members), elems)
 	wantDigest := ring.Digest(want)
-	for round, label := range []string{"image pulled", "image cached"} {
+	var started [3]time.Duration
+	rounds := []struct {
+		label  string
+		single bool
+	}{{"gang, image pulled", false}, {"gang, image cached", false}, {"single job (-local 3), image cached", true}}
+	for round, rd := range rounds {
+		nodes, args := 3, ""
+		if rd.single {
+			// The baseline: one provider, one process summing the
+			// three ranks' vectors: the one-process run.
+			nodes, args = 1, `-local, "3", `
+		}
 		spec, err := jobspec.Parse(fmt.Appendf(nil, `name: allreduce
 executor: oci
 image: %s
-command: [/job, -n, "%d", -seed, "%d", -out, /out/sum, -timeout, 2m]
+command: [/job, %s-n, "%d", -seed, "%d", -out, /out/sum, -timeout, 2m]
 outputs: [/out]
-resources: {nodes: 3, cpu: 1, memory: 256MiB, shm: 96MiB}
+resources: {nodes: %d, cpu: 1, memory: 256MiB, shm: 96MiB}
 max_price: 0.5
 timeout: 5m
-`, ref, elems, seed), t.TempDir())
+verification: none
+`, ref, args, elems, seed, nodes), t.TempDir())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -144,28 +156,27 @@ timeout: 5m
 		}
 		go jc.Follow(ctx, id, 50*time.Millisecond, nil) // grants the members the job key
 		var j *ledger.Job
-		var running time.Duration
 		for {
 			if j, err = n.cl.Job(ctx, id); err != nil {
 				cancel()
 				t.Fatal(err)
 			}
-			if running == 0 && (j.State == ledger.JobRunning || j.Done()) && allStarted(j) {
-				running = time.Since(t0)
+			if started[round] == 0 && (j.State == ledger.JobRunning || j.Done()) && allStarted(j) {
+				started[round] = time.Since(t0)
 			}
 			if j.Done() {
 				break
 			}
 			if ctx.Err() != nil {
 				cancel()
-				t.Fatalf("round %d: job %d is %s after 3 minutes (%s)\nagents' log:\n%s", round, id, j.State, j.Reason, logs.String())
+				t.Fatalf("%s: job %d is %s after 3 minutes (%s)\nagents' log:\n%s", rd.label, id, j.State, j.Reason, logs.String())
 			}
 			time.Sleep(50 * time.Millisecond)
 		}
-		t.Logf("%s: submit → all 3 members started %s; done after %s", label, running.Round(time.Millisecond), time.Since(t0).Round(time.Millisecond))
+		t.Logf("%s: submit → all %d member(s) started %s; done after %s", rd.label, nodes, started[round].Round(time.Millisecond), time.Since(t0).Round(time.Millisecond))
 		if j.State != ledger.JobSucceeded {
 			cancel()
-			t.Fatalf("round %d: job %d %s: %s\nagents' log:\n%s", round, id, j.State, j.Reason, logs.String())
+			t.Fatalf("%s: job %d %s: %s\nagents' log:\n%s", rd.label, id, j.State, j.Reason, logs.String())
 		}
 		out := filepath.Join(t.TempDir(), "out")
 		if err := jc.FetchOutputs(ctx, j, out); err != nil {
@@ -179,19 +190,29 @@ timeout: 5m
 		}
 		cancel()
 		if testing.Verbose() {
-			t.Logf("the gang's log:\n%s", all.String())
+			t.Logf("the log:\n%s", all.String())
 		}
-		for r := range members {
-			b, err := os.ReadFile(filepath.Join(out, jobclient.GangRankDir(uint64(r)), "out", "sum"))
+		dirs := []string{out}
+		if !rd.single {
+			dirs = nil
+			for r := range members {
+				dirs = append(dirs, filepath.Join(out, jobclient.GangRankDir(uint64(r))))
+			}
+		}
+		for r, d := range dirs {
+			b, err := os.ReadFile(filepath.Join(d, "out", "sum"))
 			if err != nil {
-				t.Fatalf("rank %d's outputs: %v", r, err)
+				t.Fatalf("%s: rank %d's outputs: %v", rd.label, r, err)
 			}
 			got := make([]int64, len(b)/8)
 			for i := range got {
 				got[i] = int64(binary.LittleEndian.Uint64(b[8*i:]))
 			}
 			if d := ring.Digest(got); len(b) != 8*elems || d != wantDigest {
-				t.Errorf("rank %d's result: %d bytes, sha256 %s; the one-process run's: %d bytes, sha256 %s", r, len(b), d, 8*elems, wantDigest)
+				t.Errorf("%s: rank %d's result: %d bytes, sha256 %s; the one-process sum's: %d bytes, sha256 %s", rd.label, r, len(b), d, 8*elems, wantDigest)
+			}
+			if rd.single {
+				continue
 			}
 			line := fmt.Sprintf("[rank %d] allreduce rank=%d world=3 ", r, r)
 			if !strings.Contains(all.String(), line) || !strings.Contains(all.String(), "sha256="+wantDigest) {
@@ -199,6 +220,7 @@ timeout: 5m
 			}
 		}
 	}
+	t.Logf("submit → all started, image cached: gang of 3 %s, single job %s (%.2f×)", started[1].Round(time.Millisecond), started[2].Round(time.Millisecond), started[1].Seconds()/started[2].Seconds())
 }
 
 // allStarted reports whether every member of gang j has started.
