@@ -330,3 +330,40 @@ func TestUpErrors(t *testing.T) {
 		t.Errorf("%s left behind after a failed Up:\n%s", DefaultInterface, out)
 	}
 }
+
+// TestGreetAfterLateStart: member 0 comes up first, and its first
+// handshake to member 1, not up yet, is lost; WireGuard would send the
+// next only 5 s later. Member 1 comes up and greets (Net.Greet, as the
+// provider agent does for the last member up): member 0 reaches member 1
+// at once.
+func TestGreetAfterLateStart(t *testing.T) {
+	g := newGang(t, gangOptions{n: 2, delay: 2 * time.Millisecond})
+	up := func(i int) *Net {
+		n, err := Up(g.cfgs[i], Options{MemberNS: nsPath(g.nss[i]), HostNS: nsPath(g.hosts[i].NS), Log: testLog()})
+		if err != nil {
+			t.Fatalf("member %d up: %v", i, err)
+		}
+		t.Cleanup(func() { n.Close() })
+		g.members = append(g.members, n)
+		return n
+	}
+	up(0)
+	time.Sleep(300 * time.Millisecond) // member 0's first handshake is lost meanwhile
+	late := up(1)
+	l, err := listenIn(g.nss[1], netip.AddrPortFrom(late.Address(), echoPort).String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	go echo(l, "m1")
+	late.Greet()
+	t0 := time.Now()
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Second)
+	defer cancel()
+	got, err := ask(ctx, g.nss[0], netip.AddrPortFrom(late.Address(), echoPort).String(), "hello")
+	if err != nil || got != "m1:hello" {
+		p, _ := g.members[0].Peers()
+		t.Fatalf("member 0 asked the late member 1: %q, %v after %s; want an answer within 2 s\n%s", got, err, time.Since(t0).Round(time.Millisecond), p)
+	}
+	t.Logf("member 0 reached the late member 1 in %s", time.Since(t0).Round(time.Millisecond))
+}
