@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/gpunet/gpunet/examples/allreduce/ring"
+	"github.com/gpunet/gpunet/internal/address"
 	"github.com/gpunet/gpunet/internal/hwinfo/nvmlsim"
 	"github.com/gpunet/gpunet/internal/jobclient"
 	"github.com/gpunet/gpunet/internal/jobspec"
@@ -63,18 +64,20 @@ type gangRig struct {
 	names  []string
 	agents []*provider.Agent
 	stops  []func()
+	ex     *oci.Executor
 }
 
 // startGang starts the chain, one agent per name (all in region eu, each
 // posting 127.0.0.1:port as its gang endpoint) and the image.
 func startGang(t *testing.T, names ...string) *gangRig {
 	t.Helper()
-	return startGangWith(t, "../../examples/allreduce", nil, names...)
+	return startGangWith(t, "../../examples/allreduce", nil, nil, names...)
 }
 
 // startGangWith is startGang with the program in progDir as the image's
-// /job and the chain's parameters tuned.
-func startGangWith(t *testing.T, progDir string, tune func(*ledger.Params), names ...string) *gangRig {
+// /job, the chain's parameters tuned and the keys extra funded too (with
+// no agent).
+func startGangWith(t *testing.T, progDir string, tune func(*ledger.Params), extra []string, names ...string) *gangRig {
 	t.Helper()
 	dir := t.TempDir()
 	ex, err := oci.New(t.Context(), oci.Options{Dir: filepath.Join(dir, "oci")})
@@ -83,9 +86,9 @@ func startGangWith(t *testing.T, progDir string, tune func(*ledger.Params), name
 	requireGangHost(t, ex)
 	prog := ocitest.BuildGo(t, progDir)
 	reg := ocitest.Registry(t, nil)
-	g := &gangRig{logs: &syncLog{}, names: names}
+	g := &gangRig{logs: &syncLog{}, names: names, ex: ex}
 	g.ref = ocitest.Push(t, reg, "test/"+filepath.Base(progDir), ocitest.ProgramImage(t, prog))
-	g.n = startNetworkWith(t, tune, append([]string{"consumer"}, names...)...)
+	g.n = startNetworkWith(t, tune, append(append([]string{"consumer"}, extra...), names...)...)
 	for _, name := range names {
 		a, stop := runAgentWith(t, g.n, name, nvmlsim.Lib(nvmlsim.GPU{}, 0), "eu", 36_000, func(o *provider.Options) {
 			o.Sandboxes = map[string]sandbox.Executor{oci.Name: ex}
@@ -346,7 +349,7 @@ timeout: 5m
 // every member resumes from its own rank's checkpoint of that step, so
 // each rank's result is the one an uninterrupted run of that rank gives.
 func TestGangCheckpointResume(t *testing.T) {
-	g := startGangWith(t, "../sandbox/oci/testdata/jobprog", func(p *ledger.Params) { p.CheckpointMinInterval = 1 }, "p0", "p1", "p2", "p3")
+	g := startGangWith(t, "../sandbox/oci/testdata/jobprog", func(p *ledger.Params) { p.CheckpointMinInterval = 1 }, nil, "p0", "p1", "p2", "p3")
 	consumer, err := g.n.kr.Get("consumer")
 	if err != nil {
 		t.Fatal(err)
@@ -461,4 +464,145 @@ func rankCounterResult(r, steps, work int) string {
 		}
 	}
 	return fmt.Sprintf("%d %x\n", steps, acc)
+}
+
+// TestGangMemberKilled: one member is a provider in a process of its own
+// (`gpunet provider start`, its own container executor), and it is sent
+// SIGKILL while the gang runs: no goodbye, its container and network
+// left behind. The ledger finds the provider gone (liveness), stops the
+// gang and places it again on the three in-process providers, and the
+// gang completes with the one-process result.
+func TestGangMemberKilled(t *testing.T) {
+	g := startGangWith(t, "../../examples/allreduce", nil, []string{"k"}, "p0", "p1", "p2")
+	bin := filepath.Join(t.TempDir(), "gpunet")
+	build := exec.Command("go", "build", "-o", bin, "./cmd/gpunet")
+	build.Dir = "../.."
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build ./cmd/gpunet: %v\n%s", err, out)
+	}
+	khome := t.TempDir()
+	if err := os.CopyFS(filepath.Join(khome, "keyring"), os.DirFS(filepath.Join(g.n.home, "keyring"))); err != nil {
+		t.Fatal(err)
+	}
+	kKey, err := g.n.kr.Get("k")
+	if err != nil {
+		t.Fatal(err)
+	}
+	klog := &syncLog{}
+	// The cheapest ask, so that the planner takes it into the gang.
+	p := exec.Command(bin, "provider", "start", "--from", "k", "--home", khome, "--node", g.n.api, "--bench-time", "200ms",
+		"--region", "eu", "--price", "0.01sync", "--gang-address", "127.0.0.1", "--allow-fetch-network", "127.0.0.0/8", "--executors", "oci")
+	p.Stdout, p.Stderr = klog, klog
+	if err := p.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		p.Process.Kill()
+		p.Wait()
+		// The killed provider's container still runs, its rootfs and
+		// network namespace pinned under its home: an executor started
+		// on the same directory removes them, as the provider's would
+		// when started again.
+		ex, err := oci.New(context.Background(), oci.Options{Dir: filepath.Join(khome, "provider", "oci")})
+		if err != nil {
+			t.Errorf("remove the killed provider's container: %v", err)
+			return
+		}
+		ex.Close()
+	})
+	ctx, cancel := context.WithTimeout(t.Context(), 4*time.Minute)
+	defer cancel()
+	waitForWithin(t, 2*time.Minute, "the provider process online", func() bool {
+		pb, err := g.n.cl.Provider(ctx, kKey.Address)
+		return err == nil && pb.Record != nil && pb.Record.Online
+	})
+	// p2 waits offline, so that the first placement must take the
+	// provider process; it comes back for the second.
+	g.stops[2]()
+	consumer, err := g.n.kr.Get("consumer")
+	if err != nil {
+		t.Fatal(err)
+	}
+	jc := jobclient.New(g.n.cl, consumer, g.n.home, "provider-test")
+	const elems, seed = 50_000, 13
+	wantDigest := ring.Digest(ring.Sum(seed, 3, elems))
+	spec, err := jobspec.Parse(fmt.Appendf(nil, `name: allreduce
+executor: oci
+image: %s
+command: [/job, -n, "%d", -seed, "%d", -hold, 3s, -out, /out/sum, -timeout, 2m]
+outputs: [/out]
+resources: {nodes: 3, cpu: 1, memory: 256MiB}
+max_price: 0.5
+timeout: 5m
+`, g.ref, elems, seed), t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	id, err := jc.Submit(ctx, spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	go jc.Follow(ctx, id, 50*time.Millisecond, nil)
+	job := func() *ledger.Job {
+		j, err := g.n.cl.Job(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return j
+	}
+	var first *ledger.Job
+	waitForWithin(t, 2*time.Minute, "the gang running", func() bool {
+		first = job()
+		return first.State == ledger.JobRunning && allStarted(first)
+	})
+	if assignmentRank(first, kKey.Address) < 0 {
+		t.Fatalf("the provider process is not a member of the gang: %+v\nits log:\n%s", first.Assignments, klog.String())
+	}
+	a2, _ := runAgentWith(t, g.n, "p2", nvmlsim.Lib(nvmlsim.GPU{}, 0), "eu", 36_000, func(o *provider.Options) {
+		o.Sandboxes = map[string]sandbox.Executor{oci.Name: g.ex}
+		o.GangHost = netip.MustParseAddr("127.0.0.1")
+		o.Logger = slog.New(slog.NewTextHandler(g.logs, nil))
+	})
+	waitFor(t, "p2 ready again", func() bool { return ready(a2) })
+	t.Logf("SIGKILL to the provider process (rank %d)", assignmentRank(first, kKey.Address))
+	t0 := time.Now()
+	p.Process.Kill()
+	var j *ledger.Job
+	for {
+		if j = job(); j.Done() || ctx.Err() != nil {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Logf("the gang ended %s after the kill: %s, %d placements", time.Since(t0).Round(time.Millisecond), j.State, j.Attempts)
+	if j.State != ledger.JobSucceeded || j.Attempts < 2 || assignmentRank(j, kKey.Address) >= 0 {
+		t.Fatalf("job %d %s (%s) after %d placements, members %+v; want it placed again without the killed provider and done\nagents' log:\n%s", id, j.State, j.Reason, j.Attempts, j.Assignments, g.logs.String())
+	}
+	out := filepath.Join(t.TempDir(), "out")
+	if err := jc.FetchOutputs(ctx, j, out); err != nil {
+		t.Fatal(err)
+	}
+	for r := range 3 {
+		b, err := os.ReadFile(filepath.Join(out, jobclient.GangRankDir(uint64(r)), "out", "sum"))
+		if err != nil {
+			t.Fatalf("rank %d's outputs: %v", r, err)
+		}
+		got := make([]int64, len(b)/8)
+		for i := range got {
+			got[i] = int64(binary.LittleEndian.Uint64(b[8*i:]))
+		}
+		if d := ring.Digest(got); d != wantDigest {
+			t.Errorf("rank %d's result sha256 %s; the one-process run's %s", r, d, wantDigest)
+		}
+	}
+}
+
+// assignmentRank is the rank of provider a in gang j, or -1.
+func assignmentRank(j *ledger.Job, a address.Address) int {
+	for _, x := range j.Assignments {
+		if x.Provider == a {
+			return int(x.Rank)
+		}
+	}
+	return -1
 }
