@@ -175,7 +175,7 @@ func dataRoutes(k *blobKeeper) []apiserver.Route {
 			return
 		}
 		marked := 0
-		for _, ref := range []string{r0.OutputBlob, r0.LogBlob} {
+		for _, ref := range fetchedRefs(j, r0) {
 			h, err := blob.ParseHash(ref)
 			if err != nil {
 				continue
@@ -200,6 +200,22 @@ func dataRoutes(k *blobKeeper) []apiserver.Route {
 			Summary: "The job's owner says it fetched the outputs (Authorization: Gpunet-Ticket signed by the owner for this request, size 0); the node keeps them a short grace longer, not the whole retention",
 			Resp:    apiwire.OutputsFetched{}, Errors: []int{400, 401, 403, 404, 409}, Handler: http.HandlerFunc(fetched)},
 	}
+}
+
+// fetchedRefs are the blobs an owner's "fetched" lets go early: the
+// delivered result's outputs and log, and for a gang every member's (the
+// owner fetches them all, under rank-N/).
+func fetchedRefs(j *ledger.Job, delivered *ledger.JobResult) []string {
+	refs := []string{delivered.OutputBlob, delivered.LogBlob}
+	if !j.Spec.Gang() {
+		return refs
+	}
+	for _, a := range j.Assignments {
+		if r := a.Result; r != nil && r != delivered {
+			refs = append(refs, r.OutputBlob, r.LogBlob)
+		}
+	}
+	return refs
 }
 
 // retentionPlan decides, for the blobs the ledger's jobs name, which to

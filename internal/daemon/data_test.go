@@ -233,3 +233,19 @@ func TestOutputsFetchedNeedsTheOwner(t *testing.T) {
 		t.Errorf("signed by the owner of a job with no outputs yet: %d", got)
 	}
 }
+
+// TestFetchedRefsOfGang: the owner's "fetched" lets go of a gang's every
+// member's outputs and log, not rank 0's alone; of a single job, the
+// delivered result's.
+func TestFetchedRefsOfGang(t *testing.T) {
+	r0 := &ledger.JobResult{OutputBlob: "o0", LogBlob: "l0"}
+	r1 := &ledger.JobResult{OutputBlob: "o1", LogBlob: "l1"}
+	j := &ledger.Job{Spec: ledger.JobSpec{Nodes: 2}, Assignments: []ledger.Assignment{{Rank: 0, Result: r0}, {Rank: 1, Result: r1}}}
+	if got := fetchedRefs(j, r0); !slices.Equal(got, []string{"o0", "l0", "o1", "l1"}) {
+		t.Errorf("gang: %q", got)
+	}
+	j.Spec.Nodes = 1
+	if got := fetchedRefs(j, r0); !slices.Equal(got, []string{"o0", "l0"}) {
+		t.Errorf("single job: %q", got)
+	}
+}
