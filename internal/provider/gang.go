@@ -61,10 +61,12 @@ type gangMember struct {
 }
 
 // gangKey is this provider's private network key for one assignment of a
-// gang: secret (derived from its private key), the same after a restart,
-// clamped as Curve25519 keys are.
-func (a *Agent) gangKey(id uint64, assignedAt int64) clusternet.Key {
-	k := clusternet.Key(a.jobSecret("gpunet/gang-key/v1", id, assignedAt))
+// gang (the gang's placement, Job.Attempts, and the assignment's time: a
+// gang placed again in the same second is a new placement): secret
+// (derived from its private key), the same after a restart, clamped as
+// Curve25519 keys are.
+func (a *Agent) gangKey(id, placement uint64, assignedAt int64) clusternet.Key {
+	k := clusternet.Key(a.jobSecret("gpunet/gang-key/v1/"+strconv.FormatUint(placement, 10), id, assignedAt))
 	k[0] &= 248
 	k[31] = (k[31] & 127) | 64
 	return k
@@ -74,7 +76,7 @@ func (a *Agent) gangKey(id uint64, assignedAt int64) clusternet.Key {
 // chain already has them (a restarted agent reuses the port it posted when
 // it is free).
 func (a *Agent) joinGang(ctx context.Context, j *ledger.Job, as *ledger.Assignment) (*gangMember, error) {
-	m := &gangMember{priv: a.gangKey(j.ID, as.AssignedAt)}
+	m := &gangMember{priv: a.gangKey(j.ID, j.Attempts, as.AssignedAt)}
 	var err error
 	if m.pub, err = m.priv.PublicKey(); err != nil {
 		return nil, err
@@ -131,6 +133,7 @@ func freeUDPPort(want uint16) (uint16, error) {
 // returns the job as the chain then has it. It gives up when ctx ends
 // (the run is cancelled when the job stops being this provider's).
 func (a *Agent) waitGang(ctx context.Context, j *ledger.Job, assignedAt int64) (*ledger.Job, error) {
+	placement := j.Attempts
 	poll := min(max(a.o.Poll, gangWaitPollMin), gangWaitPollMax)
 	for {
 		list, err := a.o.Chain.ProviderJobs(ctx, a.o.Key.Address)
@@ -140,7 +143,7 @@ func (a *Agent) waitGang(ctx context.Context, j *ledger.Job, assignedAt int64) (
 					continue
 				}
 				as := assignmentOf(x, a.o.Key.Address)
-				if as == nil || as.AssignedAt != assignedAt {
+				if as == nil || as.AssignedAt != assignedAt || x.Attempts != placement {
 					return nil, fmt.Errorf("gang member: job %d is no longer assigned here", j.ID)
 				}
 				if gangPosted(x) {

@@ -26,9 +26,9 @@ func TestGangConfig(t *testing.T) {
 		t.Fatal(err)
 	}
 	a := &Agent{o: Options{Key: me}, log: slog.New(slog.DiscardHandler)}
-	m := &gangMember{priv: a.gangKey(7, 100), port: 51000}
-	if a.gangKey(7, 100) != m.priv || a.gangKey(7, 101) == m.priv {
-		t.Error("the gang key is not a function of the job and the assignment")
+	m := &gangMember{priv: a.gangKey(7, 1, 100), port: 51000}
+	if a.gangKey(7, 1, 100) != m.priv || a.gangKey(7, 1, 101) == m.priv || a.gangKey(7, 2, 100) == m.priv {
+		t.Error("the gang key is not a function of the job, its placement and the assignment")
 	}
 	m.pub, _ = m.priv.PublicKey()
 	other := func(b byte) *ledger.Hash {

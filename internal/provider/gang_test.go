@@ -299,7 +299,9 @@ timeout: 5m
 	}
 	time.Sleep(time.Second) // inside the example's hold: mid-run
 	t.Logf("stopping %s (rank 1)", g.names[victim])
+	t0 := time.Now()
 	g.stops[victim]()
+	t.Logf("%s stopped in %s", g.names[victim], time.Since(t0).Round(time.Millisecond))
 	var j *ledger.Job
 	for {
 		j = job()
@@ -307,6 +309,13 @@ timeout: 5m
 			break
 		}
 		time.Sleep(50 * time.Millisecond)
+	}
+	took := time.Since(t0)
+	t.Logf("the gang ended %s after the stop: %s, %d placements", took.Round(time.Millisecond), j.State, j.Attempts)
+	if took > time.Minute {
+		// The example gives up after 2 minutes: the survivors, placed
+		// again, went on with their first placement's runs.
+		t.Errorf("the gang took %s after the stop; want well under a minute", took.Round(time.Second))
 	}
 	if j.State != ledger.JobSucceeded {
 		t.Fatalf("job %d %s: %s\nagents' log:\n%s", id, j.State, j.Reason, g.logs.String())
@@ -574,7 +583,14 @@ timeout: 5m
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	t.Logf("the gang ended %s after the kill: %s, %d placements", time.Since(t0).Round(time.Millisecond), j.State, j.Attempts)
+	took := time.Since(t0)
+	t.Logf("the gang ended %s after the kill: %s, %d placements; %d run(s) of the first placement stopped when placed here again, %d when the job left", took.Round(time.Millisecond), j.State, j.Attempts,
+		strings.Count(g.logs.String(), "gang placed here again"), strings.Count(g.logs.String(), "job no longer ours"))
+	if took > time.Minute {
+		// The example gives up after 2 minutes: the survivors, placed
+		// again, went on with their first placement's runs.
+		t.Errorf("the gang took %s after the kill; want well under a minute", took.Round(time.Second))
+	}
 	if j.State != ledger.JobSucceeded || j.Attempts < 2 || assignmentRank(j, kKey.Address) >= 0 {
 		t.Fatalf("job %d %s (%s) after %d placements, members %+v; want it placed again without the killed provider and done\nagents' log:\n%s", id, j.State, j.Reason, j.Attempts, j.Assignments, g.logs.String())
 	}

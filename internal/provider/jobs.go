@@ -55,6 +55,11 @@ type runs struct {
 	preempted map[uint64]bool
 	// judging marks the jobs whose judging step (judge.go) is in flight.
 	judging map[uint64]bool
+	// gangPlacement is, for a gang's run, the placement it runs
+	// (Job.Attempts): a gang stopped and placed again on this provider
+	// (as its surviving members often are) is a new member, whose run
+	// must not be the old one's.
+	gangPlacement map[uint64]uint64
 }
 
 // syncJobs starts and stops runs to match the ledger.
@@ -100,7 +105,19 @@ func (a *Agent) syncJobs(ctx context.Context) error {
 		want[j.ID] = true
 		checkpointing := as.PreemptAt != 0 && a.ckpts.get(j.ID) != nil
 		a.runs.mu.Lock()
-		_, running := a.runs.byID[j.ID]
+		cancelRun, running := a.runs.byID[j.ID]
+		if running && j.Spec.Gang() {
+			if p, ok := a.runs.gangPlacement[j.ID]; ok && p != j.Attempts {
+				// Placed here again since the run began: the run is the
+				// earlier placement's, with its keys and its network.
+				// Stop it; the new member's run starts once it is gone.
+				a.log.Info("gang placed here again: stopping the run of its earlier placement", "job", j.ID, "placement", j.Attempts)
+				delete(a.runs.gangPlacement, j.ID)
+				cancelRun()
+				a.runs.mu.Unlock()
+				continue
+			}
+		}
 		if as.PreemptAt != 0 {
 			// A higher tier takes this slot at PreemptAt: checkpoint and
 			// stop the run (once), and start no new one; the ledger
@@ -155,6 +172,12 @@ func (a *Agent) syncJobs(ctx context.Context) error {
 		if !running {
 			rctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 			a.runs.byID[j.ID] = cancel
+			if j.Spec.Gang() {
+				if a.runs.gangPlacement == nil {
+					a.runs.gangPlacement = map[uint64]uint64{}
+				}
+				a.runs.gangPlacement[j.ID] = j.Attempts
+			}
 			a.runs.wg.Add(1)
 			go func() {
 				defer a.runs.wg.Done()
@@ -171,6 +194,11 @@ func (a *Agent) syncJobs(ctx context.Context) error {
 	for id := range a.runs.preempted {
 		if !want[id] {
 			delete(a.runs.preempted, id)
+		}
+	}
+	for id := range a.runs.gangPlacement {
+		if !want[id] {
+			delete(a.runs.gangPlacement, id)
 		}
 	}
 	for id, cancel := range a.runs.byID {
