@@ -115,6 +115,9 @@ type childJob struct {
 	// parent enforces it on the real clock. 0 (a parent that does not
 	// send it): the sleeps are not bounded.
 	TimeoutNS int64 `json:"timeout_ns,omitempty"`
+	// ReadOnly runs the guest with wasi.Config.ReadOnly: it may read the
+	// work directory and change nothing in it (Executor.RunReadOnly).
+	ReadOnly bool `json:"read_only,omitempty"`
 }
 
 // childMessage is one line on the child's report fd.
@@ -339,6 +342,7 @@ func (g *guest) run(job *childJob, logs *sandbox.LogWriter, rep *reporter) *chil
 		Stderr:        logs,
 		Deterministic: job.Deterministic,
 		Seed:          seed(job.JobID),
+		ReadOnly:      job.ReadOnly,
 	}
 	if job.DiskBytes > 0 {
 		cfg.DiskBytes = int64(min(job.DiskBytes, 1<<62))

@@ -299,12 +299,34 @@ func (e *Executor) Run(ctx context.Context, job *sandbox.Job, logs io.Writer) (*
 		return nil, fmt.Errorf("%w: Module is empty", sandbox.ErrInvalidJob)
 	}
 	return e.life.Run(ctx, job, logs, func(ctx context.Context, logs *sandbox.LogWriter, res *sandbox.Result) error {
-		return e.run(ctx, job, logs, res)
+		return e.run(ctx, job, false, logs, res)
+	})
+}
+
+// RunReadOnly is Run for a guest that may read job.WorkDir and change
+// nothing in it: opening a file to write fails with EROFS, and creating,
+// truncating, linking, renaming or removing anything, or setting a time,
+// with ENOTCAPABLE (wasi.Config.ReadOnly). No directory is made for it (no
+// /tmp), so job.Outputs must be empty. It is how a provider runs a
+// compare job's judge program over two replicas' outputs: the trees stay
+// as they were for the next pair, whatever the judge does.
+func (e *Executor) RunReadOnly(ctx context.Context, job *sandbox.Job, logs io.Writer) (*sandbox.Result, error) {
+	if err := sandbox.ValidateJob(job); err != nil {
+		return nil, err
+	}
+	if job.Module == "" {
+		return nil, fmt.Errorf("%w: Module is empty", sandbox.ErrInvalidJob)
+	}
+	if len(job.Outputs) > 0 {
+		return nil, fmt.Errorf("%w: a read-only run has no outputs, got %d", sandbox.ErrInvalidJob, len(job.Outputs))
+	}
+	return e.life.Run(ctx, job, logs, func(ctx context.Context, logs *sandbox.LogWriter, res *sandbox.Result) error {
+		return e.run(ctx, job, true, logs, res)
 	})
 }
 
 // run fills res with what the job did.
-func (e *Executor) run(ctx context.Context, job *sandbox.Job, logs *sandbox.LogWriter, res *sandbox.Result) error {
+func (e *Executor) run(ctx context.Context, job *sandbox.Job, readOnly bool, logs *sandbox.LogWriter, res *sandbox.Result) error {
 	module, err := openModule(job.Module)
 	if err != nil {
 		return fmt.Errorf("wasm: read module: %w", err)
@@ -327,7 +349,9 @@ func (e *Executor) run(ctx context.Context, job *sandbox.Job, logs *sandbox.LogW
 	} else if link != "" {
 		return fail(res, "invalid work dir: /"+link+" is a symbolic link")
 	}
-	if why := makeDirs(workDir, job.Outputs); why != "" {
+	if readOnly {
+		// Nothing to make: the guest writes nothing.
+	} else if why := makeDirs(workDir, job.Outputs); why != "" {
 		return fail(res, why)
 	}
 	memLimit := job.Limits.MemoryBytes
@@ -344,6 +368,7 @@ func (e *Executor) run(ctx context.Context, job *sandbox.Job, logs *sandbox.LogW
 		DiskBytes:     job.Limits.Disk(),
 		Deterministic: job.Deterministic,
 		TimeoutNS:     int64(job.Limits.Timeout),
+		ReadOnly:      readOnly,
 	}
 
 	t0 := time.Now()

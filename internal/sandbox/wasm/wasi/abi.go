@@ -132,6 +132,14 @@ const (
 		rightPathFilestatGet | rightPathFilestatSetSize | rightPathFilestatSetTimes |
 		rightFdFilestatGet | rightFdFilestatSetTimes | rightPathSymlink |
 		rightPathRemoveDirectory | rightPathUnlinkFile
+	// rightsChange are the rights that change the files (Config.ReadOnly
+	// withholds them).
+	rightsChange = rightFdWrite | rightFdAllocate |
+		rightFdFilestatSetSize | rightFdFilestatSetTimes | rightPathCreateDirectory |
+		rightPathCreateFile | rightPathLinkSource | rightPathLinkTarget |
+		rightPathRenameSource | rightPathRenameTarget | rightPathFilestatSetSize |
+		rightPathFilestatSetTimes | rightPathSymlink | rightPathRemoveDirectory |
+		rightPathUnlinkFile
 	// rightsStdio are those of the standard streams.
 	rightsStdio = rightFdRead | rightFdWrite | rightFdFdstatSetFlags | rightFdFilestatGet | rightPollFdReadwrite
 )

@@ -422,6 +422,9 @@ func (s *System) pathOpen(m Memory, fd uint32, p string, oflags uint32, base, in
 	}
 	wantDir := oflags&oflagDirectory != 0
 	write := base&rightFdWrite != 0 || trunc
+	if write && s.cfg.ReadOnly {
+		return ErrnoRofs // not even opened for writing on the host
+	}
 	read := base&readRights != 0 || !write
 	base &= parent.inheriting
 	inheriting &= parent.inheriting

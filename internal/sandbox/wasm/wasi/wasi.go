@@ -81,6 +81,14 @@ type Config struct {
 	// ErrnoExit, and SleptOut reports it), at the same point of its run
 	// on every provider. The executor sets it to the job's timeout.
 	SleepLimit time.Duration
+	// ReadOnly lets the guest read the files under Root and change
+	// nothing there: the preopen and every fd opened from it lack the
+	// rights to write, create, truncate, link, rename, remove or set
+	// times, and a path_open asking to write fails with EROFS before
+	// the host file is opened. Standard output and error still work.
+	// A judge of other jobs' outputs runs so (the wasm executor's
+	// RunReadOnly), so that the trees it compares stay as they were.
+	ReadOnly bool
 }
 
 // Epoch is the time a deterministic run's clock starts at, and the time
@@ -150,6 +158,10 @@ func New(cfg Config) (*System, error) {
 	s.fds[1] = &fdEntry{kind: kindOut, w: cfg.Stdout, base: rightsStdio}
 	s.fds[2] = &fdEntry{kind: kindOut, w: cfg.Stderr, base: rightsStdio}
 	pre := &fdEntry{kind: kindDir, rel: ".", f: dir, preopen: "/", base: rightsDir, inheriting: rightsDir | rightsFile}
+	if cfg.ReadOnly {
+		pre.base &^= rightsChange
+		pre.inheriting &^= rightsChange
+	}
 	if st, err := dir.Stat(); err == nil {
 		pre.id, pre.hasID = hostID(st)
 	}

@@ -77,6 +77,8 @@ func main() {
 		must(os.WriteFile(args[0], []byte(strings.Repeat("x", n)), 0o644))
 	case "escape": // try to write outside the root; escape RELPATH-TO-HOST-FILE
 		escape(args[0])
+	case "readonly": // read /in.txt, then try every way of changing the tree
+		readOnly()
 	case "files": // what the file system promises, line by line
 		files()
 	default:
@@ -147,6 +149,33 @@ func escape(rel string) {
 	try("rename /x to /../x", os.Rename("/x", "/../x"))
 	_, err := os.ReadFile("/../" + rel)
 	try("read /../"+rel, err)
+}
+
+func readOnly() {
+	try := func(what string, err error) {
+		if err != nil {
+			fmt.Printf("%s: %v\n", what, err)
+		} else {
+			fmt.Printf("%s: ok\n", what)
+		}
+	}
+	b, err := os.ReadFile("/in.txt")
+	try(fmt.Sprintf("read /in.txt %q", b), err)
+	try("write /in.txt", os.WriteFile("/in.txt", []byte("changed\n"), 0o644))
+	f, err := os.OpenFile("/in.txt", os.O_RDWR, 0)
+	if err == nil {
+		_, err = f.Write([]byte("changed"))
+		f.Close()
+	}
+	try("open /in.txt read-write", err)
+	try("create /new", os.WriteFile("/new", []byte("x"), 0o644))
+	try("truncate /in.txt", os.Truncate("/in.txt", 0))
+	try("mkdir /d", os.Mkdir("/d", 0o755))
+	try("rename /in.txt", os.Rename("/in.txt", "/moved"))
+	try("link /in.txt", os.Link("/in.txt", "/linked"))
+	try("remove /in.txt", os.Remove("/in.txt"))
+	try("chtimes /in.txt", os.Chtimes("/in.txt", time.Unix(1, 0), time.Unix(1, 0)))
+	fmt.Println("stdout works")
 }
 
 func files() {
