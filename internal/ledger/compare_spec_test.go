@@ -9,6 +9,9 @@ import (
 	lt "github.com/gpunet/gpunet/internal/ledger/ledgertest"
 )
 
+// judgeBlob is a well-formed blob reference for a judge program.
+const judgeBlob = "sha256:1111111111111111111111111111111111111111111111111111111111111111"
+
 // A compare spec is checked field by field; a well-formed one is taken
 // (its replicas' differing outputs go to a judging round, judgment.go).
 func TestCompareSpecValidate(t *testing.T) {
@@ -21,6 +24,11 @@ func TestCompareSpecValidate(t *testing.T) {
 		{"rtol over 1", "full", ledger.CompareSpec{RTolE18: ledger.MaxToleranceE18 + 1}, "compare.rtol_e18"},
 		{"atol over 1", "full", ledger.CompareSpec{ATolE18: ledger.MaxToleranceE18 + 1}, "compare.atol_e18"},
 		{"unchecked", "none", ledger.CompareSpec{RTolE18: 1e13}, "must be checked"},
+		{"program not a blob", "full", ledger.CompareSpec{Program: "./same.wasm"}, "compare.program"},
+		{"program short hash", "full", ledger.CompareSpec{Program: "sha256:abc"}, "compare.program"},
+		{"program and rtol", "full", ledger.CompareSpec{Program: judgeBlob, RTolE18: 1}, "exclusive"},
+		{"program and atol", "full", ledger.CompareSpec{Program: judgeBlob, ATolE18: 1}, "exclusive"},
+		{"program unchecked", "none", ledger.CompareSpec{Program: judgeBlob}, "must be checked"},
 	} {
 		s := lt.WasmJob("float", 1000, 60)
 		s.Verification = c.verify
@@ -36,6 +44,10 @@ func TestCompareSpecValidate(t *testing.T) {
 		s.Compare = &ledger.CompareSpec{RTolE18: 1e13, ATolE18: 1e10}
 		if err := s.Validate(); err != nil {
 			t.Errorf("a valid compare spec (%s): %v", v, err)
+		}
+		s.Compare = &ledger.CompareSpec{Program: judgeBlob}
+		if err := s.Validate(); err != nil {
+			t.Errorf("a valid compare program (%s): %v", v, err)
 		}
 	}
 	s := lt.WasmJob("exact", 1000, 60)

@@ -722,6 +722,9 @@ func (x *JobSpec) recVersion() byte {
 	if x.Compare != nil {
 		v = max(v, 8)
 	}
+	if x.Compare != nil {
+		v = max(v, x.Compare.recVersion())
+	}
 	if x.Nodes != 0 {
 		v = max(v, 8)
 	}
@@ -1452,11 +1455,25 @@ func (x *CheckpointSpec) decodeRec(d *decoder) {
 func (x *CompareSpec) encodeRec(e *encoder) {
 	e.uvarint(x.RTolE18)
 	e.uvarint(x.ATolE18)
+	if e.version >= 8 {
+		e.string(x.Program)
+	}
 }
 
 func (x *CompareSpec) decodeRec(d *decoder) {
 	x.RTolE18 = d.uvarint("rtol_e18")
 	x.ATolE18 = d.uvarint("atol_e18")
+	if d.version >= 8 {
+		x.Program = d.string("program")
+	}
+}
+
+func (x *CompareSpec) recVersion() byte {
+	v := byte(recordVersionBase)
+	if x.Program != "" {
+		v = max(v, 8)
+	}
+	return v
 }
 
 func (x *JobResult) encodeRec(e *encoder) {

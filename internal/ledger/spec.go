@@ -77,12 +77,18 @@ type JobSpec struct {
 }
 
 // CompareSpec is a job's rule for judging replicas' outputs the same:
-// numbers within |a-b| <= atol + rtol*max(|a|,|b|) (internal/compare).
-// The tolerances are integers in parts per 10^18, so that no float enters
-// the state: 1e-5 is 10^13, 1 is 10^18.
+// numbers within |a-b| <= atol + rtol*max(|a|,|b|) (internal/compare), or,
+// when Program is set, a judge program's verdict. The tolerances are
+// integers in parts per 10^18, so that no float enters the state: 1e-5 is
+// 10^13, 1 is 10^18.
 type CompareSpec struct {
 	RTolE18 uint64 `json:"rtol_e18"`
 	ATolE18 uint64 `json:"atol_e18"`
+	// Program is the blob "sha256:<hex>" of a WASI judge, sealed to the
+	// job key like a wasm job's module: run with two replicas' output
+	// trees as /a and /b, exit 0 says they are the same. The tolerances
+	// are then 0 (the two rules are exclusive).
+	Program string `json:"program,omitempty" rec:"since=8"`
 }
 
 // MaxToleranceE18 is a tolerance of 1, the most a spec may ask for.
@@ -90,6 +96,10 @@ const MaxToleranceE18 = 1_000_000_000_000_000_000
 
 func (c *CompareSpec) validate(s *JobSpec) error {
 	switch {
+	case c.Program != "" && !ValidBlobRef(c.Program):
+		return invalid("compare.program %q: a judge program is named by blob hash (sha256:<64 hex>)", c.Program)
+	case c.Program != "" && (c.RTolE18 != 0 || c.ATolE18 != 0):
+		return invalid("compare.program and compare's tolerances are exclusive: a judge program decides alone")
 	case c.RTolE18 > MaxToleranceE18:
 		return invalid("compare.rtol_e18 %d is more than 10^18 (a tolerance of 1)", c.RTolE18)
 	case c.ATolE18 > MaxToleranceE18:
