@@ -68,7 +68,7 @@ func (d *dataSources) BlobSources(_ context.Context, h blob.Hash, job uint64) ([
 // was put and the most bytes it may have (0: the store's limit).
 func jobHolds(j *ledger.Job, ref string) (at string, maxBytes int64, ok bool) {
 	switch ref {
-	case j.Spec.Module:
+	case j.Spec.Module, judgeProgram(j):
 		return j.DataAt, 0, true
 	case j.InputBlob:
 		return j.DataAt, sealedBound(j.Spec.Disk), true
@@ -84,6 +84,15 @@ func jobHolds(j *ledger.Job, ref string) (at string, maxBytes int64, ok bool) {
 		}
 	}
 	return "", 0, false
+}
+
+// judgeProgram is the blob of j's judge program (compare.program), or ""
+// when it has none.
+func judgeProgram(j *ledger.Job) string {
+	if c := j.Spec.Compare; c != nil && c.Program != "" {
+		return c.Program
+	}
+	return ""
 }
 
 // order lists the nodes to ask: the one that holds the blob first when it
@@ -250,6 +259,9 @@ func planRetention(jobs func(func(*ledger.Job) bool) error, fetchedAt func(blob.
 			}
 		}
 		add(j.Spec.Module, false)
+		if p := judgeProgram(j); p != "" {
+			add(p, false)
+		}
 		add(j.InputBlob, false)
 		for _, a := range j.Assignments {
 			if a.Result != nil {

@@ -310,6 +310,9 @@ func (d *Dashboard) submit(w http.ResponseWriter, r *http.Request) {
 	if p, ok := s.LocalModule(); ok {
 		need = append(need, struct{ field, path string }{"module", p})
 	}
+	if p, ok := s.Compare.LocalProgram(); ok {
+		need = append(need, struct{ field, path string }{"compare.program", p})
+	}
 	for i := range s.Inputs {
 		if p, ok := s.Inputs[i].LocalPath(); ok {
 			need = append(need, struct{ field, path string }{fmt.Sprintf("inputs[%d].from", i), p})

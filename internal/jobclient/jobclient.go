@@ -86,10 +86,33 @@ func (c *Client) Prepare(ctx context.Context, s *jobspec.Spec) (*ledger.MsgSubmi
 		// key, so only a local module can be used with a fresh key.
 		return nil, nil, errors.New("module: give a local .wasm file; a blob reference cannot be re-sealed to a new job key")
 	}
+	program := ""
+	if path, ok := s.Compare.LocalProgram(); ok {
+		// The judge travels like the module: sealed to the job key, which
+		// every replica that judges holds.
+		h, err := c.uploadSealed(ctx, key.Recipient(), func(w io.Writer) error {
+			f, err := os.Open(path)
+			if err != nil {
+				return fmt.Errorf("compare.program: %w", err)
+			}
+			defer f.Close()
+			_, err = io.Copy(w, f)
+			return err
+		})
+		if err != nil {
+			return nil, nil, fmt.Errorf("upload compare.program %s: %w", path, err)
+		}
+		program = h.String()
+	} else if s.Compare != nil && s.Compare.Program != "" {
+		return nil, nil, errors.New("compare.program: give a local .wasm file; a blob reference cannot be re-sealed to a new job key")
+	}
 	// The key's hash lets a committed replica hand the key to an audit
 	// replica checkably when this client is not online to grant it.
 	kc := ledger.JobKeyCommitment([]byte(key.String()))
 	msg := &ledger.MsgSubmitJob{Spec: LedgerSpec(s, module), ConsumerKey: c.Key.Recipient(), KeyCommitment: &kc}
+	if program != "" {
+		msg.Spec.Compare.Program = program
+	}
 	// Where the module and inputs were put, so that a provider talking to
 	// another node gets them through its own node's gateway. A node that
 	// does not say (an older gpunet) leaves it empty.

@@ -2,6 +2,8 @@ package jobspec
 
 import (
 	"errors"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -100,5 +102,88 @@ func TestCompareValidate(t *testing.T) {
 	ls := s.LedgerSpec("sha256:" + strings.Repeat("0", 64))
 	if want := (ledger.CompareSpec{RTolE18: 10_000_000_000_000, ATolE18: 10_000_000_000}); ls.Compare == nil || *ls.Compare != want {
 		t.Errorf("the ledger's compare: %+v, want %+v", ls.Compare, want)
+	}
+}
+
+// TestCompareProgram: compare.program names a WASI judge, a local file
+// joined to the spec's directory (its blob exists once uploaded, so the
+// ledger's spec holds a placeholder until then) or a blob; it excludes
+// numeric, and each mistake is an error naming compare.program.
+func TestCompareProgram(t *testing.T) {
+	const full = "verification: full\n"
+	s, err := Parse([]byte(minimalWASM+full+"compare: {program: ./same.wasm}\n"), "/jobs")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p, ok := s.Compare.LocalProgram(); !ok || p != "/jobs/same.wasm" {
+		t.Errorf("LocalProgram() = %q, %v; want /jobs/same.wasm", p, ok)
+	}
+	if ls := s.LedgerSpec(PlaceholderModule); ls.Compare == nil || *ls.Compare != (ledger.CompareSpec{Program: PlaceholderModule}) {
+		t.Errorf("the ledger's compare: %+v, want the placeholder program", ls.Compare)
+	}
+	out, err := s.MarshalYAML()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if back, err := Parse(out, ""); err != nil || back.Compare == nil || back.Compare.Program != "/jobs/same.wasm" {
+		t.Errorf("round trip through\n%s\ngave %+v, %v", out, back, err)
+	}
+	blob := "sha256:" + strings.Repeat("ab", 32)
+	s, err = Parse([]byte(minimalWASM+full+"compare: {program: \""+blob+"\"}\n"), "/jobs")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := s.Compare.LocalProgram(); ok {
+		t.Error("a blob program read as a local file")
+	}
+	if ls := s.LedgerSpec(PlaceholderModule); ls.Compare == nil || ls.Compare.Program != blob {
+		t.Errorf("the ledger's compare: %+v, want program %s", ls.Compare, blob)
+	}
+	for _, tc := range []struct{ yaml, field, want string }{
+		{full + "compare: {program: ./same.wasm, numeric: {rtol: 1e-5}}\n", "compare.program", "exclusive"},
+		{full + "compare: {program: \"sha256:abc\"}\n", "compare.program", "not a blob reference"},
+		{full + "compare: {program: \"\"}\n", "compare", "names no rule"},
+		{"verification: none\ncompare: {program: ./same.wasm}\n", "compare", "must be checked"},
+	} {
+		_, err := Parse([]byte(minimalWASM+tc.yaml), "")
+		var es Errors
+		if !errors.As(err, &es) || len(es) != 1 || es[0].Field != tc.field || !strings.Contains(es[0].Msg, tc.want) {
+			t.Errorf("%q: Parse = %v, want one error on %s saying %q", tc.yaml, err, tc.field, tc.want)
+		}
+	}
+}
+
+// TestCompareProgramFile: Load checks that a local judge is a WebAssembly
+// file, naming compare.program.
+func TestCompareProgramFile(t *testing.T) {
+	dir := t.TempDir()
+	spec := minimalWASM + "verification: full\ncompare: {program: ./same.wasm}\n"
+	write := func(name, data string) {
+		t.Helper()
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(data), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("job.yaml", spec)
+	for _, tc := range []struct{ judge, want string }{
+		{"", "does not exist"},
+		{"#!/bin/sh\n", "not a WebAssembly binary"},
+		{"\x00asm\x01\x00\x00\x00", ""},
+	} {
+		os.Remove(filepath.Join(dir, "same.wasm"))
+		if tc.judge != "" {
+			write("same.wasm", tc.judge)
+		}
+		_, err := Load(filepath.Join(dir, "job.yaml"))
+		if tc.want == "" {
+			if err != nil {
+				t.Errorf("a wasm judge: %v", err)
+			}
+			continue
+		}
+		var es Errors
+		if !errors.As(err, &es) || len(es) != 1 || es[0].Field != "compare.program" || !strings.Contains(es[0].Error(), tc.want) {
+			t.Errorf("judge %q: Load = %v, want an error on compare.program saying %q", tc.judge, err, tc.want)
+		}
 	}
 }

@@ -627,7 +627,7 @@ var (
 	gpuFields        = []string{"count", "models", "min_vram", "min_compute_cap", "interconnect"}
 	placementFields  = []string{"region"}
 	checkpointFields = []string{"path", "interval"}
-	compareFields    = []string{"numeric"}
+	compareFields    = []string{"numeric", "program"}
 	numericFields    = []string{"rtol", "atol"}
 )
 
@@ -872,7 +872,7 @@ func (d *decoder) checkpoint(field string, n ast.Node) *Checkpoint {
 	return c
 }
 
-// compare decodes compare: {numeric: {rtol, atol}}. It is nil when
+// compare decodes compare: {numeric: {rtol, atol}} or {program: PATH}. It is nil when
 // compare is left out or empty, which is byte for byte.
 func (d *decoder) compare(field string, n ast.Node) *Compare {
 	const example = "compare: {numeric: {rtol: 1e-5, atol: 1e-8}}"
@@ -904,6 +904,8 @@ func (d *decoder) compare(field string, n ast.Node) *Compare {
 					d.unknown(f, e, numericFields)
 				}
 			}
+		case "program":
+			c.Program = d.localOrBlob(f, e.value, "program: ./same.wasm")
 		default:
 			delete(d.pos, f)
 			d.unknown(field, e, compareFields)

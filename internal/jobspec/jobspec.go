@@ -91,9 +91,23 @@ type Checkpoint struct {
 }
 
 // Compare is how replicas' outputs are judged the same (docs/jobspec.md,
-// compare). Numeric is the only rule so far.
+// compare): Numeric, or Program, exactly one.
 type Compare struct {
 	Numeric *Numeric `yaml:"numeric,omitempty" json:"numeric,omitempty"`
+	// Program is a WASI judge: a local .wasm file (joined to the spec's
+	// directory, like module) or a blob "sha256:<hex>". It runs with two
+	// replicas' output trees as /a and /b (its args); exit 0 says they
+	// are the same.
+	Program string `yaml:"program,omitempty" json:"program,omitempty"`
+}
+
+// LocalProgram returns the judge program's local path; ok is false when
+// there is none, or it is a blob reference.
+func (c *Compare) LocalProgram() (path string, ok bool) {
+	if c == nil {
+		return "", false
+	}
+	return localPath(c.Program)
 }
 
 // Numeric judges two numbers the same when |a-b| <= ATol + RTol*max(|a|,|b|)
@@ -248,6 +262,9 @@ func Parse(data []byte, baseDir string) (*Spec, error) {
 	for i := range s.Inputs {
 		s.Inputs[i].From = resolve(baseDir, s.Inputs[i].From)
 	}
+	if s.Compare != nil {
+		s.Compare.Program = resolve(baseDir, s.Compare.Program)
+	}
 	for _, e := range s.validate() {
 		if !errs.covers(e.Field) {
 			errs = append(errs, e)
@@ -337,6 +354,14 @@ func (s *Spec) LedgerSpec(module string) ledger.JobSpec {
 	}
 	if c := s.Compare; c != nil && c.Numeric != nil {
 		ls.Compare = &ledger.CompareSpec{RTolE18: uint64(c.Numeric.RTol), ATolE18: uint64(c.Numeric.ATol)}
+	} else if c != nil && c.Program != "" {
+		// A local program's blob exists only once it is sealed to the
+		// job key and uploaded (jobclient.Prepare sets it then).
+		p := c.Program
+		if !IsBlobRef(p) {
+			p = PlaceholderModule
+		}
+		ls.Compare = &ledger.CompareSpec{Program: p}
 	}
 	if c := s.Checkpoint; c != nil {
 		ls.Checkpoint = &ledger.CheckpointSpec{Path: c.Path, IntervalSeconds: uint64(time.Duration(c.Interval) / time.Second)}
@@ -463,6 +488,15 @@ func (s *Spec) checkFiles() error {
 			add("module", fmt.Sprintf("cannot read %s: %v", path, unwrapPathError(err)))
 		} else if !bytes.Equal(head, wasmMagic) {
 			add("module", fmt.Sprintf("%s is not a WebAssembly binary (it does not start with \\0asm); compile it to .wasm first", path))
+		}
+	}
+	if path, ok := s.Compare.LocalProgram(); ok {
+		if msg := checkFile(path, false); msg != "" {
+			add("compare.program", msg)
+		} else if head, err := readHead(path, len(wasmMagic)); err != nil {
+			add("compare.program", fmt.Sprintf("cannot read %s: %v", path, unwrapPathError(err)))
+		} else if !bytes.Equal(head, wasmMagic) {
+			add("compare.program", fmt.Sprintf("%s is not a WebAssembly binary (it does not start with \\0asm); build the judge for wasip1 first", path))
 		}
 	}
 	for i := range s.Inputs {

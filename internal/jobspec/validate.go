@@ -584,8 +584,13 @@ func (v *validator) compare() {
 	if c == nil {
 		return
 	}
-	if c.Numeric == nil {
-		v.errorf("compare.numeric", "is required: how numbers are judged the same, e.g. compare: {numeric: {rtol: 1e-5, atol: 1e-8}}")
+	switch {
+	case c.Numeric == nil && c.Program == "":
+		v.errorf("compare", "names no rule: give numeric (compare: {numeric: {rtol: 1e-5, atol: 1e-8}}) or a judge program (compare: {program: ./same.wasm})")
+	case c.Numeric != nil && c.Program != "":
+		v.errorf("compare.program", "and compare.numeric are exclusive: a judge program decides alone; keep one")
+	case c.Program != "":
+		v.localOrBlob("compare.program", c.Program)
 	}
 	if !v.s.IsDeterministic() || v.s.Verification == VerifyNone {
 		v.errorf("compare", "judges replicas' outputs against each other, so the job must be checked: deterministic, with verification spot or full")
