@@ -12,6 +12,8 @@ import (
 	"strconv"
 	"time"
 
+	"filippo.io/age"
+
 	"github.com/gpunet/gpunet/internal/chainclient"
 	"github.com/gpunet/gpunet/internal/compare"
 	"github.com/gpunet/gpunet/internal/ledger"
@@ -167,41 +169,28 @@ func (a *Agent) judgeOutputs(ctx context.Context, j *ledger.Job, as *ledger.Assi
 	disk := sandbox.Limits{DiskBytes: j.Spec.Disk}.Disk()
 	lim := seal.Limits{MaxBytes: int64(min(disk, math.MaxInt64)), MaxEntries: sandbox.MaxOutputEntries}
 	trees := make([]string, len(j.Assignments)) // "" for a replica that is not a judge or could not be opened
+	judges := 0
 	for i := range j.Assignments {
 		o := &j.Assignments[i]
 		if !isJudge(o) {
 			continue
 		}
+		judges++
 		root := filepath.Join(dir, strconv.Itoa(i))
 		if err := os.MkdirAll(root, 0o700); err != nil {
 			return 0, err
 		}
-		var err error
-		for try := range fetchTries {
-			if try > 0 {
-				select {
-				case <-ctx.Done():
-					return 0, ctx.Err()
-				case <-time.After(fetchRetry):
-				}
-				if err := os.RemoveAll(root); err != nil {
-					return 0, err
-				}
-				if err := os.MkdirAll(root, 0o700); err != nil {
-					return 0, err
-				}
+		err := a.fetchTrying(ctx, j.ID, o.Result.OutputBlob, key, func() error {
+			if err := os.RemoveAll(root); err != nil {
+				return err
 			}
-			err = a.fetchDecrypted(ctx, j.ID, o.Result.OutputBlob, key, func(r io.Reader) error {
-				if err := seal.UnpackDir(r, root, lim); err != nil {
-					return &badOutputs{err}
-				}
-				return nil
-			})
-			var de *dataError
-			if !errors.As(err, &de) {
-				break // only a download is worth trying again
+			return os.MkdirAll(root, 0o700)
+		}, func(r io.Reader) error {
+			if err := seal.UnpackDir(r, root, lim); err != nil {
+				return &badOutputs{err}
 			}
-		}
+			return nil
+		})
 		var bad *badOutputs
 		var de *dataError
 		switch {
@@ -215,26 +204,99 @@ func (a *Agent) judgeOutputs(ctx context.Context, j *ledger.Job, as *ledger.Assi
 			return 0, fmt.Errorf("outputs of %s: %w", o.Provider, err)
 		}
 	}
-	tol := tolerance(j.Spec.Compare)
-	lims := compare.Limits{MaxEntries: sandbox.MaxOutputEntries, MaxBytes: lim.MaxBytes}
+	// same judges the outputs of judges x < y; why says how they differ.
+	var same func(x, y int) (ok bool, why string, err error)
+	if j.Spec.Compare.Program != "" {
+		pj, err := a.programJudge(ctx, j, key, dir, judges*(judges-1)/2)
+		if err != nil {
+			return 0, err
+		}
+		if pj == nil {
+			return 0, nil // no program to run: every pair differs
+		}
+		same = func(x, y int) (bool, string, error) { return pj.same(ctx, x, y, trees[x], trees[y]) }
+	} else {
+		tol := tolerance(j.Spec.Compare)
+		lims := compare.Limits{MaxEntries: sandbox.MaxOutputEntries, MaxBytes: lim.MaxBytes}
+		same = func(x, y int) (bool, string, error) {
+			d, err := compare.Trees(trees[x], trees[y], tol, lims)
+			if err != nil || d == nil {
+				return err == nil, "", err
+			}
+			return false, d.Path + ": " + d.Why, nil
+		}
+	}
 	var v uint64
 	for y := range trees {
 		for x := range y {
 			if trees[x] == "" || trees[y] == "" {
 				continue
 			}
-			d, err := compare.Trees(trees[x], trees[y], tol, lims)
+			ok, why, err := same(x, y)
 			if err != nil {
 				return 0, fmt.Errorf("compare the outputs of replicas %d and %d: %w", x, y, err)
 			}
-			if d == nil {
+			if ok {
 				v |= verify.PairBit(x, y)
 			} else {
-				a.log.Info("replicas' outputs differ", "job", j.ID, "a", j.Assignments[x].Provider.String(), "b", j.Assignments[y].Provider.String(), "where", d.Path, "why", d.Why)
+				a.log.Info("replicas' outputs differ", "job", j.ID, "a", j.Assignments[x].Provider.String(), "b", j.Assignments[y].Provider.String(), "why", why)
 			}
 		}
 	}
 	return v, nil
+}
+
+// fetchTrying is fetchDecrypted tried up to fetchTries times, fetchRetry
+// apart, while the blob cannot be downloaded; reset undoes what a failed
+// try left before the next.
+func (a *Agent) fetchTrying(ctx context.Context, job uint64, ref string, key *age.X25519Identity, reset func() error, use func(io.Reader) error) error {
+	var err error
+	for try := range fetchTries {
+		if try > 0 {
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-time.After(fetchRetry):
+			}
+			if err := reset(); err != nil {
+				return err
+			}
+		}
+		err = a.fetchDecrypted(ctx, job, ref, key, use)
+		var de *dataError
+		if !errors.As(err, &de) {
+			break // only a download is worth trying again
+		}
+	}
+	return err
+}
+
+// programJudge fetches j's judge program and returns what runs it over
+// pairs pairs of outputs. It returns nil, nil when there is no program to
+// run (its blob cannot be had or opened with the job key): the same for
+// every judge, so each judges every pair different. An error is this
+// provider's own trouble: it cannot judge.
+func (a *Agent) programJudge(ctx context.Context, j *ledger.Job, key *age.X25519Identity, dir string, pairs int) (*programJudge, error) {
+	run, ok := a.o.Sandboxes[ledger.ExecutorWASM].(readOnlyRunner)
+	if !ok {
+		return nil, fmt.Errorf("job %d's judge program needs the wasm executor, and this agent has none that runs read-only", j.ID)
+	}
+	params, err := a.o.Chain.Params(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("params, for the judge program's time: %w", err)
+	}
+	module := filepath.Join(dir, "judge.wasm")
+	err = a.fetchTrying(ctx, j.ID, j.Spec.Compare.Program, key, func() error { return nil }, func(r io.Reader) error { return writeFile(module, r) })
+	var de *dataError
+	switch {
+	case errors.As(err, &de) || errors.Is(err, errDecrypt):
+		a.log.Warn("the job's judge program cannot be had or opened: every pair judged different", "job", j.ID, "err", err)
+		return nil, nil
+	case err != nil:
+		return nil, fmt.Errorf("judge program: %w", err)
+	}
+	return &programJudge{run: run, module: module, job: j.ID, dir: dir,
+		limit: judgePairTime(time.Duration(params.RevealTimeout)*time.Second, pairs)}, nil
 }
 
 // badOutputs: a judge's outputs decrypted but are not an archive the job
