@@ -277,8 +277,8 @@ func (a *Agent) fetchTrying(ctx context.Context, job uint64, ref string, key *ag
 // every judge, so each judges every pair different. An error is this
 // provider's own trouble: it cannot judge.
 func (a *Agent) programJudge(ctx context.Context, j *ledger.Job, key *age.X25519Identity, dir string, pairs int) (*programJudge, error) {
-	run, ok := a.o.Sandboxes[ledger.ExecutorWASM].(readOnlyRunner)
-	if !ok {
+	run := readOnlyOf(a.o.Sandboxes[ledger.ExecutorWASM])
+	if run == nil {
 		return nil, fmt.Errorf("job %d's judge program needs the wasm executor, and this agent has none that runs read-only", j.ID)
 	}
 	params, err := a.o.Chain.Params(ctx)

@@ -3,10 +3,13 @@ package provider_test
 import (
 	"bytes"
 	"context"
+	"log/slog"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -51,15 +54,53 @@ func TestFloatJobJudged(t *testing.T) {
 		if cheat != "" {
 			name = "cheater " + cheat
 		}
-		t.Run(name, func(t *testing.T) { floatJobJudged(t, cheat) })
+		t.Run(name, func(t *testing.T) { floatJobJudged(t, cheat, "numeric: {rtol: 1e-5, atol: 1e-8}") })
 	}
 }
 
-func floatJobJudged(t *testing.T, cheat string) {
+// buildFsumJudge builds examples/judges/fsumjudge (fsum's outputs the same
+// within rtol 1e-5, atol 1e-8) for wasip1 into dir.
+func buildFsumJudge(t *testing.T, dir string) {
+	t.Helper()
+	goTool, err := exec.LookPath("go")
+	if err != nil {
+		t.Fatalf("no go toolchain to build the wasip1 judge: %v", err)
+	}
+	build := exec.Command(goTool, "build", "-trimpath", "-ldflags=-s", "-o", filepath.Join(dir, "fsumjudge.wasm"), "../../examples/judges/fsumjudge")
+	build.Env = append(os.Environ(), "GOOS=wasip1", "GOARCH=wasm", "CGO_ENABLED=0")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("build fsumjudge: %v\n%s", err, out)
+	}
+}
+
+// TestFloatJobJudgedByProgram is TestFloatJobJudged with the owner's judge
+// program (compare: {program: fsumjudge.wasm}) in place of the numeric
+// comparator: each provider runs it over every pair of outputs in the
+// read-only wasm sandbox. Honest replicas are judged the same and nobody
+// is slashed; the replica that skips half the terms, or adds in float32,
+// is judged different, outvoted and slashed.
+func TestFloatJobJudgedByProgram(t *testing.T) {
+	for _, cheat := range []string{"", "-half", "-f32"} {
+		name := "honest"
+		if cheat != "" {
+			name = "cheater " + cheat
+		}
+		t.Run(name, func(t *testing.T) { floatJobJudged(t, cheat, "program: ./fsumjudge.wasm") })
+	}
+}
+
+func floatJobJudged(t *testing.T, cheat, rule string) {
 	n := startNetwork(t, "consumer", "p", "q", "r")
 	// Each provider adds in an order of its own (its seed); p, the
 	// cheapest and so placed first, cheats when asked to.
 	agents := map[string]*provider.Agent{}
+	// The agents' logs, shown when the test fails: what each judged.
+	logs := &lockedLog{}
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("the agents' logs:\n%s", logs.String())
+		}
+	})
 	for i, name := range []string{"p", "q", "r"} {
 		seed := strconv.Itoa(101 + i)
 		var flags []string
@@ -69,11 +110,17 @@ func floatJobJudged(t *testing.T, cheat string) {
 		faults := &provider.Faults{JobArgs: func(_ uint64, args []string) []string {
 			return append(append(append([]string{}, flags...), seed), args[1:]...)
 		}, HideOutputs: name == "p" && cheat == "hide"}
-		agents[name], _ = runAgentFaulty(t, n, name, nvmlsim.Lib(nvmlsim.GPU{}, 0), "eu", uint64(36_000*(i+1)), faults)
+		agents[name], _ = runAgentWith(t, n, name, nvmlsim.Lib(nvmlsim.GPU{}, 0), "eu", uint64(36_000*(i+1)), func(o *provider.Options) {
+			o.Faults = faults
+			o.Logger = slog.New(slog.NewTextHandler(logs, nil)).With("agent", name)
+		})
 	}
 	waitFor(t, "providers ready", func() bool { return ready(agents["p"]) && ready(agents["q"]) && ready(agents["r"]) })
 	dir := t.TempDir()
 	buildFsum(t, dir)
+	if strings.HasPrefix(rule, "program:") {
+		buildFsumJudge(t, dir)
+	}
 	yaml := `name: fsum
 executor: wasm
 module: ./fsum.wasm
@@ -83,7 +130,7 @@ max_price: 0.5
 timeout: 2m
 verification: full
 compare:
-  numeric: {rtol: 1e-5, atol: 1e-8}
+  ` + rule + `
 `
 	if err := os.WriteFile(filepath.Join(dir, "job.yaml"), []byte(yaml), 0o600); err != nil {
 		t.Fatal(err)
@@ -170,4 +217,22 @@ compare:
 	if b, err := os.ReadFile(filepath.Join(out, "out", "sums.f64")); err != nil || len(b) != 16*8 || bytes.Equal(b, make([]byte, 16*8)) {
 		t.Errorf("delivered sums.f64: %d bytes, err %v", len(b), err)
 	}
+}
+
+// lockedLog is a buffer that several agents log to.
+type lockedLog struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedLog) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedLog) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }

@@ -31,6 +31,22 @@ type readOnlyRunner interface {
 	RunReadOnly(ctx context.Context, job *sandbox.Job, logs io.Writer) (*sandbox.Result, error)
 }
 
+// readOnlyOf is ex's read-only runner, looking through the wrappers that
+// count its jobs (metrics.go); nil when it has none.
+func readOnlyOf(ex sandbox.Executor) readOnlyRunner {
+	for ex != nil {
+		if r, ok := ex.(readOnlyRunner); ok {
+			return r
+		}
+		u, ok := ex.(interface{ Unwrap() sandbox.Executor })
+		if !ok {
+			return nil
+		}
+		ex = u.Unwrap()
+	}
+	return nil
+}
+
 // Bounds of one run of a judge program.
 const (
 	// maxJudgePairTime is the most one pair's run may take; judgePairTime

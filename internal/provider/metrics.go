@@ -92,8 +92,9 @@ type countingExecutor struct {
 	name string
 }
 
-// Unwrap returns the executor counted, whose other abilities (a gang
-// member's network namespace) the agent looks for.
+// Unwrap returns the executor counted, whose other abilities the agent
+// looks for: a gang member's network namespace, a judge program's
+// read-only runs (readOnlyOf). Those are not counted.
 func (c *countingExecutor) Unwrap() sandbox.Executor { return c.Executor }
 
 // countingServiceExecutor is a countingExecutor of an executor that also
