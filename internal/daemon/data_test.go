@@ -82,6 +82,7 @@ func TestRetention(t *testing.T) {
 	job := func(id uint64, state string, finished time.Time) *ledger.Job {
 		j := &ledger.Job{ID: id, State: state, Spec: ledger.JobSpec{Module: put("module" + state + finished.String())}, InputBlob: put("input" + state + finished.String()),
 			Assignments: []ledger.Assignment{{Result: &ledger.JobResult{OutputBlob: put("out" + state + finished.String()), LogBlob: put("log" + state + finished.String())}}}}
+		j.Spec.Compare = &ledger.CompareSpec{Program: put("judge" + state + finished.String())}
 		if !finished.IsZero() {
 			j.FinishedAt = finished.Unix()
 		}
@@ -117,6 +118,8 @@ func TestRetention(t *testing.T) {
 		want bool
 	}{
 		{"running job's module", running.Spec.Module, true},
+		{"running job's judge program", running.Spec.Compare.Program, true},
+		{"old job's judge program", old.Spec.Compare.Program, false},
 		{"running job's output", running.Assignments[0].Result.OutputBlob, true},
 		{"old job's input", old.InputBlob, false},
 		{"old job's output", old.Assignments[0].Result.OutputBlob, false},
@@ -247,5 +250,20 @@ func TestFetchedRefsOfGang(t *testing.T) {
 	j.Spec.Nodes = 1
 	if got := fetchedRefs(j, r0); !slices.Equal(got, []string{"o0", "l0"}) {
 		t.Errorf("single job: %q", got)
+	}
+}
+
+// TestJobHoldsJudgeProgram: a node serves a compare job's judge program
+// (compare.program) to the job's providers as it serves its module, and
+// nothing else of the job's by that name.
+func TestJobHoldsJudgeProgram(t *testing.T) {
+	program := blob.Sum([]byte("judge")).String()
+	j := &ledger.Job{Spec: ledger.JobSpec{Module: blob.Sum([]byte("module")).String(), Compare: &ledger.CompareSpec{Program: program}}, DataAt: "http://10.0.0.2:8080"}
+	if at, _, ok := jobHolds(j, program); !ok || at != j.DataAt {
+		t.Errorf("jobHolds(judge program) = %q, %v; want the job's data_at, true", at, ok)
+	}
+	j.Spec.Compare = &ledger.CompareSpec{RTolE18: 1}
+	if _, _, ok := jobHolds(j, program); ok {
+		t.Error("a job without a judge program holds one")
 	}
 }

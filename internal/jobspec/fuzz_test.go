@@ -29,6 +29,8 @@ func FuzzParse(f *testing.F) {
 	f.Add(minimalOCI + "region: eu\nregion_required: true\ntier: spot\ncheckpoint: /ck\ntimeout: 1d0h1m1.5s\nmax_price: 1e-6\n")
 	f.Add(minimalWASM + "verification: full\ncompare: {numeric: {rtol: 1e-5, atol: \"0.00000001\"}}\n")
 	f.Add(minimalWASM + "compare: {numeric: {rtol: -.inf, atol: 1e-999, x: 1}, y: 2}\n")
+	f.Add(minimalWASM + "verification: full\ncompare: {program: ./same.wasm}\n")
+	f.Add(minimalWASM + "compare: {program: \"sha256:00\", numeric: {}}\n")
 	f.Add(minimalService)
 	f.Add(designService)
 	for _, tt := range serviceErrorTests {
