@@ -29,7 +29,8 @@ import (
 // the replicas' revealed results differ the ledger opens a judging round:
 // each replica that revealed a result fetches every judge's outputs,
 // unpacks them, compares every pair with compare.Trees within the job's
-// tolerance, commits the bits (MsgCommitJudgment) and, once the round's
+// tolerance (or runs the job's judge program on it, judgeprogram.go),
+// commits the bits (MsgCommitJudgment) and, once the round's
 // commit window closed, reveals them (MsgRevealJudgment).
 
 // judgeTimeout bounds one judging step (fetching and comparing the
