@@ -472,7 +472,11 @@ func (s *JobSpec) checkTrust() error {
 
 // teeAdmits returns the placement filter of a trust: tee spec at unix
 // time now (nil for other specs): a provider whose attestation is valid,
-// over its current key, of one of the pinned measurements if any.
+// over its current key, of one of the pinned measurements if any; and,
+// for a spec that asks for GPUs, with at least that many GPUs whose NVIDIA
+// evidence is valid at now and whose agent reported confidential
+// computing on (tee_gpu.go): the job's data is decrypted in the guest and
+// then lives in the GPUs' memory, which only CC mode keeps from the host.
 func teeAdmits(o KV, s *JobSpec, now int64) func(address.Address) bool {
 	if s.Trust != TrustTEE {
 		return nil
@@ -482,8 +486,23 @@ func teeAdmits(o KV, s *JobSpec, now int64) func(address.Address) bool {
 		if err != nil || !ok || !p.AttestedAt(now) {
 			return false
 		}
+		if s.GPUCount > 0 && ccGPUs(p, now) < s.GPUCount {
+			return false
+		}
 		return len(s.TEEMeasurements) == 0 || slices.Contains(s.TEEMeasurements, p.TEE.Measurement)
 	}
+}
+
+// ccGPUs counts p's GPUs whose attestation is valid at unix time now and
+// whose agent reported CC mode on.
+func ccGPUs(p *Provider, now int64) uint64 {
+	var n uint64
+	for _, g := range attestedGPUs(p) {
+		if now < g.Expiry && g.CC == GPUCCOn {
+			n++
+		}
+	}
+	return n
 }
 
 // checkTEEGrant refuses a key for a trust: tee job to a provider whose

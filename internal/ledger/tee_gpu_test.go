@@ -236,3 +236,46 @@ func TestGPUIdentityRules(t *testing.T) {
 		}
 	})
 }
+
+// TestTEEGPUJobNeedsCCGPUs: a trust: tee job that asks for a GPU is placed
+// only on an attested provider whose GPU's NVIDIA evidence is valid and
+// whose agent reported CC mode on: its data leaves the guest for the
+// GPU's memory. A CPU-only trust: tee job needs the CPU TEE alone.
+func TestTEEGPUJobNeedsCCGPUs(t *testing.T) {
+	c := gpuChain(t, "GPU-aaaa", "GPU-bbbb")
+	for _, k := range []lt.Key{prov1, prov2} {
+		// The stake a GPU provider needs for a GPU job.
+		must(t, []ledger.TxResult{send(t, c, k, &ledger.MsgStake{Amount: 100_000_000})})
+	}
+	attestNow(t, c, prov1)
+	spec := teeJob("train")
+	spec.GPUCount = 1
+	must(t, []ledger.TxResult{submit(t, c, spec)})
+	if j := job(t, c, 1); j.State != ledger.JobQueued || unplaced(j) == nil || unplaced(j).TEE == 0 {
+		t.Fatalf("GPU tee job on a provider without attested GPUs: %s miss %+v, want queued (tee)", j.State, unplaced(j))
+	}
+	must(t, []ledger.TxResult{submit(t, c, teeJob("cpu"))})
+	if j := job(t, c, 2); j.State != ledger.JobAssigned || j.Assignments[0].Provider != prov1.Addr {
+		t.Fatalf("CPU tee job: %s on %v, want assigned to the attested prov1", j.State, j.Assignments)
+	}
+	g := attesttest.NewGPU(0xA1)
+	for _, cc := range []string{ledger.GPUCCOff, ledger.GPUCCDevTools, ledger.GPUCCOn} {
+		nonce := requestNonce(t, c, prov1)
+		key := provider(t, c, prov1).EncryptionKey
+		msg := evidenceMsg(t, attest.KindSEVSNP, nonce, key)
+		msg.Roots = append(msg.Roots, attesttest.GPURootDER())
+		ev := g.Evidence(nonce, []byte(key))
+		msg.GPUs = []ledger.AttestGPU{{UUID: "GPU-aaaa", Evidence: ev.Raw, CertChain: ev.Collateral[attest.GPUCertChain], CC: cc}}
+		must(t, []ledger.TxResult{send(t, c, prov1, msg)})
+		j := job(t, c, 1)
+		if cc != ledger.GPUCCOn {
+			if j.State != ledger.JobQueued {
+				t.Fatalf("GPU tee job on a provider whose attested GPU reports CC %s: %s, want queued", cc, j.State)
+			}
+			continue
+		}
+		if j.State != ledger.JobAssigned || j.Assignments[0].Provider != prov1.Addr {
+			t.Fatalf("GPU tee job once prov1's GPU is attested with CC on: %s on %v", j.State, j.Assignments)
+		}
+	}
+}
