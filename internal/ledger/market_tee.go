@@ -164,31 +164,8 @@ func lapseAttestations(o *Overlay, p Params, info BlockInfo) ([]Event, error) {
 // went offline), not excluded (it may attest again), not a failure; the
 // service places the replica again on an attested provider.
 func dropTEEReplicasOf(o *Overlay, provider address.Address, p Params, now int64) ([]Event, error) {
-	var events []Event
-	for _, id := range ServicesOfProvider(o, provider) {
-		s, err := mustService(o, id)
-		if err != nil {
-			return nil, err
-		}
-		if s.Spec.Trust != TrustTEE {
-			continue
-		}
-		i := s.replica(provider)
-		if i < 0 || s.Done() {
-			return nil, fmt.Errorf("service index names %s for service %d, which has no replica there: %w", provider, id, ErrInternal)
-		}
-		old := s.Deadline
-		ev, err := endReplica(o, s, i, now, ReplicaEnd{Code: EndTEELapsed}, false, false)
-		if err != nil {
-			return nil, err
-		}
-		evs, err := afterFailure(o, s, p, now, old, false)
-		if err != nil {
-			return nil, err
-		}
-		events = append(append(events, ev), evs...)
-	}
-	return events, nil
+	tee := func(s *Service) bool { return s.Spec.Trust == TrustTEE }
+	return endReplicasOf(o, provider, tee, ReplicaEnd{Code: EndTEELapsed}, false, p, now)
 }
 
 // teeExpiryIndexMatchesProviders: teeexp/ lists exactly the providers with

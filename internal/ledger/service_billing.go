@@ -334,19 +334,28 @@ func expireServices(o *Overlay, now int64, p Params) ([]Event, error) {
 // as if it had stopped reporting: paid to its last heartbeat, excluded,
 // replaced.
 func dropServiceReplicasOf(o *Overlay, provider address.Address, p Params, info BlockInfo) ([]Event, error) {
-	now := info.Time.Unix()
+	return endReplicasOf(o, provider, nil, ReplicaEnd{Code: EndOffline}, true, p, info.Time.Unix())
+}
+
+// endReplicasOf ends, for why, provider's replica of each service that
+// only accepts (nil: every service), paid to its last heartbeat, excluded
+// from the service if exclude, not a failure, and queues its replacement.
+func endReplicasOf(o *Overlay, provider address.Address, only func(*Service) bool, why ReplicaEnd, exclude bool, p Params, now int64) ([]Event, error) {
 	var events []Event
 	for _, id := range ServicesOfProvider(o, provider) {
 		s, err := mustService(o, id)
 		if err != nil {
 			return nil, err
 		}
+		if only != nil && !only(s) {
+			continue
+		}
 		i := s.replica(provider)
 		if i < 0 || s.Done() {
 			return nil, fmt.Errorf("service index names %s for service %d, which has no replica there: %w", provider, id, ErrInternal)
 		}
 		old := s.Deadline
-		ev, err := endReplica(o, s, i, now, ReplicaEnd{Code: EndOffline}, true, false)
+		ev, err := endReplica(o, s, i, now, why, exclude, false)
 		if err != nil {
 			return nil, err
 		}

@@ -355,15 +355,38 @@ func (a *Agent) jobSecret(tag string, id uint64, assignedAt int64) ledger.Hash {
 
 // loadReveal returns the kept result of job id, or nil.
 func (a *Agent) loadReveal(id uint64) *pendingReveal {
-	b, err := os.ReadFile(a.revealPath(id))
+	return loadJSON[pendingReveal](a.revealPath(id))
+}
+
+// loadJSON reads the JSON file at path into a new T: nil when the file is
+// missing or does not decode (what the agent keeps across restarts).
+func loadJSON[T any](path string) *T {
+	b, err := os.ReadFile(path)
 	if err != nil {
 		return nil
 	}
-	var r pendingReveal
-	if json.Unmarshal(b, &r) != nil {
+	var v T
+	if json.Unmarshal(b, &v) != nil {
 		return nil
 	}
-	return &r
+	return &v
+}
+
+// saveJSON writes v to path as JSON, whole or not at all (a temporary
+// file renamed over it), making its directory.
+func saveJSON(path string, v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return err
+	}
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, b, 0o600); err != nil {
+		return err
+	}
+	return os.Rename(tmp, path)
 }
 
 func (a *Agent) revealPath(id uint64) string {
@@ -371,19 +394,7 @@ func (a *Agent) revealPath(id uint64) string {
 }
 
 func (a *Agent) saveReveal(id uint64, r *pendingReveal) error {
-	b, err := json.Marshal(r)
-	if err != nil {
-		return err
-	}
-	p := a.revealPath(id)
-	if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
-		return err
-	}
-	tmp := p + ".tmp"
-	if err := os.WriteFile(tmp, b, 0o600); err != nil {
-		return err
-	}
-	return os.Rename(tmp, p)
+	return saveJSON(a.revealPath(id), r)
 }
 
 // reveal opens this provider's commitment for job j.

@@ -2,7 +2,6 @@ package provider
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -312,29 +311,9 @@ func (a *Agent) judgmentPath(id uint64) string {
 
 // loadJudgment returns the kept judgment of job id, or nil.
 func (a *Agent) loadJudgment(id uint64) *pendingJudgment {
-	b, err := os.ReadFile(a.judgmentPath(id))
-	if err != nil {
-		return nil
-	}
-	var r pendingJudgment
-	if json.Unmarshal(b, &r) != nil {
-		return nil
-	}
-	return &r
+	return loadJSON[pendingJudgment](a.judgmentPath(id))
 }
 
 func (a *Agent) saveJudgment(id uint64, r *pendingJudgment) error {
-	b, err := json.Marshal(r)
-	if err != nil {
-		return err
-	}
-	p := a.judgmentPath(id)
-	if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
-		return err
-	}
-	tmp := p + ".tmp"
-	if err := os.WriteFile(tmp, b, 0o600); err != nil {
-		return err
-	}
-	return os.Rename(tmp, p)
+	return saveJSON(a.judgmentPath(id), r)
 }
