@@ -67,8 +67,9 @@ func (s *JobSpec) Gang() bool { return s.Nodes > 1 }
 
 // validateGang checks what a gang may be: an oci job (members talk over a
 // network; a wasm module has none), verification none (a gang is not
-// replicated yet), and not a trusted-execution job (its attestation is per
-// provider and the private network would leave the enclave).
+// replicated yet), not a trusted-execution job (its attestation is per
+// provider and the private network would leave the enclave), and without
+// network access (a member's namespace reaches only the other members).
 func (s *JobSpec) validateGang() error {
 	if !s.Gang() {
 		return nil
@@ -80,6 +81,8 @@ func (s *JobSpec) validateGang() error {
 		return invalid("resources.nodes %d with verification %s: a gang is not replicated (that would run the whole gang twice); set verification: none", s.Nodes, s.Verification)
 	case s.Trust != "":
 		return invalid("resources.nodes %d with trust %s: a gang's private network leaves each member's enclave; run a trusted job on one node", s.Nodes, s.Trust)
+	case s.Network:
+		return invalid("resources.nodes %d with network: true: a gang's members run in a namespace that reaches only the other members, over their private network; give URL inputs (the provider fetches them) instead of network access", s.Nodes)
 	}
 	return nil
 }

@@ -410,6 +410,7 @@ func TestGangRefusals(t *testing.T) {
 			s.Executor, s.Image, s.Module, s.Shm = ledger.ExecutorWASM, "", "sha256:"+fmt.Sprintf("%064x", 1), 0
 		}, "only oci jobs"},
 		{"tee", func(s *ledger.JobSpec) { s.Trust = ledger.TrustTEE }, "enclave"},
+		{"network", func(s *ledger.JobSpec) { s.Network = true }, "network: true"},
 		{"too many", func(s *ledger.JobSpec) { s.Nodes = ledger.MaxGangNodes + 1 }, "resources.nodes 65"},
 		{"shm over memory", func(s *ledger.JobSpec) { s.Shm = s.Memory + 1 }, "resources.shm"},
 		{"bad interconnect", func(s *ledger.JobSpec) { s.Interconnect = "infiniband" }, "resources.gpu.interconnect"},
