@@ -214,6 +214,13 @@ func (s *service) waitStarted(ctx context.Context) error {
 		}
 		select {
 		case <-s.done:
+			if s.ran.Load() {
+				// It started and already ended (a program that exits at
+				// once) between two looks at the pid file: started, and
+				// Done says how it ended.
+				close(s.started)
+				return nil
+			}
 			return fmt.Errorf("oci: the service's container did not start: %s", s.Reason())
 		case <-ctx.Done():
 			s.Stop()
@@ -247,6 +254,9 @@ type service struct {
 	stop    context.CancelFunc
 	done    chan struct{}
 	ended   atomic.Bool // runc run has returned (pause.go)
+	// ran is set when runc ran the container's program (it exited, was
+	// killed or ran out of memory), not when runc failed to start it.
+	ran atomic.Bool
 
 	mu     sync.Mutex
 	reason string
@@ -283,13 +293,16 @@ func (s *service) run(runCtx context.Context, out *sandbox.LogWriter, mem uint64
 	case err != nil:
 		s.setReason("runc: " + err.Error())
 	case o.Killed:
+		s.ran.Store(true)
 		s.setReason(sandbox.ReasonStopped)
 	case o.StartError != "":
 		out.Notef("the container did not start: %s", o.StartError)
 		s.setReason("container did not start: " + clip(o.StartError))
 	case st.OOMKills > 0:
+		s.ran.Store(true)
 		s.setReason(sandbox.OOMReason(mem))
 	default:
+		s.ran.Store(true)
 		r := sandbox.ExitReason(o.ExitCode)
 		if sig := o.ExitCode - 128; sig > 0 && sig < 65 {
 			r += " (" + unix.SignalName(unix.Signal(sig)) + ")"
