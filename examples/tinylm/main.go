@@ -5,6 +5,11 @@
 //	go run ./examples/tinylm -addr :8000
 //	curl localhost:8000/v1/chat/completions -d '{"model":"tinylm","messages":[{"role":"user","content":"Is not Fire a Body?"}]}'
 //
+// -model tinylm-int8 serves the int8 network instead of the trigram model
+// (model.Int8): its matrix products run on the GPU's int8 kernels when
+// there is one (-gemm auto or gpu), else on the CPU, with the same answers
+// bit for bit.
+//
 // With -prompt it prints one completion and exits instead.
 package main
 
@@ -17,11 +22,13 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"runtime"
 	"syscall"
 	"time"
 
 	"github.com/gpunet/gpunet/examples/tinylm/model"
 	"github.com/gpunet/gpunet/examples/tinylm/server"
+	"github.com/gpunet/gpunet/internal/gpu"
 )
 
 func main() {
@@ -31,17 +38,26 @@ func main() {
 	seed := flag.Uint64("seed", 0, "with -prompt: the sampling seed")
 	temperature := flag.Float64("temperature", 1, "with -prompt: the sampling temperature (0: always the likeliest token)")
 	maxTokens := flag.Int("max-tokens", model.DefaultMaxTokens, "with -prompt: the most tokens to generate")
+	name := flag.String("model", "tinylm", "the model to serve: tinylm (the trigram model) or tinylm-int8 (the int8 network)")
+	gemm := flag.String("gemm", "auto", "with -model tinylm-int8: where its matrix products run: cpu, gpu (the first CUDA device) or auto (gpu when there is one)")
+	workers := flag.Int("workers", runtime.NumCPU(), "with -gemm cpu: goroutines per matrix product")
 	flag.Parse()
-	m := model.Default()
+	m, desc, err := open(*name, *gemm, *workers)
+	if err != nil {
+		log.Fatalf("tinylm: %v", err)
+	}
 	if *prompt != "" {
 		g := m.Generate(m.Tokenize(*prompt), model.Options{Temperature: *temperature, Seed: *seed, MaxTokens: *maxTokens})
 		fmt.Println(g.Run())
+		if err := g.Err(); err != nil {
+			log.Fatalf("tinylm: %v", err)
+		}
 		return
 	}
 	// In a container this is process 1: it stops on SIGTERM by itself.
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	srv := &http.Server{Addr: *addr, Handler: server.New(m, server.Options{TokenDelay: *delay}), ReadHeaderTimeout: 10 * time.Second}
+	srv := &http.Server{Addr: *addr, Handler: server.New(m, server.Options{Name: *name, TokenDelay: *delay}), ReadHeaderTimeout: 10 * time.Second}
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
@@ -51,9 +67,57 @@ func main() {
 		defer cancel()
 		srv.Shutdown(shut)
 	}()
-	log.Printf("tinylm (%s, %d tokens) serving OpenAI's chat completions on %s", m.Fingerprint(), m.VocabSize(), *addr)
+	log.Printf("%s (%s, %s) serving OpenAI's chat completions on %s", *name, m.Fingerprint(), desc, *addr)
 	if err := srv.ListenAndServe(); !errors.Is(err, http.ErrServerClosed) {
 		log.Fatalf("tinylm: %v", err)
 	}
 	<-done
+}
+
+// served is a model the server serves.
+type served interface {
+	server.Model
+	VocabSize() int
+}
+
+// open makes the model named name and says what it computes on.
+func open(name, gemm string, workers int) (served, string, error) {
+	switch name {
+	case "tinylm":
+		m := model.Default()
+		return m, fmt.Sprintf("%d tokens", m.VocabSize()), nil
+	case "tinylm-int8":
+	default:
+		return nil, "", fmt.Errorf("-model %q: want tinylm or tinylm-int8", name)
+	}
+	cpu, err := model.DefaultInt8(model.CPU{Workers: workers})
+	if err != nil {
+		return nil, "", err
+	}
+	switch gemm {
+	case "cpu":
+		return cpu, cpu.GEMM(), nil
+	case "gpu", "auto":
+	default:
+		return nil, "", fmt.Errorf("-gemm %q: want cpu, gpu or auto", gemm)
+	}
+	devs, err := gpu.Open()
+	if len(devs) == 0 {
+		if gemm == "auto" {
+			return cpu, cpu.GEMM() + ", no GPU", nil
+		}
+		if err == nil {
+			err = errors.New("the driver reports no GPU")
+		}
+		return nil, "", fmt.Errorf("-gemm gpu: %w", err)
+	}
+	// The process keeps its devices until it exits.
+	m, err := model.DefaultInt8(model.Device{Dev: devs[0]})
+	if err == nil {
+		err = m.SameLogits(cpu) // a kernel that computes wrongly is never served
+	}
+	if err != nil {
+		return nil, "", fmt.Errorf("-gemm %s: %w", gemm, err)
+	}
+	return m, m.GEMM(), nil
 }

@@ -45,10 +45,10 @@ const (
 // A Generator samples a completion one token at a time (Step). It is not
 // safe for concurrent use.
 type Generator struct {
-	m      *Model
+	vocab  []string
+	src    tokenSource
 	o      Options
-	rng    *rand.Rand
-	a, b   int32 // the last two tokens: the next one's context
+	err    error
 	out    strings.Builder
 	sent   int // bytes of out that Step has returned
 	tokens int
@@ -58,17 +58,45 @@ type Generator struct {
 // Generate starts a completion of prompt (token ids, as Tokenize gives
 // them; its last two tokens are the context of the first token).
 func (m *Model) Generate(prompt []int32, o Options) *Generator {
+	src := &trigramSource{m: m, o: o, rng: newRNG(o.Seed), a: End, b: End}
+	if n := len(prompt); n >= 2 {
+		src.a, src.b = prompt[n-2], prompt[n-1]
+	} else if n == 1 {
+		src.b = prompt[0]
+	}
+	return newGenerator(m.vocab, src, o)
+}
+
+// A tokenSource is a model's side of a Generator: it chooses each next
+// token (never End when notEnd) and takes it as the context of the next.
+type tokenSource interface {
+	next(notEnd bool) (int32, error)
+}
+
+func newGenerator(vocab []string, src tokenSource, o Options) *Generator {
 	if o.MaxTokens <= 0 {
 		o.MaxTokens = DefaultMaxTokens
 	}
 	o.Stop = slices.DeleteFunc(slices.Clone(o.Stop), func(s string) bool { return s == "" })
-	g := &Generator{m: m, o: o, rng: rand.New(rand.NewPCG(o.Seed, 0x7469_6e79_6c6d)), a: End, b: End}
-	if n := len(prompt); n >= 2 {
-		g.a, g.b = prompt[n-2], prompt[n-1]
-	} else if n == 1 {
-		g.b = prompt[0]
-	}
-	return g
+	return &Generator{vocab: vocab, src: src, o: o}
+}
+
+// newRNG is the sampling's random source for seed, the same for every
+// model.
+func newRNG(seed uint64) *rand.Rand { return rand.New(rand.NewPCG(seed, 0x7469_6e79_6c6d)) }
+
+// trigramSource samples the trigram model's tokens.
+type trigramSource struct {
+	m    *Model
+	o    Options
+	rng  *rand.Rand
+	a, b int32 // the last two tokens: the next one's context
+}
+
+func (s *trigramSource) next(notEnd bool) (int32, error) {
+	tok := s.pick(s.m.candidates(s.a, s.b, notEnd))
+	s.a, s.b = s.b, tok
+	return tok, nil
 }
 
 // Step generates one token and returns the completion's text that it made
@@ -79,13 +107,16 @@ func (g *Generator) Step() (text string, more bool) {
 	if g.finish != "" {
 		return "", false
 	}
-	tok := g.pick(g.m.candidates(g.a, g.b, g.tokens == 0))
-	g.a, g.b = g.b, tok
+	tok, err := g.src.next(g.tokens == 0)
+	if err != nil {
+		g.err = err
+		return g.end(FinishStop, g.sent), false
+	}
 	if tok == End {
 		return g.end(FinishStop, g.out.Len()), false
 	}
 	g.tokens++
-	t := g.m.vocab[tok]
+	t := g.vocab[tok]
 	if g.out.Len() == 0 {
 		t = strings.TrimLeftFunc(t, unicode.IsSpace) // an answer starts with its word
 	}
@@ -127,6 +158,10 @@ func (g *Generator) Text() string { return g.out.String()[:g.sent] }
 // Tokens is the number of tokens generated (the one that ended the
 // paragraph not counted).
 func (g *Generator) Tokens() int { return g.tokens }
+
+// Err is why the model could not go on (its GEMM failed), which ended
+// the completion early; nil when it ended normally.
+func (g *Generator) Err() error { return g.err }
 
 // FinishReason is FinishStop or FinishLength once Step returned false,
 // else "".
@@ -229,7 +264,7 @@ func mix(x []next, w1 float64, y []next, w2 float64) []cand {
 
 // pick samples one of cs (sorted by token) with the options' temperature
 // and top_p.
-func (g *Generator) pick(cs []cand) int32 {
+func (g *trigramSource) pick(cs []cand) int32 {
 	if len(cs) == 0 {
 		return End // tables that never start a paragraph
 	}

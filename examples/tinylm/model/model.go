@@ -322,8 +322,12 @@ func (m *Model) Tokenize(text string) []int32 {
 	return ids
 }
 
-func (m *Model) id(t string) int32 {
-	if id, ok := m.ids[t]; ok && t != "" {
+func (m *Model) id(t string) int32 { return lookupID(m.ids, t) }
+
+// lookupID is t's id in ids, or that of t with its first letter's case
+// changed, or Unknown.
+func lookupID(ids map[string]int32, t string) int32 {
+	if id, ok := ids[t]; ok && t != "" {
 		return id
 	}
 	lead := ""
@@ -336,7 +340,7 @@ func (m *Model) id(t string) int32 {
 	r, size := utf8.DecodeRuneInString(t)
 	for _, f := range []func(rune) rune{unicode.ToUpper, unicode.ToLower} {
 		if alt := lead + string(f(r)) + t[size:]; alt != lead+t {
-			if id, ok := m.ids[alt]; ok {
+			if id, ok := ids[alt]; ok {
 				return id
 			}
 		}

@@ -47,16 +47,25 @@ type Options struct {
 	Now func() time.Time
 }
 
+// Model is what the server serves: tinylm's trigram model (*model.Model)
+// or its int8 network (*model.Int8).
+type Model interface {
+	Tokenize(text string) []int32
+	Generate(prompt []int32, o model.Options) *model.Generator
+	// Fingerprint is the answers' system_fingerprint.
+	Fingerprint() string
+}
+
 // Server is the HTTP handler. Create it with New.
 type Server struct {
-	m       *model.Model
+	m       Model
 	o       Options
 	mux     *http.ServeMux
 	created int64
 }
 
 // New serves m.
-func New(m *model.Model, o Options) *Server {
+func New(m Model, o Options) *Server {
 	if o.Name == "" {
 		o.Name = "tinylm"
 	}
@@ -161,6 +170,10 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 			return // the client went away
 		}
 		_, more = g.Step()
+	}
+	if err := g.Err(); err != nil {
+		writeError(w, http.StatusInternalServerError, "The model failed: "+err.Error(), "server_error", "", "")
+		return
 	}
 	writeJSON(w, http.StatusOK, completion{
 		ID: id, Object: "chat.completion", Created: created, Model: s.o.Name, SystemFingerprint: s.m.Fingerprint(),
@@ -274,6 +287,9 @@ func (s *Server) streamCompletion(ctx context.Context, w http.ResponseWriter, g 
 		if text != "" && !send(withChoice(delta{Content: &text}, nil)) {
 			return
 		}
+	}
+	if g.Err() != nil {
+		return // no finish reason: the client sees the answer cut short
 	}
 	finish := g.FinishReason()
 	if !send(withChoice(delta{}, &finish)) {
