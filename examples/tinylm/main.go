@@ -28,7 +28,6 @@ import (
 
 	"github.com/gpunet/gpunet/examples/tinylm/model"
 	"github.com/gpunet/gpunet/examples/tinylm/server"
-	"github.com/gpunet/gpunet/internal/gpu"
 )
 
 func main() {
@@ -101,23 +100,9 @@ func open(name, gemm string, workers int) (served, string, error) {
 	default:
 		return nil, "", fmt.Errorf("-gemm %q: want cpu, gpu or auto", gemm)
 	}
-	devs, err := gpu.Open()
-	if len(devs) == 0 {
-		if gemm == "auto" {
-			return cpu, cpu.GEMM() + ", no GPU", nil
-		}
-		if err == nil {
-			err = errors.New("the driver reports no GPU")
-		}
-		return nil, "", fmt.Errorf("-gemm gpu: %w", err)
-	}
-	// The process keeps its devices until it exits.
-	m, err := model.DefaultInt8(model.Device{Dev: devs[0]})
-	if err == nil {
-		err = m.SameLogits(cpu) // a kernel that computes wrongly is never served
-	}
+	m, desc, err := openGPU(cpu, gemm == "auto")
 	if err != nil {
 		return nil, "", fmt.Errorf("-gemm %s: %w", gemm, err)
 	}
-	return m, m.GEMM(), nil
+	return m, desc, nil
 }

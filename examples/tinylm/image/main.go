@@ -6,6 +6,9 @@
 //
 //	go run ./examples/tinylm/image -registry 127.0.0.1:5000 -out /tmp/svc
 //	gpunet service deploy /tmp/svc/tinylm.yaml --from alice
+//
+// -model tinylm-int8 writes the spec that serves the int8 network from the
+// same image instead (DIR/tinylm-int8.yaml).
 package main
 
 import (
@@ -25,13 +28,18 @@ func main() {
 	registry := flag.String("registry", "127.0.0.1:5000", "the loopback registry to push the image to (host:port)")
 	out := flag.String("out", "", "write the service spec to DIR/tinylm.yaml (default: stdout)")
 	binary := flag.String("binary", "", "use this tinylm binary (static) instead of building ./examples/tinylm")
+	model := flag.String("model", "tinylm", "the model the spec serves: tinylm or "+lmimage.Int8Model)
 	flag.Parse()
-	if err := run(context.Background(), *registry, *out, *binary); err != nil {
+	if err := run(context.Background(), *registry, *out, *binary, *model); err != nil {
 		log.Fatalf("image: %v", err)
 	}
 }
 
-func run(ctx context.Context, registry, out, binary string) error {
+func run(ctx context.Context, registry, out, binary, model string) error {
+	specFor := map[string]func(string) string{"tinylm": lmimage.Spec, lmimage.Int8Model: lmimage.Int8Spec}[model]
+	if specFor == nil {
+		return fmt.Errorf("-model %q: want tinylm or %s", model, lmimage.Int8Model)
+	}
 	if err := lmimage.Supported(); err != nil {
 		return err
 	}
@@ -57,7 +65,7 @@ func run(ctx context.Context, registry, out, binary string) error {
 	if err != nil {
 		return fmt.Errorf("push to %s: %w (is a registry serving there? gpunet devnet --registry)", registry, err)
 	}
-	spec := lmimage.Spec(ref)
+	spec := specFor(ref)
 	if out == "" {
 		fmt.Print(spec)
 		return nil
@@ -65,7 +73,7 @@ func run(ctx context.Context, registry, out, binary string) error {
 	if err := os.MkdirAll(out, 0o755); err != nil {
 		return err
 	}
-	path := filepath.Join(out, "tinylm.yaml")
+	path := filepath.Join(out, model+".yaml")
 	if err := os.WriteFile(path, []byte(spec), 0o644); err != nil {
 		return err
 	}

@@ -48,13 +48,32 @@ func Build(binary string) (v1.Image, error) {
 // answers are declared bit-exact (openai.exact: the trigram model is integer
 // code), so that a replica outvoted on a checked request is disputed.
 func Spec(ref string) string {
+	return spec(ref, "tinylm", nil, "integer code: bit-exact answers on any hardware")
+}
+
+// Int8Model is the name the int8 network (model.Int8) is served under.
+const Int8Model = "tinylm-int8"
+
+// Int8Spec is Spec for the int8 network (-model tinylm-int8), the same
+// image: a replica computes its int8 matrix products on its GPU's kernels
+// when the provider gives it one, else on the CPU, and its answers are the
+// same bit for bit either way, so they too are declared exact.
+func Int8Spec(ref string) string {
+	return spec(ref, Int8Model, []string{"-model", Int8Model}, "int8 GEMMs, integer sampling: bit-exact on any GPU or CPU")
+}
+
+func spec(ref, model string, args []string, why string) string {
+	quoted := fmt.Sprintf("%q, %q", "-addr", fmt.Sprintf(":%d", Port))
+	for _, a := range args {
+		quoted += fmt.Sprintf(", %q", a)
+	}
 	return fmt.Sprintf(`# The services example (examples/tinylm): a tiny language model behind
 # OpenAI's chat completions API; its image is built from this repository.
 # Deploy it: gpunet service deploy THIS_FILE --from alice
 kind: service
-name: tinylm
+name: %s
 image: %s
-args: ["-addr", ":%d"]
+args: [%s]
 ports:
   - {port: %d, name: api}
 readiness: {path: /health, port: %d, interval: 2s, timeout: 1s, failure_threshold: 3, start: 2m}
@@ -62,7 +81,7 @@ replicas: 1
 budget: 5 SYNC
 max_price: 1 SYNC/h
 resources: {cpu: 0.5, memory: 128MiB, disk: 256MiB}
-openai: {port: %d, models: [tinylm], exact: true}   # integer code: bit-exact answers on any hardware
+openai: {port: %d, models: [%s], exact: true}   # %s
 public: false
-`, ref, Port, Port, Port, Port)
+`, model, ref, quoted, Port, Port, Port, model, why)
 }

@@ -78,6 +78,14 @@ func TestImage(t *testing.T) {
 		ss.OpenAI == nil || ss.OpenAI.Port != Port || ss.Readiness.Port != Port || ss.Readiness.Path != "/health" {
 		t.Fatalf("the spec: %+v", spec)
 	}
+	spec8, err := jobspec.Parse([]byte(Int8Spec(ref)), t.TempDir())
+	if err != nil {
+		t.Fatalf("the int8 spec: %v\n%s", err, Int8Spec(ref))
+	}
+	if ss8 := spec8.ServiceSpec(); spec8.Name != Int8Model || spec8.Image != ref || ss8.OpenAI == nil || !ss8.OpenAI.Exact ||
+		len(ss8.OpenAI.Models) != 1 || ss8.OpenAI.Models[0] != Int8Model {
+		t.Fatalf("the int8 spec: %+v", spec8)
+	}
 
 	ex, err := oci.New(t.Context(), oci.Options{Dir: t.TempDir()})
 	ocitest.RequireRunc(t, nil, err)
@@ -97,6 +105,25 @@ func TestImage(t *testing.T) {
 	want := m.Generate(m.Tokenize("Is not Fire a Body?"), model.Options{Temperature: 1, Seed: 3, MaxTokens: 20}).Run()
 	if res.Failed || !strings.Contains(jobLogs.String(), want+"\n") {
 		t.Fatalf("-prompt in the container: %+v, want %q in the logs:\n%s", res, want, jobLogs.String())
+	}
+
+	// The int8 network from the same image, on the container's CPU: the
+	// completion this process's int8 model gives.
+	jobLogs.Reset()
+	res, err = ex.Run(t.Context(), &sandbox.Job{
+		ID: t.Name() + "-int8", Image: ref, Args: append(spec8.Args[2:], "-prompt", "Is not Fire a Body?", "-seed", "3", "-max-tokens", "20"), WorkDir: work,
+		Limits: sandbox.Limits{Timeout: time.Minute, MemoryBytes: 128 << 20},
+	}, &jobLogs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m8, err := model.DefaultInt8(model.CPU{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want8 := m8.Generate(m8.Tokenize("Is not Fire a Body?"), model.Options{Temperature: 1, Seed: 3, MaxTokens: 20}).Run()
+	if res.Failed || want8 == want || !strings.Contains(jobLogs.String(), want8+"\n") {
+		t.Fatalf("-model %s -prompt in the container: %+v, want %q in the logs:\n%s", Int8Model, res, want8, jobLogs.String())
 	}
 
 	t.Run("service", func(t *testing.T) {

@@ -10,9 +10,6 @@ import (
 	"slices"
 	"strings"
 	"testing"
-
-	"github.com/gpunet/gpunet/internal/gpu"
-	"github.com/gpunet/gpunet/internal/gpu/kernels"
 )
 
 // TestInt8WeightsRegenerate: training from corpus.txt again gives the
@@ -42,20 +39,12 @@ func TestInt8WeightsRegenerate(t *testing.T) {
 	}
 }
 
-// gemms are GEMMs that compute in different ways: package int8gemm's
-// kernel in one block, in blocks of other sizes on several goroutines,
-// and the GPU backend's code path (device buffers padded to the kernels'
-// tiles, launches, copies) on the emulated device, which computes each
-// entry with a plain dot product, under a tensor-core kernel's name and
-// dp4a's.
+// gemms are CPU GEMMs that compute in different ways: package int8gemm's
+// kernel in one block, and in blocks of other sizes on several goroutines
+// (each column in another lane of the kernel's packed words). The GPU's
+// are devicegemm's tests.
 func gemms() []GEMM {
-	return []GEMM{
-		CPU{},
-		CPU{Workers: 3},
-		CPU{Workers: 16},
-		Device{Dev: &gpu.Emulated{Name: "A100"}, Kernel: kernels.TensorCoreKernels[0]},
-		Device{Dev: &gpu.Emulated{Name: "GTX 1080", Kernels: []string{"gemm_dp4a"}}},
-	}
+	return []GEMM{CPU{}, CPU{Workers: 3}, CPU{Workers: 16}, CPU{Workers: 1000}}
 }
 
 var int8Requests = []struct {
@@ -112,22 +101,6 @@ func TestInt8SameOnEveryGEMM(t *testing.T) {
 		if err := m.SameLogits(ref); err != nil {
 			t.Error(err)
 		}
-	}
-}
-
-// TestInt8DeviceLaunches: a device model runs its products with the
-// device's GEMM kernel (two launches a token), not on the CPU.
-func TestInt8DeviceLaunches(t *testing.T) {
-	dev := &gpu.Emulated{Name: "H100"}
-	k := kernels.TensorCoreKernels[1]
-	m, err := DefaultInt8(Device{Dev: dev, Kernel: k})
-	if err != nil {
-		t.Fatal(err)
-	}
-	g := m.Generate(m.Tokenize("Is not Fire"), Options{MaxTokens: 5})
-	g.Run()
-	if got, want := dev.LaunchCount(k), 2*(g.Tokens()+1); got != want && got != 2*g.Tokens() {
-		t.Errorf("%d launches of %s for %d tokens, want %d", got, k, g.Tokens(), want)
 	}
 }
 
