@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gpunet/gpunet/examples/tinylm/model"
 	"github.com/gpunet/gpunet/examples/tinylm/devicegemm"
+	"github.com/gpunet/gpunet/examples/tinylm/model"
 	"github.com/gpunet/gpunet/internal/gpu"
 )
 
