@@ -211,3 +211,33 @@ func FuzzDecodeInt8(f *testing.F) {
 		}
 	})
 }
+
+// BenchmarkTokens: tokens per second of a sampled completion, the trigram
+// model (the baseline) and the int8 network on the CPU with one and four
+// workers.
+//
+//	go test -run XXX -bench Tokens ./examples/tinylm/model
+func BenchmarkTokens(b *testing.B) {
+	run := func(b *testing.B, gen func(o Options) *Generator) {
+		tokens := 0
+		for i := range b.N {
+			g := gen(Options{Temperature: 1, Seed: uint64(i), MaxTokens: 64})
+			g.Run()
+			tokens += g.Tokens() + 1
+		}
+		b.ReportMetric(float64(tokens)/b.Elapsed().Seconds(), "tokens/s")
+	}
+	tri := Default()
+	b.Run("trigram", func(b *testing.B) {
+		run(b, func(o Options) *Generator { return tri.Generate(tri.Tokenize("Is not Fire a Body"), o) })
+	})
+	for _, w := range []int{1, 4} {
+		m, err := DefaultInt8(CPU{Workers: w})
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Run(fmt.Sprintf("int8-cpu-%d", w), func(b *testing.B) {
+			run(b, func(o Options) *Generator { return m.Generate(m.Tokenize("Is not Fire a Body"), o) })
+		})
+	}
+}
