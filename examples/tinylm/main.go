@@ -39,7 +39,7 @@ func main() {
 	maxTokens := flag.Int("max-tokens", model.DefaultMaxTokens, "with -prompt: the most tokens to generate")
 	name := flag.String("model", "tinylm", "the model to serve: tinylm (the trigram model) or tinylm-int8 (the int8 network)")
 	gemm := flag.String("gemm", "auto", "with -model tinylm-int8: where its matrix products run: cpu, gpu (the first CUDA device) or auto (gpu when there is one)")
-	workers := flag.Int("workers", runtime.NumCPU(), "with -gemm cpu: goroutines per matrix product")
+	workers := flag.Int("workers", min(runtime.NumCPU(), 4), "with -model tinylm-int8 on the CPU: goroutines per matrix product")
 	flag.Parse()
 	m, desc, err := open(*name, *gemm, *workers)
 	if err != nil {
