@@ -130,19 +130,21 @@ func TestImage(t *testing.T) {
 		if ex.Capabilities().Rootless {
 			t.Skip("services need a root agent (dialling into the container's network namespace)")
 		}
-		testService(t, ex, ref, spec.Args)
+		testService(t, ex, ref, spec.Args, "tinylm", server.New(model.Default(), server.Options{}))
+		testService(t, ex, ref, spec8.Args, Int8Model, server.New(m8, server.Options{Name: Int8Model}))
 	})
 }
 
-// testService runs the image as a provider runs a service's replica: its
-// /health answers, and a chat completion through the container's port is
-// the one this process's server gives for the same request.
-func testService(t *testing.T, ex *oci.Executor, ref string, args []string) {
+// testService runs the image as a provider runs a service's replica (with
+// args): its /health answers, and a chat completion of model name through
+// the container's port is the one here (this process's server of that
+// model) gives for the same request.
+func testService(t *testing.T, ex *oci.Executor, ref string, args []string, name string, here http.Handler) {
 	scratch := filepath.Join(t.TempDir(), "scratch")
 	os.Mkdir(scratch, 0o700)
 	logs := &syncBuffer{}
 	h, err := ex.StartService(t.Context(), &sandbox.Service{
-		ID: t.Name(), Image: ref, Args: args, WorkDir: scratch,
+		ID: t.Name() + "-" + name, Image: ref, Args: args, WorkDir: scratch,
 		Limits: sandbox.Limits{MemoryBytes: 128 << 20, CPU: 0.5, DiskBytes: 256 << 20},
 	}, logs)
 	if err != nil {
@@ -164,7 +166,7 @@ func testService(t *testing.T, ex *oci.Executor, ref string, args []string) {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	body := `{"model":"tinylm","messages":[{"role":"user","content":"Is not Fire a Body?"}],"max_tokens":20,"seed":3}`
+	body := `{"model":"` + name + `","messages":[{"role":"user","content":"Is not Fire a Body?"}],"max_tokens":20,"seed":3}`
 	resp, err := client.Post("http://replica/v1/chat/completions", "application/json", strings.NewReader(body))
 	if err != nil {
 		t.Fatalf("a completion from the container: %v\n%s", err, logs)
@@ -172,7 +174,7 @@ func testService(t *testing.T, ex *oci.Executor, ref string, args []string) {
 	got, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
 	rec := httptest.NewRecorder()
-	server.New(model.Default(), server.Options{}).ServeHTTP(rec, httptest.NewRequest("POST", "/v1/chat/completions", strings.NewReader(body)))
+	here.ServeHTTP(rec, httptest.NewRequest("POST", "/v1/chat/completions", strings.NewReader(body)))
 	if a, b := content(t, got), content(t, rec.Body.Bytes()); a == "" || a != b {
 		t.Errorf("the container answers %q (%s), this process %q", a, got, b)
 	}
