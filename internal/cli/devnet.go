@@ -360,6 +360,7 @@ func (e *env) printDevnet(n *devnet.Net, c *validator.Config, created bool, rese
 	}
 	if svc := examples.service; svc != nil {
 		fmt.Fprintf(e.stdout, "              and the service example %s (OpenAI model %s)\n              deploy it: %s\n", svc.Image, svc.Model, hint(fmt.Sprintf("--home %s service deploy %s --from alice", e.home, svc.Spec)))
+		fmt.Fprintf(e.stdout, "              or its int8 network (OpenAI model %s, bit-exact on any GPU or CPU): %s\n", svc.Int8Model, hint(fmt.Sprintf("--home %s service deploy %s --from alice", e.home, svc.Int8Spec)))
 	}
 	fmt.Fprintf(e.stdout, "Try: %s\n     %s\n     %s\nPress Ctrl-C to stop.\n", hint("--home "+e.home+" offers --sort price"), hint("--home "+e.home+" tx send bob 5sync --from alice"), hint("--home "+e.home+" query balance bob"))
 	return nil

@@ -138,12 +138,18 @@ type ServiceExample struct {
 	Spec string `json:"spec"`
 	// Model is the model name its OpenAI API serves.
 	Model string `json:"model"`
+	// Int8Spec deploys the same image serving the int8 network
+	// (Int8Model): its matrix products are int8 GEMMs, so its answers are
+	// the same bit for bit on every GPU and CPU (docs/services.md).
+	Int8Spec  string `json:"int8_spec"`
+	Int8Model string `json:"int8_model"`
 }
 
 // PublishServiceExample builds the service example's image
 // (examples/tinylm, a static program) from the repository at repo, pushes
-// it to r, and writes the service spec naming it by digest to
-// home/examples/service/tinylm.yaml.
+// it to r, and writes the service specs naming it by digest to
+// home/examples/service/tinylm.yaml (the trigram model) and
+// tinylm-int8.yaml (the int8 network).
 func PublishServiceExample(ctx context.Context, home string, r *Registry, repo string) (*ServiceExample, error) {
 	if err := lmimage.Supported(); err != nil {
 		return nil, err
@@ -157,8 +163,15 @@ func PublishServiceExample(ctx context.Context, home string, r *Registry, repo s
 	if err != nil {
 		return nil, err
 	}
-	ex := &ServiceExample{Image: ref, Tag: r.Addr + "/" + lmimage.Repo + ":latest", Spec: filepath.Join(dir, "tinylm.yaml"), Model: "tinylm"}
+	ex := &ServiceExample{
+		Image: ref, Tag: r.Addr + "/" + lmimage.Repo + ":latest",
+		Spec: filepath.Join(dir, "tinylm.yaml"), Model: "tinylm",
+		Int8Spec: filepath.Join(dir, lmimage.Int8Model+".yaml"), Int8Model: lmimage.Int8Model,
+	}
 	if err := os.WriteFile(ex.Spec, []byte(lmimage.Spec(ref)), 0o644); err != nil {
+		return nil, err
+	}
+	if err := os.WriteFile(ex.Int8Spec, []byte(lmimage.Int8Spec(ref)), 0o644); err != nil {
 		return nil, err
 	}
 	return ex, nil

@@ -3,6 +3,7 @@ package devnet
 import (
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 
@@ -102,6 +103,15 @@ func TestRegistryServesTheServiceExample(t *testing.T) {
 	if !s.IsService() || s.Image != ex.Image || ss.OpenAI == nil || len(ss.OpenAI.Models) != 1 || ss.OpenAI.Models[0] != ex.Model ||
 		ss.Readiness.Path != "/health" || len(ss.Ports) != 1 || ss.Ports[0].Port != ss.OpenAI.Port || ss.GPUCount != 0 {
 		t.Errorf("the service spec: %+v", ss)
+	}
+	// The int8 network's spec: the same image, its own model, bit-exact.
+	s8, err := jobspec.Load(ex.Int8Spec)
+	if err != nil {
+		t.Fatalf("%s: %v", ex.Int8Spec, err)
+	}
+	if ss8 := s8.ServiceSpec(); s8.Image != ex.Image || ss8.OpenAI == nil || len(ss8.OpenAI.Models) != 1 || ss8.OpenAI.Models[0] != ex.Int8Model ||
+		!ss8.OpenAI.Exact || !slices.Contains(s8.Args, "tinylm-int8") {
+		t.Errorf("the int8 service spec: %+v, args %q", ss8, s8.Args)
 	}
 	again, err := PublishServiceExample(t.Context(), home, r, repo)
 	if err != nil || again.Image != ex.Image {
