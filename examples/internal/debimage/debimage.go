@@ -431,7 +431,7 @@ func Installed(pkgs ...string) error {
 		}
 	}
 	if len(missing) > 0 {
-		return fmt.Errorf("Debian's %s not installed (no file list in %s)", strings.Join(missing, ", "), dpkgInfo)
+		return fmt.Errorf("not installed: the Debian package(s) %s (dpkg has no file list in %s)", strings.Join(missing, ", "), dpkgInfo)
 	}
 	return nil
 }
