@@ -44,6 +44,11 @@ func run(ctx context.Context, registry, out, tarPath string, o torchrun.SpecOpti
 	if o.Nodes < 2 {
 		return fmt.Errorf("-nodes %d: a gang has 2 or more members", o.Nodes)
 	}
+	if tarPath == "" {
+		if _, _, err := net.SplitHostPort(registry); err != nil || !oci.PlainHTTPAllowed(registry) {
+			return fmt.Errorf("-registry %q: want a loopback host:port", registry)
+		}
+	}
 	t0 := time.Now()
 	img, root, err := torchrun.Build(ctx)
 	if err != nil {
@@ -60,9 +65,6 @@ func run(ctx context.Context, registry, out, tarPath string, o torchrun.SpecOpti
 			return err
 		}
 		return f.Close()
-	}
-	if _, _, err := net.SplitHostPort(registry); err != nil || !oci.PlainHTTPAllowed(registry) {
-		return fmt.Errorf("-registry %q: want a loopback host:port", registry)
 	}
 	ref, err := oci.PushImage(registry, torchrun.Repo, img)
 	if err != nil {
