@@ -144,8 +144,14 @@ func expireJobs(o *Overlay, now int64, p Params, info BlockInfo) ([]Event, error
 // why says why they go: its Cause and Text (the job's Wait gets its code
 // here).
 func reassign(o *Overlay, j *Job, gone []address.Address, why Wait, p Params, info BlockInfo) ([]Event, error) {
+	// A replicated gang that has results loses whole replica gangs: the
+	// ones gone belong to (gang_verify.go); the other gangs go on.
+	keepGangs := replicated(j) && j.committed() > 0
+	if keepGangs {
+		gone = wholeGangs(j, gone)
+	}
 	removed := gone
-	if j.committed() == 0 || j.Spec.Gang() {
+	if j.committed() == 0 || (j.Spec.Gang() && !keepGangs) {
 		removed = make([]address.Address, len(j.Assignments))
 		for i, a := range j.Assignments {
 			removed[i] = a.Provider
@@ -159,7 +165,7 @@ func reassign(o *Overlay, j *Job, gone []address.Address, why Wait, p Params, in
 	why.Providers = gone
 	// A gang stops as a whole when it loses a member (gang.go): it is
 	// placed again, all its members with it, whatever some reported.
-	if j.committed() > 0 && !j.Spec.Gang() {
+	if j.committed() > 0 && (!j.Spec.Gang() || keepGangs) {
 		if j.Attempts >= p.JobMaxAttempts+p.MaxReplicas {
 			why.Code = DropNoMoreReplacements
 			return dropReplicas(o, j, gone, why, p, info)
@@ -213,6 +219,9 @@ func reassign(o *Overlay, j *Job, gone []address.Address, why Wait, p Params, in
 // with the replicas it has (decide, mayEscalate false). why is a Drop*
 // code and its numbers.
 func dropReplicas(o *Overlay, j *Job, gone []address.Address, why Wait, p Params, info BlockInfo) ([]Event, error) {
+	if replicated(j) {
+		gone = wholeGangs(j, gone) // a replica gang goes whole (gang_verify.go)
+	}
 	if err := releaseProviders(o, j, gone); err != nil {
 		return nil, err
 	}

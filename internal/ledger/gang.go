@@ -65,9 +65,20 @@ const MaxGangEndpointLen = 255
 // Gang reports whether a job of this spec runs as several members.
 func (s *JobSpec) Gang() bool { return s.Nodes > 1 }
 
+// ReplicaGangs is how many whole gangs a gang job of this spec runs from
+// the start: 2 at verification full (gang_verify.go), else 1.
+func (s *JobSpec) ReplicaGangs() uint64 {
+	if s.Gang() && s.Verification == VerifyFull {
+		return 2
+	}
+	return 1
+}
+
 // validateGang checks what a gang may be: an oci job (members talk over a
-// network; a wasm module has none), verification none (a gang is not
-// replicated yet), not a trusted-execution job (its attestation is per
+// network; a wasm module has none), verification none or full (full
+// replicates the whole gang, gang_verify.go; spot's audit of one replica
+// is not defined for a gang), at full deterministic, compared exactly and
+// without checkpoints, not a trusted-execution job (its attestation is per
 // provider and the private network would leave the enclave), and without
 // network access (a member's namespace reaches only the other members).
 func (s *JobSpec) validateGang() error {
@@ -77,8 +88,14 @@ func (s *JobSpec) validateGang() error {
 	switch {
 	case s.Executor != ExecutorOCI:
 		return invalid("resources.nodes %d: a gang's members talk over a private network, which only oci jobs have; this job's executor is %s", s.Nodes, s.Executor)
-	case s.Verification != VerifyNone:
-		return invalid("resources.nodes %d with verification %s: a gang is not replicated (that would run the whole gang twice); set verification: none", s.Nodes, s.Verification)
+	case s.Verification != VerifyNone && s.Verification != VerifyFull:
+		return invalid("resources.nodes %d with verification %s: a gang is verified by running whole replica gangs (verification: full, deterministic) or not at all (verification: none); spot's audit of one replica is not defined for a gang", s.Nodes, s.Verification)
+	case s.Verification == VerifyFull && !s.Deterministic:
+		return invalid("resources.nodes %d with verification full: replica gangs are compared output for output, which needs deterministic: true; set it, or verification: none", s.Nodes)
+	case s.Verification == VerifyFull && s.Compare != nil:
+		return invalid("resources.nodes %d with verification full and compare: replica gangs are compared exactly (their ranks' output roots); drop compare", s.Nodes)
+	case s.Verification == VerifyFull && s.Checkpoint != nil:
+		return invalid("resources.nodes %d with verification full and checkpoint: a replicated gang does not resume from checkpoints yet (a replica gang that loses a member runs again from the start); drop checkpoint, or set verification: none", s.Nodes)
 	case s.Trust != "":
 		return invalid("resources.nodes %d with trust %s: a gang's private network leaves each member's enclave; run a trusted job on one node", s.Nodes, s.Trust)
 	case s.Network:
@@ -180,9 +197,12 @@ func gangMembersPosted(j *Job) int {
 
 // checkGangStart refuses a member's start while some member of its gang
 // has not posted its key: it could not reach them.
-func checkGangStart(j *Job) error {
+func checkGangStart(j *Job, a *Assignment) error {
 	if !j.Spec.Gang() {
 		return nil
+	}
+	if replicated(j) {
+		return checkReplicaGang(j, a) // gang_verify.go
 	}
 	if n := gangMembersPosted(j); n < len(j.Assignments) || uint64(n) < j.Spec.Nodes {
 		return fmt.Errorf("job %d is a gang of %d: %d members posted their member key (gang_member); a member starts when all have: %w", j.ID, j.Spec.Nodes, n, ErrJobState)

@@ -32,6 +32,7 @@ func gangChain(t *testing.T, ps ...gangProv) (*lt.Chain, []lt.Key) {
 	}
 	g := lt.Genesis(100_000_000_000, names...)
 	g.Params.LivenessRatePPM = 0
+	g.Treasury = 1_000_000_000 // pays escalation gangs (gang_verify.go)
 	c := lt.NewChain(t, g)
 	for i, p := range ps {
 		info := lt.ProviderInfo("H100_80GB", 2, p.price)

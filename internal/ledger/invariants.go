@@ -260,7 +260,13 @@ func jobAssignmentsAreDistinct(s *invariantState) error {
 			}
 			seen[a.Provider] = true
 		}
-		if uint64(len(j.Assignments)) > j.Replicas || j.Replicas > max(s.params.MaxReplicas, j.Spec.PlannedReplicas()) {
+		// A replicated gang's replicas are whole gangs of Nodes members
+		// (gang_verify.go).
+		limit := max(s.params.MaxReplicas, j.Spec.PlannedReplicas())
+		if replicated(j) {
+			limit = max(s.params.MaxReplicas*j.Spec.Nodes, j.Spec.PlannedReplicas())
+		}
+		if uint64(len(j.Assignments)) > j.Replicas || j.Replicas > limit {
 			return fmt.Errorf("invariant: job %d has %d assignments, wants %d replicas (at most %d): %w", j.ID, len(j.Assignments), j.Replicas, s.params.MaxReplicas, ErrInternal)
 		}
 	}

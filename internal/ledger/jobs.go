@@ -164,6 +164,14 @@ type Assignment struct {
 	Rank         uint64 `json:"rank,omitempty" rec:"since=8"`
 	GangKey      *Hash  `json:"gang_key,omitempty" rec:"since=8"`
 	GangEndpoint string `json:"gang_endpoint,omitempty" rec:"since=8"`
+	// Gang is the replica gang this member belongs to, for a gang at
+	// verification full (0, 1, …; gang_verify.go): its members form
+	// their own private network, and its ranks' results are one vote.
+	// Placement is the job's placement (Job.Attempts once it was made)
+	// that placed this member: a replica gang replaced later has a newer
+	// one, its members' runs do not stop for it. Both 0 for other jobs.
+	Gang      uint64 `json:"gang,omitempty" rec:"since=8"`
+	Placement uint64 `json:"placement,omitempty" rec:"since=8"`
 }
 
 // JobResult is what a provider reports when its run ends.

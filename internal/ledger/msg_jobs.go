@@ -233,7 +233,7 @@ func execStartJob(o *Overlay, from address.Address, m *MsgStartJob, p Params, in
 	if a.StartedAt != 0 {
 		return nil, fmt.Errorf("%s already started job %d: %w", from, j.ID, ErrJobState)
 	}
-	if err := checkGangStart(j); err != nil {
+	if err := checkGangStart(j, a); err != nil {
 		return nil, err
 	}
 	if j.Spec.Checkpoint != nil {
@@ -306,8 +306,9 @@ func execCommitResult(o *Overlay, from address.Address, m *MsgCommitResult, p Pa
 		setJob(o, j, old)
 		return events, nil
 	}
-	if j.Spec.Gang() {
-		// Every member reported: each is paid its own seconds (gang.go).
+	if j.Spec.Gang() && !checked {
+		// Every member reported: each is paid its own seconds (gang.go);
+		// a replicated gang is revealed and tallied (gang_verify.go).
 		evs, err := settleGang(o, j, p, info)
 		return append(events, evs...), err
 	}

@@ -795,6 +795,12 @@ func (x *Assignment) encodeRec(e *encoder) {
 	if e.version >= 8 {
 		e.string(x.GangEndpoint)
 	}
+	if e.version >= 8 {
+		e.uvarint(x.Gang)
+	}
+	if e.version >= 8 {
+		e.uvarint(x.Placement)
+	}
 }
 
 func (x *Assignment) decodeRec(d *decoder) {
@@ -862,6 +868,12 @@ func (x *Assignment) decodeRec(d *decoder) {
 	if d.version >= 8 {
 		x.GangEndpoint = d.string("gang_endpoint")
 	}
+	if d.version >= 8 {
+		x.Gang = d.uvarint("gang")
+	}
+	if d.version >= 8 {
+		x.Placement = d.uvarint("placement")
+	}
 }
 
 func (x *Assignment) recVersion() byte {
@@ -888,6 +900,12 @@ func (x *Assignment) recVersion() byte {
 		v = max(v, 8)
 	}
 	if x.GangEndpoint != "" {
+		v = max(v, 8)
+	}
+	if x.Gang != 0 {
+		v = max(v, 8)
+	}
+	if x.Placement != 0 {
 		v = max(v, 8)
 	}
 	return v

@@ -141,6 +141,7 @@ func jobRequest(s *JobSpec, p Params, perClass int, eng sched.EngineNeed) sched.
 		MinStakeCPU:     p.MinStakeCPU,
 		NVLink:          s.Interconnect == InterconnectNVLink,
 		Gang:            s.Gang(),
+		Members:         gangMembers(s),
 		Tier:            tier,
 		// A gang does not preempt: the slots it could take need not
 		// make a gang in one site (gang.go).
@@ -394,8 +395,11 @@ func place(o *Overlay, j *Job, p Params, info BlockInfo) ([]Event, error) {
 	now := info.Time.Unix()
 	old := j.Deadline
 	planned := int(j.Spec.PlannedReplicas())
+	// A gang's picks come gang by gang, rank 0 first; at full each new
+	// gang takes the lowest replica gang index free (gang_verify.go).
+	freeGangs := freeGangIndexes(j, len(plan.Picks))
 	var names []string
-	for _, c := range plan.Picks {
+	for pi, c := range plan.Picks {
 		pr, err := mustProvider(o, c.Provider)
 		if err != nil {
 			return nil, err
@@ -411,6 +415,11 @@ func place(o *Overlay, j *Job, p Params, info BlockInfo) ([]Event, error) {
 			// A gang is placed whole: its members' ranks are the
 			// order the planner ranked them in (gang.go).
 			a.Rank = uint64(len(j.Assignments))
+			if j.Spec.Checked() {
+				a.Rank = uint64(pi) % j.Spec.Nodes
+				a.Gang = freeGangs[uint64(pi)/j.Spec.Nodes]
+				a.Placement = j.Attempts + 1
+			}
 		}
 		if j.Spec.Executor == ExecutorWASM {
 			// What ran it, for every wasm job; for one whose replicas

@@ -165,7 +165,8 @@ func ValidEnvKey(k string) bool { return len(k) <= MaxEnvKeyLen && envKeyRE.Matc
 // level from the start.
 func (s *JobSpec) PlannedReplicas() uint64 {
 	if s.Gang() {
-		return s.Nodes // one assignment per member; a gang is not replicated (gang.go)
+		// One assignment per member of each replica gang (gang.go).
+		return s.Nodes * s.ReplicaGangs()
 	}
 	if s.Verification == VerifyFull {
 		return 2

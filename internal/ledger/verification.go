@@ -246,6 +246,9 @@ func resultKey(r *JobResult) string {
 // judging round first (judgment.go); its settlement tallies and applies
 // the results in the same way.
 func decide(o *Overlay, j *Job, p Params, info BlockInfo, mayEscalate bool) ([]Event, error) {
+	if replicated(j) {
+		return decideGang(o, j, p, info, mayEscalate) // gang_verify.go
+	}
 	if judgeable(j) {
 		return openJudging(o, j, p, info, !mayEscalate)
 	}

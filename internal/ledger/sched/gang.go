@@ -1,5 +1,7 @@
 package sched
 
+import "slices"
+
 // Gangs: a job of several members (the ledger's resources.nodes) takes
 // Need distinct providers at once, all in one block or none, and all in
 // one site: providers that declare the same region. Members of a gang
@@ -64,6 +66,40 @@ func (t *siteTally) add(site []byte) string {
 // short reports whether no site has t.want offers yet; false for no
 // tally.
 func (t *siteTally) short() bool { return t != nil && t.largest < t.want }
+
+// pickGangs chooses need/members whole gangs of members each (one gang
+// of need when members is 0 or need): the first as pickGang does, each
+// next one the same way among the candidates the earlier ones left, so
+// that no provider is in two gangs. It picks all of them or none; m
+// records the first gang's counts, Gangs how many whole gangs the
+// candidates make.
+func pickGangs(cands []Pick, need, members int, m *Miss) (picks []Pick, gangs int) {
+	if members <= 0 || members >= need || need%members != 0 {
+		return pickGang(cands, need, m)
+	}
+	picks = make([]Pick, 0, need)
+	left := cands
+	for k := 0; k < need/members; k++ {
+		var g []Pick
+		var mk Miss
+		g, n := pickGang(left, members, &mk)
+		if k == 0 {
+			m.Sites, m.Together, gangs = mk.Sites, mk.Together, n
+		}
+		if g == nil {
+			if k > 0 {
+				// Enough for one gang, not for all: a site short.
+				m.Together = min(m.Together, need-1)
+			}
+			return nil, gangs
+		}
+		picks = append(picks, g...)
+		left = slices.DeleteFunc(slices.Clone(left), func(c Pick) bool {
+			return slices.ContainsFunc(g, func(x Pick) bool { return x.Provider == c.Provider })
+		})
+	}
+	return picks, gangs
+}
 
 // pickGang chooses, of cands (best first, filtered), the gang: the first
 // site to have need candidates, and its best need. It records in m how many

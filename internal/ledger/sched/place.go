@@ -51,7 +51,11 @@ type Request struct {
 	NVLink bool
 	// Gang: the Need providers are the members of one gang: all in one
 	// site (one region) or none (gang.go). Need is then the members.
-	Gang bool
+	// Members, when above 0, is the members of one gang and Need a
+	// multiple of it: Need/Members whole gangs (replica gangs of a
+	// verified gang), each in one site, on distinct providers.
+	Gang    bool
+	Members int
 	// Admit, when set, is a constraint the ledger checks itself: a
 	// provider it returns false for is turned away (Miss.TEE; a trust:
 	// tee job admits attested providers only). It only reads.
@@ -274,7 +278,7 @@ func (plan *Plan) pick(cands []Pick, r *Request) {
 	plan.Ranked = cands
 	m.Fit, m.Need = len(cands), r.Need
 	if r.Gang && r.Need > 1 {
-		plan.Picks, plan.Gangs = pickGang(cands, r.Need, m)
+		plan.Picks, plan.Gangs = pickGangs(cands, r.Need, r.Members, m)
 		if plan.Picks == nil {
 			m.Code = m.code(len(cands), r.Need)
 		}
