@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"testing"
 
+	"github.com/gpunet/gpunet/internal/address"
 	"github.com/gpunet/gpunet/internal/ledger"
 )
 
@@ -39,5 +40,22 @@ func TestGangResults(t *testing.T) {
 	}
 	if GangRankDir(3) != "rank-3" {
 		t.Errorf("GangRankDir(3) = %q", GangRankDir(3))
+	}
+}
+
+// TestGangResultsReplicaGangs: a gang verified at full has two members of
+// each rank; the outputs are those of the replica gang whose rank 0 was
+// delivered, not a mix.
+func TestGangResultsReplicaGangs(t *testing.T) {
+	p, q := address.Address{1}, address.Address{2}
+	j := &ledger.Job{ID: 4, Delivered: &q, Assignments: []ledger.Assignment{
+		{Provider: p, Gang: 0, Rank: 0, Result: &ledger.JobResult{OutputBlob: "wrong0"}},
+		{Gang: 0, Rank: 1, Result: &ledger.JobResult{OutputBlob: "wrong1"}},
+		{Gang: 1, Rank: 1, Result: &ledger.JobResult{OutputBlob: "b"}},
+		{Provider: q, Gang: 1, Rank: 0, Result: &ledger.JobResult{OutputBlob: "a"}},
+	}}
+	got, err := gangResults(j)
+	if err != nil || len(got) != 2 || got[0].Result.OutputBlob != "a" || got[1].Result.OutputBlob != "b" {
+		t.Fatalf("gangResults = %+v, %v, want gang 1's a, b", got, err)
 	}
 }

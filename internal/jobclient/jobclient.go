@@ -258,11 +258,21 @@ func (c *Client) FetchOutputs(ctx context.Context, j *ledger.Job, dir string) er
 // rank r's outputs.
 func GangRankDir(r uint64) string { return fmt.Sprintf("rank-%d", r) }
 
-// gangResults are a finished gang's members' results in rank order.
+// gangResults are a finished gang's members' results in rank order: at
+// verification full, of the replica gang whose rank 0 was delivered (the
+// other gangs' members have the same ranks).
 func gangResults(j *ledger.Job) ([]*ledger.Assignment, error) {
+	gang := uint64(0)
+	if j.Delivered != nil {
+		for _, a := range j.Assignments {
+			if a.Provider == *j.Delivered {
+				gang = a.Gang
+			}
+		}
+	}
 	var out []*ledger.Assignment
 	for i := range j.Assignments {
-		if a := &j.Assignments[i]; a.Result != nil {
+		if a := &j.Assignments[i]; a.Result != nil && a.Gang == gang {
 			out = append(out, a)
 		}
 	}

@@ -92,7 +92,8 @@ var (
 	finishedStates = []string{ledger.JobSucceeded, ledger.JobFailed, ledger.JobCancelled}
 	verdictValues  = []string{ledger.VerdictValidated, ledger.VerdictUnverified, ledger.VerdictUnchecked, ledger.VerdictNoMajority}
 	replicaValues  = []string{ledger.OutcomeMajority, ledger.OutcomeMinority, ledger.OutcomeUnrevealed, ledger.OutcomeNoMajority,
-		ledger.OutcomeBadHandover, ledger.OutcomeWithheldKey, ledger.OutcomeJudgeOutvoted, ledger.OutcomeJudgeSilent}
+		ledger.OutcomeBadHandover, ledger.OutcomeWithheldKey, ledger.OutcomeJudgeOutvoted, ledger.OutcomeJudgeSilent,
+		ledger.OutcomeGangOutvoted, ledger.OutcomeGangIncomplete}
 	// slashReasons: job_replica_slashed's why (none: outvoted, "minority"),
 	// and a failed hardware challenge.
 	slashReasons = []string{ledger.OutcomeMinority, ledger.OutcomeUnrevealed, ledger.OutcomeBadHandover, ledger.OutcomeWithheldKey,

@@ -61,7 +61,7 @@ type gangMember struct {
 }
 
 // gangKey is this provider's private network key for one assignment of a
-// gang (the gang's placement, Job.Attempts, and the assignment's time: a
+// gang (the gang's placement, gangPlacement, and the assignment's time: a
 // gang placed again in the same second is a new placement): secret
 // (derived from its private key), the same after a restart, clamped as
 // Curve25519 keys are.
@@ -76,7 +76,7 @@ func (a *Agent) gangKey(id, placement uint64, assignedAt int64) clusternet.Key {
 // chain already has them (a restarted agent reuses the port it posted when
 // it is free).
 func (a *Agent) joinGang(ctx context.Context, j *ledger.Job, as *ledger.Assignment) (*gangMember, error) {
-	m := &gangMember{priv: a.gangKey(j.ID, j.Attempts, as.AssignedAt)}
+	m := &gangMember{priv: a.gangKey(j.ID, gangPlacement(j, as), as.AssignedAt)}
 	var err error
 	if m.pub, err = m.priv.PublicKey(); err != nil {
 		return nil, err
@@ -133,7 +133,7 @@ func freeUDPPort(want uint16) (uint16, error) {
 // returns the job as the chain then has it. It gives up when ctx ends
 // (the run is cancelled when the job stops being this provider's).
 func (a *Agent) waitGang(ctx context.Context, j *ledger.Job, assignedAt int64) (*ledger.Job, error) {
-	placement := j.Attempts
+	placement := gangPlacement(j, assignmentOf(j, a.o.Key.Address))
 	poll := min(max(a.o.Poll, gangWaitPollMin), gangWaitPollMax)
 	for {
 		list, err := a.o.Chain.ProviderJobs(ctx, a.o.Key.Address)
@@ -143,10 +143,10 @@ func (a *Agent) waitGang(ctx context.Context, j *ledger.Job, assignedAt int64) (
 					continue
 				}
 				as := assignmentOf(x, a.o.Key.Address)
-				if as == nil || as.AssignedAt != assignedAt || x.Attempts != placement {
+				if as == nil || as.AssignedAt != assignedAt || gangPlacement(x, as) != placement {
 					return nil, fmt.Errorf("gang member: job %d is no longer assigned here", j.ID)
 				}
-				if gangPosted(x) {
+				if gangPosted(x, as) {
 					return x, nil
 				}
 			}
@@ -161,26 +161,59 @@ func (a *Agent) waitGang(ctx context.Context, j *ledger.Job, assignedAt int64) (
 	}
 }
 
-// gangPosted reports whether every member of gang j posted its key.
-func gangPosted(j *ledger.Job) bool {
-	if uint64(len(j.Assignments)) < j.Spec.Nodes {
-		return false
-	}
+// gangPosted reports whether every member of as's gang of job j posted
+// its key: of its replica gang, for a gang at verification full.
+func gangPosted(j *ledger.Job, as *ledger.Assignment) bool {
+	n := uint64(0)
 	for _, x := range j.Assignments {
+		if x.Gang != as.Gang {
+			continue
+		}
 		if x.GangKey == nil {
 			return false
 		}
+		n++
 	}
-	return true
+	return n >= j.Spec.Nodes
+}
+
+// gangPlacement is the placement as, a member of gang j, belongs to: its
+// own (ledger.Assignment.Placement) in a gang at verification full, whose
+// replica gangs are replaced one by one; the job's otherwise.
+func gangPlacement(j *ledger.Job, as *ledger.Assignment) uint64 {
+	if as != nil && as.Placement != 0 {
+		return as.Placement
+	}
+	return j.Attempts
+}
+
+// replicaGang is the members of as's gang of job j: all of j's for a gang
+// that is not replicated, those of as's replica gang at verification full.
+// The members of another replica gang are never this member's peers: each
+// replica gang runs on its own private network, so that its result is its
+// own.
+func replicaGang(j *ledger.Job, as *ledger.Assignment) []ledger.Assignment {
+	var out []ledger.Assignment
+	for _, x := range j.Assignments {
+		if x.Gang == as.Gang {
+			out = append(out, x)
+		}
+	}
+	return out
 }
 
 // gangConfig is this member's network configuration from the gang's
 // record: every member's key and endpoint in rank order.
 func (a *Agent) gangConfig(ctx context.Context, j *ledger.Job, m *gangMember) (clusternet.Config, error) {
-	n := len(j.Assignments)
+	as := assignmentOf(j, a.o.Key.Address)
+	if as == nil {
+		return clusternet.Config{}, fmt.Errorf("gang member: this provider is not a member of job %d", j.ID)
+	}
+	gang := replicaGang(j, as)
+	n := len(gang)
 	c := clusternet.Config{PrivateKey: m.priv, ListenPort: m.port, Members: make([]clusternet.Member, n), Rank: -1}
 	seen := make([]bool, n)
-	for _, x := range j.Assignments {
+	for _, x := range gang {
 		r := int(x.Rank)
 		if x.Rank >= uint64(n) || seen[r] {
 			return c, fmt.Errorf("gang member: job %d's ranks are not 0 to %d (rank %d)", j.ID, n-1, x.Rank)

@@ -71,3 +71,53 @@ func TestGangConfig(t *testing.T) {
 		}
 	}
 }
+
+// TestGangConfigReplicaGang: in a gang at verification full, a member's
+// network has the members of its own replica gang only, in rank order; the
+// other gang's members (same ranks, other keys) are no peers of it, and
+// it starts when its own gang has posted, whatever the other's has.
+func TestGangConfigReplicaGang(t *testing.T) {
+	kr, err := keys.Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	me, err := kr.AddUnencrypted("me")
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := &Agent{o: Options{Key: me}, log: slog.New(slog.DiscardHandler)}
+	m := &gangMember{priv: a.gangKey(7, 1, 100), port: 51000}
+	m.pub, _ = m.priv.PublicKey()
+	other := func(b byte) *ledger.Hash {
+		k := clusternet.Key{0, b}
+		k[31] = 64
+		pub, _ := k.PublicKey()
+		h := ledger.Hash(pub)
+		return &h
+	}
+	mine := ledger.Hash(m.pub)
+	j := &ledger.Job{ID: 7, Attempts: 3, Spec: ledger.JobSpec{Nodes: 2, Verification: ledger.VerifyFull, Deterministic: true}, Assignments: []ledger.Assignment{
+		{Provider: address.Address{1}, Gang: 0, Rank: 0, GangKey: other(1), Placement: 1},
+		{Provider: address.Address{2}, Gang: 0, Rank: 1, GangKey: other(2), Placement: 1},
+		{Provider: address.Address{3}, Gang: 1, Rank: 0, Placement: 3},
+		{Provider: me.Address, Gang: 1, Rank: 1, GangKey: &mine, Placement: 3},
+	}}
+	as := &j.Assignments[3]
+	if gangPosted(j, as) {
+		t.Error("posted, with rank 0 of its own gang silent")
+	}
+	if !gangPosted(j, &j.Assignments[0]) {
+		t.Error("gang 0 posted, but its member is told to wait (for gang 1?)")
+	}
+	if gangPlacement(j, as) != 3 || gangPlacement(j, &j.Assignments[0]) != 1 {
+		t.Errorf("placements %d, %d, want each member's own (3, 1)", gangPlacement(j, as), gangPlacement(j, &j.Assignments[0]))
+	}
+	j.Assignments[2].GangKey = other(3)
+	c, err := a.gangConfig(t.Context(), j, m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Rank != 1 || len(c.Members) != 2 || c.Members[0].PublicKey != clusternet.Key(*other(3)) || c.Members[1].PublicKey != m.pub {
+		t.Errorf("replica gang 1's config %+v, want its own 2 members", c)
+	}
+}

@@ -56,7 +56,7 @@ type runs struct {
 	// judging marks the jobs whose judging step (judge.go) is in flight.
 	judging map[uint64]bool
 	// gangPlacement is, for a gang's run, the placement it runs
-	// (Job.Attempts): a gang stopped and placed again on this provider
+	// (gangPlacement): a gang stopped and placed again on this provider
 	// (as its surviving members often are) is a new member, whose run
 	// must not be the old one's.
 	gangPlacement map[uint64]uint64
@@ -107,11 +107,11 @@ func (a *Agent) syncJobs(ctx context.Context) error {
 		a.runs.mu.Lock()
 		cancelRun, running := a.runs.byID[j.ID]
 		if running && j.Spec.Gang() {
-			if p, ok := a.runs.gangPlacement[j.ID]; ok && p != j.Attempts {
+			if p, ok := a.runs.gangPlacement[j.ID]; ok && p != gangPlacement(j, as) {
 				// Placed here again since the run began: the run is the
 				// earlier placement's, with its keys and its network.
 				// Stop it; the new member's run starts once it is gone.
-				a.log.Info("gang placed here again: stopping the run of its earlier placement", "job", j.ID, "placement", j.Attempts)
+				a.log.Info("gang placed here again: stopping the run of its earlier placement", "job", j.ID, "placement", gangPlacement(j, as))
 				delete(a.runs.gangPlacement, j.ID)
 				cancelRun()
 				a.runs.mu.Unlock()
@@ -176,7 +176,7 @@ func (a *Agent) syncJobs(ctx context.Context) error {
 				if a.runs.gangPlacement == nil {
 					a.runs.gangPlacement = map[uint64]uint64{}
 				}
-				a.runs.gangPlacement[j.ID] = j.Attempts
+				a.runs.gangPlacement[j.ID] = gangPlacement(j, as)
 			}
 			a.runs.wg.Add(1)
 			go func() {
