@@ -17,6 +17,10 @@
     withheld_key: ['withheld the key', 'bad'],
     judge_outvoted: ['judged the outputs against the majority', 'bad'],
     judge_silent: ['did not judge the outputs', 'bad'],
+    // A member of a replica gang (verification full): its gang outvoted,
+    // or a co-member silent; not slashed, its own fault not shown.
+    gang_outvoted: ['its replica gang was outvoted', 'warn'],
+    gang_incomplete: ['a member of its replica gang did not reveal', 'warn'],
   };
 
   // auditPicked says whether a spot job's audit lottery picked it. The
