@@ -66,7 +66,9 @@ func TestGangSpecErrors(t *testing.T) {
 		{"nodes 0", minimalOCI + "resources: {nodes: 0}\n", "resources.nodes", 7, []string{"at least 1"}},
 		{"too many nodes", minimalOCI + "resources:\n  nodes: 65\n", "resources.nodes", 8, []string{"65 members", "64"}},
 		{"wasm gang", minimalWASM + "resources:\n  nodes: 2\n", "resources.nodes", 8, []string{"wasm", "executor: oci"}},
-		{"replicated gang", minimalOCI + "verification: spot\nresources:\n  nodes: 2\n", "verification", 7, []string{"not replicated", "verification: none"}},
+		{"spot gang", minimalOCI + "verification: spot\nresources:\n  nodes: 2\n", "verification", 7, []string{"whole replica gangs", "verification: full", "verification: none"}},
+		{"full gang not deterministic", minimalOCI + "verification: full\nresources:\n  nodes: 2\n", "verification", 7, []string{"deterministic"}},
+		{"full gang with checkpoint", minimalOCI + "verification: full\ndeterministic: true\ncheckpoint: {path: /ckpt, interval: 10m}\nresources:\n  nodes: 2\n", "checkpoint", 9, []string{"does not resume"}},
 		{"tee gang", minimalOCI + "trust: tee\nresources:\n  nodes: 2\n", "trust", 7, []string{"enclave"}},
 		{"shm over memory", minimalOCI + "resources:\n  memory: 1GiB\n  shm: 2GiB\n", "resources.shm", 9, []string{"more than resources.memory"}},
 		{"shm on wasm", minimalWASM + "resources:\n  shm: 1MiB\n", "resources.shm", 8, []string{"no /dev/shm"}},
@@ -121,4 +123,20 @@ func TestGangDocExample(t *testing.T) {
 		return
 	}
 	t.Fatal("docs/jobspec.md has no llm-train gang example")
+}
+
+// TestGangSpecFull: a deterministic gang may say verification: full; the
+// ledger accepts what it parses to (2 replica gangs of its nodes).
+func TestGangSpecFull(t *testing.T) {
+	s, err := Parse([]byte(gangOCI+"verification: full\ndeterministic: true\n"), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ls := s.LedgerSpec("")
+	if err := ls.Validate(); err != nil {
+		t.Fatalf("ledger refuses the gang at full: %v", err)
+	}
+	if ls.Verification != ledger.VerifyFull || !ls.Deterministic || ls.PlannedReplicas() != 6 {
+		t.Errorf("ledger spec: verification %s deterministic %v, %d planned members; want full, true, 6 (2 gangs of 3)", ls.Verification, ls.Deterministic, ls.PlannedReplicas())
+	}
 }

@@ -464,8 +464,12 @@ func (v *validator) gang() {
 		v.errorf("resources.nodes", "%d members is more than the %d a job may ask for", r.Nodes, MaxNodes)
 	case r.Nodes > 1 && s.Executor == ExecutorWASM:
 		v.errorf("resources.nodes", "is %d, but a gang's members talk over a private network, which wasm jobs do not have: use executor: oci", r.Nodes)
-	case r.Nodes > 1 && s.Verification != VerifyNone && s.Verification != "":
-		v.errorf("verification", "is %s, but a gang (resources.nodes: %d) is not replicated (it would run the whole gang twice): use verification: none", s.Verification, r.Nodes)
+	case r.Nodes > 1 && s.Verification != VerifyNone && s.Verification != VerifyFull && s.Verification != "":
+		v.errorf("verification", "is %s, but a gang (resources.nodes: %d) is verified only by running whole replica gangs: use verification: full (deterministic: true) or verification: none", s.Verification, r.Nodes)
+	case r.Nodes > 1 && s.Verification == VerifyFull && s.Checkpoint != nil:
+		v.errorf("checkpoint", "is set, but a gang at verification: full (resources.nodes: %d) does not resume from checkpoints yet: drop checkpoint, or use verification: none", r.Nodes)
+	case r.Nodes > 1 && s.Verification == VerifyFull && s.Compare != nil:
+		v.errorf("compare", "is set, but the replica gangs of a gang at verification: full (resources.nodes: %d) are compared exactly: drop compare", r.Nodes)
 	case r.Nodes > 1 && s.Trust != "":
 		v.errorf("trust", "is %s, but a gang's (resources.nodes: %d) private network leaves each member's enclave: run a trusted job on one node", s.Trust, r.Nodes)
 	}

@@ -226,6 +226,105 @@ verification: none
 	t.Logf("submit → all started, image cached: gang of 3 %s, single job %s (%.2f×)", started[1].Round(time.Millisecond), started[2].Round(time.Millisecond), started[1].Seconds()/started[2].Seconds())
 }
 
+// TestGangFullAllReduce runs a 2-member gang at verification: full on four
+// provider agents with the real container executor: the ledger places two
+// whole replica gangs on distinct providers, each replica gang's members
+// form their own private network (the example's log says world=2 in each:
+// the two gangs never meet), every member commits and reveals its own
+// rank's result, and the job ends validated, the two gangs agreeing rank
+// for rank, every member paid; the owner's outputs are the delivered
+// gang's, each rank's equal to the one-process sum.
+func TestGangFullAllReduce(t *testing.T) {
+	g := startGang(t, "p0", "p1", "p2", "p3")
+	n := g.n
+	consumer, err := n.kr.Get("consumer")
+	if err != nil {
+		t.Fatal(err)
+	}
+	jc := jobclient.New(n.cl, consumer, n.home, "provider-test")
+	const elems, seed = 50_000, 13
+	wantDigest := ring.Digest(ring.Sum(seed, 2, elems))
+	spec, err := jobspec.Parse(fmt.Appendf(nil, `name: allreduce-full
+executor: oci
+image: %s
+command: [/job, -n, "%d", -seed, "%d", -out, /out/sum, -timeout, 2m]
+outputs: [/out]
+resources: {nodes: 2, cpu: 1, memory: 256MiB}
+max_price: 0.5
+timeout: 5m
+verification: full
+deterministic: true
+`, g.ref, elems, seed), t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
+	defer cancel()
+	t0 := time.Now()
+	id, err := jc.Submit(ctx, spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	go jc.Follow(ctx, id, 50*time.Millisecond, nil)
+	var j *ledger.Job
+	for {
+		if j, err = n.cl.Job(ctx, id); err != nil {
+			t.Fatal(err)
+		}
+		if j.Done() {
+			break
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("job %d is %s after 3 minutes (%+v)\nagents' log:\n%s", id, j.State, j.Wait, g.logs.String())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Logf("gang of 2 at full (2 replica gangs, 4 providers): done after %s", time.Since(t0).Round(time.Millisecond))
+	if j.State != ledger.JobSucceeded || j.Verdict != ledger.VerdictValidated {
+		t.Fatalf("job %d %s, verdict %s (%+v)\nagents' log:\n%s", id, j.State, j.Verdict, j.Wait, g.logs.String())
+	}
+	seen := map[address.Address]bool{}
+	perGang := map[uint64][]uint64{}
+	for _, a := range j.Assignments {
+		if seen[a.Provider] {
+			t.Errorf("provider %s holds two members: %+v", a.Provider, j.Assignments)
+		}
+		seen[a.Provider] = true
+		perGang[a.Gang] = append(perGang[a.Gang], a.Rank)
+		if a.Outcome != ledger.OutcomeMajority || a.Paid == 0 || a.Commitment == nil || a.Result == nil {
+			t.Errorf("gang %d rank %d: outcome %s paid %d (committed %v revealed %v)", a.Gang, a.Rank, a.Outcome, a.Paid, a.Commitment != nil, a.Result != nil)
+		}
+	}
+	if len(perGang) != 2 || len(perGang[0]) != 2 || len(perGang[1]) != 2 {
+		t.Fatalf("members by replica gang %v, want 2 gangs of 2", perGang)
+	}
+	out := filepath.Join(t.TempDir(), "out")
+	if err := jc.FetchOutputs(ctx, j, out); err != nil {
+		t.Fatal(err)
+	}
+	var all bytes.Buffer
+	if err := jc.FetchLogs(ctx, j, &all); err != nil {
+		t.Fatal(err)
+	}
+	for r := range 2 {
+		b, err := os.ReadFile(filepath.Join(out, jobclient.GangRankDir(uint64(r)), "out", "sum"))
+		if err != nil {
+			t.Fatalf("rank %d's outputs: %v", r, err)
+		}
+		got := make([]int64, len(b)/8)
+		for i := range got {
+			got[i] = int64(binary.LittleEndian.Uint64(b[8*i:]))
+		}
+		if d := ring.Digest(got); d != wantDigest {
+			t.Errorf("rank %d's result sha256 %s, the one-process sum's %s", r, d, wantDigest)
+		}
+		// world=2: each replica gang's network holds its own 2 members.
+		if line := fmt.Sprintf("[rank %d] allreduce rank=%d world=2 ", r, r); !strings.Contains(all.String(), line) {
+			t.Errorf("the delivered gang's log has no %q:\n%s", line, all.String())
+		}
+	}
+}
+
 // allStarted reports whether every member of gang j has started.
 func allStarted(j *ledger.Job) bool {
 	if uint64(len(j.Assignments)) < j.Spec.Nodes {
