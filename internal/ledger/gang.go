@@ -44,10 +44,10 @@ import (
 //     committed S, and a stopped gang resumes from the latest complete
 //     step, each new member from its rank's checkpoint
 //     (Job.ResumeCheckpointOf).
-//   - Verification: replicating a gang would mean running the whole gang
-//     twice (N more providers, twice the cost) and comparing rank 0's
-//     declared result; the ledger does not do that yet, so a gang must be
-//     verification none (Validate says so), and its verdict is unchecked.
+//   - Verification: a gang at verification none is settled on its
+//     members' word (settleGang), its verdict unchecked. A deterministic
+//     gang at full runs as whole replica gangs whose combined results are
+//     tallied as a single job's replicas are (gang_verify.go).
 
 // Interconnects a job may ask for between each member's GPUs
 // (JobSpec.Interconnect) and a provider may declare (Inventory.Interconnect).

@@ -100,3 +100,40 @@ func TestNVLinkIsAConstraint(t *testing.T) {
 		t.Errorf("any interconnect: %v", got)
 	}
 }
+
+// TestReplicaGangsPicked: a request for 2 gangs of 2 (Members 2, Need 4)
+// takes two whole gangs, gang by gang, each in one site, no provider in
+// both: the first the first site to reach 2, the next the same among what
+// is left (the same site when it has 4). All or none: with one site short
+// it takes none and waits apart, with fewer than 4 fitting too few.
+func TestReplicaGangsPicked(t *testing.T) {
+	gangs := func(members, need int) Request {
+		r := gangReq(need)
+		r.Members = members
+		return r
+	}
+	st := newState(site(1, 100, "us"), site(2, 200, "eu"), site(3, 300, "us"), site(4, 400, "eu"), site(5, 500, "ap"))
+	plan := place(t, st, gangs(2, 4))
+	if got := providers(plan.Picks); !slices.Equal(got, []byte{1, 3, 2, 4}) || plan.Miss.Code != "" {
+		t.Errorf("2 gangs of 2: picks %v code %q, want us's 1 3 then eu's 2 4", got, plan.Miss.Code)
+	}
+	st = newState(site(1, 100, "eu"), site(2, 200, "eu"), site(3, 300, "eu"), site(4, 400, "eu"), site(5, 500, "us"))
+	if got := providers(place(t, st, gangs(2, 4)).Picks); !slices.Equal(got, []byte{1, 2, 3, 4}) {
+		t.Errorf("2 gangs of 2 in one site of 4: %v, want 1 2 then 3 4", got)
+	}
+	st = newState(site(1, 100, "us"), site(2, 200, "eu"), site(3, 300, "us"), site(4, 400, "ap"), site(5, 500, "sa"))
+	plan = place(t, st, gangs(2, 4))
+	if len(plan.Picks) != 0 || plan.Miss.Code != Apart || plan.Miss.Fit != 5 {
+		t.Errorf("one site of 2, the rest alone: picks %v miss %+v, want none, apart", providers(plan.Picks), plan.Miss)
+	}
+	st = newState(site(1, 100, "us"), site(2, 200, "us"), site(3, 300, "us"))
+	plan = place(t, st, gangs(2, 4))
+	if len(plan.Picks) != 0 || plan.Miss.Code != TooFew {
+		t.Errorf("3 fitting for 2 gangs of 2: picks %v code %q, want none, too few", providers(plan.Picks), plan.Miss.Code)
+	}
+	// Members equal to Need is one gang, as before.
+	st = newState(site(1, 100, "us"), site(2, 200, "us"))
+	if got := providers(place(t, st, gangs(2, 2)).Picks); !slices.Equal(got, []byte{1, 2}) {
+		t.Errorf("1 gang of 2: %v", got)
+	}
+}
