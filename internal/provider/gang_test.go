@@ -244,7 +244,12 @@ func TestGangFullAllReduce(t *testing.T) {
 	jc := jobclient.New(n.cl, consumer, n.home, "provider-test")
 	const elems, seed = 50_000, 13
 	wantDigest := ring.Digest(ring.Sum(seed, 2, elems))
-	spec, err := jobspec.Parse(fmt.Appendf(nil, `name: allreduce-full
+	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
+	defer cancel()
+	// run runs the gang at verification v and returns the finished job and
+	// how long it took from submit.
+	run := func(v string) (*ledger.Job, time.Duration) {
+		spec, err := jobspec.Parse(fmt.Appendf(nil, `name: allreduce-%s
 executor: oci
 image: %s
 command: [/job, -n, "%d", -seed, "%d", -out, /out/sum, -timeout, 2m]
@@ -252,36 +257,44 @@ outputs: [/out]
 resources: {nodes: 2, cpu: 1, memory: 256MiB}
 max_price: 0.5
 timeout: 5m
-verification: full
+verification: %s
 deterministic: true
-`, g.ref, elems, seed), t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
-	defer cancel()
-	t0 := time.Now()
-	id, err := jc.Submit(ctx, spec)
-	if err != nil {
-		t.Fatal(err)
-	}
-	go jc.Follow(ctx, id, 50*time.Millisecond, nil)
-	var j *ledger.Job
-	for {
-		if j, err = n.cl.Job(ctx, id); err != nil {
+`, v, g.ref, elems, seed, v), t.TempDir())
+		if err != nil {
 			t.Fatal(err)
 		}
-		if j.Done() {
-			break
+		t0 := time.Now()
+		id, err := jc.Submit(ctx, spec)
+		if err != nil {
+			t.Fatal(err)
 		}
-		if ctx.Err() != nil {
-			t.Fatalf("job %d is %s after 3 minutes (%+v)\nagents' log:\n%s", id, j.State, j.Wait, g.logs.String())
+		go jc.Follow(ctx, id, 50*time.Millisecond, nil)
+		for {
+			j, err := n.cl.Job(ctx, id)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if j.Done() {
+				return j, time.Since(t0)
+			}
+			if ctx.Err() != nil {
+				t.Fatalf("job %d at %s is %s after 3 minutes (%+v)\nagents' log:\n%s", id, v, j.State, j.Wait, g.logs.String())
+			}
+			time.Sleep(50 * time.Millisecond)
 		}
-		time.Sleep(50 * time.Millisecond)
 	}
-	t.Logf("gang of 2 at full (2 replica gangs, 4 providers): done after %s", time.Since(t0).Round(time.Millisecond))
+	// The baseline: the same gang unverified, once to pull the image,
+	// then measured with it cached, as the gang at full is.
+	run(ledger.VerifyNone)
+	base, baseTook := run(ledger.VerifyNone)
+	if base.State != ledger.JobSucceeded {
+		t.Fatalf("the gang at none: %s (%+v)\nagents' log:\n%s", base.State, base.Wait, g.logs.String())
+	}
+	j, took := run(ledger.VerifyFull)
+	t.Logf("gang of 2, image cached: at none %s, cost %d usync; at full (2 replica gangs, 4 providers) %s (%.2f×), cost %d usync (%.2f×)",
+		baseTook.Round(time.Millisecond), base.Cost, took.Round(time.Millisecond), took.Seconds()/baseTook.Seconds(), j.Cost, float64(j.Cost)/float64(max(base.Cost, 1)))
 	if j.State != ledger.JobSucceeded || j.Verdict != ledger.VerdictValidated {
-		t.Fatalf("job %d %s, verdict %s (%+v)\nagents' log:\n%s", id, j.State, j.Verdict, j.Wait, g.logs.String())
+		t.Fatalf("job %d %s, verdict %s (%+v)\nagents' log:\n%s", j.ID, j.State, j.Verdict, j.Wait, g.logs.String())
 	}
 	seen := map[address.Address]bool{}
 	perGang := map[uint64][]uint64{}
