@@ -269,6 +269,37 @@ func jobAssignmentsAreDistinct(s *invariantState) error {
 		if uint64(len(j.Assignments)) > j.Replicas || j.Replicas > limit {
 			return fmt.Errorf("invariant: job %d has %d assignments, wants %d replicas (at most %d): %w", j.ID, len(j.Assignments), j.Replicas, s.params.MaxReplicas, ErrInternal)
 		}
+		if err := replicaGangsWhole(j); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// replicaGangsWhole: a replicated gang wants whole gangs (its replicas a
+// multiple of its nodes), and each of its replica gangs has each rank
+// 0 … nodes-1 at most once; no other job has a gang index.
+func replicaGangsWhole(j *Job) error {
+	if !replicated(j) {
+		for _, a := range j.Assignments {
+			if a.Gang != 0 || a.Placement != 0 {
+				return fmt.Errorf("invariant: job %d is not a gang at full, but %s has replica gang %d, placement %d: %w", j.ID, a.Provider, a.Gang, a.Placement, ErrInternal)
+			}
+		}
+		return nil
+	}
+	if j.Replicas%j.Spec.Nodes != 0 {
+		return fmt.Errorf("invariant: gang %d of %d members wants %d members, not whole gangs: %w", j.ID, j.Spec.Nodes, j.Replicas, ErrInternal)
+	}
+	for i, a := range j.Assignments {
+		if a.Rank >= j.Spec.Nodes {
+			return fmt.Errorf("invariant: gang %d's member %s has rank %d of %d: %w", j.ID, a.Provider, a.Rank, j.Spec.Nodes, ErrInternal)
+		}
+		for _, b := range j.Assignments[:i] {
+			if a.Gang == b.Gang && a.Rank == b.Rank {
+				return fmt.Errorf("invariant: gang %d's replica gang %d has rank %d twice: %w", j.ID, a.Gang, a.Rank, ErrInternal)
+			}
+		}
 	}
 	return nil
 }
