@@ -384,3 +384,78 @@ func TestGangFullLostMember(t *testing.T) {
 		t.Fatalf("after the replacement gang: %s %s (%+v)", j.State, j.Verdict, j.Wait)
 	}
 }
+
+// TestGangFullMemberCannotClaimAnothersOutput: a member that copies
+// another gang's member's commitment (it is on chain) cannot open it: the
+// commitment binds the committer's address, so revealing the other's salt
+// and result is refused, and at the reveal deadline the copier is slashed
+// as silent, its gang has no vote, and it is paid nothing.
+func TestGangFullMemberCannotClaimAnothersOutput(t *testing.T) {
+	c, ks := gangChain(t, euProvs(4)...)
+	p := mustParams(t, c)
+	must(t, []ledger.TxResult{submit(t, c, fullGangSpec(2))})
+	gs := replicaGangsOf(t, job(t, c, 1))
+	var grants []ledger.Grant
+	for _, a := range job(t, c, 1).Assignments {
+		grants = append(grants, ledger.Grant{Provider: a.Provider, WrappedKey: []byte("w")})
+	}
+	must(t, []ledger.TxResult{send(t, c, consumer, &ledger.MsgGrantKey{JobID: 1, Grants: grants})})
+	for _, a := range job(t, c, 1).Assignments {
+		must(t, []ledger.TxResult{send(t, c, keyFor(t, ks, a.Provider), &ledger.MsgGangMember{JobID: 1, PublicKey: ledger.Hash{0xdd, byte(a.Gang), byte(a.Rank)}})})
+	}
+	for _, a := range job(t, c, 1).Assignments {
+		must(t, []ledger.TxResult{send(t, c, keyFor(t, ks, a.Provider), &ledger.MsgStartJob{JobID: 1})})
+	}
+	c.Advance(100 * time.Second)
+	honest, copier := gs[0][0], gs[1][0]
+	var theirs ledger.Hash
+	for _, a := range job(t, c, 1).Assignments {
+		cm := ledger.ResultCommitment(gangManifest(a.Rank, false), a.Provider, gangSalt(a.Provider))
+		if a.Provider == copier {
+			cm = theirs // rank 0 of gang 0 committed first
+		}
+		must(t, []ledger.TxResult{send(t, c, keyFor(t, ks, a.Provider), &ledger.MsgCommitResult{JobID: 1, Commitment: &cm, MeteredSeconds: 90})})
+		if a.Provider == honest {
+			theirs = *job(t, c, 1).Assignments[0].Commitment
+		}
+	}
+	if theirs == (ledger.Hash{}) {
+		t.Fatal("gang 0's rank 0 is not the first assignment")
+	}
+	claim := &ledger.MsgRevealResult{JobID: 1, Salt: gangSalt(honest), Result: ledger.JobResult{ManifestHash: gangManifest(0, false), OutputBlob: fmt.Sprintf("sha256:%064x", honest[0])}}
+	if r := send(t, c, keyFor(t, ks, copier), claim); !errors.Is(r.Err, ledger.ErrInvalidMsg) {
+		t.Fatalf("the copier revealing the other's salt and result: %v, want refused", r.Err)
+	}
+	for _, a := range job(t, c, 1).Assignments {
+		if a.Provider != copier {
+			must(t, []ledger.TxResult{send(t, c, keyFor(t, ks, a.Provider), &ledger.MsgRevealResult{JobID: 1, Salt: gangSalt(a.Provider), Result: ledger.JobResult{
+				ManifestHash: gangManifest(a.Rank, false), OutputBlob: fmt.Sprintf("sha256:%064x", a.Provider[0])}})})
+		}
+	}
+	// The reveal window closes: one gang of two has a vote, no majority;
+	// the job asks for a third gang, which nobody can take (4 providers,
+	// all in it), and at the end of the grant window it ends as a single
+	// job with a lone result does: failed, nobody who revealed paid or
+	// slashed, the silent copier slashed.
+	c.Advance(time.Duration(p.RevealTimeout+1) * time.Second)
+	c.ApplyBlock(t)
+	if j := job(t, c, 1); j.State != ledger.JobVerifying || j.Replicas != 6 {
+		t.Fatalf("after the reveal window: %s, %d members wanted (%+v), want a third gang asked for", j.State, j.Replicas, j.Wait)
+	}
+	c.Advance(time.Duration(p.JobGrantTimeout+1) * time.Second)
+	c.ApplyBlock(t)
+	j := job(t, c, 1)
+	if j.State != ledger.JobFailed || j.Verdict != ledger.VerdictNoMajority || j.Wait == nil || j.Wait.Code != ledger.WaitLoneResult {
+		t.Fatalf("after the grant window: %s %s (%+v), want failed, lone result", j.State, j.Verdict, j.Wait)
+	}
+	for _, a := range j.Assignments {
+		switch {
+		case a.Provider == copier:
+			if a.Outcome != ledger.OutcomeUnrevealed || a.Slashed == 0 || a.Paid != 0 {
+				t.Errorf("the copier: %s slashed %d paid %d, want unrevealed, slashed, unpaid", a.Outcome, a.Slashed, a.Paid)
+			}
+		case a.Outcome != ledger.OutcomeNoMajority || a.Slashed != 0 || a.Paid != 0:
+			t.Errorf("gang %d rank %d: %s slashed %d paid %d, want no_majority, neither", a.Gang, a.Rank, a.Outcome, a.Slashed, a.Paid)
+		}
+	}
+}
