@@ -154,6 +154,12 @@ func TestGangFullPlacesWholeReplicaGangs(t *testing.T) {
 		t.Errorf("escrow %d, want twice a single gang's %d", j.Escrow, ledger.JobEscrow(&single, p))
 	}
 
+	// A quote prices the 4 members it would get.
+	spec := fullGangSpec(2)
+	if q, err := ledger.QuoteJob(c.KV, &spec); err != nil || q.Replicas != 4 || q.Nodes != 2 || q.Code != "" || q.MaxCost == 0 {
+		t.Errorf("quote of a full gang of 2 beside it: %+v, %v; want 4 members, 2 per gang, placeable", q, err)
+	}
+
 	// Too few: 3 providers fit.
 	c2, _ := gangChain(t, euProvs(3)...)
 	must(t, []ledger.TxResult{submit(t, c2, fullGangSpec(2))})
