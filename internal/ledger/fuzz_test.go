@@ -69,6 +69,9 @@ func FuzzDecodeTx(f *testing.F) {
 	} {
 		f.Add(rawTx(alice, lt.ChainID, 0, uint64(typ), body))
 	}
+	// A gang at verification full (replica gangs, gang_verify.go).
+	f.Add(rawTx(alice, lt.ChainID, 0, uint64(ledger.MsgTypeSubmitJob), `{"spec":{"name":"g","executor":"oci","image":"r/x@sha256:`+hex64+`","outputs":["/out"],"cpu_milli":1000,`+
+		`"memory":1073741824,"disk":1048576,"nodes":2,"max_price_per_hour":100,"timeout_seconds":60,"verification":"full","deterministic":true},"consumer_key":"age1x"}`))
 	// A service dispute (issue 29): three signed receipts, two alike.
 	var receipts []ledger.ServiceReceipt
 	for i, k := range []lt.Key{alice, bob, carol} {
