@@ -192,21 +192,19 @@ func decideGang(o *Overlay, j *Job, p Params, info BlockInfo, mayEscalate bool) 
 		setJob(o, j, old)
 		return []Event{jobEvent("job_escalated", j, Attr{"replicas", strconv.Itoa(out.Replicas)})}, nil
 	}
-	// silent settles the members of gang gi that did not reveal
-	// (slashed, their own act) and returns whether it had any.
-	silent := func(gi int) (bool, error) {
-		any := false
+	// silent settles the members of gang gi that did not reveal:
+	// slashed, their own act.
+	silent := func(gi int) error {
 		for _, i := range gangs[gi] {
 			if a := &j.Assignments[i]; a.Result == nil {
-				any = true
 				ev, err := penalizeUnrevealed(o, j, a, p, info)
 				if err != nil {
-					return false, err
+					return err
 				}
 				events = append(events, ev)
 			}
 		}
-		return any, nil
+		return nil
 	}
 	pay := func(a *Assignment, n int) error {
 		a.Outcome = OutcomeMajority
@@ -230,7 +228,7 @@ func decideGang(o *Overlay, j *Job, p Params, info BlockInfo, mayEscalate bool) 
 			for _, i := range gangs[gi] {
 				j.Assignments[i].Outcome = OutcomeNoMajority
 			}
-			if _, err := silent(gi); err != nil {
+			if err := silent(gi); err != nil {
 				return nil, err
 			}
 		}
@@ -271,7 +269,7 @@ func decideGang(o *Overlay, j *Job, p Params, info BlockInfo, mayEscalate bool) 
 			}
 			events = append(events, jobEvent("job_gang_outvoted", j, Attr{"gang", strconv.FormatUint(j.Assignments[g[0]].Gang, 10)}))
 		case verify.Unrevealed:
-			if _, err := silent(gi); err != nil {
+			if err := silent(gi); err != nil {
 				return nil, err
 			}
 			for _, i := range g {
