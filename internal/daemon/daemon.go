@@ -139,7 +139,7 @@ func Start(ctx context.Context, home string, o Options) (*Daemon, error) {
 		WitnessKey: witnessKey, IsWitness: dir.IsServeWitness})
 	disputes := &disputeSender{key: o.DisputeKey, log: o.Logger}
 	gateway := openaigw.New(openaigw.Options{Directory: gatewayDirectory{dir, &accessCache{view: n.View}}, Dial: hub.DialReplica, Authorized: relay.Authorized, Log: o.Logger,
-		Checks: &openaigw.CheckOptions{ChainID: cfg.ChainID, RatePPM: checkRate(n.View), Dispute: disputes.send}})
+		Checks: &openaigw.CheckOptions{ChainID: cfg.ChainID, RatePPM: checkRate(n.View), LogprobTolMinE9: logprobTolMin(n.View), Dispute: disputes.send}})
 	m.reg.MustRegister(newCheckCollector(gateway))
 	api.Mount(serviceRoutes(hub, gateway)...)
 	api.ForwardLogs(actx, peers.List)

@@ -20,7 +20,10 @@ import (
 // Service disputes (issue 29): the node's OpenAI gateway samples requests
 // for re-execution (openaigw.CheckOptions) at the ledger's
 // service_check_rate_ppm, and sends the disputes it finds with the node's
-// DisputeKey through its own API.
+// DisputeKey through its own API: of a service that declares its answers
+// bit-exact, with the three receipts; of one that declares a tolerance on
+// log-probabilities, with the three answers too, which the ledger judges
+// by the rule the gateway used (internal/ledger/logprob).
 
 // checkRate reads params.service_check_rate_ppm from the committed state.
 func checkRate(view func() (ledger.KV, func())) func() uint64 {
@@ -32,6 +35,21 @@ func checkRate(view func() (ledger.KV, func())) func() uint64 {
 			return 0
 		}
 		return p.ServiceCheckRatePPM
+	}
+}
+
+// logprobTolMin reads params.service_logprob_tolerance_min_e9 from the
+// committed state: the gateway raises a service's declared tolerance to
+// it, as the ledger does when it judges a dispute.
+func logprobTolMin(view func() (ledger.KV, func())) func() uint64 {
+	return func() uint64 {
+		kv, release := view()
+		defer release()
+		p, err := ledger.GetParams(kv)
+		if err != nil {
+			return ledger.MaxLogprobTolE9 // unknown: judge leniently, dispute nothing doubtful
+		}
+		return p.ServiceLogprobTolMinE9
 	}
 }
 
@@ -53,7 +71,7 @@ func (d *disputeSender) send(ctx context.Context, m *ledger.MsgServiceDispute) e
 	if err != nil {
 		return err
 	}
-	d.log.Info("service dispute sent", "service", m.Receipts[0].ServiceID, "tx", res.Hash)
+	d.log.Info("service dispute sent", "service", m.Receipts[0].ServiceID, "tx", res.Hash, "with_answers", len(m.Answers) > 0)
 	return nil
 }
 
@@ -87,9 +105,9 @@ func checksHandler(gw *openaigw.Gateway) http.Handler {
 
 // checkCollector exports the gateway's sampled checks by verdict, read at
 // each scrape: gpunet_service_checks_total{verdict}. A rising "diverged"
-// is a replica of a service not declared exact (openai.exact) answering
-// otherwise than two others, by more than a near tie: reported, not
-// disputed.
+// is a replica of a service that declares neither exact answers
+// (openai.exact) nor a tolerance (openai.tolerance) answering otherwise
+// than two others, by more than a near tie: reported, not disputed.
 type checkCollector struct {
 	gw   *openaigw.Gateway
 	desc *prometheus.Desc
@@ -97,7 +115,7 @@ type checkCollector struct {
 
 func newCheckCollector(gw *openaigw.Gateway) *checkCollector {
 	return &checkCollector{gw: gw, desc: prometheus.NewDesc("gpunet_service_checks_total",
-		"Sampled re-executions of OpenAI requests by this node's gateway, by verdict: agreed, tolerated (a near tie), diverged (outvoted, of a service not declared exact: not disputed), disputed, split, failed.",
+		"Sampled re-executions of OpenAI requests by this node's gateway, by verdict: agreed, tolerated (a near tie), diverged (outvoted, of a service that declares neither exact answers nor a tolerance: not disputed), disputed, split, failed.",
 		[]string{"verdict"}, nil)}
 }
 

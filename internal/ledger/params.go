@@ -200,6 +200,11 @@ type Params struct {
 	// disputes"). Nodes read it; the ledger only bounds it. Stored only
 	// when not the default.
 	ServiceCheckRatePPM uint64 `json:"service_check_rate_ppm,omitempty"`
+	// ServiceLogprobTolMinE9 is the least tolerance on log-probabilities
+	// (parts per 10^9 of a nat) a service dispute is judged by, whatever
+	// the service declares: an owner cannot make the rounding of honest
+	// hardware slashable. Stored only when not the default.
+	ServiceLogprobTolMinE9 uint64 `json:"service_logprob_tolerance_min_e9,omitempty"`
 	// Witnessed service billing (service_serve.go). Time is cut into
 	// periods of ServiceServePeriod seconds; a replica is paid for a
 	// period once ServiceServeWitnesses distinct validators (at most the
@@ -325,6 +330,7 @@ func DefaultParams() Params {
 		ServiceMaxFailures:       defaultLaterParams.ServiceMaxFailures,
 		ServiceStableSeconds:     defaultLaterParams.ServiceStableSeconds,
 		ServiceCheckRatePPM:      defaultLaterParams.ServiceCheckRatePPM,
+		ServiceLogprobTolMinE9:   defaultLaterParams.ServiceLogprobTolMinE9,
 
 		ServiceServePeriod:        defaultLaterParams.ServiceServePeriod,
 		ServiceServeWitnesses:     defaultLaterParams.ServiceServeWitnesses,
@@ -357,6 +363,9 @@ var defaultLaterParams = Params{
 	// on 5% of its answers is caught with 99% probability within 2,300
 	// of its requests (docs/ledger.md, "Service disputes").
 	ServiceCheckRatePPM: 40_000,
+	// 0.01 nats: float rounding on other hardware moves a
+	// log-probability by far less (docs/ledger.md, "Service disputes").
+	ServiceLogprobTolMinE9: 10_000_000,
 
 	ServiceServePeriod:        30, // a heartbeat interval
 	ServiceServeWitnesses:     2,  // one validator alone can neither pay nor starve a replica
@@ -390,6 +399,7 @@ func laterParamFields(p *Params) [][2]*uint64 {
 		{&p.ServiceMaxFailures, &d.ServiceMaxFailures},
 		{&p.ServiceStableSeconds, &d.ServiceStableSeconds},
 		{&p.ServiceCheckRatePPM, &d.ServiceCheckRatePPM},
+		{&p.ServiceLogprobTolMinE9, &d.ServiceLogprobTolMinE9},
 		{&p.ServiceServePeriod, &d.ServiceServePeriod},
 		{&p.ServiceServeWitnesses, &d.ServiceServeWitnesses},
 		{&p.ServiceUnwitnessedPeriods, &d.ServiceUnwitnessedPeriods},

@@ -15,6 +15,7 @@ func TestImportRule(t *testing.T) {
 			"github.com/gpunet/gpunet/internal/ledger",
 			"github.com/gpunet/gpunet/internal/ledger/verify", // pure too: its own TestImportRule
 			"github.com/gpunet/gpunet/internal/ledger/sched",  // the placement planner: pure too, its own TestImportRule
+			"github.com/gpunet/gpunet/internal/ledger/logprob", // pure too: its own TestImportRule
 			"github.com/gpunet/gpunet/internal/address",
 			"github.com/gpunet/gpunet/internal/challenge", // pure too: its own TestImportRule
 		},

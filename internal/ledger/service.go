@@ -120,6 +120,11 @@ type ServiceOpenAI struct {
 	Port   uint64   `json:"port"`
 	Models []string `json:"models"`
 	Exact  bool     `json:"exact,omitempty" rec:"since=8"`
+	// LogprobTolE9 is the owner's tolerance on log-probabilities, in
+	// parts per 10^9 of a nat (0: none declared): a replica whose answer
+	// two others' log-probabilities judge different beyond it can be
+	// disputed and slashed (service_dispute.go, internal/ledger/logprob).
+	LogprobTolE9 uint64 `json:"logprob_tol_e9,omitempty" rec:"since=8"`
 }
 
 // Service is a service's record.

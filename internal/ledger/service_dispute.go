@@ -4,11 +4,13 @@ import (
 	"crypto/ed25519"
 	"crypto/sha256"
 	"encoding/binary"
+	"encoding/json"
 	"fmt"
 	"slices"
 	"strconv"
 
 	"github.com/gpunet/gpunet/internal/address"
+	"github.com/gpunet/gpunet/internal/ledger/logprob"
 )
 
 // Services are verified by sampled re-execution (docs/ledger.md, "Service
@@ -21,9 +23,14 @@ import (
 // (an address is its key's hash), that each signer runs or ran a replica of
 // the service, that the requests are the same, and slashes the minority as
 // an outvoted job replica is. It trusts no one's word: not the node's that
-// sends the dispute, which signs nothing in the evidence. Only services
-// whose owner declares their answers bit-exact (ServiceOpenAI.Exact) can
-// be disputed: elsewhere an honest replica can be the odd one.
+// sends the dispute, which signs nothing in the evidence. Services whose
+// owner declares their answers bit-exact (ServiceOpenAI.Exact) are judged
+// by the receipts' response hashes; services that declare a tolerance on
+// log-probabilities (ServiceOpenAI.LogprobTolE9) by the three answers
+// themselves (MsgServiceDispute.Answers), each bound to its replica's
+// receipt by its hashes, under one rule (internal/ledger/logprob) that the
+// nodes' gateways apply too. A service that declares neither cannot be
+// disputed: an honest replica can be the odd one.
 
 // MsgTypeServiceDispute is the message type of MsgServiceDispute.
 const MsgTypeServiceDispute MsgType = 82
@@ -38,8 +45,9 @@ const (
 	// ahead of the block's time.
 	MaxReceiptAge  = 86_400
 	MaxReceiptSkew = 600
-	// ReceiptVersion is the version byte of a receipt's signed bytes.
-	ReceiptVersion = 1
+	// ReceiptVersion is the version byte of a receipt's signed bytes
+	// (2: with LogprobsHash).
+	ReceiptVersion = 2
 )
 
 // receiptDomain separates receipt signatures from txs and handshakes
@@ -53,7 +61,10 @@ const receiptDomain = "gpunet/receipt/v1\x00"
 // PromptTokens and CompletionTokens, at Time (unix milliseconds, the
 // provider's clock). ParamsHash is the hash of the request's sampling
 // parameters (model, seed, temperature, …), so that a reader sees at a
-// glance that two receipts were for the same decoding. PubKey is the
+// glance that two receipts were for the same decoding. LogprobsHash is
+// the hash of the answer's log-probabilities (logprob.Answer.LogprobsHash;
+// zero when it gave none), so that a dispute's evidence of them is the
+// replica's own word (a service that declares a tolerance). PubKey is the
 // provider's ed25519 key, whose address must be Provider; Sig its
 // signature over SignBytes(chain ID).
 type ServiceReceipt struct {
@@ -62,6 +73,7 @@ type ServiceReceipt struct {
 	RequestHash      Hash            `json:"request_hash"`
 	ResponseHash     Hash            `json:"response_hash"`
 	ParamsHash       Hash            `json:"params_hash"`
+	LogprobsHash     Hash            `json:"logprobs_hash"`
 	PromptTokens     uint64          `json:"prompt_tokens"`
 	CompletionTokens uint64          `json:"completion_tokens"`
 	Time             int64           `json:"time"`
@@ -72,7 +84,7 @@ type ServiceReceipt struct {
 // SignBytes is what the provider signs: the domain, the version, the chain
 // ID and every field but the signature, in a fixed binary layout.
 func (r *ServiceReceipt) SignBytes(chainID string) []byte {
-	b := make([]byte, 0, len(receiptDomain)+1+1+len(chainID)+8+20+3*32+3*8+32)
+	b := make([]byte, 0, len(receiptDomain)+1+1+len(chainID)+8+20+4*32+3*8+32)
 	b = append(b, receiptDomain...)
 	b = append(b, ReceiptVersion, byte(len(chainID)))
 	b = append(b, chainID...)
@@ -81,6 +93,7 @@ func (r *ServiceReceipt) SignBytes(chainID string) []byte {
 	b = append(b, r.RequestHash[:]...)
 	b = append(b, r.ResponseHash[:]...)
 	b = append(b, r.ParamsHash[:]...)
+	b = append(b, r.LogprobsHash[:]...)
 	b = binary.BigEndian.AppendUint64(b, r.PromptTokens)
 	b = binary.BigEndian.AppendUint64(b, r.CompletionTokens)
 	b = binary.BigEndian.AppendUint64(b, uint64(r.Time))
@@ -137,8 +150,15 @@ func (r *ServiceReceipt) Verify(chainID string) error {
 // of three providers, for the same request: two answered alike and one did
 // not. Anyone may send it (a node that checked the request, usually); the
 // provider whose answer is the odd one is slashed.
+//
+// Answers, for a service that declares a tolerance on log-probabilities,
+// are the three answers in logprob's evidence form, in the receipts'
+// order, each at most logprob.MaxEvidence bytes and hashing to its
+// receipt's ResponseHash and LogprobsHash: the ledger judges them itself
+// (logprob.Judge). Empty for a service whose answers are bit-exact.
 type MsgServiceDispute struct {
-	Receipts []ServiceReceipt `json:"receipts"`
+	Receipts []ServiceReceipt  `json:"receipts"`
+	Answers  []json.RawMessage `json:"answers,omitempty"`
 }
 
 // Type implements Msg.
@@ -147,39 +167,61 @@ func (*MsgServiceDispute) Type() MsgType { return MsgTypeServiceDispute }
 // ValidateBasic implements Msg: the receipts' form, one service and one
 // request, three providers, two answers of which one is given twice. The
 // signatures need the chain ID and are checked when the message runs.
+//
+// With answers, it checks them instead of the receipts' majority: three,
+// each within logprob.MaxEvidence, read as evidence, and hashing as its
+// receipt says. Who is the odd one takes the service's tolerance, and is
+// judged when the message runs.
 func (m *MsgServiceDispute) ValidateBasic() error {
+	if len(m.Answers) > 0 {
+		_, err := m.evidence()
+		return err
+	}
 	_, _, err := m.split()
 	return err
+}
+
+// evidence checks the receipts' shape and the answers, and returns the
+// answers read.
+func (m *MsgServiceDispute) evidence() (out [DisputeReceipts]*logprob.Answer, err error) {
+	if err := m.shape(); err != nil {
+		return out, err
+	}
+	if len(m.Answers) != DisputeReceipts {
+		return out, invalid("answers: want %d (one per receipt, in their order), got %d", DisputeReceipts, len(m.Answers))
+	}
+	same := true
+	for i, raw := range m.Answers {
+		if len(raw) > logprob.MaxEvidence {
+			return out, invalid("answers[%d]: %d bytes, at most %d", i, len(raw), logprob.MaxEvidence)
+		}
+		a, err := logprob.DecodeEvidence(raw)
+		if err != nil {
+			return out, invalid("answers[%d]: %v", i, err)
+		}
+		r := &m.Receipts[i]
+		if Hash(a.TextHash()) != r.ResponseHash {
+			return out, invalid("answers[%d]: its text hashes to %x, but provider %s's receipt says %x", i, a.TextHash(), r.Provider, r.ResponseHash)
+		}
+		if Hash(a.LogprobsHash()) != r.LogprobsHash {
+			return out, invalid("answers[%d]: its log-probabilities hash to %x, but provider %s's receipt says %x", i, a.LogprobsHash(), r.Provider, r.LogprobsHash)
+		}
+		same = same && r.ResponseHash == m.Receipts[0].ResponseHash && r.LogprobsHash == m.Receipts[0].LogprobsHash
+		out[i] = a
+	}
+	if same {
+		return out, invalid("answers: the three are the same: nothing to dispute")
+	}
+	return out, nil
 }
 
 // split checks the receipts' shape and returns the index of the odd one
 // and of the two that agree.
 func (m *MsgServiceDispute) split() (odd int, agree [2]int, err error) {
-	if len(m.Receipts) != DisputeReceipts {
-		return 0, agree, invalid("receipts: want %d (two that agree, one that does not), got %d", DisputeReceipts, len(m.Receipts))
+	if err := m.shape(); err != nil {
+		return 0, agree, err
 	}
 	r := m.Receipts
-	for i := range r {
-		switch {
-		case r[i].ServiceID == 0:
-			return 0, agree, invalid("receipts[%d]: service_id is 0", i)
-		case r[i].Provider.IsZero():
-			return 0, agree, invalid("receipts[%d]: provider is empty", i)
-		case len(r[i].PubKey) != ed25519.PublicKeySize:
-			return 0, agree, invalid("receipts[%d]: pub_key has %d bytes, want %d", i, len(r[i].PubKey), ed25519.PublicKeySize)
-		case len(r[i].Sig) != ed25519.SignatureSize:
-			return 0, agree, invalid("receipts[%d]: sig has %d bytes, want %d", i, len(r[i].Sig), ed25519.SignatureSize)
-		case r[i].ServiceID != r[0].ServiceID:
-			return 0, agree, invalid("receipts[%d]: service %d, but receipts[0] is for service %d", i, r[i].ServiceID, r[0].ServiceID)
-		case r[i].RequestHash != r[0].RequestHash:
-			return 0, agree, invalid("receipts[%d]: request_hash %x differs from receipts[0]'s %x: a dispute compares answers to one request", i, r[i].RequestHash[:8], r[0].RequestHash[:8])
-		}
-		for j := range i {
-			if r[j].Provider == r[i].Provider {
-				return 0, agree, invalid("receipts[%d] and [%d] are both provider %s's: a dispute needs three providers", j, i, r[i].Provider)
-			}
-		}
-	}
 	switch a, b, c := r[0].ResponseHash, r[1].ResponseHash, r[2].ResponseHash; {
 	case a == b && b == c:
 		return 0, agree, invalid("receipts: the three answers agree: nothing to dispute")
@@ -191,6 +233,37 @@ func (m *MsgServiceDispute) split() (odd int, agree [2]int, err error) {
 		return 0, [2]int{1, 2}, nil
 	}
 	return 0, agree, invalid("receipts: the three answers all differ: no majority to judge by")
+}
+
+// shape checks the receipts' form: three, of one service and one request,
+// of three providers.
+func (m *MsgServiceDispute) shape() error {
+	if len(m.Receipts) != DisputeReceipts {
+		return invalid("receipts: want %d (two that agree, one that does not), got %d", DisputeReceipts, len(m.Receipts))
+	}
+	r := m.Receipts
+	for i := range r {
+		switch {
+		case r[i].ServiceID == 0:
+			return invalid("receipts[%d]: service_id is 0", i)
+		case r[i].Provider.IsZero():
+			return invalid("receipts[%d]: provider is empty", i)
+		case len(r[i].PubKey) != ed25519.PublicKeySize:
+			return invalid("receipts[%d]: pub_key has %d bytes, want %d", i, len(r[i].PubKey), ed25519.PublicKeySize)
+		case len(r[i].Sig) != ed25519.SignatureSize:
+			return invalid("receipts[%d]: sig has %d bytes, want %d", i, len(r[i].Sig), ed25519.SignatureSize)
+		case r[i].ServiceID != r[0].ServiceID:
+			return invalid("receipts[%d]: service %d, but receipts[0] is for service %d", i, r[i].ServiceID, r[0].ServiceID)
+		case r[i].RequestHash != r[0].RequestHash:
+			return invalid("receipts[%d]: request_hash %x differs from receipts[0]'s %x: a dispute compares answers to one request", i, r[i].RequestHash[:8], r[0].RequestHash[:8])
+		}
+		for j := range i {
+			if r[j].Provider == r[i].Provider {
+				return invalid("receipts[%d] and [%d] are both provider %s's: a dispute needs three providers", j, i, r[i].Provider)
+			}
+		}
+	}
+	return nil
 }
 
 // disputedKey marks a receipt used in a dispute: svcdisp/<receipt ID>.
@@ -212,7 +285,18 @@ func servedService(s *Service, provider address.Address, since int64) bool {
 }
 
 func execServiceDispute(o *Overlay, chainID string, m *MsgServiceDispute, p Params, info BlockInfo) ([]Event, error) {
-	odd, agree, err := m.split()
+	var (
+		odd     int
+		agree   [2]int
+		answers [DisputeReceipts]*logprob.Answer
+		err     error
+	)
+	tolerant := len(m.Answers) > 0
+	if tolerant {
+		answers, err = m.evidence()
+	} else {
+		odd, agree, err = m.split()
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -242,7 +326,19 @@ func execServiceDispute(o *Overlay, chainID string, m *MsgServiceDispute, p Para
 	// answer bit for bit alike: the owner says so (openai.exact). A float
 	// model's honest replica can be the odd one at a near tie, and the
 	// ledger has no tolerance to judge that by.
-	if s.Spec.OpenAI == nil || !s.Spec.OpenAI.Exact {
+	switch oa := s.Spec.OpenAI; {
+	case tolerant && (oa == nil || oa.LogprobTolE9 == 0):
+		return nil, fmt.Errorf("service %d declares no tolerance on log-probabilities (openai.tolerance): its answers cannot be judged by them: %w", s.ID, ErrServiceState)
+	case tolerant:
+		// The owner's tolerance, never under the chain's least: honest
+		// hardware's rounding is never slashable.
+		tol := max(oa.LogprobTolE9, p.ServiceLogprobTolMinE9)
+		var ok bool
+		if odd, ok = logprob.Judge(answers, int64(tol)); !ok {
+			return nil, invalid("answers: at a tolerance of %d/10^9 nat they show no minority (two alike, the third like neither): nothing to slash", tol)
+		}
+		agree = [2]int{(odd + 1) % DisputeReceipts, (odd + 2) % DisputeReceipts}
+	case oa == nil || !oa.Exact:
 		return nil, fmt.Errorf("service %d does not declare its answers bit-exact (openai.exact): replicas that answer differently may both be honest, so none is slashed for it: %w", s.ID, ErrServiceState)
 	}
 	for i := range m.Receipts {

@@ -5,6 +5,8 @@ import (
 	"regexp"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/gpunet/gpunet/internal/ledger/logprob"
 )
 
 // A service spec's rules. What a service shares with an oci job (the
@@ -12,6 +14,11 @@ import (
 // and network) is checked by JobSpec's own rules on the service's JobView;
 // this file adds what only a service has: ports, readiness, replicas and
 // the OpenAI declaration.
+
+// MaxLogprobTolE9 is the widest tolerance on log-probabilities a service
+// may declare (ServiceOpenAI.LogprobTolE9): 1 nat, past which a different
+// model passes for the same.
+const MaxLogprobTolE9 = logprob.Scale
 
 // Bounds of a service's readiness check and ports.
 const (
@@ -153,6 +160,10 @@ func (a *ServiceOpenAI) validate(s *ServiceSpec) error {
 		return invalid("openai.port %d is tcp: the OpenAI API needs an http port", a.Port)
 	case len(a.Models) == 0 || len(a.Models) > MaxServiceModels:
 		return invalid("openai.models: want 1 to %d, got %d", MaxServiceModels, len(a.Models))
+	case a.LogprobTolE9 > MaxLogprobTolE9:
+		return invalid("openai.logprob_tol_e9 %d is more than %d (a tolerance of 1 nat)", a.LogprobTolE9, uint64(MaxLogprobTolE9))
+	case a.LogprobTolE9 != 0 && a.Exact:
+		return invalid("openai.exact and openai.logprob_tol_e9 are exclusive: answers bit-exact everywhere need no tolerance")
 	}
 	seen := make(map[string]bool, len(a.Models))
 	for i, m := range a.Models {

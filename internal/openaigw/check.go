@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"math/rand/v2"
 	"mime"
 	"net/http"
@@ -16,6 +17,7 @@ import (
 
 	"github.com/gpunet/gpunet/internal/address"
 	"github.com/gpunet/gpunet/internal/ledger"
+	"github.com/gpunet/gpunet/internal/ledger/logprob"
 	"github.com/gpunet/gpunet/internal/receipt"
 )
 
@@ -27,12 +29,16 @@ import (
 // same path, so that neither replica can tell the copy from any request.
 // On a different answer it asks a third provider's replica, and two alike
 // against one make a MsgServiceDispute for CheckOptions.Dispute when the
-// service declares its answers bit-exact (ServiceOpenAI.Exact; the ledger
-// refuses a dispute of any other). Of a service that does not, every
-// request asks for log-probabilities (asksLogprobs), so that a check can
-// tell a near tie from a wrong answer, and a difference they do not
-// explain is recorded and counted (CheckDiverged), never disputed: an
-// honest float replica can differ on other hardware.
+// service declares its answers bit-exact (ServiceOpenAI.Exact). Of a
+// service that does not, every request asks for log-probabilities
+// (asksLogprobs), so that a check can tell a near tie from a wrong answer
+// (logprob.Equivalent, the rule the ledger judges by). When the service
+// declares a tolerance on them (ServiceOpenAI.LogprobTolE9), one answer
+// that two others' log-probabilities judge different (logprob.Judge)
+// makes a dispute that carries the three answers, which the ledger judges
+// itself; when it declares none, the difference is recorded and counted
+// (CheckDiverged), never disputed: an honest float replica can differ on
+// other hardware by more than the owner would have said.
 
 // CheckOptions turn on receipts and sampled re-execution.
 type CheckOptions struct {
@@ -54,17 +60,38 @@ type CheckOptions struct {
 	// Draw, when set, replaces the random draw (tests): it reports whether
 	// to check a request at rate ppm.
 	Draw func(ppm uint64) bool
-	// LogprobTolerance is the declared tolerance on log-probabilities
-	// (natural log) under which two different answers that carry them
-	// count as the same model's on different hardware (receipt.NearTie):
-	// such a check ends CheckTolerated, with no dispute. Default
+	// LogprobTolerance is the tolerance on log-probabilities (natural
+	// log) under which two different answers of a service that declares
+	// none count as the same model's on different hardware
+	// (logprob.Equivalent): such a check ends CheckTolerated. Default
 	// DefaultLogprobTolerance; negative: never.
 	LogprobTolerance float64
+	// LogprobTolMinE9, when set, reads the chain's least tolerance
+	// (params.service_logprob_tolerance_min_e9, parts per 10^9 of a nat):
+	// a service's declared tolerance is raised to it, as the ledger does.
+	LogprobTolMinE9 func() uint64
 }
 
 // DefaultLogprobTolerance is CheckOptions.LogprobTolerance's default:
 // float rounding moves a log-probability by far less.
 const DefaultLogprobTolerance = 0.01
+
+// tolerance is the tolerance a check of svc judges by, in parts per 10^9
+// of a nat (negative: never tolerate), and whether the service declares
+// it (then a check can end in a dispute judged by it).
+func (c *checker) tolerance(svc *ledger.Service) (tol int64, declared bool) {
+	if o := svc.Spec.OpenAI; o != nil && o.LogprobTolE9 > 0 {
+		t := o.LogprobTolE9
+		if c.o.LogprobTolMinE9 != nil {
+			t = max(t, c.o.LogprobTolMinE9())
+		}
+		return int64(min(t, ledger.MaxLogprobTolE9)), true
+	}
+	if c.o.LogprobTolerance < 0 {
+		return -1, false
+	}
+	return int64(math.Round(c.o.LogprobTolerance * logprob.Scale)), false
+}
 
 // answered is what the gateway kept of an answer it relayed: the
 // replica's checked receipt and the answer's outputs (nil when none).
@@ -214,7 +241,8 @@ func (g *Gateway) maybeCheck(c *candidate, req *chatRequest, body []byte, a answ
 
 // check asks a second provider's replica, and a third on a disagreement.
 func (g *Gateway) check(ctx context.Context, c *candidate, stream bool, body []byte, a answered) Check {
-	first, tol := a.r, g.checks.o.LogprobTolerance
+	first := a.r
+	tol, declared := g.checks.tolerance(c.Service)
 	ch := Check{Service: c.Service.ID, Request: first.RequestHash, Receipts: []ledger.ServiceReceipt{*first}, At: g.now()}
 	fail := func(err error) Check {
 		ch.Verdict, ch.Err = CheckFailed, err.Error()
@@ -231,7 +259,7 @@ func (g *Gateway) check(ctx context.Context, c *candidate, stream bool, body []b
 		ch.Verdict = CheckAgreed
 		return ch
 	}
-	if tol >= 0 && receipt.NearTie(a.o, o2, tol) {
+	if receipt.Equivalent(a.o, o2, tol) {
 		ch.Verdict = CheckTolerated
 		return ch
 	}
@@ -243,37 +271,70 @@ func (g *Gateway) check(ctx context.Context, c *candidate, stream bool, body []b
 		return fail(fmt.Errorf("a third replica: %w", err))
 	}
 	ch.Receipts = append(ch.Receipts, *third)
-	if third.ResponseHash != first.ResponseHash && third.ResponseHash != second.ResponseHash {
-		ch.Verdict = CheckSplit
-		g.log.Warn("openai gateway: three replicas gave three answers; no majority to dispute by", "service", c.Service.ID)
-		return ch
+	encoded := func() []string {
+		return []string{receipt.Encode(&ch.Receipts[0]), receipt.Encode(&ch.Receipts[1]), receipt.Encode(&ch.Receipts[2])}
 	}
-	odd, oddOut := first.Provider, a.o
-	if third.ResponseHash == first.ResponseHash {
-		odd, oddOut = second.Provider, o2
-	}
-	if tol >= 0 && receipt.NearTie(oddOut, o3, tol) {
-		// The odd answer differs from the majority's only where two
-		// tokens were nearly tied: not evidence of a wrong model.
-		ch.Verdict = CheckTolerated
-		return ch
-	}
-	if o := c.Service.Spec.OpenAI; o == nil || !o.Exact {
-		// Evidence of a different answer, not of a wrong one: the owner
-		// does not say its model answers bit for bit alike everywhere.
-		ch.Verdict = CheckDiverged
-		g.log.Warn("openai gateway: a replica's answer differs from two others' by more than a near tie; the service does not declare its answers bit-exact (openai.exact), so it is reported, not disputed",
-			"service", c.Service.ID, "provider", odd,
-			"receipts", []string{receipt.Encode(&ch.Receipts[0]), receipt.Encode(&ch.Receipts[1]), receipt.Encode(&ch.Receipts[2])})
-		return ch
+	m := &ledger.MsgServiceDispute{Receipts: slices.Clone(ch.Receipts)}
+	var odd address.Address
+	if declared {
+		// The ledger's own rule on the three answers: it judges the
+		// dispute by the same.
+		outs := [3]*receipt.Outputs{a.o, o2, o3}
+		var answers [3]*logprob.Answer
+		for i, o := range outs {
+			if o == nil {
+				return fail(fmt.Errorf("answer %d: no outputs to judge", i))
+			}
+			answers[i] = o.Answer()
+		}
+		i, ok := logprob.Judge(answers, tol)
+		if !ok {
+			ch.Verdict = CheckSplit
+			if receipt.Equivalent(outs[2], outs[0], tol) || receipt.Equivalent(outs[2], outs[1], tol) {
+				// The third is like one of the two or both: differences
+				// that near ties explain, no minority against anyone.
+				ch.Verdict = CheckTolerated
+			}
+			return ch
+		}
+		odd = ch.Receipts[i].Provider
+		for _, an := range answers {
+			m.Answers = append(m.Answers, an.Encode())
+		}
+	} else {
+		if third.ResponseHash != first.ResponseHash && third.ResponseHash != second.ResponseHash {
+			ch.Verdict = CheckSplit
+			g.log.Warn("openai gateway: three replicas gave three answers; no majority to dispute by", "service", c.Service.ID)
+			return ch
+		}
+		oddOut := a.o
+		odd = first.Provider
+		if third.ResponseHash == first.ResponseHash {
+			odd, oddOut = second.Provider, o2
+		}
+		if receipt.Equivalent(oddOut, o3, tol) {
+			// The odd answer differs from the majority's only where two
+			// tokens were nearly tied: not evidence of a wrong model.
+			ch.Verdict = CheckTolerated
+			return ch
+		}
+		if o := c.Service.Spec.OpenAI; o == nil || !o.Exact {
+			// Evidence of a different answer, not of a wrong one: the
+			// owner declares neither bit-exact answers nor a tolerance.
+			ch.Verdict = CheckDiverged
+			g.log.Warn("openai gateway: a replica's answer differs from two others' by more than a near tie; the service declares neither bit-exact answers (openai.exact) nor a tolerance (openai.tolerance), so it is reported, not disputed",
+				"service", c.Service.ID, "provider", odd, "receipts", encoded())
+			return ch
+		}
 	}
 	ch.Verdict = CheckDisputed
-	m := &ledger.MsgServiceDispute{Receipts: slices.Clone(ch.Receipts)}
 	if err := m.ValidateBasic(); err != nil {
-		return fail(fmt.Errorf("the dispute is not valid: %w", err))
+		// An answer over logprob.MaxEvidence, for one: the ledger could
+		// not judge it.
+		return fail(fmt.Errorf("the dispute of provider %s is not valid: %w", odd, err))
 	}
 	g.log.Warn("openai gateway: a replica's answer was outvoted; disputing it", "service", c.Service.ID, "provider", odd,
-		"receipts", []string{receipt.Encode(&ch.Receipts[0]), receipt.Encode(&ch.Receipts[1]), receipt.Encode(&ch.Receipts[2])})
+		"receipts", encoded(), "by_logprobs", declared)
 	if d := g.checks.o.Dispute; d != nil {
 		if err := d(ctx, m); err != nil {
 			ch.Err = err.Error()

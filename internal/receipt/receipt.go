@@ -17,11 +17,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"slices"
 
 	"github.com/gpunet/gpunet/internal/address"
 	"github.com/gpunet/gpunet/internal/ledger"
+	"github.com/gpunet/gpunet/internal/ledger/logprob"
 )
 
 // Header is the response header (a trailer on a streamed answer) that
@@ -29,12 +29,12 @@ import (
 const Header = "Gpunet-Receipt"
 
 // Version is the first byte of an encoded receipt.
-const Version = 1
+const Version = 2
 
 // encodedLen is the length of an encoded receipt, before base64: the
-// version, the service, the provider, three hashes, the two token counts,
+// version, the service, the provider, four hashes, the two token counts,
 // the time, the key and the signature.
-const encodedLen = 1 + 8 + 20 + 3*32 + 3*8 + ed25519.PublicKeySize + ed25519.SignatureSize
+const encodedLen = 1 + 8 + 20 + 4*32 + 3*8 + ed25519.PublicKeySize + ed25519.SignatureSize
 
 // MaxEncoded is the longest header value Decode reads.
 var MaxEncoded = base64.RawURLEncoding.EncodedLen(encodedLen)
@@ -49,6 +49,7 @@ func Encode(r *ledger.ServiceReceipt) string {
 	b = append(b, r.RequestHash[:]...)
 	b = append(b, r.ResponseHash[:]...)
 	b = append(b, r.ParamsHash[:]...)
+	b = append(b, r.LogprobsHash[:]...)
 	b = binary.BigEndian.AppendUint64(b, r.PromptTokens)
 	b = binary.BigEndian.AppendUint64(b, r.CompletionTokens)
 	b = binary.BigEndian.AppendUint64(b, uint64(r.Time))
@@ -84,6 +85,7 @@ func Decode(s string) (*ledger.ServiceReceipt, error) {
 	copy(r.RequestHash[:], take(32))
 	copy(r.ResponseHash[:], take(32))
 	copy(r.ParamsHash[:], take(32))
+	copy(r.LogprobsHash[:], take(32))
 	r.PromptTokens = binary.BigEndian.Uint64(take(8))
 	r.CompletionTokens = binary.BigEndian.Uint64(take(8))
 	r.Time = int64(binary.BigEndian.Uint64(take(8)))
@@ -156,8 +158,10 @@ const (
 )
 
 // Outputs are what an answer says, as a receipt hashes it: each choice's
-// text and finish reason, and the tokens counted. An answer's id, times and
-// log-probabilities are not outputs (they differ between honest replicas).
+// text and finish reason, and the tokens counted (the response hash), and
+// its log-probabilities, exact (the logprobs hash: honest replicas on
+// different hardware differ there, so it is kept apart from the response
+// hash). An answer's id and times are not outputs.
 type Outputs struct {
 	choices          []choice
 	size             int
@@ -172,23 +176,26 @@ type choice struct {
 	index  uint64
 	text   []byte
 	finish string
-	tokens []TokenLogprob
+	tokens []logprob.Token
 }
 
-// TokenLogprob is one generated token's log-probability, with the most
-// likely alternatives, as OpenAI's logprobs.content gives them.
-type TokenLogprob struct {
-	Token   string         `json:"token"`
-	Logprob float64        `json:"logprob"`
-	Top     []TokenLogprob `json:"top_logprobs,omitempty"`
+// rawToken is one token's log-probabilities as an answer writes them:
+// numbers kept as their decimal text, read exactly (logprob.ParseDecimal).
+type rawToken struct {
+	Token   string      `json:"token"`
+	Logprob json.Number `json:"logprob"`
+	Top     []struct {
+		Token   string      `json:"token"`
+		Logprob json.Number `json:"logprob"`
+	} `json:"top_logprobs"`
 }
 
 // Bounds of the log-probabilities an answer's outputs keep.
 const (
 	// MaxTokens is the most tokens' log-probabilities kept per answer;
 	// MaxTop the most alternatives kept per token.
-	MaxTokens = 1 << 16
-	MaxTop    = 20
+	MaxTokens = logprob.MaxTokens
+	MaxTop    = logprob.MaxTop
 )
 
 // ErrTooLarge is returned (wrapped) when an answer's outputs exceed
@@ -208,7 +215,7 @@ type answer struct {
 		} `json:"delta"`
 		FinishReason *string `json:"finish_reason"`
 		Logprobs     *struct {
-			Content []TokenLogprob `json:"content"`
+			Content []rawToken `json:"content"`
 		} `json:"logprobs"`
 	} `json:"choices"`
 	Usage *struct {
@@ -254,11 +261,19 @@ func (o *Outputs) Add(data []byte) error {
 				if o.ntokens++; o.ntokens > MaxTokens {
 					return fmt.Errorf("receipt: more than %d tokens' log-probabilities: %w", MaxTokens, ErrTooLarge)
 				}
-				tl.Top = tl.Top[:min(len(tl.Top), MaxTop)]
-				for j := range tl.Top {
-					tl.Top[j].Top = nil
+				lp, err := logprob.ParseDecimal(tl.Logprob.String())
+				if err != nil {
+					return fmt.Errorf("receipt: choice %d, token %d: %w", c.Index, len(o.choices[i].tokens), err)
 				}
-				o.choices[i].tokens = append(o.choices[i].tokens, tl)
+				t := logprob.Token{Token: tl.Token, Logprob: lp}
+				for _, alt := range tl.Top[:min(len(tl.Top), MaxTop)] {
+					lp, err := logprob.ParseDecimal(alt.Logprob.String())
+					if err != nil {
+						return fmt.Errorf("receipt: choice %d, token %d, an alternative: %w", c.Index, len(o.choices[i].tokens), err)
+					}
+					t.Top = append(t.Top, logprob.Alt{Token: alt.Token, Logprob: lp})
+				}
+				o.choices[i].tokens = append(o.choices[i].tokens, t)
 			}
 		}
 	}
@@ -270,24 +285,23 @@ func (o *Outputs) Add(data []byte) error {
 
 // Hash is the response hash of a receipt: SHA-256 over the choices in
 // index order, each as its index (8 bytes), its text and its finish reason
-// (each length-prefixed, 8 bytes). The same answer streamed or whole
-// hashes alike.
-func (o *Outputs) Hash() ledger.Hash {
-	cs := slices.Clone(o.choices)
-	slices.SortFunc(cs, func(a, b choice) int { return cmpU64(a.index, b.index) })
-	h := sha256.New()
-	var n [8]byte
-	for _, c := range cs {
-		binary.BigEndian.PutUint64(n[:], c.index)
-		h.Write(n[:])
-		binary.BigEndian.PutUint64(n[:], uint64(len(c.text)))
-		h.Write(n[:])
-		h.Write(c.text)
-		binary.BigEndian.PutUint64(n[:], uint64(len(c.finish)))
-		h.Write(n[:])
-		io.WriteString(h, c.finish)
+// (each length-prefixed, 8 bytes) (logprob.Answer.TextHash). The same
+// answer streamed or whole hashes alike.
+func (o *Outputs) Hash() ledger.Hash { return o.Answer().TextHash() }
+
+// LogprobsHash is a receipt's hash of the answer's log-probabilities
+// (logprob.Answer.LogprobsHash): zero when it gave none.
+func (o *Outputs) LogprobsHash() ledger.Hash { return o.Answer().LogprobsHash() }
+
+// Answer is what the outputs say, in the form the ledger judges: choices
+// in index order, log-probabilities exact.
+func (o *Outputs) Answer() *logprob.Answer {
+	a := &logprob.Answer{Choices: make([]logprob.Choice, 0, len(o.choices))}
+	for _, c := range o.choices {
+		a.Choices = append(a.Choices, logprob.Choice{Index: c.index, Text: string(c.text), Finish: c.finish, Tokens: c.tokens})
 	}
-	return ledger.Hash(h.Sum(nil))
+	slices.SortStableFunc(a.Choices, func(x, y logprob.Choice) int { return cmpU64(x.Index, y.Index) })
+	return a
 }
 
 // Text is choice index's text so far ("" if none).
@@ -315,7 +329,7 @@ func cmpU64(a, b uint64) int {
 func New(service uint64, provider address.Address, body []byte, o *Outputs, ms int64) *ledger.ServiceReceipt {
 	return &ledger.ServiceReceipt{
 		ServiceID: service, Provider: provider,
-		RequestHash: RequestHash(body), ResponseHash: o.Hash(), ParamsHash: ParamsHash(body),
+		RequestHash: RequestHash(body), ResponseHash: o.Hash(), ParamsHash: ParamsHash(body), LogprobsHash: o.LogprobsHash(),
 		PromptTokens: o.PromptTokens, CompletionTokens: o.CompletionTokens, Time: ms,
 	}
 }
@@ -336,64 +350,18 @@ func Check(r *ledger.ServiceReceipt, chainID string, service uint64, provider ad
 		return errors.New("receipt for another request than the one sent")
 	case r.ResponseHash != o.Hash():
 		return errors.New("receipt for another answer than the one received")
+	case r.LogprobsHash != o.LogprobsHash():
+		return errors.New("receipt for other log-probabilities than the answer's")
 	}
 	return nil
 }
 
-// NearTie reports whether two answers that differ can be the same model's
-// on different hardware: both carry log-probabilities, every token before
-// the first one they differ in was given the same log-probability by both
-// within tol, and at that token each answer rates the other's choice
-// within tol of its own (two candidates nearly tied, which float rounding
-// can order either way). A different model, or a made-up answer, gives
-// other log-probabilities before it diverges, or diverges where one
-// candidate clearly leads. Answers without log-probabilities are never a
-// near tie.
-func NearTie(a, b *Outputs, tol float64) bool {
-	if a == nil || b == nil || len(a.choices) == 0 || len(a.choices) != len(b.choices) {
+// Equivalent reports whether two answers can be the same model's on
+// different hardware within tol (logprob.Scale per nat): the rule the
+// ledger judges a service dispute by (logprob.Equivalent).
+func Equivalent(a, b *Outputs, tol int64) bool {
+	if a == nil || b == nil {
 		return false
 	}
-	tie := false
-	for _, ca := range a.choices {
-		i := slices.IndexFunc(b.choices, func(x choice) bool { return x.index == ca.index })
-		if i < 0 {
-			return false
-		}
-		cb := b.choices[i]
-		if string(ca.text) == string(cb.text) && ca.finish == cb.finish {
-			continue
-		}
-		if len(ca.tokens) == 0 || len(cb.tokens) == 0 || !tokensNearTie(ca.tokens, cb.tokens, tol) {
-			return false
-		}
-		tie = true
-	}
-	return tie
+	return logprob.Equivalent(a.Answer(), b.Answer(), tol)
 }
-
-func tokensNearTie(ta, tb []TokenLogprob, tol float64) bool {
-	for j := range min(len(ta), len(tb)) {
-		x, y := ta[j], tb[j]
-		if x.Token == y.Token {
-			if !within(x.Logprob, y.Logprob, tol) {
-				return false
-			}
-			continue
-		}
-		xy, ok1 := topOf(x, y.Token)
-		yx, ok2 := topOf(y, x.Token)
-		return ok1 && ok2 && within(x.Logprob, xy, tol) && within(y.Logprob, yx, tol)
-	}
-	return false // no token differs: the texts differ otherwise
-}
-
-func topOf(t TokenLogprob, token string) (float64, bool) {
-	for _, a := range t.Top {
-		if a.Token == token {
-			return a.Logprob, true
-		}
-	}
-	return 0, false
-}
-
-func within(a, b, tol float64) bool { d := a - b; return d <= tol && -d <= tol }

@@ -240,10 +240,11 @@ func TestProxySignsWhatItSends(t *testing.T) {
 	}
 }
 
-// TestNearTie: two answers are a near tie only when both carry
-// log-probabilities that agree before the first different token and rate
-// each other's token there within the tolerance.
-func TestNearTie(t *testing.T) {
+// TestEquivalent: answers read from a replica's JSON are judged by
+// logprob.Equivalent on exact log-probabilities: equivalent when both
+// carry log-probabilities that agree before the first different token and
+// rate each other's token there within the tolerance.
+func TestEquivalent(t *testing.T) {
 	answer := func(second string, lp1, lp2 float64, top string) *receipt.Outputs {
 		var o receipt.Outputs
 		err := o.Add(fmt.Appendf(nil, `{"choices":[{"index":0,"message":{"content":"a%s"},"finish_reason":"stop","logprobs":{"content":[`+
@@ -258,26 +259,35 @@ func TestNearTie(t *testing.T) {
 	for _, tc := range []struct {
 		name string
 		a, b *receipt.Outputs
-		tol  float64
+		tol  int64
 		want bool
 	}{
-		{"near tie", x, y, 0.01, true},
-		{"tolerance too tight", x, y, 0.001, false},
-		{"the same answer", x, x, 0.01, false},
-		{"a clear lead", x, answer("d", -0.1, -0.1, `{"token":"d","logprob":-0.1}`), 0.01, false},
-		{"the prefix rated otherwise", x, answer("c", -0.9, -0.502, `{"token":"c","logprob":-0.502},{"token":"b","logprob":-0.506}`), 0.01, false},
+		{"near tie", x, y, 10_000_000, true},
+		{"tolerance too tight", x, y, 1_000_000, false},
+		{"just within: -0.500 against -0.505", x, y, 5_000_000, true},
+		{"just out", x, y, 4_999_999, false},
+		{"the same answer", x, x, 0, true},
+		{"a clear lead", x, answer("d", -0.1, -0.1, `{"token":"d","logprob":-0.1}`), 10_000_000, false},
+		{"the prefix rated otherwise", x, answer("c", -0.9, -0.502, `{"token":"c","logprob":-0.502},{"token":"b","logprob":-0.506}`), 10_000_000, false},
 		{"no log-probabilities", x, func() *receipt.Outputs {
 			var o receipt.Outputs
 			o.Add([]byte(`{"choices":[{"index":0,"message":{"content":"ac"}}]}`))
 			return &o
-		}(), 1, false},
+		}(), 1e9, false},
 	} {
-		if got := receipt.NearTie(tc.a, tc.b, tc.tol); got != tc.want {
-			t.Errorf("%s: NearTie = %v, want %v", tc.name, got, tc.want)
+		if got := receipt.Equivalent(tc.a, tc.b, tc.tol); got != tc.want {
+			t.Errorf("%s: Equivalent = %v, want %v", tc.name, got, tc.want)
 		}
 	}
 	if x.Hash() == y.Hash() {
 		t.Errorf("different texts hash alike")
+	}
+	// The logprobs hash binds the exact decimals read.
+	if got := x.Answer().Choices[0].Tokens[1].Top[1].Logprob; got != -505_000_000 {
+		t.Errorf("-0.505 read as %d, want -505000000", got)
+	}
+	if x.LogprobsHash() == (ledger.Hash{}) || x.LogprobsHash() == answer("b", -0.1, -0.50, `{"token":"b","logprob":-0.50},{"token":"c","logprob":-0.5050001}`).LogprobsHash() {
+		t.Error("the logprobs hash is zero, or misses a change in the seventh decimal")
 	}
 }
 
@@ -295,7 +305,9 @@ func FuzzOutputs(f *testing.F) {
 		if err := b.Add(data); err != nil || a.Hash() != b.Hash() {
 			t.Fatalf("read twice: %v, hashes %x %x", err, a.Hash(), b.Hash())
 		}
-		receipt.NearTie(&a, &b, 0.01)
+		if a.LogprobsHash() != b.LogprobsHash() || !receipt.Equivalent(&a, &b, 0) {
+			t.Fatal("an answer read twice is not equivalent to itself")
+		}
 	})
 }
 
