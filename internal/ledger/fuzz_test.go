@@ -3,10 +3,12 @@ package ledger_test
 import (
 	"bytes"
 	"encoding/binary"
+	"encoding/json"
 	"testing"
 
 	"github.com/gpunet/gpunet/internal/ledger"
 	lt "github.com/gpunet/gpunet/internal/ledger/ledgertest"
+	"github.com/gpunet/gpunet/internal/ledger/logprob"
 )
 
 func FuzzDecodeTx(f *testing.F) {
@@ -80,6 +82,18 @@ func FuzzDecodeTx(f *testing.F) {
 		receipts = append(receipts, r)
 	}
 	f.Add(alice.Tx(lt.ChainID, 0, 0, &ledger.MsgServiceDispute{Receipts: receipts}))
+	// One judged by its answers' log-probabilities: the answers bound to
+	// the receipts by their hashes.
+	var lpReceipts []ledger.ServiceReceipt
+	var answers []json.RawMessage
+	for i, k := range []lt.Key{alice, bob, carol} {
+		a := &logprob.Answer{Choices: []logprob.Choice{{Text: string(rune('a' + i/2)), Finish: "stop",
+			Tokens: []logprob.Token{{Token: string(rune('a' + i/2)), Logprob: -int64(i) * 1e6, Top: []logprob.Alt{{Token: "a", Logprob: -1e6}}}}}}}
+		r := ledger.ServiceReceipt{ServiceID: 1, Provider: k.Addr, RequestHash: ledger.Hash{1}, ResponseHash: a.TextHash(), LogprobsHash: a.LogprobsHash(), Time: 1_700_000_000_000}
+		r.Sign(lt.ChainID, k.Priv)
+		lpReceipts, answers = append(lpReceipts, r), append(answers, a.Encode())
+	}
+	f.Add(alice.Tx(lt.ChainID, 0, 0, &ledger.MsgServiceDispute{Receipts: lpReceipts, Answers: answers}))
 	f.Fuzz(func(t *testing.T, raw []byte) {
 		tx, err := ledger.DecodeTx(raw)
 		if err != nil {
