@@ -13,8 +13,8 @@ func TestImportRule(t *testing.T) {
 	archtest.CheckPure(t, archtest.Purity{
 		Allowed: []string{
 			"github.com/gpunet/gpunet/internal/ledger",
-			"github.com/gpunet/gpunet/internal/ledger/verify", // pure too: its own TestImportRule
-			"github.com/gpunet/gpunet/internal/ledger/sched",  // the placement planner: pure too, its own TestImportRule
+			"github.com/gpunet/gpunet/internal/ledger/verify",  // pure too: its own TestImportRule
+			"github.com/gpunet/gpunet/internal/ledger/sched",   // the placement planner: pure too, its own TestImportRule
 			"github.com/gpunet/gpunet/internal/ledger/logprob", // pure too: its own TestImportRule
 			"github.com/gpunet/gpunet/internal/address",
 			"github.com/gpunet/gpunet/internal/challenge", // pure too: its own TestImportRule
