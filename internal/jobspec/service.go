@@ -66,10 +66,23 @@ type Readiness struct {
 // are bit-exact on any hardware (int8 kernels, integer or CPU code): only
 // then can a replica outvoted on a checked request be disputed and
 // slashed (docs/ledger.md, "Service disputes").
+//
+// Tolerance is, for a float model, the owner's tolerance on
+// log-probabilities: a replica whose answer two others judge different
+// beyond it (a different model, not a near tie) can be disputed and
+// slashed. The chain judges with at least its own least tolerance
+// (params.service_logprob_tolerance_min_e9).
 type OpenAI struct {
-	Port   int      `yaml:"port" json:"port"` // one of the http ports; default the first
-	Models []string `yaml:"models" json:"models"`
-	Exact  bool     `yaml:"exact,omitempty" json:"exact,omitempty"`
+	Port      int              `yaml:"port" json:"port"` // one of the http ports; default the first
+	Models    []string         `yaml:"models" json:"models"`
+	Exact     bool             `yaml:"exact,omitempty" json:"exact,omitempty"`
+	Tolerance *OpenAITolerance `yaml:"tolerance,omitempty" json:"tolerance,omitempty"`
+}
+
+// OpenAITolerance is openai.tolerance: Logprob in nats, in (0, 1], read
+// exactly, at most 9 decimals (the ledger keeps parts per 10^9).
+type OpenAITolerance struct {
+	Logprob Tolerance `yaml:"logprob" json:"logprob_e18"`
 }
 
 // Defaults and bounds of a service spec.
@@ -156,6 +169,9 @@ func (s *Spec) ServiceSpec() ledger.ServiceSpec {
 	}
 	if o := s.OpenAI; o != nil {
 		ls.OpenAI = &ledger.ServiceOpenAI{Port: uint64(max(0, o.Port)), Models: o.Models, Exact: o.Exact}
+		if o.Tolerance != nil {
+			ls.OpenAI.LogprobTolE9 = uint64(o.Tolerance.Logprob) / (tolerancePerUnit / ledger.MaxLogprobTolE9)
+		}
 	}
 	return ls
 }
@@ -208,7 +224,9 @@ var (
 	serviceFields   = []string{"name", "kind", "executor", "image", "command", "args", "env", "ports", "readiness", "replicas", "resources", "max_price", "budget", "region", "region_required", "network", "trust", "tee_measurements", "openai", "public"}
 	portFields      = []string{"port", "name", "protocol"}
 	readinessFields = []string{"path", "port", "interval", "timeout", "failure_threshold", "start"}
-	openaiFields    = []string{"port", "models", "exact"}
+	openaiFields    = []string{"port", "models", "exact", "tolerance"}
+	// openaiToleranceFields are openai.tolerance's.
+	openaiToleranceFields = []string{"logprob"}
 )
 
 // batchOnly are the fields a service may not have, and why.
@@ -311,12 +329,45 @@ func (d *decoder) openai(field string, n ast.Node) *OpenAI {
 			o.Models = d.stringList(f, e.value, "models: [tinylm]")
 		case "exact":
 			o.Exact, _ = d.boolean(f, e.value)
+		case "tolerance":
+			o.Tolerance = d.openaiTolerance(f, e.value)
 		default:
 			delete(d.pos, f)
 			d.unknown(field, e, openaiFields)
 		}
 	}
 	return o
+}
+
+// openaiTolerance decodes openai.tolerance: {logprob: 0.05}: a number of
+// nats in (0, 1], at most 9 decimals, read exactly.
+func (d *decoder) openaiTolerance(field string, n ast.Node) *OpenAITolerance {
+	v, _ := d.resolve(field, n)
+	if _, ok := v.(*ast.NullNode); ok || v == nil {
+		return nil
+	}
+	t := &OpenAITolerance{}
+	for _, e := range d.mapping(field, n, "tolerance: {logprob: 0.05}") {
+		f := field + "." + e.key
+		d.mark(f, e.pos, e.value)
+		switch e.key {
+		case "logprob":
+			errs := len(d.errs)
+			t.Logprob = d.tolerance(f, e.value)
+			const step = tolerancePerUnit / ledger.MaxLogprobTolE9
+			switch {
+			case len(d.errs) > errs: // said already
+			case t.Logprob == 0:
+				d.errorf(f, nodePos(e.value), "a tolerance of 0 nats makes any rounding a fault; leave openai.tolerance out, or write e.g. logprob: 0.05")
+			case t.Logprob%step != 0:
+				d.errorf(f, nodePos(e.value), "%s is finer than 1e-9 nats, the smallest step the chain keeps", t.Logprob)
+			}
+		default:
+			delete(d.pos, f)
+			d.unknown(field, e, openaiToleranceFields)
+		}
+	}
+	return t
 }
 
 // amount decodes an amount with its unit.

@@ -308,6 +308,35 @@ var serviceErrorTests = []struct {
 	{"openai exact quoted", minimalService + "openai: {models: [m], exact: \"true\"}\n", "openai.exact", 7, []string{"true or false"}},
 	{"openai exact number", minimalService + "openai: {models: [m], exact: 1}\n", "openai.exact", 7, []string{"true or false"}},
 	{"openai exact misspelt", minimalService + "openai: {models: [m], exakt: true}\n", "openai.exakt", 7, []string{`did you mean "exact"?`}},
+	{"openai tolerance zero", minimalService + "openai: {models: [m], tolerance: {logprob: 0}}\n", "openai.tolerance.logprob", 7, []string{"leave openai.tolerance out"}},
+	{"openai tolerance too fine", minimalService + "openai: {models: [m], tolerance: {logprob: 1e-10}}\n", "openai.tolerance.logprob", 7, []string{"finer than 1e-9"}},
+	{"openai tolerance over 1", minimalService + "openai: {models: [m], tolerance: {logprob: 1.5}}\n", "openai.tolerance.logprob", 7, []string{"more than 1"}},
+	{"openai tolerance negative", minimalService + "openai: {models: [m], tolerance: {logprob: -0.1}}\n", "openai.tolerance.logprob", 7, []string{"negative"}},
+	{"openai tolerance unknown key", minimalService + "openai: {models: [m], tolerance: {logprobs: 0.1}}\n", "openai.tolerance.logprobs", 7, []string{`did you mean "logprob"?`}},
+}
+
+// TestServiceTolerance: openai.tolerance.logprob is read exactly into the
+// ledger's parts per 10^9 of a nat.
+func TestServiceTolerance(t *testing.T) {
+	for _, tc := range []struct {
+		yaml string
+		want uint64
+	}{
+		{"0.05", 50_000_000}, {"1e-9", 1}, {"0.000000003", 3}, {"1", ledger.MaxLogprobTolE9}, {"\"0.01\"", 10_000_000},
+	} {
+		s, err := Parse([]byte(minimalService+"openai: {models: [m], tolerance: {logprob: "+tc.yaml+"}}\n"), "")
+		if err != nil {
+			t.Fatalf("%s: %v", tc.yaml, err)
+		}
+		if got := s.ServiceSpec().OpenAI.LogprobTolE9; got != tc.want {
+			t.Errorf("logprob: %s gives logprob_tol_e9 %d, want %d", tc.yaml, got, tc.want)
+		}
+		roundTrip(t, s, "")
+	}
+	s, err := Parse([]byte(minimalService+"openai: {models: [m]}\n"), "")
+	if err != nil || s.ServiceSpec().OpenAI.LogprobTolE9 != 0 {
+		t.Errorf("no tolerance: %v, %+v", err, s)
+	}
 }
 
 func TestServiceErrors(t *testing.T) {
