@@ -38,6 +38,7 @@ type receiptReplicas struct {
 	provs []address.Address
 	addrs []string
 	wrong map[address.Address]bool
+	chain string // the chain its receipts are signed for; "": checkChain
 }
 
 // serve serves h on loopback until the test ends.
@@ -89,7 +90,7 @@ func (rr *receiptReplicas) dial(ctx context.Context, svc *ledger.Service, p addr
 	if err != nil {
 		return nil, err
 	}
-	px := &receipt.Proxy{Signer: &receipt.Signer{Key: rr.keys[i], ChainID: checkChain}, Service: svc.ID}
+	px := &receipt.Proxy{Signer: &receipt.Signer{Key: rr.keys[i], ChainID: cmp.Or(rr.chain, checkChain)}, Service: svc.ID}
 	if rr.wrong[p] {
 		px.Wrong = func() bool { return true }
 	}
