@@ -109,9 +109,11 @@ type Check struct {
 	Receipts []ledger.ServiceReceipt
 	// Verdict says how it ended: CheckAgreed, CheckDisputed, CheckSplit
 	// (three different answers), CheckTolerated (different answers whose
-	// log-probabilities say a near tie), CheckDiverged (one answer against
-	// two, more than a near tie, of a service not declared exact: not
-	// disputed) or CheckFailed (Err says why).
+	// log-probabilities say a near tie, or, of a service with a declared
+	// tolerance, three whose differences near ties explain with no
+	// minority), CheckDiverged (one answer against two, more than a near
+	// tie, of a service that declares neither exact answers nor a
+	// tolerance: not disputed) or CheckFailed (Err says why).
 	Verdict string
 	Err     string
 	At      time.Time

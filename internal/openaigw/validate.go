@@ -236,7 +236,7 @@ const maxTopLogprobs = 20
 
 // checkTopLogprobs is how many alternatives per token the gateway asks a
 // replica for when it asks for log-probabilities on the client's behalf:
-// enough to see both candidates of a near tie (receipt.NearTie). A node's
+// enough to see both candidates of a near tie (logprob.Equivalent). A node's
 // witness probes (relay.Hub.WitnessProbe) ask for as many, so that they
 // look like any request.
 const checkTopLogprobs = 5
