@@ -228,4 +228,3 @@ func floatSeq(t *testing.T, c *lt.Chain, k lt.Key) uint64 {
 	}
 	return a.Sequence
 }
-
