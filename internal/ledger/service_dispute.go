@@ -168,33 +168,42 @@ func (*MsgServiceDispute) Type() MsgType { return MsgTypeServiceDispute }
 // request, three providers, two answers of which one is given twice. The
 // signatures need the chain ID and are checked when the message runs.
 //
-// With answers, it checks them instead of the receipts' majority: three,
-// each within logprob.MaxEvidence, read as evidence, and hashing as its
-// receipt says. Who is the odd one takes the service's tolerance, and is
-// judged when the message runs.
+// With answers, it checks their count and size instead of the receipts'
+// majority; they are read and hashed when the message runs, after the
+// signatures (reading them is the dearer check), and who is the odd one
+// takes the service's tolerance.
 func (m *MsgServiceDispute) ValidateBasic() error {
 	if len(m.Answers) > 0 {
-		_, err := m.evidence()
-		return err
+		return m.answersForm()
 	}
 	_, _, err := m.split()
 	return err
 }
 
+// answersForm checks the receipts' shape and the answers' count and size.
+func (m *MsgServiceDispute) answersForm() error {
+	if err := m.shape(); err != nil {
+		return err
+	}
+	if len(m.Answers) != DisputeReceipts {
+		return invalid("answers: want %d (one per receipt, in their order), got %d", DisputeReceipts, len(m.Answers))
+	}
+	for i, raw := range m.Answers {
+		if len(raw) > logprob.MaxEvidence {
+			return invalid("answers[%d]: %d bytes, at most %d", i, len(raw), logprob.MaxEvidence)
+		}
+	}
+	return nil
+}
+
 // evidence checks the receipts' shape and the answers, and returns the
 // answers read.
 func (m *MsgServiceDispute) evidence() (out [DisputeReceipts]*logprob.Answer, err error) {
-	if err := m.shape(); err != nil {
+	if err := m.answersForm(); err != nil {
 		return out, err
-	}
-	if len(m.Answers) != DisputeReceipts {
-		return out, invalid("answers: want %d (one per receipt, in their order), got %d", DisputeReceipts, len(m.Answers))
 	}
 	same := true
 	for i, raw := range m.Answers {
-		if len(raw) > logprob.MaxEvidence {
-			return out, invalid("answers[%d]: %d bytes, at most %d", i, len(raw), logprob.MaxEvidence)
-		}
 		a, err := logprob.DecodeEvidence(raw)
 		if err != nil {
 			return out, invalid("answers[%d]: %v", i, err)
@@ -293,7 +302,7 @@ func execServiceDispute(o *Overlay, chainID string, m *MsgServiceDispute, p Para
 	)
 	tolerant := len(m.Answers) > 0
 	if tolerant {
-		answers, err = m.evidence()
+		err = m.answersForm()
 	} else {
 		odd, agree, err = m.split()
 	}
@@ -316,6 +325,13 @@ func execServiceDispute(o *Overlay, chainID string, m *MsgServiceDispute, p Para
 		ids[i] = r.ID(chainID)
 		if o.Get(disputedKey(ids[i])) != nil {
 			return nil, invalid("receipts[%d] (provider %s) was used in a dispute already", i, r.Provider)
+		}
+	}
+	if tolerant {
+		// The answers are read after the signatures: forged receipts cost
+		// the chain no parsing.
+		if answers, err = m.evidence(); err != nil {
+			return nil, err
 		}
 	}
 	s, err := mustService(o, m.Receipts[0].ServiceID)

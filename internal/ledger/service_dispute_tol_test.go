@@ -193,13 +193,16 @@ func TestServiceDisputeByLogprobsRefused(t *testing.T) {
 			}
 		})
 	}
-	// The same near-tie-only evidence is refused before any state: the
-	// message's own check reads and hashes the answers.
+	// A receipt whose logprobs hash was changed after signing does not
+	// verify: the answers are not even read.
 	c := disputeChainOf(t, tolerant)
 	m := lpDispute(c, honestA, honestB, otherModel)
 	m.Receipts[1].LogprobsHash = ledger.Hash{}
-	if err := m.ValidateBasic(); !errors.Is(err, ledger.ErrInvalidMsg) {
-		t.Errorf("ValidateBasic of a receipt without the answer's logprobs hash: %v, want ErrInvalidMsg", err)
+	if err := m.ValidateBasic(); err != nil {
+		t.Errorf("ValidateBasic: %v", err)
+	}
+	if res := send(t, c, consumer, m); !errors.Is(res.Err, ledger.ErrBadSignature) {
+		t.Errorf("a receipt's logprobs hash changed after signing: %v, want ErrBadSignature", res.Err)
 	}
 }
 

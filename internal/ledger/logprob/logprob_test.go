@@ -2,7 +2,11 @@ package logprob_test
 
 import (
 	"bytes"
+	"crypto/ed25519"
+	"encoding/json"
 	"errors"
+	"fmt"
+	"math/big"
 	"strings"
 	"testing"
 
@@ -194,6 +198,97 @@ func FuzzEquivalent(f *testing.F) {
 			p, q := in[(odd+1)%3], in[(odd+2)%3]
 			if !logprob.Equivalent(p, q, tol) || logprob.Equivalent(in[odd], p, tol) || logprob.Equivalent(in[odd], q, tol) {
 				t.Fatalf("Judge named %d odd without the evidence for it", odd)
+			}
+		}
+	})
+}
+
+// FuzzParseDecimal: ParseDecimal agrees with exact rational arithmetic
+// (math/big) on every JSON number it accepts: the value times Scale,
+// truncated toward zero, within ±MaxMagnitude; and accepts every JSON
+// number of at most MaxNumberLen characters within the bound.
+func FuzzParseDecimal(f *testing.F) {
+	for _, s := range []string{"-0.5", "-1.5e-05", "0", "-9999.0", "1e6", "-0.0000000019", "12345678901234567890", "1E+2", "-0e-0"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		got, err := logprob.ParseDecimal(s)
+		valid := json.Valid([]byte(s)) && len(s) <= logprob.MaxNumberLen && len(s) > 0 && strings.IndexFunc(s, func(r rune) bool { return !strings.ContainsRune("-+.eE0123456789", r) }) < 0 && s[0] != '+'
+		if !valid {
+			if err == nil {
+				t.Fatalf("ParseDecimal(%q) = %d, want an error", s, got)
+			}
+			return
+		}
+		r, ok := new(big.Rat).SetString(s)
+		if !ok {
+			// An exponent too large for big.Rat: 0 or out of range.
+			if err == nil && got != 0 {
+				t.Fatalf("ParseDecimal(%q) = %d, want 0 or an error", s, got)
+			}
+			return
+		}
+		r.Mul(r, big.NewRat(logprob.Scale, 1))
+		want := new(big.Int).Quo(r.Num(), r.Denom()) // truncates toward zero
+		if want.CmpAbs(big.NewInt(logprob.MaxMagnitude)) > 0 {
+			if err == nil {
+				t.Fatalf("ParseDecimal(%q) = %d, want out of range", s, got)
+			}
+			return
+		}
+		if err != nil || got != want.Int64() {
+			t.Fatalf("ParseDecimal(%q) = %d, %v; want %s", s, got, err, want)
+		}
+	})
+}
+
+// BenchmarkDisputeEvidence: what the ledger does with a dispute's answers
+// at the largest evidence (three answers near MaxEvidence: decoding,
+// hashing and judging), against the baseline every dispute pays (three
+// ed25519 signature checks), in the same run.
+func BenchmarkDisputeEvidence(b *testing.B) {
+	mk := func(second string) []byte {
+		var toks []logprob.Token
+		for i := range 380 {
+			t := logprob.Token{Token: fmt.Sprintf("t%d", i), Logprob: -int64(i) * 1000}
+			if i == 200 {
+				t.Token = second
+			}
+			for j := range 5 {
+				t.Top = append(t.Top, logprob.Alt{Token: fmt.Sprintf("a%d", j), Logprob: -int64(j) * 1e8})
+			}
+			toks = append(toks, t)
+		}
+		return (&logprob.Answer{Choices: []logprob.Choice{{Text: strings.Repeat("w", 4000), Finish: "stop", Tokens: toks}}}).Encode()
+	}
+	ev := [3][]byte{mk("x"), mk("x"), mk("y")}
+	b.Logf("evidence: %d bytes per answer", len(ev[0]))
+	pub, priv, _ := ed25519.GenerateKey(nil)
+	msg := make([]byte, 300)
+	sig := ed25519.Sign(priv, msg)
+	b.Run("signatures", func(b *testing.B) {
+		for b.Loop() {
+			for range 3 {
+				if !ed25519.Verify(pub, msg, sig) {
+					b.Fatal("bad signature")
+				}
+			}
+		}
+	})
+	b.Run("answers", func(b *testing.B) {
+		for b.Loop() {
+			var in [3]*logprob.Answer
+			for i, raw := range ev {
+				a, err := logprob.DecodeEvidence(raw)
+				if err != nil {
+					b.Fatal(err)
+				}
+				a.TextHash()
+				a.LogprobsHash()
+				in[i] = a
+			}
+			if _, ok := logprob.Judge(in, 1e7); !ok {
+				b.Fatal("no minority")
 			}
 		}
 	})
