@@ -75,8 +75,10 @@ type Answer struct {
 
 // ParseDecimal reads a JSON number (e.g. "-0.0123", "-1.5e-05", "-9999")
 // as an exact fixed-point log-probability: the decimal value times Scale,
-// truncated toward zero. It refuses text that is not a JSON number, is
-// longer than MaxNumberLen, or whose magnitude exceeds MaxMagnitude.
+// truncated toward zero, and held to ±MaxMagnitude (a server that writes
+// -3.4e38 for a masked token means "impossible", as one that writes -9999
+// does). It refuses text that is not a JSON number or is longer than
+// MaxNumberLen.
 func ParseDecimal(s string) (int64, error) {
 	if len(s) == 0 || len(s) > MaxNumberLen {
 		return 0, fmt.Errorf("logprob: a number of %d characters, want 1 to %d", len(s), MaxNumberLen)
@@ -142,18 +144,16 @@ func ParseDecimal(s string) (int64, error) {
 	if len(digits) == 0 {
 		return 0, nil
 	}
-	if len(digits)+shift > 16 { // over 10^16 > MaxMagnitude
-		return 0, fmt.Errorf("logprob: %q is beyond ±%d nats", s, MaxMagnitude/Scale)
-	}
-	var v int64
-	for _, d := range digits {
-		v = v*10 + int64(d-'0')
-	}
-	for range shift {
-		v *= 10
-	}
-	if v > MaxMagnitude {
-		return 0, fmt.Errorf("logprob: %q is beyond ±%d nats", s, MaxMagnitude/Scale)
+	v := int64(MaxMagnitude)
+	if len(digits)+shift <= 16 { // else over 10^16 > MaxMagnitude
+		v = 0
+		for _, d := range digits {
+			v = v*10 + int64(d-'0')
+		}
+		for range shift {
+			v *= 10
+		}
+		v = min(v, MaxMagnitude)
 	}
 	if neg {
 		v = -v
