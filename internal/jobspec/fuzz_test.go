@@ -40,6 +40,7 @@ func FuzzParse(f *testing.F) {
 	}
 	f.Add(minimalService + "ports: [{port: 80, name: web}, {port: 22, protocol: tcp}]\nreadiness: {port: 80, path: /h, interval: 1m, timeout: 59s, start: 1d}\nopenai: {models: [a/b:c]}\npublic: true\nreplicas: 16\n")
 	f.Add(minimalService + "openai: {port: 8000, models: [tinylm], exact: true}\n")
+	f.Add(minimalService + "openai: {port: 8000, models: [m], tolerance: {logprob: 0.05}}\n")
 	f.Add("? name\n: x\n")
 	f.Add("name: !!str 123\n")
 	f.Fuzz(func(t *testing.T, src string) {

@@ -539,6 +539,9 @@ func (v *validator) openai() {
 			v.errorf(f, "%s is listed twice", m)
 		}
 	}
+	if o.Exact && o.Tolerance != nil {
+		v.errorf("openai.tolerance", "and openai.exact exclude each other: bit-exact answers need no tolerance; keep exact for integer or int8 models, tolerance for float ones")
+	}
 }
 
 func (v *validator) serviceTerms() {

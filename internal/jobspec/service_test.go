@@ -312,6 +312,7 @@ var serviceErrorTests = []struct {
 	{"openai tolerance too fine", minimalService + "openai: {models: [m], tolerance: {logprob: 1e-10}}\n", "openai.tolerance.logprob", 7, []string{"finer than 1e-9"}},
 	{"openai tolerance over 1", minimalService + "openai: {models: [m], tolerance: {logprob: 1.5}}\n", "openai.tolerance.logprob", 7, []string{"more than 1"}},
 	{"openai tolerance negative", minimalService + "openai: {models: [m], tolerance: {logprob: -0.1}}\n", "openai.tolerance.logprob", 7, []string{"negative"}},
+	{"openai tolerance and exact", minimalService + "openai: {models: [m], exact: true, tolerance: {logprob: 0.05}}\n", "openai.tolerance", 7, []string{"exclude each other"}},
 	{"openai tolerance unknown key", minimalService + "openai: {models: [m], tolerance: {logprobs: 0.1}}\n", "openai.tolerance.logprobs", 7, []string{`did you mean "logprob"?`}},
 }
 
