@@ -3,6 +3,7 @@ package cli
 import (
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -56,8 +57,16 @@ func printService(w io.Writer, v *serviceView, names keyNames) {
 		// Providers read this before they serve it: exact answers are
 		// disputed and an outvoted replica is slashed.
 		verify := "not declared bit-exact: checked, differences reported, no one slashed for them"
-		if o.Exact {
+		switch {
+		case o.Exact:
 			verify = "declared bit-exact (openai.exact): a replica outvoted on a checked request is slashed"
+		case o.LogprobTolE9 > 0:
+			whole, frac := o.LogprobTolE9/1e9, o.LogprobTolE9%1e9
+			tol := strconv.FormatUint(whole, 10)
+			if frac != 0 {
+				tol += strings.TrimRight(fmt.Sprintf(".%09d", frac), "0")
+			}
+			verify = "tolerance " + tol + " nats on log-probabilities (openai.tolerance): a replica whose answer two others judge different beyond it is slashed"
 		}
 		fmt.Fprintf(w, "openai:      models %s; %s\n", strings.Join(o.Models, ", "), verify)
 	}

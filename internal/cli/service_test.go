@@ -250,6 +250,14 @@ func TestServiceStory(t *testing.T) {
 			}
 		}
 	}
+
+	// A float model with a tolerance on log-probabilities: status says
+	// what its providers serve under.
+	tolSpec := s.writeSpec("tol.yaml", strings.Replace(serviceYAML, "openai: {models: [tinylm]}", "openai: {models: [tinylm], tolerance: {logprob: 0.05}}", 1))
+	s.ok("service", "deploy", tolSpec, "--from", "alice", "--public")
+	if out := s.ok("service", "status", "3"); !strings.Contains(out, "openai:      models tinylm; tolerance 0.05 nats on log-probabilities (openai.tolerance)") {
+		t.Errorf("status of a service with a tolerance:\n%s", out)
+	}
 }
 
 // TestServiceConnect: connect listens locally and joins each connection to
