@@ -64,7 +64,7 @@ const (
 )
 
 // childProtocol is the version of the messages below.
-const childProtocol = 2
+const childProtocol = 3
 
 // The child's fds beyond stdio: the parent's cmd.ExtraFiles.
 const (
@@ -97,6 +97,9 @@ type childPrepare struct {
 	CacheDir string `json:"cache_dir,omitempty"`
 	// Engine is the engine to compile and run the module with.
 	Engine string `json:"engine"`
+	// Fuel compiles the module to count fuel: its job must then give a
+	// budget (childJob.Fuel). Only judge programs do (Executor.RunJudge).
+	Fuel bool `json:"fuel,omitempty"`
 }
 
 // childJob is the second message to the child: the run.
@@ -118,6 +121,9 @@ type childJob struct {
 	// ReadOnly runs the guest with wasi.Config.ReadOnly: it may read the
 	// work directory and change nothing in it (Executor.RunReadOnly).
 	ReadOnly bool `json:"read_only,omitempty"`
+	// Fuel is the guest's instruction budget, for a module prepared with
+	// childPrepare.Fuel (and only then: 0 otherwise).
+	Fuel uint64 `json:"fuel,omitempty"`
 }
 
 // childMessage is one line on the child's report fd.
@@ -148,6 +154,10 @@ type childMessage struct {
 	MeteredNS       int64  `json:"metered_ns,omitempty"`
 	CompileNS       int64  `json:"compile_ns,omitempty"`
 	PeakMemoryBytes uint64 `json:"peak_memory_bytes,omitempty"`
+	// FuelUsed is the fuel the guest consumed, of a fuel run; OutOfFuel
+	// says it ran out (and so was stopped).
+	FuelUsed  uint64 `json:"fuel_used,omitempty"`
+	OutOfFuel bool   `json:"out_of_fuel,omitempty"`
 }
 
 // reporter writes childMessages, one JSON line each.
@@ -231,17 +241,20 @@ func ChildMain(stdin io.Reader, stdout, stderr io.Writer) int {
 // shows a job the same world.
 type engine interface {
 	// prepare compiles bin, or loads it from the compiled-module cache in
-	// cacheDir ("": none). A non-nil message is the result of a failure.
-	prepare(bin []byte, cacheDir string) (program, *childMessage)
+	// cacheDir ("": none); with fuel, to count fuel (an engine that
+	// cannot fails with an Error). A non-nil message is the result of a
+	// failure.
+	prepare(bin []byte, cacheDir string, fuel bool) (program, *childMessage)
 }
 
 // A program is a module compiled by an engine, ready to run once.
 type program interface {
 	// run instantiates the module and runs its _start with sys as its
-	// WASI, within limit bytes of linear memory. started is called just
+	// WASI, within limit bytes of linear memory and, for a program
+	// prepared to count fuel, fuel units of fuel. started is called just
 	// before instantiation (the job's clock starts there), grew with each
 	// new peak of linear memory while it runs.
-	run(sys *wasi.System, limit uint64, started func(), grew func(peak uint64)) outcome
+	run(sys *wasi.System, limit, fuel uint64, started func(), grew func(peak uint64)) outcome
 }
 
 // outcome is how a run ended, as an engine tells it.
@@ -258,12 +271,17 @@ type outcome struct {
 	// oom: the memory limit refused the guest memory.
 	oom  bool
 	peak uint64
+	// fuelUsed is the fuel consumed (a fuel run); outOfFuel: the guest
+	// ran out of it.
+	fuelUsed  uint64
+	outOfFuel bool
 }
 
 // guest is a module compiled and ready to run.
 type guest struct {
 	prog      program
 	compileNS int64
+	fuel      bool // prepared to count fuel
 }
 
 // prepare reads the module and has the engine compile it. A non-nil
@@ -287,13 +305,13 @@ func prepare(req *childPrepare) (*guest, *childMessage) {
 		return nil, res
 	}
 	t0 := time.Now()
-	prog, msg := eng.prepare(bin, req.CacheDir)
+	prog, msg := eng.prepare(bin, req.CacheDir, req.Fuel)
 	if msg != nil {
 		msg.ExitCode = -1
 		msg.CompileNS = time.Since(t0).Nanoseconds()
 		return nil, msg
 	}
-	return &guest{prog: prog, compileNS: time.Since(t0).Nanoseconds()}, nil
+	return &guest{prog: prog, compileNS: time.Since(t0).Nanoseconds(), fuel: req.Fuel}, nil
 }
 
 func readModule(req *childPrepare) ([]byte, error) {
@@ -325,6 +343,13 @@ func readModule(req *childPrepare) ([]byte, error) {
 func (g *guest) run(job *childJob, logs *sandbox.LogWriter, rep *reporter) *childMessage {
 	res := &childMessage{ExitCode: -1, Compiled: true, CompileNS: g.compileNS}
 	memLimit := job.MemoryBytes
+	if g.fuel != (job.Fuel > 0) {
+		// The parent's mistake: a budget for a module that counts no
+		// fuel would go unenforced, and none for one that does would
+		// stop it at once.
+		res.Error = fmt.Sprintf("fuel budget %d for a module prepared with fuel %v", job.Fuel, g.fuel)
+		return res
+	}
 
 	// This process runs one job, and the guest's linear memory is most of
 	// what it holds. Collect only near the job's memory limit: the
@@ -358,7 +383,7 @@ func (g *guest) run(job *childJob, logs *sandbox.LogWriter, rep *reporter) *chil
 	defer sys.Close()
 
 	var start time.Time
-	out := g.prog.run(sys, memLimit, func() {
+	out := g.prog.run(sys, memLimit, job.Fuel, func() {
 		// The job's clock starts now: the parent starts its timeout when
 		// it reads this, and Metered counts from here.
 		rep.send(&childMessage{Event: "start"})
@@ -370,7 +395,13 @@ func (g *guest) run(job *childJob, logs *sandbox.LogWriter, rep *reporter) *chil
 		res.MeteredNS = time.Since(start).Nanoseconds()
 	}
 	res.PeakMemoryBytes = out.peak
+	res.FuelUsed = out.fuelUsed
 	switch {
+	case out.outOfFuel:
+		// Checked first too: the engine saw it as a trap.
+		res.OutOfFuel = true
+		res.Failed, res.Reason = true, OutOfFuelReason(job.Fuel)
+		logs.Notef("%s", res.Reason)
 	case sys.SleptOut():
 		// Checked first: the engine saw it as an exit (wazero) or a
 		// trap (wasmtime).
@@ -400,6 +431,12 @@ func (g *guest) run(job *childJob, logs *sandbox.LogWriter, rep *reporter) *chil
 		res.Failed, res.Reason = true, sandbox.DiskReason(job.DiskBytes)
 	}
 	return res
+}
+
+// OutOfFuelReason is the Reason of a run stopped when it had used its
+// whole fuel budget (Executor.RunJudge).
+func OutOfFuelReason(fuel uint64) string {
+	return fmt.Sprintf("out of fuel (budget %d)", fuel)
 }
 
 // sleptOutReason is the Reason of a deterministic job stopped at a sleep

@@ -28,10 +28,19 @@ const wasmtimeVersion = "39.0.1"
 // generates or what a guest can observe; they are part of the cache's
 // engine key and of Engine. Not set, on purpose: fuel and epoch
 // interruption (in-guest checks, 1.7–1.9× slower; the executor kills the
-// sandbox process instead) and NaN canonicalization (as slow; NaN bit
+// sandbox process instead; only judge programs count fuel, with an engine
+// of their own: wasmtimeFuelKey) and NaN canonicalization (as slow; NaN bit
 // patterns are then the CPU's, hence the architecture in Engine).
 const wasmtimeSettings = "cranelift-speed,relaxed-simd-deterministic,no-threads"
+
+// wasmtimeFuelSetting is added to wasmtimeSettings for a module compiled
+// to count fuel (a judge program's, Executor.RunJudge): its code differs,
+// so it is a separate engine configuration and cache key.
+const wasmtimeFuelSetting = ",fuel"
 
 func wasmtimeKey() string {
 	return "wasmtime-" + wasmtimeVersion + "/" + runtime.GOOS + "-" + runtime.GOARCH + "/" + wasmtimeSettings
 }
+
+// wasmtimeFuelKey is the cache key of modules compiled to count fuel.
+func wasmtimeFuelKey() string { return wasmtimeKey() + wasmtimeFuelSetting }

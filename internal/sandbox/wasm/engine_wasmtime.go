@@ -192,10 +192,17 @@ type wasmtimeEngine struct{}
 type wasmtimeProgram struct {
 	engine *wasmtime.Engine
 	module *wasmtime.Module
+	fuel   bool // compiled to count fuel
 }
 
-func newWasmtimeEngine() *wasmtime.Engine {
+// newWasmtimeEngine is the engine of wasmtimeSettings; with fuel, its
+// compiled code also counts fuel (wasmtimeFuelSetting): wasmtime adds each
+// operator's cost as it runs and traps when the store's fuel is spent, a
+// count that depends only on the module and what its host calls return,
+// not on the machine or its load.
+func newWasmtimeEngine(fuel bool) *wasmtime.Engine {
 	cfg := wasmtime.NewConfig()
+	cfg.SetConsumeFuel(fuel)
 	cfg.SetCraneliftOptLevel(wasmtime.OptLevelSpeed)
 	cfg.SetWasmRelaxedSIMDDeterministic(true)
 	cfg.SetWasmThreads(false)
@@ -207,10 +214,13 @@ func newWasmtimeEngine() *wasmtime.Engine {
 	return wasmtime.NewEngineWithConfig(cfg)
 }
 
-func (wasmtimeEngine) prepare(bin []byte, cacheDir string) (program, *childMessage) {
+func (wasmtimeEngine) prepare(bin []byte, cacheDir string, fuel bool) (program, *childMessage) {
 	defer clear(bin) // wasmtime keeps what it needs; the plaintext module goes
-	eng := newWasmtimeEngine()
+	eng := newWasmtimeEngine(fuel)
 	key := wasmtimeKey()
+	if fuel {
+		key = wasmtimeFuelKey()
+	}
 	var cache *moduleCache
 	if cacheDir != "" {
 		var err error
@@ -224,7 +234,7 @@ func (wasmtimeEngine) prepare(bin []byte, cacheDir string) (program, *childMessa
 			mod, derr := wasmtime.NewModuleDeserialize(eng, art)
 			clear(art)
 			if derr == nil {
-				return &wasmtimeProgram{engine: eng, module: mod}, nil
+				return &wasmtimeProgram{engine: eng, module: mod, fuel: fuel}, nil
 			}
 			// Sealed by us but not loadable (the CPU changed under a
 			// provider?): compile afresh and replace it.
@@ -242,7 +252,7 @@ func (wasmtimeEngine) prepare(bin []byte, cacheDir string) (program, *childMessa
 			clear(art)
 		}
 	}
-	return &wasmtimeProgram{engine: eng, module: mod}, nil
+	return &wasmtimeProgram{engine: eng, module: mod, fuel: fuel}, nil
 }
 
 func firstLine(s string) string {
@@ -254,7 +264,7 @@ func firstLine(s string) string {
 // linear memory's limit).
 const maxTableElements = 1 << 20
 
-func (p *wasmtimeProgram) run(sys *wasi.System, limit uint64, started func(), grew func(uint64)) outcome {
+func (p *wasmtimeProgram) run(sys *wasi.System, limit, fuel uint64, started func(), grew func(uint64)) outcome {
 	hasStart := false
 	for _, e := range p.module.Exports() {
 		if e.Name() == "_start" && e.Type().FuncType() != nil {
@@ -267,6 +277,11 @@ func (p *wasmtimeProgram) run(sys *wasi.System, limit uint64, started func(), gr
 	C.gpunet_set_limit(C.size_t(limit))
 	store := wasmtime.NewStore(p.engine)
 	store.Limiter(-1, maxTableElements, -1, -1, -1)
+	if p.fuel {
+		if err := store.SetFuel(fuel); err != nil {
+			return outcome{invalid: "set fuel: " + firstLine(err.Error())}
+		}
+	}
 	linker := wasmtime.NewLinker(p.engine)
 	hostSys = sys
 	C.gpunet_set_guest(nil)
@@ -324,16 +339,35 @@ func (p *wasmtimeProgram) run(sys *wasi.System, limit uint64, started func(), gr
 
 	started()
 	inst, err := linker.Instantiate(store, p.module)
-	if err == nil {
+	instantiated := err == nil
+	if instantiated {
 		_, err = inst.GetFunc(store, "_start").Call(store)
-	} else if code, ok := sys.ExitCode(); !ok {
-		var trap *wasmtime.Trap
-		if !errors.As(err, &trap) || trap.Code() == nil {
-			return outcome{invalid: firstLine(err.Error()), oom: C.gpunet_was_refused() != 0, peak: uint64(C.gpunet_peak_bytes())}
-		}
-		_ = code // a start function that trapped: a trap like any other
 	}
-	out := outcome{peak: uint64(C.gpunet_peak_bytes()), oom: C.gpunet_was_refused() != 0}
+	var fuelUsed uint64
+	if p.fuel {
+		// Fuel spent in a start function counts too. A run that failed
+		// with none left ran out of it (wasmtime's error then carries no
+		// trap code through wasmtime-go).
+		left, ferr := store.GetFuel()
+		if ferr == nil && left <= fuel {
+			fuelUsed = fuel - left
+		}
+		if err != nil && ferr == nil && left == 0 {
+			if _, exited := sys.ExitCode(); !exited {
+				return outcome{outOfFuel: true, fuelUsed: fuelUsed, peak: uint64(C.gpunet_peak_bytes())}
+			}
+		}
+	}
+	if !instantiated {
+		if _, ok := sys.ExitCode(); !ok {
+			var trap *wasmtime.Trap
+			if !errors.As(err, &trap) || trap.Code() == nil {
+				return outcome{invalid: firstLine(err.Error()), oom: C.gpunet_was_refused() != 0, peak: uint64(C.gpunet_peak_bytes()), fuelUsed: fuelUsed}
+			}
+			// A start function that trapped: a trap like any other.
+		}
+	}
+	out := outcome{peak: uint64(C.gpunet_peak_bytes()), oom: C.gpunet_was_refused() != 0, fuelUsed: fuelUsed}
 	if code, ok := sys.ExitCode(); ok {
 		out.exited, out.code = true, int32(code)
 		return out

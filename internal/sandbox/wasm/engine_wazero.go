@@ -34,7 +34,13 @@ type wazeroProgram struct {
 	sys *wasi.System // the run's, for the host functions
 }
 
-func (wazeroEngine) prepare(bin []byte, _ string) (program, *childMessage) {
+func (wazeroEngine) prepare(bin []byte, _ string, fuel bool) (program, *childMessage) {
+	if fuel {
+		// wazero has no fuel, and counting instructions by a listener
+		// on every function would not bound a loop without calls: a
+		// judge program does not run here (Executor.MetersFuel).
+		return nil, &childMessage{Error: ErrNoFuel.Error() + ": " + EngineWazero}
+	}
 	ctx := context.Background()
 	// No WithCloseOnContextDone: the parent stops a guest by killing this
 	// process, so the compiled code needs no termination checks. The
@@ -97,7 +103,7 @@ func (p *wazeroProgram) bindWASI(ctx context.Context) error {
 	return err
 }
 
-func (p *wazeroProgram) run(s *wasi.System, limit uint64, started func(), grew func(uint64)) outcome {
+func (p *wazeroProgram) run(s *wasi.System, limit, _ uint64, started func(), grew func(uint64)) outcome {
 	ctx := context.Background()
 	p.sys = s
 	if _, ok := p.mod.ExportedFunctions()["_start"]; !ok {

@@ -76,7 +76,7 @@ func BenchmarkCKernelsCPU(b *testing.B) {
 			}
 			k.native = append(k.native, cmd.ProcessState.UserTime()+cmd.ProcessState.SystemTime())
 			for _, name := range Engines() {
-				prog, msg := engines[name].prepare(slices.Clone(k.mod), "")
+				prog, msg := engines[name].prepare(slices.Clone(k.mod), "", false)
 				if msg != nil {
 					b.Fatalf("%s on %s: %+v", k.name, name, msg)
 				}
@@ -85,7 +85,7 @@ func BenchmarkCKernelsCPU(b *testing.B) {
 					b.Fatal(err)
 				}
 				t0 := threadCPU()
-				out := prog.run(sys, 1<<30, func() {}, func(uint64) {})
+				out := prog.run(sys, 1<<30, 0, func() {}, func(uint64) {})
 				d := threadCPU() - t0
 				sys.Close()
 				if !out.exited || out.code != 0 {

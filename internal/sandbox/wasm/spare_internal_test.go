@@ -102,7 +102,7 @@ func TestSpares(t *testing.T) {
 		}
 		path, args := e.path, e.args
 		e.path, e.args = sh, []string{"-c", "sleep 0.3; exit 1"}
-		dying, err := e.startChild(m)
+		dying, err := e.startChild(m, false)
 		e.path, e.args = path, args
 		m.f.Close()
 		if err != nil {

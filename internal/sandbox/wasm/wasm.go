@@ -299,7 +299,7 @@ func (e *Executor) Run(ctx context.Context, job *sandbox.Job, logs io.Writer) (*
 		return nil, fmt.Errorf("%w: Module is empty", sandbox.ErrInvalidJob)
 	}
 	return e.life.Run(ctx, job, logs, func(ctx context.Context, logs *sandbox.LogWriter, res *sandbox.Result) error {
-		return e.run(ctx, job, false, logs, res)
+		return e.run(ctx, job, runOpts{}, logs, res)
 	})
 }
 
@@ -321,12 +321,90 @@ func (e *Executor) RunReadOnly(ctx context.Context, job *sandbox.Job, logs io.Wr
 		return nil, fmt.Errorf("%w: a read-only run has no outputs, got %d", sandbox.ErrInvalidJob, len(job.Outputs))
 	}
 	return e.life.Run(ctx, job, logs, func(ctx context.Context, logs *sandbox.LogWriter, res *sandbox.Result) error {
-		return e.run(ctx, job, true, logs, res)
+		return e.run(ctx, job, runOpts{readOnly: true}, logs, res)
 	})
 }
 
+// ErrNoFuel is RunJudge's error on an engine that cannot count fuel
+// (wazero): such an executor runs no judge program (MetersFuel).
+var ErrNoFuel = errors.New("wasm: the engine cannot meter fuel, which a judge program needs")
+
+// MetersFuel reports whether the executor's engine counts fuel, so that
+// RunJudge can run a judge program: wasmtime does (Config.SetConsumeFuel);
+// wazero has no fuel.
+func (e *Executor) MetersFuel() bool { return e.engine == EngineWasmtime }
+
+// JudgeResult is how a run of RunJudge ended.
+type JudgeResult struct {
+	*sandbox.Result
+	// FuelUsed is the fuel the guest consumed: about one unit per
+	// WebAssembly operator it executed, counted by the engine as the
+	// code runs, so the same on every run of one module with the same
+	// arguments over the same tree, on any machine under any load.
+	FuelUsed uint64
+	// OutOfFuel: the guest used its whole budget and was stopped there
+	// (Reason OutOfFuelReason). Deterministic, like an exit code.
+	OutOfFuel bool
+	// TimedOut: the wall-clock bound, job.Limits.Timeout, stopped the
+	// guest before it ended or ran out of fuel. That depends on this
+	// machine's speed and load, so it is no verdict of the program's.
+	TimedOut bool
+}
+
+// RunJudge is RunReadOnly for a judge program, with a deterministic bound
+// on its work: the module is compiled to count fuel (a separate engine
+// configuration and cache entry; the executor's other jobs run without
+// fuel, 1.7–1.9× faster) and runs with fuel units, fuel > 0. It ends by
+// itself, by running out of fuel, or at job.Limits.Timeout, which the
+// caller should set far above the time the fuel takes, as a safety bound.
+// On an engine without fuel (MetersFuel false) it returns ErrNoFuel.
+// Spare sandbox processes are not used for judges.
+func (e *Executor) RunJudge(ctx context.Context, job *sandbox.Job, fuel uint64, logs io.Writer) (*JudgeResult, error) {
+	if !e.MetersFuel() {
+		return nil, fmt.Errorf("%w (engine %s)", ErrNoFuel, e.engine)
+	}
+	if fuel == 0 {
+		return nil, fmt.Errorf("%w: a judge's fuel budget is 0", sandbox.ErrInvalidJob)
+	}
+	if err := sandbox.ValidateJob(job); err != nil {
+		return nil, err
+	}
+	if job.Module == "" {
+		return nil, fmt.Errorf("%w: Module is empty", sandbox.ErrInvalidJob)
+	}
+	if len(job.Outputs) > 0 {
+		return nil, fmt.Errorf("%w: a read-only run has no outputs, got %d", sandbox.ErrInvalidJob, len(job.Outputs))
+	}
+	jr := &JudgeResult{}
+	res, err := e.life.Run(ctx, job, logs, func(ctx context.Context, logs *sandbox.LogWriter, res *sandbox.Result) error {
+		return e.run(ctx, job, runOpts{readOnly: true, fuel: fuel, judge: jr}, logs, res)
+	})
+	if err != nil {
+		return nil, err
+	}
+	jr.Result = res
+	return jr, nil
+}
+
+// runOpts are how run runs a job beyond the job itself.
+type runOpts struct {
+	readOnly bool
+	// fuel is the guest's fuel budget: a judge's (RunJudge); 0 for a job,
+	// which runs without fuel.
+	fuel uint64
+	// judge, with fuel, receives what the fuel run did.
+	judge *JudgeResult
+}
+
+// fuelKey is the executor's key for a module compiled to count fuel,
+// apart from the same module compiled without.
+func fuelKey(sum [sha256.Size]byte) [sha256.Size]byte {
+	return sha256.Sum256(append([]byte("gpunet/wasm fuel\x00"), sum[:]...))
+}
+
 // run fills res with what the job did.
-func (e *Executor) run(ctx context.Context, job *sandbox.Job, readOnly bool, logs *sandbox.LogWriter, res *sandbox.Result) error {
+func (e *Executor) run(ctx context.Context, job *sandbox.Job, o runOpts, logs *sandbox.LogWriter, res *sandbox.Result) error {
+	readOnly := o.readOnly
 	module, err := openModule(job.Module)
 	if err != nil {
 		return fmt.Errorf("wasm: read module: %w", err)
@@ -369,36 +447,41 @@ func (e *Executor) run(ctx context.Context, job *sandbox.Job, readOnly bool, log
 		Deterministic: job.Deterministic,
 		TimeoutNS:     int64(job.Limits.Timeout),
 		ReadOnly:      readOnly,
+		Fuel:          o.fuel,
+	}
+	key := module.sum
+	if o.fuel > 0 {
+		key = fuelKey(module.sum)
 	}
 
 	t0 := time.Now()
 	for attempt := 0; ; attempt++ {
 		// Wait while another run compiles the same module: it will be in
 		// the disk cache then.
-		compiled, known, err := e.awaitCompile(ctx, module.sum)
+		compiled, known, err := e.awaitCompile(ctx, key)
 		if err != nil || ctx.Err() != nil {
 			res.CompileTime = time.Since(t0)
 			return fail(res, sandbox.ReasonCancelled)
 		}
 		var c *child
-		if known && attempt == 0 {
+		if known && attempt == 0 && o.fuel == 0 {
 			c = e.takeSpare(module.sum)
 		}
 		spare := c != nil
 		if c == nil {
-			if c, err = e.startChild(module); err != nil {
+			if c, err = e.startChild(module, o.fuel > 0); err != nil {
 				compiled(false)
 				return err
 			}
 		}
-		err = e.runOn(ctx, c, spare, job, req, logs, res, t0, compiled)
+		err = e.runOn(ctx, c, spare, job, req, logs, res, t0, compiled, o.judge)
 		if err == errSpareDied {
 			continue // before it started the job: try a new process
 		}
 		// A module run before gets a spare process for its next run. It
 		// starts now rather than with the job, so that its loading does
 		// not slow the job down (and inflate Metered) on a small machine.
-		if err == nil && known && e.maxSpares > 0 {
+		if err == nil && known && e.maxSpares > 0 && o.fuel == 0 {
 			keep = e.addSpare(module)
 		}
 		return err
@@ -457,14 +540,16 @@ var errSpareDied = errors.New("spare sandbox process died")
 // errTimeout ends a job's run at its Limits.Timeout.
 var errTimeout = errors.New("wasm: job timed out")
 
-// startChild starts a sandbox process and sends it the module.
-func (e *Executor) startChild(m *module) (*child, error) {
+// startChild starts a sandbox process and sends it the module, to be
+// compiled to count fuel when fuel is set.
+func (e *Executor) startChild(m *module, fuel bool) (*child, error) {
 	prep, err := json.Marshal(&childPrepare{
 		Protocol:     childProtocol,
 		ModuleFD:     moduleFD,
 		ModuleSHA256: hex.EncodeToString(m.sum[:]),
 		CacheDir:     e.cacheDir,
 		Engine:       e.engine,
+		Fuel:         fuel,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("wasm: %w", err)
@@ -537,10 +622,11 @@ func (c *child) discard() {
 	c.stdin.Close()
 }
 
-// runOn runs the job on c, applying its timeout and ctx, and fills res.
-// compiled is told whether the module compiled. It returns errSpareDied
-// when c, a spare, died before it started the job.
-func (e *Executor) runOn(ctx context.Context, c *child, spare bool, job *sandbox.Job, req *childJob, logs *sandbox.LogWriter, res *sandbox.Result, t0 time.Time, compiled func(bool)) error {
+// runOn runs the job on c, applying its timeout and ctx, and fills res
+// (and jr, for a judge's fuel run). compiled is told whether the module
+// compiled. It returns errSpareDied when c, a spare, died before it
+// started the job.
+func (e *Executor) runOn(ctx context.Context, c *child, spare bool, job *sandbox.Job, req *childJob, logs *sandbox.LogWriter, res *sandbox.Result, t0 time.Time, compiled func(bool), jr *JudgeResult) error {
 	defer c.stdin.Close()
 	defer compiled(false) // unless already told otherwise
 	msg, err := json.Marshal(req)
@@ -618,6 +704,9 @@ func (e *Executor) runOn(ctx context.Context, c *child, spare bool, job *sandbox
 			c.kill()
 			if result == nil {
 				outcome = sandbox.TimeoutReason(job.Limits.Timeout)
+				if jr != nil {
+					jr.TimedOut = true
+				}
 			}
 		}
 	}
@@ -675,6 +764,9 @@ func (e *Executor) runOn(ctx context.Context, c *child, spare bool, job *sandbox
 		return fmt.Errorf("wasm: sandbox process: %s", result.Error)
 	}
 	compiled(result.Compiled)
+	if jr != nil {
+		jr.FuelUsed, jr.OutOfFuel = result.FuelUsed, result.OutOfFuel
+	}
 	res.ExitCode = result.ExitCode
 	res.Failed = result.Failed
 	res.Reason = result.Reason
@@ -719,7 +811,7 @@ func (e *Executor) addSpare(m *module) bool {
 	}
 	return e.life.Go(func() {
 		defer m.f.Close()
-		c, err := e.startChild(m)
+		c, err := e.startChild(m, false)
 		if err != nil {
 			return
 		}
