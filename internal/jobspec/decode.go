@@ -14,6 +14,8 @@ import (
 	"github.com/goccy/go-yaml/lexer"
 	"github.com/goccy/go-yaml/parser"
 	"github.com/goccy/go-yaml/token"
+
+	"github.com/gpunet/gpunet/internal/ledger"
 )
 
 // The spec is decoded from goccy/go-yaml's syntax tree rather than with its
@@ -627,7 +629,7 @@ var (
 	gpuFields        = []string{"count", "models", "min_vram", "min_compute_cap", "interconnect"}
 	placementFields  = []string{"region"}
 	checkpointFields = []string{"path", "interval"}
-	compareFields    = []string{"numeric", "program"}
+	compareFields    = []string{"numeric", "program", "fuel"}
 	numericFields    = []string{"rtol", "atol"}
 )
 
@@ -906,6 +908,8 @@ func (d *decoder) compare(field string, n ast.Node) *Compare {
 			}
 		case "program":
 			c.Program = d.localOrBlob(f, e.value, "program: ./same.wasm")
+		case "fuel":
+			c.Fuel = d.fuel(f, e.value)
 		default:
 			delete(d.pos, f)
 			d.unknown(field, e, compareFields)
@@ -913,6 +917,47 @@ func (d *decoder) compare(field string, n ast.Node) *Compare {
 	}
 	return c
 }
+
+// fuel decodes a judge's fuel budget: a whole number from 1 to
+// MaxJudgeFuel, written out (5000000000) or with an exponent (5e9).
+func (d *decoder) fuel(field string, n ast.Node) uint64 {
+	const example = "fuel: 5e9 or fuel: 5000000000"
+	v, _ := d.resolve(field, n)
+	var f uint64
+	switch t := v.(type) {
+	case nil, *ast.NullNode:
+		return 0
+	case *ast.IntegerNode:
+		switch x := t.Value.(type) {
+		case int64:
+			if x < 1 {
+				d.errorf(field, nodePos(v), "%d is not a budget: give at least 1", x)
+				return 0
+			}
+			f = uint64(x)
+		case uint64:
+			f = x
+		}
+	case *ast.FloatNode:
+		if t.Value < 1 || t.Value > MaxJudgeFuel || t.Value != math.Trunc(t.Value) {
+			d.errorf(field, nodePos(v), "%s is not a whole number from 1 to %d", t.GetToken().Value, uint64(MaxJudgeFuel))
+			return 0
+		}
+		f = uint64(t.Value)
+	default:
+		d.typeError(field, v, "a whole number", example)
+		return 0
+	}
+	if f > MaxJudgeFuel {
+		d.errorf(field, nodePos(v), "%d is more than %d, the most any chain allows (its params.max_judge_fuel bounds it further)", f, uint64(MaxJudgeFuel))
+		return 0
+	}
+	return f
+}
+
+// MaxJudgeFuel is the most fuel a spec may give its judge program: the
+// upper bound of params.max_judge_fuel (a chain's own value applies too).
+const MaxJudgeFuel = ledger.MaxJudgeFuelLimit
 
 // tolerance decodes a number in [0, 1] from its text, exactly: 1e-5 is
 // 10^13 parts per 10^18, not a float's neighbour of it.

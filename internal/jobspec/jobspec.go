@@ -99,6 +99,11 @@ type Compare struct {
 	// replicas' output trees as /a and /b (its args); exit 0 says they
 	// are the same.
 	Program string `yaml:"program,omitempty" json:"program,omitempty"`
+	// Fuel is the judge program's budget per pair of outputs, in
+	// WebAssembly operators (wasmtime fuel): every judge runs it under
+	// this bound, so its verdict is the same on every machine. 0 (left
+	// out): the chain's params.max_judge_fuel, which also bounds it.
+	Fuel uint64 `yaml:"fuel,omitempty" json:"fuel,omitempty"`
 }
 
 // LocalProgram returns the judge program's local path; ok is false when
@@ -361,7 +366,7 @@ func (s *Spec) LedgerSpec(module string) ledger.JobSpec {
 		if !IsBlobRef(p) {
 			p = PlaceholderModule
 		}
-		ls.Compare = &ledger.CompareSpec{Program: p}
+		ls.Compare = &ledger.CompareSpec{Program: p, Fuel: c.Fuel}
 	}
 	if c := s.Checkpoint; c != nil {
 		ls.Checkpoint = &ledger.CheckpointSpec{Path: c.Path, IntervalSeconds: uint64(time.Duration(c.Interval) / time.Second)}

@@ -596,6 +596,9 @@ func (v *validator) compare() {
 	case c.Program != "":
 		v.localOrBlob("compare.program", c.Program)
 	}
+	if c.Fuel != 0 && c.Program == "" {
+		v.errorf("compare.fuel", "bounds a judge program, and compare names none: give compare.program, or leave fuel out")
+	}
 	if !v.s.IsDeterministic() || v.s.Verification == VerifyNone {
 		v.errorf("compare", "judges replicas' outputs against each other, so the job must be checked: deterministic, with verification spot or full")
 	}

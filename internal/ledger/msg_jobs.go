@@ -138,6 +138,9 @@ func execSubmitJob(o *Overlay, from address.Address, m *MsgSubmitJob, p Params, 
 	if err := checkCheckpointInterval(&m.Spec, p); err != nil {
 		return nil, err
 	}
+	if err := checkJudgeFuel(&m.Spec, p); err != nil {
+		return nil, err
+	}
 	escrow := JobEscrow(&m.Spec, p)
 	acct, err := GetAccount(o, from)
 	if err != nil {

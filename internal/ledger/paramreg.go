@@ -137,6 +137,7 @@ var paramRegistry = []ParamSpec{
 	{Name: "attest_max_validity", ptr: func(p *Params) *uint64 { return &p.AttestMaxValidity }, Kind: "seconds", Min: 600, Max: 90 * 86_400, MaxStep: 3_600, MaxStepPPM: ppm, Desc: "longest a provider's accepted TEE evidence counts"},
 	{Name: "attest_tdx_min_tcb_eval", ptr: func(p *Params) *uint64 { return &p.AttestTDXMinTCBEval }, Kind: "count", Min: 1, Max: 1_000_000, MaxStep: 100, MaxStepPPM: ppm, Desc: "least Intel TCB evaluation data number of a TDX quote's collateral"},
 	{Name: "attest_snp_min_tcb", ptr: func(p *Params) *uint64 { return &p.AttestSNPMinTCB }, Kind: "count", Min: 1, Max: 1<<64 - 1, MaxStep: 1<<64 - 1, Desc: "least reported TCB of an SEV-SNP report (AMD TCB_VERSION: SPLs in bytes 0, 1, 6, 7)"},
+	{Name: "max_judge_fuel", ptr: func(p *Params) *uint64 { return &p.MaxJudgeFuel }, Kind: "count", Min: 10_000_000, Max: MaxJudgeFuelLimit, MaxStep: 10_000_000, MaxStepPPM: ppm, Desc: "most fuel (WebAssembly operators) a compare job's judge program may use per pair of outputs, and what a spec naming none gets"},
 }
 
 // ParamRegistry returns every parameter's spec, in the order of Params'

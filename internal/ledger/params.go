@@ -239,6 +239,11 @@ type Params struct {
 	AttestMaxValidity   uint64 `json:"attest_max_validity,omitempty"`
 	AttestTDXMinTCBEval uint64 `json:"attest_tdx_min_tcb_eval,omitempty"`
 	AttestSNPMinTCB     uint64 `json:"attest_snp_min_tcb,omitempty"`
+
+	// MaxJudgeFuel is the most fuel a compare job's judge program may
+	// have per pair of outputs (CompareSpec.Fuel), and what a spec that
+	// names none is given. Stored only when not the default.
+	MaxJudgeFuel uint64 `json:"max_judge_fuel,omitempty"`
 }
 
 // DefaultParams returns the parameters a new chain starts with.
@@ -344,6 +349,7 @@ func DefaultParams() Params {
 		AttestMaxValidity:      defaultLaterParams.AttestMaxValidity,
 		AttestTDXMinTCBEval:    defaultLaterParams.AttestTDXMinTCBEval,
 		AttestSNPMinTCB:        defaultLaterParams.AttestSNPMinTCB,
+		MaxJudgeFuel:           defaultLaterParams.MaxJudgeFuel,
 	}
 }
 
@@ -386,6 +392,13 @@ var defaultLaterParams = Params{
 	// raises them as vendors publish TCB recoveries.
 	AttestTDXMinTCBEval: 1,
 	AttestSNPMinTCB:     1, // bootloader SPL 1
+	// Five billion: about 3 s of wasmtime on a busy 2-core machine, some
+	// 4,000 times what examples/judges/fsumjudge uses on fsum's outputs
+	// (1.2 million), twice what it uses on 8 MiB of float64 and 100,000
+	// numbers as text (BenchmarkFsumJudgeFuel), and small enough that the
+	// pairs of max_replicas judges fit the commit window
+	// (docs/jobspec.md, compare.fuel).
+	MaxJudgeFuel: 5_000_000_000,
 }
 
 // laterParamFields are the parameters added after chains stored their
@@ -415,6 +428,7 @@ func laterParamFields(p *Params) [][2]*uint64 {
 		{&p.AttestMaxValidity, &d.AttestMaxValidity},
 		{&p.AttestTDXMinTCBEval, &d.AttestTDXMinTCBEval},
 		{&p.AttestSNPMinTCB, &d.AttestSNPMinTCB},
+		{&p.MaxJudgeFuel, &d.MaxJudgeFuel},
 	}
 }
 

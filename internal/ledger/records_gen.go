@@ -1476,6 +1476,9 @@ func (x *CompareSpec) encodeRec(e *encoder) {
 	if e.version >= 8 {
 		e.string(x.Program)
 	}
+	if e.version >= 8 {
+		e.uvarint(x.Fuel)
+	}
 }
 
 func (x *CompareSpec) decodeRec(d *decoder) {
@@ -1484,11 +1487,17 @@ func (x *CompareSpec) decodeRec(d *decoder) {
 	if d.version >= 8 {
 		x.Program = d.string("program")
 	}
+	if d.version >= 8 {
+		x.Fuel = d.uvarint("fuel")
+	}
 }
 
 func (x *CompareSpec) recVersion() byte {
 	v := byte(recordVersionBase)
 	if x.Program != "" {
+		v = max(v, 8)
+	}
+	if x.Fuel != 0 {
 		v = max(v, 8)
 	}
 	return v

@@ -89,10 +89,41 @@ type CompareSpec struct {
 	// trees as /a and /b, exit 0 says they are the same. The tolerances
 	// are then 0 (the two rules are exclusive).
 	Program string `json:"program,omitempty" rec:"since=8"`
+	// Fuel is the program's budget per pair of outputs, in wasmtime fuel
+	// (about one unit per WebAssembly operator executed): the bound every
+	// judge runs it under, so that its verdict is the same on every
+	// machine. Only with Program; at most params.max_judge_fuel. A spec
+	// submitted with 0 is recorded with max_judge_fuel (checkJudgeFuel),
+	// so every judge reads the same number from the chain.
+	Fuel uint64 `json:"fuel,omitempty" rec:"since=8"`
 }
+
+// MaxJudgeFuelLimit is the most fuel any spec may give its judge
+// program, the upper bound of params.max_judge_fuel: at about 10^9 fuel a
+// second, some 17 minutes per pair.
+const MaxJudgeFuelLimit = 1_000_000_000_000
 
 // MaxToleranceE18 is a tolerance of 1, the most a spec may ask for.
 const MaxToleranceE18 = 1_000_000_000_000_000_000
+
+// checkJudgeFuel checks a submitted spec's judge fuel against
+// params.max_judge_fuel, and gives a judge program that names none that
+// much: the spec on chain always carries its budget.
+func checkJudgeFuel(s *JobSpec, p Params) error {
+	c := s.Compare
+	if c == nil || c.Program == "" {
+		return nil
+	}
+	if c.Fuel > p.MaxJudgeFuel {
+		return invalid("compare.fuel %d is more than params.max_judge_fuel %d", c.Fuel, p.MaxJudgeFuel)
+	}
+	if c.Fuel == 0 {
+		cc := *c
+		cc.Fuel = p.MaxJudgeFuel
+		s.Compare = &cc
+	}
+	return nil
+}
 
 func (c *CompareSpec) validate(s *JobSpec) error {
 	switch {
@@ -100,6 +131,10 @@ func (c *CompareSpec) validate(s *JobSpec) error {
 		return invalid("compare.program %q: a judge program is named by blob hash (sha256:<64 hex>)", c.Program)
 	case c.Program != "" && (c.RTolE18 != 0 || c.ATolE18 != 0):
 		return invalid("compare.program and compare's tolerances are exclusive: a judge program decides alone")
+	case c.Fuel != 0 && c.Program == "":
+		return invalid("compare.fuel %d without compare.program: fuel bounds a judge program, and there is none", c.Fuel)
+	case c.Fuel > MaxJudgeFuelLimit:
+		return invalid("compare.fuel %d is more than %d, the most params.max_judge_fuel can be", c.Fuel, uint64(MaxJudgeFuelLimit))
 	case c.RTolE18 > MaxToleranceE18:
 		return invalid("compare.rtol_e18 %d is more than 10^18 (a tolerance of 1)", c.RTolE18)
 	case c.ATolE18 > MaxToleranceE18:

@@ -236,6 +236,10 @@ func assignmentOf(j *ledger.Job, me address.Address) *ledger.Assignment {
 // deadline.
 func (a *Agent) runJob(ctx context.Context, j *ledger.Job, started bool) {
 	log := a.log.With("job", j.ID)
+	if why := a.judgeRefusal(j); why != "" {
+		a.handBack(ctx, j, why)
+		return
+	}
 	res, err := a.execute(ctx, j, started)
 	if ctx.Err() != nil {
 		log.Info("job run stopped", "reason", context.Cause(ctx))

@@ -169,13 +169,11 @@ func (a *Agent) judgeOutputs(ctx context.Context, j *ledger.Job, as *ledger.Assi
 	disk := sandbox.Limits{DiskBytes: j.Spec.Disk}.Disk()
 	lim := seal.Limits{MaxBytes: int64(min(disk, math.MaxInt64)), MaxEntries: sandbox.MaxOutputEntries}
 	trees := make([]string, len(j.Assignments)) // "" for a replica that is not a judge or could not be opened
-	judges := 0
 	for i := range j.Assignments {
 		o := &j.Assignments[i]
 		if !isJudge(o) {
 			continue
 		}
-		judges++
 		root := filepath.Join(dir, strconv.Itoa(i))
 		if err := os.MkdirAll(root, 0o700); err != nil {
 			return 0, err
@@ -207,7 +205,7 @@ func (a *Agent) judgeOutputs(ctx context.Context, j *ledger.Job, as *ledger.Assi
 	// same judges the outputs of judges x < y; why says how they differ.
 	var same func(x, y int) (ok bool, why string, err error)
 	if j.Spec.Compare.Program != "" {
-		pj, err := a.programJudge(ctx, j, key, dir, judges*(judges-1)/2)
+		pj, err := a.programJudge(ctx, j, key, dir)
 		if err != nil {
 			return 0, err
 		}
@@ -233,6 +231,13 @@ func (a *Agent) judgeOutputs(ctx context.Context, j *ledger.Job, as *ledger.Assi
 				continue
 			}
 			ok, why, err := same(x, y)
+			if errors.Is(err, errJudgeOutOfFuel) {
+				// The owner's judge did not decide within the owner's
+				// budget: no verdict on any replica (judgeprogram.go).
+				// Every honest judge meets the same pair's end of fuel.
+				a.log.Warn("the job's judge program ran out of fuel: every pair judged different, so no replica is slashed as a wrong result", "job", j.ID, "err", err)
+				return 0, nil
+			}
 			if err != nil {
 				return 0, fmt.Errorf("compare the outputs of replicas %d and %d: %w", x, y, err)
 			}
@@ -272,21 +277,22 @@ func (a *Agent) fetchTrying(ctx context.Context, job uint64, ref string, key *ag
 }
 
 // programJudge fetches j's judge program and returns what runs it over
-// pairs pairs of outputs. It returns nil, nil when there is no program to
-// run (its blob cannot be had or opened with the job key): the same for
-// every judge, so each judges every pair different. An error is this
-// provider's own trouble: it cannot judge.
-func (a *Agent) programJudge(ctx context.Context, j *ledger.Job, key *age.X25519Identity, dir string, pairs int) (*programJudge, error) {
-	run := readOnlyOf(a.o.Sandboxes[ledger.ExecutorWASM])
+// pairs of outputs. It returns nil, nil when there is no program to run
+// (its blob cannot be had or opened with the job key): the same for every
+// judge, so each judges every pair different. An error is this provider's
+// own trouble: it cannot judge.
+func (a *Agent) programJudge(ctx context.Context, j *ledger.Job, key *age.X25519Identity, dir string) (*programJudge, error) {
+	run := judgeRunnerOf(a.o.Sandboxes[ledger.ExecutorWASM])
 	if run == nil {
-		return nil, fmt.Errorf("job %d's judge program needs the wasm executor, and this agent has none that runs read-only", j.ID)
+		return nil, fmt.Errorf("job %d's judge program needs the wasm executor on an engine that counts fuel, and this agent has none", j.ID)
 	}
-	params, err := a.o.Chain.Params(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("params, for the judge program's time: %w", err)
+	fuel := j.Spec.Compare.Fuel
+	if fuel == 0 {
+		// The ledger records every judge program's fuel at submission.
+		return nil, fmt.Errorf("job %d's judge program has no fuel budget on chain", j.ID)
 	}
 	module := filepath.Join(dir, "judge.wasm")
-	err = a.fetchTrying(ctx, j.ID, j.Spec.Compare.Program, key, func() error { return nil }, func(r io.Reader) error { return writeFile(module, r) })
+	err := a.fetchTrying(ctx, j.ID, j.Spec.Compare.Program, key, func() error { return nil }, func(r io.Reader) error { return writeFile(module, r) })
 	var de *dataError
 	switch {
 	case errors.As(err, &de) || errors.Is(err, errDecrypt):
@@ -295,8 +301,7 @@ func (a *Agent) programJudge(ctx context.Context, j *ledger.Job, key *age.X25519
 	case err != nil:
 		return nil, fmt.Errorf("judge program: %w", err)
 	}
-	return &programJudge{run: run, module: module, job: j.ID, dir: dir,
-		limit: judgePairTime(time.Duration(params.RevealTimeout)*time.Second, pairs)}, nil
+	return &programJudge{run: run, module: module, job: j.ID, dir: dir, fuel: fuel, limit: judgeWallTime(fuel)}, nil
 }
 
 // badOutputs: a judge's outputs decrypted but are not an archive the job

@@ -1,6 +1,7 @@
 package provider
 
 import (
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -13,9 +14,12 @@ import (
 
 // TestProgramJudge runs a real judge program (testdata/probejudge) in the
 // wasm executor over pairs of trees: exit 0 is the same, exit 1 or a panic
-// different, a judge that never ends is different once its time is up, and
-// a judge that tries to change its trees or read beyond them cannot: the
-// trees are as they were, the secret beside them unread.
+// different, a judge that never ends runs out of its fuel (no verdict:
+// errJudgeOutOfFuel) at the same count every time, and a judge that tries
+// to change its trees or read beyond them cannot: the trees are as they
+// were, the secret beside them unread. A judge stopped by the wall-clock
+// bound before its fuel is spent gives no verdict either, and is not taken
+// for running out of fuel.
 func TestProgramJudge(t *testing.T) {
 	goTool, err := exec.LookPath("go")
 	if err != nil {
@@ -42,8 +46,12 @@ func TestProgramJudge(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(scratch, "secret"), []byte("secret"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	const limit = 2 * time.Second
-	pj := &programJudge{run: ex, module: module, job: 7, dir: scratch, limit: limit}
+	if !ex.MetersFuel() {
+		t.Fatalf("the wasm executor's engine %s counts no fuel: this build lacks wasmtime (cgo)", wasm.DefaultEngine)
+	}
+	const fuel = 300_000_000
+	limit := judgeWallTime(fuel)
+	pj := &programJudge{run: ex, module: module, job: 7, dir: scratch, fuel: fuel, limit: limit}
 	tree := func(mode string) string {
 		d := filepath.Join(t.TempDir(), "tree")
 		if err := os.MkdirAll(filepath.Join(d, "out"), 0o755); err != nil {
@@ -64,7 +72,8 @@ func TestProgramJudge(t *testing.T) {
 		{"same", true, ""},
 		{"diff", false, "exited 1"},
 		{"panic", false, "judge panics"},
-		{"loop", false, "timed out"},
+		{"loop", false, "out of fuel (budget 300000000)"},
+		{"loop", false, "out of fuel (budget 300000000)"},
 		{"write", false, "exited 1"},
 		{"escape", false, "exited 1"},
 	} {
@@ -72,15 +81,19 @@ func TestProgramJudge(t *testing.T) {
 		t0 := time.Now()
 		same, why, err := pj.same(t.Context(), 0, 1, a, b)
 		took := time.Since(t0)
-		t.Logf("%s: same %v in %s: %s", c.mode, same, took.Round(time.Millisecond), why)
-		if err != nil {
+		t.Logf("%s: same %v in %s: %s (%v)", c.mode, same, took.Round(time.Millisecond), why, err)
+		if c.mode == "loop" {
+			if !errors.Is(err, errJudgeOutOfFuel) {
+				t.Errorf("a judge that never ends: %v, want errJudgeOutOfFuel", err)
+			}
+			if took > limit {
+				t.Errorf("a judge that never ends took %s to run out of fuel (wall-clock bound %s)", took, limit)
+			}
+		} else if err != nil {
 			t.Fatalf("%s: %v", c.mode, err)
 		}
 		if same != c.same || !strings.Contains(why, c.why) {
 			t.Errorf("%s: same %v (%q), want %v (%q)", c.mode, same, why, c.same, c.why)
-		}
-		if c.mode == "loop" && took > limit+30*time.Second {
-			t.Errorf("a judge that never ends took %s to be judged (limit %s)", took, limit)
 		}
 		for d, want := range map[string]string{a: c.mode, b: "same"} {
 			if got, err := os.ReadFile(filepath.Join(d, "mode")); err != nil || string(got) != want {
@@ -95,25 +108,33 @@ func TestProgramJudge(t *testing.T) {
 			t.Errorf("%s: the pair's work dir was left behind: %v", c.mode, entries)
 		}
 	}
+
+	// The wall-clock bound, with fuel to spare: no verdict, and not
+	// out of fuel.
+	short := *pj
+	short.fuel, short.limit = 1<<50, 500*time.Millisecond
+	same, why, err := short.same(t.Context(), 0, 1, tree("loop"), tree("same"))
+	t.Logf("loop past the wall-clock bound: same %v: %s (%v)", same, why, err)
+	if err == nil || errors.Is(err, errJudgeOutOfFuel) || !strings.Contains(why, "timed out") {
+		t.Errorf("a judge stopped by the wall-clock bound: same %v, %q, %v; want an error that is not errJudgeOutOfFuel", same, why, err)
+	}
 }
 
-// TestJudgePairTime: each run's time fits half the window with the pairs
-// it has to judge, within [minJudgePairTime, maxJudgePairTime].
-func TestJudgePairTime(t *testing.T) {
+// TestJudgeWallTime: the wall-clock bound is the fuel at judgeMinFuelRate,
+// within [minJudgeWallTime, judgeTimeout].
+func TestJudgeWallTime(t *testing.T) {
 	for _, c := range []struct {
-		reveal time.Duration
-		pairs  int
-		want   time.Duration
+		fuel uint64
+		want time.Duration
 	}{
-		{120 * time.Second, 1, time.Minute},
-		{120 * time.Second, 3, 20 * time.Second},
-		{120 * time.Second, 55, 120 * time.Second / 110},
-		{10 * time.Second, 55, time.Second},
-		{time.Hour, 3, 50 * time.Second}, // judgeTimeout/6
-		{120 * time.Second, 0, time.Minute},
+		{1, minJudgeWallTime},
+		{60 * judgeMinFuelRate, time.Minute},
+		{100 * judgeMinFuelRate, 100 * time.Second},
+		{5_000_000_000, 100 * time.Second},
+		{1 << 63, judgeTimeout},
 	} {
-		if got := judgePairTime(c.reveal, c.pairs); got != c.want {
-			t.Errorf("judgePairTime(%s, %d) = %s, want %s", c.reveal, c.pairs, got, c.want)
+		if got := judgeWallTime(c.fuel); got != c.want {
+			t.Errorf("judgeWallTime(%d) = %s, want %s", c.fuel, got, c.want)
 		}
 	}
 }

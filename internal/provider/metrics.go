@@ -94,7 +94,7 @@ type countingExecutor struct {
 
 // Unwrap returns the executor counted, whose other abilities the agent
 // looks for: a gang member's network namespace, a judge program's
-// read-only runs (readOnlyOf). Those are not counted.
+// fuel-metered runs (judgeRunnerOf). Those are not counted.
 func (c *countingExecutor) Unwrap() sandbox.Executor { return c.Executor }
 
 // countingServiceExecutor is a countingExecutor of an executor that also
