@@ -29,6 +29,8 @@ func TestCompareSpecValidate(t *testing.T) {
 		{"program and rtol", "full", ledger.CompareSpec{Program: judgeBlob, RTolE18: 1}, "exclusive"},
 		{"program and atol", "full", ledger.CompareSpec{Program: judgeBlob, ATolE18: 1}, "exclusive"},
 		{"program unchecked", "none", ledger.CompareSpec{Program: judgeBlob}, "must be checked"},
+		{"fuel without program", "full", ledger.CompareSpec{RTolE18: 1, Fuel: 1000}, "compare.fuel"},
+		{"fuel over the limit", "full", ledger.CompareSpec{Program: judgeBlob, Fuel: ledger.MaxJudgeFuelLimit + 1}, "compare.fuel"},
 	} {
 		s := lt.WasmJob("float", 1000, 60)
 		s.Verification = c.verify
@@ -54,4 +56,37 @@ func TestCompareSpecValidate(t *testing.T) {
 	if err := s.Validate(); err != nil {
 		t.Errorf("a spec without compare: %v", err)
 	}
+}
+
+// TestJudgeFuelRecorded: a judge program's fuel is on chain with the job,
+// so every judge runs it under the same budget: a spec that names none is
+// recorded with params.max_judge_fuel, one that names less keeps it, and
+// one over the parameter is refused, naming both.
+func TestJudgeFuelRecorded(t *testing.T) {
+	c := verifyChain(t, 3, func(p *ledger.Params) { p.MaxJudgeFuel = 20_000_000 })
+	for i, tc := range []struct {
+		fuel, want uint64
+	}{
+		{0, 20_000_000},
+		{12_345, 12_345},
+		{20_000_000, 20_000_000},
+	} {
+		s := lt.WasmJob("judged", 1_000_000, 600)
+		s.Verification = ledger.VerifyFull
+		s.Compare = &ledger.CompareSpec{Program: judgeBlob, Fuel: tc.fuel}
+		must(t, []ledger.TxResult{submit(t, c, s)})
+		id := uint64(i + 1)
+		if got := job(t, c, id).Spec.Compare.Fuel; got != tc.want {
+			t.Errorf("fuel %d: job %d recorded fuel %d, want %d", tc.fuel, id, got, tc.want)
+		}
+	}
+	s := lt.WasmJob("judged", 1_000_000, 600)
+	s.Verification = ledger.VerifyFull
+	s.Compare = &ledger.CompareSpec{Program: judgeBlob, Fuel: 20_000_001}
+	r := submit(t, c, s)
+	if !errors.Is(r.Err, ledger.ErrInvalidMsg) || !strings.Contains(r.Err.Error(), "max_judge_fuel") {
+		t.Errorf("fuel over params.max_judge_fuel: %v, want an invalid-message error naming it", r.Err)
+	}
+	// A spec without a judge program records no fuel.
+	must(t, []ledger.TxResult{submit(t, c, floatSpec("float"))})
 }

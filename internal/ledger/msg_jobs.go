@@ -138,7 +138,8 @@ func execSubmitJob(o *Overlay, from address.Address, m *MsgSubmitJob, p Params, 
 	if err := checkCheckpointInterval(&m.Spec, p); err != nil {
 		return nil, err
 	}
-	if err := checkJudgeFuel(&m.Spec, p); err != nil {
+	spec, err := judgeFuel(m.Spec, p)
+	if err != nil {
 		return nil, err
 	}
 	escrow := JobEscrow(&m.Spec, p)
@@ -156,7 +157,7 @@ func execSubmitJob(o *Overlay, from address.Address, m *MsgSubmitJob, p Params, 
 	id := getUint(o, keyNextJob) + 1
 	setUint(o, keyNextJob, id)
 	j := &Job{
-		ID: id, Owner: from, Spec: m.Spec, InputBlob: m.InputBlob, ConsumerKey: m.ConsumerKey, DataAt: m.DataAt,
+		ID: id, Owner: from, Spec: spec, InputBlob: m.InputBlob, ConsumerKey: m.ConsumerKey, DataAt: m.DataAt,
 		State: JobQueued, Wait: &Wait{Code: WaitQueued}, Escrow: escrow,
 		SubmittedAt: info.Time.Unix(), Height: uint64(info.Height), Assignments: []Assignment{},
 		Replicas: m.Spec.PlannedReplicas(), KeyCommitment: m.KeyCommitment,

@@ -93,7 +93,7 @@ type CompareSpec struct {
 	// (about one unit per WebAssembly operator executed): the bound every
 	// judge runs it under, so that its verdict is the same on every
 	// machine. Only with Program; at most params.max_judge_fuel. A spec
-	// submitted with 0 is recorded with max_judge_fuel (checkJudgeFuel),
+	// submitted with 0 is recorded with max_judge_fuel (judgeFuel),
 	// so every judge reads the same number from the chain.
 	Fuel uint64 `json:"fuel,omitempty" rec:"since=8"`
 }
@@ -106,23 +106,24 @@ const MaxJudgeFuelLimit = 1_000_000_000_000
 // MaxToleranceE18 is a tolerance of 1, the most a spec may ask for.
 const MaxToleranceE18 = 1_000_000_000_000_000_000
 
-// checkJudgeFuel checks a submitted spec's judge fuel against
-// params.max_judge_fuel, and gives a judge program that names none that
-// much: the spec on chain always carries its budget.
-func checkJudgeFuel(s *JobSpec, p Params) error {
+// judgeFuel checks a submitted spec's judge fuel against
+// params.max_judge_fuel and returns the spec to record: a judge program
+// that names no fuel gets max_judge_fuel, so that the spec on chain always
+// carries its budget. s itself (a message's) is left as it is.
+func judgeFuel(s JobSpec, p Params) (JobSpec, error) {
 	c := s.Compare
 	if c == nil || c.Program == "" {
-		return nil
+		return s, nil
 	}
 	if c.Fuel > p.MaxJudgeFuel {
-		return invalid("compare.fuel %d is more than params.max_judge_fuel %d", c.Fuel, p.MaxJudgeFuel)
+		return s, invalid("compare.fuel %d is more than params.max_judge_fuel %d", c.Fuel, p.MaxJudgeFuel)
 	}
 	if c.Fuel == 0 {
 		cc := *c
 		cc.Fuel = p.MaxJudgeFuel
 		s.Compare = &cc
 	}
-	return nil
+	return s, nil
 }
 
 func (c *CompareSpec) validate(s *JobSpec) error {
