@@ -153,6 +153,54 @@ func TestCompareProgram(t *testing.T) {
 	}
 }
 
+// TestCompareFuel: compare.fuel is the judge program's budget, a whole
+// number written out or with an exponent, carried to the ledger's spec (0
+// when left out: the chain gives max_judge_fuel); each mistake is one
+// error naming compare.fuel.
+func TestCompareFuel(t *testing.T) {
+	const full = "verification: full\n"
+	blob := "sha256:" + strings.Repeat("ab", 32)
+	for _, tc := range []struct {
+		yaml string
+		want uint64
+	}{
+		{"compare: {program: \"" + blob + "\", fuel: 5e9}\n", 5_000_000_000},
+		{"compare: {program: \"" + blob + "\", fuel: 12345}\n", 12345},
+		{"compare: {program: \"" + blob + "\", fuel: 1000000000000}\n", ledger.MaxJudgeFuelLimit},
+		{"compare: {program: \"" + blob + "\"}\n", 0},
+	} {
+		s, err := Parse([]byte(minimalWASM+full+tc.yaml), "")
+		if err != nil {
+			t.Fatalf("%q: %v", tc.yaml, err)
+		}
+		if ls := s.LedgerSpec(PlaceholderModule); ls.Compare == nil || ls.Compare.Fuel != tc.want {
+			t.Errorf("%q: the ledger's compare %+v, want fuel %d", tc.yaml, ls.Compare, tc.want)
+		}
+		out, err := s.MarshalYAML()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if back, err := Parse(out, ""); err != nil || back.Compare.Fuel != tc.want {
+			t.Errorf("%q: round trip through\n%s\ngave %+v, %v", tc.yaml, out, back, err)
+		}
+	}
+	for _, tc := range []struct{ yaml, want string }{
+		{"compare: {program: ./same.wasm, fuel: 0}\n", "at least 1"},
+		{"compare: {program: ./same.wasm, fuel: -5}\n", "at least 1"},
+		{"compare: {program: ./same.wasm, fuel: 1.5}\n", "not a whole number"},
+		{"compare: {program: ./same.wasm, fuel: 2e12}\n", "not a whole number from 1 to"},
+		{"compare: {program: ./same.wasm, fuel: 1000000000001}\n", "more than"},
+		{"compare: {program: ./same.wasm, fuel: lots}\n", "a whole number"},
+		{"compare: {numeric: {rtol: 1e-5}, fuel: 1000}\n", "names none"},
+	} {
+		_, err := Parse([]byte(minimalWASM+full+tc.yaml), "")
+		var es Errors
+		if !errors.As(err, &es) || len(es) != 1 || es[0].Field != "compare.fuel" || !strings.Contains(es[0].Msg, tc.want) {
+			t.Errorf("%q: Parse = %v, want one error on compare.fuel saying %q", tc.yaml, err, tc.want)
+		}
+	}
+}
+
 // TestCompareProgramFile: Load checks that a local judge is a WebAssembly
 // file, naming compare.program.
 func TestCompareProgramFile(t *testing.T) {

@@ -923,36 +923,38 @@ func (d *decoder) compare(field string, n ast.Node) *Compare {
 func (d *decoder) fuel(field string, n ast.Node) uint64 {
 	const example = "fuel: 5e9 or fuel: 5000000000"
 	v, _ := d.resolve(field, n)
-	var f uint64
-	switch t := v.(type) {
+	switch v.(type) {
 	case nil, *ast.NullNode:
 		return 0
-	case *ast.IntegerNode:
-		switch x := t.Value.(type) {
-		case int64:
-			if x < 1 {
-				d.errorf(field, nodePos(v), "%d is not a budget: give at least 1", x)
-				return 0
-			}
-			f = uint64(x)
-		case uint64:
-			f = x
-		}
-	case *ast.FloatNode:
-		if t.Value < 1 || t.Value > MaxJudgeFuel || t.Value != math.Trunc(t.Value) {
-			d.errorf(field, nodePos(v), "%s is not a whole number from 1 to %d", t.GetToken().Value, uint64(MaxJudgeFuel))
-			return 0
-		}
-		f = uint64(t.Value)
+	case *ast.StringNode, *ast.IntegerNode, *ast.FloatNode:
 	default:
 		d.typeError(field, v, "a whole number", example)
 		return 0
 	}
-	if f > MaxJudgeFuel {
-		d.errorf(field, nodePos(v), "%d is more than %d, the most any chain allows (its params.max_judge_fuel bounds it further)", f, uint64(MaxJudgeFuel))
+	text, _ := scalarText(v)
+	if u, err := strconv.ParseUint(text, 10, 64); err == nil {
+		switch {
+		case u < 1:
+			d.errorf(field, nodePos(v), "%d is not a budget: give at least 1", u)
+		case u > MaxJudgeFuel:
+			d.errorf(field, nodePos(v), "%d is more than %d, the most any chain allows (its params.max_judge_fuel bounds it further)", u, uint64(MaxJudgeFuel))
+		default:
+			return u
+		}
 		return 0
 	}
-	return f
+	f, err := strconv.ParseFloat(text, 64)
+	switch {
+	case err != nil && strings.Trim(text, "+-0123456789.eE") != "":
+		d.typeError(field, v, "a whole number", example)
+	case err != nil || f < 1:
+		d.errorf(field, nodePos(v), "%s is not a budget: give at least 1", clip(text))
+	case f > MaxJudgeFuel || f != math.Trunc(f):
+		d.errorf(field, nodePos(v), "%s is not a whole number from 1 to %d", clip(text), uint64(MaxJudgeFuel))
+	default:
+		return uint64(f)
+	}
+	return 0
 }
 
 // MaxJudgeFuel is the most fuel a spec may give its judge program: the

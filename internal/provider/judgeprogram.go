@@ -90,9 +90,9 @@ func (a *Agent) judgeRefusal(j *ledger.Job) string {
 const (
 	// judgeMinFuelRate is the fuel per second below which a judge's
 	// machine is too slow to judge: the wall-clock bound is the fuel
-	// budget at this rate. wasmtime ran 370 million fuel a second on a
-	// busy 2-core CI machine (TestJudgeEndsByFuel in internal/sandbox/
-	// wasm), so this is some 7× below that.
+	// budget at this rate. fsumjudge ran 1.7 billion fuel a second on a
+	// busy 2-core machine (BenchmarkFsumJudgeFuel, 8 MiB trees), a tight
+	// loop about 1 billion (TestProgramJudge), so this is 20–35× below.
 	judgeMinFuelRate = 50_000_000
 	// minJudgeWallTime is the least wall-clock bound of a pair's run.
 	minJudgeWallTime = time.Minute
