@@ -89,6 +89,18 @@ func TestFloatJobJudgedByProgram(t *testing.T) {
 	}
 }
 
+// TestFloatJobJudgeOutOfFuel: the owner's judge program gets too little
+// fuel to decide (fsumjudge with 100,000, less than the Go runtime takes
+// to start). Every judge runs out at the same count, so every judge
+// reveals the same vector (every pair different): no judge is outvoted,
+// no replica slashed as a wrong result, and the job ends without a
+// majority. Were running out of fuel read as a verdict on one pair and
+// not another, or were it a wall-clock timeout, honest replicas could be
+// left out of a class and slashed.
+func TestFloatJobJudgeOutOfFuel(t *testing.T) {
+	floatJobJudged(t, "", "program: ./fsumjudge.wasm\n  fuel: 100000")
+}
+
 func floatJobJudged(t *testing.T, cheat, rule string) {
 	n := startNetwork(t, "consumer", "p", "q", "r")
 	// Each provider adds in an order of its own (its seed); p, the
@@ -159,6 +171,10 @@ compare:
 	if err != nil {
 		t.Fatal(err)
 	}
+	if strings.Contains(rule, "fuel:") {
+		judgeOutOfFuel(t, n, j, waits)
+		return
+	}
 	if j.State != ledger.JobSucceeded || j.Verdict != ledger.VerdictValidated {
 		t.Fatalf("float job %s %s (%+v); waits %v", j.State, j.Verdict, j.Wait, waits)
 	}
@@ -216,6 +232,33 @@ compare:
 	}
 	if b, err := os.ReadFile(filepath.Join(out, "out", "sums.f64")); err != nil || len(b) != 16*8 || bytes.Equal(b, make([]byte, 16*8)) {
 		t.Errorf("delivered sums.f64: %d bytes, err %v", len(b), err)
+	}
+}
+
+// judgeOutOfFuel checks a job whose judge program ran out of fuel: judged,
+// every revealed vector 0, no majority, nobody slashed.
+func judgeOutOfFuel(t *testing.T, n *network, j *ledger.Job, waits []string) {
+	t.Helper()
+	if j.JudgeRound == 0 || j.Verdict != ledger.VerdictNoMajority {
+		t.Fatalf("judge out of fuel: %s %s after %d rounds (%+v); want no majority after a judging round; waits %v", j.State, j.Verdict, j.JudgeRound, j.Wait, waits)
+	}
+	for i, a := range j.Assignments {
+		if a.Judgment != nil && *a.Judgment != 0 {
+			t.Errorf("replica %d revealed vector %#x; want 0 (every pair different)", i, *a.Judgment)
+		}
+		if a.Outcome == ledger.OutcomeJudgeOutvoted || a.Outcome == ledger.OutcomeMinority {
+			t.Errorf("replica %d: outcome %s", i, a.Outcome)
+		}
+	}
+	for _, name := range []string{"p", "q", "r"} {
+		k, _ := n.kr.Get(name)
+		pb, err := n.cl.Provider(t.Context(), k.Address)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if pb.Record.Slashed != 0 {
+			t.Errorf("provider %s slashed %d", name, pb.Record.Slashed)
+		}
 	}
 }
 
