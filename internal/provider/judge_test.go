@@ -172,7 +172,7 @@ compare:
 		t.Fatal(err)
 	}
 	if strings.Contains(rule, "fuel:") {
-		judgeOutOfFuel(t, n, j, waits)
+		judgeOutOfFuel(t, n, j, waits, logs)
 		return
 	}
 	if j.State != ledger.JobSucceeded || j.Verdict != ledger.VerdictValidated {
@@ -237,8 +237,11 @@ compare:
 
 // judgeOutOfFuel checks a job whose judge program ran out of fuel: judged,
 // every revealed vector 0, no majority, nobody slashed.
-func judgeOutOfFuel(t *testing.T, n *network, j *ledger.Job, waits []string) {
+func judgeOutOfFuel(t *testing.T, n *network, j *ledger.Job, waits []string, logs *lockedLog) {
 	t.Helper()
+	if !strings.Contains(logs.String(), "the job's judge program ran out of fuel") {
+		t.Error("no agent says its judge program ran out of fuel")
+	}
 	if j.JudgeRound == 0 || j.Verdict != ledger.VerdictNoMajority {
 		t.Fatalf("judge out of fuel: %s %s after %d rounds (%+v); want no majority after a judging round; waits %v", j.State, j.Verdict, j.JudgeRound, j.Wait, waits)
 	}

@@ -189,3 +189,35 @@ func BenchmarkFsumJudgeFuel(b *testing.B) {
 		}
 	}
 }
+
+// TestJudgeRefusal: an agent takes a job with a judge program only with a
+// wasm executor whose engine counts fuel (through the metrics wrapper
+// too); on wazero, or without a wasm executor, it says why and hands the
+// job back. Jobs without a judge program are never refused.
+func TestJudgeRefusal(t *testing.T) {
+	judged := &ledger.Job{ID: 1, Spec: ledger.JobSpec{Compare: &ledger.CompareSpec{Program: "sha256:" + strings.Repeat("1", 64), Fuel: 1000}}}
+	plain := &ledger.Job{ID: 2, Spec: ledger.JobSpec{Compare: &ledger.CompareSpec{RTolE18: 1}}}
+	execs := map[string]sandbox.Executor{"none": nil}
+	for _, name := range wasm.Engines() {
+		ex, err := wasm.New(t.TempDir(), wasm.WithEngine(name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { ex.Close() })
+		execs[name] = &countingExecutor{Executor: ex, name: "wasm"}
+	}
+	for name, ex := range execs {
+		sb := map[string]sandbox.Executor{}
+		if ex != nil {
+			sb[ledger.ExecutorWASM] = ex
+		}
+		a := &Agent{o: Options{Sandboxes: sb}}
+		why := a.judgeRefusal(judged)
+		if wantRefused := name != wasm.EngineWasmtime; (why != "") != wantRefused {
+			t.Errorf("%s: judgeRefusal = %q; want refused %v", name, why, wantRefused)
+		}
+		if why := a.judgeRefusal(plain); why != "" {
+			t.Errorf("%s: a job without a judge program refused: %q", name, why)
+		}
+	}
+}
