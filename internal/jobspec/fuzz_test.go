@@ -31,6 +31,8 @@ func FuzzParse(f *testing.F) {
 	f.Add(minimalWASM + "compare: {numeric: {rtol: -.inf, atol: 1e-999, x: 1}, y: 2}\n")
 	f.Add(minimalWASM + "verification: full\ncompare: {program: ./same.wasm}\n")
 	f.Add(minimalWASM + "compare: {program: \"sha256:00\", numeric: {}}\n")
+	f.Add(minimalWASM + "verification: full\ncompare: {program: ./same.wasm, fuel: 5e9}\n")
+	f.Add(minimalWASM + "compare: {program: ./same.wasm, fuel: [1e99, -0, 1.5e-3]}\n")
 	f.Add(minimalService)
 	f.Add(designService)
 	for _, tt := range serviceErrorTests {

@@ -35,6 +35,11 @@
 // times (wazero) slower. By default the sandbox process is the running
 // executable itself, started again with ChildEnv set (see WithCommand).
 //
+// The exception is a compare job's judge program (RunJudge), whose verdict
+// must not depend on the machine's speed: it runs with wasmtime's fuel, a
+// deterministic instruction budget, compiled apart from the same module
+// run as a job. wazero has no fuel and runs no judge.
+//
 // # Compiled modules
 //
 // wasmtime's compiled modules are cached on disk in the executor's cache
