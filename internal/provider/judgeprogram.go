@@ -90,9 +90,10 @@ func (a *Agent) judgeRefusal(j *ledger.Job) string {
 const (
 	// judgeMinFuelRate is the fuel per second below which a judge's
 	// machine is too slow to judge: the wall-clock bound is the fuel
-	// budget at this rate. fsumjudge ran 1.7 billion fuel a second on a
-	// busy 2-core machine (BenchmarkFsumJudgeFuel, 8 MiB trees), a tight
-	// loop about 1 billion (TestProgramJudge), so this is 20–35× below.
+	// budget at this rate. fsumjudge ran 1.7 to 6.6 billion fuel a
+	// second on a 2-core machine, busy or less so (BenchmarkFsumJudgeFuel,
+	// 8 MiB trees), a tight loop about 1 billion under load
+	// (TestProgramJudge), so this is 20–130× below.
 	judgeMinFuelRate = 50_000_000
 	// minJudgeWallTime is the least wall-clock bound of a pair's run.
 	minJudgeWallTime = time.Minute
