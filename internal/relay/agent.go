@@ -40,7 +40,13 @@ type AgentOptions struct {
 	// port the service does not declare and a replica that is not its own
 	// or not ready.
 	Dial func(ctx context.Context, service, port uint64) (net.Conn, error)
-	Log  *slog.Logger
+	// DialGang connects to the provider's member of rank s.Rank of gang
+	// s.Job in placement s.Placement, for a gang stream from the member of
+	// rank s.From (the node checked both against its ledger: gang.go).
+	// It should refuse a member this provider does not run now. nil:
+	// gang streams are refused.
+	DialGang func(ctx context.Context, s GangStream) (net.Conn, error)
+	Log      *slog.Logger
 	// ChainID is the chain the agent works on, signed into every
 	// handshake; required. The agent never takes a chain from a node.
 	ChainID string
@@ -63,6 +69,7 @@ type Agent struct {
 	http  *http.Client // for nonces
 	mu    sync.Mutex
 	relay string
+	mux   *yamux.Session // the session with relay; nil when none
 }
 
 // NewAgent returns an Agent; Run connects it.
@@ -104,7 +111,65 @@ func (a *Agent) Relay() string {
 func (a *Agent) setRelay(u string) {
 	a.mu.Lock()
 	a.relay = u
+	if u == "" {
+		a.mux = nil
+	}
 	a.mu.Unlock()
+}
+
+func (a *Agent) setSession(u string, mux *yamux.Session) {
+	a.mu.Lock()
+	a.relay, a.mux = u, mux
+	a.mu.Unlock()
+}
+
+// ErrNoSession is DialGang's error while the agent holds no session.
+var ErrNoSession = errors.New("relay agent: no session with a node now")
+
+// DialGang opens a gang stream, through the node the agent holds its
+// session with, to the member of rank of gang job in its placement
+// (ledger.Job.Attempts), for this provider's member of that gang: the
+// node checks both against its ledger and hands the stream to rank's
+// provider's agent (gang.go). A refusal's error says the node's reason
+// and wraps ErrRefused; ErrNoSession while there is no session.
+func (a *Agent) DialGang(ctx context.Context, job, placement uint64, rank int) (net.Conn, error) {
+	a.mu.Lock()
+	mux := a.mux
+	a.mu.Unlock()
+	if mux == nil || mux.IsClosed() {
+		return nil, ErrNoSession
+	}
+	st, err := mux.OpenStream()
+	if err != nil {
+		return nil, fmt.Errorf("relay agent: open a gang stream: %w", err)
+	}
+	deadline := time.Now().Add(2 * DefaultHandshakeTimeout) // the node's check, then its own stream's handshake
+	if d, ok := ctx.Deadline(); ok && d.Before(deadline) {
+		deadline = d
+	}
+	st.SetDeadline(deadline)
+	stop := context.AfterFunc(ctx, func() { st.SetDeadline(time.Unix(1, 0)) })
+	fail := func(err error) (net.Conn, error) {
+		stop()
+		st.Close()
+		return nil, ctxErr(ctx, err)
+	}
+	line, _ := json.Marshal(gangRequest{Gang: job, Placement: placement, Rank: uint64(rank)})
+	if _, err := st.Write(append(line, '\n')); err != nil {
+		return fail(fmt.Errorf("relay agent: gang request: %w", err))
+	}
+	ans, err := readLine(st, MaxLine)
+	if err != nil {
+		return fail(fmt.Errorf("relay agent: reading the node's answer to a gang request: %w", err))
+	}
+	if ans != "OK" {
+		return fail(fmt.Errorf("gang %d rank %d: %s: %w", job, rank, strings.TrimPrefix(ans, "ERR "), ErrRefused))
+	}
+	if !stop() {
+		return fail(ctx.Err())
+	}
+	st.SetDeadline(time.Time{})
+	return st, nil
 }
 
 // Backoff bounds of an agent's reconnects.
@@ -178,7 +243,7 @@ func (a *Agent) session(ctx context.Context, node string) (served bool, err erro
 	go watchdog(mux, ac, a.o.KeepAlive)
 	stop := context.AfterFunc(ctx, func() { mux.Close() })
 	defer stop()
-	a.setRelay(node)
+	a.setSession(node, mux)
 	a.log.Info("relay: connected", "node", node)
 	sem := make(chan struct{}, a.o.MaxStreams)
 	for {
@@ -263,16 +328,25 @@ func (a *Agent) serveStream(ctx context.Context, st net.Conn) {
 		st.Close()
 		return
 	}
-	h, err := parseStreamHeader(line)
-	if err != nil {
-		refuse(st, err.Error())
-		return
-	}
+	var back net.Conn
 	dctx, cancel := context.WithTimeout(ctx, DefaultHandshakeTimeout)
-	back, err := a.o.Dial(dctx, h.Service, h.Port)
+	if g, gerr := parseGangHeader(line); gerr == nil {
+		if a.o.DialGang == nil {
+			err = errors.New("this provider runs no gang members")
+		} else {
+			back, err = a.o.DialGang(dctx, g)
+		}
+	} else if !errors.Is(gerr, errNotGang) {
+		err = gerr
+	} else {
+		var h header
+		if h, err = parseStreamHeader(line); err == nil {
+			back, err = a.o.Dial(dctx, h.Service, h.Port)
+		}
+	}
 	cancel()
 	if err != nil {
-		a.log.Debug("relay: dial refused", "service", h.Service, "port", h.Port, "err", err)
+		a.log.Debug("relay: stream refused", "header", line, "err", err)
 		refuse(st, err.Error())
 		return
 	}

@@ -22,10 +22,30 @@ type dir struct {
 	mu        sync.Mutex
 	services  map[uint64]*ledger.Service
 	providers map[address.Address]bool
+	jobs      map[uint64]*ledger.Job
 }
 
 func newDir() *dir {
-	return &dir{services: map[uint64]*ledger.Service{}, providers: map[address.Address]bool{}}
+	return &dir{services: map[uint64]*ledger.Service{}, providers: map[address.Address]bool{}, jobs: map[uint64]*ledger.Job{}}
+}
+
+// Job makes dir a GangDirectory.
+func (d *dir) Job(id uint64) (*ledger.Job, bool, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	j, ok := d.jobs[id]
+	if !ok {
+		return nil, false, nil
+	}
+	c := *j
+	c.Assignments = append([]ledger.Assignment(nil), j.Assignments...)
+	return &c, true, nil
+}
+
+func (d *dir) putJob(j *ledger.Job) {
+	d.mu.Lock()
+	d.jobs[j.ID] = j
+	d.mu.Unlock()
 }
 
 func (d *dir) Service(id uint64) (*ledger.Service, bool, error) {
@@ -106,6 +126,8 @@ type provider struct {
 	ports map[uint64]string // port → backend address
 	agent *Agent
 	dials atomic.Int64
+	// gang, when set, is the agent's DialGang.
+	gang func(ctx context.Context, s GangStream) (net.Conn, error)
 }
 
 func newProvider(seed byte, ports map[uint64]string) *provider {
@@ -130,7 +152,7 @@ var errNoSuchPort = &net.AddrError{Err: "no such port", Addr: "replica"}
 // run starts p's agent against nodes until the test ends.
 func (p *provider) run(t testing.TB, nodes ...string) {
 	t.Helper()
-	p.agent = NewAgent(AgentOptions{Nodes: nodes, Key: p.key, Dial: p.dial, ChainID: testChain})
+	p.agent = NewAgent(AgentOptions{Nodes: nodes, Key: p.key, Dial: p.dial, DialGang: p.gang, ChainID: testChain})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { p.agent.Run(ctx); close(done) }()

@@ -81,6 +81,10 @@ type HubOptions struct {
 	// NonceTTL is how long a nonce may be used in a handshake; default
 	// 30 s.
 	NonceTTL time.Duration
+	// MaxGangStreams bounds the gang streams open at once through this
+	// node for one gang job (gang.go); default 1024. Each member has at
+	// most 2 × (members − 1).
+	MaxGangStreams int
 }
 
 // Defaults of HubOptions.
@@ -122,6 +126,8 @@ type Hub struct {
 	tunnels  map[uint64]int        // open raw tunnels per service
 	conns    map[net.Conn]struct{} // hijacked conns, closed by Close
 	inflight map[replicaKey]int    // /svc requests in flight per replica
+	gangs    map[uint64]int        // open gang streams per gang job (gang.go)
+	gangFrom map[gangCaller]int    // open gang streams per gang member
 	rr       map[uint64]uint64     // round robin per service
 	probing  map[uint64]bool       // services being probed (probe.go)
 	passes   passBook              // witness passes used lately (witness.go)
@@ -142,6 +148,9 @@ type session struct {
 	provider address.Address
 	mux      *yamux.Session
 	streams  chan struct{} // a slot per open stream
+	// gangAsks is a slot per gang stream the agent opened whose request
+	// is still being read or checked (gang.go).
+	gangAsks chan struct{}
 }
 
 // NewHub returns a Hub. It starts nothing until its handlers are served.
@@ -176,6 +185,9 @@ func NewHub(o HubOptions) *Hub {
 	if o.NonceTTL <= 0 {
 		o.NonceTTL = DefaultNonceTTL
 	}
+	if o.MaxGangStreams <= 0 {
+		o.MaxGangStreams = DefaultMaxGangStreams
+	}
 	h := &Hub{
 		o:        o,
 		self:     normURL(o.Self),
@@ -186,6 +198,8 @@ func NewHub(o HubOptions) *Hub {
 		tunnels:  map[uint64]int{},
 		conns:    map[net.Conn]struct{}{},
 		inflight: map[replicaKey]int{},
+		gangs:    map[uint64]int{},
+		gangFrom: map[gangCaller]int{},
 		rr:       map[uint64]uint64{},
 		probing:  map[uint64]bool{},
 		down:     map[replicaKey]time.Time{},
@@ -347,7 +361,7 @@ func (h *Hub) serveAgent(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	go watchdog(mux, ac, h.o.KeepAlive)
-	s := &session{provider: provider, mux: mux, streams: make(chan struct{}, h.o.MaxStreams)}
+	s := &session{provider: provider, mux: mux, streams: make(chan struct{}, h.o.MaxStreams), gangAsks: make(chan struct{}, maxGangAsks)}
 	h.mu.Lock()
 	h.pending--
 	registered = true
@@ -362,6 +376,7 @@ func (h *Hub) serveAgent(w http.ResponseWriter, r *http.Request) {
 	if old != nil {
 		old.mux.Close()
 	}
+	go h.acceptGangStreams(s)
 	h.log.Info("relay: agent connected", "provider", provider, "remote", r.RemoteAddr)
 	go func() {
 		<-mux.CloseChan()
@@ -474,6 +489,13 @@ func (h *Hub) mayForward(relay string) bool {
 // openStream opens a stream to the agent and asks it for port of its
 // replica of service.
 func (h *Hub) openStream(ctx context.Context, s *session, service, port uint64) (net.Conn, error) {
+	line, _ := json.Marshal(header{Service: service, Port: port})
+	return h.openStreamWith(ctx, s, line)
+}
+
+// openStreamWith opens a stream to the agent, writes line (a stream
+// header, without its newline) and waits for the agent's OK.
+func (h *Hub) openStreamWith(ctx context.Context, s *session, line []byte) (net.Conn, error) {
 	select {
 	case s.streams <- struct{}{}:
 	default:
@@ -497,7 +519,6 @@ func (h *Hub) openStream(ctx context.Context, s *session, service, port uint64) 
 		release()
 		return nil, ctxErr(ctx, err)
 	}
-	line, _ := json.Marshal(header{Service: service, Port: port})
 	if _, err := st.Write(append(line, '\n')); err != nil {
 		return fail(fmt.Errorf("provider %s: %w", s.provider, err))
 	}
