@@ -264,8 +264,9 @@ func (b *bind) sender(rank int) *sender {
 
 // serveStream reads a relay stream from another member until it ends or
 // the Net closes. A member has one stream in at a time: a new one from
-// the same rank replaces the old.
-func (b *bind) serveStream(c net.Conn) error {
+// the same rank replaces the old. from, when not -1, is the rank the
+// relay vouches for: a header that claims another is refused.
+func (b *bind) serveStream(c net.Conn, from int) error {
 	defer c.Close()
 	c.SetReadDeadline(time.Now().Add(streamHandshake))
 	r := bufio.NewReaderSize(c, 64<<10)
@@ -275,6 +276,9 @@ func (b *bind) serveStream(c net.Conn) error {
 	}
 	if rank == b.self {
 		return fmt.Errorf("clusternet: relay stream claims to come from this member's own rank %d", rank)
+	}
+	if from >= 0 && rank != from {
+		return fmt.Errorf("clusternet: relay stream claims to come from rank %d; the relay says it comes from rank %d", rank, from)
 	}
 	c.SetReadDeadline(time.Time{})
 	b.mu.Lock()

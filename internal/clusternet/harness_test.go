@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/ed25519"
 	"crypto/rand"
-	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -214,40 +213,41 @@ func ask(ctx context.Context, ns, addr, msg string) (string, error) {
 
 // hubRelay is the relay as a gang uses it: a node's relay.Hub served over
 // HTTP on loopback, with every member's provider holding an agent session
-// with it. Until the relay has a gang route (docs/clusters.md), each rank
-// is a private service of the node's directory (ID gangService+rank,
-// port DefaultListenPort, the rank's provider its one replica, the gang's
-// key its key), so a member's Dial is the relay's client path,
-// relay.DialTCP: member → node (HTTP upgrade) → the other member's agent
-// (a yamux stream), whose Dial hands the stream to that member's Net
-// (StreamConn).
+// with it, and the gang (job gangJob, placement gangPlacement, rank i on
+// provider i) in the node's directory. A member's Dial is its provider's
+// agent's DialGang: member → its agent (a yamux stream on the agent's own
+// session) → node (which checks both ranks against the job) → the other
+// member's agent (a yamux stream), whose DialGang hands the stream to that
+// member's Net (StreamConnFrom the rank the node vouched for).
 type hubRelay struct {
 	hub       *relay.Hub
 	url       string
-	services  map[uint64]*ledger.Service
+	job       *ledger.Job
 	providers []address.Address
+	agents    []*relay.Agent
 	mu        sync.Mutex
 	nets      map[int]*Net
 }
 
 const (
-	gangService = 100
-	gangKey     = "sk-gang-test-key"
+	gangJob       = 100
+	gangPlacement = 1
 )
 
 type hubDir struct{ hr *hubRelay }
 
-func (d hubDir) Service(id uint64) (*ledger.Service, bool, error) {
-	s, ok := d.hr.services[id]
-	if !ok {
-		return nil, false, nil
-	}
-	c := *s
-	return &c, true, nil
-}
+func (d hubDir) Service(uint64) (*ledger.Service, bool, error) { return nil, false, nil }
 
 func (d hubDir) IsProvider(a address.Address) bool {
 	return slices.Contains(d.hr.providers, a)
+}
+
+func (d hubDir) Job(id uint64) (*ledger.Job, bool, error) {
+	if id != d.hr.job.ID {
+		return nil, false, nil
+	}
+	c := *d.hr.job
+	return &c, true, nil
 }
 
 const testChain = "clusternet-test"
@@ -258,24 +258,19 @@ func newHubRelay(t testing.TB, n int) *hubRelay {
 	if err != nil {
 		t.Fatal(err)
 	}
-	hr := &hubRelay{url: "http://" + l.Addr().String(), services: map[uint64]*ledger.Service{}, nets: map[int]*Net{}}
+	hr := &hubRelay{url: "http://" + l.Addr().String(), nets: map[int]*Net{},
+		job: &ledger.Job{ID: gangJob, State: ledger.JobRunning, Attempts: gangPlacement, Spec: ledger.JobSpec{Nodes: uint64(n)}}}
 	keys := make([]ed25519.PrivateKey, n)
 	for i := range n {
 		_, keys[i], _ = ed25519.GenerateKey(rand.Reader)
 		a := address.FromPubKey(keys[i].Public().(ed25519.PublicKey))
 		hr.providers = append(hr.providers, a)
-		hr.services[gangService+uint64(i)] = &ledger.Service{
-			ID: gangService + uint64(i), State: ledger.ServiceActive,
-			Spec:      ledger.ServiceSpec{Ports: []ledger.ServicePort{{Port: DefaultListenPort, Protocol: ledger.PortTCP}}},
-			KeyHashes: []ledger.Hash{ledger.Hash(sha256.Sum256([]byte(gangKey)))},
-			Replicas:  []ledger.Replica{{Provider: a, Ready: true, ReadyAt: 1, Relay: hr.url}},
-		}
+		hr.job.Assignments = append(hr.job.Assignments, ledger.Assignment{Provider: a, Rank: uint64(i)})
 	}
 	hr.hub = relay.NewHub(relay.HubOptions{Directory: hubDir{hr}, Self: hr.url, ChainID: testChain})
 	mux := http.NewServeMux()
 	mux.Handle("GET "+relay.AgentPath, hr.hub.AgentHandler())
 	mux.Handle("POST "+relay.NoncePath, hr.hub.NonceHandler())
-	mux.Handle(relay.ServicePrefix, hr.hub.ServiceHandler())
 	srv := &httptest.Server{Listener: l, Config: &http.Server{Handler: mux}}
 	srv.Start()
 	ctx, cancel := context.WithCancel(context.Background())
@@ -284,16 +279,20 @@ func newHubRelay(t testing.TB, n int) *hubRelay {
 	for i := range n {
 		agent := relay.NewAgent(relay.AgentOptions{
 			Nodes: []string{hr.url}, Key: keys[i], ChainID: testChain,
-			Dial: func(ctx context.Context, service, port uint64) (net.Conn, error) {
+			Dial: func(context.Context, uint64, uint64) (net.Conn, error) {
+				return nil, errors.New("no services here")
+			},
+			DialGang: func(ctx context.Context, s relay.GangStream) (net.Conn, error) {
 				hr.mu.Lock()
 				m := hr.nets[i]
 				hr.mu.Unlock()
-				if service != gangService+uint64(i) || port != DefaultListenPort || m == nil {
-					return nil, errors.New("no such gang port here")
+				if s.Job != gangJob || s.Placement != gangPlacement || s.Rank != i || m == nil {
+					return nil, errors.New("no such gang member here")
 				}
-				return m.StreamConn()
+				return m.StreamConnFrom(s.From)
 			},
 		})
+		hr.agents = append(hr.agents, agent)
 		wg.Add(1)
 		go func() { defer wg.Done(); agent.Run(ctx) }()
 	}
@@ -306,16 +305,25 @@ func newHubRelay(t testing.TB, n int) *hubRelay {
 			time.Sleep(10 * time.Millisecond)
 		}
 	}
+	// The agent takes its session a moment after the node does.
+	for _, a := range hr.agents {
+		for a.Relay() == "" {
+			if time.Now().After(deadline) {
+				t.Fatal("an agent did not take its session")
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
 	return hr
 }
 
-// forMember returns rank's Relay.
-func (hr *hubRelay) forMember(int) Relay { return hubDialer{hr} }
+// forMember returns rank's Relay: its provider's agent's gang route.
+func (hr *hubRelay) forMember(rank int) Relay { return hubDialer{hr.agents[rank]} }
 
-type hubDialer struct{ hr *hubRelay }
+type hubDialer struct{ a *relay.Agent }
 
 func (d hubDialer) Dial(ctx context.Context, rank int) (net.Conn, error) {
-	return relay.DialTCP(ctx, d.hr.url, gangService+uint64(rank), DefaultListenPort, gangKey)
+	return d.a.DialGang(ctx, gangJob, gangPlacement, rank)
 }
 
 func (hr *hubRelay) attach(rank int, n *Net) {

@@ -224,8 +224,8 @@ func TestAllReduceOverPrivateNetwork(t *testing.T) {
 // TestRelayWhenNoDirectPath: with no direct UDP path between the members
 // (no endpoints for one gang; for another, endpoints that a blackhole
 // route on every host makes unreachable), their packets go through the
-// relay (a real relay.Hub and the members' providers' agents), and the
-// all-reduce still gives the one-process result.
+// relay's gang route (a real relay.Hub and the members' providers'
+// agents), and the all-reduce still gives the one-process result.
 func TestRelayWhenNoDirectPath(t *testing.T) {
 	for _, tc := range []struct {
 		name        string

@@ -80,7 +80,7 @@ func TestServeStreamRefuses(t *testing.T) {
 	for _, hdr := range []string{"GWG1\x00\x01", "GWG1\x00\x09", "HTTP/1.1 200"} {
 		a, c := net.Pipe()
 		done := make(chan error, 1)
-		go func() { done <- b.serveStream(c) }()
+		go func() { done <- b.serveStream(c, -1) }()
 		a.SetDeadline(time.Now().Add(5 * time.Second))
 		a.Write([]byte(hdr))
 		a.Write([]byte("\x00\x01x"))
@@ -89,6 +89,18 @@ func TestServeStreamRefuses(t *testing.T) {
 		}
 		a.Close()
 	}
+	// A stream the relay vouches comes from rank 0 whose header claims
+	// rank 2.
+	a, c := net.Pipe()
+	done := make(chan error, 1)
+	go func() { done <- b.serveStream(c, 0) }()
+	a.SetDeadline(time.Now().Add(5 * time.Second))
+	a.Write([]byte("GWG1\x00\x02"))
+	a.Write([]byte("\x00\x01x"))
+	if err := <-done; err == nil || !strings.Contains(err.Error(), "the relay says it comes from rank 0") {
+		t.Errorf("a header claiming another rank than the relay's: %v", err)
+	}
+	a.Close()
 	if len(b.recv) != 0 {
 		t.Errorf("%d packets delivered from refused streams", len(b.recv))
 	}
@@ -112,7 +124,7 @@ func TestServeStreamDelivers(t *testing.T) {
 	send := func(pkts ...string) (net.Conn, chan error) {
 		a, c := net.Pipe()
 		done := make(chan error, 1)
-		go func() { done <- b.serveStream(c) }()
+		go func() { done <- b.serveStream(c, -1) }()
 		go func() {
 			w := bufio.NewWriter(a)
 			writeStreamHeader(w, 2)
