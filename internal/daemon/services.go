@@ -32,6 +32,16 @@ func (d serviceDirectory) Service(id uint64) (*ledger.Service, bool, error) {
 	return ledger.GetService(kv, id)
 }
 
+// Job reads a job: with it the relay routes gang streams between the
+// members of a gang's current placement (relay.GangDirectory).
+func (d serviceDirectory) Job(id uint64) (*ledger.Job, bool, error) {
+	kv, release := d.view()
+	defer release()
+	return ledger.GetJob(kv, id)
+}
+
+var _ relay.GangDirectory = serviceDirectory{}
+
 func (d serviceDirectory) IsProvider(a address.Address) bool {
 	kv, release := d.view()
 	defer release()

@@ -259,6 +259,7 @@ type Agent struct {
 	pausers []sandbox.Pauser
 	stake   stakeKeeper  // stake.go
 	rchain  receiptChain // receipts.go
+	gangs   gangNets     // gang members' networks, for the relay (gang.go)
 }
 
 // New returns an agent; Run starts it.

@@ -275,10 +275,15 @@ type gangNet struct {
 	ns      string
 	net     *clusternet.Net
 	release func()
+	remove  func() // from the relay's members
+	relayed bool   // the relay carries what no direct path does
 	env     []string
 }
 
 func (g *gangNet) close() {
+	if g.remove != nil {
+		g.remove()
+	}
 	if g.net != nil {
 		g.net.Close()
 	}
@@ -299,10 +304,15 @@ func (a *Agent) upGang(ex sandbox.Executor, j *ledger.Job, c clusternet.Config, 
 	if g.ns, g.release, err = mk.NewNetNS(fmt.Sprintf("job-%d-%s", j.ID, a.o.Key.Address)); err != nil {
 		return nil, fmt.Errorf("gang member: %w", err)
 	}
-	if g.net, err = clusternet.Up(c, clusternet.Options{MemberNS: g.ns, Log: a.log.With("job", j.ID)}); err != nil {
+	// A member with no endpoint, or none that answers, is reached
+	// through the relay's gang route when the agent's link has one.
+	opt := clusternet.Options{MemberNS: g.ns, Relay: a.gangRelayFor(j.ID, j.Attempts), Log: a.log.With("job", j.ID)}
+	if g.net, err = clusternet.Up(c, opt); err != nil {
 		g.close()
 		return nil, fmt.Errorf("gang member: private network: %w", err)
 	}
+	g.remove = a.addGangNet(gangSlot{j.ID, j.Attempts, c.Rank}, g.net)
+	g.relayed = opt.Relay != nil
 	p := filepath.Join(root, filepath.FromSlash(GangMembersFile))
 	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
 		g.close()
@@ -335,7 +345,7 @@ func (a *Agent) prepareGang(ctx context.Context, ex sandbox.Executor, j *ledger.
 			// their first handshakes to it: greet them now rather than
 			// leave them to WireGuard's retry 5 s later.
 			g.net.Greet()
-			log.Info("gang member: private network up", "address", g.net.Address(), "members", len(c.Members))
+			log.Info("gang member: private network up", "address", g.net.Address(), "members", len(c.Members), "relay", g.relayed)
 			return g, nil
 		}
 	}

@@ -2,7 +2,9 @@ package provider
 
 import (
 	"context"
+	"errors"
 	"log/slog"
+	"net"
 	"sync/atomic"
 	"time"
 
@@ -25,7 +27,11 @@ type relayLink struct {
 	status chainStatus
 	o      relay.AgentOptions
 	agent  atomic.Pointer[relay.Agent]
+	gang   atomic.Pointer[gangServer]
 }
+
+// gangServer hands a gang stream to this provider's member (gang.go).
+type gangServer func(ctx context.Context, s relay.GangStream) (net.Conn, error)
 
 // Run reads the chain ID, retrying with a backoff of 1 s doubling to 30 s
 // while no node answers, then runs the relay agent until ctx ends.
@@ -50,6 +56,7 @@ func (l *relayLink) Run(ctx context.Context) error {
 		case <-time.After(wait):
 		}
 	}
+	l.o.DialGang = l.serveGang
 	a := relay.NewAgent(l.o)
 	l.agent.Store(a)
 	return a.Run(ctx)
@@ -61,4 +68,25 @@ func (l *relayLink) Relay() string {
 		return a.Relay()
 	}
 	return ""
+}
+
+// ServeGang sets what the link hands the gang streams nodes open to it.
+func (l *relayLink) ServeGang(fn gangServer) { l.gang.Store(&fn) }
+
+func (l *relayLink) serveGang(ctx context.Context, s relay.GangStream) (net.Conn, error) {
+	fn := l.gang.Load()
+	if fn == nil {
+		return nil, errors.New("this provider runs no gang members")
+	}
+	return (*fn)(ctx, s)
+}
+
+// DialGang opens a gang stream through the link's node (relay.Agent's
+// DialGang); relay.ErrNoSession before the link runs.
+func (l *relayLink) DialGang(ctx context.Context, job, placement uint64, rank int) (net.Conn, error) {
+	a := l.agent.Load()
+	if a == nil {
+		return nil, relay.ErrNoSession
+	}
+	return a.DialGang(ctx, job, placement, rank)
 }

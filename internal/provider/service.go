@@ -501,6 +501,7 @@ func (a *Agent) startServiceLoops(ctx context.Context) {
 	a.svcs.kick = make(chan struct{}, 1)
 	if a.o.Relay != nil {
 		a.svcs.link = a.o.Relay(a.DialReplica)
+		a.setGangLink(a.svcs.link) // gang.go
 	}
 	if l := a.svcs.link; l != nil {
 		a.svcs.wg.Add(1)
