@@ -126,9 +126,10 @@ type Options struct {
 	// GangHost is the address at which other providers reach this one's
 	// UDP directly (its public address; 127.0.0.1 on a devnet whose
 	// providers share a machine): a gang member posts GangHost:port as
-	// its endpoint. Unset: it posts none, and another member reaches it
-	// only once it has sent to that member first (the relay route that
-	// would carry the rest is not built yet: docs/clusters.md).
+	// its endpoint. Unset: it posts none, and other members reach it
+	// through the relay's gang route (Relay's link, when it has one:
+	// gangrelay.go), or, without a relay, only once it has sent to them
+	// first.
 	GangHost netip.Addr
 	// ChainID is the chain the replicas' receipts are signed for
 	// (receipts.go); "" reads it from Chain when it tells its status.
