@@ -181,25 +181,25 @@ func (n *Net) Address() netip.Addr { return Address(n.cfg.Network, n.cfg.Rank) }
 // provider's agent calls it for each such stream the relay hands it.
 func (n *Net) ServeStream(c net.Conn) error { return n.bind.serveStream(c, -1) }
 
+// ServeStreamFrom is ServeStream for a stream the relay vouches comes
+// from the member of rank from (the node checked the asker's membership:
+// a gang stream, relay.GangStream.From): a stream whose header claims
+// another rank is refused. The relay agent hands it a gang stream itself
+// (relay.AgentOptions.AcceptGang), with no splice in between.
+func (n *Net) ServeStreamFrom(c net.Conn, from int) error {
+	if from < 0 || from >= len(n.cfg.Members) || from == n.cfg.Rank {
+		c.Close()
+		return fmt.Errorf("clusternet: a relay stream from rank %d: want another member's rank, 0 to %d", from, len(n.cfg.Members)-1)
+	}
+	return n.bind.serveStream(c, from)
+}
+
 // StreamConn returns a connection whose other end this Net serves as a
 // relay stream: what a provider's relay agent (relay.AgentOptions.Dial)
 // returns for a stream to the gang's port, splicing the two. The pair is
 // a Unix socket pair, so its buffers hold packets while either side is
 // busy.
-func (n *Net) StreamConn() (net.Conn, error) { return n.streamConn(-1) }
-
-// StreamConnFrom is StreamConn for a stream the relay vouches comes from
-// the member of rank from (the node checked the asker's membership: a
-// gang stream, relay.GangStream.From): a stream whose header claims
-// another rank is refused.
-func (n *Net) StreamConnFrom(from int) (net.Conn, error) {
-	if from < 0 || from >= len(n.cfg.Members) || from == n.cfg.Rank {
-		return nil, fmt.Errorf("clusternet: a relay stream from rank %d: want another member's rank, 0 to %d", from, len(n.cfg.Members)-1)
-	}
-	return n.streamConn(from)
-}
-
-func (n *Net) streamConn(from int) (net.Conn, error) {
+func (n *Net) StreamConn() (net.Conn, error) {
 	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
 	if err != nil {
 		return nil, fmt.Errorf("clusternet: socketpair: %w", err)
@@ -218,7 +218,7 @@ func (n *Net) streamConn(from int) (net.Conn, error) {
 			return nil, fmt.Errorf("clusternet: socketpair: %w", err)
 		}
 	}
-	go n.bind.serveStream(cs[1], from)
+	go n.bind.serveStream(cs[1], -1)
 	return cs[0], nil
 }
 

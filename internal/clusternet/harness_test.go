@@ -217,8 +217,8 @@ func ask(ctx context.Context, ns, addr, msg string) (string, error) {
 // provider i) in the node's directory. A member's Dial is its provider's
 // agent's DialGang: member → its agent (a yamux stream on the agent's own
 // session) → node (which checks both ranks against the job) → the other
-// member's agent (a yamux stream), whose DialGang hands the stream to that
-// member's Net (StreamConnFrom the rank the node vouched for).
+// member's agent (a yamux stream), whose AcceptGang hands the stream to
+// that member's Net (ServeStreamFrom the rank the node vouched for).
 type hubRelay struct {
 	hub       *relay.Hub
 	url       string
@@ -282,14 +282,14 @@ func newHubRelay(t testing.TB, n int) *hubRelay {
 			Dial: func(context.Context, uint64, uint64) (net.Conn, error) {
 				return nil, errors.New("no services here")
 			},
-			DialGang: func(ctx context.Context, s relay.GangStream) (net.Conn, error) {
+			AcceptGang: func(s relay.GangStream) (func(net.Conn), error) {
 				hr.mu.Lock()
 				m := hr.nets[i]
 				hr.mu.Unlock()
 				if s.Job != gangJob || s.Placement != gangPlacement || s.Rank != i || m == nil {
 					return nil, errors.New("no such gang member here")
 				}
-				return m.StreamConnFrom(s.From)
+				return func(c net.Conn) { m.ServeStreamFrom(c, s.From) }, nil
 			},
 		})
 		hr.agents = append(hr.agents, agent)

@@ -19,8 +19,9 @@ type GangRelay interface {
 	// DialGang opens a stream to the member of rank of gang job in its
 	// placement, for this provider's member of it.
 	DialGang(ctx context.Context, job, placement uint64, rank int) (net.Conn, error)
-	// ServeGang sets what the link hands the gang streams nodes open.
-	ServeGang(fn gangServer)
+	// AcceptGang sets what finds the member of each gang stream a node
+	// opens to the link.
+	AcceptGang(fn gangAcceptor)
 }
 
 // gangNets are the gang members' networks running here, by gang,
@@ -47,7 +48,7 @@ func (a *Agent) setGangLink(l RelayLink) {
 	a.gangs.mu.Lock()
 	a.gangs.link = gl
 	a.gangs.mu.Unlock()
-	gl.ServeGang(a.serveGangStream)
+	gl.AcceptGang(a.acceptGangStream)
 }
 
 // gangRelayFor is the relay a member of gang job in placement uses: the
@@ -89,15 +90,15 @@ func (a *Agent) addGangNet(s gangSlot, n *clusternet.Net) (remove func()) {
 	}
 }
 
-// serveGangStream hands a gang stream a node opened (it checked both ends
-// against the ledger) to this provider's member it names, which reads it
-// as coming from the rank the node vouched for.
-func (a *Agent) serveGangStream(_ context.Context, s relay.GangStream) (net.Conn, error) {
+// acceptGangStream finds the member a gang stream a node opened (it
+// checked both ends against the ledger) is for: this provider's member it
+// names, which reads it as coming from the rank the node vouched for.
+func (a *Agent) acceptGangStream(s relay.GangStream) (func(net.Conn), error) {
 	a.gangs.mu.Lock()
 	n := a.gangs.nets[gangSlot{s.Job, s.Placement, s.Rank}]
 	a.gangs.mu.Unlock()
 	if n == nil {
 		return nil, fmt.Errorf("this provider runs no member of rank %d of job %d in placement %d now", s.Rank, s.Job, s.Placement)
 	}
-	return n.StreamConnFrom(s.From)
+	return func(c net.Conn) { n.ServeStreamFrom(c, s.From) }, nil
 }

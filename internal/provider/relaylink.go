@@ -27,11 +27,11 @@ type relayLink struct {
 	status chainStatus
 	o      relay.AgentOptions
 	agent  atomic.Pointer[relay.Agent]
-	gang   atomic.Pointer[gangServer]
+	gang   atomic.Pointer[gangAcceptor]
 }
 
-// gangServer hands a gang stream to this provider's member (gang.go).
-type gangServer func(ctx context.Context, s relay.GangStream) (net.Conn, error)
+// gangAcceptor finds the member a gang stream is for (gangrelay.go).
+type gangAcceptor func(s relay.GangStream) (serve func(net.Conn), err error)
 
 // Run reads the chain ID, retrying with a backoff of 1 s doubling to 30 s
 // while no node answers, then runs the relay agent until ctx ends.
@@ -56,7 +56,7 @@ func (l *relayLink) Run(ctx context.Context) error {
 		case <-time.After(wait):
 		}
 	}
-	l.o.DialGang = l.serveGang
+	l.o.AcceptGang = l.acceptGang
 	a := relay.NewAgent(l.o)
 	l.agent.Store(a)
 	return a.Run(ctx)
@@ -70,15 +70,16 @@ func (l *relayLink) Relay() string {
 	return ""
 }
 
-// ServeGang sets what the link hands the gang streams nodes open to it.
-func (l *relayLink) ServeGang(fn gangServer) { l.gang.Store(&fn) }
+// AcceptGang sets what finds the member of each gang stream a node opens
+// to the link.
+func (l *relayLink) AcceptGang(fn gangAcceptor) { l.gang.Store(&fn) }
 
-func (l *relayLink) serveGang(ctx context.Context, s relay.GangStream) (net.Conn, error) {
+func (l *relayLink) acceptGang(s relay.GangStream) (func(net.Conn), error) {
 	fn := l.gang.Load()
 	if fn == nil {
 		return nil, errors.New("this provider runs no gang members")
 	}
-	return (*fn)(ctx, s)
+	return (*fn)(s)
 }
 
 // DialGang opens a gang stream through the link's node (relay.Agent's

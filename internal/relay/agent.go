@@ -40,13 +40,17 @@ type AgentOptions struct {
 	// port the service does not declare and a replica that is not its own
 	// or not ready.
 	Dial func(ctx context.Context, service, port uint64) (net.Conn, error)
-	// DialGang connects to the provider's member of rank s.Rank of gang
-	// s.Job in placement s.Placement, for a gang stream from the member of
-	// rank s.From (the node checked both against its ledger: gang.go).
-	// It should refuse a member this provider does not run now. nil:
-	// gang streams are refused.
-	DialGang func(ctx context.Context, s GangStream) (net.Conn, error)
-	Log      *slog.Logger
+	// AcceptGang is asked for each gang stream a node opens to the
+	// provider's member of rank s.Rank of gang s.Job in placement
+	// s.Placement, from the member of rank s.From (the node checked both
+	// against its ledger: gang.go). It returns serve, which the agent
+	// calls with the stream (after answering OK) and which reads it until
+	// it ends; or an error, to refuse a member this provider does not run
+	// now. The stream goes to serve itself, not through a splice: a gang
+	// stream carries every packet of a member that no direct path
+	// reaches. nil: gang streams are refused.
+	AcceptGang func(s GangStream) (serve func(net.Conn), err error)
+	Log        *slog.Logger
 	// ChainID is the chain the agent works on, signed into every
 	// handshake; required. The agent never takes a chain from a node.
 	ChainID string
@@ -328,17 +332,14 @@ func (a *Agent) serveStream(ctx context.Context, st net.Conn) {
 		st.Close()
 		return
 	}
+	g, err := parseGangHeader(line)
+	if err == nil {
+		a.serveGangStream(st, g)
+		return
+	}
 	var back net.Conn
 	dctx, cancel := context.WithTimeout(ctx, DefaultHandshakeTimeout)
-	if g, gerr := parseGangHeader(line); gerr == nil {
-		if a.o.DialGang == nil {
-			err = errors.New("this provider runs no gang members")
-		} else {
-			back, err = a.o.DialGang(dctx, g)
-		}
-	} else if !errors.Is(gerr, errNotGang) {
-		err = gerr
-	} else {
+	if errors.Is(err, errNotGang) {
 		var h header
 		if h, err = parseStreamHeader(line); err == nil {
 			back, err = a.o.Dial(dctx, h.Service, h.Port)
@@ -358,6 +359,29 @@ func (a *Agent) serveStream(ctx context.Context, st net.Conn) {
 	}
 	st.SetDeadline(time.Time{})
 	splice(st, back, a.o.IdleTimeout)
+}
+
+// serveGangStream hands a gang stream to the member it names, or refuses
+// it.
+func (a *Agent) serveGangStream(st net.Conn, g GangStream) {
+	if a.o.AcceptGang == nil {
+		refuse(st, "this provider runs no gang members")
+		return
+	}
+	serve, err := a.o.AcceptGang(g)
+	if err != nil {
+		a.log.Debug("relay: gang stream refused", "job", g.Job, "rank", g.Rank, "from", g.From, "err", err)
+		refuse(st, err.Error())
+		return
+	}
+	st.SetDeadline(time.Now().Add(DefaultHandshakeTimeout))
+	if _, err := st.Write([]byte("OK\n")); err != nil {
+		st.Close()
+		return
+	}
+	st.SetDeadline(time.Time{})
+	serve(st)
+	st.Close()
 }
 
 // refuse answers a stream with ERR and a one-line reason.

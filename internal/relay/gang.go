@@ -30,7 +30,7 @@ import (
 //	{"gang":J,"placement":A,"rank":R,"from":F}
 //
 // F being the asker's rank, as the ledger says. That agent hands the
-// stream to its member of rank R (AgentOptions.DialGang) and answers "OK",
+// stream to its member of rank R (AgentOptions.AcceptGang) and answers "OK",
 // or "ERR reason"; the node passes the answer to the asker and then
 // splices the two streams. Anything else is refused with a reason: a
 // provider that is not a member, a member of another placement (one that

@@ -20,14 +20,11 @@ import (
 // bytes back.
 func gangProvider(seed byte) *provider {
 	p := newProvider(seed, nil)
-	p.gang = func(ctx context.Context, s GangStream) (net.Conn, error) {
-		mine, theirs := net.Pipe()
-		go func() {
-			defer mine.Close()
-			fmt.Fprintf(mine, "m%d<-%d job %d/%d\n", s.Rank, s.From, s.Job, s.Placement)
-			io.Copy(mine, mine)
-		}()
-		return theirs, nil
+	p.gang = func(s GangStream) (func(net.Conn), error) {
+		return func(c net.Conn) {
+			fmt.Fprintf(c, "m%d<-%d job %d/%d\n", s.Rank, s.From, s.Job, s.Placement)
+			io.Copy(c, c)
+		}, nil
 	}
 	return p
 }

@@ -126,8 +126,8 @@ type provider struct {
 	ports map[uint64]string // port → backend address
 	agent *Agent
 	dials atomic.Int64
-	// gang, when set, is the agent's DialGang.
-	gang func(ctx context.Context, s GangStream) (net.Conn, error)
+	// gang, when set, is the agent's AcceptGang.
+	gang func(s GangStream) (func(net.Conn), error)
 }
 
 func newProvider(seed byte, ports map[uint64]string) *provider {
@@ -152,7 +152,7 @@ var errNoSuchPort = &net.AddrError{Err: "no such port", Addr: "replica"}
 // run starts p's agent against nodes until the test ends.
 func (p *provider) run(t testing.TB, nodes ...string) {
 	t.Helper()
-	p.agent = NewAgent(AgentOptions{Nodes: nodes, Key: p.key, Dial: p.dial, DialGang: p.gang, ChainID: testChain})
+	p.agent = NewAgent(AgentOptions{Nodes: nodes, Key: p.key, Dial: p.dial, AcceptGang: p.gang, ChainID: testChain})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { p.agent.Run(ctx); close(done) }()
