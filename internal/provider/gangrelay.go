@@ -2,6 +2,7 @@ package provider
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"sync"
@@ -52,24 +53,35 @@ func (a *Agent) setGangLink(l RelayLink) {
 }
 
 // gangRelayFor is the relay a member of gang job in placement uses: the
-// link's gang route; nil when the link has none (direct UDP only).
+// link's gang route; nil when the agent has no relay link (direct UDP
+// only). The link is looked up at each dial, not now: the link starts
+// with the agent's service loops, and a member whose network came up
+// before that must not be left without a relay for its whole run.
 func (a *Agent) gangRelayFor(job, placement uint64) clusternet.Relay {
-	a.gangs.mu.Lock()
-	defer a.gangs.mu.Unlock()
-	if a.gangs.link == nil {
+	if a.o.Relay == nil {
 		return nil
 	}
-	return memberRelay{a.gangs.link, job, placement}
+	return memberRelay{a, job, placement}
 }
+
+// errNoGangLink is a member's relay dial before the agent's relay link
+// runs, or when it carries no gangs.
+var errNoGangLink = errors.New("the provider's relay link carries no gang streams (yet)")
 
 // memberRelay is a member's clusternet.Relay: the link's gang route.
 type memberRelay struct {
-	link           GangRelay
+	a              *Agent
 	job, placement uint64
 }
 
 func (m memberRelay) Dial(ctx context.Context, rank int) (net.Conn, error) {
-	return m.link.DialGang(ctx, m.job, m.placement, rank)
+	m.a.gangs.mu.Lock()
+	link := m.a.gangs.link
+	m.a.gangs.mu.Unlock()
+	if link == nil {
+		return nil, errNoGangLink
+	}
+	return link.DialGang(ctx, m.job, m.placement, rank)
 }
 
 // addGangNet makes n reachable by gang streams for its slot until the

@@ -291,7 +291,7 @@ func (h *Hub) serveGang(s *session, st net.Conn) {
 		refuse(st, err.Error())
 		return
 	}
-	back, release, err := h.DialGang(context.Background(), s.provider, q.Gang, q.Placement, int(q.Rank))
+	back, release, err := h.dialGang(context.Background(), s.provider, q.Gang, q.Placement, int(q.Rank))
 	if err != nil {
 		h.log.Debug("relay: gang stream refused", "provider", s.provider, "job", q.Gang, "rank", q.Rank, "err", err)
 		refuse(st, err.Error())
@@ -308,13 +308,13 @@ func (h *Hub) serveGang(s *session, st net.Conn) {
 	splice(st, back, h.o.IdleTimeout)
 }
 
-// DialGang opens a gang stream for asker, a provider whose agent holds a
+// dialGang opens a gang stream for asker, a provider whose agent holds a
 // session here, to the member of rank of gang job in its placement: after
 // checking both are members (see the comment at the top of this file), a
 // stream to the target's agent, which has answered OK. release frees the
 // stream's slot once it is closed. Errors wrap ErrNotMember, ErrBusy,
 // ErrNoRoute, ErrRefused or ErrClosed, or say what else is wrong.
-func (h *Hub) DialGang(ctx context.Context, asker address.Address, job, placement uint64, rank int) (c net.Conn, release func(), err error) {
+func (h *Hub) dialGang(ctx context.Context, asker address.Address, job, placement uint64, rank int) (c net.Conn, release func(), err error) {
 	if rank < 0 || rank >= ledger.MaxGangNodes {
 		return nil, nil, fmt.Errorf("rank %d: want 0 to %d", rank, ledger.MaxGangNodes-1)
 	}
