@@ -35,8 +35,14 @@
 //   - Client → node: Upgrade: gpunet-tcp on /svc/{id}/{port} gives a raw
 //     byte tunnel to the port (DialTCP), through which a service that
 //     terminates TLS itself is reached end to end.
+//   - Gang member → gang member (gang.go): an agent opens a stream on its
+//     own session, {"gang":J,"placement":A,"rank":R}; the node checks both
+//     ends against job J's current placement (GangDirectory) and opens a
+//     stream to rank R's agent, {"gang":J,"placement":A,"rank":R,"from":F},
+//     which that agent hands to its member (AgentOptions.AcceptGang); the
+//     answers are "OK" or "ERR <reason>", then raw bytes.
 //
 // Everything a stranger can open is bounded: sessions, streams per session,
-// tunnels per service, handshake nonces outstanding (per client address
+// tunnels per service, gang streams per member and per gang, handshake nonces outstanding (per client address
 // and in all, each for NonceTTL), header sizes, handshake and idle times.
 package relay
