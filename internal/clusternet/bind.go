@@ -180,9 +180,7 @@ func (b *bind) receiveRelay(closed chan struct{}, packets [][]byte, sizes []int,
 	for {
 		sizes[n] = copy(packets[n], p.data)
 		eps[n] = p.ep
-		if p.arr != nil {
-			b.pool.Put(p.arr)
-		}
+		b.put(p)
 		n++
 		if n == len(packets) {
 			return n, nil
@@ -252,7 +250,7 @@ func (b *bind) sender(rank int) *sender {
 	defer b.mu.Unlock()
 	s := b.senders[rank]
 	if s == nil {
-		s = &sender{b: b, rank: rank, q: make(chan []byte, sendQueue)}
+		s = &sender{b: b, rank: rank, q: make(chan relayPacket, sendQueue)}
 		b.senders[rank] = s
 		if !b.stopped {
 			b.wg.Add(1)
@@ -325,6 +323,13 @@ func (b *bind) serveStream(c net.Conn, from int) error {
 	}
 }
 
+// put returns p's buffer to the pool when it came from there.
+func (b *bind) put(p relayPacket) {
+	if p.arr != nil {
+		b.pool.Put(p.arr)
+	}
+}
+
 // track records a dialled stream so that shutdown closes it; false when
 // the bind is shut down already.
 func (b *bind) track(c net.Conn) bool {
@@ -365,17 +370,28 @@ func (b *bind) shutdown() {
 type sender struct {
 	b    *bind
 	rank int
-	q    chan []byte
+	q    chan relayPacket
 }
 
+// enqueue copies bufs into the queue (pooled buffers: WireGuard reuses
+// its own as soon as Send returns), dropping what does not fit.
 func (s *sender) enqueue(bufs [][]byte) {
 	for _, p := range bufs {
 		if len(p) == 0 || len(p) > MaxPacket {
 			continue
 		}
+		var rp relayPacket
+		if len(p) <= smallPacket {
+			rp.arr = s.b.pool.Get().(*[smallPacket]byte)
+			rp.data = rp.arr[:len(p)]
+			copy(rp.data, p)
+		} else {
+			rp.data = append([]byte(nil), p...)
+		}
 		select {
-		case s.q <- append([]byte(nil), p...):
+		case s.q <- rp:
 		default:
+			s.b.put(rp)
 			s.b.relayDropped.Add(1)
 		}
 	}
@@ -433,7 +449,7 @@ func (s *sender) pump(c net.Conn) error {
 		return err
 	}
 	for {
-		var p []byte
+		var p relayPacket
 		select {
 		case p = <-s.q:
 		case <-s.b.stop:
@@ -441,7 +457,9 @@ func (s *sender) pump(c net.Conn) error {
 		}
 		c.SetWriteDeadline(time.Now().Add(writeTimeout))
 		for {
-			if err := writeFrame(w, p); err != nil {
+			err := writeFrame(w, p.data)
+			s.b.put(p)
+			if err != nil {
 				return err
 			}
 			s.b.relaySent.Add(1)
