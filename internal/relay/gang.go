@@ -188,27 +188,32 @@ func (h *Hub) checkGang(asker address.Address, q gangRequest) (gangRoute, error)
 		return rt, fmt.Errorf("job %d is in its placement %d, not %d: %w", q.Gang, j.Attempts, q.Placement, ErrNotMember)
 	}
 	var from *ledger.Assignment
-	var to []*ledger.Assignment
 	for i := range j.Assignments {
-		x := &j.Assignments[i]
-		if x.Provider == asker {
+		if x := &j.Assignments[i]; x.Provider == asker {
 			from = x
 		}
-		if x.Rank == q.Rank {
+	}
+	if from == nil {
+		return rt, fmt.Errorf("provider %s holds no member of job %d's placement %d: %w", asker, q.Gang, q.Placement, ErrNotMember)
+	}
+	// A gang at verification full runs several replica gangs, each its
+	// own private network: a member reaches only the ranks of its own
+	// (Assignment.Gang), never a member of another replica gang.
+	var to []*ledger.Assignment
+	for i := range j.Assignments {
+		if x := &j.Assignments[i]; x.Rank == q.Rank && x.Gang == from.Gang {
 			to = append(to, x)
 		}
 	}
 	switch {
-	case from == nil:
-		return rt, fmt.Errorf("provider %s holds no member of job %d's placement %d: %w", asker, q.Gang, q.Placement, ErrNotMember)
 	case from.Result != nil:
 		return rt, fmt.Errorf("provider %s's member of job %d ended its run: %w", asker, q.Gang, ErrNotMember)
 	case len(to) == 0:
-		return rt, fmt.Errorf("job %d's placement %d has no member of rank %d: %w", q.Gang, q.Placement, q.Rank, ErrNotMember)
+		return rt, fmt.Errorf("job %d's placement %d has no member of rank %d in replica gang %d: %w", q.Gang, q.Placement, q.Rank, from.Gang, ErrNotMember)
 	case len(to) > 1:
-		// Several members of one rank (replica gangs): this node
-		// cannot tell which is in the asker's gang, so it joins none.
-		return rt, fmt.Errorf("job %d has %d members of rank %d; this node cannot tell which is in the asker's gang: %w", q.Gang, len(to), q.Rank, ErrNotMember)
+		// The ledger places one member of each rank in each replica
+		// gang; a record that says otherwise joins nobody.
+		return rt, fmt.Errorf("job %d has %d members of rank %d in replica gang %d: %w", q.Gang, len(to), q.Rank, from.Gang, ErrNotMember)
 	case to[0] == from:
 		return rt, fmt.Errorf("rank %d of job %d is the asker's own", q.Rank, q.Gang)
 	case to[0].Result != nil:

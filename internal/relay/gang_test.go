@@ -180,13 +180,22 @@ func TestGangStreamRefused(t *testing.T) {
 	if _, _, err := askGang(t, m[0], 9, 1, 0); err == nil || !strings.Contains(err.Error(), "job 9 is not a gang") {
 		t.Errorf("a single job: %v; want refused", err)
 	}
-	// Replica gangs (two members of one rank): the node cannot tell which
-	// is the asker's, so it joins none.
+	// Replica gangs (a gang at verification full): a member reaches the
+	// rank of its own replica gang, never the other gang's, and a rank its
+	// gang lacks is refused even where another gang has it.
 	rj := gangJob(10, 1, m[0], m[1])
-	rj.Assignments = append(rj.Assignments, ledger.Assignment{Provider: m[2].addr, Rank: 1})
+	rj.Assignments = append(rj.Assignments, ledger.Assignment{Provider: m[2].addr, Rank: 1, Gang: 1})
 	g.d.putJob(rj)
-	if _, _, err := askGang(t, m[0], 10, 1, 1); err == nil || !strings.Contains(err.Error(), "2 members of rank 1") {
-		t.Errorf("two members of rank 1: %v; want refused", err)
+	if line, _, err := askGang(t, m[0], 10, 1, 1); err != nil || !strings.HasSuffix(line, "<-0 job 10/1") {
+		t.Errorf("rank 1 of its own replica gang: %q, %v; want joined to the member of gang 0", line, err)
+	}
+	if _, _, err := askGang(t, m[2], 10, 1, 0); err == nil || !strings.Contains(err.Error(), "no member of rank 0 in replica gang 1") {
+		t.Errorf("a rank only the other replica gang has: %v; want refused", err)
+	}
+	rj.Assignments = append(rj.Assignments, ledger.Assignment{Provider: g.other.addr, Rank: 1})
+	g.d.putJob(rj)
+	if _, _, err := askGang(t, m[0], 10, 1, 1); err == nil || !strings.Contains(err.Error(), "2 members of rank 1 in replica gang 0") {
+		t.Errorf("two members of rank 1 in one replica gang: %v; want refused", err)
 	}
 }
 
