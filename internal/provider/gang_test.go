@@ -311,26 +311,13 @@ deterministic: true
 	if len(perGang) != 2 || len(perGang[0]) != 2 || len(perGang[1]) != 2 {
 		t.Fatalf("members by replica gang %v, want 2 gangs of 2", perGang)
 	}
-	out := filepath.Join(t.TempDir(), "out")
-	if err := jc.FetchOutputs(ctx, j, out); err != nil {
-		t.Fatal(err)
-	}
+	out := fetchGangOutputs(t, ctx, jc, j)
 	var all bytes.Buffer
 	if err := jc.FetchLogs(ctx, j, &all); err != nil {
 		t.Fatal(err)
 	}
 	for r := range 2 {
-		b, err := os.ReadFile(filepath.Join(out, jobclient.GangRankDir(uint64(r)), "out", "sum"))
-		if err != nil {
-			t.Fatalf("rank %d's outputs: %v", r, err)
-		}
-		got := make([]int64, len(b)/8)
-		for i := range got {
-			got[i] = int64(binary.LittleEndian.Uint64(b[8*i:]))
-		}
-		if d := ring.Digest(got); d != wantDigest {
-			t.Errorf("rank %d's result sha256 %s, the one-process sum's %s", r, d, wantDigest)
-		}
+		checkRankSum(t, out, r, wantDigest)
 		// world=2: each replica gang's network holds its own 2 members.
 		if line := fmt.Sprintf("[rank %d] allreduce rank=%d world=2 ", r, r); !strings.Contains(all.String(), line) {
 			t.Errorf("the delivered gang's log has no %q:\n%s", line, all.String())
@@ -440,22 +427,9 @@ timeout: 5m
 			t.Errorf("the stopped provider %s is still a member: %+v", g.names[victim], j.Assignments)
 		}
 	}
-	out := filepath.Join(t.TempDir(), "out")
-	if err := jc.FetchOutputs(ctx, j, out); err != nil {
-		t.Fatal(err)
-	}
+	out := fetchGangOutputs(t, ctx, jc, j)
 	for r := range 3 {
-		b, err := os.ReadFile(filepath.Join(out, jobclient.GangRankDir(uint64(r)), "out", "sum"))
-		if err != nil {
-			t.Fatalf("rank %d's outputs: %v", r, err)
-		}
-		got := make([]int64, len(b)/8)
-		for i := range got {
-			got[i] = int64(binary.LittleEndian.Uint64(b[8*i:]))
-		}
-		if d := ring.Digest(got); d != wantDigest {
-			t.Errorf("rank %d's result sha256 %s; the one-process run's %s", r, d, wantDigest)
-		}
+		checkRankSum(t, out, r, wantDigest)
 	}
 	// The members that were not stopped killed their first containers
 	// when the ledger stopped the gang.
@@ -706,22 +680,37 @@ timeout: 5m
 	if j.State != ledger.JobSucceeded || j.Attempts < 2 || assignmentRank(j, kKey.Address) >= 0 {
 		t.Fatalf("job %d %s (%s) after %d placements, members %+v; want it placed again without the killed provider and done\nagents' log:\n%s", id, j.State, j.Reason, j.Attempts, j.Assignments, g.logs.String())
 	}
+	out := fetchGangOutputs(t, ctx, jc, j)
+	for r := range 3 {
+		checkRankSum(t, out, r, wantDigest)
+	}
+}
+
+// fetchGangOutputs fetches gang j's outputs (each rank's under
+// rank-N/) into a new directory.
+func fetchGangOutputs(t *testing.T, ctx context.Context, jc *jobclient.Client, j *ledger.Job) string {
+	t.Helper()
 	out := filepath.Join(t.TempDir(), "out")
 	if err := jc.FetchOutputs(ctx, j, out); err != nil {
 		t.Fatal(err)
 	}
-	for r := range 3 {
-		b, err := os.ReadFile(filepath.Join(out, jobclient.GangRankDir(uint64(r)), "out", "sum"))
-		if err != nil {
-			t.Fatalf("rank %d's outputs: %v", r, err)
-		}
-		got := make([]int64, len(b)/8)
-		for i := range got {
-			got[i] = int64(binary.LittleEndian.Uint64(b[8*i:]))
-		}
-		if d := ring.Digest(got); d != wantDigest {
-			t.Errorf("rank %d's result sha256 %s; the one-process run's %s", r, d, wantDigest)
-		}
+	return out
+}
+
+// checkRankSum checks that rank r's all-reduced vector in the outputs at
+// out (out/sum, little-endian int64s) has the digest want.
+func checkRankSum(t *testing.T, out string, r int, want string) {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(out, jobclient.GangRankDir(uint64(r)), "out", "sum"))
+	if err != nil {
+		t.Fatalf("rank %d's outputs: %v", r, err)
+	}
+	got := make([]int64, len(b)/8)
+	for i := range got {
+		got[i] = int64(binary.LittleEndian.Uint64(b[8*i:]))
+	}
+	if d := ring.Digest(got); d != want {
+		t.Errorf("rank %d's result: sha256 %s; the one-process sum's %s", r, d, want)
 	}
 }
 

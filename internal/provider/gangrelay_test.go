@@ -3,10 +3,8 @@ package provider_test
 import (
 	"bytes"
 	"context"
-	"encoding/binary"
 	"fmt"
 	"log/slog"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -109,23 +107,10 @@ verification: none
 	if testing.Verbose() {
 		t.Logf("agents' log on gangs and the relay:\n%s", relayLines(logs.String()))
 	}
-	out := filepath.Join(t.TempDir(), "out")
-	if err := jc.FetchOutputs(ctx, j, out); err != nil {
-		t.Fatal(err)
-	}
+	out := fetchGangOutputs(t, ctx, jc, j)
 	want := ring.Digest(ring.Sum(seed, len(names), elems))
 	for r := range names {
-		b, err := os.ReadFile(filepath.Join(out, jobclient.GangRankDir(uint64(r)), "out", "sum"))
-		if err != nil {
-			t.Fatalf("rank %d's outputs: %v", r, err)
-		}
-		got := make([]int64, len(b)/8)
-		for i := range got {
-			got[i] = int64(binary.LittleEndian.Uint64(b[8*i:]))
-		}
-		if d := ring.Digest(got); d != want {
-			t.Errorf("rank %d's result: sha256 %s; the one-process sum's %s", r, d, want)
-		}
+		checkRankSum(t, out, r, want)
 	}
 }
 
