@@ -108,18 +108,30 @@ func checkGateway(t testing.TB, rr *receiptReplicas, ratePPM uint64) (*Gateway, 
 
 // checkGatewayOf is checkGateway for a service whose openai.exact is exact.
 func checkGatewayOf(t testing.TB, rr *receiptReplicas, ratePPM uint64, exact bool) (*Gateway, string, func() []*ledger.MsgServiceDispute) {
+	return checkGatewayFor(t, rr, "tinylm", checkChain, ratePPM, func(svc *ledger.Service, _ *CheckOptions) {
+		svc.Spec.OpenAI.Exact = exact
+	})
+}
+
+// checkGatewayFor is the gateway of the check tests: over rr's replicas of
+// a service of model on chain, checking deterministic requests at ratePPM
+// and collecting its disputes; edit, when not nil, changes the service
+// and the check options first.
+func checkGatewayFor(t testing.TB, rr *receiptReplicas, model, chain string, ratePPM uint64, edit func(*ledger.Service, *CheckOptions)) (*Gateway, string, func() []*ledger.MsgServiceDispute) {
 	var mu sync.Mutex
 	var disputes []*ledger.MsgServiceDispute
-	svc := service(1, "tinylm", true, 1, rr.provs...)
-	svc.Spec.OpenAI.Exact = exact
-	g := New(Options{Directory: &fakeDir{svcs: []*ledger.Service{svc}}, Authorized: authorized, Dial: rr.dial, Log: slog.New(slog.DiscardHandler),
-		Checks: &CheckOptions{ChainID: checkChain, RatePPM: func() uint64 { return ratePPM }, MaxInFlight: 64, Keep: 1 << 20,
-			Dispute: func(ctx context.Context, m *ledger.MsgServiceDispute) error {
-				mu.Lock()
-				defer mu.Unlock()
-				disputes = append(disputes, m)
-				return nil
-			}}})
+	svc := service(1, model, true, 1, rr.provs...)
+	checks := &CheckOptions{ChainID: chain, RatePPM: func() uint64 { return ratePPM }, MaxInFlight: 64, Keep: 1 << 20,
+		Dispute: func(ctx context.Context, m *ledger.MsgServiceDispute) error {
+			mu.Lock()
+			defer mu.Unlock()
+			disputes = append(disputes, m)
+			return nil
+		}}
+	if edit != nil {
+		edit(svc, checks)
+	}
+	g := New(Options{Directory: &fakeDir{svcs: []*ledger.Service{svc}}, Authorized: authorized, Dial: rr.dial, Log: slog.New(slog.DiscardHandler), Checks: checks})
 	t.Cleanup(g.Close)
 	srv := httptest.NewServer(g)
 	t.Cleanup(srv.Close)

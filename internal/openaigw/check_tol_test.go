@@ -1,14 +1,10 @@
 package openaigw
 
 import (
-	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"net/http"
-	"net/http/httptest"
 	"slices"
-	"sync"
 	"testing"
 	"time"
 
@@ -33,27 +29,10 @@ func floatModels() (honest, lowBits, tie, other *logprobModel) {
 // tolerance on log-probabilities of tolE9 (not exact), checking every
 // deterministic request and collecting its disputes.
 func tolGateway(t *testing.T, rr *receiptReplicas, chain string, tolE9 uint64) (*Gateway, string, func() []*ledger.MsgServiceDispute) {
-	var mu sync.Mutex
-	var disputes []*ledger.MsgServiceDispute
-	svc := service(1, "tinylm", true, 1, rr.provs...)
-	svc.Spec.OpenAI.LogprobTolE9 = tolE9
-	g := New(Options{Directory: &fakeDir{svcs: []*ledger.Service{svc}}, Authorized: authorized, Dial: rr.dial, Log: slog.New(slog.DiscardHandler),
-		Checks: &CheckOptions{ChainID: chain, RatePPM: func() uint64 { return 1_000_000 }, MaxInFlight: 64, Keep: 1 << 20,
-			LogprobTolMinE9: func() uint64 { return ledger.DefaultParams().ServiceLogprobTolMinE9 },
-			Dispute: func(ctx context.Context, m *ledger.MsgServiceDispute) error {
-				mu.Lock()
-				defer mu.Unlock()
-				disputes = append(disputes, m)
-				return nil
-			}}})
-	t.Cleanup(g.Close)
-	srv := httptest.NewServer(g)
-	t.Cleanup(srv.Close)
-	return g, srv.URL, func() []*ledger.MsgServiceDispute {
-		mu.Lock()
-		defer mu.Unlock()
-		return slices.Clone(disputes)
-	}
+	return checkGatewayFor(t, rr, "tinylm", chain, 1_000_000, func(svc *ledger.Service, o *CheckOptions) {
+		svc.Spec.OpenAI.LogprobTolE9 = tolE9
+		o.LogprobTolMinE9 = func() uint64 { return ledger.DefaultParams().ServiceLogprobTolMinE9 }
+	})
 }
 
 // askUntil sends deterministic requests (none asking for

@@ -1,13 +1,9 @@
 package openaigw
 
 import (
-	"context"
 	"fmt"
-	"log/slog"
 	"net/http"
-	"net/http/httptest"
 	"slices"
-	"sync"
 	"testing"
 
 	"github.com/gpunet/gpunet/examples/tinylm/devicegemm"
@@ -22,26 +18,9 @@ import (
 // tinylm-int8 declared exact, checking every deterministic request, and
 // the disputes it files.
 func int8Gateway(t *testing.T, rr *receiptReplicas) (*Gateway, string, func() []*ledger.MsgServiceDispute) {
-	var mu sync.Mutex
-	var disputes []*ledger.MsgServiceDispute
-	svc := service(1, "tinylm-int8", true, 1, rr.provs...)
-	svc.Spec.OpenAI.Exact = true
-	g := New(Options{Directory: &fakeDir{svcs: []*ledger.Service{svc}}, Authorized: authorized, Dial: rr.dial, Log: slog.New(slog.DiscardHandler),
-		Checks: &CheckOptions{ChainID: checkChain, RatePPM: func() uint64 { return 1_000_000 }, MaxInFlight: 64, Keep: 1 << 20,
-			Dispute: func(ctx context.Context, m *ledger.MsgServiceDispute) error {
-				mu.Lock()
-				defer mu.Unlock()
-				disputes = append(disputes, m)
-				return nil
-			}}})
-	t.Cleanup(g.Close)
-	srv := httptest.NewServer(g)
-	t.Cleanup(srv.Close)
-	return g, srv.URL, func() []*ledger.MsgServiceDispute {
-		mu.Lock()
-		defer mu.Unlock()
-		return slices.Clone(disputes)
-	}
+	return checkGatewayFor(t, rr, "tinylm-int8", checkChain, 1_000_000, func(svc *ledger.Service, _ *CheckOptions) {
+		svc.Spec.OpenAI.Exact = true
+	})
 }
 
 // TestChecksInt8ExactAcrossGEMMs: tinylm's int8 network served by
