@@ -34,10 +34,10 @@ import (
 
 	"github.com/google/go-containerregistry/pkg/compression"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
-	"github.com/google/go-containerregistry/pkg/v1/empty"
-	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
 	"github.com/google/go-containerregistry/pkg/v1/types"
+
+	"github.com/gpunet/gpunet/internal/sandbox/oci/ocilayer"
 )
 
 // Spec says what a root holds.
@@ -630,20 +630,5 @@ func (r *Root) Image(c Config) (v1.Image, error) {
 	if err != nil {
 		return nil, err
 	}
-	img, err := mutate.AppendLayers(empty.Image, layer)
-	if err != nil {
-		return nil, err
-	}
-	cf, err := img.ConfigFile()
-	if err != nil {
-		return nil, err
-	}
-	cf = cf.DeepCopy()
-	cf.OS, cf.Architecture = "linux", "amd64"
-	cf.Config.Entrypoint, cf.Config.Cmd, cf.Config.Env = c.Entrypoint, c.Cmd, c.Env
-	cf.Config.WorkingDir = c.WorkingDir
-	if cf.Config.WorkingDir == "" {
-		cf.Config.WorkingDir = "/"
-	}
-	return mutate.ConfigFile(img, cf)
+	return ocilayer.Image(layer, "amd64", v1.Config{Entrypoint: c.Entrypoint, Cmd: c.Cmd, Env: c.Env, WorkingDir: c.WorkingDir})
 }

@@ -17,8 +17,6 @@ import (
 	"runtime"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
-	"github.com/google/go-containerregistry/pkg/v1/empty"
-	"github.com/google/go-containerregistry/pkg/v1/mutate"
 
 	"github.com/gpunet/gpunet/internal/sandbox/oci/ocilayer"
 )
@@ -74,18 +72,5 @@ func Image(files map[string]File, entrypoint ...string) (v1.Image, error) {
 	if err != nil {
 		return nil, err
 	}
-	img, err := mutate.AppendLayers(empty.Image, layer)
-	if err != nil {
-		return nil, err
-	}
-	cf, err := img.ConfigFile()
-	if err != nil {
-		return nil, err
-	}
-	cf = cf.DeepCopy()
-	cf.OS, cf.Architecture = "linux", "amd64"
-	cf.Config.Entrypoint = entrypoint
-	cf.Config.Env = []string{"PATH=/"}
-	cf.Config.WorkingDir = "/"
-	return mutate.ConfigFile(img, cf)
+	return ocilayer.Image(layer, "amd64", v1.Config{Entrypoint: entrypoint, Env: []string{"PATH=/"}})
 }

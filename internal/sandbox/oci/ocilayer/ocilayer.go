@@ -16,6 +16,8 @@ import (
 	"time"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/empty"
+	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
 )
 
@@ -83,4 +85,25 @@ func Layer(files map[string]File) (v1.Layer, error) {
 		return nil, err
 	}
 	return tarball.LayerFromOpener(func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(b)), nil })
+}
+
+// Image is a Linux image for arch (GOARCH's names) of the one layer,
+// running as c says (entrypoint, command, environment, working directory;
+// "/" when c names none).
+func Image(layer v1.Layer, arch string, c v1.Config) (v1.Image, error) {
+	img, err := mutate.AppendLayers(empty.Image, layer)
+	if err != nil {
+		return nil, err
+	}
+	cf, err := img.ConfigFile()
+	if err != nil {
+		return nil, err
+	}
+	cf = cf.DeepCopy()
+	cf.OS, cf.Architecture = "linux", arch
+	cf.Config = c
+	if cf.Config.WorkingDir == "" {
+		cf.Config.WorkingDir = "/"
+	}
+	return mutate.ConfigFile(img, cf)
 }

@@ -24,8 +24,6 @@ import (
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/google/go-containerregistry/pkg/registry"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
-	"github.com/google/go-containerregistry/pkg/v1/empty"
-	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 
 	"github.com/gpunet/gpunet/internal/sandbox/oci"
@@ -147,21 +145,7 @@ func ProgramImage(t testing.TB, prog []byte, cmd ...string) v1.Image {
 		"etc/group":  {Data: []byte("root:x:0:\nnogroup:x:65534:\napp:x:1000:\n")},
 		"app/README": {Data: []byte("the image's own /app\n")},
 	})
-	img, err := mutate.AppendLayers(empty.Image, layer)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cf, err := img.ConfigFile()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cf = cf.DeepCopy()
-	cf.OS, cf.Architecture = "linux", runtime.GOARCH
-	cf.Config.Entrypoint = []string{"/job"}
-	cf.Config.Cmd = cmd
-	cf.Config.Env = []string{"PATH=/", "GREETING=from the image"}
-	cf.Config.WorkingDir = "/"
-	img, err = mutate.ConfigFile(img, cf)
+	img, err := ocilayer.Image(layer, runtime.GOARCH, v1.Config{Entrypoint: []string{"/job"}, Cmd: cmd, Env: []string{"PATH=/", "GREETING=from the image"}})
 	if err != nil {
 		t.Fatal(err)
 	}
