@@ -313,6 +313,8 @@ func endText(code, text string, seconds uint64) string {
 		return "provider stopped reporting"
 	case ledger.EndOffline:
 		return "provider went offline"
+	case ledger.EndUnreachable:
+		return "validators holding more than two thirds of the voting power could not reach it"
 	case ledger.EndTEELapsed:
 		return "provider's TEE attestation ended (expired, or its encryption key changed)"
 	case ledger.EndUnwitnessed:

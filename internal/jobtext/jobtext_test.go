@@ -245,6 +245,7 @@ func TestService(t *testing.T) {
 		{ledger.ReplicaEnd{Code: ledger.EndEvicted, Text: "does not answer"}, "evicted by its owner: does not answer"},
 		{ledger.ReplicaEnd{Code: ledger.EndNotReady, Seconds: 30}, "not ready within 30s of its placement"},
 		{ledger.ReplicaEnd{Code: ledger.EndSilent}, "provider stopped reporting"},
+		{ledger.ReplicaEnd{Code: ledger.EndUnreachable}, "validators holding more than two thirds of the voting power could not reach it"},
 		{ledger.ReplicaEnd{Code: ledger.EndOffline}, "provider went offline"},
 		{ledger.ReplicaEnd{Code: ledger.EndTEELapsed}, "provider's TEE attestation ended (expired, or its encryption key changed)"},
 		{ledger.ReplicaEnd{Code: ledger.EndUnwitnessed, Seconds: 300}, "no quorum of witnesses saw it serve for 300s while they saw other replicas serve"},

@@ -103,6 +103,8 @@ func (l *Ledger) execute(o *Overlay, tx *Tx, params Params, info BlockInfo) ([]E
 		return l.execAttest(o, from, m, params, info)
 	case *MsgAttestServed:
 		return execAttestServed(o, tx.PubKey, m, params, info)
+	case *MsgReportReplicaDown:
+		return execReportReplicaDown(o, tx.PubKey, m, params, info)
 	}
 	return nil, fmt.Errorf("no handler for %s: %w", tx.Msg.Type(), ErrUnknownMsgType)
 }

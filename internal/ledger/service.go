@@ -200,6 +200,10 @@ type Replica struct {
 	// period paid on the witnesses' word (0: none yet).
 	Serve        []ServeTally `json:"serve,omitempty"`
 	ServedPeriod uint64       `json:"served_period,omitempty"`
+	// Down are the validators that reported it unreachable in the last
+	// replicaDownWindow blocks (service_down.go), each once, in the
+	// order they came.
+	Down []DownReport `json:"down,omitempty"`
 }
 
 // ServeTally is who attested that a replica served in one period

@@ -114,6 +114,11 @@ func serviceAccountsAddUp(s *invariantState) error {
 			if r.Paid > mulDiv(r.PricePerHour, r.ReadySeconds, 3600) {
 				return bad("replica on %s paid %d, more than %d ready seconds at %d/h", r.Provider, r.Paid, r.ReadySeconds, r.PricePerHour)
 			}
+			for i, d := range r.Down {
+				if slices.ContainsFunc(r.Down[:i], func(e DownReport) bool { return e.Validator == d.Validator }) {
+					return bad("replica on %s: validator %s reported it down twice in one window", r.Provider, d.Validator)
+				}
+			}
 			if len(r.Serve) > serveAttestWindow {
 				return bad("replica on %s keeps %d serve tallies, at most %d", r.Provider, len(r.Serve), serveAttestWindow)
 			}

@@ -108,6 +108,7 @@ var msgNames = map[MsgType]string{
 	MsgTypeEvictReplica:       "evict_replica",
 	MsgTypeServiceDispute:     "service_dispute",
 	MsgTypeAttestServed:       "attest_served",
+	MsgTypeReportReplicaDown:  "report_replica_down",
 	MsgTypeGangMember:         "gang_member",
 }
 
@@ -226,6 +227,8 @@ func newMsg(t MsgType) Msg {
 		return &MsgAttest{}
 	case MsgTypeAttestServed:
 		return &MsgAttestServed{}
+	case MsgTypeReportReplicaDown:
+		return &MsgReportReplicaDown{}
 	}
 	return nil
 }

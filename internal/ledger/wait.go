@@ -295,6 +295,10 @@ const (
 	EndNotReady = "not_ready" // not ready within Seconds of its placement
 	EndSilent   = "silent"    // its provider stopped reporting
 	EndOffline  = "offline"   // its provider went offline
+	// EndUnreachable: validators holding more than two thirds of the
+	// voting power reported it unreachable (service_down.go): ended as
+	// a silent one is, never slashed.
+	EndUnreachable = "unreachable"
 	// EndUnwitnessed: no quorum of witnesses saw it serve over Seconds
 	// of periods in which they did see other replicas serve
 	// (service_serve.go): released and replaced, never slashed.

@@ -205,7 +205,7 @@
     'release_job', 'commit_checkpoint', 'submit_proposal', 'deposit', 'vote', 'claim_rewards',
     'deploy_service', 'top_up_service', 'scale_service', 'stop_service', 'set_service_access', 'service_heartbeat', 'release_replica',
     'evict_replica', 'delegate', 'undelegate', 'redelegate', 'set_commission', 'request_attestation', 'attest',
-    'commit_judgment', 'reveal_judgment', 'service_dispute', 'attest_served', 'gang_member'];
+    'commit_judgment', 'reveal_judgment', 'service_dispute', 'attest_served', 'report_replica_down', 'gang_member'];
   const BLOCK_EVENTS = ['job_replica_slashed', 'hw_challenge_failed', 'job_submitted', 'job_assigned', 'job_audit', 'job_escalated',
     'job_succeeded', 'job_failed', 'job_cancelled', 'liveness_missed', 'provider_registered', 'provider_status', 'hw_challenge',
     'hw_challenge_late', 'hw_challenge_missed', 'hw_challenge_busy', 'service_deployed', 'service_replica_ended', 'service_budget_low', 'service_stopped'];
