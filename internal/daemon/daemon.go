@@ -18,6 +18,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/gpunet/gpunet/internal/address"
 	"github.com/gpunet/gpunet/internal/admission"
 	"github.com/gpunet/gpunet/internal/apiserver"
 	"github.com/gpunet/gpunet/internal/blob"
@@ -135,8 +136,18 @@ func Start(ctx context.Context, home string, o Options) (*Daemon, error) {
 	// passes (witness.go); a node without one (a remote signer) does not
 	// witness.
 	witnessKey, witnessErr := validator.ConsensusPrivKey(home)
+	// It also signs the reports of replicas this node cannot reach
+	// (replicadown.go), which the relay's failed dials start.
+	var consTx sync.Mutex
+	var down *downReporter
+	var onDialFailed func(uint64, address.Address)
+	var onSessionEnded func(address.Address)
+	if witnessErr == nil {
+		down = newDownReporter(witnessKey, cfg.ChainID, n, &consTx, o.Logger)
+		onDialFailed, onSessionEnded = down.suspect, down.suspectProvider
+	}
 	hub := relay.NewHub(relay.HubOptions{Directory: dir, Self: cfg.APIURL(), IsPeer: peers.Known, ChainID: cfg.ChainID, Log: o.Logger,
-		WitnessKey: witnessKey, IsWitness: dir.IsServeWitness})
+		WitnessKey: witnessKey, IsWitness: dir.IsServeWitness, OnDialFailed: onDialFailed, OnSessionEnded: onSessionEnded})
 	disputes := &disputeSender{key: o.DisputeKey, log: o.Logger}
 	gateway := openaigw.New(openaigw.Options{Directory: gatewayDirectory{dir, &accessCache{view: n.View}}, Dial: hub.DialReplica, Authorized: relay.Authorized, Log: o.Logger,
 		Checks: &openaigw.CheckOptions{ChainID: cfg.ChainID, RatePPM: checkRate(n.View), LogprobTolMinE9: logprobTolMin(n.View), Dispute: disputes.send}})
@@ -185,8 +196,12 @@ func Start(ctx context.Context, home string, o Options) (*Daemon, error) {
 	if witnessErr != nil {
 		o.Logger.Info("service witness off: the node cannot sign with its consensus key", "err", witnessErr)
 	} else {
-		w := &witness{key: witnessKey, chainID: cfg.ChainID, chain: n, log: o.Logger, probe: hub.WitnessProbe}
+		w := &witness{key: witnessKey, chainID: cfg.ChainID, chain: n, log: o.Logger, probe: hub.WitnessProbe, txMu: &consTx}
 		d.statsWG.Go(func() { w.run(actx) })
+		if down != nil {
+			down.probe = hub.ProbeDown
+			d.statsWG.Go(func() { down.run(actx) })
+		}
 	}
 	return d, nil
 }

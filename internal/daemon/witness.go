@@ -55,6 +55,9 @@ type witness struct {
 	// answered.
 	probe func(ctx context.Context, svc *ledger.Service, provider address.Address) error
 	log   *slog.Logger
+	// txMu, when set, is held while a tx is sent: the replica-down
+	// reporter signs with the same key (one sequence at a time).
+	txMu *sync.Mutex
 	// now is the wall clock (tests may set it).
 	now func() time.Time
 
@@ -226,6 +229,10 @@ func (w *witness) waitBlockPast(ctx context.Context, t time.Time) bool {
 // send submits the attestations of period k, in txs of at most
 // ledger.MaxServedReplicas replicas.
 func (w *witness) send(ctx context.Context, k uint64, served []ledger.ServedReplica, p ledger.Params) {
+	if w.txMu != nil {
+		w.txMu.Lock()
+		defer w.txMu.Unlock()
+	}
 	pub := w.key.Public().(ed25519.PublicKey)
 	from := address.FromPubKey(pub)
 	if !w.canPay(from, p.MinFee) {

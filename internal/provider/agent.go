@@ -170,6 +170,11 @@ type Faults struct {
 	// readiness checks pass) but answers nothing that comes through a
 	// node: each stream is taken and never answered.
 	SilentService bool
+	// DieOnStop (tests only) stops the agent as a killed one would be:
+	// its service replicas are not given back nor is the provider marked
+	// offline, so the ledger learns of their end only from missed
+	// heartbeats or validators' reports.
+	DieOnStop bool
 }
 
 func (f *Faults) hideOutputs() bool { return f != nil && f.HideOutputs }
@@ -361,7 +366,9 @@ func (a *Agent) Run(ctx context.Context) error {
 			a.checkpointAll()
 			a.stopRuns()
 			a.stopServices()
-			a.goOffline()
+			if a.o.Faults == nil || !a.o.Faults.DieOnStop {
+				a.goOffline()
+			}
 			return nil
 		}
 		if errors.Is(err, errMarkedOffline) {

@@ -622,7 +622,7 @@ func (a *Agent) stopServices() {
 		}
 	}
 	a.svcs.mu.Unlock()
-	if len(runs) > 0 {
+	if len(runs) > 0 && (a.o.Faults == nil || !a.o.Faults.DieOnStop) {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		for _, run := range runs {
 			a.svcs.mu.Lock()

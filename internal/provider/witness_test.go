@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -158,6 +159,13 @@ func TestSilentReplicaUnpaid(t *testing.T) {
 // link to the network's node, as `provider start` has.
 func runServiceAgent(t *testing.T, n *network, name string, price uint64, faults *provider.Faults) {
 	t.Helper()
+	startNetworkServiceAgent(t, n, name, price, faults)
+}
+
+// startNetworkServiceAgent is runServiceAgent, returning a func that stops the
+// agent (at once; the test's end stops it too).
+func startNetworkServiceAgent(t *testing.T, n *network, name string, price uint64, faults *provider.Faults) (stop func()) {
+	t.Helper()
 	k, err := n.kr.Get(name)
 	if err != nil {
 		t.Fatal(err)
@@ -178,10 +186,15 @@ func runServiceAgent(t *testing.T, n *network, name string, price uint64, faults
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- a.Run(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("agent %s: %v", name, err)
-		}
-	})
+	var once sync.Once
+	stop = func() {
+		once.Do(func() {
+			cancel()
+			if err := <-done; err != nil {
+				t.Errorf("agent %s: %v", name, err)
+			}
+		})
+	}
+	t.Cleanup(stop)
+	return stop
 }

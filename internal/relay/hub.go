@@ -51,6 +51,17 @@ type HubOptions struct {
 	// no passes sent, none taken.
 	WitnessKey ed25519.PrivateKey
 	IsWitness  func(pub []byte) bool
+	// OnDialFailed, when set, is told each time a dial of a replica
+	// (DialReplica: a request of this node's gateways, another node's
+	// tunnel, a probe) fails for a reason that may be the replica's, so
+	// that the node can confirm it (ProbeDown) and report it. It must
+	// return at once.
+	OnDialFailed func(service uint64, provider address.Address)
+	// OnSessionEnded, when set, is told when a provider's agent session
+	// here ends without another taking its place (its agent died, or
+	// its link): its replicas that name this node as their relay cannot
+	// be reached now.
+	OnSessionEnded func(provider address.Address)
 
 	MaxSessions int // agent sessions at once; default 4096
 	MaxStreams  int // open streams per session; default 1024
@@ -381,11 +392,15 @@ func (h *Hub) serveAgent(w http.ResponseWriter, r *http.Request) {
 	go func() {
 		<-mux.CloseChan()
 		h.mu.Lock()
-		if h.sessions[provider] == s {
+		ended := h.sessions[provider] == s
+		if ended {
 			delete(h.sessions, provider)
 		}
 		h.mu.Unlock()
 		h.log.Info("relay: agent session ended", "provider", provider)
+		if ended && h.o.OnSessionEnded != nil {
+			h.o.OnSessionEnded(provider)
+		}
 	}()
 }
 
@@ -449,6 +464,9 @@ func (h *Hub) DialReplica(ctx context.Context, svc *ledger.Service, provider add
 		// relay node without it): the next requests try the others
 		// first.
 		h.markDown(svc.ID, provider, true)
+		if h.o.OnDialFailed != nil {
+			h.o.OnDialFailed(svc.ID, provider)
+		}
 	}
 	return c, err
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"math/rand/v2"
@@ -237,4 +238,75 @@ func (h *Hub) witnessCompletion(ctx context.Context, svc *ledger.Service, provid
 		return fmt.Errorf("chat completion answered %s", resp.Status)
 	}
 	return nil
+}
+
+// ErrReplicaDown is ProbeDown's answer for a replica that could not be
+// reached for a reason that is its own.
+var ErrReplicaDown = errors.New("relay: the replica is unreachable")
+
+// ProbeDown checks, for a node that would report provider's replica of
+// svc down (ledger.MsgReportReplicaDown), whether it is unreachable for a
+// reason that is the replica's and not this node's. It runs the service's
+// readiness check on the replica, reached as a user's request reaches it
+// (the agent's session here, or a tunnel through the node its record
+// names, carrying a witness pass for a private service), within the
+// handshake timeout plus the check's (at most 30 s), and answers:
+//
+//   - nil: the replica answered;
+//   - an error wrapping ErrReplicaDown: its agent is not connected at
+//     this node while the record names this node as its relay, the agent
+//     refused the stream or its session failed, the relay node answered
+//     that it could not reach it (502, 503, 504), or the check failed
+//     over a connection made to the replica;
+//   - any other error: nothing can be said (the replica is not ready in
+//     svc, this node has no route to its relay node or could not reach
+//     that node, this node is busy or closing, ctx ended).
+func (h *Hub) ProbeDown(ctx context.Context, svc *ledger.Service, provider address.Address) error {
+	var rep *ledger.Replica
+	for i := range svc.Replicas {
+		if svc.Replicas[i].Provider == provider {
+			rep = &svc.Replicas[i]
+		}
+	}
+	if rep == nil || !rep.Ready || rep.ReadyAt == 0 {
+		return fmt.Errorf("service %d provider %s: no ready replica to probe: %w", svc.ID, provider, ErrNoReplica)
+	}
+	viaPeer := !h.Connected(provider)
+	if viaPeer && normURL(rep.Relay) == h.self {
+		// Its record says its agent is here, and it is not.
+		return fmt.Errorf("service %d provider %s: its agent holds no session at this node, its relay: %w", svc.ID, provider, ErrReplicaDown)
+	}
+	if viaPeer && !h.mayForward(rep.Relay) {
+		return fmt.Errorf("service %d provider %s (relay %q): %w", svc.ID, provider, rep.Relay, ErrNoRoute)
+	}
+	rd := svc.Spec.Readiness
+	ctx = context.WithValue(ctx, witnessProbeKey{}, true)
+	ctx, cancel := context.WithTimeout(ctx, h.o.HandshakeTimeout+time.Duration(min(rd.TimeoutSeconds, 30))*time.Second)
+	defer cancel()
+	var dialErr error
+	_, err := CheckReadiness(ctx, func(ctx context.Context) (net.Conn, error) {
+		c, err := h.DialReplica(ctx, svc, provider, rd.Port, "")
+		dialErr = err
+		return c, err
+	}, rd.Port, rd.Path, witnessUserAgent)
+	var up *UpgradeError
+	switch {
+	case err == nil:
+		return nil
+	case dialErr == nil:
+		// Reached, and the check failed.
+		return fmt.Errorf("service %d provider %s: %w: %w", svc.ID, provider, err, ErrReplicaDown)
+	case errors.Is(dialErr, ErrBusy), errors.Is(dialErr, ErrClosed), ctx.Err() != nil:
+		return dialErr
+	case viaPeer && errors.As(dialErr, &up):
+		if up.Status == http.StatusBadGateway || up.Status == http.StatusServiceUnavailable || up.Status == http.StatusGatewayTimeout {
+			return fmt.Errorf("service %d provider %s: %w: %w", svc.ID, provider, dialErr, ErrReplicaDown)
+		}
+		return dialErr // refused for another reason (a pass not taken): not the replica's doing
+	case viaPeer:
+		return dialErr // the relay node itself could not be reached
+	}
+	// Through this node's session: the agent refused the stream, or the
+	// session failed.
+	return fmt.Errorf("service %d provider %s: %w: %w", svc.ID, provider, dialErr, ErrReplicaDown)
 }
