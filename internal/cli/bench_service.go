@@ -27,8 +27,10 @@ Each of --reps runs:
   deploy       gpunet service deploy (one replica) → the first 200 of
                GET /svc/ID/8000/health at node0, asked every --poll.
   failover     the replica's provider killed (SIGKILL) → the first 200 from
-               its replacement: the ledger drops it after
-               --heartbeat-timeout, places it on the other provider.
+               its replacement: the ledger ends it when both nodes'
+               validators report it unreachable (report_replica_down), or
+               after --heartbeat-timeout, and places it on the other
+               provider.
   route-around a service of two replicas, one's provider killed → the
                first 200 after, and how many requests failed meanwhile.
 

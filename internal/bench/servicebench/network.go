@@ -434,8 +434,9 @@ func (n *network) deployAndFailover(ctx context.Context) (dep, fail Path, err er
 	dep = Path{TotalMs: span(t0, w.first200), Steps: append([]Step{{"deploy tx committed (CLI: sign, send, block)", span(t0, committed)}},
 		startSteps(committed, first, d.ID, visible, w.first200)...)}
 
-	// Failover: the provider is killed; the ledger drops its replica at
-	// its missed heartbeats and places it on the other one.
+	// Failover: the provider is killed; the ledger ends its replica when
+	// the validators report it unreachable (or at its missed heartbeats)
+	// and places it on the other one.
 	first.p.kill()
 	killed := time.Now()
 	w2 := watch{readyBy: map[string]time.Time{first.addr: killed}, goneAt: map[string]time.Time{}}
@@ -458,7 +459,7 @@ func (n *network) deployAndFailover(ctx context.Context) (dep, fail Path, err er
 		dropped = minTime(dropped, notice)
 	}
 	visible2 := minTime(w2.readyBy[second.addr], w2.first200)
-	fail = Path{TotalMs: span(killed, w2.first200), Steps: append([]Step{{"ledger drops the silent replica (heartbeat timeout)", span(killed, dropped)}},
+	fail = Path{TotalMs: span(killed, w2.first200), Steps: append([]Step{{"ledger ends the dead replica (validators' reports, or the heartbeat timeout)", span(killed, dropped)}},
 		startSteps(dropped, second, d.ID, visible2, w2.first200)...)}
 	fail.Failed = w2.failed
 
