@@ -28,18 +28,26 @@ import (
 // the relay (relay.Hub.ProbeDown, which tells the replica's failures from
 // this node's own); one found down is looked at again after
 // downSettleBlocks blocks (an agent that moved its session to another
-// node says so in a heartbeat at once, and is then not reported) and
-// reported when still down. Everything is bounded: the queue of suspects
-// (a full queue drops new ones), the probes in flight, and the replicas
-// remembered as handled lately, which are not probed again for
-// downRecheck.
+// node says so in a heartbeat at once, and is then not reported; one
+// whose provider still heartbeats is probed again) and reported when
+// still down. Everything is bounded: the queue of suspects (a full queue
+// drops new ones), the probes in flight, and the replicas remembered as
+// handled lately, which are not probed again for a while (downRecheck,
+// downRetry).
 
 // Bounds of the reporter's work.
 const (
 	downQueue     = 256
 	downParallel  = 4
-	downRecheck   = 5 * time.Second
 	downMaxRecent = 4096
+	// A replica handled is not probed again, while its check runs, for
+	// downInFlight at most; then for downRecheck after it was reported
+	// (or found answering), downRetry after a check that could say
+	// nothing or a report not sent (so that the next failed dial, or
+	// another validator's report, looks again soon).
+	downInFlight = time.Minute
+	downRecheck  = 5 * time.Second
+	downRetry    = time.Second // a witness pass is good once a second
 	// downSettleBlocks is how many blocks a replica found down is given
 	// to show that its agent moved before it is probed again and
 	// reported; downSettleMax bounds the wait for them.
@@ -70,7 +78,7 @@ type downReporter struct {
 	suspects chan ledger.ServedReplica
 	height   atomic.Int64 // the newest block the node has
 	mu       sync.Mutex
-	recent   map[ledger.ServedReplica]time.Time // handled lately
+	recent   map[ledger.ServedReplica]time.Time // handled lately: not probed again before this time
 }
 
 func newDownReporter(key ed25519.PrivateKey, chainID string, chain downChain, txMu *sync.Mutex, log *slog.Logger) *downReporter {
@@ -123,24 +131,24 @@ func (d *downReporter) run(ctx context.Context) {
 			}
 			wg.Go(func() {
 				defer func() { <-sem }()
-				d.check(ctx, r)
+				d.done(r, d.check(ctx, r))
 			})
 		}
 	}
 }
 
-// take reports whether r is to be probed now: not handled within
-// downRecheck, and room to remember it.
+// take reports whether r is to be probed now: not handled lately, and
+// room to remember it.
 func (d *downReporter) take(r ledger.ServedReplica) bool {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	now := time.Now()
-	if at, ok := d.recent[r]; ok && now.Sub(at) < downRecheck {
+	if until, ok := d.recent[r]; ok && now.Before(until) {
 		return false
 	}
 	if len(d.recent) >= downMaxRecent {
-		for k, at := range d.recent {
-			if now.Sub(at) >= downRecheck {
+		for k, until := range d.recent {
+			if !now.Before(until) {
 				delete(d.recent, k)
 			}
 		}
@@ -148,8 +156,15 @@ func (d *downReporter) take(r ledger.ServedReplica) bool {
 			return false
 		}
 	}
-	d.recent[r] = now
+	d.recent[r] = now.Add(downInFlight)
 	return true
+}
+
+// done records that r's check ended, and how soon it may be probed again.
+func (d *downReporter) done(r ledger.ServedReplica, again time.Duration) {
+	d.mu.Lock()
+	d.recent[r] = time.Now().Add(again)
+	d.mu.Unlock()
 }
 
 // follow keeps the newest height and makes a suspect of every replica
@@ -232,30 +247,44 @@ func (d *downReporter) replica(r ledger.ServedReplica) (*ledger.Service, *ledger
 }
 
 // check probes r and reports it when it is down twice, downSettleBlocks
-// blocks apart, with the same relay.
-func (d *downReporter) check(ctx context.Context, r ledger.ServedReplica) {
+// blocks apart, with the same relay. It returns how soon r may be probed
+// again.
+func (d *downReporter) check(ctx context.Context, r ledger.ServedReplica) time.Duration {
 	s, rep, ok := d.replica(r)
 	if !ok {
-		return
+		return downRetry // not ready (yet), gone, or reported already
 	}
-	if err := d.probe(ctx, s, r.Provider); !errors.Is(err, relay.ErrReplicaDown) {
-		d.log.Debug("replica reports: not down", "service", r.ServiceID, "provider", r.Provider, "err", err)
-		return
+	probed := time.Now()
+	err := d.probe(ctx, s, r.Provider)
+	switch {
+	case err == nil:
+		return downRecheck
+	case !errors.Is(err, relay.ErrReplicaDown):
+		d.log.Debug("replica reports: cannot tell whether the replica is down", "service", r.ServiceID, "provider", r.Provider, "err", err)
+		return downRetry
 	}
-	via := rep.Relay
+	via, heartbeat := rep.Relay, rep.HeartbeatAt
 	if !d.waitBlocks(ctx, downSettleBlocks) {
-		return
+		return downRetry
 	}
 	s, rep, ok = d.replica(r)
 	if !ok || rep.Relay != via {
-		return // gone, reported, or its agent moved: nothing to say now
+		return downRetry // gone, reported, or its agent moved: nothing to say now
 	}
-	err := d.probe(ctx, s, r.Provider)
-	if !errors.Is(err, relay.ErrReplicaDown) {
-		d.log.Debug("replica reports: back", "service", r.ServiceID, "provider", r.Provider, "err", err)
-		return
+	if rep.HeartbeatAt != heartbeat {
+		// Its provider still reports: look again before saying it is
+		// down. A witness pass is good once per second (relay's
+		// witness.go), so not within the first probe's second.
+		sleep(ctx, time.Until(time.Unix(probed.Unix()+1, 0)))
+		if err = d.probe(ctx, s, r.Provider); !errors.Is(err, relay.ErrReplicaDown) {
+			d.log.Debug("replica reports: the replica answers again", "service", r.ServiceID, "provider", r.Provider, "err", err)
+			return downRetry
+		}
 	}
-	d.send(ctx, r, err)
+	if !d.send(ctx, r, err) {
+		return downRetry
+	}
+	return downRecheck
 }
 
 // waitBlocks waits until the node has n blocks more than now, for at
@@ -272,8 +301,9 @@ func (d *downReporter) waitBlocks(ctx context.Context, n int64) bool {
 	return true
 }
 
-// send reports r down, why being what the probe found.
-func (d *downReporter) send(ctx context.Context, r ledger.ServedReplica, why error) {
+// send reports r down, why being what the probe found; false: it was
+// not sent, or refused.
+func (d *downReporter) send(ctx context.Context, r ledger.ServedReplica, why error) bool {
 	d.txMu.Lock()
 	defer d.txMu.Unlock()
 	pub := d.key.Public().(ed25519.PublicKey)
@@ -287,30 +317,32 @@ func (d *downReporter) send(ctx context.Context, r ledger.ServedReplica, why err
 	release()
 	if err != nil || acct.Balance < p.MinFee {
 		d.log.Warn("replica reports: the node's witness account cannot pay the fee; send it some SYNC", "account", from, "balance", acct.Balance, "fee", p.MinFee, "err", err)
-		return
+		return false
 	}
 	seq, err := d.chain.NextSequence(from)
 	if err != nil {
 		d.log.Warn("replica reports: cannot read the account's sequence", "account", from, "err", err)
-		return
+		return false
 	}
 	tx := &ledger.Tx{ChainID: d.chainID, Sequence: seq, Fee: p.MinFee, Msg: &ledger.MsgReportReplicaDown{Replicas: []ledger.ServedReplica{r}}}
 	if err := tx.Sign(d.key); err != nil {
 		d.log.Error("replica reports: cannot sign", "err", err)
-		return
+		return false
 	}
 	raw, err := tx.Encode()
 	if err != nil {
 		d.log.Error("replica reports: cannot encode", "err", err)
-		return
+		return false
 	}
 	res, err := d.chain.BroadcastTx(ctx, raw)
 	switch {
 	case err != nil:
 		d.log.Warn("replica reports: not sent", "service", r.ServiceID, "provider", r.Provider, "err", err)
+		return false
 	case res.Code != 0:
 		d.log.Warn("replica reports: refused", "service", r.ServiceID, "provider", r.Provider, "code", res.Code, "log", res.Log)
-	default:
-		d.log.Info("replica reports: reported a replica down", "service", r.ServiceID, "provider", r.Provider, "tx", res.Hash, "why", why.Error())
+		return false
 	}
+	d.log.Info("replica reports: reported a replica down", "service", r.ServiceID, "provider", r.Provider, "tx", res.Hash, "why", why.Error())
+	return true
 }

@@ -230,6 +230,8 @@ func (n *network) stop() error {
 	}
 	for _, p := range n.nodes {
 		p.stop(15 * time.Second)
+		// Kept with the homes (--home): what each node said.
+		p.stderr.save(filepath.Join(n.root, p.name+".log"))
 	}
 	if n.reg != nil {
 		n.reg.Close()
@@ -305,6 +307,9 @@ type watch struct {
 	// after it had been ready.
 	readyBy map[string]time.Time
 	goneAt  map[string]time.Time
+	// endedAs is the code each provider's replica ended with
+	// (ledger.ReplicaEnd.Code), as node0's record says.
+	endedAs map[string]string
 }
 
 // until polls the service's port and record every Poll until cond holds
@@ -332,6 +337,12 @@ func (n *network) until(ctx context.Context, d deployed, w *watch, dur time.Dura
 					if _, gone := w.goneAt[p]; !gone && !ready[p] {
 						w.goneAt[p] = now
 					}
+				}
+				for _, e := range s.Ended {
+					if w.endedAs == nil {
+						w.endedAs = map[string]string{}
+					}
+					w.endedAs[e.Provider.String()] = e.Code
 				}
 			}
 		}
@@ -462,6 +473,7 @@ func (n *network) deployAndFailover(ctx context.Context) (dep, fail Path, err er
 	fail = Path{TotalMs: span(killed, w2.first200), Steps: append([]Step{{"ledger ends the dead replica (validators' reports, or the heartbeat timeout)", span(killed, dropped)}},
 		startSteps(dropped, second, d.ID, visible2, w2.first200)...)}
 	fail.Failed = w2.failed
+	fail.EndedAs = w2.endedAs[first.addr]
 
 	if err := n.stopService(ctx, d.ID); err != nil {
 		return dep, fail, err

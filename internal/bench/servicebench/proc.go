@@ -95,6 +95,18 @@ func (l *lines) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
+// save writes the lines to path, each after the time it was read; a
+// failure is ignored (the lines are kept for the operator only).
+func (l *lines) save(path string) {
+	l.mu.Lock()
+	var b strings.Builder
+	for _, ln := range l.all {
+		fmt.Fprintf(&b, "%s %s\n", ln.at.UTC().Format("15:04:05.000"), ln.text)
+	}
+	l.mu.Unlock()
+	os.WriteFile(path, []byte(b.String()), 0o600)
+}
+
 // find returns the time of the first line at or after since that holds
 // every one of want.
 func (l *lines) find(since time.Time, want ...string) (time.Time, bool) {

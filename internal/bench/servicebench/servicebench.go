@@ -93,6 +93,11 @@ type Path struct {
 	// Failed counts the client's requests answered with another status
 	// than 200 meanwhile (route-around only).
 	Failed int `json:"failed,omitempty"`
+	// EndedAs is the code the killed provider's replica ended with
+	// (failover only): unreachable when the validators reported it,
+	// silent at its missed heartbeats; empty when node0's record was not
+	// read after it ended.
+	EndedAs string `json:"ended_as,omitempty"`
 }
 
 // Summary is the median, min and max of a path's totals and the median
@@ -172,7 +177,7 @@ func Run(ctx context.Context, o Options) (_ *Result, err error) {
 		}
 		res.Runs.Deploy = append(res.Runs.Deploy, d)
 		res.Runs.Failover = append(res.Runs.Failover, f)
-		progress("  deploy → first answer %s; failover %s", fmtMs(d.TotalMs), fmtMs(f.TotalMs))
+		progress("  deploy → first answer %s; failover %s (the replica ended as %q)", fmtMs(d.TotalMs), fmtMs(f.TotalMs), f.EndedAs)
 		progress("run %d of %d: two replicas, one killed…", i+1, o.Reps)
 		r, err := n.routeAround(ctx)
 		if err != nil {
