@@ -7,6 +7,7 @@ import (
 
 	"github.com/gpunet/gpunet/internal/bintest"
 	"github.com/gpunet/gpunet/internal/devnet"
+	"github.com/gpunet/gpunet/internal/ledger"
 	"github.com/gpunet/gpunet/internal/sandbox/oci"
 	"github.com/gpunet/gpunet/internal/sandbox/oci/ocitest"
 )
@@ -14,8 +15,9 @@ import (
 // TestServiceBench runs the benchmark once, small (one run of each path),
 // on the gpunet binary of this tree: the first answer crosses both nodes,
 // every step of its path is seen in the logs (the agent opened its relay
-// session at its start), a killed single replica is replaced and answers
-// again, and with two replicas a killed one costs no failed request (the
+// session at its start), a killed single replica is reported by both
+// validators, ended as unreachable, replaced and answers again, and with
+// two replicas a killed one costs no failed request (the
 // node routes around it). Minutes of processes and containers: skipped
 // with -short.
 func TestServiceBench(t *testing.T) {
@@ -54,6 +56,11 @@ func TestServiceBench(t *testing.T) {
 				t.Errorf("%s: step %q not seen", p.name, st.Name)
 			}
 		}
+	}
+	// Both nodes are validators: they report the killed provider's
+	// replica, and the ledger ends it before its heartbeat timeout.
+	if f := res.Runs.Failover[0]; f.EndedAs != ledger.EndUnreachable {
+		t.Errorf("failover: the killed replica ended as %q, want %q (reported by the validators)", f.EndedAs, ledger.EndUnreachable)
 	}
 	if ra := res.Runs.RouteAround; len(ra) != 1 || ra[0].Failed != 0 {
 		t.Errorf("route-around: %+v, want one run and no failed request", ra)
