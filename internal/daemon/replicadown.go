@@ -290,9 +290,19 @@ func (d *downReporter) check(ctx context.Context, r ledger.ServedReplica) time.D
 // waitBlocks waits until the node has n blocks more than now, for at
 // most downSettleMax; false: it has not (or ctx ended).
 func (d *downReporter) waitBlocks(ctx context.Context, n int64) bool {
-	want := d.height.Load() + n
+	height := func() int64 {
+		if h := d.height.Load(); h > 0 {
+			return h
+		}
+		// Not following blocks (Subscribe failed): ask the node.
+		if st, err := d.chain.Status(ctx); err == nil {
+			return st.Height
+		}
+		return 0
+	}
+	want := height() + n
 	deadline := time.Now().Add(downSettleMax)
-	for d.height.Load() < want {
+	for height() < want {
 		if ctx.Err() != nil || time.Now().After(deadline) {
 			return false
 		}
