@@ -45,9 +45,10 @@ const (
 	// (or found answering), downRetry after a check that could say
 	// nothing or a report not sent (so that the next failed dial, or
 	// another validator's report, looks again soon).
-	downInFlight = time.Minute
+	downInFlight = 2 * time.Minute
 	downRecheck  = 5 * time.Second
 	downRetry    = time.Second // a witness pass is good once a second
+	downAttempts = 3
 	// downSettleBlocks is how many blocks a replica found down is given
 	// to show that its agent moved before it is probed again and
 	// reported; downSettleMax bounds the wait for them.
@@ -246,30 +247,49 @@ func (d *downReporter) replica(r ledger.ServedReplica) (*ledger.Service, *ledger
 	return nil, nil, false
 }
 
-// check probes r and reports it when it is down twice, downSettleBlocks
-// blocks apart, with the same relay. It returns how soon r may be probed
-// again.
+// check probes r and, when it is down, reports it downSettleBlocks
+// blocks later if its relay is the same and its provider sent no
+// heartbeat since, or if a second probe finds it down still. A check
+// that could say nothing (a probe refused, the relay changed meanwhile,
+// the report not sent) is tried again after downRetry, downAttempts
+// times in all: the failed dial or ended session that made r a suspect
+// may not come again. It returns how soon r may be probed again.
 func (d *downReporter) check(ctx context.Context, r ledger.ServedReplica) time.Duration {
+	for attempt := 1; ; attempt++ {
+		again, retry := d.checkOnce(ctx, r)
+		if !retry || attempt >= downAttempts || ctx.Err() != nil {
+			return again
+		}
+		sleep(ctx, downRetry)
+	}
+}
+
+// checkOnce is one try of check: how soon r may be probed again, and
+// whether to try again now.
+func (d *downReporter) checkOnce(ctx context.Context, r ledger.ServedReplica) (again time.Duration, retry bool) {
 	s, rep, ok := d.replica(r)
 	if !ok {
-		return downRetry // not ready (yet), gone, or reported already
+		return downRetry, false // not ready (yet), gone, or reported already
 	}
 	probed := time.Now()
 	err := d.probe(ctx, s, r.Provider)
 	switch {
 	case err == nil:
-		return downRecheck
+		return downRecheck, false
 	case !errors.Is(err, relay.ErrReplicaDown):
 		d.log.Debug("replica reports: cannot tell whether the replica is down", "service", r.ServiceID, "provider", r.Provider, "err", err)
-		return downRetry
+		return downRetry, true
 	}
 	via, heartbeat := rep.Relay, rep.HeartbeatAt
 	if !d.waitBlocks(ctx, downSettleBlocks) {
-		return downRetry
+		return downRetry, true
 	}
 	s, rep, ok = d.replica(r)
-	if !ok || rep.Relay != via {
-		return downRetry // gone, reported, or its agent moved: nothing to say now
+	if !ok {
+		return downRetry, false // gone or reported meanwhile
+	}
+	if rep.Relay != via {
+		return downRetry, true // its agent moved: look again there
 	}
 	if rep.HeartbeatAt != heartbeat {
 		// Its provider still reports: look again before saying it is
@@ -278,13 +298,13 @@ func (d *downReporter) check(ctx context.Context, r ledger.ServedReplica) time.D
 		sleep(ctx, time.Until(time.Unix(probed.Unix()+1, 0)))
 		if err = d.probe(ctx, s, r.Provider); !errors.Is(err, relay.ErrReplicaDown) {
 			d.log.Debug("replica reports: the replica answers again", "service", r.ServiceID, "provider", r.Provider, "err", err)
-			return downRetry
+			return downRetry, err != nil
 		}
 	}
 	if !d.send(ctx, r, err) {
-		return downRetry
+		return downRetry, true
 	}
-	return downRecheck
+	return downRecheck, false
 }
 
 // waitBlocks waits until the node has n blocks more than now, for at

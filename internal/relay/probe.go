@@ -254,7 +254,8 @@ var ErrReplicaDown = errors.New("relay: the replica is unreachable")
 //
 //   - nil: the replica answered;
 //   - an error wrapping ErrReplicaDown: its agent is not connected at
-//     this node while the record names this node as its relay, the agent
+//     this node while the record names this node as its relay (or names
+//     none, so that no other node can route to it either), the agent
 //     refused the stream or its session failed, the relay node answered
 //     that it could not reach it (502, 503, 504), or the check failed
 //     over a connection made to the replica;
@@ -272,9 +273,14 @@ func (h *Hub) ProbeDown(ctx context.Context, svc *ledger.Service, provider addre
 		return fmt.Errorf("service %d provider %s: no ready replica to probe: %w", svc.ID, provider, ErrNoReplica)
 	}
 	viaPeer := !h.Connected(provider)
-	if viaPeer && normURL(rep.Relay) == h.self {
+	switch {
+	case viaPeer && normURL(rep.Relay) == h.self:
 		// Its record says its agent is here, and it is not.
 		return fmt.Errorf("service %d provider %s: its agent holds no session at this node, its relay: %w", svc.ID, provider, ErrReplicaDown)
+	case viaPeer && rep.Relay == "":
+		// Its provider names no node that holds its agent's session,
+		// and this one does not hold it: no request can reach it.
+		return fmt.Errorf("service %d provider %s: its record names no relay node and its agent holds no session here: %w", svc.ID, provider, ErrReplicaDown)
 	}
 	if viaPeer && !h.mayForward(rep.Relay) {
 		return fmt.Errorf("service %d provider %s (relay %q): %w", svc.ID, provider, rep.Relay, ErrNoRoute)

@@ -15,8 +15,9 @@ import (
 )
 
 // TestProbeDown: ProbeDown calls a replica down only for a reason that is
-// the replica's: at the node its record names as relay, an agent not
-// connected or one refusing the stream (its port closed); through a peer,
+// the replica's: at the node its record names as relay (or at any node,
+// when it names none), an agent not connected or one refusing the stream
+// (its port closed); through a peer,
 // that node answering it cannot reach it. A replica that answers is not
 // down, and neither is one this node has no route to, or whose relay
 // node cannot be reached at all (the prober's problem, or the relay
@@ -47,13 +48,15 @@ func TestProbeDown(t *testing.T) {
 	dead := newProvider(2, map[uint64]string{8000: closedAddr}) // its container is gone
 	gone := newProvider(3, nil)                                 // its agent is gone
 	lost := newProvider(4, nil)                                 // its relay node is gone
+	nowhere := newProvider(6, nil)                              // its record names no relay node
 	leaving := newProvider(5, map[uint64]string{8000: hostOf(healthy.URL)})
-	svc := service(1, a.url, good, dead, gone, lost)
+	svc := service(1, a.url, good, dead, gone, lost, nowhere)
 	svc.Public = true
 	svc.Replicas[3].Relay = "http://" + closedAddr
+	svc.Replicas[4].Relay = ""
 	svc.Spec.Readiness = ledger.ServiceReadiness{Port: 8000, Path: "/health", IntervalSeconds: 2, TimeoutSeconds: 1, FailureThreshold: 3, StartSeconds: 60}
 	d.put(svc)
-	for _, p := range []*provider{good, dead, gone, lost, leaving} {
+	for _, p := range []*provider{good, dead, gone, lost, nowhere, leaving} {
 		d.providers[p.addr] = true
 	}
 	for _, p := range []*provider{good, dead} {
@@ -74,6 +77,7 @@ func TestProbeDown(t *testing.T) {
 		{"agent gone, through a peer", b, gone, true},
 		{"agent gone, no route from here", c, gone, false},
 		{"relay node unreachable", b, lost, false},
+		{"no relay named, no session here", b, nowhere, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			err := tc.at.hub.ProbeDown(t.Context(), svc, tc.p.addr)
