@@ -146,7 +146,7 @@ func Start(ctx context.Context, home string, o Options) (*Daemon, error) {
 		down = newDownReporter(witnessKey, cfg.ChainID, n, &consTx, o.Logger)
 		onDialFailed, onSessionEnded = down.suspect, down.suspectProvider
 	}
-	hub := relay.NewHub(relay.HubOptions{Directory: dir, Self: cfg.APIURL(), IsPeer: peers.Known, ChainID: cfg.ChainID, Log: o.Logger,
+	hub := relay.NewHub(relay.HubOptions{Directory: dir, Self: cfg.APIURL(), IsPeer: peers.Known, Peers: peers.List, ChainID: cfg.ChainID, Log: o.Logger,
 		WitnessKey: witnessKey, IsWitness: dir.IsServeWitness, OnDialFailed: onDialFailed, OnSessionEnded: onSessionEnded})
 	disputes := &disputeSender{key: o.DisputeKey, log: o.Logger}
 	gateway := openaigw.New(openaigw.Options{Directory: gatewayDirectory{dir, &accessCache{view: n.View}}, Dial: hub.DialReplica, Authorized: relay.Authorized, Log: o.Logger,

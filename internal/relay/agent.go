@@ -19,6 +19,7 @@ import (
 	"github.com/hashicorp/yamux"
 
 	"github.com/gpunet/gpunet/internal/address"
+	"github.com/gpunet/gpunet/internal/ledger"
 )
 
 // AgentPath is the route of agents' sessions.
@@ -138,10 +139,13 @@ var ErrNoSession = errors.New("relay agent: no session with a node now")
 // and wraps ErrRefused; ErrNoSession while there is no session.
 func (a *Agent) DialGang(ctx context.Context, job, placement uint64, rank int) (net.Conn, error) {
 	a.mu.Lock()
-	mux := a.mux
+	mux, node := a.mux, a.relay
 	a.mu.Unlock()
 	if mux == nil || mux.IsClosed() {
 		return nil, ErrNoSession
+	}
+	if rank < 0 || rank >= ledger.MaxGangNodes {
+		return nil, fmt.Errorf("relay agent: rank %d: want 0 to %d", rank, ledger.MaxGangNodes-1)
 	}
 	st, err := mux.OpenStream()
 	if err != nil {
@@ -158,7 +162,13 @@ func (a *Agent) DialGang(ctx context.Context, job, placement uint64, rank int) (
 		st.Close()
 		return nil, ctxErr(ctx, err)
 	}
-	line, _ := json.Marshal(gangRequest{Gang: job, Placement: placement, Rank: uint64(rank)})
+	// The pass lets the node carry the stream to another node, when the
+	// member of rank holds its session there (gang_hop.go).
+	q := gangRequest{Gang: job, Placement: placement, Rank: uint64(rank)}
+	if len(a.o.Key) == ed25519.PrivateKeySize {
+		q.Pass = signGangPass(a.o.Key, a.o.ChainID, node, job, placement, uint64(rank), time.Now())
+	}
+	line, _ := json.Marshal(q)
 	if _, err := st.Write(append(line, '\n')); err != nil {
 		return fail(fmt.Errorf("relay agent: gang request: %w", err))
 	}

@@ -74,6 +74,10 @@ type gangRequest struct {
 	Gang      uint64 `json:"gang"`
 	Placement uint64 `json:"placement"`
 	Rank      uint64 `json:"rank"`
+	// Pass is the asker's gang pass (gang_hop.go), which carries the
+	// stream to another node when the target's agent is connected there;
+	// optional.
+	Pass string `json:"pass,omitempty"`
 }
 
 // gangHeader is the line a node writes to the target's agent.
@@ -96,14 +100,20 @@ func parseGangRequest(line string) (gangRequest, error) {
 		Gang      *uint64 `json:"gang"`
 		Placement *uint64 `json:"placement"`
 		Rank      *uint64 `json:"rank"`
+		Pass      string  `json:"pass"`
 	}
 	if err := strictJSON(line, &p); err != nil {
 		return gangRequest{}, fmt.Errorf("bad gang request: %w", err)
 	}
+	if p.Pass != "" {
+		if _, err := parseGangPass(p.Pass); err != nil {
+			return gangRequest{}, fmt.Errorf("bad gang request: %w", err)
+		}
+	}
 	if p.Gang == nil || p.Placement == nil || p.Rank == nil {
 		return gangRequest{}, errors.New("bad gang request: want gang, placement and rank")
 	}
-	q := gangRequest{Gang: *p.Gang, Placement: *p.Placement, Rank: *p.Rank}
+	q := gangRequest{Gang: *p.Gang, Placement: *p.Placement, Rank: *p.Rank, Pass: p.Pass}
 	if q.Gang == 0 {
 		return q, errors.New("bad gang request: gang 0 is no job")
 	}
@@ -296,7 +306,7 @@ func (h *Hub) serveGang(s *session, st net.Conn) {
 		refuse(st, err.Error())
 		return
 	}
-	back, release, err := h.dialGang(context.Background(), s.provider, q.Gang, q.Placement, int(q.Rank))
+	back, release, err := h.dialGang(context.Background(), s.provider, q)
 	if err != nil {
 		h.log.Debug("relay: gang stream refused", "provider", s.provider, "job", q.Gang, "rank", q.Rank, "err", err)
 		refuse(st, err.Error())
@@ -319,11 +329,12 @@ func (h *Hub) serveGang(s *session, st net.Conn) {
 // stream to the target's agent, which has answered OK. release frees the
 // stream's slot once it is closed. Errors wrap ErrNotMember, ErrBusy,
 // ErrNoRoute, ErrRefused or ErrClosed, or say what else is wrong.
-func (h *Hub) dialGang(ctx context.Context, asker address.Address, job, placement uint64, rank int) (c net.Conn, release func(), err error) {
-	if rank < 0 || rank >= ledger.MaxGangNodes {
+func (h *Hub) dialGang(ctx context.Context, asker address.Address, q gangRequest) (c net.Conn, release func(), err error) {
+	job, placement, rank := q.Gang, q.Placement, q.Rank
+	if rank >= ledger.MaxGangNodes {
 		return nil, nil, fmt.Errorf("rank %d: want 0 to %d", rank, ledger.MaxGangNodes-1)
 	}
-	rt, err := h.checkGang(asker, gangRequest{Gang: job, Placement: placement, Rank: uint64(rank)})
+	rt, err := h.checkGang(asker, q)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -335,10 +346,16 @@ func (h *Hub) dialGang(ctx context.Context, asker address.Address, job, placemen
 	ts := h.sessions[rt.target]
 	h.mu.Unlock()
 	if ts == nil || ts.mux.IsClosed() {
-		release()
-		return nil, nil, fmt.Errorf("the member of rank %d of job %d (provider %s) holds no relay session with this node: %w", rank, job, rt.target, ErrNoRoute)
+		// Connected elsewhere, perhaps: carried to that node
+		// (gang_hop.go).
+		c, err = h.hopGang(ctx, asker, rt, q.Pass)
+		if err != nil {
+			release()
+			return nil, nil, err
+		}
+		return c, release, nil
 	}
-	line, _ := json.Marshal(gangHeader{Gang: job, Placement: placement, Rank: uint64(rank), From: uint64(rt.stream.From)})
+	line, _ := json.Marshal(gangHeader{Gang: job, Placement: placement, Rank: rank, From: uint64(rt.stream.From)})
 	c, err = h.openStreamWith(ctx, ts, line)
 	if err != nil {
 		release()

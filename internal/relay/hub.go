@@ -96,6 +96,14 @@ type HubOptions struct {
 	// node for one gang job (gang.go); default 1024. Each member has at
 	// most 2 × (members − 1).
 	MaxGangStreams int
+	// Peers lists the API URLs of the nodes this node knows (the peer
+	// book), which it asks for a gang member whose agent is connected
+	// elsewhere (gang_hop.go); nil: gang streams stay at this node.
+	Peers func() []string
+	// MaxGangHopsPerNode bounds the gang streams open at once between
+	// this node and one other node, either way (gang_hop.go); default
+	// 1024.
+	MaxGangHopsPerNode int
 }
 
 // Defaults of HubOptions.
@@ -142,6 +150,12 @@ type Hub struct {
 	rr       map[uint64]uint64     // round robin per service
 	probing  map[uint64]bool       // services being probed (probe.go)
 	passes   passBook              // witness passes used lately (witness.go)
+	// gangPasses are the gang passes used lately, gangHops the gang
+	// streams open per other node, gangHomes the node each provider's
+	// agent was last found at (gang_hop.go).
+	gangPasses passBook
+	gangHops   map[string]int
+	gangHomes  map[address.Address]string
 	// down are the replicas a dial failed to reach lately, and when:
 	// tried after the others until downFor has passed or one is reached.
 	down map[replicaKey]time.Time
@@ -199,21 +213,26 @@ func NewHub(o HubOptions) *Hub {
 	if o.MaxGangStreams <= 0 {
 		o.MaxGangStreams = DefaultMaxGangStreams
 	}
+	if o.MaxGangHopsPerNode <= 0 {
+		o.MaxGangHopsPerNode = DefaultMaxGangHopsPerNode
+	}
 	h := &Hub{
-		o:        o,
-		self:     normURL(o.Self),
-		log:      o.Log,
-		now:      o.Clock,
-		nonces:   newNonceBook(o.MaxNonces, o.MaxNoncesPerClient, o.NonceTTL),
-		sessions: map[address.Address]*session{},
-		tunnels:  map[uint64]int{},
-		conns:    map[net.Conn]struct{}{},
-		inflight: map[replicaKey]int{},
-		gangs:    map[uint64]int{},
-		gangFrom: map[gangCaller]int{},
-		rr:       map[uint64]uint64{},
-		probing:  map[uint64]bool{},
-		down:     map[replicaKey]time.Time{},
+		o:         o,
+		self:      normURL(o.Self),
+		log:       o.Log,
+		now:       o.Clock,
+		nonces:    newNonceBook(o.MaxNonces, o.MaxNoncesPerClient, o.NonceTTL),
+		sessions:  map[address.Address]*session{},
+		tunnels:   map[uint64]int{},
+		conns:     map[net.Conn]struct{}{},
+		inflight:  map[replicaKey]int{},
+		gangs:     map[uint64]int{},
+		gangFrom:  map[gangCaller]int{},
+		gangHops:  map[string]int{},
+		gangHomes: map[address.Address]string{},
+		rr:        map[uint64]uint64{},
+		probing:   map[uint64]bool{},
+		down:      map[replicaKey]time.Time{},
 	}
 	if h.log == nil {
 		h.log = slog.New(slog.DiscardHandler)

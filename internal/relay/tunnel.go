@@ -40,6 +40,10 @@ func (h *Hub) serveTunnel(w http.ResponseWriter, r *http.Request) {
 		writeError(w, apiwire.CodeInvalidArgument, "Connection: Upgrade and Upgrade: "+ProtoTCP+" required")
 		return
 	}
+	if r.URL.Query().Has("gang") {
+		h.serveGangTunnel(w, r)
+		return
+	}
 	q := r.URL.Query()
 	id, err1 := strconv.ParseUint(q.Get("service"), 10, 64)
 	port, err2 := strconv.ParseUint(q.Get("port"), 10, 64)
