@@ -19,7 +19,6 @@ import (
 	"github.com/hashicorp/yamux"
 
 	"github.com/gpunet/gpunet/internal/address"
-	"github.com/gpunet/gpunet/internal/ledger"
 )
 
 // AgentPath is the route of agents' sessions.
@@ -143,9 +142,6 @@ func (a *Agent) DialGang(ctx context.Context, job, placement uint64, rank int) (
 	a.mu.Unlock()
 	if mux == nil || mux.IsClosed() {
 		return nil, ErrNoSession
-	}
-	if rank < 0 || rank >= ledger.MaxGangNodes {
-		return nil, fmt.Errorf("relay agent: rank %d: want 0 to %d", rank, ledger.MaxGangNodes-1)
 	}
 	st, err := mux.OpenStream()
 	if err != nil {
