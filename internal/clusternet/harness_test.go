@@ -219,9 +219,16 @@ func ask(ctx context.Context, ns, addr, msg string) (string, error) {
 // session) → node (which checks both ranks against the job) → the other
 // member's agent (a yamux stream), whose AcceptGang hands the stream to
 // that member's Net (ServeStreamFrom the rank the node vouched for).
+//
+// newHubRelayNodes serves several such nodes, peers of each other, each
+// reading the same gang; member i's agent holds its session with node
+// i mod nodes, so a stream between members on different nodes hops from
+// the asker's node to the target's (the relay's gang route across nodes).
 type hubRelay struct {
-	hub       *relay.Hub
-	url       string
+	hub       *relay.Hub // the first node's
+	url       string     // the first node's
+	hubs      []*relay.Hub
+	urls      []string
 	job       *ledger.Job
 	providers []address.Address
 	agents    []*relay.Agent
@@ -252,14 +259,21 @@ func (d hubDir) Job(id uint64) (*ledger.Job, bool, error) {
 
 const testChain = "clusternet-test"
 
-func newHubRelay(t testing.TB, n int) *hubRelay {
+func newHubRelay(t testing.TB, n int) *hubRelay { return newHubRelayNodes(t, n, 1) }
+
+func newHubRelayNodes(t testing.TB, n, nodes int) *hubRelay {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	hr := &hubRelay{url: "http://" + l.Addr().String(), nets: map[int]*Net{},
+	var ls []net.Listener
+	hr := &hubRelay{nets: map[int]*Net{},
 		job: &ledger.Job{ID: gangJob, State: ledger.JobRunning, Attempts: gangPlacement, Spec: ledger.JobSpec{Nodes: uint64(n)}}}
+	for range nodes {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		ls = append(ls, l)
+		hr.urls = append(hr.urls, "http://"+l.Addr().String())
+	}
 	keys := make([]ed25519.PrivateKey, n)
 	for i := range n {
 		_, keys[i], _ = ed25519.GenerateKey(rand.Reader)
@@ -267,18 +281,35 @@ func newHubRelay(t testing.TB, n int) *hubRelay {
 		hr.providers = append(hr.providers, a)
 		hr.job.Assignments = append(hr.job.Assignments, ledger.Assignment{Provider: a, Rank: uint64(i)})
 	}
-	hr.hub = relay.NewHub(relay.HubOptions{Directory: hubDir{hr}, Self: hr.url, ChainID: testChain})
-	mux := http.NewServeMux()
-	mux.Handle("GET "+relay.AgentPath, hr.hub.AgentHandler())
-	mux.Handle("POST "+relay.NoncePath, hr.hub.NonceHandler())
-	srv := &httptest.Server{Listener: l, Config: &http.Server{Handler: mux}}
-	srv.Start()
+	var srvs []*httptest.Server
+	for k, l := range ls {
+		others := slices.Delete(slices.Clone(hr.urls), k, k+1)
+		h := relay.NewHub(relay.HubOptions{Directory: hubDir{hr}, Self: hr.urls[k], ChainID: testChain,
+			IsPeer: func(u string) bool { return slices.Contains(others, u) },
+			Peers:  func() []string { return others }})
+		hr.hubs = append(hr.hubs, h)
+		mux := http.NewServeMux()
+		mux.Handle("GET "+relay.AgentPath, h.AgentHandler())
+		mux.Handle("POST "+relay.NoncePath, h.NonceHandler())
+		mux.Handle("GET "+relay.TunnelPath, h.TunnelHandler())
+		srv := &httptest.Server{Listener: l, Config: &http.Server{Handler: mux}}
+		srv.Start()
+		srvs = append(srvs, srv)
+	}
+	hr.hub, hr.url = hr.hubs[0], hr.urls[0]
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
-	t.Cleanup(func() { cancel(); hr.hub.Close(); srv.Close(); wg.Wait() })
+	t.Cleanup(func() {
+		cancel()
+		for k, h := range hr.hubs {
+			h.Close()
+			srvs[k].Close()
+		}
+		wg.Wait()
+	})
 	for i := range n {
 		agent := relay.NewAgent(relay.AgentOptions{
-			Nodes: []string{hr.url}, Key: keys[i], ChainID: testChain,
+			Nodes: []string{hr.urls[i%nodes]}, Key: keys[i], ChainID: testChain,
 			Dial: func(context.Context, uint64, uint64) (net.Conn, error) {
 				return nil, errors.New("no services here")
 			},
@@ -297,8 +328,8 @@ func newHubRelay(t testing.TB, n int) *hubRelay {
 		go func() { defer wg.Done(); agent.Run(ctx) }()
 	}
 	deadline := time.Now().Add(10 * time.Second)
-	for _, p := range hr.providers {
-		for !hr.hub.Connected(p) {
+	for i, p := range hr.providers {
+		for !hr.hubs[i%nodes].Connected(p) {
 			if time.Now().After(deadline) {
 				t.Fatalf("agent %s did not connect to the hub", p)
 			}

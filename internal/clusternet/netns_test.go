@@ -225,12 +225,15 @@ func TestAllReduceOverPrivateNetwork(t *testing.T) {
 // (no endpoints for one gang; for another, endpoints that a blackhole
 // route on every host makes unreachable), their packets go through the
 // relay's gang route (a real relay.Hub and the members' providers'
-// agents), and the all-reduce still gives the one-process result.
+// agents), and the all-reduce still gives the one-process result; also
+// when the members' agents are connected to two different nodes, whose
+// gang streams hop from one node to the other.
 func TestRelayWhenNoDirectPath(t *testing.T) {
 	for _, tc := range []struct {
 		name        string
 		noEndpoints bool
-	}{{"no endpoints", true}, {"direct UDP blocked", false}} {
+		nodes       int // relay nodes; member i's agent is on node i mod nodes
+	}{{"no endpoints", true, 1}, {"direct UDP blocked", false, 1}, {"members on two nodes", true, 2}} {
 		t.Run(tc.name, func(t *testing.T) {
 			g := newGang(t, gangOptions{n: 3, delay: 2 * time.Millisecond, noEndpoints: tc.noEndpoints})
 			if !tc.noEndpoints {
@@ -244,7 +247,7 @@ func TestRelayWhenNoDirectPath(t *testing.T) {
 					}
 				}
 			}
-			hr := newHubRelay(t, 3)
+			hr := newHubRelayNodes(t, 3, tc.nodes)
 			g.start(t, hr.forMember)
 			for i, m := range g.members {
 				hr.attach(i, m)
