@@ -295,7 +295,8 @@ func (h *Hub) serveGang(s *session, st net.Conn) {
 		}
 	}
 	defer done()
-	st.SetDeadline(time.Now().Add(h.o.HandshakeTimeout))
+	deadline := time.Now().Add(h.o.HandshakeTimeout)
+	st.SetDeadline(deadline)
 	line, err := readLine(st, MaxLine)
 	if err != nil {
 		st.Close()
@@ -306,7 +307,11 @@ func (h *Hub) serveGang(s *session, st net.Conn) {
 		refuse(st, err.Error())
 		return
 	}
-	back, release, err := h.dialGang(context.Background(), s.provider, q)
+	// Within the request's own deadline, however many nodes are asked
+	// for the target (gang_hop.go).
+	ctx, cancel := context.WithDeadline(context.Background(), deadline)
+	defer cancel()
+	back, release, err := h.dialGang(ctx, s.provider, q)
 	if err != nil {
 		h.log.Debug("relay: gang stream refused", "provider", s.provider, "job", q.Gang, "rank", q.Rank, "err", err)
 		refuse(st, err.Error())
