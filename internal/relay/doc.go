@@ -40,9 +40,24 @@
 //     ends against job J's current placement (GangDirectory) and opens a
 //     stream to rank R's agent, {"gang":J,"placement":A,"rank":R,"from":F},
 //     which that agent hands to its member (AgentOptions.AcceptGang); the
-//     answers are "OK" or "ERR <reason>", then raw bytes.
+//     answers are "OK" or "ERR <reason>", then raw bytes. The asker's line
+//     also carries its gang pass, "pass": the provider's signature over
+//     GangPassBytes (chain, its node, J, A, R, time, nonce).
+//   - Gang member → gang member across nodes (gang_hop.go): when rank R's
+//     agent holds its session with another node, the asker's node finds
+//     which (the node it last found it at, then its peers, at most 16)
+//     and opens the node-to-node tunnel there, GET
+//     /v1/relay/tunnel?gang=J&placement=A&rank=R&provider=P&via=N with
+//     Upgrade: gpunet-tcp, X-Gpunet-Hop: 1 and the pass in
+//     X-Gpunet-Gang-Pass. That node checks the pass (P's key, its chain,
+//     N a peer, within a minute, never used there before) and the request
+//     against its own ledger as the asker's node did, opens the stream to
+//     rank R's agent (held there; never forwarded again) and answers 101
+//     once that agent said OK.
 //
 // Everything a stranger can open is bounded: sessions, streams per session,
-// tunnels per service, gang streams per member and per gang, handshake nonces outstanding (per client address
-// and in all, each for NonceTTL), header sizes, handshake and idle times.
+// tunnels per service, gang streams per member and per gang (at each node
+// of a hop) and between two nodes, gang passes remembered, handshake
+// nonces outstanding (per client address and in all, each for NonceTTL),
+// header sizes, handshake and idle times.
 package relay

@@ -25,7 +25,8 @@ import (
 // current placement is A, that the asking provider is one of its members
 // and has not ended its run, and that rank R is another member that has
 // not; then it opens a stream to the agent of rank R's provider (which
-// must hold its session with this node) with the line
+// holds its session with this node; one connected to another node is
+// reached through that node: gang_hop.go) with the line
 //
 //	{"gang":J,"placement":A,"rank":R,"from":F}
 //
