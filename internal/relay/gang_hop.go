@@ -283,8 +283,8 @@ func (h *Hub) serveGangTunnel(w http.ResponseWriter, r *http.Request) {
 		writeError(w, apiwire.CodeInvalidArgument, "a gang tunnel needs gang, placement, rank, provider and via: "+err.Error())
 		return
 	}
-	if len(q) != 5 {
-		writeError(w, apiwire.CodeInvalidArgument, "a gang tunnel takes gang, placement, rank, provider and via only")
+	if len(q) != 5 || len(q["gang"])+len(q["placement"])+len(q["rank"])+len(q["provider"])+len(q["via"]) != 5 {
+		writeError(w, apiwire.CodeInvalidArgument, "a gang tunnel takes gang, placement, rank, provider and via, once each, only")
 		return
 	}
 	gq := gangRequest{Gang: job, Placement: placement, Rank: rank}

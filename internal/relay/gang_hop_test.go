@@ -205,6 +205,13 @@ func TestGangTunnelPass(t *testing.T) {
 			t.Errorf("%s: %v; want a refusal saying %q", c.name, err, c.want)
 		}
 	}
+	// A query with a field twice, or one more.
+	for _, extra := range []string{"&rank=0", "&service=1"} {
+		u := tn.b.url + TunnelPath + "?gang=7&placement=2&rank=1&provider=" + m[0].addr.String() + "&via=" + url.QueryEscape(tn.a.url) + extra
+		if _, _, err := dialUpgrade(t.Context(), u, ProtoTCP, http.Header{HeaderHop: {"1"}, HeaderGangPass: {good}}, 5*time.Second); err == nil || !strings.Contains(err.Error(), "once each, only") {
+			t.Errorf("query with %s: %v; want refused", extra, err)
+		}
+	}
 	c, err := gangTunnel(t, tn.b, tn.a.url, m[0], 1, good)
 	if err != nil {
 		t.Fatalf("a good pass: %v", err)

@@ -293,6 +293,8 @@ func TestGangStreamBounds(t *testing.T) {
 func FuzzGangRequest(f *testing.F) {
 	for _, s := range []string{
 		`{"gang":7,"placement":2,"rank":1}`,
+		`{"gang":7,"placement":2,"rank":1,"pass":"` + signGangPass(gangProvider(1).key, testChain, "http://n", 7, 2, 1, time.Unix(1e9, 0)) + `"}`,
+		`{"gang":7,"placement":2,"rank":1,"pass":"ab.1.cd.ef"}`,
 		`{"gang":7,"placement":2}`,
 		`{"gang":0,"placement":2,"rank":1}`,
 		`{"gang":7,"placement":2,"rank":1,"from":0}`,
