@@ -14,6 +14,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/gpunet/gpunet/internal/address"
@@ -140,6 +141,70 @@ func parseGangPass(s string) (gangPass, error) {
 	p.raw = s
 	p.asker = address.FromPubKey(p.pub)
 	return p, nil
+}
+
+// Bounds of the gang passes a node remembers to refuse a replay: per
+// asking provider (each asker's own, so that one member opening streams
+// fast cannot crowd out the others), and askers in all.
+const (
+	maxGangPassesPerAsker = 4 * ledger.MaxGangNodes
+	maxGangPassAskers     = 16384
+)
+
+// gangPassBook remembers the nonces of the gang passes used lately at
+// this node, per asker, each for twice gangPassSkew (past which its pass
+// is refused as stale anyway).
+type gangPassBook struct {
+	mu     sync.Mutex
+	askers map[address.Address]map[[gangPassNonceSize]byte]time.Time
+}
+
+// use records asker's pass nonce, or says why it may not be used: it was
+// used before, or the book holds as many live passes as it may.
+func (b *gangPassBook) use(asker address.Address, nonce []byte, now time.Time) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.askers == nil {
+		b.askers = map[address.Address]map[[gangPassNonceSize]byte]time.Time{}
+	}
+	var k [gangPassNonceSize]byte
+	copy(k[:], nonce)
+	live := func(t time.Time) bool { return now.Sub(t) <= 2*gangPassSkew }
+	seen := b.askers[asker]
+	if seen == nil {
+		if len(b.askers) >= maxGangPassAskers {
+			for a, m := range b.askers {
+				for n, t := range m {
+					if !live(t) {
+						delete(m, n)
+					}
+				}
+				if len(m) == 0 {
+					delete(b.askers, a)
+				}
+			}
+			if len(b.askers) >= maxGangPassAskers {
+				return fmt.Errorf("this node holds the gang passes of %d providers used within %v; try again later", maxGangPassAskers, 2*gangPassSkew)
+			}
+		}
+		seen = map[[gangPassNonceSize]byte]time.Time{}
+		b.askers[asker] = seen
+	}
+	if _, ok := seen[k]; ok {
+		return errors.New("the gang pass was used already at this node")
+	}
+	if len(seen) >= maxGangPassesPerAsker {
+		for n, t := range seen {
+			if !live(t) {
+				delete(seen, n)
+			}
+		}
+		if len(seen) >= maxGangPassesPerAsker {
+			return fmt.Errorf("provider %s used %d gang passes at this node within %v; try again later", asker, maxGangPassesPerAsker, 2*gangPassSkew)
+		}
+	}
+	seen[k] = now
+	return nil
 }
 
 // checkGangPass reports what is wrong with p as a pass of asker for rank of job's
@@ -320,8 +385,8 @@ func (h *Hub) serveGangTunnel(w http.ResponseWriter, r *http.Request) {
 		writeError(w, apiwire.CodeNotFound, fmt.Sprintf("the member of rank %d of job %d (provider %s) holds no relay session with this node", rank, job, rt.target))
 		return
 	}
-	if !h.gangPasses.use(pass.raw, h.now()) {
-		writeError(w, apiwire.CodeForbidden, "the gang pass was used already at this node")
+	if err := h.gangPasses.use(asker, pass.nonce, h.now()); err != nil {
+		writeError(w, apiwire.CodeForbidden, err.Error())
 		return
 	}
 	releaseGang, err := h.takeGang(asker, rt)

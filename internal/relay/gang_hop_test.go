@@ -2,6 +2,7 @@ package relay
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -278,4 +279,41 @@ func FuzzGangPass(f *testing.F) {
 			t.Fatalf("%q accepted as %+v", s, p)
 		}
 	})
+}
+
+// TestGangPassBook: a nonce is taken once per asker; an asker that used
+// its quota of passes within the window is refused while another is not;
+// passes past the window are forgotten to make room.
+func TestGangPassBook(t *testing.T) {
+	var b gangPassBook
+	p, q := gangProvider(1).addr, gangProvider(2).addr
+	now := time.Unix(1e9, 0)
+	nonce := func(i int) []byte {
+		n := make([]byte, gangPassNonceSize)
+		binary.BigEndian.PutUint64(n, uint64(i))
+		return n
+	}
+	if err := b.use(p, nonce(0), now); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.use(p, nonce(0), now); err == nil || !strings.Contains(err.Error(), "used already") {
+		t.Fatalf("a replay: %v", err)
+	}
+	if err := b.use(q, nonce(0), now); err != nil {
+		t.Fatalf("another asker's nonce that happens to be equal: %v", err)
+	}
+	for i := 1; i < maxGangPassesPerAsker; i++ {
+		if err := b.use(p, nonce(i), now); err != nil {
+			t.Fatalf("pass %d: %v", i, err)
+		}
+	}
+	if err := b.use(p, nonce(maxGangPassesPerAsker), now); err == nil || !strings.Contains(err.Error(), "gang passes at this node within") {
+		t.Fatalf("past the asker's quota: %v", err)
+	}
+	if err := b.use(q, nonce(1), now); err != nil {
+		t.Fatalf("another asker beside a full one: %v", err)
+	}
+	if err := b.use(p, nonce(maxGangPassesPerAsker), now.Add(2*gangPassSkew+time.Second)); err != nil {
+		t.Fatalf("after the window: %v", err)
+	}
 }

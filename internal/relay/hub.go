@@ -153,7 +153,7 @@ type Hub struct {
 	// gangPasses are the gang passes used lately, gangHops the gang
 	// streams open per other node, gangHomes the node each provider's
 	// agent was last found at (gang_hop.go).
-	gangPasses passBook
+	gangPasses gangPassBook
 	gangHops   map[string]int
 	gangHomes  map[address.Address]string
 	// down are the replicas a dial failed to reach lately, and when:
