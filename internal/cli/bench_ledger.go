@@ -43,7 +43,7 @@ given, under HOME/bench-* where they are kept.`,
 func bindLedgerBench(f *pflag.FlagSet) benchRun {
 	var (
 		o          ledgerbench.Options
-		cpuprofile string
+		cpuprofile, kvprofile string
 	)
 	f.IntVar(&o.Txs, "txs", ledgerbench.DefaultTxs, "txs per phase")
 	f.IntVar(&o.Senders, "senders", ledgerbench.DefaultSenders, "genesis-funded accounts signing the transfers, round-robin")
@@ -52,6 +52,7 @@ func bindLedgerBench(f *pflag.FlagSet) benchRun {
 	f.IntVar(&o.Submitters, "submitters", 0, fmt.Sprintf("goroutines submitting txs, one tx at a time each (default %d for rpc, %d for mempool)", ledgerbench.DefaultRPCSubmitters, ledgerbench.DefaultMempoolSubmitters))
 	f.DurationVar(&o.Timeout, "timeout", ledgerbench.DefaultTimeout, "give up on a phase after this long")
 	f.StringVar(&cpuprofile, "cpuprofile", "", "write a CPU profile (pprof) of the ledger phase's measured window to this file")
+	f.StringVar(&kvprofile, "kvstore-cpuprofile", "", "write a CPU profile (pprof) of the kvstore phase's measured window to this file")
 	var processes bool
 	f.IntVar(&o.Validators, "validators", 1, "validators; above 1 needs --processes and runs the ledger alone (no kvstore phase)")
 	f.BoolVar(&processes, "processes", false, "run each validator as a `gpunet node` process of this binary, txs sent over their RPCs")
@@ -77,7 +78,7 @@ func bindLedgerBench(f *pflag.FlagSet) benchRun {
 			o.Dir = e.home
 		}
 		o.Progress = progress
-		closeOut, err := createOutputs(output{cpuprofile, &o.CPUProfile})
+		closeOut, err := createOutputs(output{cpuprofile, &o.CPUProfile}, output{kvprofile, &o.KVStoreCPUProfile})
 		if err != nil {
 			return nil, err
 		}

@@ -80,6 +80,9 @@ type Options struct {
 	// CPUProfile, if set, receives a CPU profile (pprof) of the ledger
 	// phase's measured window, from the first submission to the last commit.
 	CPUProfile io.Writer
+	// KVStoreCPUProfile, if set, receives the same profile of the kvstore
+	// phase, so that the two apps' profiles come from one run.
+	KVStoreCPUProfile io.Writer
 
 	// Validators above 1 runs the ledger phase alone (no kvstore phase) on
 	// that many validators, each a `gpunet node` process of Bin (default:
@@ -308,7 +311,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	res.KVStore, err = runPhase(ctx, "cometbft-kvstore", home, ka, ka.Close, kvTxs, lanes, o, nil)
+	res.KVStore, err = runPhase(ctx, "cometbft-kvstore", home, ka, ka.Close, kvTxs, lanes, o, o.KVStoreCPUProfile)
 	if err != nil {
 		return nil, fmt.Errorf("kvstore phase: %w", err)
 	}
