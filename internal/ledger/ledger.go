@@ -93,6 +93,7 @@ type Block struct {
 	events []Event
 	// updates are the validator set's changes, known after End.
 	updates []ValidatorUpdate
+	scratch scratchOverlays // DeliverTx's overlays, reused
 }
 
 // BeginBlock starts applying a block on the committed state base.
@@ -168,13 +169,14 @@ func (b *Block) DeliverTx(raw []byte) TxResult {
 	if b.err != nil {
 		return TxResult{Err: b.err}
 	}
-	ante := NewOverlay(b.state)
+	ante := b.scratch.on(0, b.state)
+	defer b.scratch.release()
 	tx, err := b.l.ante(ante, b.chain, b.params, raw)
 	if err != nil {
 		return TxResult{Err: err}
 	}
 	ante.Flush(b.state)
-	msgState := NewOverlay(b.state)
+	msgState := b.scratch.on(1, b.state)
 	events, err := executeChecked(b.l, msgState, tx, raw, b.params, b.info)
 	if err != nil {
 		return TxResult{Err: err}
