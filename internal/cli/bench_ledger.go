@@ -42,7 +42,7 @@ given, under HOME/bench-* where they are kept.`,
 
 func bindLedgerBench(f *pflag.FlagSet) benchRun {
 	var (
-		o          ledgerbench.Options
+		o                     ledgerbench.Options
 		cpuprofile, kvprofile string
 	)
 	f.IntVar(&o.Txs, "txs", ledgerbench.DefaultTxs, "txs per phase")
