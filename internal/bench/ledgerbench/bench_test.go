@@ -1,9 +1,12 @@
 package ledgerbench
 
 import (
+	"bytes"
+	"compress/gzip"
 	"context"
 	"crypto/ed25519"
 	"flag"
+	"io"
 	"testing"
 	"time"
 
@@ -25,9 +28,26 @@ func TestBenchSmall(t *testing.T) {
 		t.Run(mode, func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
 			defer cancel()
-			res, err := Run(ctx, Options{Txs: 300, Senders: 50, BlockTime: 10 * time.Millisecond, Submit: mode, Dir: t.TempDir()})
+			// Each phase's CPU profile goes to its own writer (a pprof
+			// profile is gzipped protobuf).
+			var ledgerProf, kvProf bytes.Buffer
+			res, err := Run(ctx, Options{Txs: 300, Senders: 50, BlockTime: 10 * time.Millisecond, Submit: mode, Dir: t.TempDir(),
+				CPUProfile: &ledgerProf, KVStoreCPUProfile: &kvProf})
 			if err != nil {
 				t.Fatal(err)
+			}
+			for name, b := range map[string]*bytes.Buffer{"ledger": &ledgerProf, "kvstore": &kvProf} {
+				zr, err := gzip.NewReader(b)
+				if err == nil {
+					var n int64
+					n, err = io.Copy(io.Discard, zr)
+					if err == nil && n == 0 {
+						err = io.ErrUnexpectedEOF
+					}
+				}
+				if err != nil {
+					t.Errorf("%s phase's CPU profile: %v", name, err)
+				}
 			}
 			if res.Submit != mode {
 				t.Errorf("result says submission %q, want %q", res.Submit, mode)
