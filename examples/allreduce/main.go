@@ -7,7 +7,11 @@
 //	allreduce -n 1000000 -seed 7            # one process of the gang
 //	allreduce -local 3 -n 1000000 -seed 7   # the same sum in one process
 //
-// and with -out writes the result (little-endian int64s) to a file.
+// and with -out writes the result (little-endian int64s) to a file. With
+// -steps K it reduces the vector in K slices, pausing -pause after each,
+// and keeps its progress under $GPUNET_CHECKPOINT_DIR (a job's
+// checkpoint: path), so that a gang placed again resumes where its
+// members' checkpoints left it (ring.RunSteps).
 package main
 
 import (
@@ -29,6 +33,8 @@ func main() {
 	out := flag.String("out", "", "write the result here")
 	timeout := flag.Duration("timeout", 5*time.Minute, "give up after this long")
 	hold := flag.Duration("hold", 0, "wait this long before the all-reduce (a stand-in for a long job's work: the gang tests stop a member meanwhile)")
+	steps := flag.Int("steps", 0, "reduce in this many steps, keeping the progress under $GPUNET_CHECKPOINT_DIR when it is set and resuming from it")
+	pause := flag.Duration("pause", 0, "with -steps, wait this long after each step (a stand-in for a long job's work)")
 	flag.Parse()
 	if *n < 1 || *n > 1<<28 {
 		fail(fmt.Errorf("-n %d: want 1 to %d", *n, 1<<28))
@@ -59,7 +65,16 @@ func main() {
 			}
 		}
 		start := time.Now()
-		if v, err = ring.Run(ctx, e, *seed, *n); err != nil {
+		if *steps > 0 {
+			var from int
+			v, from, err = ring.RunSteps(ctx, e, *seed, *n, *steps, *pause, os.Getenv("GPUNET_CHECKPOINT_DIR"))
+			if from > 0 {
+				fmt.Printf("allreduce rank=%d resumed at step %d of %d (checkpoint %s)\n", e.Rank, from, *steps, os.Getenv("GPUNET_RESUME_SEQ"))
+			}
+		} else {
+			v, err = ring.Run(ctx, e, *seed, *n)
+		}
+		if err != nil {
 			fail(err)
 		}
 		label = fmt.Sprintf("rank=%d world=%d time=%s", e.Rank, e.WorldSize, time.Since(start).Round(time.Millisecond))
