@@ -221,20 +221,25 @@ func execCommitCheckpoint(o *Overlay, from address.Address, m *MsgCommitCheckpoi
 // pruneCheckpoints keeps each provider's CheckpointsPerProvider latest
 // checkpoints, and at most MaxCheckpointsKept in all (the latest).
 //
-// A gang keeps each member's latest and the step it resumes from (every
-// member's checkpoint of it), up to gangCheckpointsKept: its members'
-// checkpoints of one step are many.
+// A gang keeps each member's latest, the step it resumes from and its
+// latest complete step (every member's checkpoint of each), up to
+// gangCheckpointsKept: its members' checkpoints of one step are many. The
+// complete step must outlive the latest: a member whose machine is gone
+// commits nothing more while the others go on until the gang is found
+// short of it, and the gang resumes from the last step they all committed.
 func pruneCheckpoints(j *Job) {
 	per := map[address.Address]int{}
 	keep := make([]Checkpoint, 0, len(j.Checkpoints))
 	limit, gang := MaxCheckpointsKept, j.Spec.Gang()
+	var complete uint64
 	if gang {
 		limit = gangCheckpointsKept(&j.Spec)
+		complete = latestCompleteStep(j)
 	}
 	for i := len(j.Checkpoints) - 1; i >= 0; i-- {
 		c := j.Checkpoints[i]
-		resume := gang && c.Seq == j.ResumeSeq && c.Seq != 0
-		if (per[c.Provider] >= CheckpointsPerProvider && !resume) || len(keep) >= limit {
+		pinned := gang && c.Seq != 0 && (c.Seq == j.ResumeSeq || c.Seq == complete)
+		if (per[c.Provider] >= CheckpointsPerProvider && !pinned) || len(keep) >= limit {
 			continue
 		}
 		per[c.Provider]++

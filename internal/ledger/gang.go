@@ -271,6 +271,31 @@ func gangStepComplete(j *Job, seq uint64) bool {
 	return true
 }
 
+// latestCompleteStep is the latest step after the resume point that every
+// current member of gang j has committed, or 0.
+func latestCompleteStep(j *Job) uint64 {
+	if uint64(len(j.Assignments)) < j.Spec.Nodes {
+		return 0
+	}
+	// A member commits each seq once (they increase), so a step that
+	// as many current members as there are committed is complete.
+	members := make(map[address.Address]bool, len(j.Assignments))
+	for _, a := range j.Assignments {
+		members[a.Provider] = true
+	}
+	count := map[uint64]int{}
+	var best uint64
+	for _, c := range j.Checkpoints {
+		if c.Seq <= j.ResumeSeq || !members[c.Provider] {
+			continue
+		}
+		if count[c.Seq]++; count[c.Seq] == len(members) && c.Seq > best {
+			best = c.Seq
+		}
+	}
+	return best
+}
+
 // ResumeCheckpointOf is the checkpoint the member of rank rank resumes
 // from in the job's current placement, or nil when it starts from the
 // beginning. For a job that is not a gang it is ResumeCheckpoint.
@@ -290,7 +315,8 @@ func (j *Job) ResumeCheckpointOf(rank uint64) *Checkpoint {
 }
 
 // gangCheckpointsKept is how many checkpoints a gang's record keeps: each
-// member's latest CheckpointsPerProvider, and the step it resumes from.
+// member's latest CheckpointsPerProvider, the step it resumes from and its
+// latest complete step.
 func gangCheckpointsKept(s *JobSpec) int {
-	return max(MaxCheckpointsKept, int(s.Nodes)*(CheckpointsPerProvider+1))
+	return max(MaxCheckpointsKept, int(s.Nodes)*(CheckpointsPerProvider+2))
 }

@@ -398,6 +398,38 @@ func TestGangCheckpointIsOneStep(t *testing.T) {
 	}
 }
 
+// TestGangKeepsItsCompleteStep: a member whose machine is gone commits
+// nothing more, and the others go on committing until the gang is found
+// short of it; the last step they all committed must outlive each
+// member's latest CheckpointsPerProvider, or the gang starts over.
+func TestGangKeepsItsCompleteStep(t *testing.T) {
+	c, ks := gangChain(t, gangProv{"eu", false, 10_000}, gangProv{"eu", false, 20_000}, gangProv{"eu", false, 30_000})
+	s := gangSpec(2)
+	s.Checkpoint = &ledger.CheckpointSpec{Path: "/ckpt", IntervalSeconds: 60}
+	must(t, []ledger.TxResult{submit(t, c, s)})
+	grantGang(t, c, ks, 1)
+	startGang(t, c, ks, 1)
+	byRank := members(t, job(t, c, 1))
+	c.Advance(600 * time.Second)
+	for rank, a := range byRank {
+		must(t, []ledger.TxResult{send(t, c, keyFor(t, ks, a), ckptMsg(1, 1, 60, byte(rank+1)))})
+	}
+	// Rank 1 is silent; rank 0 commits steps 2 … CheckpointsPerProvider+2.
+	for seq := uint64(2); seq <= ledger.CheckpointsPerProvider+2; seq++ {
+		must(t, []ledger.TxResult{send(t, c, keyFor(t, ks, byRank[0]), ckptMsg(1, seq, 60*seq, 1))})
+	}
+	must(t, []ledger.TxResult{send(t, c, keyFor(t, ks, byRank[1]), &ledger.MsgSetProviderStatus{Online: false})})
+	j := job(t, c, 1)
+	if j.ResumeSeq != 1 || j.Progress != 60 {
+		t.Fatalf("resumes from %d with progress %d, want the complete step 1 with 60 s; checkpoints %+v", j.ResumeSeq, j.Progress, j.Checkpoints)
+	}
+	for rank := range uint64(2) {
+		if ck := j.ResumeCheckpointOf(rank); ck == nil || ck.Seq != 1 || ck.PlainHash[0] != byte(rank+1) {
+			t.Errorf("rank %d resumes from %+v, want its own checkpoint of step 1", rank, ck)
+		}
+	}
+}
+
 // TestGangRefusals: the combinations the ledger does not run are refused
 // with the field that is wrong.
 func TestGangRefusals(t *testing.T) {
