@@ -84,14 +84,14 @@ checkpoint: {path: /ckpt, interval: 1s}
 
 	var j ledger.Job
 	t0 := time.Now()
-	waitUntil(t, 3*time.Minute, "the gang running with a complete checkpoint step", func() bool {
+	waitUntil(t, 3*time.Minute, "the gang running with a complete checkpoint step of its state", func() bool {
 		j = poll()
-		return j.Done() || j.State == ledger.JobRunning && gangStarted(&j) && gangCompleteStep(&j) > 0
+		return j.Done() || j.State == ledger.JobRunning && gangStarted(&j) && gangCompleteStep(&j, 8*elems) > 0
 	})
 	if j.Done() {
 		t.Fatalf("the gang ended before it could be interrupted (make it longer): %s %s", j.State, j.Reason)
 	}
-	step := gangCompleteStep(&j)
+	step := gangCompleteStep(&j, 8*elems)
 	var victim string
 	for _, a := range j.Assignments {
 		if a.Rank == 1 {
@@ -192,8 +192,9 @@ func gangStarted(j *ledger.Job) bool {
 }
 
 // gangCompleteStep is the last checkpoint step of j that every current
-// member has committed (0: none).
-func gangCompleteStep(j *ledger.Job) uint64 {
+// member has committed with at least size bytes (0: none): a checkpoint
+// taken before the program kept its state is smaller.
+func gangCompleteStep(j *ledger.Job, size uint64) uint64 {
 	if uint64(len(j.Assignments)) != j.Spec.Nodes {
 		return 0
 	}
@@ -203,7 +204,7 @@ func gangCompleteStep(j *ledger.Job) uint64 {
 		for _, a := range j.Assignments {
 			found := false
 			for _, d := range j.Checkpoints {
-				found = found || d.Seq == c.Seq && d.Provider == a.Provider
+				found = found || d.Seq == c.Seq && d.Provider == a.Provider && d.Size >= size
 			}
 			all = all && found
 		}
