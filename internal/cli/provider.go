@@ -114,6 +114,7 @@ type providerFlags struct {
 	faultFake           bool
 	faultOverclaim      float64
 	faultSilentService  bool
+	faultJobArgs        []string
 	allowNet            bool
 	imageCache          string
 	allowFetch          []string
@@ -199,6 +200,7 @@ and sends it, and renews it a day before it expires (docs/confidential.md).`,
 	f.BoolVar(&pf.faultFake, "fault-fake-challenges", false, "FAULT INJECTION for tests and demos: answer hardware challenges with a proof of a product never computed")
 	f.Float64Var(&pf.faultOverclaim, "fault-overclaim", 0, "FAULT INJECTION for tests and demos: declare this many times the measured int8 throughput")
 	f.BoolVar(&pf.faultSilentService, "fault-silent-service", false, "FAULT INJECTION for tests and demos: report service replicas ready but answer nothing that nodes send them (witnesses see it: never paid, then released)")
+	f.StringArrayVar(&pf.faultJobArgs, "fault-job-args", nil, "FAULT INJECTION for tests and demos: run every job with these arguments in place of the ones its spec gives, one argument a flag (repeat it), e.g. a float job's cheating variant, or another seed to stand for another GPU's low bits")
 	f.StringVar(&pf.metricsAddr, "metrics", "", "serve Prometheus metrics at http://ADDR/metrics (host:port; default: off)")
 	f.DurationVar(&pf.checkpointGrace, "checkpoint-grace", provider.DefaultCheckpointGrace, "when the agent stops (Ctrl-C), how long each running job that checkpoints has to take its last checkpoint")
 	f.StringVar(&pf.tee, "tee", "", "attest this machine's TEE to the chain: tdx or sev-snp (run inside such a confidential guest; default: off)")
@@ -276,10 +278,18 @@ func (e *env) runProvider(ctx context.Context, pf *providerFlags) error {
 	if pf.faultOverclaim < 0 {
 		return usageError{fmt.Errorf("--fault-overclaim %g: want a factor ≥ 1", pf.faultOverclaim)}
 	}
-	if pf.faultWrong > 0 || pf.faultWrongAnswers > 0 || pf.faultSkip || pf.faultFake || pf.faultOverclaim > 1 || pf.faultSilentService {
+	if len(pf.faultJobArgs) > maxFaultJobArgs {
+		return usageError{fmt.Errorf("--fault-job-args given %d times: want at most %d arguments", len(pf.faultJobArgs), maxFaultJobArgs)}
+	}
+	if pf.faultWrong > 0 || pf.faultWrongAnswers > 0 || pf.faultSkip || pf.faultFake || pf.faultOverclaim > 1 || pf.faultSilentService || len(pf.faultJobArgs) > 0 {
 		o.Faults = &provider.Faults{WrongOutputs: pf.faultWrong, WrongAnswers: pf.faultWrongAnswers, SkipChallenges: pf.faultSkip, FakeChallenges: pf.faultFake, OverclaimFactor: pf.faultOverclaim,
 			SilentService: pf.faultSilentService}
-		fmt.Fprintf(e.stderr, "WARNING: FAULT INJECTION is on (%+v): this provider misbehaves on purpose and will be slashed\n", *o.Faults)
+		shown := fmt.Sprintf("%+v", *o.Faults)
+		if args := pf.faultJobArgs; len(args) > 0 {
+			o.Faults.JobArgs = func(uint64, []string) []string { return append([]string(nil), args...) }
+			shown = fmt.Sprintf("%s, every job run with the arguments %q", shown, args)
+		}
+		fmt.Fprintf(e.stderr, "WARNING: FAULT INJECTION is on (%s): this provider misbehaves on purpose and will be slashed\n", shown)
 	}
 	// Last of the checks, as it asks the node: the flags are checked
 	// first.
@@ -698,3 +708,7 @@ func teeOptions(kind, dir string, gpus []int) (provider.TEEOptions, error) {
 // minImageCache is the least --image-cache: a bound smaller than a usual
 // image would evict every image after each job.
 const minImageCache = 1 << 30
+
+// maxFaultJobArgs bounds --fault-job-args: a test's arguments, not a
+// workload's.
+const maxFaultJobArgs = 64

@@ -440,6 +440,19 @@ func TestProviderCheckpointGraceFlag(t *testing.T) {
 	}
 }
 
+// TestProviderFaultJobArgsFlag: --fault-job-args is bounded in number.
+func TestProviderFaultJobArgsFlag(t *testing.T) {
+	s := newStory(t)
+	args := []string{"provider", "start", "--from", "alice"}
+	for range maxFaultJobArgs + 1 {
+		args = append(args, "--fault-job-args", "x")
+	}
+	r := s.run(args...)
+	if r.code != ExitUsage || !strings.Contains(r.stderr, "--fault-job-args given 65 times") {
+		t.Errorf("--fault-job-args 65 times: exit %d, stderr %q", r.code, r.stderr)
+	}
+}
+
 // TestProviderGangAddressFlag: --gang-address must be one unicast IP.
 func TestProviderGangAddressFlag(t *testing.T) {
 	s := newStory(t)

@@ -155,8 +155,8 @@ type Faults struct {
 	// JobArgs, when set, replaces the arguments a job runs with: how a
 	// test gives replicas of a float job the different low bits that
 	// different hardware would, or makes one cheat (skip half the work,
-	// compute in lower precision). Tests only: nothing sets it from a
-	// command line.
+	// compute in lower precision). Tests and demos only: `provider start
+	// --fault-job-args` sets it.
 	JobArgs func(job uint64, args []string) []string
 	// HideOutputs (tests only) reports an output blob that no node has,
 	// as a replica that withholds its outputs from the judges would.
