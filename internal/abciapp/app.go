@@ -220,10 +220,12 @@ func (a *App) CheckTx(_ context.Context, req *abci.CheckTxRequest) (*abci.CheckT
 	// Decoding and the signature are functions of the tx's bytes alone,
 	// and the signature the costliest check: do both before taking
 	// checkMu, so that concurrent callers work in parallel and the lock
-	// covers the state checks only (the ledger's ante step then finds the
-	// tx in the cache, as rechecks and DeliverTx do).
+	// covers the state checks only. The prepared tx goes to the check
+	// itself (and into the cache, where rechecks and DeliverTx find it).
+	// A recheck's tx was prepared when it entered the mempool.
+	var p ledger.PreparedTx
 	if req.Type != abci.CHECK_TX_TYPE_RECHECK {
-		a.prepare(req.Tx)
+		p = a.ledger.Prepare(req.Tx)
 	}
 	a.checkMu.Lock()
 	var r ledger.TxResult
@@ -233,9 +235,12 @@ func (a *App) CheckTx(_ context.Context, req *abci.CheckTxRequest) (*abci.CheckT
 		// made fail does not take its sender's later txs with it.
 		r = a.check.Recheck(req.Tx)
 	} else {
-		r = a.check.Check(req.Tx)
+		r = a.check.CheckPrepared(p)
 	}
 	a.checkMu.Unlock()
+	// No events: CometBFT v1.0's mempool and tx indexer ignore CheckTx's
+	// (only broadcast_tx_sync's caller would see them), and the ledger
+	// builds none for a check.
 	if r.Err != nil {
 		return &abci.CheckTxResponse{Code: r.Code(), Codespace: Codespace, Log: r.Err.Error()}, nil
 	}

@@ -76,7 +76,7 @@ func (m *MsgSend) ValidateBasic() error {
 	return nil
 }
 
-func execSend(o *Overlay, from address.Address, m *MsgSend) ([]Event, error) {
+func execSend(o *Overlay, from address.Address, m *MsgSend, ev eventsWanted) ([]Event, error) {
 	src, err := GetAccount(o, from)
 	if err != nil {
 		return nil, err
@@ -96,6 +96,9 @@ func execSend(o *Overlay, from address.Address, m *MsgSend) ([]Event, error) {
 	}
 	dst.Balance += amt
 	setAccount(o, &dst)
+	if ev == noEvents {
+		return nil, nil
+	}
 	return []Event{{Type: "transfer", Attrs: []Attr{
 		{"from", from.String()}, {"to", m.To.String()}, {"amount", strconv.FormatUint(amt, 10)},
 	}}}, nil

@@ -9,14 +9,24 @@ import (
 // encoding, chain id, stateless checks, signature, sequence, fee), and the
 // fee and sequence it is charged even when its message then fails.
 
-// ante checks a tx's envelope and charges its sequence and fee.
-func (l *Ledger) ante(o *Overlay, chainID string, p Params, raw []byte) (*Tx, error) {
+// ante checks a tx's envelope and charges its sequence and fee. pre, when
+// not nil, is what PrepareTx made of raw (decoded, ValidateBasic and the
+// signature passed): only its chain id is checked again, as for a tx
+// l.Txs holds.
+func (l *Ledger) ante(o *Overlay, chainID string, p Params, raw []byte, pre *Tx) (*Tx, error) {
 	if uint64(len(raw)) > p.MaxTxBytes {
 		return nil, fmt.Errorf("tx is %d bytes, the limit is %d: %w", len(raw), p.MaxTxBytes, ErrTxTooLarge)
 	}
-	tx, err := l.statelessTx(raw, &chainID)
-	if err != nil {
-		return nil, err
+	tx := pre
+	if tx != nil {
+		if tx.ChainID != chainID {
+			return nil, wrongChain(tx.ChainID, chainID)
+		}
+	} else {
+		var err error
+		if tx, err = l.statelessTx(raw, &chainID); err != nil {
+			return nil, err
+		}
 	}
 	acct, err := GetAccount(o, tx.Sender())
 	if err != nil {
@@ -93,6 +103,23 @@ func wrongChain(got, want string) error {
 // returns is for its information only.
 func (l *Ledger) PrepareTx(raw []byte) (*Tx, error) { return l.statelessTx(raw, nil) }
 
+// PreparedTx is a tx's bytes with what Ledger.Prepare made of them, for
+// TxChecker.CheckPrepared. Its fields are the ledger's own, so a caller
+// cannot pair bytes with a tx they do not decode to.
+type PreparedTx struct {
+	raw []byte
+	tx  *Tx // nil: raw failed a check that depends on its bytes alone
+}
+
+// Prepare is PrepareTx, keeping the decoded and verified tx for a check
+// of the same bytes: CheckPrepared then neither decodes nor verifies it
+// again, nor looks it up in l.Txs (a hash of its bytes and a lookup, under
+// the caller's lock). raw must not change until that check returns.
+func (l *Ledger) Prepare(raw []byte) PreparedTx {
+	tx, _ := l.statelessTx(raw, nil)
+	return PreparedTx{raw: raw, tx: tx}
+}
+
 // TxChecker admits txs to a mempool state one after another, as
 // Ledger.CheckTx does, for a caller that checks many txs against one state:
 // it decodes the chain's parameters once rather than for every tx (their
@@ -118,7 +145,14 @@ func (c *TxChecker) State() *Overlay { return c.state }
 
 // Check decides whether a tx may enter the mempool and, when it may,
 // applies it to c's state: Ledger.CheckTx(c.State(), raw).
-func (c *TxChecker) Check(raw []byte) TxResult { return c.check(raw, false) }
+// The result carries no events: a check's are dropped (CometBFT neither
+// indexes nor keeps CheckTx's events), so none are built.
+func (c *TxChecker) Check(raw []byte) TxResult { return c.check(raw, nil, false) }
+
+// CheckPrepared is Check(p's bytes), for a tx Ledger.Prepare decoded and
+// verified: its answer is Check's, without those steps. A p whose tx
+// failed them is checked as Check does, which says why.
+func (c *TxChecker) CheckPrepared(p PreparedTx) TxResult { return c.check(p.raw, p.tx, false) }
 
 // Recheck decides whether a tx already in the mempool stays there after a
 // block, as a block would treat it: a tx whose envelope still passes (its
@@ -130,9 +164,9 @@ func (c *TxChecker) Check(raw []byte) TxResult { return c.check(raw, false) }
 // were dropped too, and their senders waited out their block wait for txs
 // that no block would hold: a provider's liveness proof that a block made
 // late took its heartbeats and its job's start with it.
-func (c *TxChecker) Recheck(raw []byte) TxResult { return c.check(raw, true) }
+func (c *TxChecker) Recheck(raw []byte) TxResult { return c.check(raw, nil, true) }
 
-func (c *TxChecker) check(raw []byte, keepFailed bool) TxResult {
+func (c *TxChecker) check(raw []byte, pre *Tx, keepFailed bool) TxResult {
 	if stored := c.state.Get(keyParams); c.paramsRaw == nil || !bytes.Equal(stored, c.paramsRaw) {
 		p, err := GetParams(c.state)
 		if err != nil {
@@ -144,11 +178,11 @@ func (c *TxChecker) check(raw []byte, keepFailed bool) TxResult {
 	anteState := c.scratch.on(0, state)
 	msgState := c.scratch.on(1, anteState)
 	defer c.scratch.release()
-	tx, err := c.l.ante(anteState, ChainID(state), c.params, raw)
+	tx, err := c.l.ante(anteState, ChainID(state), c.params, raw, pre)
 	if err != nil {
 		return TxResult{Err: err}
 	}
-	events, err := executeChecked(c.l, msgState, tx, raw, c.params, BlockInfo{Height: int64(Height(state)) + 1})
+	_, err = executeChecked(c.l, msgState, tx, raw, c.params, BlockInfo{Height: int64(Height(state)) + 1}, noEvents)
 	if err != nil {
 		if !keepFailed {
 			return TxResult{Err: err}
@@ -158,7 +192,7 @@ func (c *TxChecker) check(raw []byte, keepFailed bool) TxResult {
 	}
 	msgState.Flush(anteState)
 	anteState.Flush(state)
-	return TxResult{Events: events}
+	return TxResult{}
 }
 
 // scratchOverlays keeps the overlays a tx is staged in (its ante step,
@@ -204,13 +238,13 @@ func (s *scratchOverlays) release() {
 var checkMsgsUnchanged = false
 
 // executeChecked is l.execute, with checkMsgsUnchanged's checks.
-func executeChecked(l *Ledger, o *Overlay, tx *Tx, raw []byte, p Params, info BlockInfo) ([]Event, error) {
+func executeChecked(l *Ledger, o *Overlay, tx *Tx, raw []byte, p Params, info BlockInfo, ev eventsWanted) ([]Event, error) {
 	if !checkMsgsUnchanged {
-		return l.execute(o, tx, p, info)
+		return l.execute(o, tx, p, info, ev)
 	}
 	mustDecodeTo(raw, tx, "before")
 	defer mustDecodeTo(raw, tx, "after")
-	return l.execute(o, tx, p, info)
+	return l.execute(o, tx, p, info, ev)
 }
 
 func mustDecodeTo(raw []byte, tx *Tx, when string) {

@@ -171,13 +171,13 @@ func (b *Block) DeliverTx(raw []byte) TxResult {
 	}
 	ante := b.scratch.on(0, b.state)
 	defer b.scratch.release()
-	tx, err := b.l.ante(ante, b.chain, b.params, raw)
+	tx, err := b.l.ante(ante, b.chain, b.params, raw, nil)
 	if err != nil {
 		return TxResult{Err: err}
 	}
 	ante.Flush(b.state)
 	msgState := b.scratch.on(1, b.state)
-	events, err := executeChecked(b.l, msgState, tx, raw, b.params, b.info)
+	events, err := executeChecked(b.l, msgState, tx, raw, b.params, b.info, withEvents)
 	if err != nil {
 		return TxResult{Err: err}
 	}

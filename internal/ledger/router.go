@@ -5,12 +5,25 @@ import "fmt"
 // The router: which handler applies each message. Handlers live in their
 // area's file (doc.go lists them).
 
+// eventsWanted says whether a tx's events are wanted: a block's are (its
+// results carry them), a mempool check's are not (TxChecker drops them).
+// A handler may leave them out when they are not; the state it writes and
+// the error it returns must be the same either way.
+type eventsWanted bool
+
+const (
+	withEvents eventsWanted = true
+	noEvents   eventsWanted = false
+)
+
 // execute applies a tx's message. Handlers live beside their state area.
-func (l *Ledger) execute(o *Overlay, tx *Tx, params Params, info BlockInfo) ([]Event, error) {
+// With noEvents, the transfer (the most common tx by far) builds none;
+// other messages build theirs and the caller drops them.
+func (l *Ledger) execute(o *Overlay, tx *Tx, params Params, info BlockInfo, ev eventsWanted) ([]Event, error) {
 	from := tx.Sender()
 	switch m := tx.Msg.(type) {
 	case *MsgSend:
-		return execSend(o, from, m)
+		return execSend(o, from, m, ev)
 	case *MsgRegisterProvider:
 		return execRegisterProvider(o, from, m, info)
 	case *MsgUpdateProvider:
