@@ -315,11 +315,20 @@ func BenchmarkFinalizeBlock(b *testing.B) {
 	}
 }
 
-// countingTxs counts the txs a ledger.TxCache is given, by hash.
+// countingTxs counts the txs a ledger.TxCache is given, by hash, and its
+// lookups.
 type countingTxs struct {
 	ledger.TxCache
 	mu   sync.Mutex
 	puts map[[32]byte]int
+	gets int
+}
+
+func (c *countingTxs) Get(raw []byte) *ledger.Tx {
+	c.mu.Lock()
+	c.gets++
+	c.mu.Unlock()
+	return c.TxCache.Get(raw)
 }
 
 func (c *countingTxs) Put(raw []byte, tx *ledger.Tx) {
@@ -360,6 +369,36 @@ func TestTxDecodedOnce(t *testing.T) {
 		if n := count.puts[ledger.TxHash(tx)]; n != 1 {
 			t.Errorf("tx %d decoded and verified %d times, want once", i, n)
 		}
+	}
+}
+
+// TestCheckTxUsesPreparedTx: CheckTx hands the tx it decoded and verified
+// before its lock to the check, which does not look it up again (one
+// lookup in all, Prepare's, which misses); its answer carries no events,
+// and the block's result of the same tx still does.
+func TestCheckTxUsesPreparedTx(t *testing.T) {
+	a := openApp(t, t.TempDir())
+	initChainWith(t, a, lt.Genesis(1000, "alice", "bob"))
+	count := &countingTxs{TxCache: a.sigs, puts: map[[32]byte]int{}}
+	a.ledger.Txs = count
+	tx := alice.Send(0, bob.Addr, 1)
+	res := checkTx(t, a, tx, abci.CHECK_TX_TYPE_CHECK)
+	if res.Code != 0 || len(res.Events) != 0 {
+		t.Fatalf("CheckTx: code %d (%s), %d events; want 0 and none", res.Code, res.Log, len(res.Events))
+	}
+	if count.gets != 1 || count.puts[ledger.TxHash(tx)] != 1 {
+		t.Fatalf("CheckTx looked the tx up %d times and cached it %d times, want once each (Prepare)", count.gets, count.puts[ledger.TxHash(tx)])
+	}
+	// A second sender's later tx is admitted against the first's state.
+	if res := checkTx(t, a, alice.Send(1, bob.Addr, 1), abci.CHECK_TX_TYPE_CHECK); res.Code != 0 {
+		t.Fatalf("CheckTx of the next tx: %s", res.Log)
+	}
+	if res := checkTx(t, a, alice.Send(1, bob.Addr, 1), abci.CHECK_TX_TYPE_CHECK); res.Code != ledger.ErrBadSequence.Code {
+		t.Fatalf("CheckTx of a replayed tx: code %d (%s), want a bad sequence", res.Code, res.Log)
+	}
+	r := finalize(t, a, 1, tx).TxResults[0]
+	if r.Code != 0 || len(r.Events) != 1 || r.Events[0].Type != "transfer" {
+		t.Fatalf("DeliverTx: code %d (%s), events %v; want one transfer event", r.Code, r.Log, r.Events)
 	}
 }
 
