@@ -247,27 +247,21 @@ func (a *App) CheckTx(_ context.Context, req *abci.CheckTxRequest) (*abci.CheckT
 	return &abci.CheckTxResponse{Code: abci.CodeTypeOK, GasWanted: 1}, nil
 }
 
-// prepare decodes and verifies a tx into the cache (ledger.PrepareTx), so
-// that the ledger's ante step finds it there; a tx that fails is left to
-// the ante step, which says why.
-func (a *App) prepare(raw []byte) {
-	if a.ledger.Txs != nil {
-		a.ledger.PrepareTx(raw)
-	} else {
-		a.sigs.preverify(raw)
-	}
-}
-
 // FinalizeBlock implements abci.Application.
 func (a *App) FinalizeBlock(_ context.Context, req *abci.FinalizeBlockRequest) (*abci.FinalizeBlockResponse, error) {
 	start := time.Now()
 	base := layered(a.committed(), a.genesis)
 	b := a.ledger.BeginBlock(base, ledger.BlockInfo{Height: req.Height, Time: req.Time, Seed: blockSeed(req.Hash),
 		Votes: commitVotes(req.DecidedLastCommit), Misbehavior: misbehavior(req.Misbehavior)})
-	a.sigs.verifyBlock(req.Txs, runtime.GOMAXPROCS(0), a.prepare)
+	prepared := a.sigs.verifyBlock(req.Txs, runtime.GOMAXPROCS(0), a.ledger.Prepare)
 	results := make([]*abci.ExecTxResult, len(req.Txs))
 	for i, tx := range req.Txs {
-		r := b.DeliverTx(tx)
+		var r ledger.TxResult
+		if i < len(prepared) {
+			r = b.DeliverPrepared(prepared[i])
+		} else {
+			r = b.DeliverTx(tx)
+		}
 		res := &abci.ExecTxResult{Code: r.Code(), Events: toABCIEvents(r.Events)}
 		if r.Err != nil {
 			res.Codespace = Codespace

@@ -130,39 +130,34 @@ func (c *sigCache) verifyMiss(k [32]byte, pub ed25519.PublicKey, msg, sig []byte
 	return true
 }
 
-// preverify checks a wire-form tx's signature into the cache, so that the
-// ledger's own check of it then costs a lookup.
-func (c *sigCache) preverify(raw []byte) {
-	if pub, msg, sig, ok := ledger.SignedParts(raw); ok {
-		c.verify(pub, msg, sig)
-	}
-}
-
-// verifyBlock runs prepare (ledger.PrepareTx: decode and verify into the
-// cache) on up to workers cores for a block's txs (the cache does not hold
-// those of a block from another proposer whose txs this node's mempool
-// never saw, or one replayed while catching up). It only fills the cache:
-// DeliverTx then checks each tx in order as always, and finds it. When
-// every tx is cached already (the usual case), its cost is a hash and a
-// lookup per tx, spread over the workers.
-func (c *sigCache) verifyBlock(txs [][]byte, workers int, prepare func([]byte)) {
-	// More txs than a generation holds would push the first ones out
-	// before DeliverTx reads them: look only at those that stay.
+// verifyBlock runs prepare (ledger.Ledger.Prepare: decode and verify,
+// into the cache) on up to workers cores for a block's txs (the cache does
+// not hold those of a block from another proposer whose txs this node's
+// mempool never saw, or one replayed while catching up) and returns what
+// it made of each, in order, for DeliverPrepared: DeliverTx then checks
+// each tx in order as always, without decoding, verifying or looking it up
+// again. When every tx is cached already (the usual case), its cost is a
+// hash and a lookup per tx, spread over the workers. It returns nil for a
+// block too small to share out, and at most as many txs as a generation
+// holds (a bound on what a block can make it keep).
+func (c *sigCache) verifyBlock(txs [][]byte, workers int, prepare func([]byte) ledger.PreparedTx) []ledger.PreparedTx {
 	txs = txs[:min(len(txs), c.txs.max)]
 	workers = min(workers, len(txs)/minTxsPerWorker)
 	if workers < 2 {
-		return
+		return nil
 	}
+	out := make([]ledger.PreparedTx, len(txs))
 	var wg sync.WaitGroup
 	for w := range workers {
-		part := txs[w*len(txs)/workers : (w+1)*len(txs)/workers]
+		lo, hi := w*len(txs)/workers, (w+1)*len(txs)/workers
 		wg.Go(func() {
-			for _, raw := range part {
-				prepare(raw)
+			for i := lo; i < hi; i++ {
+				out[i] = prepare(txs[i])
 			}
 		})
 	}
 	wg.Wait()
+	return out
 }
 
 // minTxsPerWorker keeps verifyBlock from starting a goroutine for less work

@@ -196,6 +196,13 @@ func TestConcurrentCheckTx(t *testing.T) {
 	}
 }
 
+// preverify checks a wire-form tx's signature into c.
+func preverify(c *sigCache, raw []byte) {
+	if pub, msg, sig, ok := ledger.SignedParts(raw); ok {
+		c.verify(pub, msg, sig)
+	}
+}
+
 // TestSigCacheBounded floods the cache with distinct valid txs from
 // distinct keys: it never holds more than its bound, and an entry in
 // constant use stays.
@@ -206,7 +213,7 @@ func TestSigCacheBounded(t *testing.T) {
 	pub, msg, sig, _ := ledger.SignedParts(kept)
 	k := sigKey(pub, msg, sig)
 	for i := range 200 {
-		c.preverify(lt.NewKey(fmt.Sprint("flood", i)).Send(0, bob.Addr, 1))
+		preverify(c, lt.NewKey(fmt.Sprint("flood", i)).Send(0, bob.Addr, 1))
 		if !c.verify(pub, msg, sig) {
 			t.Fatal("valid signature refused")
 		}
@@ -222,24 +229,35 @@ func TestSigCacheBounded(t *testing.T) {
 	}
 }
 
-// TestVerifyBlock: verifying a block's txs up front caches the valid
-// signatures and only those.
+// TestVerifyBlock: preparing a block's txs up front caches the valid
+// txs and their signatures, and only those, and hands each back in order.
 func TestVerifyBlock(t *testing.T) {
 	c := newSigCache(sigCacheEntries, sigCacheKeys)
+	l := ledger.Ledger{Verify: c.verify, Txs: c}
 	var good, bad [][]byte
 	for i := range 20 {
 		good = append(good, alice.Send(uint64(i), bob.Addr, 1))
 		bad = append(bad, badSig(bob.Send(uint64(i), alice.Addr, 1)))
 	}
-	c.verifyBlock(append(append([][]byte{[]byte("junk")}, good...), bad...), 4, c.preverify)
+	block := append(append([][]byte{[]byte("junk")}, good...), bad...)
+	out := c.verifyBlock(block, 4, l.Prepare)
 	if n := c.ok.len(); n != len(good) {
 		t.Fatalf("cache holds %d signatures after a block of %d valid and %d invalid txs", n, len(good), len(bad))
+	}
+	if n := c.txs.len(); n != len(good) {
+		t.Fatalf("cache holds %d txs after a block of %d valid and %d invalid txs", n, len(good), len(bad))
 	}
 	for _, tx := range good {
 		pub, msg, sig, _ := ledger.SignedParts(tx)
 		if _, ok := c.ok.get(sigKey(pub, msg, sig)); !ok {
 			t.Fatal("a valid tx's signature is not cached")
 		}
+	}
+	if len(out) != len(block) {
+		t.Fatalf("verifyBlock handed back %d txs of %d", len(out), len(block))
+	}
+	if small := c.verifyBlock(good[:3], 4, l.Prepare); small != nil {
+		t.Fatalf("a block of 3 txs was shared out: %d prepared", len(small))
 	}
 }
 
@@ -341,7 +359,7 @@ func (c *countingTxs) Put(raw []byte, tx *ledger.Tx) {
 // TestTxDecodedOnce: a tx is decoded and verified once on a node, whether
 // its mempool saw it first (CheckTx, then a recheck, then DeliverTx) or not
 // (FinalizeBlock prepares a block's txs on all cores, then DeliverTx): each
-// later use finds it in the cache.
+// later use finds it in the cache or is handed it.
 func TestTxDecodedOnce(t *testing.T) {
 	a := openApp(t, t.TempDir())
 	initChainWith(t, a, lt.Genesis(1000, "alice", "bob"))
@@ -359,10 +377,17 @@ func TestTxDecodedOnce(t *testing.T) {
 	for i := range 32 {
 		unseen = append(unseen, alice.Send(uint64(i+1), bob.Addr, 1))
 	}
-	for _, r := range finalize(t, a, 1, append(seen, unseen...)...).TxResults {
+	count.gets = 0
+	block := append(seen, unseen...)
+	for _, r := range finalize(t, a, 1, block...).TxResults {
 		if r.Code != 0 {
 			t.Fatalf("DeliverTx: %s", r.Log)
 		}
+	}
+	// FinalizeBlock prepares the block's txs on all cores (one lookup
+	// each) and hands them to DeliverPrepared, which looks none up again.
+	if count.gets != len(block) {
+		t.Errorf("FinalizeBlock looked its %d txs up %d times, want once each", len(block), count.gets)
 	}
 	commit(t, a)
 	for i, tx := range append(seen, unseen...) {

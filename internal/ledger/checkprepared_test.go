@@ -106,3 +106,44 @@ func TestCheckPreparedMatchesCheck(t *testing.T) {
 		t.Fatalf("DeliverTx of a transfer: %v, events %v; want one transfer event", res[0].Err, res[0].Events)
 	}
 }
+
+// TestDeliverPreparedMatchesDeliverTx: a block whose txs Ledger.Prepare
+// made ahead (as abciapp's FinalizeBlock does on all cores) gives every tx
+// the result DeliverTx gives it, events included, and the same app hash.
+func TestDeliverPreparedMatchesDeliverTx(t *testing.T) {
+	alice, bob := lt.NewKey("alice"), lt.NewKey("bob")
+	g := lt.Genesis(1000, "alice", "bob")
+	bad := bytes.Clone(alice.Send(2, bob.Addr, 1))
+	bad[len(bad)-1] ^= 1
+	txs := [][]byte{
+		alice.Send(0, bob.Addr, 10), alice.Send(0, bob.Addr, 10), alice.Send(5, bob.Addr, 1), bad, []byte("junk"),
+		alice.Tx("elsewhere", 1, 0, &ledger.MsgSend{To: bob.Addr, Amount: 1}),
+		alice.Send(1, bob.Addr, 5000), // the message fails; sequence and fee are charged
+		alice.Send(2, bob.Addr, 20), bob.Send(0, alice.Addr, 1),
+	}
+	plain := lt.NewChain(t, g)
+	want := plain.ApplyBlock(t, txs...)
+
+	prepared := lt.NewChain(t, g)
+	pre := make([]ledger.PreparedTx, len(txs))
+	for i, raw := range txs {
+		pre[i] = prepared.L.Prepare(raw)
+	}
+	b := prepared.L.BeginBlock(prepared.KV, ledger.BlockInfo{Height: 1, Time: lt.BlockTime(1), Seed: lt.BlockSeed(1)})
+	for i := range txs {
+		got := b.DeliverPrepared(pre[i])
+		if fmt.Sprint(got.Err) != fmt.Sprint(want[i].Err) || !reflect.DeepEqual(got.Events, want[i].Events) {
+			t.Fatalf("tx %d: DeliverPrepared gives %v %v, DeliverTx %v %v", i, got.Err, got.Events, want[i].Err, want[i].Events)
+		}
+	}
+	_, hash, err := b.End()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(hash, plain.Hash) {
+		t.Fatalf("app hash %x, DeliverTx's %x", hash, plain.Hash)
+	}
+	if want[0].Err != nil || want[6].Code() != ledger.ErrInsufficientFunds.Code || len(want[7].Events) != 1 {
+		t.Fatalf("the block does not exercise what it should: %v, %v, %v", want[0].Err, want[6].Err, want[7].Events)
+	}
+}
