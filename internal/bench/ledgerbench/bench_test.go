@@ -172,14 +172,17 @@ var verifiers = []struct {
 	{"prepared", nil, true},
 }
 
-// prepare decodes and verifies txs into l's cache, when bc says so.
-func prepare(l *ledger.Ledger, prepared bool, txs [][]byte) {
+// prepare decodes and verifies txs into l's cache, when prepared says so,
+// and returns what Ledger.Prepare made of each.
+func prepare(l *ledger.Ledger, prepared bool, txs [][]byte) []ledger.PreparedTx {
 	if !prepared {
-		return
+		return nil
 	}
-	for _, tx := range txs {
-		l.PrepareTx(tx)
+	pre := make([]ledger.PreparedTx, len(txs))
+	for i, tx := range txs {
+		pre[i] = l.Prepare(tx)
 	}
+	return pre
 }
 
 // BenchmarkDeliverTx applies blocks of 1000 pre-signed transfers from 200
@@ -207,12 +210,20 @@ func BenchmarkDeliverTx(b *testing.B) {
 			for h := 1; h <= b.N; h++ {
 				b.StopTimer()
 				txs := w.Txs(benchChainID, (h-1)*deliverBlockTxs, deliverBlockTxs)
-				prepare(&l, bc.prepared, txs)
+				// "prepared" delivers the txs Ledger.Prepare made (before
+				// the timer), as abciapp's FinalizeBlock does.
+				pre := prepare(&l, bc.prepared, txs)
 				b.StartTimer()
 				cpu.start()
 				blk := l.BeginBlock(kv, ledger.BlockInfo{Height: int64(h), Time: time.Unix(1_700_000_000+int64(h), 0)})
 				for i, tx := range txs {
-					if r := blk.DeliverTx(tx); r.Err != nil {
+					var r ledger.TxResult
+					if bc.prepared {
+						r = blk.DeliverPrepared(pre[i])
+					} else {
+						r = blk.DeliverTx(tx)
+					}
+					if r.Err != nil {
 						b.Fatalf("block %d tx %d: %v", h, i, r.Err)
 					}
 				}
@@ -260,12 +271,7 @@ func BenchmarkCheckTx(b *testing.B) {
 				txs := w.Txs(benchChainID, n, min(deliverBlockTxs, b.N-n))
 				// "prepared" hands each check the tx Ledger.Prepare made
 				// (before the timer), as abciapp's CheckTx does.
-				var pre []ledger.PreparedTx
-				if bc.prepared {
-					for _, tx := range txs {
-						pre = append(pre, l.Prepare(tx))
-					}
-				}
+				pre := prepare(&l, bc.prepared, txs)
 				b.StartTimer()
 				cpu.start()
 				for i, tx := range txs {
