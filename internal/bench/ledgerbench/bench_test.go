@@ -160,8 +160,9 @@ const deliverBlockTxs = 1000
 // verifiers are the signature checks the ledger benchmarks run with:
 // ed25519.Verify itself, or none at all, as for a tx whose signature
 // abciapp's cache already holds; "prepared" has the txs decoded and
-// verified ahead (ledger.PrepareTx, timer stopped) into a ledger.TxCache,
-// as abciapp's CheckTx does before a tx's recheck and DeliverTx (issue 36).
+// verified ahead (ledger.Prepare, timer stopped) into a ledger.TxCache and
+// hands them to the check or the block (CheckPrepared, DeliverPrepared),
+// as abciapp's CheckTx and FinalizeBlock do (issue 36).
 var verifiers = []struct {
 	name     string
 	verify   ledger.Verifier
