@@ -3,6 +3,8 @@ package ledger
 import (
 	"bytes"
 	"fmt"
+
+	"github.com/gpunet/gpunet/internal/address"
 )
 
 // The ante step: what every tx must pass before its message runs (size,
@@ -82,6 +84,8 @@ func (l *Ledger) statelessTx(raw []byte, chainID *string) (*Tx, error) {
 	if !l.verify(tx.PubKey, signedMessage(raw), tx.Signature) {
 		return nil, fmt.Errorf("signature does not verify for sender %s: %w", tx.Sender(), ErrBadSignature)
 	}
+	// The tx is not shared yet: the last time it may change.
+	tx.sender, tx.senderKnown = address.FromPubKey(tx.PubKey), true
 	if l.Txs != nil {
 		// A decoded tx's key and signature are slices of raw, whose owner
 		// may reuse it once the call returns; the one kept must not be.

@@ -249,10 +249,23 @@ type Tx struct {
 	PubKey    ed25519.PublicKey
 	Msg       Msg
 	Signature []byte
+
+	// sender is Sender() when senderKnown: the ante step sets it on a tx
+	// it decoded and verified, before the tx is shared (TxCache,
+	// PreparedTx), so that its later uses (the check, the recheck,
+	// DeliverTx, each its ante step and its message) do not hash the key
+	// again.
+	sender      address.Address
+	senderKnown bool
 }
 
 // Sender returns the address of the tx's signer.
-func (tx *Tx) Sender() address.Address { return address.FromPubKey(tx.PubKey) }
+func (tx *Tx) Sender() address.Address {
+	if tx.senderKnown {
+		return tx.sender
+	}
+	return address.FromPubKey(tx.PubKey)
+}
 
 func (tx *Tx) encodeUnsigned() ([]byte, error) {
 	body, err := json.Marshal(tx.Msg)
