@@ -4,11 +4,8 @@ import (
 	"context"
 	"io"
 	"net/http"
-	"strings"
 	"testing"
 	"time"
-
-	"filippo.io/age"
 
 	"github.com/gpunet/gpunet/internal/address"
 	"github.com/gpunet/gpunet/internal/keys"
@@ -77,29 +74,7 @@ func TestDeadProviderReplacedBeforeTimeout(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	id, err := age.GenerateX25519Identity()
-	if err != nil {
-		t.Fatal(err)
-	}
-	spec := ledger.ServiceSpec{
-		Name: "echo", Image: "example.com/echo@sha256:" + strings.Repeat("c", 64), CPUMilli: 500, Memory: 64 << 20, Disk: 1 << 20,
-		MaxPricePerHour: 200_000, Replicas: 1,
-		Ports:     []ledger.ServicePort{{Port: 8000, Protocol: ledger.PortHTTP}},
-		Readiness: ledger.ServiceReadiness{Port: 8000, Path: "/health", IntervalSeconds: 1, TimeoutSeconds: 1, FailureThreshold: 3, StartSeconds: 60},
-	}
-	res, err := n.cl.SendMsg(t.Context(), owner, 0, &ledger.MsgDeployService{Spec: spec, Budget: 50_000_000, ConsumerKey: id.Recipient().String(), Public: true})
-	if err != nil || res.Code != 0 {
-		t.Fatalf("deploy: %v %+v", err, res)
-	}
-	svc := func() *ledger.Service {
-		kv, release := n.d.Node.View()
-		defer release()
-		s, ok, err := ledger.GetService(kv, 1)
-		if err != nil || !ok {
-			t.Fatalf("service 1: %v %v", ok, err)
-		}
-		return s
-	}
+	svc := deployEcho(t, n, owner, 1, "c")
 	defer func() {
 		if t.Failed() {
 			s := svc()

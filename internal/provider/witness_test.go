@@ -79,29 +79,7 @@ func TestSilentReplicaUnpaid(t *testing.T) {
 		}
 		return true
 	})
-	id, err := age.GenerateX25519Identity()
-	if err != nil {
-		t.Fatal(err)
-	}
-	spec := ledger.ServiceSpec{
-		Name: "echo", Image: "example.com/echo@sha256:" + strings.Repeat("b", 64), CPUMilli: 500, Memory: 64 << 20, Disk: 1 << 20,
-		MaxPricePerHour: 200_000, Replicas: 2,
-		Ports:     []ledger.ServicePort{{Port: 8000, Protocol: ledger.PortHTTP}},
-		Readiness: ledger.ServiceReadiness{Port: 8000, Path: "/health", IntervalSeconds: 1, TimeoutSeconds: 1, FailureThreshold: 3, StartSeconds: 60},
-	}
-	res, err := n.cl.SendMsg(t.Context(), owner, 0, &ledger.MsgDeployService{Spec: spec, Budget: 50_000_000, ConsumerKey: id.Recipient().String(), Public: true})
-	if err != nil || res.Code != 0 {
-		t.Fatalf("deploy: %v %+v", err, res)
-	}
-	svc := func() *ledger.Service {
-		kv, release := n.d.Node.View()
-		defer release()
-		s, ok, err := ledger.GetService(kv, 1)
-		if err != nil || !ok {
-			t.Fatalf("service 1: %v %v", ok, err)
-		}
-		return s
-	}
+	svc := deployEcho(t, n, owner, 2, "b")
 	replica := func(s *ledger.Service, a address.Address) *ledger.Replica {
 		for i := range s.Replicas {
 			if s.Replicas[i].Provider == a {
@@ -197,4 +175,34 @@ func startNetworkServiceAgent(t *testing.T, n *network, name string, price uint6
 	}
 	t.Cleanup(stop)
 	return stop
+}
+
+// deployEcho deploys, from owner, a public service of replicas replicas
+// of an echo image (its digest all c's) with readiness on /health, and
+// returns a reader of its record (service 1: the network's first).
+func deployEcho(t *testing.T, n *network, owner *keys.Key, replicas uint64, c string) func() *ledger.Service {
+	t.Helper()
+	id, err := age.GenerateX25519Identity()
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec := ledger.ServiceSpec{
+		Name: "echo", Image: "example.com/echo@sha256:" + strings.Repeat(c, 64), CPUMilli: 500, Memory: 64 << 20, Disk: 1 << 20,
+		MaxPricePerHour: 200_000, Replicas: replicas,
+		Ports:     []ledger.ServicePort{{Port: 8000, Protocol: ledger.PortHTTP}},
+		Readiness: ledger.ServiceReadiness{Port: 8000, Path: "/health", IntervalSeconds: 1, TimeoutSeconds: 1, FailureThreshold: 3, StartSeconds: 60},
+	}
+	res, err := n.cl.SendMsg(t.Context(), owner, 0, &ledger.MsgDeployService{Spec: spec, Budget: 50_000_000, ConsumerKey: id.Recipient().String(), Public: true})
+	if err != nil || res.Code != 0 {
+		t.Fatalf("deploy: %v %+v", err, res)
+	}
+	return func() *ledger.Service {
+		kv, release := n.d.Node.View()
+		defer release()
+		s, ok, err := ledger.GetService(kv, 1)
+		if err != nil || !ok {
+			t.Fatalf("service 1: %v %v", ok, err)
+		}
+		return s
+	}
 }
