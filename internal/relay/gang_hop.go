@@ -414,16 +414,5 @@ func (h *Hub) serveGangTunnel(w http.ResponseWriter, r *http.Request) {
 		writeError(w, apiwire.CodeUnavailable, err.Error())
 		return
 	}
-	front, err := hijack(w, ProtoTCP, nil)
-	if err != nil {
-		back.Close()
-		return
-	}
-	if !h.track(front) {
-		front.Close()
-		back.Close()
-		return
-	}
-	defer h.untrack(front)
-	splice(front, back, h.o.IdleTimeout)
+	h.spliceTunnel(w, back)
 }

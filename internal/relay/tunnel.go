@@ -91,6 +91,13 @@ func (h *Hub) serveRaw(ctx context.Context, w http.ResponseWriter, r *http.Reque
 		dialFailed(w, svc.ID, err)
 		return
 	}
+	h.spliceTunnel(w, back)
+}
+
+// spliceTunnel takes over w's connection as a raw tunnel (ProtoTCP) and
+// joins it to back until either side ends or both idle past the hub's
+// IdleTimeout; back is closed if the connection cannot be taken.
+func (h *Hub) spliceTunnel(w http.ResponseWriter, back net.Conn) {
 	front, err := hijack(w, ProtoTCP, nil)
 	if err != nil {
 		back.Close()
