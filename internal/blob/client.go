@@ -67,11 +67,14 @@ func (c *Client) hc() *http.Client {
 // stored. It hashes what it sends and fails with ErrHashMismatch if the
 // gateway names a different hash.
 func (c *Client) Put(ctx context.Context, r io.Reader) (Hash, int64, error) {
-	return c.put(ctx, r, -1)
+	return c.put(ctx, r, -1, nil)
 }
 
 // PutFile uploads the file at path with its length declared up front (so
-// a gateway can refuse an oversized one before it is sent).
+// a gateway can refuse an oversized one before it is sent). The file is
+// read again from the start if the upload must be sent again (a client
+// whose HTTPClient fails over between nodes moves a broken upload to the
+// next node: chainclient.Failover).
 func (c *Client) PutFile(ctx context.Context, path string) (Hash, int64, error) {
 	f, err := os.Open(path)
 	if err != nil {
@@ -85,16 +88,36 @@ func (c *Client) PutFile(ctx context.Context, path string) (Hash, int64, error) 
 	if !info.Mode().IsRegular() {
 		return Hash{}, 0, fmt.Errorf("blob upload: %s is not a regular file", path)
 	}
-	return c.put(ctx, f, info.Size())
+	return c.put(ctx, f, info.Size(), func() (io.ReadCloser, error) { return os.Open(path) })
 }
 
-func (c *Client) put(ctx context.Context, r io.Reader, length int64) (Hash, int64, error) {
+// put uploads r, of length bytes (-1: unknown). reopen, when not nil,
+// gives the same bytes again from the start, so that the request can be
+// sent again (http.Request.GetBody); the hash checked at the end is of the
+// body last sent.
+func (c *Client) put(ctx context.Context, r io.Reader, length int64, reopen func() (io.ReadCloser, error)) (Hash, int64, error) {
 	body := &hashingReader{r: r, h: sha256.New(), done: make(chan struct{})}
 	req, err := http.NewRequestWithContext(ctx, http.MethodPut, c.base+"/v1/blobs", body)
 	if err != nil {
 		return Hash{}, 0, err
 	}
 	req.ContentLength = length // -1: chunked
+	if reopen != nil {
+		// GetBody is called by the transport within Do, in this
+		// goroutine, before Do returns: body is the last one sent when
+		// it is read below.
+		req.GetBody = func() (io.ReadCloser, error) {
+			rc, err := reopen()
+			if err != nil {
+				return nil, err
+			}
+			body = &hashingReader{r: rc, h: sha256.New(), done: make(chan struct{})}
+			return struct {
+				io.Reader
+				io.Closer
+			}{body, rc}, nil
+		}
+	}
 	req.Header.Set("Content-Type", "application/octet-stream")
 	if length > 0 {
 		// The gateway refuses an upload over its size limit or the

@@ -199,3 +199,43 @@ func writeTemp(t *testing.T, content string) string {
 	}
 	return p
 }
+
+// TestBlobPutFileMovesWhenTheNodeDiesMidUpload: a node whose connection
+// breaks while a file is being uploaded (it read part of the body, then
+// died: a CI run's netns test, where a killed node failed a provider's
+// output upload and with it the job) makes the upload go again, from the
+// file's start, to the next node, which stores the whole file.
+func TestBlobPutFileMovesWhenTheNodeDiesMidUpload(t *testing.T) {
+	dying := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.ReadFull(r.Body, make([]byte, 1000))
+		conn, _, err := w.(http.Hijacker).Hijack()
+		if err == nil {
+			conn.(*net.TCPConn).SetLinger(0) // a reset, as a killed process's
+			conn.Close()
+		}
+	}))
+	defer dying.Close()
+	var stored []byte
+	good := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		stored = b
+		h := blob.Sum(b)
+		w.WriteHeader(http.StatusCreated)
+		w.Write([]byte(`{"hash":"` + h.String() + `","size":` + strconv.Itoa(len(b)) + `}`))
+	}))
+	defer good.Close()
+	cl := chainclient.New(dying.URL + "," + good.URL)
+	bc := blob.NewClient(cl.Base())
+	bc.HTTPClient = &http.Client{Transport: cl.Transport()}
+	content := strings.Repeat("outputs of a long job ", 1<<14) // 352 KiB
+	h, n, err := bc.PutFile(t.Context(), writeTemp(t, content))
+	if err != nil {
+		t.Fatalf("PutFile with the first node dying mid-upload: %v", err)
+	}
+	if string(stored) != content || h != blob.Sum([]byte(content)) || n != int64(len(content)) {
+		t.Errorf("stored %d bytes as %s (%d), want the whole file, %s", len(stored), h, n, blob.Sum([]byte(content)))
+	}
+	if cl.Base() != good.URL {
+		t.Errorf("the chain client is on %s, want the node that took the upload", cl.Base())
+	}
+}
