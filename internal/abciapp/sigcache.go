@@ -65,8 +65,7 @@ func newSigCache(entries, keys int) *sigCache {
 }
 
 // Get implements ledger.TxCache.
-func (c *sigCache) Get(raw []byte) *ledger.Tx {
-	k := ledger.TxHash(raw)
+func (c *sigCache) Get(k [32]byte) *ledger.Tx {
 	c.mu.Lock()
 	tx, _ := c.txs.get(k)
 	c.mu.Unlock()
@@ -74,8 +73,7 @@ func (c *sigCache) Get(raw []byte) *ledger.Tx {
 }
 
 // Put implements ledger.TxCache.
-func (c *sigCache) Put(raw []byte, tx *ledger.Tx) {
-	k := ledger.TxHash(raw)
+func (c *sigCache) Put(k [32]byte, raw []byte, tx *ledger.Tx) {
 	c.mu.Lock()
 	c.txs.putSized(k, tx, 2*len(raw)+txCost)
 	c.mu.Unlock()

@@ -342,18 +342,18 @@ type countingTxs struct {
 	gets int
 }
 
-func (c *countingTxs) Get(raw []byte) *ledger.Tx {
+func (c *countingTxs) Get(key [32]byte) *ledger.Tx {
 	c.mu.Lock()
 	c.gets++
 	c.mu.Unlock()
-	return c.TxCache.Get(raw)
+	return c.TxCache.Get(key)
 }
 
-func (c *countingTxs) Put(raw []byte, tx *ledger.Tx) {
+func (c *countingTxs) Put(key [32]byte, raw []byte, tx *ledger.Tx) {
 	c.mu.Lock()
-	c.puts[ledger.TxHash(raw)]++
+	c.puts[key]++
 	c.mu.Unlock()
-	c.TxCache.Put(raw, tx)
+	c.TxCache.Put(key, raw, tx)
 }
 
 // TestTxDecodedOnce: a tx is decoded and verified once on a node, whether

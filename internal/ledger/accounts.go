@@ -54,7 +54,7 @@ func GetAccount(kv KV, addr address.Address) (Account, error) {
 	return decodeAccount(addr, b)
 }
 
-func setAccount(o *Overlay, a *Account) { o.Set(accountKey(a.Address), a.encode()) }
+func setAccount(o *Overlay, a *Account) { o.setOwned(accountKey(a.Address), a.encode()) }
 
 // MsgSend moves tokens from the sender to another account.
 type MsgSend struct {

@@ -63,8 +63,10 @@ func (l *Ledger) ante(o *Overlay, chainID string, p Params, raw []byte, pre *Tx)
 // them all before, so only its chain id is checked again: the answer is
 // the same either way.
 func (l *Ledger) statelessTx(raw []byte, chainID *string) (*Tx, error) {
+	var key [32]byte
 	if l.Txs != nil {
-		if tx := l.Txs.Get(raw); tx != nil {
+		key = TxHash(raw)
+		if tx := l.Txs.Get(key); tx != nil {
 			if chainID != nil && tx.ChainID != *chainID {
 				return nil, wrongChain(tx.ChainID, *chainID)
 			}
@@ -90,7 +92,7 @@ func (l *Ledger) statelessTx(raw []byte, chainID *string) (*Tx, error) {
 		// A decoded tx's key and signature are slices of raw, whose owner
 		// may reuse it once the call returns; the one kept must not be.
 		tx.PubKey, tx.Signature = bytes.Clone(tx.PubKey), bytes.Clone(tx.Signature)
-		l.Txs.Put(raw, tx)
+		l.Txs.Put(key, raw, tx)
 	}
 	return tx, nil
 }
@@ -135,6 +137,7 @@ type TxChecker struct {
 	state     *Overlay
 	paramsRaw []byte // the stored bytes params was decoded from; nil: none yet
 	params    Params
+	chainID   string // ChainID(state) as last read: kept while the stored bytes match
 
 	scratch scratchOverlays
 }
@@ -179,10 +182,13 @@ func (c *TxChecker) check(raw []byte, pre *Tx, keepFailed bool) TxResult {
 		c.params, c.paramsRaw = p, bytes.Clone(stored)
 	}
 	state := c.state
+	if stored := state.Get(keyChainID); string(stored) != c.chainID {
+		c.chainID = string(stored)
+	}
 	anteState := c.scratch.on(0, state)
 	msgState := c.scratch.on(1, anteState)
 	defer c.scratch.release()
-	tx, err := c.l.ante(anteState, ChainID(state), c.params, raw, pre)
+	tx, err := c.l.ante(anteState, c.chainID, c.params, raw, pre)
 	if err != nil {
 		return TxResult{Err: err}
 	}

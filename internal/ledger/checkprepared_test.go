@@ -18,14 +18,14 @@ type countingMemo struct {
 	gets, puts atomic.Int64
 }
 
-func (m *countingMemo) Get(raw []byte) *ledger.Tx {
+func (m *countingMemo) Get(key [32]byte) *ledger.Tx {
 	m.gets.Add(1)
-	return m.TxMemo.Get(raw)
+	return m.TxMemo.Get(key)
 }
 
-func (m *countingMemo) Put(raw []byte, tx *ledger.Tx) {
+func (m *countingMemo) Put(key [32]byte, raw []byte, tx *ledger.Tx) {
 	m.puts.Add(1)
-	m.TxMemo.Put(raw, tx)
+	m.TxMemo.Put(key, raw, tx)
 }
 
 // TestCheckPreparedMatchesCheck: a check handed the tx Ledger.Prepare made

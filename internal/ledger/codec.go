@@ -52,17 +52,23 @@ func (d *decoder) fail(err error, what string) {
 	}
 }
 
-func (d *decoder) uvarint(what string) uint64 {
+func (d *decoder) uvarint(what string) uint64 { return d.uvarintOf(what, "") }
+
+// uvarintOf is uvarint for the field named what+suffix: the name is built
+// only when the field is malformed (a length or a count is read for every
+// byte string and slice a record holds; building its name each time was
+// an allocation each).
+func (d *decoder) uvarintOf(what, suffix string) uint64 {
 	if d.err != nil {
 		return 0
 	}
 	v, n := binary.Uvarint(d.buf[d.off:])
 	if n == 0 {
-		d.fail(errTruncated, what)
+		d.fail(errTruncated, what+suffix)
 		return 0
 	}
 	if n < 0 || n != uvarintLen(v) {
-		d.fail(errVarint, what)
+		d.fail(errVarint, what+suffix)
 		return 0
 	}
 	d.off += n
@@ -70,7 +76,7 @@ func (d *decoder) uvarint(what string) uint64 {
 }
 
 func (d *decoder) bytes(what string, max int) []byte {
-	n := d.uvarint(what + " length")
+	n := d.uvarintOf(what, " length")
 	if d.err != nil {
 		return nil
 	}
@@ -126,7 +132,7 @@ func (d *decoder) byteSlice(what string) []byte {
 // least a byte, so a count above the bytes left is corrupt (and is refused
 // before anything is allocated for it).
 func (d *decoder) count(what string) int {
-	n := d.uvarint(what + " count")
+	n := d.uvarintOf(what, " count")
 	if d.err == nil && n > uint64(len(d.buf)-d.off) {
 		d.fail(errCount, what)
 	}

@@ -243,7 +243,7 @@ func getUint(kv KV, key []byte) uint64 {
 
 // setUint writes an 8-byte counter.
 func setUint(o *Overlay, key []byte, v uint64) {
-	o.Set(key, binary.BigEndian.AppendUint64(nil, v))
+	o.setOwned(key, binary.BigEndian.AppendUint64(nil, v))
 }
 
 // u64 appends v to a key, big-endian so that keys sort by it.

@@ -12,8 +12,11 @@ import (
 type Verifier func(pub ed25519.PublicKey, msg, sig []byte) bool
 
 // TxCache remembers txs that passed the checks that depend on their bytes
-// alone: decoding, ValidateBasic and the signature. Get returns the tx
-// Put was given for the same bytes, or nil; an implementation may forget
+// alone: decoding, ValidateBasic and the signature, by the hash of their
+// bytes (TxHash), which the ledger computes once for a lookup and the Put
+// that may follow it. Get returns the tx Put was given for the same hash,
+// or nil; Put's raw is the tx's bytes, for an implementation that bounds
+// what it holds by their size (it must not keep raw); an implementation may forget
 // any tx at any time (it must be bounded), and must be safe for concurrent
 // use. A tx it returns is shared by every later use of the same bytes:
 // the ledger never changes a decoded Tx or its Msg, nor keeps a reference
@@ -21,8 +24,8 @@ type Verifier func(pub ed25519.PublicKey, msg, sig []byte) bool
 // that, checkMsgsUnchanged), so sharing it gives the same answers as
 // decoding again.
 type TxCache interface {
-	Get(raw []byte) *Tx
-	Put(raw []byte, tx *Tx)
+	Get(key [32]byte) *Tx
+	Put(key [32]byte, raw []byte, tx *Tx)
 }
 
 // Ledger applies txs and blocks. Its zero value verifies with ed25519.Verify

@@ -86,6 +86,16 @@ func (o *Overlay) Set(key, value []byte) {
 	o.stage(string(key), append(make([]byte, 0, len(value)), value...))
 }
 
+// setOwned is Set for a value the caller made for it and never uses again
+// (a record just encoded, a counter just appended): the overlay keeps it
+// rather than a copy.
+func (o *Overlay) setOwned(key, value []byte) {
+	if value == nil {
+		value = []byte{}
+	}
+	o.stage(string(key), value)
+}
+
 // Delete stages a deletion.
 func (o *Overlay) Delete(key []byte) { o.stage(string(key), nil) }
 
