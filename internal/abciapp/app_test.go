@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/ed25519"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -204,30 +205,38 @@ func TestQuery(t *testing.T) {
 	}
 }
 
+// TestSigCacheOnlyRemembersValid: a key is kept expanded only once a
+// signature by it verified, and the keys kept stay bounded.
 func TestSigCacheOnlyRemembersValid(t *testing.T) {
 	c := newSigCache(2, 2)
 	tx, _ := ledger.DecodeTx(alice.Send(0, bob.Addr, 1))
 	sb, _ := tx.SignBytes()
-	// Each is verified twice: the second answer comes from the cache.
+	bad := bytes.Clone(tx.Signature)
+	bad[0] ^= 1
+	if c.verify(tx.PubKey, sb, bad) {
+		t.Fatal("invalid signature accepted")
+	}
+	if n := c.keys.len(); n != 0 {
+		t.Fatalf("an invalid signature left %d keys in the cache", n)
+	}
+	// Each is verified twice: the second uses the expanded key.
 	for range 2 {
 		if !c.verify(tx.PubKey, sb, tx.Signature) {
 			t.Fatal("valid signature rejected")
 		}
 	}
-	bad := bytes.Clone(tx.Signature)
-	bad[0] ^= 1
 	for range 2 {
 		if c.verify(tx.PubKey, sb, bad) {
 			t.Fatal("invalid signature accepted")
 		}
 	}
 	for i := 0; i < 5; i++ { // eviction keeps it bounded
-		tx2, _ := ledger.DecodeTx(alice.Send(uint64(i+1), bob.Addr, 1))
+		tx2, _ := ledger.DecodeTx(lt.NewKey(fmt.Sprint("k", i)).Send(0, bob.Addr, 1))
 		sb2, _ := tx2.SignBytes()
 		c.verify(tx2.PubKey, sb2, tx2.Signature)
 	}
-	if n := c.ok.len(); n > 4 {
-		t.Fatalf("cache holds %d entries, max 2 per generation", n)
+	if n := c.keys.len(); n > 4 {
+		t.Fatalf("cache holds %d keys, max 2 per generation", n)
 	}
 }
 

@@ -2,7 +2,6 @@ package abciapp
 
 import (
 	"crypto/ed25519"
-	"crypto/sha256"
 	"sync"
 
 	voi "github.com/oasisprotocol/curve25519-voi/primitives/ed25519"
@@ -10,15 +9,15 @@ import (
 	"github.com/gpunet/gpunet/internal/ledger"
 )
 
-// Bounds of the signature cache: entries per generation, of which it keeps
-// two. A verified signature costs its 32-byte key and a map slot (about
-// 8 MB at most for both generations); an expanded public key about 1.5 KiB
-// (about 12 MB at most). Both are far above what a node uses between two
-// looks at an entry: a block's txs, checked and then delivered.
+// Bounds of the cache: entries per generation, of which it keeps two. A
+// decoded tx costs what txCacheBytes says; an expanded public key about
+// 1.5 KiB (about 12 MB at most). Both are far above what a node uses
+// between two looks at an entry: a block's txs, checked and then
+// delivered.
 const (
 	sigCacheEntries = 1 << 16
 	sigCacheKeys    = 1 << 12
-	// Decoded txs: as many a generation as signatures, and at most
+	// Decoded txs: at most sigCacheEntries a generation, and at most
 	// txCacheBytes (a tx costs twice its wire size and txCost: its
 	// decoded message, with the copies of its strings and key, is about
 	// as large as its bytes, counted twice to leave room for Go's
@@ -33,14 +32,18 @@ const (
 // verified once, normally by CheckTx (outside its lock) or by
 // FinalizeBlock on all cores, and found by the hash of their bytes in each
 // recheck and in DeliverTx, which neither decode nor verify them again.
-// It also remembers signatures already verified, for the ledger's checks
-// of txs it no longer holds, and keeps senders' public keys expanded
-// (curve25519-voi's precomputation, about 40% faster than crypto/ed25519).
-// Its answers are exactly crypto/ed25519.Verify's (VerifyOptionsStdLib;
-// TestSigCacheMatchesStdlib and FuzzSigCacheMatchesStdlib check it): it
-// holds only successes, keyed by a hash of everything the answer depends
-// on, so what it holds changes how fast a node answers, never what
-// (TestCachesDoNotChangeResults).
+// It keeps senders' public keys expanded (curve25519-voi's precomputation,
+// about 40% faster than crypto/ed25519). Its answers are exactly
+// crypto/ed25519.Verify's (VerifyOptionsStdLib; TestSigCacheMatchesStdlib
+// and FuzzSigCacheMatchesStdlib check it), so what it holds changes how
+// fast a node answers, never what (TestCachesDoNotChangeResults).
+//
+// It does not remember verified signatures apart from the txs that carry
+// them: the ledger verifies a signature only for a tx the tx cache does
+// not hold, and then puts the tx in it, so a memo of signatures answered
+// only for txs the tx cache had dropped (by its byte bound), at the cost of
+// a SHA-256 of the signed bytes and two map operations under the mutex for
+// every new tx (issue 36).
 //
 // Batch verification (curve25519-voi's BatchVerifier) is not used: it
 // checks the cofactored equation, which accepts some signatures that
@@ -49,7 +52,6 @@ const (
 // refused. voi refuses to batch with VerifyOptionsStdLib for that reason.
 type sigCache struct {
 	mu   sync.Mutex
-	ok   generations[[32]byte, struct{}]
 	keys generations[[32]byte, *voi.ExpandedPublicKey]
 	txs  generations[[32]byte, *ledger.Tx] // by ledger.TxHash
 }
@@ -58,7 +60,6 @@ var stdlibVerify = &voi.Options{Verify: voi.VerifyOptionsStdLib}
 
 func newSigCache(entries, keys int) *sigCache {
 	return &sigCache{
-		ok:   newGenerations[[32]byte, struct{}](entries),
 		keys: newGenerations[[32]byte, *voi.ExpandedPublicKey](keys),
 		txs:  newGenerations[[32]byte, *ledger.Tx](entries).withBytes(txCacheBytes),
 	}
@@ -79,39 +80,18 @@ func (c *sigCache) Put(k [32]byte, raw []byte, tx *ledger.Tx) {
 	c.mu.Unlock()
 }
 
-// sigKey is what the answer for (pub, msg, sig) is remembered under. pub
-// and sig have fixed lengths, so the concatenation is unambiguous.
-func sigKey(pub ed25519.PublicKey, msg, sig []byte) [32]byte {
-	h := sha256.New()
-	h.Write(pub)
-	h.Write(sig)
-	h.Write(msg)
-	var k [32]byte
-	h.Sum(k[:0])
-	return k
-}
-
-// verify is the ledger's Verifier.
+// verify is the ledger's Verifier. It remembers the expanded key of a
+// signature that verifies.
 func (c *sigCache) verify(pub ed25519.PublicKey, msg, sig []byte) bool {
 	if len(pub) != ed25519.PublicKeySize || len(sig) != ed25519.SignatureSize {
 		return false
 	}
-	k := sigKey(pub, msg, sig)
-	c.mu.Lock()
-	_, hit := c.ok.get(k)
-	c.mu.Unlock()
-	return hit || c.verifyMiss(k, pub, msg, sig)
-}
-
-// verifyMiss verifies a signature the cache does not hold and remembers it
-// if it is valid.
-func (c *sigCache) verifyMiss(k [32]byte, pub ed25519.PublicKey, msg, sig []byte) bool {
 	var pk [32]byte
 	copy(pk[:], pub)
 	c.mu.Lock()
-	epk, _ := c.keys.get(pk)
+	epk, known := c.keys.get(pk) // a hit in the old generation moves it to the current one
 	c.mu.Unlock()
-	if epk == nil {
+	if !known {
 		var err error
 		if epk, err = voi.NewExpandedPublicKey(voi.PublicKey(pub)); err != nil {
 			// Not a point voi can expand: fall back to the reference.
@@ -121,10 +101,11 @@ func (c *sigCache) verifyMiss(k [32]byte, pub ed25519.PublicKey, msg, sig []byte
 	if !voi.VerifyExpandedWithOptions(epk, msg, sig, stdlibVerify) {
 		return false
 	}
-	c.mu.Lock()
-	c.ok.put(k, struct{}{})
-	c.keys.put(pk, epk)
-	c.mu.Unlock()
+	if !known {
+		c.mu.Lock()
+		c.keys.put(pk, epk)
+		c.mu.Unlock()
+	}
 	return true
 }
 

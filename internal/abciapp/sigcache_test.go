@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"reflect"
+	"runtime"
 	"sync"
 	"testing"
 	"time"
@@ -204,33 +205,29 @@ func preverify(c *sigCache, raw []byte) {
 }
 
 // TestSigCacheBounded floods the cache with distinct valid txs from
-// distinct keys: it never holds more than its bound, and an entry in
+// distinct keys: it never holds more than its bound, and a key in
 // constant use stays.
 func TestSigCacheBounded(t *testing.T) {
 	const entries, keys = 8, 4
 	c := newSigCache(entries, keys)
 	kept := alice.Send(0, bob.Addr, 1)
 	pub, msg, sig, _ := ledger.SignedParts(kept)
-	k := sigKey(pub, msg, sig)
 	for i := range 200 {
 		preverify(c, lt.NewKey(fmt.Sprint("flood", i)).Send(0, bob.Addr, 1))
 		if !c.verify(pub, msg, sig) {
 			t.Fatal("valid signature refused")
 		}
-		if n := c.ok.len(); n > 2*entries {
-			t.Fatalf("after %d txs the cache holds %d signatures, bound %d", i+1, n, 2*entries)
-		}
 		if n := c.keys.len(); n > 2*keys {
 			t.Fatalf("after %d txs the cache holds %d keys, bound %d", i+1, n, 2*keys)
 		}
 	}
-	if _, ok := c.ok.get(k); !ok {
-		t.Fatal("the signature in constant use was evicted")
+	if _, ok := c.keys.get([32]byte(pub)); !ok {
+		t.Fatal("the key in constant use was evicted")
 	}
 }
 
 // TestVerifyBlock: preparing a block's txs up front caches the valid
-// txs and their signatures, and only those, and hands each back in order.
+// txs, and only those, and hands each back in order.
 func TestVerifyBlock(t *testing.T) {
 	c := newSigCache(sigCacheEntries, sigCacheKeys)
 	l := ledger.Ledger{Verify: c.verify, Txs: c}
@@ -241,16 +238,12 @@ func TestVerifyBlock(t *testing.T) {
 	}
 	block := append(append([][]byte{[]byte("junk")}, good...), bad...)
 	out := c.verifyBlock(block, 4, l.Prepare)
-	if n := c.ok.len(); n != len(good) {
-		t.Fatalf("cache holds %d signatures after a block of %d valid and %d invalid txs", n, len(good), len(bad))
-	}
 	if n := c.txs.len(); n != len(good) {
 		t.Fatalf("cache holds %d txs after a block of %d valid and %d invalid txs", n, len(good), len(bad))
 	}
 	for _, tx := range good {
-		pub, msg, sig, _ := ledger.SignedParts(tx)
-		if _, ok := c.ok.get(sigKey(pub, msg, sig)); !ok {
-			t.Fatal("a valid tx's signature is not cached")
+		if c.Get(ledger.TxHash(tx)) == nil {
+			t.Fatal("a valid tx is not cached")
 		}
 	}
 	if len(out) != len(block) {
@@ -474,5 +467,35 @@ func TestCachedTxOutlivesItsBuffer(t *testing.T) {
 	}
 	if r := finalize(t, a, 1, tx).TxResults[0]; r.Code != 0 {
 		t.Fatalf("DeliverTx after the CheckTx buffer was reused: %s", r.Log)
+	}
+}
+
+// TestVerifyRemembersNoSignature: verifying a new tx's signature by a
+// known key costs its check and a lookup of the key, nothing more: no hash
+// of the signed bytes and no entry kept for the signature (the tx cache
+// keeps the tx it is verified for). A memo of signatures grew by one entry
+// (a 32-byte key and its slot) a signature: 40 bytes or more each.
+func TestVerifyRemembersNoSignature(t *testing.T) {
+	c := newSigCache(sigCacheEntries, sigCacheKeys)
+	const runs = 500
+	parts := make([][3][]byte, runs)
+	for i := range parts {
+		pub, msg, sig, _ := ledger.SignedParts(alice.Send(uint64(i), bob.Addr, 1))
+		parts[i] = [3][]byte{pub, msg, sig}
+	}
+	preverify(c, alice.Send(runs, bob.Addr, 1)) // alice's key expanded
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	for _, p := range parts {
+		if !c.verify(p[0], p[1], p[2]) {
+			t.Fatal("valid signature refused")
+		}
+	}
+	runtime.ReadMemStats(&after)
+	if perSig := (after.TotalAlloc - before.TotalAlloc) / runs; perSig > 8 {
+		t.Fatalf("verifying a signature by a known key allocates %d bytes, want none kept for it", perSig)
+	}
+	if n := c.keys.len(); n != 1 {
+		t.Fatalf("the cache holds %d keys, want alice's alone", n)
 	}
 }
