@@ -40,6 +40,9 @@ type Overlay struct {
 	writes map[string][]byte // nil value: deleted
 	keys   skipList          // the keys of writes, in order
 	read   map[string][]byte // values read from base; nil: absent there
+	// noReads: read is not kept (a tx's scratch overlay, whose base is
+	// another overlay and whose reads nothing folds into a hash).
+	noReads bool
 }
 
 // NewOverlay returns an empty overlay on base.
@@ -57,6 +60,9 @@ func (o *Overlay) Get(key []byte) []byte {
 
 // baseGet returns the value key has in the base.
 func (o *Overlay) baseGet(key []byte) []byte {
+	if o.noReads {
+		return o.base.Get(key)
+	}
 	if v, ok := o.read[string(key)]; ok {
 		return v
 	}
@@ -72,6 +78,9 @@ func (o *Overlay) baseGet(key []byte) []byte {
 // that learnt it otherwise than by Get (from a scan, or from the record an
 // index entry is derived from). It is ignored if key is staged.
 func (o *Overlay) noteBase(key, value []byte) {
+	if o.noReads {
+		return
+	}
 	if _, ok := o.writes[string(key)]; ok {
 		return
 	}
