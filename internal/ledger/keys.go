@@ -232,6 +232,13 @@ var (
 	keyDelRewards       = []byte("chain/delrewards")
 )
 
+// The keys every tx's fee is staged under, as the strings an overlay keeps
+// (collectFee).
+var (
+	keyTreasuryString  = string(keyTreasury)
+	keyBlockFeesString = string(keyBlockFees)
+)
+
 // getUint reads an 8-byte counter; a missing key reads 0.
 func getUint(kv KV, key []byte) uint64 {
 	b := kv.Get(key)

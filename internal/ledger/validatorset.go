@@ -247,8 +247,9 @@ func collectFee(o *Overlay, fee uint64) {
 	if fee == 0 {
 		return
 	}
-	setUint(o, keyTreasury, Treasury(o)+fee)
-	setUint(o, keyBlockFees, getUint(o, keyBlockFees)+fee)
+	// Every tx pays a fee: the two keys are staged as strings made once.
+	o.stage(keyTreasuryString, binary.BigEndian.AppendUint64(nil, Treasury(o)+fee))
+	o.stage(keyBlockFeesString, binary.BigEndian.AppendUint64(nil, getUint(o, keyBlockFees)+fee))
 }
 
 // endValidators runs at the end of every block: it pays the fee share and
