@@ -69,21 +69,7 @@ func (*MsgReportReplicaDown) Type() MsgType { return MsgTypeReportReplicaDown }
 
 // ValidateBasic implements Msg.
 func (m *MsgReportReplicaDown) ValidateBasic() error {
-	if len(m.Replicas) == 0 || len(m.Replicas) > MaxDownReplicas {
-		return invalid("replicas: want 1 to %d, got %d", MaxDownReplicas, len(m.Replicas))
-	}
-	for i, r := range m.Replicas {
-		if r.ServiceID == 0 {
-			return invalid("replicas[%d]: service_id is 0", i)
-		}
-		if r.Provider.IsZero() {
-			return invalid("replicas[%d]: provider is empty", i)
-		}
-		if i > 0 && cmpServed(m.Replicas[i-1], r) >= 0 {
-			return invalid("replicas[%d]: service %d provider %s is out of order or repeated: sort by service_id, then provider", i, r.ServiceID, r.Provider)
-		}
-	}
-	return nil
+	return validateReplicaList(m.Replicas, MaxDownReplicas)
 }
 
 // DownReport is one validator's report that a replica is down, at a

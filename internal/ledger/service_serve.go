@@ -87,17 +87,24 @@ func (m *MsgAttestServed) ValidateBasic() error {
 	if m.Period == 0 {
 		return invalid("period is 0: want the period (block time / service_serve_period) the replicas were seen serving in")
 	}
-	if len(m.Replicas) == 0 || len(m.Replicas) > MaxServedReplicas {
-		return invalid("replicas: want 1 to %d, got %d", MaxServedReplicas, len(m.Replicas))
+	return validateReplicaList(m.Replicas, MaxServedReplicas)
+}
+
+// validateReplicaList checks a message's list of replicas: 1 to max of
+// them (at most limit), each naming a service and a provider, sorted by service, then
+// provider, without repeats (attest_served, report_replica_down).
+func validateReplicaList(rs []ServedReplica, limit int) error {
+	if len(rs) == 0 || len(rs) > limit {
+		return invalid("replicas: want 1 to %d, got %d", limit, len(rs))
 	}
-	for i, r := range m.Replicas {
+	for i, r := range rs {
 		if r.ServiceID == 0 {
 			return invalid("replicas[%d]: service_id is 0", i)
 		}
 		if r.Provider.IsZero() {
 			return invalid("replicas[%d]: provider is empty", i)
 		}
-		if i > 0 && cmpServed(m.Replicas[i-1], r) >= 0 {
+		if i > 0 && cmpServed(rs[i-1], r) >= 0 {
 			return invalid("replicas[%d]: service %d provider %s is out of order or repeated: sort by service_id, then provider", i, r.ServiceID, r.Provider)
 		}
 	}
