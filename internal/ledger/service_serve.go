@@ -90,8 +90,8 @@ func (m *MsgAttestServed) ValidateBasic() error {
 	return validateReplicaList(m.Replicas, MaxServedReplicas)
 }
 
-// validateReplicaList checks a message's list of replicas: 1 to max of
-// them (at most limit), each naming a service and a provider, sorted by service, then
+// validateReplicaList checks a message's list of replicas: 1 to limit of
+// them, each naming a service and a provider, sorted by service, then
 // provider, without repeats (attest_served, report_replica_down).
 func validateReplicaList(rs []ServedReplica, limit int) error {
 	if len(rs) == 0 || len(rs) > limit {
