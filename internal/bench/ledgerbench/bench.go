@@ -43,14 +43,14 @@ const (
 	DefaultTimeout           = 5 * time.Minute
 )
 
-// Target is the acceptance target: the ledger's rate and its ratio to the
-// kvstore's, both at least these.
-var Target = TargetFigures{TxPerS: 4000, Ratio: 0.5}
+// Target is the acceptance target (issue 36): the ledger's rate, and its
+// CPU ratio to the kvstore's, both at least these.
+var Target = TargetFigures{TxPerS: 4000, CPURatio: 0.8}
 
 // TargetFigures are the figures a run must reach.
 type TargetFigures struct {
-	TxPerS float64 `json:"tx_per_s"`
-	Ratio  float64 `json:"ratio"`
+	TxPerS   float64 `json:"tx_per_s"`
+	CPURatio float64 `json:"cpu_ratio"`
 }
 
 // Options tune a run. Zero fields take the defaults.
@@ -158,6 +158,11 @@ type Result struct {
 	Ledger      Phase         `json:"ledger"`
 	KVStore     Phase         `json:"kvstore"`
 	Ratio       float64       `json:"ratio"` // ledger tx/s over kvstore tx/s
+	// CPURatio is the kvstore's CPU time per tx over the ledger's, both
+	// measured in this run: the figure the target judges. On a machine
+	// shared with other work the rates (and Ratio) move with what else
+	// runs; the CPU each process spends on a tx moves far less.
+	CPURatio float64 `json:"cpu_ratio"`
 	Target      TargetFigures `json:"target"`
 	MeetsTarget bool          `json:"meets_target"` // both of the below, with no ledger tx failed
 	MeetsTxPerS bool          `json:"meets_tx_per_s"`
@@ -196,6 +201,8 @@ type Phase struct {
 	// near GOMAXPROCS means CPU-bound; well below means waiting (or a
 	// machine busy with other work).
 	CPUCores float64 `json:"cpu_cores"`
+	// CPUPerTxUs is the process's CPU time over the phase, per tx.
+	CPUPerTxUs float64 `json:"cpu_per_tx_us"`
 	// RPCConns is the number of TCP connections the RPC clients opened:
 	// about one per submitter when HTTP keep-alive works (rpc mode only).
 	RPCConns int64 `json:"rpc_connections,omitempty"`
@@ -320,8 +327,11 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	if res.KVStore.TxPerS > 0 {
 		res.Ratio = res.Ledger.TxPerS / res.KVStore.TxPerS
 	}
+	if res.Ledger.CPUPerTxUs > 0 {
+		res.CPURatio = res.KVStore.CPUPerTxUs / res.Ledger.CPUPerTxUs
+	}
 	res.MeetsTxPerS = res.Ledger.TxPerS >= Target.TxPerS
-	res.MeetsRatio = res.Ratio >= Target.Ratio
+	res.MeetsRatio = res.CPURatio >= Target.CPURatio
 	res.MeetsTarget = res.MeetsTxPerS && res.MeetsRatio && res.Ledger.Failed == 0 && res.Ledger.Rejected == 0
 	return res, nil
 }

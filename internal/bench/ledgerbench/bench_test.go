@@ -78,8 +78,8 @@ func TestBenchSmall(t *testing.T) {
 					t.Errorf("%s: %d RPC connections opened in mempool mode", p.App, p.RPCConns)
 				}
 			}
-			if res.Ratio <= 0 {
-				t.Errorf("ratio %v", res.Ratio)
+			if res.Ratio <= 0 || res.CPURatio <= 0 || res.Ledger.CPUPerTxUs <= 0 || res.KVStore.CPUPerTxUs <= 0 {
+				t.Errorf("ratio %v, CPU ratio %v (CPU per tx: ledger %v µs, kvstore %v µs)", res.Ratio, res.CPURatio, res.Ledger.CPUPerTxUs, res.KVStore.CPUPerTxUs)
 			}
 			t.Logf("%s: ledger %.0f tx/s, kvstore %.0f tx/s, ratio %.2f", mode, res.Ledger.TxPerS, res.KVStore.TxPerS, res.Ratio)
 		})

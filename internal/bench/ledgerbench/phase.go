@@ -124,6 +124,9 @@ func runPhase(ctx context.Context, name, home string, app abci.Application, clos
 	ph.ElapsedMs = measure.Ms(elapsed)
 	ph.TxPerS = float64(b.seen) / elapsed.Seconds()
 	ph.CPUCores = cpu.Seconds() / elapsed.Seconds()
+	if b.seen > 0 {
+		ph.CPUPerTxUs = float64(cpu.Microseconds()) / float64(b.seen)
+	}
 	ph.Blocks, ph.MaxBlockTxs, ph.Failed = b.count, b.maxTxs, b.failed
 	ph.Rejected = int(p.rejected.Load())
 	ph.RPCConns = dials.Load()

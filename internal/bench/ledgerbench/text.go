@@ -40,8 +40,10 @@ func (r *Result) WriteText(w io.Writer) error {
 		p.Printf("RPC connections opened: ledger %d, kvstore %d\n", r.Ledger.RPCConns, r.KVStore.RPCConns)
 	}
 	met := measure.Verdict
-	p.Printf("ratio ledger/kvstore: %.2f\ntarget (submission %s): ≥ %.0f signed tx/s %s; ratio ≥ %.2f %s\n",
-		r.Ratio, r.Submit, r.Target.TxPerS, met(r.MeetsTxPerS), r.Target.Ratio, met(r.MeetsRatio))
+	p.Printf("ratio ledger/kvstore: %.2f (tx/s); CPU per tx: ledger %.0f µs, kvstore %.0f µs, CPU ratio %.2f\n",
+		r.Ratio, r.Ledger.CPUPerTxUs, r.KVStore.CPUPerTxUs, r.CPURatio)
+	p.Printf("target (submission %s): ≥ %.0f signed tx/s %s; CPU ratio ≥ %.2f %s\n",
+		r.Submit, r.Target.TxPerS, met(r.MeetsTxPerS), r.Target.CPURatio, met(r.MeetsRatio))
 	if r.Dir != "" {
 		p.Printf("homes kept in %s\n", r.Dir)
 	}
