@@ -147,22 +147,22 @@ func (o *Options) Validate() error {
 
 // Result is the outcome of a run.
 type Result struct {
-	Date        time.Time     `json:"date"`
-	Txs         int           `json:"txs"`
-	TxBytes     float64       `json:"tx_bytes_avg"`
-	Senders     int           `json:"senders"`
-	BlockTime   string        `json:"block_time"`
-	Submit      string        `json:"submit"` // "rpc" or "mempool"
-	Submitters  int           `json:"submitters"`
-	GOMAXPROCS  int           `json:"gomaxprocs"`
-	Ledger      Phase         `json:"ledger"`
-	KVStore     Phase         `json:"kvstore"`
-	Ratio       float64       `json:"ratio"` // ledger tx/s over kvstore tx/s
+	Date       time.Time `json:"date"`
+	Txs        int       `json:"txs"`
+	TxBytes    float64   `json:"tx_bytes_avg"`
+	Senders    int       `json:"senders"`
+	BlockTime  string    `json:"block_time"`
+	Submit     string    `json:"submit"` // "rpc" or "mempool"
+	Submitters int       `json:"submitters"`
+	GOMAXPROCS int       `json:"gomaxprocs"`
+	Ledger     Phase     `json:"ledger"`
+	KVStore    Phase     `json:"kvstore"`
+	Ratio      float64   `json:"ratio"` // ledger tx/s over kvstore tx/s
 	// CPURatio is the kvstore's CPU time per tx over the ledger's, both
 	// measured in this run: the figure the target judges. On a machine
 	// shared with other work the rates (and Ratio) move with what else
 	// runs; the CPU each process spends on a tx moves far less.
-	CPURatio float64 `json:"cpu_ratio"`
+	CPURatio    float64       `json:"cpu_ratio"`
 	Target      TargetFigures `json:"target"`
 	MeetsTarget bool          `json:"meets_target"` // both of the below, with no ledger tx failed
 	MeetsTxPerS bool          `json:"meets_tx_per_s"`
