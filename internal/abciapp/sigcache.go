@@ -203,4 +203,18 @@ func (g *generations[K, V]) putSized(k K, v V, size int) {
 	g.curBytes += size
 }
 
+// drop forgets k.
+func (g *generations[K, V]) drop(k K) {
+	if e, ok := g.cur[k]; ok {
+		g.curBytes -= e.size
+		delete(g.cur, k)
+	}
+	delete(g.old, k)
+}
+
+// clear forgets every entry.
+func (g *generations[K, V]) clear() {
+	g.cur, g.old, g.curBytes = make(map[K]sized[V]), nil, 0
+}
+
 func (g *generations[K, V]) len() int { return len(g.cur) + len(g.old) }

@@ -680,7 +680,8 @@ func (s *Store) wipe() error {
 }
 
 // reload makes readers see what was written to the DB directly (a restore):
-// it reloads the in-memory index and drops the iterators kept for reuse.
+// it reloads the in-memory index, empties the value cache and drops the
+// iterators kept for reuse.
 func (s *Store) reload() error {
 	fresh, err := OpenStore(s.db)
 	if err != nil {
@@ -688,6 +689,7 @@ func (s *Store) reload() error {
 	}
 	s.mu.Lock()
 	s.kv.mem.Store(fresh.kv.mem.Load())
+	s.kv.cache.clear()
 	s.mu.Unlock()
 	return s.kv.Reset()
 }

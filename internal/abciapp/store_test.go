@@ -61,9 +61,21 @@ func TestPebbleKVSeesWritesAfterReset(t *testing.T) {
 // to other keys; every Get and every scan (inside the index, across it,
 // unbounded) reads what a plain map says, on the committed state, on views
 // taken between blocks, and after reopening the store.
+// It runs with the value cache's own bounds and with a cache of a few
+// entries, which drops values all the time.
 func TestStoreMatchesModel(t *testing.T) {
+	for _, c := range []struct {
+		name           string
+		entries, bytes int
+	}{{"default cache", valueCacheEntries, valueCacheBytes}, {"tiny cache", 4, 256}} {
+		t.Run(c.name, func(t *testing.T) { storeMatchesModel(t, c.entries, c.bytes) })
+	}
+}
+
+func storeMatchesModel(t *testing.T, cacheEntries, cacheBytes int) {
 	fs := vfs.NewMem()
 	s := openMemStore(t, fs)
+	s.kv.cache = newValueCache(cacheEntries, cacheBytes)
 	rng := rand.New(rand.NewPCG(1, 2))
 	prefixes := []string{"pidx/a/", "pidx/b/", "pcls/", "acct/", "job/", "pidy/"}
 	key := func() string { return fmt.Sprintf("%s%03d", prefixes[rng.IntN(len(prefixes))], rng.IntN(200)) }
