@@ -29,7 +29,10 @@ type Change struct {
 // Iterate and Changes), so that a range scan costs O(log writes + keys in
 // range) however many writes the block has staged: the scheduler scans the
 // provider index once per queued job, in a block that may stage tens of
-// thousands of writes.
+// thousands of writes. Keys go into the skip list at the next ordered read
+// (Iterate, Changes), not when staged: most overlays are never read in
+// order (the mempool's check state, a tx's scratch overlays, which Flush
+// empties into another), and those never pay for it (issue 36).
 //
 // An overlay also remembers what it read from its base (which must not
 // change while the overlay is in use), so that folding a block's changes
@@ -38,7 +41,10 @@ type Change struct {
 type Overlay struct {
 	base   KV
 	writes map[string][]byte // nil value: deleted
-	keys   skipList          // the keys of writes, in order
+	keys   skipList          // keys of writes, in order
+	// unindexed holds the keys of writes not yet in keys, in the order
+	// they were first staged.
+	unindexed []string
 	read   map[string][]byte // values read from base; nil: absent there
 	// noReads: read is not kept (a tx's scratch overlay, whose base is
 	// another overlay and whose reads nothing folds into a hash).
@@ -110,13 +116,24 @@ func (o *Overlay) Delete(key []byte) { o.stage(string(key), nil) }
 
 func (o *Overlay) stage(key string, value []byte) {
 	if _, ok := o.writes[key]; !ok {
-		o.keys.insert(key)
+		o.unindexed = append(o.unindexed, key)
 	}
 	o.writes[key] = value
 }
 
+// index puts the keys staged since the last ordered read into the skip list.
+func (o *Overlay) index() {
+	for _, k := range o.unindexed {
+		o.keys.insert(k)
+	}
+	clear(o.unindexed)
+	o.unindexed = o.unindexed[:0]
+}
+
 // Iterate implements KV, merging staged writes with the base in key order.
+// Writes staged by fn are not visited.
 func (o *Overlay) Iterate(start, end []byte, fn func(key, value []byte) bool) {
+	o.index()
 	next := o.keys.seek(string(start))
 	inRange := func(n *skipNode) bool { return n != nil && (end == nil || n.key < string(end)) }
 	stopped := false
@@ -156,6 +173,7 @@ func (o *Overlay) Iterate(start, end []byte, fn func(key, value []byte) bool) {
 
 // Changes returns the staged writes sorted by key.
 func (o *Overlay) Changes() []Change {
+	o.index()
 	out := make([]Change, 0, len(o.writes))
 	for n := o.keys.first(); n != nil; n = n.next[0] {
 		out = append(out, Change{Key: []byte(n.key), Value: o.writes[n.key]})
@@ -164,9 +182,25 @@ func (o *Overlay) Changes() []Change {
 }
 
 // Flush applies the staged writes to dst and empties the overlay.
+// The order they go in does not matter (dst orders its keys when read in
+// order), so those not yet in the skip list are not put there.
+//
+// When dst is the overlay's base, what the overlay remembers reading from
+// it is brought up to date with what it flushed there.
 func (o *Overlay) Flush(dst *Overlay) {
+	toBase := o.read != nil && o.base == KV(dst)
+	flush := func(k string) {
+		v := o.writes[k]
+		dst.stage(k, v)
+		if toBase {
+			o.read[k] = v
+		}
+	}
 	for n := o.keys.first(); n != nil; n = n.next[0] {
-		dst.stage(n.key, o.writes[n.key])
+		flush(n.key)
+	}
+	for _, k := range o.unindexed {
+		flush(k)
 	}
 	o.Discard()
 }
@@ -175,6 +209,8 @@ func (o *Overlay) Flush(dst *Overlay) {
 func (o *Overlay) Discard() {
 	clear(o.writes)
 	o.keys.reset()
+	clear(o.unindexed)
+	o.unindexed = o.unindexed[:0]
 }
 
 // Len returns the number of staged writes.
