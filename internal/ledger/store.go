@@ -45,7 +45,7 @@ type Overlay struct {
 	// unindexed holds the keys of writes not yet in keys, in the order
 	// they were first staged.
 	unindexed []string
-	read   map[string][]byte // values read from base; nil: absent there
+	read      map[string][]byte // values read from base; nil: absent there
 	// noReads: read is not kept (a tx's scratch overlay, whose base is
 	// another overlay and whose reads nothing folds into a hash).
 	noReads bool
