@@ -1,8 +1,10 @@
 package ledger
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
+	"sync/atomic"
 
 	"github.com/gpunet/gpunet/internal/challenge"
 )
@@ -483,10 +485,26 @@ func GetParams(kv KV) (Params, error) {
 	if b == nil {
 		return p, fmt.Errorf("no params in state (was the chain initialised?): %w", ErrInternal)
 	}
+	if last := lastParams.Load(); last != nil && bytes.Equal(last.raw, b) {
+		return last.p, nil
+	}
 	if err := json.Unmarshal(b, &p); err != nil {
 		return p, fmt.Errorf("corrupt params: %w: %w", err, ErrInternal)
 	}
-	return p.withLaterDefaults(), nil
+	p = p.withLaterDefaults()
+	lastParams.Store(&decodedParams{raw: bytes.Clone(b), p: p})
+	return p, nil
+}
+
+// lastParams is the last params record GetParams decoded, and what it
+// decoded to. Params change only by governance, and decoding them costs
+// tens of microseconds: every block and every check read them (issue 36).
+// Params holds no references, so each caller gets its own copy.
+var lastParams atomic.Pointer[decodedParams]
+
+type decodedParams struct {
+	raw []byte
+	p   Params
 }
 
 // validateValidatorParams checks the rules between the validator set's
