@@ -128,10 +128,11 @@ func (l *Ledger) Prepare(raw []byte) PreparedTx {
 
 // TxChecker admits txs to a mempool state one after another, as
 // Ledger.CheckTx does, for a caller that checks many txs against one state:
-// it decodes the chain's parameters once rather than for every tx (their
-// JSON cost more to decode than all the rest of a transfer's checks). It
-// decodes them again whenever their stored bytes change, so each answer is
-// exactly Ledger.CheckTx's on the same state. Not safe for concurrent use.
+// it keeps the chain's parameters for as long as their stored bytes do not
+// change, rather than fetching a copy for every tx (GetParams keeps the
+// last record it decoded too, but each call copies the whole Params), and
+// the overlays a check stages in. Each answer is exactly Ledger.CheckTx's
+// on the same state. Not safe for concurrent use.
 type TxChecker struct {
 	l         *Ledger
 	state     *Overlay
