@@ -8,24 +8,24 @@ import (
 )
 
 // TestWriteTextTarget checks that the target line says what is checked:
-// the C kernels' geometric mean on the default engine against Target,
-// with the figure, met or not whatever the single kernels do.
+// the C kernels' geometric mean on the default engine against Target and
+// each kernel against KernelTarget, with the figures.
 func TestWriteTextTarget(t *testing.T) {
 	for _, tc := range []struct {
-		geomean float64
-		want    string
+		geomean, kernel float64
+		want            string
 	}{
-		{1.01, "target: geometric mean of the C kernels in the executor (wasmtime) <= 1.2× native: 1.01× native, met\n"},
-		{1.35, "target: geometric mean of the C kernels in the executor (wasmtime) <= 1.2× native: 1.35× native, NOT met\n"},
+		{1.01, 1.2, "target: C kernels in the executor (wasmtime), geometric mean <= 1.1× native and each <= 1.3×: 1.01× native, the slowest 1.20×, met\n"},
+		{1.01, 1.8, "target: C kernels in the executor (wasmtime), geometric mean <= 1.1× native and each <= 1.3×: 1.01× native, the slowest 1.80×, NOT met\n"},
+		{1.35, 1.2, "target: C kernels in the executor (wasmtime), geometric mean <= 1.1× native and each <= 1.3×: 1.35× native, the slowest 1.20×, NOT met\n"},
 	} {
+		k := Kernel{Name: "matmul", Args: []string{"48", "2"}, NativeP50Ms: 1, ExecutorP50Ms: tc.kernel, Ratio: tc.kernel,
+			MeetsTarget: tc.kernel <= KernelTarget, Engines: []KernelEngine{{Engine: "wasmtime", P50Ms: tc.kernel, Ratio: tc.kernel}}}
 		r := &Result{
 			Date: time.Date(2026, 11, 26, 10, 41, 0, 0, time.UTC), Kernel: "mandelbrot", Args: []string{"64", "48", "200"}, Reps: 2,
 			Variants: []Variant{{Name: "native", P50Ms: 1, MinMs: 1, MaxMs: 1, Ratio: 1}, {Name: "executor", P50Ms: 2, MinMs: 2, MaxMs: 2, Ratio: 2, CompileMs: 100, WallP50Ms: 5}},
-			Target:   Target, MeetsTarget: tc.geomean <= Target,
-			LLVM: &LLVM{Clang: "clang 14", Flags: "-O2", GeoMeanRatio: tc.geomean, Kernels: []Kernel{
-				// A kernel over the target alone: the verdict is the mean's.
-				{Name: "matmul", Args: []string{"48", "2"}, NativeP50Ms: 1, ExecutorP50Ms: 1.8, Ratio: 1.8, Engines: []KernelEngine{{Engine: "wasmtime", P50Ms: 1.8, Ratio: 1.8}}},
-			}},
+			Target:   Target, KernelTarget: KernelTarget, MeetsTarget: tc.geomean <= Target && k.MeetsTarget,
+			LLVM: &LLVM{Clang: "clang 14", Flags: "-O2", GeoMeanRatio: tc.geomean, Kernels: []Kernel{k}},
 		}
 		var b bytes.Buffer
 		if err := r.WriteText(&b); err != nil {
@@ -33,7 +33,7 @@ func TestWriteTextTarget(t *testing.T) {
 		}
 		text := b.String()
 		if !strings.HasSuffix(text, tc.want) {
-			t.Errorf("geomean %.2f: text ends\n%s\nwant it to end with %q", tc.geomean, text[strings.LastIndex(text[:len(text)-1], "\n")+1:], tc.want)
+			t.Errorf("geomean %.2f, kernel %.2f: text ends\n%s\nwant it to end with %q", tc.geomean, tc.kernel, text[strings.LastIndex(text[:len(text)-1], "\n")+1:], tc.want)
 		}
 		if strings.Contains(text, "every LLVM-compiled guest") {
 			t.Errorf("geomean %.2f: text still says every guest is held to the target:\n%s", tc.geomean, text)
