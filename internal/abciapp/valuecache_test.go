@@ -120,3 +120,63 @@ func TestValueCacheClearedByRestore(t *testing.T) {
 		t.Fatalf("Get = %q after a restore, want %q", got, "restored")
 	}
 }
+
+// TestValueCacheConcurrentReads: readers of the committed state while
+// blocks are committed never see a key go back to an older value, whether
+// their reads hit the cache or went to Pebble (run it with -race too).
+func TestValueCacheConcurrentReads(t *testing.T) {
+	s := openMemStore(t, vfs.NewMem())
+	defer s.Close()
+	kv := s.KV()
+	keys := [][]byte{[]byte("acct/a"), []byte("acct/b"), []byte("acct/c")}
+	const blocks = 300
+	done := make(chan struct{})
+	errs := make(chan error, 4)
+	for r := range 4 {
+		go func() {
+			seen := make([]int, len(keys))
+			for {
+				select {
+				case <-done:
+					errs <- nil
+					return
+				default:
+				}
+				i := r % len(keys)
+				r++
+				if r%7 == 0 {
+					kv.cache.clear() // force reads through Pebble now and then
+				}
+				var n int
+				if v := kv.Get(keys[i]); v != nil {
+					fmt.Sscanf(string(v), "%d", &n)
+				}
+				if n < seen[i] {
+					errs <- fmt.Errorf("%s went back from %d to %d", keys[i], seen[i], n)
+					return
+				}
+				seen[i] = n
+			}
+		}()
+	}
+	for b := 1; b <= blocks; b++ {
+		var ch []ledger.Change
+		for _, k := range keys {
+			ch = append(ch, ledger.Change{Key: k, Value: fmt.Appendf(nil, "%d", b)})
+		}
+		if err := s.Commit(false, ch); err != nil {
+			t.Fatal(err)
+		}
+	}
+	close(done)
+	for range 4 {
+		if err := <-errs; err != nil {
+			t.Error(err)
+		}
+	}
+	for _, k := range keys {
+		if got := string(kv.Get(k)); got != fmt.Sprint(blocks) {
+			t.Errorf("%s = %q after %d blocks", k, got, blocks)
+		}
+	}
+}
