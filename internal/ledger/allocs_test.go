@@ -21,20 +21,10 @@ import (
 // recording their reads; with a fee, 27 before the fee's two keys were
 // staged as strings made once, 25 after.
 func TestCheckPreparedAllocs(t *testing.T) {
-	if raceEnabled {
-		t.Skip("the race detector allocates on its own")
-	}
-	alice, bob := lt.NewKey("alice"), lt.NewKey("bob")
-	c := lt.NewChain(t, lt.Genesis(1_000_000, "alice", "bob"))
-	c.L.Txs = lt.NewTxMemo()
-	const runs = 200
-	prepared := make([]ledger.PreparedTx, runs+1)
-	for i := range prepared {
-		prepared[i] = c.L.Prepare(alice.Tx(lt.ChainID, uint64(i), 10, &ledger.MsgSend{To: bob.Addr, Amount: 1}))
-	}
+	c, prepared := preparedTransfers(t)
 	chk := c.L.NewTxChecker(ledger.NewOverlay(c.KV))
 	i := 0
-	allocs := testing.AllocsPerRun(runs, func() {
+	allocs := testing.AllocsPerRun(len(prepared)-1, func() {
 		if res := chk.CheckPrepared(prepared[i]); res.Err != nil {
 			t.Fatalf("check %d: %v", i, res.Err)
 		}
@@ -51,6 +41,26 @@ func TestCheckPreparedAllocs(t *testing.T) {
 // fee; 30 and 28 with one, 27 with the transfer event made in one
 // allocation.
 func TestDeliverPreparedAllocs(t *testing.T) {
+	c, prepared := preparedTransfers(t)
+	b := c.L.BeginBlock(c.KV, ledger.BlockInfo{Height: c.Height + 1, Time: lt.BlockTime(c.Height + 1), Seed: lt.BlockSeed(c.Height + 1)})
+	i := 0
+	allocs := testing.AllocsPerRun(len(prepared)-1, func() {
+		if res := b.DeliverPrepared(prepared[i]); res.Err != nil {
+			t.Fatalf("tx %d: %v", i, res.Err)
+		}
+		i++
+	})
+	t.Logf("%.2f allocs", allocs)
+	if allocs > 27 {
+		t.Fatalf("a transfer's DeliverTx allocates %.1f times, want at most 27", allocs)
+	}
+}
+
+// preparedTransfers returns a chain where alice pays bob, and her next
+// transfers (each paying a fee), prepared as abciapp's CheckTx prepares
+// them: one for each of AllocsPerRun's runs and its warm-up.
+func preparedTransfers(t *testing.T) (*lt.Chain, []ledger.PreparedTx) {
+	t.Helper()
 	if raceEnabled {
 		t.Skip("the race detector allocates on its own")
 	}
@@ -62,16 +72,5 @@ func TestDeliverPreparedAllocs(t *testing.T) {
 	for i := range prepared {
 		prepared[i] = c.L.Prepare(alice.Tx(lt.ChainID, uint64(i), 10, &ledger.MsgSend{To: bob.Addr, Amount: 1}))
 	}
-	b := c.L.BeginBlock(c.KV, ledger.BlockInfo{Height: c.Height + 1, Time: lt.BlockTime(c.Height + 1), Seed: lt.BlockSeed(c.Height + 1)})
-	i := 0
-	allocs := testing.AllocsPerRun(runs, func() {
-		if res := b.DeliverPrepared(prepared[i]); res.Err != nil {
-			t.Fatalf("tx %d: %v", i, res.Err)
-		}
-		i++
-	})
-	t.Logf("%.2f allocs", allocs)
-	if allocs > 27 {
-		t.Fatalf("a transfer's DeliverTx allocates %.1f times, want at most 27", allocs)
-	}
+	return c, prepared
 }
