@@ -8,10 +8,8 @@ import (
 	"time"
 
 	"github.com/gpunet/gpunet/internal/address"
-	"github.com/gpunet/gpunet/internal/keys"
 	"github.com/gpunet/gpunet/internal/ledger"
 	"github.com/gpunet/gpunet/internal/provider"
-	"github.com/gpunet/gpunet/internal/validator"
 )
 
 // TestDeadProviderReplacedBeforeTimeout (issue 36): on a real chain whose
@@ -32,22 +30,7 @@ func TestDeadProviderReplacedBeforeTimeout(t *testing.T) {
 		// mark the dead provider offline within seconds, another way
 		// its replica ends.
 		g.Params.LivenessRatePPM = 0
-	}, func(o *validator.InitOptions) {
-		// The ledger manages the validator set: its validator's node
-		// reports.
-		o.ValidatorStake, o.OperatorBalance = validator.DefaultValidatorStake, validator.DefaultOperatorBalance
-		o.OperatorKey = func(string) (address.Address, error) {
-			kr, err := keys.Open(t.TempDir())
-			if err != nil {
-				return address.Address{}, err
-			}
-			k, err := kr.AddUnencrypted("operator")
-			if err != nil {
-				return address.Address{}, err
-			}
-			return k.Address, nil
-		}
-	}, "owner", "first", "second")
+	}, ledgerManagedValidators(t), "owner", "first", "second") // its validator's node reports
 	const price = 36_000
 	stops := map[address.Address]func(){}
 	names := map[address.Address]string{}

@@ -37,22 +37,7 @@ func TestSilentReplicaUnpaid(t *testing.T) {
 		g.Params.ServiceUnwitnessedPeriods = 3
 		g.Params.ServiceHeartbeatInterval = 1
 		g.Params.ServiceHeartbeatTimeout = 30
-	}, func(o *validator.InitOptions) {
-		// The ledger manages the validator set: its validator's node
-		// is the witness.
-		o.ValidatorStake, o.OperatorBalance = validator.DefaultValidatorStake, validator.DefaultOperatorBalance
-		o.OperatorKey = func(string) (address.Address, error) {
-			kr, err := keys.Open(t.TempDir())
-			if err != nil {
-				return address.Address{}, err
-			}
-			k, err := kr.AddUnencrypted("operator")
-			if err != nil {
-				return address.Address{}, err
-			}
-			return k.Address, nil
-		}
-	}, "owner", "honest", "silent")
+	}, ledgerManagedValidators(t), "owner", "honest", "silent") // its validator's node is the witness
 	const price = 36_000 // usync per core-hour
 	runServiceAgent(t, n, "honest", price, nil)
 	runServiceAgent(t, n, "silent", price, &provider.Faults{SilentService: true})
@@ -204,5 +189,26 @@ func deployEcho(t *testing.T, n *network, owner *keys.Key, replicas uint64, c st
 			t.Fatalf("service 1: %v %v", ok, err)
 		}
 		return s
+	}
+}
+
+// ledgerManagedValidators sets a network up whose validator set the ledger
+// manages: its validator is bonded by an operator account (with a key of
+// its own), so its node acts for it (witnesses replicas, reports them
+// down).
+func ledgerManagedValidators(t *testing.T) func(*validator.InitOptions) {
+	return func(o *validator.InitOptions) {
+		o.ValidatorStake, o.OperatorBalance = validator.DefaultValidatorStake, validator.DefaultOperatorBalance
+		o.OperatorKey = func(string) (address.Address, error) {
+			kr, err := keys.Open(t.TempDir())
+			if err != nil {
+				return address.Address{}, err
+			}
+			k, err := kr.AddUnencrypted("operator")
+			if err != nil {
+				return address.Address{}, err
+			}
+			return k.Address, nil
+		}
 	}
 }
